@@ -1,0 +1,403 @@
+//! Pure sequence arithmetic: where every number is computed. No I/O.
+//!
+//! Both strategies, the block allocator and the admin operations call these functions, so the
+//! rules (next = value + step, wrap at the bound with `cycle`, `Exhausted` otherwise, never an
+//! integer overflow) are written exactly once and tested without a server. All intermediate
+//! arithmetic is done in `i128`, so no input can overflow.
+
+use crate::spec::Spec;
+
+/// A contiguous run of numbers issued by one write: `first`, `first + step`, …, `last`.
+///
+/// # Example
+///
+/// ```
+/// use dispenser::Run;
+///
+/// let run = Run::new(5, 3, 2);
+/// assert_eq!(run.last(), 9);
+/// assert_eq!(run.into_iter().collect::<Vec<_>>(), vec![5, 7, 9]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    first: i64,
+    count: u64,
+    step: i64,
+}
+
+impl Run {
+    /// A run of `count` numbers starting at `first`, `step` apart.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `count` is 0 or if the last number does not fit in an `i64`; runs returned by
+    /// the library always satisfy both.
+    pub fn new(first: i64, count: u64, step: i64) -> Self {
+        assert!(count > 0, "a run has at least one number");
+        let last = i128::from(first) + (i128::from(count) - 1) * i128::from(step);
+        assert!(
+            i64::try_from(last).is_ok(),
+            "the last number of a run must fit in i64"
+        );
+        Run { first, count, step }
+    }
+
+    /// The first number of the run.
+    pub fn first(&self) -> i64 {
+        self.first
+    }
+
+    /// The last number of the run.
+    pub fn last(&self) -> i64 {
+        self.nth_number(self.count - 1)
+    }
+
+    /// How many numbers the run holds (at least 1).
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The distance between consecutive numbers.
+    pub fn step(&self) -> i64 {
+        self.step
+    }
+
+    /// The `i`-th number of the run (0-based); `i` must be below [`Run::count`].
+    pub(crate) fn nth_number(&self, i: u64) -> i64 {
+        debug_assert!(i < self.count);
+        let n = i128::from(self.first) + i128::from(i) * i128::from(self.step);
+        // In range by construction (checked in `new`).
+        n as i64
+    }
+}
+
+impl IntoIterator for Run {
+    type Item = i64;
+    type IntoIter = RunIter;
+
+    fn into_iter(self) -> RunIter {
+        RunIter { run: self, next: 0 }
+    }
+}
+
+/// Iterator over the numbers of a [`Run`].
+#[derive(Clone, Debug)]
+pub struct RunIter {
+    run: Run,
+    next: u64,
+}
+
+impl Iterator for RunIter {
+    type Item = i64;
+
+    fn next(&mut self) -> Option<i64> {
+        if self.next >= self.run.count {
+            return None;
+        }
+        let n = self.run.nth_number(self.next);
+        self.next += 1;
+        Some(n)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize::try_from(self.run.count - self.next).unwrap_or(usize::MAX);
+        (left, Some(left))
+    }
+}
+
+/// The outcome of drawing numbers from a stored value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Draw {
+    /// The numbers issued.
+    pub run: Run,
+    /// The value to store: the last number issued.
+    pub new_value: i64,
+    /// Whether the run starts after a wrap (then `cycles` goes up by one).
+    pub wrapped: bool,
+}
+
+/// Not enough numbers left in a non-cyclic sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shortfall {
+    /// How many numbers are left.
+    pub remaining: u64,
+}
+
+/// The first number after `value`, wrapping with `cycle`; `None` when the sequence is
+/// exhausted (the next number would pass the bound and `cycle` is off).
+fn first_after(spec: &Spec, value: i64) -> Option<(i64, bool)> {
+    let next = i128::from(value) + i128::from(spec.step);
+    let within = if spec.step > 0 {
+        next <= i128::from(spec.max)
+    } else {
+        next >= i128::from(spec.min)
+    };
+    if within {
+        // Within [min, max] (for a plausible value), so it fits in i64.
+        Some((next as i64, false))
+    } else if spec.cycle {
+        Some((if spec.step > 0 { spec.min } else { spec.max }, true))
+    } else {
+        None
+    }
+}
+
+/// How many numbers there are from `first` (inclusive) to the far bound.
+fn available_from(spec: &Spec, first: i64) -> u64 {
+    let span = if spec.step > 0 {
+        i128::from(spec.max) - i128::from(first)
+    } else {
+        i128::from(first) - i128::from(spec.min)
+    };
+    let n = span / i128::from(spec.step).abs() + 1;
+    u64::try_from(n.max(0)).unwrap_or(u64::MAX)
+}
+
+/// Draws `n` (≥ 1) numbers after `value`.
+///
+/// Without `cycle` the whole request must fit before the bound, else [`Shortfall`]. With
+/// `cycle` the run never crosses the wrap: it stops at the bound and may hold fewer than `n`.
+pub(crate) fn draw(spec: &Spec, value: i64, n: u64) -> Result<Draw, Shortfall> {
+    debug_assert!(n > 0);
+    let Some((first, wrapped)) = first_after(spec, value) else {
+        return Err(Shortfall { remaining: 0 });
+    };
+    let available = available_from(spec, first);
+    let count = if n <= available {
+        n
+    } else if spec.cycle {
+        available
+    } else {
+        return Err(Shortfall {
+            remaining: available,
+        });
+    };
+    let run = Run::new(first, count, spec.step);
+    Ok(Draw {
+        run,
+        new_value: run.last(),
+        wrapped,
+    })
+}
+
+/// How many numbers are left before the sequence wraps (with `cycle`) or is exhausted.
+pub(crate) fn remaining(spec: &Spec, value: i64) -> u64 {
+    match first_after(spec, value) {
+        Some((_, true)) | None => 0,
+        Some((first, false)) => available_from(spec, first),
+    }
+}
+
+/// Whether `value` is one a valid history can produce: within `[min, max]`, or one step
+/// before the first number of a sequence that has issued nothing yet.
+pub(crate) fn value_is_plausible(spec: &Spec, value: i64) -> bool {
+    let v = i128::from(value);
+    let step = i128::from(spec.step);
+    if spec.step > 0 {
+        i128::from(spec.min) - step <= v && v <= i128::from(spec.max)
+    } else {
+        i128::from(spec.min) <= v && v <= i128::from(spec.max) - step
+    }
+}
+
+/// The stored values from which `n` numbers can be issued by a plain increment of
+/// `n * step`, without a wrap and without passing the bound: `Some((low, high))`, inclusive.
+///
+/// This is the filter of the one-round-trip conditional increment: for every value in the
+/// range, `value + n * step` is exactly what [`draw`] would store.
+pub(crate) fn increment_window(spec: &Spec, n: u64) -> Option<(i64, i64)> {
+    let step = i128::from(spec.step);
+    let delta = i128::from(n) * step;
+    let (low, high) = if spec.step > 0 {
+        (i128::from(spec.min) - step, i128::from(spec.max) - delta)
+    } else {
+        (i128::from(spec.min) - delta, i128::from(spec.max) - step)
+    };
+    let low = low.max(i128::from(i64::MIN));
+    let high = high.min(i128::from(i64::MAX));
+    if low > high {
+        return None;
+    }
+    Some((low as i64, high as i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbers(spec: &Spec, mut value: i64, calls: usize) -> Vec<i64> {
+        let mut out = Vec::new();
+        for _ in 0..calls {
+            let d = draw(spec, value, 1).expect("draw");
+            out.push(d.run.first());
+            value = d.new_value;
+        }
+        out
+    }
+
+    #[test]
+    fn default_counts_from_one() {
+        let spec = Spec::default();
+        assert_eq!(numbers(&spec, spec.start - spec.step, 3), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn cyclic_tickets_wrap_to_min() {
+        let spec = Spec::default().with_max(3).with_cycle(true);
+        assert_eq!(numbers(&spec, 0, 7), vec![1, 2, 3, 0, 1, 2, 3]);
+        let d = draw(&spec, 3, 1).unwrap();
+        assert!(d.wrapped);
+        assert!(!draw(&spec, 2, 1).unwrap().wrapped);
+    }
+
+    #[test]
+    fn descending_wraps_to_max() {
+        let spec = Spec::default()
+            .with_step(-2)
+            .with_min(-3)
+            .with_max(4)
+            .with_start(4)
+            .with_cycle(true);
+        assert_eq!(numbers(&spec, 6, 6), vec![4, 2, 0, -2, 4, 2]);
+    }
+
+    #[test]
+    fn non_cyclic_exhausts_without_overflow() {
+        let spec = Spec::default();
+        assert_eq!(draw(&spec, i64::MAX, 1), Err(Shortfall { remaining: 0 }));
+        let d = draw(&spec, i64::MAX - 1, 1).unwrap();
+        assert_eq!(d.run.first(), i64::MAX);
+        assert_eq!(
+            draw(&spec, i64::MAX - 3, 4),
+            Err(Shortfall { remaining: 3 })
+        );
+        let down = Spec::default()
+            .with_step(-7)
+            .with_min(i64::MIN)
+            .with_max(0)
+            .with_start(0);
+        assert_eq!(
+            draw(&down, i64::MIN + 3, 1),
+            Err(Shortfall { remaining: 0 })
+        );
+        let huge_step = Spec::default().with_step(i64::MAX);
+        assert_eq!(numbers(&huge_step, 1 - i64::MAX, 1), vec![1]);
+        assert_eq!(draw(&huge_step, 1, 1), Err(Shortfall { remaining: 0 }));
+    }
+
+    #[test]
+    fn cyclic_runs_stop_at_the_bound() {
+        let spec = Spec::default().with_max(99).with_cycle(true);
+        let d = draw(&spec, 95, 10).unwrap();
+        assert_eq!((d.run.first(), d.run.last(), d.run.count()), (96, 99, 4));
+        let d = draw(&spec, 99, 10).unwrap();
+        assert_eq!((d.run.first(), d.run.last(), d.wrapped), (0, 9, true));
+        let d = draw(&spec, 99, 1000).unwrap();
+        assert_eq!(d.run.count(), 100);
+    }
+
+    #[test]
+    fn remaining_counts_to_the_bound() {
+        let spec = Spec::default().with_max(10).with_step(3);
+        assert_eq!(remaining(&spec, -2), 4); // 1, 4, 7, 10
+        assert_eq!(remaining(&spec, 10), 0);
+        assert_eq!(remaining(&Spec::default(), 0), i64::MAX as u64);
+        let cyc = spec.with_cycle(true);
+        assert_eq!(remaining(&cyc, 10), 0);
+    }
+
+    #[test]
+    fn plausibility_allows_one_step_before_start() {
+        let spec = Spec::default()
+            .with_min(10)
+            .with_max(20)
+            .with_start(10)
+            .with_step(5);
+        assert!(value_is_plausible(&spec, 5));
+        assert!(!value_is_plausible(&spec, 4));
+        assert!(value_is_plausible(&spec, 20));
+        assert!(!value_is_plausible(&spec, 21));
+        let down = spec.with_step(-5).with_start(20);
+        assert!(value_is_plausible(&down, 25));
+        assert!(!value_is_plausible(&down, 26));
+        assert!(!value_is_plausible(&down, 9));
+    }
+
+    #[test]
+    fn increment_window_agrees_with_draw() {
+        let specs = [
+            Spec::default().with_max(30).with_cycle(true),
+            Spec::default().with_max(30).with_step(4),
+            Spec::default()
+                .with_min(-10)
+                .with_max(30)
+                .with_step(-3)
+                .with_start(30),
+            Spec::default()
+                .with_min(-10)
+                .with_max(30)
+                .with_step(-3)
+                .with_start(30)
+                .with_cycle(true),
+        ];
+        for spec in specs {
+            for n in 1..40u64 {
+                let window = increment_window(&spec, n);
+                for value in -20..=40 {
+                    if !value_is_plausible(&spec, value) {
+                        continue;
+                    }
+                    let inside = window.is_some_and(|(lo, hi)| lo <= value && value <= hi);
+                    if inside {
+                        let d = draw(&spec, value, n).expect("inside the window a draw succeeds");
+                        assert!(!d.wrapped);
+                        assert_eq!(d.run.count(), n);
+                        assert_eq!(
+                            d.new_value,
+                            value + n as i64 * spec.step,
+                            "{spec} {value} {n}"
+                        );
+                    } else {
+                        // Outside the window a plain increment would be wrong: the draw wraps,
+                        // falls short, or is exhausted.
+                        if let Ok(d) = draw(&spec, value, n) {
+                            assert!(d.wrapped || d.run.count() < n, "{spec} {value} {n}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn extreme_windows_do_not_overflow() {
+        let spec = Spec::default()
+            .with_min(i64::MIN + 1)
+            .with_start(i64::MIN + 1);
+        // The whole range, MIN + 1 ..= MAX, is u64::MAX numbers: only a fresh sequence has them.
+        assert_eq!(
+            increment_window(&spec, u64::MAX),
+            Some((i64::MIN, i64::MIN))
+        );
+        assert_eq!(
+            draw(&spec, i64::MIN, u64::MAX).map(|d| d.new_value),
+            Ok(i64::MAX)
+        );
+        assert_eq!(increment_window(&spec, 1), Some((i64::MIN, i64::MAX - 1)));
+        assert_eq!(increment_window(&Spec::default(), u64::MAX), None);
+        assert_eq!(
+            increment_window(&Spec::default(), 1),
+            Some((-1, i64::MAX - 1))
+        );
+    }
+
+    #[test]
+    fn run_iterates() {
+        let run = Run::new(i64::MAX - 2, 3, 1);
+        assert_eq!(
+            run.into_iter().collect::<Vec<_>>(),
+            vec![i64::MAX - 2, i64::MAX - 1, i64::MAX]
+        );
+        assert_eq!(run.into_iter().size_hint(), (3, Some(3)));
+    }
+}

@@ -1,0 +1,394 @@
+//! The entry points: a [`Dispenser`] (one collection of sequences, with admin operations) and
+//! the [`Sequence`] handles it opens (where numbers are drawn).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mongodb::Client;
+use mongodb::options::ClientOptions;
+
+use crate::arith::{self, Run};
+use crate::document::{SequenceState, Stored};
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::redact;
+use crate::retry::RetryBudget;
+use crate::spec::{Spec, validate_name};
+use crate::stats::{Counters, Stats};
+use crate::store::Store;
+use crate::strategy::{Adaptive, Drawer};
+
+/// One collection of sequences on one MongoDB deployment.
+///
+/// Cheap to clone (it shares the driver's connection pool).
+///
+/// # Example
+///
+/// ```no_run
+/// use dispenser::{Dispenser, Options, Spec};
+///
+/// # async fn f() -> dispenser::Result<()> {
+/// let dispenser = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
+/// let orders = dispenser.ensure("orders", Spec::default()).await?;
+/// let id = orders.next().await?;
+/// println!("order {id}");
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Dispenser {
+    store: Store,
+    options: Arc<Options>,
+}
+
+impl Dispenser {
+    /// A dispenser over an existing driver client.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the options are invalid (see [`Options::validate`]).
+    pub fn new(client: &Client, options: Options) -> Result<Self> {
+        options.validate()?;
+        Ok(Dispenser {
+            store: Store::new(client, &options),
+            options: Arc::new(options),
+        })
+    }
+
+    /// Parses `uri`, builds a driver client whose server selection and connect timeouts
+    /// default to the operation timeout (unless the URI sets them), and wraps it.
+    ///
+    /// Nothing is sent to the server yet; an unreachable server is reported by the first
+    /// operation as [`Error::Database`] after the server selection timeout.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an invalid URI or invalid options. The message never
+    /// contains the URI's password.
+    pub async fn connect(uri: &str, options: Options) -> Result<Self> {
+        options.validate()?;
+        let client_options = client_options(uri, options.operation_timeout).await?;
+        let client = Client::with_options(client_options).map_err(|e| {
+            Error::invalid_argument(
+                format!("MongoDB URI {}", redact::redact_uri(uri)),
+                redact::scrub(&e.to_string(), uri),
+            )
+        })?;
+        Dispenser::new(&client, options)
+    }
+
+    /// The options this dispenser was built with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Creates a new sequence.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] / [`Error::InvalidSpec`] (nothing written),
+    /// [`Error::AlreadyExists`] when the name is taken, [`Error::Database`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Spec;
+    /// let tickets = d.create("tickets", Spec::default().with_max(99).with_cycle(true)).await?;
+    /// assert_eq!(tickets.next().await?, 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn create(&self, name: &str, spec: Spec) -> Result<Sequence> {
+        validate_name(name)?;
+        spec.validate(name)?;
+        if !self.store.insert(name, &spec).await? {
+            return Err(Error::AlreadyExists {
+                name: name.to_owned(),
+            });
+        }
+        Ok(self.handle(name, created(&spec)))
+    }
+
+    /// Creates the sequence if it does not exist, or opens it if it exists with the same
+    /// step, bounds and cycle. Safe when many processes race: one insert wins, the others
+    /// read what it wrote.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SpecConflict`] when the stored sequence has a different step, min, max or
+    /// cycle (the start only matters at creation), plus those of [`Dispenser::create`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let a = d.ensure("invoices", dispenser::Spec::default()).await?;
+    /// let b = d.ensure("invoices", dispenser::Spec::default()).await?; // same sequence
+    /// assert!(a.next().await? < b.next().await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn ensure(&self, name: &str, spec: Spec) -> Result<Sequence> {
+        validate_name(name)?;
+        spec.validate(name)?;
+        if self.store.insert(name, &spec).await? {
+            return Ok(self.handle(name, created(&spec)));
+        }
+        let stored = self.load(name).await?;
+        if !stored.spec.same_shape(&spec) {
+            return Err(Error::SpecConflict {
+                name: name.to_owned(),
+                stored: stored.spec.to_string(),
+                requested: spec.to_string(),
+            });
+        }
+        Ok(self.handle(name, stored))
+    }
+
+    /// Opens an existing sequence.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::CorruptDocument`],
+    /// [`Error::Database`].
+    pub async fn open(&self, name: &str) -> Result<Sequence> {
+        validate_name(name)?;
+        let stored = self.load(name).await?;
+        Ok(self.handle(name, stored))
+    }
+
+    /// Reads the stored state of a sequence without changing it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::CorruptDocument`],
+    /// [`Error::Database`].
+    pub async fn peek(&self, name: &str) -> Result<SequenceState> {
+        validate_name(name)?;
+        self.store
+            .load_state(name)
+            .await?
+            .ok_or_else(|| no_such(name))
+    }
+
+    /// Every sequence in the collection, by name. A document that does not decode is an
+    /// [`Error::CorruptDocument`] in its place, so one bad document does not hide the rest.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Database`] when the collection cannot be read.
+    pub async fn list(&self) -> Result<Vec<Result<SequenceState>>> {
+        self.store.list().await
+    }
+
+    /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
+    /// writers). Moving a sequence backwards (so that numbers already issued would come again)
+    /// needs `force`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `next` lies outside the bounds, [`Error::WouldGoBackwards`]
+    /// without `force`, [`Error::Contention`], plus those of [`Dispenser::open`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let state = d.reset("tickets", 1, true).await?; // the counter restarts at 1
+    /// assert_eq!(state.next_number(), Some(1));
+    /// # Ok(()) }
+    /// ```
+    pub async fn reset(&self, name: &str, next: i64, force: bool) -> Result<SequenceState> {
+        validate_name(name)?;
+        let mut budget = RetryBudget::new(&self.options.backoff);
+        loop {
+            let stored = self.load(name).await?;
+            let spec = stored.spec;
+            if next < spec.min || next > spec.max {
+                return Err(Error::invalid_argument(
+                    "reset value",
+                    format!(
+                        "{next} lies outside the bounds {}..={} of sequence {name:?}",
+                        spec.min, spec.max
+                    ),
+                ));
+            }
+            let new_value = next.checked_sub(spec.step).ok_or_else(|| {
+                Error::invalid_argument(
+                    "reset value",
+                    format!(
+                        "{next} - step {} does not fit in a 64-bit integer",
+                        spec.step
+                    ),
+                )
+            })?;
+            let backwards = if spec.step > 0 {
+                new_value < stored.value
+            } else {
+                new_value > stored.value
+            };
+            if backwards && !force {
+                return Err(Error::WouldGoBackwards {
+                    name: name.to_owned(),
+                    current: stored.value,
+                    requested: next,
+                });
+            }
+            budget.attempted();
+            if self
+                .store
+                .compare_and_set(name, &stored, new_value, false)
+                .await?
+            {
+                return self.peek(name).await;
+            }
+            tokio::time::sleep(budget.after_conflict(name)?).await;
+        }
+    }
+
+    /// Deletes a sequence. Its numbers may be issued again if it is created anew.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    pub async fn delete(&self, name: &str) -> Result<()> {
+        validate_name(name)?;
+        if self.store.delete(name).await? {
+            Ok(())
+        } else {
+            Err(no_such(name))
+        }
+    }
+
+    async fn load(&self, name: &str) -> Result<Stored> {
+        self.store.load(name).await?.ok_or_else(|| no_such(name))
+    }
+
+    fn handle(&self, name: &str, stored: Stored) -> Sequence {
+        Sequence {
+            drawer: Arc::new(Drawer {
+                name: name.to_owned(),
+                store: self.store.clone(),
+                strategy: self.options.strategy,
+                backoff: self.options.backoff,
+                remembered: Mutex::new(stored),
+                adaptive: Mutex::new(Adaptive::new(self.options.cas_mode)),
+                stats: Counters::default(),
+            }),
+        }
+    }
+}
+
+fn no_such(name: &str) -> Error {
+    Error::NoSuchSequence {
+        name: name.to_owned(),
+    }
+}
+
+/// The state of a sequence just inserted from `spec`.
+fn created(spec: &Spec) -> Stored {
+    Stored {
+        spec: *spec,
+        value: spec.start.saturating_sub(spec.step),
+        version: 0,
+        cycles: 0,
+    }
+}
+
+/// Driver options from a URI, with our timeouts where the URI sets none.
+pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<ClientOptions> {
+    let mut opts = ClientOptions::parse(uri).await.map_err(|e| {
+        Error::invalid_argument(
+            format!("MongoDB URI {}", redact::redact_uri(uri)),
+            redact::scrub(&e.to_string(), uri),
+        )
+    })?;
+    opts.server_selection_timeout.get_or_insert(timeout);
+    opts.connect_timeout.get_or_insert(timeout);
+    opts.app_name.get_or_insert_with(|| "dispenser".to_owned());
+    Ok(opts)
+}
+
+/// A handle on one sequence: draws numbers. Cheap to clone; clones share their remembered
+/// state and [`Stats`], and any number of tasks may use one handle at once.
+///
+/// Every number returned was reserved by a write the server acknowledged with the configured
+/// write concern; no number is ever returned twice, by this handle or any other.
+#[derive(Clone)]
+pub struct Sequence {
+    drawer: Arc<Drawer>,
+}
+
+impl std::fmt::Debug for Sequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sequence")
+            .field("name", &self.drawer.name)
+            .field("strategy", &self.drawer.strategy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sequence {
+    /// The sequence's name.
+    pub fn name(&self) -> &str {
+        &self.drawer.name
+    }
+
+    /// Issues the next number.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Exhausted`] (non-cyclic sequence at its bound; nothing written),
+    /// [`Error::Contention`], [`Error::NoSuchSequence`] (deleted meanwhile),
+    /// [`Error::CorruptDocument`], [`Error::Database`] or [`Error::Timeout`] (the number the
+    /// write may have reserved is then a gap).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(seq: dispenser::Sequence) -> dispenser::Result<()> {
+    /// let a = seq.next().await?;
+    /// let b = seq.next().await?;
+    /// assert_ne!(a, b);
+    /// # Ok(()) }
+    /// ```
+    pub async fn next(&self) -> Result<i64> {
+        Ok(self.drawer.draw(1).await?.first())
+    }
+
+    /// Issues a contiguous run of `n` numbers in one write. With `cycle` a run never crosses
+    /// the wrap: near the bound it stops there and holds fewer than `n` numbers (call again
+    /// for the rest). Without `cycle`, fewer than `n` numbers left is [`Error::Exhausted`]
+    /// and nothing is written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for `n == 0`, plus those of [`Sequence::next`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(seq: dispenser::Sequence) -> dispenser::Result<()> {
+    /// let run = seq.next_n(100).await?;
+    /// for id in run {
+    ///     println!("{id}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn next_n(&self, n: u64) -> Result<Run> {
+        self.drawer.draw(n).await
+    }
+
+    /// What this handle (and its clones) did so far.
+    pub fn stats(&self) -> Stats {
+        self.drawer.stats.snapshot()
+    }
+
+    /// How many numbers are left before the wrap or the bound, as last seen by this handle.
+    pub fn remaining_hint(&self) -> u64 {
+        let s = *self
+            .drawer
+            .remembered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        arith::remaining(&s.spec, s.value)
+    }
+}

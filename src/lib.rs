@@ -1,0 +1,58 @@
+//! # dispenser
+//!
+//! Unique numbers from MongoDB: order ids, invoice numbers and cyclic serial numbers such as
+//! queue tickets (1 … 99, 0, 1 …), drawn by many processes on many machines at once, never
+//! issued twice.
+//!
+//! Each sequence is one document holding its last value, its bounds and a version. A number
+//! is issued only once the write that reserved it was acknowledged (majority + journaled by
+//! default). See the README for the document schema, the guarantees and the CLI.
+//!
+//! The modules are the design, bottom up:
+//!
+//! | module | what lives there |
+//! |---|---|
+//! | `spec`, `arith` | what a sequence is and how the next number is **computed** (pure, no I/O) |
+//! | `document`, `store` | the MongoDB document and every operation that **writes** it |
+//! | `retry`, `strategy` | the conditional increment and the compare-and-set loop: where it is **retried** |
+//! | `dispenser` | the public handles: [`Dispenser`] (admin) and [`Sequence`] (draw) |
+//!
+//! # Example
+//!
+//! ```no_run
+//! use dispenser::{Dispenser, Options, Spec};
+//!
+//! # async fn f() -> dispenser::Result<()> {
+//! let dispenser = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
+//! let tickets = dispenser
+//!     .ensure("tickets", Spec::default().with_max(99).with_cycle(true))
+//!     .await?;
+//! let ticket = tickets.next().await?; // 1, 2, …, 99, 0, 1, …
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod arith;
+mod dispenser;
+mod document;
+mod error;
+mod options;
+mod redact;
+mod retry;
+mod spec;
+mod stats;
+mod store;
+mod strategy;
+
+pub use arith::{Run, RunIter};
+pub use dispenser::{Dispenser, Sequence};
+pub use document::SequenceState;
+pub use error::{Error, Result};
+pub use options::{CasMode, Options, Strategy, safe_write_concern};
+pub use redact::{redact_uri, scrub};
+pub use retry::Backoff;
+pub use spec::{MAX_NAME_BYTES, Spec, validate_name};
+pub use stats::{CasModeUsed, Stats};
+
+/// The driver, re-exported so callers use the same version.
+pub use mongodb;

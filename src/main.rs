@@ -1,0 +1,216 @@
+//! The `dispenser` binary: parses the command line, calls the library, prints one line per
+//! error and exits with a code that says what kind of failure it was.
+
+mod cli;
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use dispenser::{Dispenser, Error, Options, SequenceState, Spec, Strategy};
+
+use cli::{Cli, Command, StrategyArg};
+
+/// Exit codes (documented in the README).
+mod exit {
+    pub const OTHER: u8 = 1;
+    pub const INVALID_INPUT: u8 = 2;
+    pub const NO_SUCH_SEQUENCE: u8 = 3;
+    pub const EXHAUSTED: u8 = 4;
+    pub const DATABASE: u8 = 5;
+    pub const CONFLICT: u8 = 6;
+    pub const CORRUPT: u8 = 7;
+}
+
+fn exit_code(e: &Error) -> u8 {
+    match e {
+        Error::InvalidName { .. } | Error::InvalidSpec { .. } | Error::InvalidArgument { .. } => {
+            exit::INVALID_INPUT
+        }
+        Error::NoSuchSequence { .. } => exit::NO_SUCH_SEQUENCE,
+        Error::Exhausted { .. } => exit::EXHAUSTED,
+        Error::Database { .. } | Error::Timeout { .. } => exit::DATABASE,
+        Error::AlreadyExists { .. }
+        | Error::SpecConflict { .. }
+        | Error::WouldGoBackwards { .. }
+        | Error::Contention { .. } => exit::CONFLICT,
+        Error::CorruptDocument { .. } => exit::CORRUPT,
+        _ => exit::OTHER,
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("DISPENSER_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dispenser: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::OTHER);
+        }
+    };
+    let uri = cli.uri.clone();
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dispenser: {}", dispenser::scrub(&error_chain(&e), &uri));
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+/// The error and its sources, joined by ": ".
+fn error_chain(e: &Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+async fn run(cli: Cli) -> dispenser::Result<()> {
+    let strategy = match &cli.command {
+        Command::Next(a) => match a.strategy {
+            StrategyArg::Cas => Strategy::Cas,
+            StrategyArg::Inc => Strategy::ConditionalIncrement,
+        },
+        _ => Strategy::default(),
+    };
+    let options = Options::default()
+        .with_database(cli.db.as_str())
+        .with_collection(cli.collection.as_str())
+        .with_strategy(strategy)
+        .with_operation_timeout(Duration::from_secs_f64(cli.timeout));
+    let d = Dispenser::connect(&cli.uri, options).await?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    match cli.command {
+        Command::Create(a) => {
+            let spec = Spec::default()
+                .with_start(a.start)
+                .with_step(a.step)
+                .with_min(a.min)
+                .with_max(a.max)
+                .with_cycle(a.cycle);
+            if a.if_not_exists {
+                d.ensure(&a.name, spec).await?;
+            } else {
+                d.create(&a.name, spec).await?;
+            }
+            let state = d.peek(&a.name).await?;
+            writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+        }
+        Command::Next(a) => {
+            let seq = d.open(&a.name).await?;
+            let mut left = a.count;
+            while left > 0 {
+                let run = seq.next_n(left).await?;
+                for n in run {
+                    writeln!(out, "{n}").map_err(io_err)?;
+                }
+                // Everything issued is on stdout before the next write is tried.
+                out.flush().map_err(io_err)?;
+                left -= run.count();
+            }
+        }
+        Command::Peek { name, json } => {
+            let state = d.peek(&name).await?;
+            let text = if json {
+                json_state(&state).to_string()
+            } else {
+                describe(&state)
+            };
+            writeln!(out, "{text}").map_err(io_err)?;
+        }
+        Command::List { json } => {
+            let all = d.list().await?;
+            let mut corrupt = None;
+            let mut rows = Vec::new();
+            for item in all {
+                match item {
+                    Ok(state) => rows.push(state),
+                    Err(e) => {
+                        eprintln!("dispenser: {e}");
+                        corrupt = Some(e);
+                    }
+                }
+            }
+            if json {
+                let arr: Vec<_> = rows.iter().map(json_state).collect();
+                writeln!(out, "{}", serde_json::Value::Array(arr)).map_err(io_err)?;
+            } else {
+                for s in &rows {
+                    writeln!(out, "{}", describe(s)).map_err(io_err)?;
+                }
+            }
+            out.flush().map_err(io_err)?;
+            if let Some(e) = corrupt {
+                return Err(e);
+            }
+        }
+        Command::Reset { name, value, force } => {
+            let state = d.reset(&name, value, force).await?;
+            writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+        }
+        Command::Delete { name } => {
+            d.delete(&name).await?;
+            writeln!(out, "deleted {name}").map_err(io_err)?;
+        }
+    }
+    out.flush().map_err(io_err)
+}
+
+fn io_err(e: io::Error) -> Error {
+    Error::InvalidArgument {
+        what: "standard output".into(),
+        reason: e.to_string(),
+    }
+}
+
+fn describe(s: &SequenceState) -> String {
+    let next = s
+        .next_number()
+        .map_or_else(|| "none (exhausted)".to_owned(), |n| n.to_string());
+    format!(
+        "{name}: value {value} next {next} remaining {rem} step {step} min {min} max {max} cycle {cycle} cycles {cycles} version {version} updated_at {updated}",
+        name = s.name,
+        value = s.value,
+        rem = s.remaining(),
+        step = s.step,
+        min = s.min,
+        max = s.max,
+        cycle = s.cycle,
+        cycles = s.cycles,
+        version = s.version,
+        updated = s.updated_at.try_to_rfc3339_string().unwrap_or_default(),
+    )
+}
+
+fn json_state(s: &SequenceState) -> serde_json::Value {
+    serde_json::json!({
+        "name": s.name,
+        "value": s.value,
+        "next": s.next_number(),
+        "remaining": s.remaining(),
+        "step": s.step,
+        "min": s.min,
+        "max": s.max,
+        "cycle": s.cycle,
+        "cycles": s.cycles,
+        "version": s.version,
+        "created_at": s.created_at.try_to_rfc3339_string().ok(),
+        "updated_at": s.updated_at.try_to_rfc3339_string().ok(),
+    })
+}

@@ -1,0 +1,225 @@
+//! How a [`Dispenser`](crate::Dispenser) talks to MongoDB: where the documents live, which
+//! strategy draws numbers, how it backs off, and what the server must acknowledge.
+//!
+//! The defaults are the safe ones: writes acknowledged by a majority and journaled, reads from
+//! the primary, the one-round-trip conditional increment.
+
+use std::time::Duration;
+
+use mongodb::options::{Acknowledgment, WriteConcern};
+
+use crate::error::{Error, Result};
+use crate::retry::Backoff;
+
+/// How numbers are drawn from a sequence document. Both issue exactly the same numbers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Strategy {
+    /// One `findAndModify` that adds `n × step` to `value` (and 1 to `version`) only while the
+    /// result stays within the bounds, reading the new value back through a projection. No
+    /// retries in steady state; at a wrap or an exhausted bound it falls back to
+    /// [`Strategy::Cas`]. The default.
+    #[default]
+    ConditionalIncrement,
+    /// First writer wins: compute the next value from the last state seen and write it only if
+    /// `version` is still the one read; on a lost race, re-read, back off, try again.
+    Cas,
+}
+
+/// How the compare-and-set picks the state it writes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CasMode {
+    /// Optimistic while it wins, pessimistic when the observed loss rate makes that cheaper,
+    /// and optimistic again now and then to re-measure. The default.
+    #[default]
+    Adaptive,
+    /// Write from the remembered state first: one round trip when it wins, three when it loses.
+    Optimistic,
+    /// Read, then write: always two round trips.
+    Pessimistic,
+}
+
+/// Settings of a [`Dispenser`](crate::Dispenser), validated when it is built.
+///
+/// # Default
+///
+/// | field | default |
+/// |---|---|
+/// | `database` | `"dispenser"` |
+/// | `collection` | `"dispensers"` |
+/// | `strategy` | [`Strategy::ConditionalIncrement`] |
+/// | `cas_mode` | [`CasMode::Adaptive`] |
+/// | `backoff` | [`Backoff::default()`] |
+/// | `write_concern` | `w: "majority", j: true` |
+/// | `operation_timeout` | 10 s per database operation |
+///
+/// # Example
+///
+/// ```
+/// use dispenser::{Options, Strategy};
+///
+/// let options = Options::default()
+///     .with_database("shop")
+///     .with_strategy(Strategy::Cas);
+/// options.validate()?;
+/// # Ok::<(), dispenser::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Options {
+    /// The database holding the sequence documents. Defaults to `"dispenser"`.
+    pub database: String,
+    /// The collection holding the sequence documents. Defaults to `"dispensers"`.
+    pub collection: String,
+    /// How numbers are drawn. Defaults to [`Strategy::ConditionalIncrement`].
+    pub strategy: Strategy,
+    /// How the compare-and-set path chooses between optimistic and pessimistic writes.
+    /// Defaults to [`CasMode::Adaptive`].
+    pub cas_mode: CasMode,
+    /// Backoff between compare-and-set attempts. Defaults to [`Backoff::default()`].
+    pub backoff: Backoff,
+    /// The write concern of every write. Defaults to majority + journaled.
+    pub write_concern: WriteConcern,
+    /// The longest one database operation may take before the call fails with
+    /// [`Error::Timeout`]. Defaults to 10 s.
+    pub operation_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            database: "dispenser".into(),
+            collection: "dispensers".into(),
+            strategy: Strategy::default(),
+            cas_mode: CasMode::default(),
+            backoff: Backoff::default(),
+            write_concern: safe_write_concern(),
+            operation_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `w: "majority", j: true`: a write acknowledged this way survives a primary failover, so
+/// the numbers it reserved can never be issued again.
+pub fn safe_write_concern() -> WriteConcern {
+    WriteConcern::builder()
+        .w(Acknowledgment::Majority)
+        .journal(true)
+        .build()
+}
+
+impl Options {
+    /// Sets the database. Defaults to `"dispenser"`.
+    #[must_use]
+    pub fn with_database(mut self, database: impl Into<String>) -> Self {
+        self.database = database.into();
+        self
+    }
+
+    /// Sets the collection. Defaults to `"dispensers"`.
+    #[must_use]
+    pub fn with_collection(mut self, collection: impl Into<String>) -> Self {
+        self.collection = collection.into();
+        self
+    }
+
+    /// Sets the strategy. Defaults to [`Strategy::ConditionalIncrement`].
+    #[must_use]
+    pub fn with_strategy(mut self, strategy: Strategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Sets the compare-and-set mode. Defaults to [`CasMode::Adaptive`].
+    #[must_use]
+    pub fn with_cas_mode(mut self, mode: CasMode) -> Self {
+        self.cas_mode = mode;
+        self
+    }
+
+    /// Sets the backoff. Defaults to [`Backoff::default()`].
+    #[must_use]
+    pub fn with_backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets the write concern. Defaults to majority + journaled; weaker settings can lose
+    /// acknowledged writes on failover and so issue numbers twice.
+    #[must_use]
+    pub fn with_write_concern(mut self, wc: WriteConcern) -> Self {
+        self.write_concern = wc;
+        self
+    }
+
+    /// Sets the per-operation timeout. Defaults to 10 s.
+    #[must_use]
+    pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// Checks every setting.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] naming the setting: an empty database or collection name, a
+    /// database name with `/\. "$` or NUL, a collection name with `$` or NUL or starting with
+    /// `system.`, a zero timeout, or a bad backoff.
+    pub fn validate(&self) -> Result<()> {
+        let db = &self.database;
+        if db.is_empty() || db.len() > 63 || db.contains(['/', '\\', '.', ' ', '"', '$', '\0']) {
+            return Err(Error::invalid_argument(
+                "database name",
+                format!("{db:?} must be 1 to 63 bytes without / \\ . space \" $ or NUL"),
+            ));
+        }
+        let coll = &self.collection;
+        if coll.is_empty() || coll.contains(['$', '\0']) || coll.starts_with("system.") {
+            return Err(Error::invalid_argument(
+                "collection name",
+                format!(
+                    "{coll:?} must be non-empty, without $ or NUL, and not start with \"system.\""
+                ),
+            ));
+        }
+        if self.operation_timeout.is_zero() {
+            return Err(Error::invalid_argument(
+                "operation_timeout",
+                "must be longer than 0",
+            ));
+        }
+        self.backoff.validate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_safe() {
+        let o = Options::default();
+        assert!(o.validate().is_ok());
+        assert_eq!(o.write_concern.w, Some(Acknowledgment::Majority));
+        assert_eq!(o.write_concern.journal, Some(true));
+        assert_eq!(o.strategy, Strategy::ConditionalIncrement);
+    }
+
+    #[test]
+    fn bad_names_are_rejected() {
+        for o in [
+            Options::default().with_database(""),
+            Options::default().with_database("a.b"),
+            Options::default().with_collection("x$y"),
+            Options::default().with_collection("system.users"),
+            Options::default().with_operation_timeout(Duration::ZERO),
+        ] {
+            assert!(
+                matches!(o.validate(), Err(Error::InvalidArgument { .. })),
+                "{o:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! Where numbers are written: every MongoDB operation on a sequence document.
+//!
+//! Each function is one round trip, bounded by the operation timeout, with the configured
+//! write concern and primary reads. Results are always read through a projection of the
+//! fields needed (a smaller reply, and on some MongoDB-compatible servers the only way to get
+//! a document copied under the write lock).
+
+use std::future::IntoFuture;
+use std::time::Duration;
+
+use bson::{DateTime, Document, doc};
+use futures::TryStreamExt;
+use mongodb::error::{ErrorKind, WriteFailure};
+use mongodb::options::{
+    CollectionOptions, FindOneAndUpdateOptions, FindOneOptions, FindOptions, ReadPreference,
+    ReturnDocument, SelectionCriteria,
+};
+use mongodb::{Client, Collection};
+
+use crate::arith::Draw;
+use crate::document::{self, Stored, field};
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::spec::Spec;
+
+/// Duplicate key: someone else inserted that `_id` first.
+const DUPLICATE_KEY: i32 = 11000;
+
+/// The sequence collection, with the options every operation uses.
+#[derive(Clone, Debug)]
+pub(crate) struct Store {
+    coll: Collection<Document>,
+    timeout: Duration,
+}
+
+/// The filter that pins a document to the shape a computation assumed.
+fn shape_filter(name: &str, spec: &Spec) -> Document {
+    doc! {
+        field::ID: name,
+        field::STEP: spec.step,
+        field::MIN: spec.min,
+        field::MAX: spec.max,
+        field::CYCLE: spec.cycle,
+    }
+}
+
+impl Store {
+    pub(crate) fn new(client: &Client, options: &Options) -> Self {
+        let coll_options = CollectionOptions::builder()
+            .write_concern(options.write_concern.clone())
+            .selection_criteria(SelectionCriteria::ReadPreference(ReadPreference::Primary))
+            .build();
+        let coll = client
+            .database(&options.database)
+            .collection_with_options(&options.collection, coll_options);
+        Store {
+            coll,
+            timeout: options.operation_timeout,
+        }
+    }
+
+    /// Runs one operation under the timeout, mapping driver errors.
+    async fn bounded<T>(
+        &self,
+        context: impl FnOnce() -> String,
+        op: impl IntoFuture<Output = mongodb::error::Result<T>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.timeout, op.into_future()).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(Error::database(context(), e)),
+            Err(_) => Err(Error::Timeout {
+                context: context(),
+                after: self.timeout,
+            }),
+        }
+    }
+
+    /// Inserts a new sequence document. `Ok(false)` when the name already exists.
+    pub(crate) async fn insert(&self, name: &str, spec: &Spec) -> Result<bool> {
+        let doc = document::new_document(name, spec, DateTime::now());
+        let res = tokio::time::timeout(self.timeout, self.coll.insert_one(doc)).await;
+        match res {
+            Ok(Ok(_)) => Ok(true),
+            Ok(Err(e)) if is_duplicate_key(&e) => Ok(false),
+            Ok(Err(e)) => Err(Error::database(format!("creating sequence {name:?}"), e)),
+            Err(_) => Err(Error::Timeout {
+                context: format!("creating sequence {name:?}"),
+                after: self.timeout,
+            }),
+        }
+    }
+
+    /// Reads what the strategies need. `Ok(None)` when the document does not exist.
+    pub(crate) async fn load(&self, name: &str) -> Result<Option<Stored>> {
+        let opts = FindOneOptions::builder()
+            .projection(document::stored_projection())
+            .build();
+        let found = self
+            .bounded(
+                || format!("reading sequence {name:?}"),
+                self.coll
+                    .find_one(doc! { field::ID: name })
+                    .with_options(opts),
+            )
+            .await?;
+        found.map(|d| document::decode_stored(name, &d)).transpose()
+    }
+
+    /// Reads the whole document. `Ok(None)` when it does not exist.
+    pub(crate) async fn load_state(&self, name: &str) -> Result<Option<document::SequenceState>> {
+        let opts = FindOneOptions::builder()
+            .projection(document::state_projection())
+            .build();
+        let found = self
+            .bounded(
+                || format!("reading sequence {name:?}"),
+                self.coll
+                    .find_one(doc! { field::ID: name })
+                    .with_options(opts),
+            )
+            .await?;
+        found.map(|d| document::decode_state(&d)).transpose()
+    }
+
+    /// Every sequence in the collection, sorted by name; corrupt documents are returned as
+    /// errors in place.
+    pub(crate) async fn list(&self) -> Result<Vec<Result<document::SequenceState>>> {
+        let opts = FindOptions::builder()
+            .projection(document::state_projection())
+            .sort(doc! { field::ID: 1 })
+            .build();
+        let docs: Vec<Document> = self
+            .bounded(|| "listing sequences".to_owned(), async {
+                self.coll
+                    .find(doc! {})
+                    .with_options(opts)
+                    .await?
+                    .try_collect()
+                    .await
+            })
+            .await?;
+        Ok(docs.iter().map(document::decode_state).collect())
+    }
+
+    /// The compare-and-set: stores `draw.new_value` only if the document is still at
+    /// `expected.version` (and has the shape the draw was computed from). `Ok(true)` when
+    /// this write won.
+    pub(crate) async fn compare_and_set(
+        &self,
+        name: &str,
+        expected: &Stored,
+        new_value: i64,
+        wrapped: bool,
+    ) -> Result<bool> {
+        let mut filter = shape_filter(name, &expected.spec);
+        filter.insert(field::VERSION, expected.version);
+        let update = doc! {
+            "$set": { field::VALUE: new_value },
+            "$inc": { field::VERSION: 1_i64, field::CYCLES: i64::from(wrapped) },
+            "$currentDate": { field::UPDATED_AT: true },
+        };
+        let res = self
+            .bounded(
+                || format!("writing sequence {name:?}"),
+                self.coll.update_one(filter, update),
+            )
+            .await?;
+        Ok(res.matched_count == 1)
+    }
+
+    /// Stores the outcome of a draw computed from `expected` (see [`Store::compare_and_set`]).
+    pub(crate) async fn commit_draw(
+        &self,
+        name: &str,
+        expected: &Stored,
+        draw: &Draw,
+    ) -> Result<bool> {
+        self.compare_and_set(name, expected, draw.new_value, draw.wrapped)
+            .await
+    }
+
+    /// The conditional increment: adds `delta` to `value` (and 1 to `version`) only while
+    /// `value` lies in `[low, high]` and the shape is `spec`; returns the new
+    /// `(value, version)`, or `None` when the filter did not match (a bound, a wrap, a
+    /// different shape, or no such document).
+    pub(crate) async fn increment(
+        &self,
+        name: &str,
+        spec: &Spec,
+        (low, high): (i64, i64),
+        delta: i64,
+    ) -> Result<Option<(i64, i64)>> {
+        let mut filter = shape_filter(name, spec);
+        filter.insert(
+            field::VALUE,
+            doc! { "$type": "long", "$gte": low, "$lte": high },
+        );
+        let update = doc! {
+            "$inc": { field::VALUE: delta, field::VERSION: 1_i64 },
+            "$currentDate": { field::UPDATED_AT: true },
+        };
+        let opts = FindOneAndUpdateOptions::builder()
+            .return_document(ReturnDocument::After)
+            .projection(doc! { field::VALUE: 1, field::VERSION: 1, field::ID: 0 })
+            .build();
+        let found = self
+            .bounded(
+                || format!("incrementing sequence {name:?}"),
+                self.coll
+                    .find_one_and_update(filter, update)
+                    .with_options(opts),
+            )
+            .await?;
+        let Some(d) = found else { return Ok(None) };
+        let value = document::get_i64(name, &d, field::VALUE)?;
+        let version = document::get_i64(name, &d, field::VERSION)?;
+        Ok(Some((value, version)))
+    }
+
+    /// Deletes the document. `Ok(false)` when there was none.
+    pub(crate) async fn delete(&self, name: &str) -> Result<bool> {
+        let res = self
+            .bounded(
+                || format!("deleting sequence {name:?}"),
+                self.coll.delete_one(doc! { field::ID: name }),
+            )
+            .await?;
+        Ok(res.deleted_count == 1)
+    }
+}
+
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == DUPLICATE_KEY,
+        ErrorKind::Command(c) => c.code == DUPLICATE_KEY,
+        _ => false,
+    }
+}

@@ -1,0 +1,255 @@
+//! The `dispenser` binary: commands, output, exit codes, bad input, no leaked passwords.
+
+use std::os::unix::ffi::OsStrExt;
+use std::process::{Command, Output};
+
+use crate::common::{self, DB};
+
+const EXIT_INVALID: i32 = 2;
+const EXIT_NO_SUCH: i32 = 3;
+const EXIT_EXHAUSTED: i32 = 4;
+const EXIT_DATABASE: i32 = 5;
+const EXIT_CONFLICT: i32 = 6;
+
+/// The CLI pointed at the test server and a fresh collection.
+struct Cli {
+    collection: String,
+}
+
+impl Cli {
+    fn new(test: &str) -> Self {
+        common::ready();
+        Cli {
+            collection: common::unique(test),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dispenser"));
+        c.env("MONGODB_URI", common::uri())
+            .args(["--db", DB, "--collection", &self.collection]);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("run dispenser")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    }
+
+    /// Runs a command that must fail with `code`, and returns its single stderr line.
+    fn fails(&self, args: &[&str], code: i32) -> String {
+        let out = self.run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?} printed {:?}", out.stdout);
+        stderr
+    }
+}
+
+fn numbers(stdout: &str) -> Vec<i64> {
+    stdout
+        .lines()
+        .map(|l| l.parse().expect("a number per line"))
+        .collect()
+}
+
+#[test]
+fn create_next_peek_list_reset_delete() {
+    let cli = Cli::new("cli_flow");
+    let out = cli.ok(&["create", "tickets", "--max", "3", "--cycle"]);
+    assert!(out.contains("tickets: value 0 next 1"), "{out}");
+    assert_eq!(
+        numbers(&cli.ok(&["next", "tickets", "--count", "5"])),
+        vec![1, 2, 3, 0, 1]
+    );
+    assert_eq!(
+        numbers(&cli.ok(&["next", "tickets", "--strategy", "cas"])),
+        vec![2]
+    );
+    let peek: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["peek", "tickets", "--json"])).unwrap();
+    assert_eq!(peek["value"], 2);
+    assert_eq!(peek["next"], 3);
+    assert_eq!(peek["cycles"], 1);
+    assert_eq!(peek["remaining"], 1);
+    cli.ok(&[
+        "create",
+        "tickets",
+        "--max",
+        "3",
+        "--cycle",
+        "--if-not-exists",
+    ]);
+    let err = cli.fails(&["create", "tickets"], EXIT_CONFLICT);
+    assert!(err.contains("already exists"), "{err}");
+    let err = cli.fails(&["create", "tickets", "--if-not-exists"], EXIT_CONFLICT);
+    assert!(err.contains("different spec"), "{err}");
+    cli.ok(&["create", "orders", "--start", "1000"]);
+    let list: serde_json::Value = serde_json::from_str(&cli.ok(&["list", "--json"])).unwrap();
+    let names: Vec<_> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].clone())
+        .collect();
+    assert_eq!(names, vec!["orders", "tickets"]);
+    let err = cli.fails(&["reset", "orders", "--value", "5"], EXIT_CONFLICT);
+    assert!(err.contains("backwards"), "{err}");
+    cli.ok(&["reset", "orders", "--value", "5", "--force"]);
+    assert_eq!(numbers(&cli.ok(&["next", "orders"])), vec![5]);
+    cli.ok(&["delete", "orders"]);
+    cli.fails(&["next", "orders"], EXIT_NO_SUCH);
+    cli.fails(&["delete", "orders"], EXIT_NO_SUCH);
+}
+
+#[test]
+fn exhaustion_has_its_own_exit_code_and_writes_nothing() {
+    let cli = Cli::new("cli_exhausted");
+    cli.ok(&["create", "s", "--max", "10"]);
+    let err = cli.fails(&["next", "s", "--count", "11"], EXIT_EXHAUSTED);
+    assert!(
+        err.contains("exhausted") && err.contains("10 left"),
+        "{err}"
+    );
+    assert_eq!(
+        numbers(&cli.ok(&["next", "s", "--count", "10"])),
+        (1..=10).collect::<Vec<_>>()
+    );
+    cli.fails(&["next", "s"], EXIT_EXHAUSTED);
+}
+
+#[test]
+fn eight_processes_share_one_sequence() {
+    let cli = Cli::new("cli_processes");
+    cli.ok(&["create", "s"]);
+    for strategy in ["inc", "cas"] {
+        let before: i64 = {
+            let peek: serde_json::Value =
+                serde_json::from_str(&cli.ok(&["peek", "s", "--json"])).unwrap();
+            peek["value"].as_i64().unwrap()
+        };
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                cli.cmd()
+                    .args(["next", "s", "--count", "250", "--strategy", strategy])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn")
+            })
+            .collect();
+        let mut all = Vec::new();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            all.extend(numbers(&String::from_utf8(out.stdout).unwrap()));
+        }
+        common::assert_each_exactly(all, before + 1..=before + 2000, 1);
+    }
+}
+
+#[test]
+fn bad_input_is_rejected_with_a_clear_message() {
+    let cli = Cli::new("cli_bad_input");
+    let long = "n".repeat(201);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["create", ""], "must not be empty"),
+        (vec!["create", "$x"], "must not start with '$'"),
+        (vec!["create", &long], "201 bytes"),
+        (vec!["create", "s", "--step", "0"], "step must not be 0"),
+        (
+            vec!["create", "s", "--min", "10", "--max", "5"],
+            "min (10) must be below max (5)",
+        ),
+        (
+            vec!["create", "s", "--start", "-1"],
+            "start (-1) must lie within",
+        ),
+        (vec!["create", "s", "--max", "abc"], "--max"),
+        (
+            vec!["create", "s", "--max", "99999999999999999999"],
+            "--max",
+        ),
+        (vec!["next", "s", "--count", "0"], "--count"),
+        (vec!["next", "s", "--count", "-3"], "--count"),
+        (vec!["next", "s", "--count", "1000000000"], "--count"),
+        (vec!["next", "s", "--strategy", "fast"], "--strategy"),
+        (vec!["next", "s", "--timeout", "0"], "--timeout"),
+        (vec!["reset", "s"], "--value"),
+        (vec!["frobnicate"], "frobnicate"),
+    ];
+    for (args, needle) in cases {
+        let err = cli.fails(&args, EXIT_INVALID);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // A name that is not UTF-8.
+    let out = cli
+        .cmd()
+        .args(["create".as_ref(), std::ffi::OsStr::from_bytes(b"bad\xff")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(EXIT_INVALID));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("UTF-8"));
+    // Nothing was written by any of them.
+    let list: serde_json::Value = serde_json::from_str(&cli.ok(&["list", "--json"])).unwrap();
+    assert_eq!(list, serde_json::json!([]));
+    // Invalid database and collection names.
+    let out = Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", common::uri())
+        .args(["--db", "a.b", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(EXIT_INVALID));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("database name"));
+}
+
+#[test]
+fn passwords_never_appear_in_output() {
+    let cli = Cli::new("cli_secret");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let uri = format!("mongodb://admin:hunter2secret@127.0.0.1:{port}/?directConnection=true");
+    let out = cli
+        .cmd()
+        .env("MONGODB_URI", &uri)
+        .args(["--timeout", "1", "peek", "s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(EXIT_DATABASE));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains("hunter2secret"), "{all}");
+    let help = cli
+        .cmd()
+        .env("MONGODB_URI", &uri)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    assert!(!String::from_utf8_lossy(&help.stdout).contains("hunter2secret"));
+    // A malformed URI with a password is reported without it.
+    let out = cli
+        .cmd()
+        .args(["--uri", "mongodb://u:hunter2secret@/bad?foo=", "list"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("hunter2secret"));
+}

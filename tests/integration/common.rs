@@ -1,0 +1,117 @@
+//! Shared test setup: the server under test, per-test isolation, and the server gate.
+//!
+//! Every test calls [`ready`] first. The first call runs the server gate (see `gate.rs`)
+//! once for the whole binary; if the server is not linearizable for the operations the
+//! library uses, every test fails with the gate's message instead of a confusing duplicate.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use dispenser::mongodb::options::ClientOptions;
+use dispenser::mongodb::{Client, Collection, bson::Document};
+use dispenser::{Dispenser, Options};
+
+/// The database every test writes into (each test has its own collection).
+pub const DB: &str = "dispenser_test";
+
+/// The server under test.
+pub fn uri() -> String {
+    std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:27017".to_owned())
+}
+
+/// A driver client for the server under test.
+pub async fn client() -> Client {
+    let mut opts = ClientOptions::parse(uri())
+        .await
+        .expect("MONGODB_URI parses");
+    opts.server_selection_timeout = Some(Duration::from_secs(10));
+    Client::with_options(opts).expect("client")
+}
+
+/// A collection name no other test (or earlier run) uses: never drop, always fresh.
+pub fn unique(test: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "{test}_{}_{nanos}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Waits for the server gate; panics with its message if it failed.
+pub fn ready() {
+    static GATE: OnceLock<Result<(), String>> = OnceLock::new();
+    let outcome = GATE.get_or_init(|| {
+        std::thread::spawn(|| {
+            tokio::runtime::Runtime::new()
+                .expect("runtime")
+                .block_on(crate::gate::check())
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the server gate panicked".to_owned()))
+    });
+    if let Err(msg) = outcome {
+        panic!("server gate failed: {msg}");
+    }
+}
+
+/// A test's own sequences collection and a dispenser over it.
+pub struct Fixture {
+    pub client: Client,
+    pub collection: String,
+}
+
+impl Fixture {
+    pub async fn new(test: &str) -> Self {
+        ready();
+        Fixture {
+            client: client().await,
+            collection: unique(test),
+        }
+    }
+
+    pub fn options(&self) -> Options {
+        Options::default()
+            .with_database(DB)
+            .with_collection(self.collection.as_str())
+    }
+
+    pub fn dispenser(&self, options: Options) -> Dispenser {
+        Dispenser::new(&self.client, options).expect("valid options")
+    }
+
+    pub fn raw(&self) -> Collection<Document> {
+        self.client.database(DB).collection(&self.collection)
+    }
+}
+
+/// Asserts that `numbers` holds each of `expected` exactly `times` times and nothing else.
+pub fn assert_each_exactly(
+    mut numbers: Vec<i64>,
+    expected: impl IntoIterator<Item = i64>,
+    times: usize,
+) {
+    numbers.sort_unstable();
+    let mut want: Vec<i64> = expected
+        .into_iter()
+        .flat_map(|n| std::iter::repeat_n(n, times))
+        .collect();
+    want.sort_unstable();
+    if numbers != want {
+        let mut dupes = numbers.clone();
+        dupes.dedup();
+        panic!(
+            "got {} numbers ({} distinct), want {} ({} distinct); first got {:?}",
+            numbers.len(),
+            dupes.len(),
+            want.len(),
+            want.len() / times.max(1),
+            &numbers[..numbers.len().min(20)]
+        );
+    }
+}

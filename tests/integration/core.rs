@@ -1,0 +1,522 @@
+//! The core guarantees against a real server: concurrency without duplicates for each
+//! strategy, cyclic wrap, exhaustion, admin operations, corrupt documents, bad input.
+
+use std::time::{Duration, Instant};
+
+use dispenser::mongodb::bson::{Bson, doc};
+use dispenser::{Backoff, CasMode, CasModeUsed, Error, Options, Spec, Strategy};
+use futures::future::join_all;
+
+use crate::common::{Fixture, assert_each_exactly};
+
+/// A retry budget generous enough that contention tests test uniqueness, not the budget.
+fn patient(o: Options) -> Options {
+    o.with_backoff(
+        Backoff::default()
+            .with_max_attempts(100_000)
+            .with_max_elapsed(Duration::from_secs(300)),
+    )
+}
+
+const STRATEGIES: [Strategy; 2] = [Strategy::ConditionalIncrement, Strategy::Cas];
+
+async fn draw_concurrently(
+    f: &Fixture,
+    options: Options,
+    name: &str,
+    tasks: usize,
+    per_task: usize,
+) -> Vec<i64> {
+    let d = f.dispenser(options);
+    let handles = (0..tasks).map(|_| {
+        let d = d.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            // Each task is its own client handle, like separate processes.
+            let seq = d.open(&name).await.expect("open");
+            let mut got = Vec::with_capacity(per_task);
+            for _ in 0..per_task {
+                got.push(seq.next().await.expect("next"));
+            }
+            got
+        })
+    });
+    join_all(handles)
+        .await
+        .into_iter()
+        .flat_map(|r| r.expect("task"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thirty_two_tasks_get_every_number_exactly_once() {
+    for strategy in STRATEGIES {
+        let f = Fixture::new("concurrent").await;
+        let options = patient(f.options().with_strategy(strategy));
+        f.dispenser(options.clone())
+            .create("orders", Spec::default())
+            .await
+            .unwrap();
+        let got = draw_concurrently(&f, options, "orders", 32, 500).await;
+        assert_each_exactly(got, 1..=16_000, 1);
+        let state = f.dispenser(f.options()).peek("orders").await.unwrap();
+        assert_eq!(state.value, 16_000, "{strategy:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cyclic_tickets_issue_each_value_once_per_cycle() {
+    for strategy in STRATEGIES {
+        let f = Fixture::new("cyclic").await;
+        let options = patient(f.options().with_strategy(strategy));
+        f.dispenser(options.clone())
+            .create("tickets", Spec::default().with_max(99).with_cycle(true))
+            .await
+            .unwrap();
+        let got = draw_concurrently(&f, options, "tickets", 20, 100).await;
+        assert_each_exactly(got, 0..=99, 20);
+        let state = f.dispenser(f.options()).peek("tickets").await.unwrap();
+        assert_eq!((state.value, state.cycles), (0, 20), "{strategy:?}");
+    }
+}
+
+#[tokio::test]
+async fn both_strategies_issue_the_same_numbers() {
+    let specs = [
+        Spec::default().with_max(10).with_step(3).with_cycle(true),
+        Spec::default()
+            .with_step(-2)
+            .with_min(-5)
+            .with_max(5)
+            .with_start(5)
+            .with_cycle(true),
+    ];
+    for spec in specs {
+        let mut outputs = Vec::new();
+        for strategy in STRATEGIES {
+            let f = Fixture::new("same_numbers").await;
+            let d = f.dispenser(f.options().with_strategy(strategy));
+            let seq = d.create("s", spec).await.unwrap();
+            let mut got = Vec::new();
+            for n in [1, 2, 1, 5, 1, 3, 1] {
+                got.extend(seq.next_n(n).await.unwrap());
+            }
+            outputs.push(got);
+        }
+        assert_eq!(outputs[0], outputs[1], "{spec}");
+    }
+}
+
+#[tokio::test]
+async fn exhaustion_is_an_error_and_writes_nothing() {
+    for strategy in STRATEGIES {
+        let f = Fixture::new("exhausted").await;
+        let d = f.dispenser(f.options().with_strategy(strategy));
+        let seq = d.create("s", Spec::default().with_max(3)).await.unwrap();
+        assert_eq!(
+            seq.next_n(3).await.unwrap().into_iter().collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
+        let before = d.peek("s").await.unwrap();
+        let err = seq.next().await.unwrap_err();
+        assert!(err.is_exhausted(), "{err}");
+        assert!(
+            err.to_string().contains("\"s\""),
+            "names the sequence: {err}"
+        );
+        assert_eq!(d.peek("s").await.unwrap().version, before.version);
+
+        // Asking for more than is left writes nothing either.
+        let seq = d.create("t", Spec::default().with_max(10)).await.unwrap();
+        let err = seq.next_n(11).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Exhausted {
+                    remaining: 10,
+                    requested: 11,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(d.peek("t").await.unwrap().version, 0);
+        assert_eq!(seq.next().await.unwrap(), 1);
+    }
+}
+
+#[tokio::test]
+async fn i64_bounds_never_overflow() {
+    for strategy in STRATEGIES {
+        let f = Fixture::new("overflow").await;
+        let d = f.dispenser(f.options().with_strategy(strategy));
+        let up = d
+            .create("up", Spec::default().with_start(i64::MAX - 1))
+            .await
+            .unwrap();
+        assert_eq!(up.next().await.unwrap(), i64::MAX - 1);
+        assert_eq!(up.next().await.unwrap(), i64::MAX);
+        assert!(up.next().await.unwrap_err().is_exhausted());
+
+        let down = d
+            .create(
+                "down",
+                Spec::default()
+                    .with_step(-1)
+                    .with_min(i64::MIN)
+                    .with_max(0)
+                    .with_start(i64::MIN + 1),
+            )
+            .await
+            .unwrap();
+        assert_eq!(down.next().await.unwrap(), i64::MIN + 1);
+        assert_eq!(down.next().await.unwrap(), i64::MIN);
+        assert!(down.next().await.unwrap_err().is_exhausted());
+    }
+}
+
+#[tokio::test]
+async fn descending_sequences_count_down_and_wrap_to_max() {
+    let f = Fixture::new("descending").await;
+    let d = f.dispenser(f.options());
+    let spec = Spec::default()
+        .with_step(-1)
+        .with_min(-2)
+        .with_max(2)
+        .with_start(2);
+    let once = d.create("once", spec).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        got.push(once.next().await.unwrap());
+    }
+    assert_eq!(got, vec![2, 1, 0, -1, -2]);
+    assert!(once.next().await.unwrap_err().is_exhausted());
+
+    let cyc = d.create("cyc", spec.with_cycle(true)).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..7 {
+        got.push(cyc.next().await.unwrap());
+    }
+    assert_eq!(got, vec![2, 1, 0, -1, -2, 2, 1]);
+    assert_eq!(d.peek("cyc").await.unwrap().cycles, 1);
+}
+
+#[tokio::test]
+async fn cyclic_runs_stop_at_the_wrap() {
+    let f = Fixture::new("runs").await;
+    let d = f.dispenser(f.options());
+    let seq = d
+        .create(
+            "s",
+            Spec::default().with_max(9).with_cycle(true).with_start(8),
+        )
+        .await
+        .unwrap();
+    let run = seq.next_n(5).await.unwrap();
+    assert_eq!((run.first(), run.last(), run.count()), (8, 9, 2));
+    let run = seq.next_n(5).await.unwrap();
+    assert_eq!((run.first(), run.last(), run.count()), (0, 4, 5));
+    assert!(matches!(
+        seq.next_n(0).await,
+        Err(Error::InvalidArgument { .. })
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_ensure_creates_once() {
+    let f = Fixture::new("ensure_race").await;
+    let d = f.dispenser(f.options());
+    let handles = (0..16).map(|_| {
+        let d = d.clone();
+        tokio::spawn(async move { d.ensure("shared", Spec::default().with_max(1000)).await })
+    });
+    let seqs: Vec<_> = join_all(handles)
+        .await
+        .into_iter()
+        .map(|r| r.expect("task").expect("ensure"))
+        .collect();
+    assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 1);
+    let mut got = Vec::new();
+    for s in &seqs {
+        got.push(s.next().await.unwrap());
+    }
+    assert_each_exactly(got, 1..=16, 1);
+}
+
+#[tokio::test]
+async fn spec_conflicts_and_duplicates_are_errors() {
+    let f = Fixture::new("conflict").await;
+    let d = f.dispenser(f.options());
+    d.create("s", Spec::default().with_max(99)).await.unwrap();
+    let err = d
+        .ensure("s", Spec::default().with_max(100))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
+    assert!(
+        err.to_string().contains("max 99") && err.to_string().contains("max 100"),
+        "{err}"
+    );
+    let err = d
+        .create("s", Spec::default().with_max(99))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    // The same shape with another start is the same sequence.
+    assert!(
+        d.ensure("s", Spec::default().with_max(99).with_start(7))
+            .await
+            .is_ok()
+    );
+    assert_eq!(d.peek("s").await.unwrap().version, 0);
+    let err = d.open("nope").await.unwrap_err();
+    assert!(matches!(err, Error::NoSuchSequence { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn invalid_names_and_specs_write_nothing() {
+    let f = Fixture::new("invalid").await;
+    let d = f.dispenser(f.options());
+    let long = "x".repeat(201);
+    for name in ["", "$bad", "a\0b", long.as_str()] {
+        let err = d.create(name, Spec::default()).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidName { .. }), "{err}");
+        let err = d.ensure(name, Spec::default()).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidName { .. }), "{err}");
+    }
+    for spec in [
+        Spec::default().with_step(0),
+        Spec::default().with_min(5).with_max(1),
+        Spec::default().with_start(100).with_max(99),
+    ] {
+        let err = d.create("s", spec).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
+    }
+    assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn corrupt_documents_are_reported_and_left_alone() {
+    let f = Fixture::new("corrupt").await;
+    let good = doc! {
+        "value": 0_i64, "step": 1_i64, "min": 0_i64, "max": 99_i64, "cycle": false,
+        "version": 0_i64, "cycles": 0_i64,
+        "created_at": Bson::DateTime(dispenser::mongodb::bson::DateTime::now()),
+        "updated_at": Bson::DateTime(dispenser::mongodb::bson::DateTime::now()),
+    };
+    let mut cases = Vec::new();
+    for key in ["value", "step", "min", "max", "cycle", "version", "cycles"] {
+        let mut d = good.clone();
+        d.remove(key);
+        cases.push((format!("missing_{key}"), d, key));
+    }
+    for (key, bad) in [
+        ("value", Bson::String("5".into())),
+        ("value", Bson::Double(5.0)),
+        ("step", Bson::Double(1.0)),
+        ("cycle", Bson::String("yes".into())),
+        ("version", Bson::Null),
+    ] {
+        let mut d = good.clone();
+        d.insert(key, bad.clone());
+        cases.push((format!("type_{key}_{}", bad.element_type() as u8), d, key));
+    }
+    for (key, bad) in [
+        ("step", 0_i64),
+        ("min", 100),
+        ("value", 500),
+        ("value", -5),
+        ("version", -1),
+    ] {
+        let mut d = good.clone();
+        d.insert(key, bad);
+        cases.push((format!("range_{key}_{bad}"), d, key));
+    }
+    let raw = f.raw();
+    for (name, mut document, _) in cases.clone() {
+        document.insert("_id", name.as_str());
+        raw.insert_one(document).await.unwrap();
+    }
+    for strategy in STRATEGIES {
+        let d = f.dispenser(f.options().with_strategy(strategy));
+        for (name, _, key) in &cases {
+            let before = raw.find_one(doc! { "_id": name.as_str() }).await.unwrap();
+            let err = match d.open(name).await {
+                Err(e) => e,
+                Ok(seq) => seq
+                    .next()
+                    .await
+                    .expect_err("a corrupt document issues nothing"),
+            };
+            assert!(
+                matches!(&err, Error::CorruptDocument { field, .. } if field == key),
+                "{name}: {err}"
+            );
+            let after = raw.find_one(doc! { "_id": name.as_str() }).await.unwrap();
+            assert_eq!(before, after, "{name} was modified");
+        }
+    }
+    // Int32 fields are accepted and widened.
+    let mut small = good.clone();
+    small.insert("_id", "int32");
+    small.insert("value", 5_i32);
+    small.insert("max", 99_i32);
+    raw.insert_one(small).await.unwrap();
+    let d = f.dispenser(f.options());
+    assert_eq!(d.open("int32").await.unwrap().next().await.unwrap(), 6);
+    // list shows corrupt documents as errors in place.
+    let listed = d.list().await.unwrap();
+    assert_eq!(listed.len(), cases.len() + 1);
+    assert_eq!(listed.iter().filter(|r| r.is_ok()).count(), 1);
+}
+
+#[tokio::test]
+async fn admin_reset_peek_list_delete() {
+    let f = Fixture::new("admin").await;
+    let d = f.dispenser(f.options());
+    let seq = d.create("a", Spec::default().with_max(1000)).await.unwrap();
+    d.create("b", Spec::default()).await.unwrap();
+    for _ in 0..10 {
+        seq.next().await.unwrap();
+    }
+    let err = d.reset("a", 5, false).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::WouldGoBackwards {
+                current: 10,
+                requested: 5,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(d.peek("a").await.unwrap().value, 10);
+    let state = d.reset("a", 500, false).await.unwrap();
+    assert_eq!(state.next_number(), Some(500));
+    assert_eq!(seq.next().await.unwrap(), 500);
+    let state = d.reset("a", 1, true).await.unwrap();
+    assert_eq!((state.value, state.remaining()), (0, 1000));
+    assert_eq!(seq.next().await.unwrap(), 1);
+    let err = d.reset("a", 1001, true).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+
+    let names: Vec<_> = d
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.unwrap().name)
+        .collect();
+    assert_eq!(names, vec!["a", "b"]);
+    d.delete("a").await.unwrap();
+    assert!(matches!(
+        d.delete("a").await,
+        Err(Error::NoSuchSequence { .. })
+    ));
+    assert!(matches!(
+        d.peek("a").await,
+        Err(Error::NoSuchSequence { .. })
+    ));
+    assert!(matches!(
+        seq.next().await,
+        Err(Error::NoSuchSequence { .. })
+    ));
+}
+
+#[tokio::test]
+async fn uncontended_draws_take_one_round_trip() {
+    for (strategy, mode) in [
+        (Strategy::ConditionalIncrement, CasMode::Adaptive),
+        (Strategy::Cas, CasMode::Adaptive),
+        (Strategy::Cas, CasMode::Optimistic),
+    ] {
+        let f = Fixture::new("round_trips").await;
+        let d = f.dispenser(f.options().with_strategy(strategy).with_cas_mode(mode));
+        let seq = d.create("s", Spec::default()).await.unwrap();
+        for _ in 0..20 {
+            seq.next().await.unwrap();
+        }
+        let s = seq.stats();
+        assert_eq!(
+            (s.issued, s.round_trips, s.conflicts),
+            (20, 20, 0),
+            "{strategy:?}: {s:?}"
+        );
+        if strategy == Strategy::Cas {
+            assert_eq!(s.cas_mode, CasModeUsed::Optimistic);
+        }
+    }
+    let f = Fixture::new("pessimistic").await;
+    let d = f.dispenser(
+        f.options()
+            .with_strategy(Strategy::Cas)
+            .with_cas_mode(CasMode::Pessimistic),
+    );
+    let seq = d.create("s", Spec::default()).await.unwrap();
+    for _ in 0..5 {
+        seq.next().await.unwrap();
+    }
+    let s = seq.stats();
+    assert_eq!(
+        (s.round_trips, s.pessimistic_writes, s.cas_mode),
+        (10, 5, CasModeUsed::Pessimistic)
+    );
+}
+
+#[tokio::test]
+async fn a_stale_handle_loses_the_race_and_recovers() {
+    let f = Fixture::new("stale").await;
+    let d = f.dispenser(
+        f.options()
+            .with_strategy(Strategy::Cas)
+            .with_cas_mode(CasMode::Optimistic),
+    );
+    let a = d.create("s", Spec::default()).await.unwrap();
+    let b = d.open("s").await.unwrap();
+    assert_eq!(a.next().await.unwrap(), 1);
+    // b remembers version 0: its optimistic write loses, it re-reads and wins.
+    assert_eq!(b.next().await.unwrap(), 2);
+    let s = b.stats();
+    assert_eq!((s.conflicts, s.retries, s.round_trips), (1, 1, 3), "{s:?}");
+}
+
+#[tokio::test]
+async fn the_retry_budget_ends_in_contention() {
+    let f = Fixture::new("budget").await;
+    let d = f.dispenser(
+        f.options()
+            .with_strategy(Strategy::Cas)
+            .with_cas_mode(CasMode::Optimistic)
+            .with_backoff(Backoff::default().with_max_attempts(1)),
+    );
+    let a = d.create("s", Spec::default()).await.unwrap();
+    let b = d.open("s").await.unwrap();
+    a.next().await.unwrap();
+    let err = b.next().await.unwrap_err();
+    assert!(
+        matches!(err, Error::Contention { attempts: 1, .. }),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_server_fails_within_the_timeout() {
+    let f = Fixture::new("unreachable").await;
+    // A port nothing listens on.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let options = f.options().with_operation_timeout(Duration::from_secs(1));
+    let uri = format!("mongodb://user:hunter2@127.0.0.1:{port}/?directConnection=true");
+    let d = dispenser::Dispenser::connect(&uri, options).await.unwrap();
+    let started = Instant::now();
+    let err = d.create("s", Spec::default()).await.unwrap_err();
+    assert!(err.is_database(), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(!format!("{err} {err:?}").contains("hunter2"));
+}
