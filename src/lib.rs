@@ -56,3 +56,8 @@ pub use stats::{CasModeUsed, Stats};
 
 /// The driver, re-exported so callers use the same version.
 pub use mongodb;
+
+/// The README's Rust examples, compiled as doctests so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
