@@ -73,6 +73,44 @@ pub enum Command {
         /// Sequence name.
         name: String,
     },
+    /// Measure throughput and latency, check for duplicates, compare with raw driver calls.
+    Bench(BenchArgs),
+}
+
+/// `dispenser bench`.
+#[derive(Clone, Debug, Args)]
+pub struct BenchArgs {
+    /// Concurrent tasks per process.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub tasks: u32,
+    /// Numbers to draw per run, over all tasks and processes.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT), conflicts_with = "duration")]
+    pub count: u64,
+    /// Run each measurement for this many seconds instead of a fixed count.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<f64>,
+    /// The strategy measured (with --compare, both are measured).
+    #[arg(long, value_enum, default_value_t = StrategyArg::Inc)]
+    pub strategy: StrategyArg,
+    /// Block size: reserve this many numbers per write (1 = no blocks).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub block: u64,
+    /// With blocks: reserve the next block in the background once this share of the current
+    /// one is used (0 < share ≤ 1).
+    #[arg(long, num_args = 0..=1, default_missing_value = "0.25", value_parser = parse_share)]
+    pub prefetch: Option<f64>,
+    /// OS processes drawing at once (each runs --tasks tasks).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub processes: u32,
+    /// Also run the raw driver baseline and both strategies, and print ratios to the baseline.
+    #[arg(long)]
+    pub compare: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Internal: run as a worker process of a multi-process bench.
+    #[arg(long, hide = true)]
+    pub worker: Option<String>,
 }
 
 /// `dispenser create`.
@@ -120,6 +158,24 @@ pub enum StrategyArg {
     Cas,
     /// One-round-trip conditional increment (falls back to CAS at the wrap).
     Inc,
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 86_400.0) {
+        return Err(format!("{s} must be more than 0 and at most 86400 seconds"));
+    }
+    Ok(v)
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 1.0) {
+        return Err(format!("{s} must be more than 0 and at most 1"));
+    }
+    Ok(v)
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {

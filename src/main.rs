@@ -1,6 +1,7 @@
 //! The `dispenser` binary: parses the command line, calls the library, prints one line per
 //! error and exits with a code that says what kind of failure it was.
 
+mod bench;
 mod cli;
 
 use std::io::{self, BufWriter, Write};
@@ -21,6 +22,7 @@ mod exit {
     pub const DATABASE: u8 = 5;
     pub const CONFLICT: u8 = 6;
     pub const CORRUPT: u8 = 7;
+    pub const DUPLICATE: u8 = 8;
 }
 
 fn exit_code(e: &Error) -> u8 {
@@ -58,7 +60,11 @@ fn main() -> ExitCode {
     };
     let uri = cli.uri.clone();
     match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("dispenser: DUPLICATE numbers were issued: this is a bug, please report it");
+            ExitCode::from(exit::DUPLICATE)
+        }
         Err(e) => {
             eprintln!("dispenser: {}", dispenser::scrub(&error_chain(&e), &uri));
             ExitCode::from(exit_code(&e))
@@ -81,7 +87,8 @@ fn error_chain(e: &Error) -> String {
     text
 }
 
-async fn run(cli: Cli) -> dispenser::Result<()> {
+/// Runs the command; `Ok(false)` when the benchmark found a duplicate.
+async fn run(cli: Cli) -> dispenser::Result<bool> {
     let strategy = match &cli.command {
         Command::Next(a) => match a.strategy {
             StrategyArg::Cas => Strategy::Cas,
@@ -94,6 +101,10 @@ async fn run(cli: Cli) -> dispenser::Result<()> {
         .with_collection(cli.collection.as_str())
         .with_strategy(strategy)
         .with_operation_timeout(Duration::from_secs_f64(cli.timeout));
+    if let Command::Bench(args) = cli.command {
+        options.validate()?;
+        return bench::run(&cli.uri, options, args).await;
+    }
     let d = Dispenser::connect(&cli.uri, options).await?;
     let mut out = BufWriter::new(io::stdout().lock());
     match cli.command {
@@ -168,8 +179,10 @@ async fn run(cli: Cli) -> dispenser::Result<()> {
             d.delete(&name).await?;
             writeln!(out, "deleted {name}").map_err(io_err)?;
         }
+        Command::Bench(_) => {}
     }
-    out.flush().map_err(io_err)
+    out.flush().map_err(io_err)?;
+    Ok(true)
 }
 
 fn io_err(e: io::Error) -> Error {

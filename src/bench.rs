@@ -1,0 +1,556 @@
+//! `dispenser bench`: throughput, latency, round trips and duplicates, measured against the
+//! raw driver call in the same invocation, with the same concurrency, on the same server.
+//!
+//! Every number drawn is kept and checked for duplicates; a duplicate fails the command.
+//! With `--processes P` the same run is spread over P worker processes (this binary, re-run
+//! with a hidden `--worker` flag) that report their numbers and latencies as JSON.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use dispenser::mongodb::Collection;
+use dispenser::mongodb::bson::{Document, doc};
+use dispenser::mongodb::options::{CollectionOptions, ReturnDocument};
+use dispenser::{Dispenser, Error, Options, Sequence, Spec, Stats, Strategy};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{BenchArgs, StrategyArg};
+
+/// What one run measures.
+#[derive(Clone, Debug, PartialEq)]
+enum Kind {
+    /// `findOneAndUpdate({_id}, {$inc: {value: 1}})` with the driver, nothing else.
+    Raw,
+    /// `Sequence::next()` with a strategy.
+    Seq(Strategy),
+}
+
+impl Kind {
+    fn label(&self) -> String {
+        match self {
+            Kind::Raw => "raw findOneAndUpdate $inc".into(),
+            Kind::Seq(Strategy::Cas) => "dispenser cas".into(),
+            Kind::Seq(_) => "dispenser inc".into(),
+        }
+    }
+
+    /// The worker-process encoding: `raw:DOC` or `seq:inc|cas:NAME`.
+    fn encode(&self, target: &str) -> String {
+        match self {
+            Kind::Raw => format!("raw:{target}"),
+            Kind::Seq(Strategy::Cas) => format!("seq:cas:{target}"),
+            Kind::Seq(_) => format!("seq:inc:{target}"),
+        }
+    }
+
+    fn decode(s: &str) -> Result<(Kind, String), Error> {
+        let bad = || Error::InvalidArgument {
+            what: "--worker".into(),
+            reason: format!("{s:?} is not a worker spec"),
+        };
+        let (head, rest) = s.split_once(':').ok_or_else(bad)?;
+        match head {
+            "raw" => Ok((Kind::Raw, rest.to_owned())),
+            "seq" => {
+                let (strategy, name) = rest.split_once(':').ok_or_else(bad)?;
+                let strategy = match strategy {
+                    "cas" => Strategy::Cas,
+                    "inc" => Strategy::ConditionalIncrement,
+                    _ => return Err(bad()),
+                };
+                Ok((Kind::Seq(strategy), name.to_owned()))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// One source of numbers, shared by the tasks of a process.
+#[derive(Clone)]
+enum Source {
+    Raw(Collection<Document>, String),
+    Seq(Sequence),
+}
+
+impl Source {
+    async fn next(&self) -> dispenser::Result<i64> {
+        match self {
+            Source::Raw(coll, id) => {
+                let d = coll
+                    .find_one_and_update(
+                        doc! { "_id": id.as_str() },
+                        doc! { "$inc": { "value": 1_i64 } },
+                    )
+                    .projection(doc! { "value": 1, "_id": 0 })
+                    .return_document(ReturnDocument::After)
+                    .await
+                    .map_err(|e| Error::Database {
+                        context: "raw baseline increment".into(),
+                        source: e,
+                    })?
+                    .ok_or_else(|| Error::NoSuchSequence { name: id.clone() })?;
+                d.get_i64("value").map_err(|e| Error::CorruptDocument {
+                    name: id.clone(),
+                    field: "value".into(),
+                    problem: e.to_string(),
+                })
+            }
+            Source::Seq(s) => s.next().await,
+        }
+    }
+
+    fn stats(&self) -> Option<Stats> {
+        match self {
+            Source::Raw(..) => None,
+            Source::Seq(s) => Some(s.stats()),
+        }
+    }
+}
+
+/// What a process measured (also the worker's JSON report).
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Sample {
+    numbers: Vec<i64>,
+    latencies_ns: Vec<u64>,
+    elapsed_s: f64,
+    round_trips: u64,
+    conflicts: u64,
+    retries: u64,
+    refills: u64,
+    errors: u64,
+}
+
+impl Sample {
+    fn merge(&mut self, other: Sample) {
+        self.numbers.extend(other.numbers);
+        self.latencies_ns.extend(other.latencies_ns);
+        self.elapsed_s = self.elapsed_s.max(other.elapsed_s);
+        self.round_trips += other.round_trips;
+        self.conflicts += other.conflicts;
+        self.retries += other.retries;
+        self.refills += other.refills;
+        self.errors += other.errors;
+    }
+}
+
+/// The figures of one run.
+#[derive(Debug, Serialize)]
+struct Report {
+    run: String,
+    processes: u32,
+    tasks: u32,
+    numbers: usize,
+    seconds: f64,
+    numbers_per_s: f64,
+    p50_us: f64,
+    p99_us: f64,
+    max_us: f64,
+    round_trips_per_number: f64,
+    conflicts_per_number: f64,
+    retries_per_number: f64,
+    block_refills: u64,
+    errors: u64,
+    duplicates: usize,
+    throughput_vs_raw: Option<f64>,
+    p50_vs_raw: Option<f64>,
+}
+
+fn percentile(sorted: &[u64], p: usize) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = (sorted.len() * p / 100).min(sorted.len() - 1);
+    sorted[i] as f64 / 1000.0
+}
+
+fn report(kind: &Kind, args: &BenchArgs, mut s: Sample) -> Report {
+    s.latencies_ns.sort_unstable();
+    s.numbers.sort_unstable();
+    let duplicates = s.numbers.windows(2).filter(|w| w[0] == w[1]).count();
+    let n = s.numbers.len();
+    let per = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
+    let round_trips = if *kind == Kind::Raw {
+        n as u64
+    } else {
+        s.round_trips
+    };
+    Report {
+        run: kind.label(),
+        processes: args.processes,
+        tasks: args.tasks,
+        numbers: n,
+        seconds: s.elapsed_s,
+        numbers_per_s: if s.elapsed_s > 0.0 {
+            n as f64 / s.elapsed_s
+        } else {
+            0.0
+        },
+        p50_us: percentile(&s.latencies_ns, 50),
+        p99_us: percentile(&s.latencies_ns, 99),
+        max_us: s.latencies_ns.last().map_or(0.0, |v| *v as f64 / 1000.0),
+        round_trips_per_number: per(round_trips),
+        conflicts_per_number: per(s.conflicts),
+        retries_per_number: per(s.retries),
+        block_refills: s.refills,
+        errors: s.errors,
+        duplicates,
+        throughput_vs_raw: None,
+        p50_vs_raw: None,
+    }
+}
+
+/// Draws with `tasks` tasks from one source until `count` numbers or the deadline.
+async fn draw(
+    source: Source,
+    tasks: u32,
+    count: u64,
+    duration: Option<Duration>,
+    bar: &ProgressBar,
+) -> Sample {
+    let started = Instant::now();
+    let deadline = duration.map(|d| started + d);
+    let mut handles = Vec::new();
+    for t in 0..u64::from(tasks) {
+        let quota = count / u64::from(tasks) + u64::from(t < count % u64::from(tasks));
+        let source = source.clone();
+        let bar = bar.clone();
+        handles.push(tokio::spawn(async move {
+            let mut s = Sample::default();
+            let mut pending = 0;
+            let mut drawn = 0;
+            loop {
+                match deadline {
+                    Some(d) => {
+                        if drawn % 64 == 0 && Instant::now() >= d {
+                            break;
+                        }
+                    }
+                    None => {
+                        if drawn >= quota {
+                            break;
+                        }
+                    }
+                }
+                let t0 = Instant::now();
+                match source.next().await {
+                    Ok(n) => {
+                        s.latencies_ns.push(t0.elapsed().as_nanos() as u64);
+                        s.numbers.push(n);
+                    }
+                    Err(e) => {
+                        s.errors += 1;
+                        tracing::warn!("bench draw failed: {e}");
+                        if s.errors > 100 {
+                            break;
+                        }
+                    }
+                }
+                drawn += 1;
+                pending += 1;
+                if pending == 1024 {
+                    bar.inc(pending);
+                    pending = 0;
+                }
+            }
+            bar.inc(pending);
+            s
+        }));
+    }
+    let mut total = Sample::default();
+    for h in handles {
+        if let Ok(s) = h.await {
+            total.merge(s);
+        } else {
+            total.errors += 1;
+        }
+    }
+    total.elapsed_s = started.elapsed().as_secs_f64();
+    if let Some(st) = source.stats() {
+        total.round_trips = st.round_trips;
+        total.conflicts = st.conflicts;
+        total.retries = st.retries;
+        total.refills = st.block_refills;
+    }
+    total
+}
+
+fn raw_collection(d: &Dispenser, client: &dispenser::mongodb::Client) -> Collection<Document> {
+    let o = d.options();
+    client.database(&o.database).collection_with_options(
+        &o.collection,
+        CollectionOptions::builder()
+            .write_concern(o.write_concern.clone())
+            .build(),
+    )
+}
+
+async fn source_for(
+    kind: &Kind,
+    target: &str,
+    uri: &str,
+    options: &Options,
+) -> dispenser::Result<Source> {
+    match kind {
+        Kind::Raw => {
+            let client = client(uri, options).await?;
+            let d = Dispenser::new(&client, options.clone())?;
+            Ok(Source::Raw(raw_collection(&d, &client), target.to_owned()))
+        }
+        Kind::Seq(strategy) => {
+            let d = Dispenser::connect(uri, options.clone().with_strategy(*strategy)).await?;
+            Ok(Source::Seq(d.open(target).await?))
+        }
+    }
+}
+
+async fn client(uri: &str, options: &Options) -> dispenser::Result<dispenser::mongodb::Client> {
+    let mut o = dispenser::mongodb::options::ClientOptions::parse(uri)
+        .await
+        .map_err(|e| Error::InvalidArgument {
+            what: format!("MongoDB URI {}", dispenser::redact_uri(uri)),
+            reason: dispenser::scrub(&e.to_string(), uri),
+        })?;
+    o.server_selection_timeout
+        .get_or_insert(options.operation_timeout);
+    dispenser::mongodb::Client::with_options(o).map_err(|e| Error::InvalidArgument {
+        what: format!("MongoDB URI {}", dispenser::redact_uri(uri)),
+        reason: dispenser::scrub(&e.to_string(), uri),
+    })
+}
+
+/// Entry point of `dispenser bench`. `Ok(false)` when a duplicate was found.
+pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Result<bool> {
+    if let Some(spec) = &args.worker {
+        return worker(uri, options, &args, spec).await;
+    }
+    if args.block > 1 || args.prefetch.is_some() {
+        return Err(Error::InvalidArgument {
+            what: "--block/--prefetch".into(),
+            reason: "block allocation is not available in this build".into(),
+        });
+    }
+    let chosen = match args.strategy {
+        StrategyArg::Cas => Strategy::Cas,
+        StrategyArg::Inc => Strategy::ConditionalIncrement,
+    };
+    let kinds = if args.compare {
+        vec![
+            Kind::Raw,
+            Kind::Seq(Strategy::ConditionalIncrement),
+            Kind::Seq(Strategy::Cas),
+        ]
+    } else {
+        vec![Kind::Seq(chosen)]
+    };
+    let d = Dispenser::connect(uri, options.clone()).await?;
+    let raw_client = client(uri, &options).await?;
+    let raw = raw_collection(&d, &raw_client);
+    let stamp = format!(
+        "bench-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|t| t.as_millis())
+            .unwrap_or_default()
+    );
+    let duration = args.duration.map(Duration::from_secs_f64);
+    let total = if duration.is_some() {
+        0
+    } else {
+        args.count * kinds.len() as u64
+    };
+    let bar = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::with_draw_target((total > 0).then_some(total), ProgressDrawTarget::stderr())
+    };
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} {msg:28} [{bar:30}] {pos}/{len} {per_sec}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    let mut reports = Vec::new();
+    for (i, kind) in kinds.iter().enumerate() {
+        let target = format!("{stamp}-{i}");
+        match kind {
+            Kind::Raw => {
+                raw.insert_one(doc! { "_id": target.as_str(), "value": 0_i64 })
+                    .await
+                    .map_err(|e| Error::Database {
+                        context: "creating the raw baseline document".into(),
+                        source: e,
+                    })?;
+            }
+            Kind::Seq(_) => {
+                d.create(&target, Spec::default()).await?;
+            }
+        }
+        bar.set_message(kind.label());
+        let sample = if args.processes > 1 {
+            spawn_workers(uri, &options, &args, kind, &target, duration).await?
+        } else {
+            let source = source_for(kind, &target, uri, &options).await?;
+            draw(source, args.tasks, args.count, duration, &bar).await
+        };
+        if args.processes > 1 {
+            bar.inc(sample.numbers.len() as u64);
+        }
+        reports.push(report(kind, &args, sample));
+        // Clean up: the bench leaves nothing behind.
+        let _ = raw.delete_one(doc! { "_id": target.as_str() }).await;
+    }
+    bar.finish_and_clear();
+    if let Some(base) = reports.iter().find(|r| r.run == Kind::Raw.label()) {
+        let (thr, p50) = (base.numbers_per_s, base.p50_us);
+        for r in &mut reports {
+            r.throughput_vs_raw = (thr > 0.0).then(|| r.numbers_per_s / thr);
+            r.p50_vs_raw = (p50 > 0.0).then(|| r.p50_us / p50);
+        }
+    }
+    print_reports(uri, &args, &reports);
+    Ok(reports.iter().all(|r| r.duplicates == 0))
+}
+
+fn print_reports(uri: &str, args: &BenchArgs, reports: &[Report]) {
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "server": dispenser::redact_uri(uri),
+                "processes": args.processes,
+                "tasks": args.tasks,
+                "runs": reports,
+            })
+        );
+        return;
+    }
+    println!(
+        "dispenser bench: {} process(es) x {} task(s) against {}",
+        args.processes,
+        args.tasks,
+        dispenser::redact_uri(uri)
+    );
+    println!(
+        "{:<26} {:>9} {:>12} {:>9} {:>9} {:>10} {:>7} {:>9} {:>8} {:>7} {:>5} {:>8} {:>8}",
+        "run",
+        "numbers",
+        "numbers/s",
+        "p50 us",
+        "p99 us",
+        "max us",
+        "rt/num",
+        "confl/num",
+        "retr/num",
+        "refills",
+        "dups",
+        "x raw/s",
+        "x rawp50"
+    );
+    let ratio = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+    for r in reports {
+        println!(
+            "{:<26} {:>9} {:>12.0} {:>9.1} {:>9.1} {:>10.1} {:>7.4} {:>9.4} {:>8.4} {:>7} {:>5} {:>8} {:>8}",
+            r.run,
+            r.numbers,
+            r.numbers_per_s,
+            r.p50_us,
+            r.p99_us,
+            r.max_us,
+            r.round_trips_per_number,
+            r.conflicts_per_number,
+            r.retries_per_number,
+            r.block_refills,
+            r.duplicates,
+            ratio(r.throughput_vs_raw),
+            ratio(r.p50_vs_raw),
+        );
+    }
+    for r in reports.iter().filter(|r| r.errors > 0) {
+        println!("{}: {} draw(s) failed (see the log)", r.run, r.errors);
+    }
+}
+
+/// Runs `kind` in `args.processes` worker processes and merges what they report.
+async fn spawn_workers(
+    uri: &str,
+    options: &Options,
+    args: &BenchArgs,
+    kind: &Kind,
+    target: &str,
+    duration: Option<Duration>,
+) -> dispenser::Result<Sample> {
+    let exe = std::env::current_exe().map_err(|e| Error::InvalidArgument {
+        what: "--processes".into(),
+        reason: format!("cannot find this executable to start workers: {e}"),
+    })?;
+    let per = args.count / u64::from(args.processes);
+    let mut children = Vec::new();
+    for p in 0..u64::from(args.processes) {
+        let quota = per + u64::from(p < args.count % u64::from(args.processes));
+        let mut cmd = tokio::process::Command::new(&exe);
+        cmd.env("MONGODB_URI", uri)
+            .arg("--db")
+            .arg(&options.database)
+            .arg("--collection")
+            .arg(&options.collection)
+            .arg("--timeout")
+            .arg(options.operation_timeout.as_secs_f64().to_string())
+            .arg("bench")
+            .arg("--worker")
+            .arg(kind.encode(target))
+            .arg("--tasks")
+            .arg(args.tasks.to_string())
+            .arg("--count")
+            .arg(quota.max(1).to_string());
+        if let Some(d) = duration {
+            cmd.arg("--duration").arg(d.as_secs_f64().to_string());
+        }
+        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        children.push(cmd.spawn().map_err(|e| Error::InvalidArgument {
+            what: "--processes".into(),
+            reason: format!("cannot start a worker process: {e}"),
+        })?);
+    }
+    let mut total = Sample::default();
+    for child in children {
+        let out = child
+            .wait_with_output()
+            .await
+            .map_err(|e| Error::InvalidArgument {
+                what: "--processes".into(),
+                reason: format!("a worker process failed: {e}"),
+            })?;
+        let sample: Sample =
+            serde_json::from_slice(&out.stdout).map_err(|e| Error::InvalidArgument {
+                what: "--processes".into(),
+                reason: format!(
+                    "a worker process (exit {:?}) reported no result: {e}",
+                    out.status.code()
+                ),
+            })?;
+        total.merge(sample);
+    }
+    Ok(total)
+}
+
+/// A worker process: draws and prints its [`Sample`] as JSON.
+async fn worker(
+    uri: &str,
+    options: Options,
+    args: &BenchArgs,
+    spec: &str,
+) -> dispenser::Result<bool> {
+    let (kind, target) = Kind::decode(spec)?;
+    let source = source_for(&kind, &target, uri, &options).await?;
+    let sample = draw(
+        source,
+        args.tasks,
+        args.count,
+        args.duration.map(Duration::from_secs_f64),
+        &ProgressBar::hidden(),
+    )
+    .await;
+    println!("{}", serde_json::to_string(&sample).unwrap_or_default());
+    Ok(true)
+}
