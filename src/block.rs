@@ -31,10 +31,23 @@ use crate::stats::{Stats, add, bump};
 use crate::strategy::Drawer;
 
 /// The default block size.
+///
+/// # Example
+///
+/// ```
+/// assert_eq!(dispenser::BlockOptions::default().size, dispenser::DEFAULT_BLOCK_SIZE);
+/// ```
 pub const DEFAULT_BLOCK_SIZE: u64 = 100;
 
 /// The default prefetch share: the next block is reserved once half of the current one is
 /// used.
+///
+/// # Example
+///
+/// ```
+/// use dispenser::{BlockOptions, DEFAULT_PREFETCH};
+/// assert_eq!(BlockOptions::default().prefetch, Some(DEFAULT_PREFETCH));
+/// ```
 pub const DEFAULT_PREFETCH: f64 = 0.5;
 
 /// How a [`BlockSequence`] reserves numbers.
@@ -564,11 +577,30 @@ impl BlockSequence {
     }
 
     /// The sequence's name.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let blocks = d.open_blocks("orders", dispenser::BlockOptions::default()).await?;
+    /// assert_eq!(blocks.name(), "orders");
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.shared.drawer.name
     }
 
     /// The options this client was opened with.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::BlockOptions;
+    /// let blocks = d.open_blocks("orders", BlockOptions::default().with_size(10)).await?;
+    /// assert_eq!(blocks.options().size, 10);
+    /// # Ok(()) }
+    /// ```
     pub fn options(&self) -> &BlockOptions {
         &self.shared.options
     }
@@ -773,22 +805,59 @@ impl BlockSequence {
 
     /// How many reserved numbers this client holds and has not handed out yet (the rest of
     /// the current block plus a prefetched block): what a crash now would lose.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::BlockOptions;
+    /// let blocks = d.open_blocks("orders", BlockOptions::default().with_prefetch(None)).await?;
+    /// blocks.next().await?;
+    /// assert_eq!(blocks.buffered(), 99);
+    /// # Ok(()) }
+    /// ```
     pub fn buffered(&self) -> u64 {
         self.shared.lock().held()
     }
 
     /// The size of the next reservation (changes over time with adaptive sizing).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::BlockSequence) {
+    /// println!("next block: {} numbers", blocks.block_size());
+    /// # }
+    /// ```
     pub fn block_size(&self) -> u64 {
         self.shared.lock().size
     }
 
     /// Whether `other` is the same block client (a clone of this handle, or the same handle
     /// returned twice by [`Dispenser::shared_blocks`]).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::BlockSequence) {
+    /// assert!(blocks.same_as(&blocks.clone()));
+    /// # }
+    /// ```
     pub fn same_as(&self, other: &BlockSequence) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
     }
 
     /// Whether [`BlockSequence::close`] was called (on this handle or a clone).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+    /// let other = blocks.clone();
+    /// blocks.close().await?;
+    /// assert!(other.is_closed());
+    /// # Ok(()) }
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.shared.lock().closed
     }

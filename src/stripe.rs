@@ -20,6 +20,15 @@ use crate::spec::{Spec, validate_name};
 use crate::stats::{CasModeUsed, Stats};
 
 /// The most stripes one striped sequence may have.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) {
+/// let err = d.ensure_striped("ids", dispenser::MAX_STRIPES + 1, Default::default()).await;
+/// assert!(err.is_err());
+/// # }
+/// ```
 pub const MAX_STRIPES: u32 = 1024;
 
 /// The document name of stripe `i` of `name`.
@@ -207,11 +216,29 @@ fn random_start() -> usize {
 
 impl StripedSequence {
     /// The striped sequence's name (its stripes are `name~0`, `name~1`, …).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let ids = d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
+    /// assert_eq!(ids.name(), "ids");
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// How many stripes there are.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let ids = d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
+    /// assert_eq!(ids.stripes(), 4);
+    /// # Ok(()) }
+    /// ```
     pub fn stripes(&self) -> u32 {
         // At most MAX_STRIPES by construction.
         u32::try_from(self.inner.stripes.len()).unwrap_or(MAX_STRIPES)
@@ -321,6 +348,14 @@ impl StripedSequence {
     }
 
     /// The counters of all stripes, added up.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::StripedSequence) {
+    /// println!("{} issued", ids.stats().issued);
+    /// # }
+    /// ```
     pub fn stats(&self) -> Stats {
         let mut t = Stats::default();
         for s in self.inner.stripes.iter().map(Stripe::stats) {
