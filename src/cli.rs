@@ -5,6 +5,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// The most numbers one `next` invocation may print.
 pub const MAX_COUNT: u64 = 100_000_000;
 
+/// The largest block `next --block` may reserve.
+pub const MAX_BLOCK: u64 = 10_000_000;
+
 /// Unique numbers from MongoDB: sequences and cyclic serial numbers, never issued twice.
 #[derive(Debug, Parser)]
 #[command(name = "dispenser", version, about, long_about = None)]
@@ -149,6 +152,11 @@ pub struct NextArgs {
     /// How numbers are drawn.
     #[arg(long, value_enum, default_value_t = StrategyArg::Inc)]
     pub strategy: StrategyArg,
+    /// Reserve numbers in blocks of this size (1–10000000), one write per block, prefetching
+    /// the next block in the background; the unused rest is given back at the end when no
+    /// one else wrote meanwhile (else it is a gap).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_BLOCK))]
+    pub block: Option<u64>,
 }
 
 /// `--strategy`.

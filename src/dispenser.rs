@@ -8,6 +8,7 @@ use mongodb::Client;
 use mongodb::options::ClientOptions;
 
 use crate::arith::{self, Run};
+use crate::block::Registry;
 use crate::document::{SequenceState, Stored};
 use crate::error::{Error, Result};
 use crate::options::Options;
@@ -38,6 +39,8 @@ use crate::strategy::{Adaptive, Drawer};
 pub struct Dispenser {
     store: Store,
     options: Arc<Options>,
+    /// The live shared block clients (see `Dispenser::shared_blocks`), shared by clones.
+    registry: Registry,
 }
 
 impl Dispenser {
@@ -51,6 +54,7 @@ impl Dispenser {
         Ok(Dispenser {
             store: Store::new(client, &options),
             options: Arc::new(options),
+            registry: Registry::default(),
         })
     }
 
@@ -258,6 +262,11 @@ impl Dispenser {
         }
     }
 
+    /// The registry of shared block clients.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     async fn load(&self, name: &str) -> Result<Stored> {
         self.store.load(name).await?.ok_or_else(|| no_such(name))
     }
@@ -327,6 +336,11 @@ impl std::fmt::Debug for Sequence {
 }
 
 impl Sequence {
+    /// The drawer behind this handle (shared with its clones).
+    pub(crate) fn drawer(&self) -> &Arc<Drawer> {
+        &self.drawer
+    }
+
     /// The sequence's name.
     pub fn name(&self) -> &str {
         &self.drawer.name

@@ -152,6 +152,15 @@ pub enum Error {
         after: Duration,
     },
 
+    /// The block client was closed (see [`BlockSequence::close`]); it issues nothing more.
+    ///
+    /// [`BlockSequence::close`]: crate::BlockSequence::close
+    #[error("the block client of sequence {name:?} is closed; it issues no more numbers")]
+    Closed {
+        /// The sequence's name.
+        name: String,
+    },
+
     /// The driver reported an error (unreachable server, network failure, write-concern
     /// failure, …). When this happens on the write that would have reserved numbers, those
     /// numbers are a gap: they are never issued by anyone.

@@ -16,6 +16,8 @@
 //! | `document`, `store` | the MongoDB document and every operation that **writes** it |
 //! | `retry`, `strategy` | the conditional increment and the compare-and-set loop: where it is **retried** |
 //! | `dispenser` | the public handles: [`Dispenser`] (admin) and [`Sequence`] (draw) |
+//! | `block` | block (hi-lo) allocation on top of a [`Sequence`]: [`BlockSequence`] hands out numbers from memory, reserving each block with one draw (prefetched in the background, adaptive size, give-back on close), and the per-dispenser registry ([`Dispenser::shared_blocks`]) |
+//! | `stripe` | [`StripedSequence`]: unique but unordered numbers from `S` disjoint sequences (`name~0` …), optionally with blocks |
 //!
 //! # Example
 //!
@@ -33,6 +35,7 @@
 #![deny(missing_docs)]
 
 mod arith;
+mod block;
 mod dispenser;
 mod document;
 mod error;
@@ -43,8 +46,12 @@ mod spec;
 mod stats;
 mod store;
 mod strategy;
+mod stripe;
 
 pub use arith::{Run, RunIter};
+pub use block::{
+    AdaptiveBlocks, BlockOptions, BlockSequence, CloseReport, DEFAULT_BLOCK_SIZE, DEFAULT_PREFETCH,
+};
 pub use dispenser::{Dispenser, Sequence};
 pub use document::SequenceState;
 pub use error::{Error, Result};
@@ -53,6 +60,7 @@ pub use redact::{redact_uri, scrub};
 pub use retry::Backoff;
 pub use spec::{MAX_NAME_BYTES, Spec, validate_name};
 pub use stats::{CasModeUsed, Stats};
+pub use stripe::{MAX_STRIPES, StripedSequence, stripe_name};
 
 /// The driver, re-exported so callers use the same version.
 pub use mongodb;

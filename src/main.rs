@@ -9,7 +9,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use dispenser::{Dispenser, Error, Options, SequenceState, Spec, Strategy};
+use dispenser::{
+    BlockOptions, DEFAULT_BLOCK_SIZE, Dispenser, Error, Options, SequenceState, Spec, Strategy,
+};
 
 use cli::{Cli, Command, StrategyArg};
 
@@ -122,6 +124,26 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
             }
             let state = d.peek(&a.name).await?;
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+        }
+        Command::Next(a) if a.block.is_some() => {
+            let size = a.block.unwrap_or(DEFAULT_BLOCK_SIZE);
+            let blocks = d
+                .open_blocks(&a.name, BlockOptions::default().with_size(size))
+                .await?;
+            for i in 1..=a.count {
+                // Only numbers already issued are printed.
+                let n = blocks.next().await?;
+                writeln!(out, "{n}").map_err(io_err)?;
+                if i % size == 0 {
+                    out.flush().map_err(io_err)?;
+                }
+            }
+            out.flush().map_err(io_err)?;
+            let report = blocks.close().await?;
+            eprintln!(
+                "dispenser: block client closed: {} number(s) given back, {} lost (a gap)",
+                report.given_back, report.lost
+            );
         }
         Command::Next(a) => {
             let seq = d.open(&a.name).await?;

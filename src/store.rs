@@ -217,6 +217,35 @@ impl Store {
         Ok(Some((value, version)))
     }
 
+    /// Gives the unused tail of a block back: moves `value` from `last` (the end of the block
+    /// reserved by the write that produced `version`) back to `new_value`, only if the
+    /// document still has the shape `spec`, is at `version` and holds `last` (no write
+    /// happened after the reservation). `Ok(true)` when the tail was given back.
+    pub(crate) async fn give_back(
+        &self,
+        name: &str,
+        spec: &Spec,
+        version: i64,
+        last: i64,
+        new_value: i64,
+    ) -> Result<bool> {
+        let mut filter = shape_filter(name, spec);
+        filter.insert(field::VERSION, version);
+        filter.insert(field::VALUE, last);
+        let update = doc! {
+            "$set": { field::VALUE: new_value },
+            "$inc": { field::VERSION: 1_i64 },
+            "$currentDate": { field::UPDATED_AT: true },
+        };
+        let res = self
+            .bounded(
+                || format!("giving back numbers of sequence {name:?}"),
+                self.coll.update_one(filter, update),
+            )
+            .await?;
+        Ok(res.matched_count == 1)
+    }
+
     /// Deletes the document. `Ok(false)` when there was none.
     pub(crate) async fn delete(&self, name: &str) -> Result<bool> {
         let res = self

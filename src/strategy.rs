@@ -124,8 +124,22 @@ impl Drawer {
         Ok(stored)
     }
 
+    /// The shape of the sequence as last seen by this handle.
+    pub(crate) fn spec(&self) -> crate::spec::Spec {
+        self.remembered().spec
+    }
+
     /// Draws up to `n` numbers (exactly `n` unless a cyclic run stops at its bound).
     pub(crate) async fn draw(&self, n: u64) -> Result<Run> {
+        let (run, _) = self.draw_versioned(n).await?;
+        add(&self.stats.issued, run.count());
+        Ok(run)
+    }
+
+    /// Like [`Drawer::draw`], but also returns the document's `version` as written by the
+    /// write that reserved the run (the block allocator needs it to give a tail back), and
+    /// does not count the run as issued (a block is reserved, not yet handed out).
+    pub(crate) async fn draw_versioned(&self, n: u64) -> Result<(Run, i64)> {
         if n == 0 {
             return Err(Error::invalid_argument(
                 "count",
@@ -135,22 +149,21 @@ impl Drawer {
                 ),
             ));
         }
-        let run = match self.strategy {
-            Strategy::Cas => self.compare_and_set(n).await?,
+        match self.strategy {
+            Strategy::Cas => self.compare_and_set(n).await,
             _ => match self.increment(n).await? {
-                Some(run) => run,
+                Some(drawn) => Ok(drawn),
                 None => {
                     bump(&self.stats.fallbacks);
-                    self.compare_and_set(n).await?
+                    self.compare_and_set(n).await
                 }
             },
-        };
-        add(&self.stats.issued, run.count());
-        Ok(run)
+        }
     }
 
-    /// The one-round-trip path. `None` when the filter did not match.
-    async fn increment(&self, n: u64) -> Result<Option<Run>> {
+    /// The one-round-trip path: the run and the version written. `None` when the filter did
+    /// not match.
+    async fn increment(&self, n: u64) -> Result<Option<(Run, i64)>> {
         let known = self.remembered();
         let spec = known.spec;
         let Some(window) = arith::increment_window(&spec, n) else {
@@ -185,11 +198,12 @@ impl Drawer {
             },
             false,
         );
-        Ok(Some(Run::new(first, n, spec.step)))
+        Ok(Some((Run::new(first, n, spec.step), version)))
     }
 
-    /// First writer wins, with backoff between lost races.
-    async fn compare_and_set(&self, n: u64) -> Result<Run> {
+    /// First writer wins, with backoff between lost races. Returns the run and the version
+    /// written.
+    async fn compare_and_set(&self, n: u64) -> Result<(Run, i64)> {
         let mut budget = RetryBudget::new(&self.backoff);
         let optimistic_first = self
             .adaptive
@@ -236,7 +250,7 @@ impl Drawer {
                     },
                     false,
                 );
-                return Ok(draw.run);
+                return Ok((draw.run, stored.version + 1));
             }
             bump(&self.stats.conflicts);
             let delay = budget.after_conflict(&self.name)?;

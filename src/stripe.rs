@@ -1,0 +1,415 @@
+//! Striped sequences: unique (but not ordered) numbers at high rates, spread over several
+//! documents so that writers do not all contend for one.
+//!
+//! A sequence `name` with `S` stripes is `S` ordinary sequence documents `name~0` …
+//! `name~{S-1}`. Stripe `i` starts at `start + i·step` and moves by `S·step`, so it issues
+//! exactly the numbers of its residue class: the stripes are disjoint by construction, and
+//! no coordination between them is needed.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use futures::future::try_join_all;
+
+use crate::block::{BlockOptions, BlockSequence, CloseReport};
+use crate::dispenser::{Dispenser, Sequence};
+use crate::error::{Error, Result};
+use crate::spec::{Spec, validate_name};
+use crate::stats::{CasModeUsed, Stats};
+
+/// The most stripes one striped sequence may have.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) {
+/// let err = d.ensure_striped("ids", dispenser::MAX_STRIPES + 1, Default::default()).await;
+/// assert!(err.is_err());
+/// # }
+/// ```
+pub const MAX_STRIPES: u32 = 1024;
+
+/// The document name of stripe `i` of `name`.
+///
+/// # Example
+///
+/// ```
+/// assert_eq!(dispenser::stripe_name("ids", 3), "ids~3");
+/// ```
+pub fn stripe_name(name: &str, i: u32) -> String {
+    format!("{name}~{i}")
+}
+
+/// The spec of stripe `i` of `stripes`, or why there is none.
+fn stripe_spec(name: &str, spec: &Spec, stripes: u32, i: u32) -> Result<Spec> {
+    let invalid = |reason: String| Error::InvalidSpec {
+        name: name.to_owned(),
+        reason,
+    };
+    let step = spec.step.checked_mul(i64::from(stripes)).ok_or_else(|| {
+        invalid(format!(
+            "step ({}) × stripes ({stripes}) does not fit in a 64-bit integer",
+            spec.step
+        ))
+    })?;
+    let start = i128::from(spec.start) + i128::from(i) * i128::from(spec.step);
+    let start = i64::try_from(start)
+        .ok()
+        .filter(|s| (spec.min..=spec.max).contains(s))
+        .ok_or_else(|| {
+            invalid(format!(
+                "stripe {i} would start at {start}, outside the bounds {}..={}; use fewer \
+                 stripes or wider bounds",
+                spec.min, spec.max
+            ))
+        })?;
+    let s = spec.with_start(start).with_step(step);
+    s.validate(&stripe_name(name, i))?;
+    Ok(s)
+}
+
+/// One stripe: a plain handle or a block client.
+#[derive(Clone, Debug)]
+enum Stripe {
+    Plain(Sequence),
+    Blocks(BlockSequence),
+}
+
+impl Stripe {
+    async fn next(&self) -> Result<i64> {
+        match self {
+            Stripe::Plain(s) => s.next().await,
+            Stripe::Blocks(b) => b.next().await,
+        }
+    }
+
+    fn stats(&self) -> Stats {
+        match self {
+            Stripe::Plain(s) => s.stats(),
+            Stripe::Blocks(b) => b.stats(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    name: String,
+    plain: Vec<Sequence>,
+    stripes: Vec<Stripe>,
+    cursor: AtomicUsize,
+}
+
+/// A striped sequence: unique numbers from `S` disjoint stripes, for rates one document
+/// cannot sustain. **Not in global order**: each call takes the next stripe round robin
+/// (from a random stripe per handle), so numbers interleave across stripes.
+///
+/// Cheap to clone; clones share the stripes and the round-robin cursor.
+///
+/// # Example: uniqueness without global order
+///
+/// With the default spec (1, 2, 3, …) and 4 stripes, stripe `i` issues `1 + i`, `5 + i`,
+/// `9 + i`, …; consecutive calls hit consecutive stripes:
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// use dispenser::Spec;
+/// let ids = d.ensure_striped("ids", 4, Spec::default()).await?;
+/// let got: Vec<i64> = vec![ids.next().await?, ids.next().await?, ids.next().await?];
+/// // e.g. [3, 4, 1]: all distinct, but 1 came after 4 — there is no global order.
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct StripedSequence {
+    inner: Arc<Inner>,
+}
+
+impl Dispenser {
+    /// Creates (or opens, if they exist with the same shape) the `stripes` documents of a
+    /// striped sequence `name`: `name~0` … `name~{stripes-1}`, where stripe `i` starts at
+    /// `spec.start + i·spec.step` and moves by `stripes·spec.step`. Every number the striped
+    /// sequence issues is one the plain sequence `spec` would issue, and no two stripes share
+    /// one; the order across stripes is lost.
+    ///
+    /// `cycle` is refused: a stripe that wraps restarts at `min` (or `max`), which lies in
+    /// stripe 0's residue class rather than its own, so it would issue numbers another stripe
+    /// also issues.
+    ///
+    /// Do not also use a plain sequence or another stripe count with the same name: the
+    /// stripes only know about each other.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] (`stripes`) unless `1 ≤ stripes ≤ 1024`;
+    /// [`Error::InvalidName`] (also when `name~{stripes-1}` is too long);
+    /// [`Error::InvalidSpec`] for an invalid spec, `cycle`, a stripe whose start falls
+    /// outside the bounds, or `step × stripes` overflowing; [`Error::SpecConflict`] when a
+    /// stripe exists with another shape (for example another stripe count); plus
+    /// [`Error::Database`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::{BlockOptions, Spec};
+    /// let ids = d
+    ///     .ensure_striped("ids", 8, Spec::default())
+    ///     .await?
+    ///     .with_blocks(BlockOptions::default())?; // optional: blocks per stripe
+    /// let id = ids.next().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ensure_striped(
+        &self,
+        name: &str,
+        stripes: u32,
+        spec: Spec,
+    ) -> Result<StripedSequence> {
+        if !(1..=MAX_STRIPES).contains(&stripes) {
+            return Err(Error::invalid_argument(
+                "stripes",
+                format!("{stripes} stripes requested for {name:?}; use 1 to {MAX_STRIPES}"),
+            ));
+        }
+        validate_name(name)?;
+        validate_name(&stripe_name(name, stripes - 1))?;
+        spec.validate(name)?;
+        if spec.cycle {
+            return Err(Error::InvalidSpec {
+                name: name.to_owned(),
+                reason: "a striped sequence cannot cycle: a stripe wrapping to its bound would \
+                         leave its residue class and repeat another stripe's numbers"
+                    .to_owned(),
+            });
+        }
+        let specs = (0..stripes)
+            .map(|i| stripe_spec(name, &spec, stripes, i))
+            .collect::<Result<Vec<_>>>()?;
+        let names: Vec<String> = (0..stripes).map(|i| stripe_name(name, i)).collect();
+        let plain = try_join_all(
+            names
+                .iter()
+                .zip(specs)
+                .map(|(n, s)| async move { self.ensure(n, s).await }),
+        )
+        .await?;
+        let stripes = plain.iter().cloned().map(Stripe::Plain).collect();
+        Ok(StripedSequence {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                plain,
+                stripes,
+                cursor: AtomicUsize::new(random_start()),
+            }),
+        })
+    }
+}
+
+/// A random starting stripe, so that processes do not all start on stripe 0.
+fn random_start() -> usize {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    // Truncation is fine: any value will do.
+    h.finish() as usize
+}
+
+impl StripedSequence {
+    /// The striped sequence's name (its stripes are `name~0`, `name~1`, …).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let ids = d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
+    /// assert_eq!(ids.name(), "ids");
+    /// # Ok(()) }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// How many stripes there are.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let ids = d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
+    /// assert_eq!(ids.stripes(), 4);
+    /// # Ok(()) }
+    /// ```
+    pub fn stripes(&self) -> u32 {
+        // At most MAX_STRIPES by construction.
+        u32::try_from(self.inner.stripes.len()).unwrap_or(MAX_STRIPES)
+    }
+
+    /// A new handle on the same stripes whose stripes each hand out numbers from blocks
+    /// (one [`BlockSequence`] per stripe; see [`BlockOptions`]). This handle keeps drawing
+    /// one number per write.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for invalid options.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::StripedSequence) -> dispenser::Result<()> {
+    /// let fast = ids.with_blocks(dispenser::BlockOptions::default().with_size(1000))?;
+    /// let id = fast.next().await?;
+    /// fast.close().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_blocks(&self, options: BlockOptions) -> Result<StripedSequence> {
+        options.validate()?;
+        let stripes = self
+            .inner
+            .plain
+            .iter()
+            .map(|s| s.clone().into_blocks(options).map(Stripe::Blocks))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(StripedSequence {
+            inner: Arc::new(Inner {
+                name: self.inner.name.clone(),
+                plain: self.inner.plain.clone(),
+                stripes,
+                cursor: AtomicUsize::new(random_start()),
+            }),
+        })
+    }
+
+    /// Issues a number from the next stripe (round robin). A stripe that is exhausted is
+    /// skipped; [`Error::Exhausted`] only when every stripe is.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Sequence::next`] (or [`BlockSequence::next`] with blocks).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::StripedSequence) -> dispenser::Result<()> {
+    /// let (a, b) = (ids.next().await?, ids.next().await?);
+    /// assert_ne!(a, b); // unique, in no particular order
+    /// # Ok(()) }
+    /// ```
+    pub async fn next(&self) -> Result<i64> {
+        let stripes = &self.inner.stripes;
+        let first = self.inner.cursor.fetch_add(1, Relaxed);
+        let mut exhausted = None;
+        for k in 0..stripes.len() {
+            let stripe = &stripes[first.wrapping_add(k) % stripes.len()];
+            match stripe.next().await {
+                Err(e) if e.is_exhausted() => exhausted = Some(e),
+                other => return other,
+            }
+        }
+        Err(exhausted.unwrap_or_else(|| Error::NoSuchSequence {
+            name: self.inner.name.clone(),
+        }))
+    }
+
+    /// Closes the block client of every stripe (see [`BlockSequence::close`]) and adds up
+    /// what they gave back and lost. Without blocks there is nothing to close.
+    ///
+    /// # Errors
+    ///
+    /// The first error of a stripe's close (the others are still closed).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::StripedSequence) -> dispenser::Result<()> {
+    /// let report = ids.close().await?;
+    /// println!("{} given back, {} lost", report.given_back, report.lost);
+    /// # Ok(()) }
+    /// ```
+    pub async fn close(&self) -> Result<CloseReport> {
+        let mut total = CloseReport::default();
+        let mut first_error = None;
+        for stripe in &self.inner.stripes {
+            if let Stripe::Blocks(b) = stripe {
+                match b.clone().close().await {
+                    Ok(r) => {
+                        total.given_back += r.given_back;
+                        total.lost += r.lost;
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(total),
+        }
+    }
+
+    /// The counters of all stripes, added up.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::StripedSequence) {
+    /// println!("{} issued", ids.stats().issued);
+    /// # }
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let mut t = Stats::default();
+        for s in self.inner.stripes.iter().map(Stripe::stats) {
+            t.issued += s.issued;
+            t.writes += s.writes;
+            t.conflicts += s.conflicts;
+            t.retries += s.retries;
+            t.round_trips += s.round_trips;
+            t.fallbacks += s.fallbacks;
+            t.optimistic_writes += s.optimistic_writes;
+            t.pessimistic_writes += s.pessimistic_writes;
+            t.block_refills += s.block_refills;
+            t.waits += s.waits;
+            if s.cas_mode != CasModeUsed::None {
+                t.cas_mode = s.cas_mode;
+            }
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stripes_partition_the_residue_classes() {
+        let spec = Spec::default().with_start(5).with_step(3);
+        let stripes = 4;
+        let specs: Vec<Spec> = (0..stripes)
+            .map(|i| stripe_spec("s", &spec, stripes, i).unwrap())
+            .collect();
+        let mut all: Vec<i64> = specs
+            .iter()
+            .flat_map(|s| (0..10).map(move |k| s.start + k * s.step))
+            .collect();
+        all.sort_unstable();
+        let plain: Vec<i64> = (0..40).map(|k| 5 + 3 * k).collect();
+        assert_eq!(all, plain);
+    }
+
+    #[test]
+    fn impossible_stripes_are_invalid_specs() {
+        let small = Spec::default().with_max(2);
+        assert!(matches!(
+            stripe_spec("s", &small, 4, 3),
+            Err(Error::InvalidSpec { .. })
+        ));
+        let big = Spec::default().with_step(i64::MAX / 2);
+        assert!(
+            stripe_spec("s", &big, 4, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("stripes")
+        );
+    }
+}

@@ -1,0 +1,673 @@
+//! Block allocation, striped sequences and the block registry against a real server: no
+//! duplicates across processes and tasks, blocks that stop at the wrap, prefetch that does not
+//! make callers wait, give-back only when safe, adaptive sizes, one client per dispenser.
+
+use std::collections::HashSet;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use dispenser::{
+    AdaptiveBlocks, BlockOptions, BlockSequence, CloseReport, Dispenser, Error, Spec, stripe_name,
+};
+use futures::future::join_all;
+
+use crate::common::{self, DB, Fixture, assert_each_exactly};
+
+/// Runs `tasks` tasks that each draw `per_task` numbers from `blocks`; one list per task.
+async fn draw_in_tasks(blocks: &BlockSequence, tasks: usize, per_task: usize) -> Vec<Vec<i64>> {
+    let handles = (0..tasks).map(|_| {
+        let blocks = blocks.clone();
+        tokio::spawn(async move {
+            let mut got = Vec::with_capacity(per_task);
+            for _ in 0..per_task {
+                got.push(blocks.next().await.expect("next"));
+            }
+            got
+        })
+    });
+    join_all(handles)
+        .await
+        .into_iter()
+        .map(|r| r.expect("task"))
+        .collect()
+}
+
+fn assert_increasing(numbers: &[i64], who: &str) {
+    if let Some(w) = numbers.windows(2).find(|w| w[0] >= w[1]) {
+        panic!("{who}: {} then {} is not strictly increasing", w[0], w[1]);
+    }
+}
+
+fn assert_distinct(numbers: &[i64]) {
+    let set: HashSet<i64> = numbers.iter().copied().collect();
+    assert_eq!(set.len(), numbers.len(), "a number was issued twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_processes_and_eight_tasks_share_blocks_without_duplicates() {
+    let f = Fixture::new("blocks_processes").await;
+    let d = f.dispenser(f.options());
+    d.create("s", Spec::default()).await.unwrap();
+
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_dispenser"))
+                .env("MONGODB_URI", common::uri())
+                .args(["--db", DB, "--collection", &f.collection])
+                .args(["next", "s", "--count", "600", "--block", "100"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn dispenser")
+        })
+        .collect();
+    // Meanwhile, 8 tasks of this process share one block client.
+    let blocks = d
+        .open_blocks("s", BlockOptions::default().with_size(100))
+        .await
+        .unwrap();
+    let lists = draw_in_tasks(&blocks, 8, 300).await;
+    let mut all = Vec::new();
+    for (i, list) in lists.iter().enumerate() {
+        assert_increasing(list, &format!("task {i}"));
+        all.extend(list);
+    }
+    blocks.close().await.unwrap();
+
+    let outputs = tokio::task::spawn_blocking(move || {
+        children
+            .into_iter()
+            .map(|c| c.wait_with_output().expect("wait"))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    for (i, out) in outputs.iter().enumerate() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "process {i}: {stderr}");
+        assert!(stderr.contains("given back"), "process {i}: {stderr}");
+        let numbers: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.parse().expect("a number per line"))
+            .collect();
+        assert_eq!(numbers.len(), 600);
+        assert_increasing(&numbers, &format!("process {i}"));
+        all.extend(numbers);
+    }
+    assert_eq!(all.len(), 4 * 600 + 8 * 300);
+    assert_distinct(&all);
+    let value = d.peek("s").await.unwrap().value;
+    assert!(all.iter().all(|&n| (1..=value).contains(&n)));
+}
+
+#[tokio::test]
+async fn blocks_stop_at_the_wrap() {
+    let f = Fixture::new("blocks_wrap").await;
+    let d = f.dispenser(f.options());
+    d.create("t", Spec::default().with_max(99).with_cycle(true))
+        .await
+        .unwrap();
+    let blocks = d
+        .open_blocks(
+            "t",
+            BlockOptions::default().with_size(7).with_prefetch(None),
+        )
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..99 {
+        got.push(blocks.next().await.unwrap());
+    }
+    assert_eq!(got, (1..=99).collect::<Vec<_>>());
+    // 14 blocks of 7 end at 98; the 15th holds only 99: it stops at the bound.
+    assert_eq!(blocks.buffered(), 0);
+    assert_eq!(blocks.stats().block_refills, 15);
+    assert_eq!(d.peek("t").await.unwrap().value, 99);
+    // The next block starts at min.
+    assert_eq!(blocks.next().await.unwrap(), 0);
+    let state = d.peek("t").await.unwrap();
+    assert_eq!((state.value, state.cycles), (6, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cyclic_blocks_of_several_clients_count_every_value_exactly() {
+    const TARGET: u64 = 300; // three whole cycles of 0..=99, then whatever the blocks held
+    let f = Fixture::new("blocks_cyclic").await;
+    let d = f.dispenser(f.options());
+    d.create("t", Spec::default().with_max(99).with_cycle(true))
+        .await
+        .unwrap();
+    let total = Arc::new(AtomicU64::new(0));
+    let clients = (0..3).map(|_| {
+        let d = d.clone();
+        let total = Arc::clone(&total);
+        tokio::spawn(async move {
+            // Each client uses up every block it reserves, so nothing is a gap.
+            let blocks = d
+                .open_blocks(
+                    "t",
+                    BlockOptions::default().with_size(7).with_prefetch(None),
+                )
+                .await
+                .unwrap();
+            let mut got = Vec::new();
+            loop {
+                got.push(blocks.next().await.unwrap());
+                let issued = total.fetch_add(1, Ordering::Relaxed) + 1;
+                if issued >= TARGET && blocks.buffered() == 0 {
+                    break;
+                }
+            }
+            let report = blocks.close().await.unwrap();
+            assert_eq!(report, CloseReport::default());
+            got
+        })
+    });
+    let lists: Vec<Vec<i64>> = join_all(clients)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    let issued = total.load(Ordering::Relaxed);
+    let state = d.peek("t").await.unwrap();
+    for list in &lists {
+        // Within a client numbers only go down across a wrap.
+        let drops = list.windows(2).filter(|w| w[0] >= w[1]).count();
+        assert!(drops as i64 <= state.cycles, "{list:?}");
+    }
+    // No gaps: the numbers are exactly the first `issued` of 1, 2, …, 99, 0, 1, …
+    let all: Vec<i64> = lists.into_iter().flatten().collect();
+    assert_eq!(all.len() as u64, issued);
+    let mut want: Vec<i64> = (1..=issued).map(|p| (p % 100) as i64).collect();
+    want.sort_unstable();
+    let mut got = all;
+    got.sort_unstable();
+    assert_eq!(got, want);
+    assert_eq!(state.value, (issued % 100) as i64);
+    assert_eq!(state.cycles, (issued / 100) as i64);
+}
+
+#[tokio::test]
+async fn a_ready_prefetch_means_no_wait_at_the_block_boundary() {
+    let f = Fixture::new("blocks_prefetch").await;
+    let d = f.dispenser(f.options());
+    d.create("s", Spec::default()).await.unwrap();
+    let blocks = d
+        .open_blocks(
+            "s",
+            BlockOptions::default()
+                .with_size(100)
+                .with_prefetch(Some(0.5)),
+        )
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..1000 {
+        got.push(blocks.next().await.unwrap());
+        // Let a prefetch in flight land (a caller doing other work meanwhile).
+        blocks.settle().await;
+    }
+    assert_eq!(got, (1..=1000).collect::<Vec<_>>());
+    let stats = blocks.stats();
+    assert_eq!(stats.waits, 1, "only the very first block: {stats:?}");
+    // Blocks 1..=10 were used; the 11th was prefetched at number 950.
+    assert_eq!(stats.block_refills, 11, "{stats:?}");
+    assert_eq!(stats.issued, 1000);
+    assert_eq!(d.peek("s").await.unwrap().value, 1100);
+    assert_eq!(blocks.buffered(), 100);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_drained_block_waits_for_the_prefetch_in_flight() {
+    let f = Fixture::new("blocks_inflight").await;
+    let d = f.dispenser(f.options());
+    d.create("s", Spec::default()).await.unwrap();
+    // Prefetch 1.0: the 10th number starts the reservation of the next block, and the 11th
+    // call (right away) finds the block empty while that reservation is in flight.
+    let blocks = d
+        .open_blocks(
+            "s",
+            BlockOptions::default()
+                .with_size(10)
+                .with_prefetch(Some(1.0)),
+        )
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..11 {
+        got.push(blocks.next().await.unwrap());
+    }
+    assert_eq!(got, (1..=11).collect::<Vec<_>>());
+    blocks.settle().await;
+    assert_eq!(blocks.stats().block_refills, 2, "no second reservation");
+    assert_eq!(d.peek("s").await.unwrap().version, 2);
+
+    // The same under load: 8 tasks racing over block boundaries.
+    d.create("t", Spec::default()).await.unwrap();
+    let blocks = d
+        .open_blocks(
+            "t",
+            BlockOptions::default()
+                .with_size(10)
+                .with_prefetch(Some(0.3)),
+        )
+        .await
+        .unwrap();
+    let lists = draw_in_tasks(&blocks, 8, 200).await;
+    blocks.settle().await;
+    for (i, list) in lists.iter().enumerate() {
+        assert_increasing(list, &format!("task {i}"));
+    }
+    assert_each_exactly(lists.concat(), 1..=1600, 1);
+    let stats = blocks.stats();
+    let state = d.peek("t").await.unwrap();
+    // One write per reservation, and no more reservations than blocks used (+ 1 prefetched).
+    assert_eq!(state.version as u64, stats.block_refills, "{stats:?}");
+    assert!(
+        (160..=161).contains(&stats.block_refills),
+        "{} blocks for 1600 numbers: {stats:?}",
+        stats.block_refills
+    );
+}
+
+#[tokio::test]
+async fn close_gives_the_tail_back_only_when_safe() {
+    let f = Fixture::new("blocks_give_back").await;
+    let d = f.dispenser(f.options());
+    let no_prefetch = BlockOptions::default().with_size(100).with_prefetch(None);
+
+    // No other writer: the tail comes back and the next number follows the last issued.
+    let plain = d.create("a", Spec::default()).await.unwrap();
+    let blocks = d.open_blocks("a", no_prefetch).await.unwrap();
+    for want in 1..=10 {
+        assert_eq!(blocks.next().await.unwrap(), want);
+    }
+    let report = blocks.close().await.unwrap();
+    assert_eq!((report.given_back, report.lost), (90, 0));
+    assert_eq!(plain.next().await.unwrap(), 11);
+
+    // A prefetched block contiguous with the tail comes back too.
+    let plain = d.create("b", Spec::default()).await.unwrap();
+    let blocks = d
+        .open_blocks(
+            "b",
+            BlockOptions::default()
+                .with_size(10)
+                .with_prefetch(Some(0.5)),
+        )
+        .await
+        .unwrap();
+    for want in 1..=6 {
+        assert_eq!(blocks.next().await.unwrap(), want);
+    }
+    blocks.settle().await;
+    assert_eq!(blocks.buffered(), 14);
+    let report = blocks.close().await.unwrap();
+    assert_eq!((report.given_back, report.lost), (14, 0));
+    assert_eq!(plain.next().await.unwrap(), 7);
+
+    // Another writer after our reservation: the tail stays a gap.
+    let plain = d.create("c", Spec::default()).await.unwrap();
+    let blocks = d.open_blocks("c", no_prefetch).await.unwrap();
+    for want in 1..=10 {
+        assert_eq!(blocks.next().await.unwrap(), want);
+    }
+    assert_eq!(plain.next().await.unwrap(), 101);
+    let version = d.peek("c").await.unwrap().version;
+    let report = blocks.close().await.unwrap();
+    assert_eq!((report.given_back, report.lost), (0, 90));
+    assert_eq!(
+        d.peek("c").await.unwrap().version,
+        version,
+        "nothing written"
+    );
+    assert_eq!(plain.next().await.unwrap(), 102);
+
+    // Another writer between the current block and the prefetched one: only the prefetched
+    // block (the latest write) comes back.
+    let plain = d.create("e", Spec::default()).await.unwrap();
+    let blocks = d
+        .open_blocks(
+            "e",
+            BlockOptions::default()
+                .with_size(10)
+                .with_prefetch(Some(0.5)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(blocks.next().await.unwrap(), 1);
+    assert_eq!(plain.next().await.unwrap(), 11);
+    for want in 2..=5 {
+        assert_eq!(blocks.next().await.unwrap(), want);
+    }
+    blocks.settle().await; // the prefetch (12..=21) landed
+    let report = blocks.close().await.unwrap();
+    assert_eq!((report.given_back, report.lost), (10, 5));
+    assert_eq!(plain.next().await.unwrap(), 12);
+
+    // After close nothing is issued, by any clone; closing again reports nothing.
+    d.create("g", Spec::default()).await.unwrap();
+    let blocks = d.open_blocks("g", no_prefetch).await.unwrap();
+    let clone = blocks.clone();
+    blocks.next().await.unwrap();
+    assert_eq!(blocks.close().await.unwrap().given_back, 99);
+    assert!(clone.is_closed());
+    assert!(matches!(clone.next().await, Err(Error::Closed { .. })));
+    assert_eq!(clone.close().await.unwrap(), CloseReport::default());
+}
+
+#[tokio::test]
+async fn dropping_a_block_client_only_leaves_a_gap() {
+    let f = Fixture::new("blocks_drop").await;
+    let d = f.dispenser(f.options());
+    let plain = d.create("s", Spec::default()).await.unwrap();
+    let blocks = d
+        .open_blocks("s", BlockOptions::default().with_size(50))
+        .await
+        .unwrap();
+    assert_eq!(blocks.next().await.unwrap(), 1);
+    drop(blocks);
+    assert_eq!(plain.next().await.unwrap(), 51);
+}
+
+#[tokio::test]
+async fn blocks_near_the_bound_take_what_is_left() {
+    let f = Fixture::new("blocks_bound").await;
+    let d = f.dispenser(f.options());
+    d.create("s", Spec::default().with_max(25)).await.unwrap();
+    let blocks = d
+        .open_blocks("s", BlockOptions::default().with_size(10))
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let err = loop {
+        match blocks.next().await {
+            Ok(n) => got.push(n),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(got, (1..=25).collect::<Vec<_>>());
+    assert!(err.is_exhausted(), "{err}");
+    // The next call tries again (and the sequence is still exhausted).
+    assert!(blocks.next().await.unwrap_err().is_exhausted());
+}
+
+#[tokio::test]
+async fn descending_blocks_go_down() {
+    let f = Fixture::new("blocks_down").await;
+    let d = f.dispenser(f.options());
+    let spec = Spec::default()
+        .with_step(-3)
+        .with_min(-1000)
+        .with_max(0)
+        .with_start(0);
+    d.create("s", spec).await.unwrap();
+    let blocks = d
+        .open_blocks("s", BlockOptions::default().with_size(8))
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    for _ in 0..30 {
+        got.push(blocks.next().await.unwrap());
+    }
+    assert_eq!(got, (0..30).map(|k| -3 * k).collect::<Vec<_>>());
+    let report = blocks.close().await.unwrap();
+    assert_eq!(report.lost, 0);
+    let state = d.peek("s").await.unwrap();
+    assert_eq!(state.next_number(), Some(-90));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_block_client_hands_out_strictly_increasing_numbers() {
+    let f = Fixture::new("blocks_increasing").await;
+    let d = f.dispenser(f.options());
+    d.create("s", Spec::default()).await.unwrap();
+    let sizes = [1, 7, 13, 50];
+    let clients = sizes.map(|size| {
+        let d = d.clone();
+        tokio::spawn(async move {
+            let blocks = d
+                .open_blocks("s", BlockOptions::default().with_size(size))
+                .await
+                .unwrap();
+            let mut got = Vec::new();
+            for _ in 0..150 {
+                got.push(blocks.next().await.unwrap());
+            }
+            blocks.close().await.unwrap();
+            got
+        })
+    });
+    let lists: Vec<Vec<i64>> = join_all(clients)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    for (list, size) in lists.iter().zip(sizes) {
+        assert_increasing(list, &format!("client with blocks of {size}"));
+    }
+    assert_distinct(&lists.concat());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn striped_sequences_never_collide() {
+    let f = Fixture::new("stripes").await;
+    let d = f.dispenser(f.options());
+    let ids = d.ensure_striped("ids", 4, Spec::default()).await.unwrap();
+    assert_eq!(ids.stripes(), 4);
+    let fast = ids
+        .with_blocks(BlockOptions::default().with_size(20))
+        .unwrap();
+    let mut handles = Vec::new();
+    for t in 0..16 {
+        let ids = if t % 4 == 0 {
+            fast.clone()
+        } else {
+            ids.clone()
+        };
+        let per_task = if t % 4 == 0 { 150 } else { 40 };
+        handles.push(tokio::spawn(async move {
+            let mut got = Vec::new();
+            for _ in 0..per_task {
+                got.push(ids.next().await.unwrap());
+            }
+            got
+        }));
+    }
+    let all: Vec<i64> = join_all(handles)
+        .await
+        .into_iter()
+        .flat_map(|r| r.unwrap())
+        .collect();
+    assert_eq!(all.len(), 4 * 150 + 12 * 40);
+    assert_distinct(&all);
+    assert!(all.iter().all(|&n| n >= 1));
+    // Every stripe was used, and each stripe stays in its residue class.
+    let residues: HashSet<i64> = all.iter().map(|n| (n - 1).rem_euclid(4)).collect();
+    assert_eq!(residues.len(), 4);
+    for i in 0..4 {
+        let state = d.peek(&stripe_name("ids", i)).await.unwrap();
+        assert_eq!(state.step, 4);
+        assert_eq!((state.value - 1).rem_euclid(4), i64::from(i), "{state:?}");
+    }
+    fast.close().await.unwrap();
+    // Opening again with the same count is fine; another count conflicts.
+    d.ensure_striped("ids", 4, Spec::default()).await.unwrap();
+    let err = d
+        .ensure_striped("ids", 2, Spec::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn striped_sequences_reject_bad_input() {
+    let f = Fixture::new("stripes_bad").await;
+    let d = f.dispenser(f.options());
+    let err = d
+        .ensure_striped("t", 4, Spec::default().with_max(99).with_cycle(true))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
+    assert!(err.to_string().contains("cycle"), "{err}");
+    for stripes in [0, 1025] {
+        let err = d
+            .ensure_striped("t", stripes, Spec::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { what, .. } if what == "stripes"),
+            "{err}"
+        );
+    }
+    let err = d
+        .ensure_striped("t", 8, Spec::default().with_max(5))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
+    let long = "x".repeat(199); // "~9" makes 201 bytes
+    let err = d
+        .ensure_striped(&long, 10, Spec::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidName { .. }), "{err}");
+    assert!(d.list().await.unwrap().is_empty(), "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_registry_hands_out_one_client_per_sequence() {
+    let f = Fixture::new("blocks_registry").await;
+    let d = f.dispenser(f.options());
+    d.create("s", Spec::default()).await.unwrap();
+    let options = BlockOptions::default().with_size(10);
+
+    let handles = (0..8).map(|_| {
+        let d = d.clone();
+        tokio::spawn(async move { d.shared_blocks("s", options).await.unwrap() })
+    });
+    let clients: Vec<BlockSequence> = join_all(handles)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(clients.iter().all(|c| c.same_as(&clients[0])));
+    let first = &clients[0];
+    assert_eq!(first.next().await.unwrap(), 1);
+    assert_eq!(clients[7].next().await.unwrap(), 2, "the same blocks");
+
+    // Different options for a live client: refused, naming the field.
+    let err = d
+        .shared_blocks("s", options.with_size(20))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { what, .. } if what == "block options"),
+        "{err}"
+    );
+    // Another dispenser has its own registry.
+    let other: Dispenser = f.dispenser(f.options());
+    let theirs = other.shared_blocks("s", options).await.unwrap();
+    assert!(!theirs.same_as(first));
+    // A closed client is replaced by a new one.
+    let old = first.clone();
+    drop(clients);
+    old.clone().close().await.unwrap();
+    let new = d.shared_blocks("s", options).await.unwrap();
+    assert!(!new.same_as(&old));
+    assert!(new.next().await.is_ok());
+}
+
+#[tokio::test]
+async fn adaptive_blocks_grow_when_used_fast_and_shrink_when_slow() {
+    let f = Fixture::new("blocks_adaptive").await;
+    let d = f.dispenser(f.options());
+    d.create("fast", Spec::default()).await.unwrap();
+    d.create("slow", Spec::default()).await.unwrap();
+
+    // Target one minute per block: every block here is used far faster.
+    let fast = d
+        .open_blocks(
+            "fast",
+            BlockOptions::default()
+                .with_size(2)
+                .with_prefetch(None)
+                .with_adaptive(Some(
+                    AdaptiveBlocks::default()
+                        .with_min_size(2)
+                        .with_max_size(64)
+                        .with_target_interval(Duration::from_secs(60)),
+                )),
+        )
+        .await
+        .unwrap();
+    for _ in 0..200 {
+        fast.next().await.unwrap();
+    }
+    assert!(fast.block_size() > 2, "grew: {}", fast.block_size());
+    assert!(fast.stats().block_refills < 20, "{:?}", fast.stats());
+
+    // Target 1 ms per block, and each call comes 2 ms after the previous one.
+    let slow = d
+        .open_blocks(
+            "slow",
+            BlockOptions::default()
+                .with_size(8)
+                .with_prefetch(None)
+                .with_adaptive(Some(
+                    AdaptiveBlocks::default()
+                        .with_min_size(1)
+                        .with_max_size(64)
+                        .with_target_interval(Duration::from_millis(1)),
+                )),
+        )
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        slow.next().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert!(slow.block_size() < 8, "shrank: {}", slow.block_size());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn blocks_are_much_faster_than_one_write_per_number() {
+    let f = Fixture::new("blocks_speed").await;
+    let d = f.dispenser(f.options());
+    let plain = d.create("plain", Spec::default()).await.unwrap();
+    d.create("blocks", Spec::default()).await.unwrap();
+    let n = 2000;
+
+    let started = Instant::now();
+    for _ in 0..n / 10 {
+        plain.next().await.unwrap();
+    }
+    let plain_rate = f64::from(n / 10) / started.elapsed().as_secs_f64();
+
+    let blocks = d
+        .open_blocks("blocks", BlockOptions::default().with_size(1000))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let lists = draw_in_tasks(&blocks, 8, (n / 8) as usize).await;
+    let block_rate = f64::from(n) / started.elapsed().as_secs_f64();
+    assert_distinct(&lists.concat());
+    eprintln!("one write per number: {plain_rate:.0}/s; blocks of 1000: {block_rate:.0}/s");
+    assert!(block_rate > plain_rate, "{block_rate} vs {plain_rate}");
+}
+
+#[test]
+fn the_cli_checks_the_block_size() {
+    common::ready();
+    let out = Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", common::uri())
+        .args(["--db", DB, "--collection", &common::unique("blocks_cli")])
+        .args(["next", "s", "--block", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--block"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
