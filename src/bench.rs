@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use dispenser::mongodb::Collection;
 use dispenser::mongodb::bson::{Document, doc};
 use dispenser::mongodb::options::{CollectionOptions, ReturnDocument};
-use dispenser::{Dispenser, Error, Options, Sequence, Spec, Stats, Strategy};
+use dispenser::{
+    BlockOptions, BlockSequence, Dispenser, Error, Options, Sequence, Spec, Stats, Strategy,
+};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
@@ -24,23 +26,50 @@ enum Kind {
     Raw,
     /// `Sequence::next()` with a strategy.
     Seq(Strategy),
+    /// `BlockSequence::next()`: blocks of `size`, prefetch share (0 = off).
+    Blocks(Strategy, u64, f64),
+}
+
+fn strategy_code(s: Strategy) -> &'static str {
+    match s {
+        Strategy::Cas => "cas",
+        _ => "inc",
+    }
+}
+
+fn parse_strategy(s: &str) -> Option<Strategy> {
+    match s {
+        "cas" => Some(Strategy::Cas),
+        "inc" => Some(Strategy::ConditionalIncrement),
+        _ => None,
+    }
 }
 
 impl Kind {
     fn label(&self) -> String {
         match self {
             Kind::Raw => "raw findOneAndUpdate $inc".into(),
-            Kind::Seq(Strategy::Cas) => "dispenser cas".into(),
-            Kind::Seq(_) => "dispenser inc".into(),
+            Kind::Seq(s) => format!("dispenser {}", strategy_code(*s)),
+            Kind::Blocks(s, size, prefetch) => {
+                let p = if *prefetch > 0.0 {
+                    format!(" prefetch {prefetch}")
+                } else {
+                    String::new()
+                };
+                format!("{} block {size}{p}", strategy_code(*s))
+            }
         }
     }
 
-    /// The worker-process encoding: `raw:DOC` or `seq:inc|cas:NAME`.
+    /// The worker-process encoding: `raw:DOC`, `seq:inc|cas:NAME` or
+    /// `blocks:inc|cas:SIZE:PREFETCH:NAME`.
     fn encode(&self, target: &str) -> String {
         match self {
             Kind::Raw => format!("raw:{target}"),
-            Kind::Seq(Strategy::Cas) => format!("seq:cas:{target}"),
-            Kind::Seq(_) => format!("seq:inc:{target}"),
+            Kind::Seq(s) => format!("seq:{}:{target}", strategy_code(*s)),
+            Kind::Blocks(s, size, prefetch) => {
+                format!("blocks:{}:{size}:{prefetch}:{target}", strategy_code(*s))
+            }
         }
     }
 
@@ -54,12 +83,16 @@ impl Kind {
             "raw" => Ok((Kind::Raw, rest.to_owned())),
             "seq" => {
                 let (strategy, name) = rest.split_once(':').ok_or_else(bad)?;
-                let strategy = match strategy {
-                    "cas" => Strategy::Cas,
-                    "inc" => Strategy::ConditionalIncrement,
-                    _ => return Err(bad()),
-                };
+                let strategy = parse_strategy(strategy).ok_or_else(bad)?;
                 Ok((Kind::Seq(strategy), name.to_owned()))
+            }
+            "blocks" => {
+                let mut parts = rest.splitn(4, ':');
+                let strategy = parts.next().and_then(parse_strategy).ok_or_else(bad)?;
+                let size = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+                let prefetch = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+                let name = parts.next().ok_or_else(bad)?;
+                Ok((Kind::Blocks(strategy, size, prefetch), name.to_owned()))
             }
             _ => Err(bad()),
         }
@@ -71,6 +104,7 @@ impl Kind {
 enum Source {
     Raw(Collection<Document>, String),
     Seq(Sequence),
+    Blocks(BlockSequence),
 }
 
 impl Source {
@@ -97,6 +131,7 @@ impl Source {
                 })
             }
             Source::Seq(s) => s.next().await,
+            Source::Blocks(b) => b.next().await,
         }
     }
 
@@ -104,6 +139,16 @@ impl Source {
         match self {
             Source::Raw(..) => None,
             Source::Seq(s) => Some(s.stats()),
+            Source::Blocks(b) => Some(b.stats()),
+        }
+    }
+
+    /// Gives back what a block client still holds, so the run leaves no gap it need not.
+    async fn close(self) {
+        if let Source::Blocks(b) = self {
+            if let Err(e) = b.close().await {
+                tracing::warn!("closing the block client failed: {e}");
+            }
         }
     }
 }
@@ -272,6 +317,7 @@ async fn draw(
         total.retries = st.retries;
         total.refills = st.block_refills;
     }
+    source.close().await;
     total
 }
 
@@ -301,6 +347,13 @@ async fn source_for(
             let d = Dispenser::connect(uri, options.clone().with_strategy(*strategy)).await?;
             Ok(Source::Seq(d.open(target).await?))
         }
+        Kind::Blocks(strategy, size, prefetch) => {
+            let d = Dispenser::connect(uri, options.clone().with_strategy(*strategy)).await?;
+            let opts = BlockOptions::default()
+                .with_size(*size)
+                .with_prefetch((*prefetch > 0.0).then_some(*prefetch));
+            Ok(Source::Blocks(d.open_blocks(target, opts).await?))
+        }
     }
 }
 
@@ -324,25 +377,26 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
     if let Some(spec) = &args.worker {
         return worker(uri, options, &args, spec).await;
     }
-    if args.block > 1 || args.prefetch.is_some() {
-        return Err(Error::InvalidArgument {
-            what: "--block/--prefetch".into(),
-            reason: "block allocation is not available in this build".into(),
-        });
-    }
     let chosen = match args.strategy {
         StrategyArg::Cas => Strategy::Cas,
         StrategyArg::Inc => Strategy::ConditionalIncrement,
     };
-    let kinds = if args.compare {
-        vec![
+    let measured = if args.block > 1 || args.prefetch.is_some() {
+        Kind::Blocks(chosen, args.block, args.prefetch.unwrap_or(0.0))
+    } else {
+        Kind::Seq(chosen)
+    };
+    let mut kinds = vec![measured.clone()];
+    if args.compare {
+        kinds = vec![
             Kind::Raw,
             Kind::Seq(Strategy::ConditionalIncrement),
             Kind::Seq(Strategy::Cas),
-        ]
-    } else {
-        vec![Kind::Seq(chosen)]
-    };
+        ];
+        if !kinds.contains(&measured) {
+            kinds.push(measured);
+        }
+    }
     let d = Dispenser::connect(uri, options.clone()).await?;
     let raw_client = client(uri, &options).await?;
     let raw = raw_collection(&d, &raw_client);
@@ -382,7 +436,7 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
                         source: e,
                     })?;
             }
-            Kind::Seq(_) => {
+            Kind::Seq(_) | Kind::Blocks(..) => {
                 d.create(&target, Spec::default()).await?;
             }
         }

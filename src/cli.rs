@@ -100,7 +100,7 @@ pub struct BenchArgs {
     pub block: u64,
     /// With blocks: reserve the next block in the background once this share of the current
     /// one is used (0 < share ≤ 1).
-    #[arg(long, num_args = 0..=1, default_missing_value = "0.25", value_parser = parse_share)]
+    #[arg(long, num_args = 0..=1, default_missing_value = "0.5", value_parser = parse_share)]
     pub prefetch: Option<f64>,
     /// OS processes drawing at once (each runs --tasks tasks).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
