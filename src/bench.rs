@@ -145,10 +145,10 @@ impl Source {
 
     /// Gives back what a block client still holds, so the run leaves no gap it need not.
     async fn close(self) {
-        if let Source::Blocks(b) = self {
-            if let Err(e) = b.close().await {
-                tracing::warn!("closing the block client failed: {e}");
-            }
+        if let Source::Blocks(b) = self
+            && let Err(e) = b.close().await
+        {
+            tracing::warn!("closing the block client failed: {e}");
         }
     }
 }
