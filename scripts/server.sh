@@ -161,10 +161,27 @@ unlock_work_dir() {
     fi
 }
 
+# install_dir NEW LINK: point the symlink LINK at directory NEW atomically, then
+# delete LINK's older targets. Servers being started by another server.sh at the
+# same moment thus always see a complete lib/ and classes/ (running ones keep
+# their jars open, and have loaded all their classes once listening).
+install_dir() {
+    local new="$1" link="$2" old
+    if [[ -e "$link" && ! -L "$link" ]]; then
+        rm -rf "$link" # a plain directory from an older version of this script
+    fi
+    ln -s "$(basename "$new")" "$link.new.$$"
+    mv -T "$link.new.$$" "$link"
+    for old in "$link".*; do
+        [[ "$old" == "$new" || ! -d "$old" || -L "$old" ]] || rm -rf "$old"
+    done
+}
+
 download_libs() {
-    local tmp="$WORK_DIR/lib.tmp.$$"
+    local tmp
+    tmp="$WORK_DIR/lib.$(date +%s).$$"
     rm -rf "$tmp"
-    say "downloading mongo-java-server jars with Maven (first run only)..."
+    say "downloading the mongo-java-server jars with Maven into $WORK_DIR..."
     # The project itself is never built: pom packaging, only the dependency plugin runs.
     # (Debian's Maven 3.8 prints stray ANSI codes even with -B: strip them.)
     local rc=0
@@ -180,12 +197,12 @@ download_libs() {
         die 1 "Maven finished but mongo-java-server-core is missing from $tmp"
     fi
     pom_hash >"$tmp/.complete"
-    rm -rf "$LIB_DIR"
-    mv "$tmp" "$LIB_DIR"
+    install_dir "$tmp" "$LIB_DIR"
 }
 
 compile_launcher() {
-    local tmp="$WORK_DIR/classes.tmp.$$"
+    local tmp
+    tmp="$WORK_DIR/classes.$(date +%s).$$"
     rm -rf "$tmp"
     mkdir -p "$tmp"
     say "compiling $MAIN_CLASS..."
@@ -193,15 +210,15 @@ compile_launcher() {
         rm -rf "$tmp"
         die 1 "javac failed on $JAVA_SRC"
     fi
-    rm -rf "$CLASSES_DIR"
-    mv "$tmp" "$CLASSES_DIR"
+    install_dir "$tmp" "$CLASSES_DIR"
 }
 
 # Make sure the jars are downloaded and the launcher is compiled.
 prepare() {
+    # only what is needed now: java to run; mvn/javac only to download/compile
     local needed=(java)
-    libs_ok || needed+=(mvn javac)
-    classes_ok || needed+=(javac)
+    libs_ok || needed+=(mvn)
+    if ! libs_ok || ! classes_ok; then needed+=(javac); fi
     require_tools "${needed[@]}"
     if ! libs_ok || ! classes_ok; then
         lock_work_dir
@@ -213,10 +230,10 @@ prepare() {
 }
 
 java_command() { # -> JAVA_CMD array (without the launcher's own arguments)
-    local opts
-    opts="${DISPENSER_SERVER_JAVA_OPTS--Xms32m -Xmx1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1}"
-    # shellcheck disable=SC2206  # word splitting of the options is intended
-    JAVA_CMD=("$JAVA" $opts -cp "$CLASSES_DIR:$LIB_DIR/*" "$MAIN_CLASS")
+    local opts=()
+    # split on whitespace (no globbing); set DISPENSER_SERVER_JAVA_OPTS="" for none
+    read -r -a opts <<<"${DISPENSER_SERVER_JAVA_OPTS--Xms32m -Xmx1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1}"
+    JAVA_CMD=("$JAVA" ${opts[@]+"${opts[@]}"} -cp "$CLASSES_DIR:$LIB_DIR/*" "$MAIN_CLASS")
 }
 
 # ---------------------------------------------------------------- state
@@ -313,8 +330,9 @@ parse_options() {
         [[ -n "$value" ]] || bad_usage "option $opt needs a non-empty value"
         case "$opt" in
             --port)
-                [[ "$value" =~ ^[0-9]{1,5}$ ]] && ((10#$value <= 65535)) ||
+                if ! [[ "$value" =~ ^[0-9]{1,5}$ ]] || ((10#$value > 65535)); then
                     bad_usage "--port must be a number from 0 to 65535, got: $value"
+                fi
                 PORT="$((10#$value))"
                 ;;
             --backend)
@@ -365,6 +383,8 @@ cmd_start() {
     cd "$STATE" # do not keep the caller's directory busy
     printf '=== %s: starting %s backend%s\n' "$(date '+%Y-%m-%dT%H:%M:%S%z')" "$BACKEND" \
         "${DATA:+ ($DATA)}" >>"$LOG_FILE"
+    local log_offset
+    log_offset="$(wc -c <"$LOG_FILE")"
     nohup "${JAVA_CMD[@]}" "${SERVER_ARGS[@]}" --port-file "$STATE_PORT_FILE" \
         >>"$LOG_FILE" 2>&1 </dev/null &
     pid=$!
@@ -377,8 +397,8 @@ cmd_start() {
     while :; do
         if ! kill -0 "$pid" 2>/dev/null; then
             rm -f "$PID_FILE"
-            say "the server exited during startup; last lines of $LOG_FILE:"
-            tail -n 20 "$LOG_FILE" >&2 || true
+            say "the server exited during startup; output in $LOG_FILE:"
+            tail -c +"$((log_offset + 1))" "$LOG_FILE" | tail -n 20 >&2 || true
             exit 1
         fi
         if port="$(recorded_port)" && tcp_open "$port"; then
@@ -387,8 +407,8 @@ cmd_start() {
         if ((SECONDS >= deadline)); then
             kill -TERM "$pid" 2>/dev/null || true
             rm -f "$PID_FILE"
-            say "the server did not start listening within ${START_TIMEOUT}s; last lines of $LOG_FILE:"
-            tail -n 20 "$LOG_FILE" >&2 || true
+            say "the server did not start listening within ${START_TIMEOUT}s; output in $LOG_FILE:"
+            tail -c +"$((log_offset + 1))" "$LOG_FILE" | tail -n 20 >&2 || true
             exit 1
         fi
         sleep 0.2
@@ -443,7 +463,11 @@ cmd_stop() {
         if ((SECONDS >= deadline)); then
             say "pid $pid did not exit within ${STOP_TIMEOUT}s after SIGTERM; sending SIGKILL"
             kill -KILL "$pid" 2>/dev/null || true
-            sleep 0.5
+            local _
+            for _ in 1 2 3 4 5 6 7 8 9 10; do
+                is_our_server "$pid" || break
+                sleep 0.2
+            done
             break
         fi
         sleep 0.1

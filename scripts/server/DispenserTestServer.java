@@ -214,7 +214,13 @@ public final class DispenserTestServer {
             if (dir != null) {
                 Files.createDirectories(dir);
             }
-            backend = new H2(options.data.toString());
+            try {
+                backend = new H2(options.data.toString());
+            } catch (RuntimeException e) { // e.g. "The file is locked" (used by another server)
+                System.err.println("DispenserTestServer: cannot open H2 data file " + options.data + ": " + e.getMessage());
+                System.exit(1);
+                return;
+            }
         } else {
             backend = new Memory();
         }
