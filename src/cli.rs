@@ -54,11 +54,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List all sequences.
+    /// List all sequences (or the scopes of one template).
     List {
         /// Print JSON (one array).
         #[arg(long)]
         json: bool,
+        /// List the scopes of this template instead (TEMPLATE@KEY).
+        #[arg(long, value_name = "TEMPLATE")]
+        scopes: Option<String>,
+    },
+    /// Move a sequence past N (after an import); never moves it backwards.
+    AdvanceTo {
+        /// Sequence name.
+        name: String,
+        /// The number the sequence must be past.
+        #[arg(allow_negative_numbers = true)]
+        n: i64,
     },
     /// Set the number a sequence issues next.
     Reset {
@@ -71,10 +82,14 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Delete a sequence.
+    /// Delete a sequence (or only its old scopes).
     Delete {
         /// Sequence name.
         name: String,
+        /// Delete only the scopes of this template whose key sorts before KEY (e.g. a date
+        /// 2026-01-01); the template stays.
+        #[arg(long, value_name = "KEY")]
+        scopes_before: Option<String>,
     },
     /// Measure throughput and latency, check for duplicates, compare with raw driver calls.
     Bench(BenchArgs),
@@ -139,6 +154,10 @@ pub struct CreateArgs {
     /// Succeed without change if the sequence exists with the same spec.
     #[arg(long)]
     pub if_not_exists: bool,
+    /// Serial format for `next --formatted`: {n}, {n:0W} (zero-padded), {scope}; e.g.
+    /// 'INV-{scope}-{n:06}'.
+    #[arg(long)]
+    pub format: Option<String>,
 }
 
 /// `dispenser next`.
@@ -157,6 +176,18 @@ pub struct NextArgs {
     /// one else wrote meanwhile (else it is a gap).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_BLOCK))]
     pub block: Option<u64>,
+    /// Draw from scope KEY of this template (the sequence NAME@KEY, created on first use).
+    #[arg(long, value_name = "KEY", conflicts_with = "daily")]
+    pub scope: Option<String>,
+    /// Draw from today's scope (YYYY-MM-DD in --tz): numbering restarts every day.
+    #[arg(long)]
+    pub daily: bool,
+    /// Time zone of --daily (an IANA name).
+    #[arg(long, default_value = "UTC", requires = "daily")]
+    pub tz: String,
+    /// Print numbers through the sequence's format (see create --format).
+    #[arg(long)]
+    pub formatted: bool,
 }
 
 /// `--strategy`.

@@ -11,6 +11,7 @@ use crate::arith::{self, Run};
 use crate::block::Registry;
 use crate::document::{SequenceState, Stored};
 use crate::error::{Error, Result};
+use crate::format::Format;
 use crate::options::Options;
 use crate::redact;
 use crate::retry::RetryBudget;
@@ -256,6 +257,89 @@ impl Dispenser {
     pub async fn delete(&self, name: &str) -> Result<()> {
         validate_name(name)?;
         if self.store.delete(name).await? {
+            Ok(())
+        } else {
+            Err(no_such(name))
+        }
+    }
+
+    /// The store (for the scope and block layers).
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Moves a sequence past `n` for after an import where numbers up to `n` were assigned
+    /// elsewhere: afterwards the stored value is at least `n` (at most `n` for a descending
+    /// sequence), so the next number issued lies beyond it. It never moves a sequence
+    /// backwards: if the sequence is already past `n`, nothing is written. CAS-safe against
+    /// concurrent writers.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `n` lies outside the bounds, [`Error::Contention`],
+    /// plus those of [`Dispenser::open`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let state = d.advance_to("orders", 50_000).await?; // imported orders used ..=50000
+    /// assert!(state.value >= 50_000);
+    /// # Ok(()) }
+    /// ```
+    pub async fn advance_to(&self, name: &str, n: i64) -> Result<SequenceState> {
+        validate_name(name)?;
+        let mut budget = RetryBudget::new(&self.options.backoff);
+        loop {
+            let stored = self.load(name).await?;
+            let spec = stored.spec;
+            if n < spec.min || n > spec.max {
+                return Err(Error::invalid_argument(
+                    "advance-to value",
+                    format!(
+                        "{n} lies outside the bounds {}..={} of sequence {name:?}",
+                        spec.min, spec.max
+                    ),
+                ));
+            }
+            let ahead = if spec.step > 0 {
+                n > stored.value
+            } else {
+                n < stored.value
+            };
+            if !ahead {
+                return self.peek(name).await;
+            }
+            budget.attempted();
+            if self.store.compare_and_set(name, &stored, n, false).await? {
+                return self.peek(name).await;
+            }
+            tokio::time::sleep(budget.after_conflict(name)?).await;
+        }
+    }
+
+    /// Sets (or with `None` removes) the serial format of a sequence (see [`Format`]). The
+    /// format is stored in the document's `format` field; numbers stay integers.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Format;
+    /// d.set_format("invoices", Some(&Format::parse("INV-{scope}-{n:06}")?)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_format(&self, name: &str, format: Option<&Format>) -> Result<()> {
+        validate_name(name)?;
+        if self
+            .store
+            .set_format(name, format.map(Format::as_str))
+            .await?
+        {
             Ok(())
         } else {
             Err(no_such(name))

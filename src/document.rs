@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! { _id: <name: string>, value: Int64, step: Int64, min: Int64, max: Int64, cycle: bool,
-//!   version: Int64, cycles: Int64, created_at: Date, updated_at: Date }
+//!   version: Int64, cycles: Int64, created_at: Date, updated_at: Date, format?: string }
 //! ```
 //!
 //! Other languages read and write these documents, so decoding is strict: a missing field, a
@@ -15,6 +15,7 @@ use bson::{Bson, DateTime, Document, doc};
 
 use crate::arith;
 use crate::error::{Error, Result};
+use crate::format::Format;
 use crate::spec::Spec;
 
 /// Field names of the sequence document.
@@ -29,6 +30,7 @@ pub(crate) mod field {
     pub const CYCLES: &str = "cycles";
     pub const CREATED_AT: &str = "created_at";
     pub const UPDATED_AT: &str = "updated_at";
+    pub const FORMAT: &str = "format";
 }
 
 /// What the strategies need of a stored sequence: its shape and where it stands.
@@ -58,7 +60,7 @@ pub(crate) fn state_projection() -> Document {
     doc! {
         field::ID: 1, field::VALUE: 1, field::STEP: 1, field::MIN: 1, field::MAX: 1,
         field::CYCLE: 1, field::VERSION: 1, field::CYCLES: 1,
-        field::CREATED_AT: 1, field::UPDATED_AT: 1,
+        field::CREATED_AT: 1, field::UPDATED_AT: 1, field::FORMAT: 1,
     }
 }
 
@@ -141,6 +143,21 @@ fn get_date(name: &str, doc: &Document, key: &str) -> Result<DateTime> {
                 "has BSON type {} ({other}); expected a date",
                 bson_type_name(other)
             ),
+        )),
+    }
+}
+
+/// The optional `format` field: absent or a string that parses as a [`Format`].
+fn get_format(name: &str, doc: &Document) -> Result<Option<Format>> {
+    match doc.get(field::FORMAT) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::String(s)) => Format::parse(s)
+            .map(Some)
+            .map_err(|e| Error::corrupt(name, field::FORMAT, format!("does not parse: {e}"))),
+        Some(other) => Err(Error::corrupt(
+            name,
+            field::FORMAT,
+            format!("has BSON type {}; expected a string", bson_type_name(other)),
         )),
     }
 }
@@ -235,6 +252,8 @@ pub struct SequenceState {
     pub created_at: DateTime,
     /// When it was last written.
     pub updated_at: DateTime,
+    /// The serial format shown for its numbers, if one was set (the optional `format` field).
+    pub format: Option<Format>,
 }
 
 impl SequenceState {
@@ -283,6 +302,7 @@ pub(crate) fn decode_state(doc: &Document) -> Result<SequenceState> {
         cycles: stored.cycles,
         created_at: get_date(&name, doc, field::CREATED_AT)?,
         updated_at: get_date(&name, doc, field::UPDATED_AT)?,
+        format: get_format(&name, doc)?,
         name,
     })
 }

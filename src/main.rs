@@ -9,9 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use dispenser::{
-    BlockOptions, DEFAULT_BLOCK_SIZE, Dispenser, Error, Options, SequenceState, Spec, Strategy,
-};
+use dispenser::{BlockOptions, Dispenser, Error, Format, Options, SequenceState, Spec, Strategy};
 
 use cli::{Cli, Command, StrategyArg};
 
@@ -117,45 +115,76 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
                 .with_min(a.min)
                 .with_max(a.max)
                 .with_cycle(a.cycle);
+            // Parse the format first: bad input writes nothing.
+            let format = a.format.as_deref().map(Format::parse).transpose()?;
             if a.if_not_exists {
                 d.ensure(&a.name, spec).await?;
             } else {
                 d.create(&a.name, spec).await?;
             }
+            if let Some(f) = &format {
+                d.set_format(&a.name, Some(f)).await?;
+            }
             let state = d.peek(&a.name).await?;
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }
-        Command::Next(a) if a.block.is_some() => {
-            let size = a.block.unwrap_or(DEFAULT_BLOCK_SIZE);
-            let blocks = d
-                .open_blocks(&a.name, BlockOptions::default().with_size(size))
-                .await?;
-            for i in 1..=a.count {
-                // Only numbers already issued are printed.
-                let n = blocks.next().await?;
-                writeln!(out, "{n}").map_err(io_err)?;
-                if i % size == 0 {
-                    out.flush().map_err(io_err)?;
-                }
-            }
-            out.flush().map_err(io_err)?;
-            let report = blocks.close().await?;
-            eprintln!(
-                "dispenser: block client closed: {} number(s) given back, {} lost (a gap)",
-                report.given_back, report.lost
-            );
-        }
         Command::Next(a) => {
-            let seq = d.open(&a.name).await?;
-            let mut left = a.count;
-            while left > 0 {
-                let run = seq.next_n(left).await?;
-                for n in run {
-                    writeln!(out, "{n}").map_err(io_err)?;
+            let scope = match (&a.scope, a.daily) {
+                (Some(key), _) => Some(key.clone()),
+                (None, true) => Some(d.daily(&a.name, &a.tz)?.scope_now()),
+                (None, false) => None,
+            };
+            let format = if a.formatted {
+                let f = d
+                    .peek(&a.name)
+                    .await?
+                    .format
+                    .ok_or_else(|| Error::InvalidArgument {
+                        what: "--formatted".into(),
+                        reason: format!(
+                            "sequence {:?} has no format (set one with create --format)",
+                            a.name
+                        ),
+                    })?;
+                Some(f)
+            } else {
+                None
+            };
+            let show = |n: i64| match &format {
+                Some(f) => f.render(n, scope.as_deref()),
+                None => n.to_string(),
+            };
+            let seq = match &scope {
+                Some(key) => d.open_scope(&a.name, key).await?,
+                None => d.open(&a.name).await?,
+            };
+            if let Some(size) = a.block {
+                let blocks = seq.into_blocks(BlockOptions::default().with_size(size))?;
+                for i in 1..=a.count {
+                    // Only numbers already issued are printed.
+                    let n = blocks.next().await?;
+                    writeln!(out, "{}", show(n)).map_err(io_err)?;
+                    if i % size == 0 {
+                        out.flush().map_err(io_err)?;
+                    }
                 }
-                // Everything issued is on stdout before the next write is tried.
                 out.flush().map_err(io_err)?;
-                left -= run.count();
+                let report = blocks.close().await?;
+                eprintln!(
+                    "dispenser: block client closed: {} number(s) given back, {} lost (a gap)",
+                    report.given_back, report.lost
+                );
+            } else {
+                let mut left = a.count;
+                while left > 0 {
+                    let run = seq.next_n(left).await?;
+                    for n in run {
+                        writeln!(out, "{}", show(n)).map_err(io_err)?;
+                    }
+                    // Everything issued is on stdout before the next write is tried.
+                    out.flush().map_err(io_err)?;
+                    left -= run.count();
+                }
             }
         }
         Command::Peek { name, json } => {
@@ -167,8 +196,11 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
             };
             writeln!(out, "{text}").map_err(io_err)?;
         }
-        Command::List { json } => {
-            let all = d.list().await?;
+        Command::List { json, scopes } => {
+            let all = match scopes {
+                Some(template) => d.list_scopes(&template).await?,
+                None => d.list().await?,
+            };
             let mut corrupt = None;
             let mut rows = Vec::new();
             for item in all {
@@ -197,9 +229,20 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
             let state = d.reset(&name, value, force).await?;
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }
-        Command::Delete { name } => {
+        Command::Delete {
+            name,
+            scopes_before: Some(before),
+        } => {
+            let n = d.delete_scopes_before(&name, &before).await?;
+            writeln!(out, "deleted {n} scope(s) of {name} before {before}").map_err(io_err)?;
+        }
+        Command::Delete { name, .. } => {
             d.delete(&name).await?;
             writeln!(out, "deleted {name}").map_err(io_err)?;
+        }
+        Command::AdvanceTo { name, n } => {
+            let state = d.advance_to(&name, n).await?;
+            writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }
         Command::Bench(_) => {}
     }
@@ -247,5 +290,6 @@ fn json_state(s: &SequenceState) -> serde_json::Value {
         "version": s.version,
         "created_at": s.created_at.try_to_rfc3339_string().ok(),
         "updated_at": s.updated_at.try_to_rfc3339_string().ok(),
+        "format": s.format.as_ref().map(|f| f.as_str()),
     })
 }

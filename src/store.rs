@@ -125,6 +125,23 @@ impl Store {
     /// Every sequence in the collection, sorted by name; corrupt documents are returned as
     /// errors in place.
     pub(crate) async fn list(&self) -> Result<Vec<Result<document::SequenceState>>> {
+        self.list_matching(doc! {}).await
+    }
+
+    /// The sequences whose names lie in `[from, to)` (byte order), sorted by name.
+    pub(crate) async fn list_range(
+        &self,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Result<document::SequenceState>>> {
+        self.list_matching(doc! { field::ID: { "$gte": from, "$lt": to } })
+            .await
+    }
+
+    async fn list_matching(
+        &self,
+        filter: Document,
+    ) -> Result<Vec<Result<document::SequenceState>>> {
         let opts = FindOptions::builder()
             .projection(document::state_projection())
             .sort(doc! { field::ID: 1 })
@@ -132,7 +149,7 @@ impl Store {
         let docs: Vec<Document> = self
             .bounded(|| "listing sequences".to_owned(), async {
                 self.coll
-                    .find(doc! {})
+                    .find(filter)
                     .with_options(opts)
                     .await?
                     .try_collect()
@@ -140,6 +157,38 @@ impl Store {
             })
             .await?;
         Ok(docs.iter().map(document::decode_state).collect())
+    }
+
+    /// Deletes the sequences whose names lie in `[from, to)`; returns how many.
+    pub(crate) async fn delete_range(&self, from: &str, to: &str) -> Result<u64> {
+        let res = self
+            .bounded(
+                || format!("deleting sequences from {from:?} to {to:?}"),
+                self.coll
+                    .delete_many(doc! { field::ID: { "$gte": from, "$lt": to } }),
+            )
+            .await?;
+        Ok(res.deleted_count)
+    }
+
+    /// Sets (or with `None` removes) the serial format of a sequence; `Ok(false)` when there
+    /// is no such sequence. Like every write, it moves `version`.
+    pub(crate) async fn set_format(&self, name: &str, format: Option<&str>) -> Result<bool> {
+        let mut update = doc! {
+            "$inc": { field::VERSION: 1_i64 },
+            "$currentDate": { field::UPDATED_AT: true },
+        };
+        match format {
+            Some(f) => update.insert("$set", doc! { field::FORMAT: f }),
+            None => update.insert("$unset", doc! { field::FORMAT: "" }),
+        };
+        let res = self
+            .bounded(
+                || format!("setting the format of sequence {name:?}"),
+                self.coll.update_one(doc! { field::ID: name }, update),
+            )
+            .await?;
+        Ok(res.matched_count == 1)
     }
 
     /// The compare-and-set: stores `draw.new_value` only if the document is still at

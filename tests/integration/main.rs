@@ -6,3 +6,4 @@ mod cli;
 mod common;
 mod core;
 mod gate;
+mod scope;

@@ -1,0 +1,218 @@
+//! Formatted serials: human-facing text for a number, such as `A-007` or `INV-2026-000123`.
+//!
+//! Numbers stay integers in the database; a format is stored beside them (the optional
+//! `format` field of the sequence document) and applied when a number is shown. Rendering is
+//! pure and cannot fail once the format has been parsed.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// The widest zero padding accepted (an `i64` has at most 19 digits and a sign).
+pub const MAX_PAD: usize = 20;
+/// The longest format accepted, in bytes.
+pub const MAX_FORMAT_BYTES: usize = 200;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Piece {
+    Text(String),
+    Number { pad: usize },
+    Scope,
+}
+
+/// A parsed serial format: literal text with `{n}` (the number), `{n:0W}` (the number
+/// zero-padded to W characters, sign included, W ≤ 20), and `{scope}` (the scope key, or the
+/// empty text for an unscoped sequence). `{{` and `}}` are literal braces.
+///
+/// # Example
+///
+/// ```
+/// use dispenser::Format;
+///
+/// let f = Format::parse("INV-{scope}-{n:06}")?;
+/// assert_eq!(f.render(123, Some("2026")), "INV-2026-000123");
+/// assert_eq!(Format::parse("A-{n:03}")?.render(7, None), "A-007");
+/// assert_eq!(Format::parse("{n:05}")?.render(-42, None), "-0042");
+/// # Ok::<(), dispenser::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Format {
+    source: String,
+    pieces: Vec<Piece>,
+}
+
+impl Format {
+    /// Parses a format.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] naming the problem: an unknown placeholder, an unclosed or
+    /// unmatched brace, a padding wider than [`MAX_PAD`], no `{n}` at all (every serial must
+    /// contain its number, or two numbers could render the same), or a format longer than
+    /// [`MAX_FORMAT_BYTES`] bytes or containing NUL.
+    pub fn parse(source: &str) -> Result<Format> {
+        let fail = |reason: String| {
+            Err(Error::invalid_argument(
+                format!("format {source:?}"),
+                reason,
+            ))
+        };
+        if source.len() > MAX_FORMAT_BYTES {
+            return fail(format!("is longer than {MAX_FORMAT_BYTES} bytes"));
+        }
+        if source.contains('\0') {
+            return fail("contains NUL".into());
+        }
+        let mut pieces = Vec::new();
+        let mut text = String::new();
+        let mut chars = source.chars().peekable();
+        let mut numbers = 0;
+        while let Some(c) = chars.next() {
+            match c {
+                '{' if chars.peek() == Some(&'{') => {
+                    chars.next();
+                    text.push('{');
+                }
+                '}' if chars.peek() == Some(&'}') => {
+                    chars.next();
+                    text.push('}');
+                }
+                '}' => {
+                    return fail("has a '}' without '{' (write '}}' for a literal brace)".into());
+                }
+                '{' => {
+                    let mut name = String::new();
+                    loop {
+                        match chars.next() {
+                            Some('}') => break,
+                            Some(ch) => name.push(ch),
+                            None => return fail("has an unclosed '{'".into()),
+                        }
+                    }
+                    if !text.is_empty() {
+                        pieces.push(Piece::Text(std::mem::take(&mut text)));
+                    }
+                    pieces.push(match name.as_str() {
+                        "n" => {
+                            numbers += 1;
+                            Piece::Number { pad: 0 }
+                        }
+                        "scope" => Piece::Scope,
+                        other => match other.strip_prefix("n:0") {
+                            Some(width) => {
+                                let pad: usize = match width.parse() {
+                                    Ok(w) if (1..=MAX_PAD).contains(&w) => w,
+                                    _ => {
+                                        return fail(format!(
+                                            "{{{other}}} needs a width from 1 to {MAX_PAD}, as in {{n:06}}"
+                                        ));
+                                    }
+                                };
+                                numbers += 1;
+                                Piece::Number { pad }
+                            }
+                            None => {
+                                return fail(format!(
+                                    "has an unknown placeholder {{{other}}} (known: {{n}}, {{n:0W}}, {{scope}})"
+                                ));
+                            }
+                        },
+                    });
+                }
+                c => text.push(c),
+            }
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        if numbers == 0 {
+            return fail("has no {n}: every serial must contain its number".into());
+        }
+        Ok(Format {
+            source: source.to_owned(),
+            pieces,
+        })
+    }
+
+    /// The format as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Renders `n` (and the scope key, if any).
+    pub fn render(&self, n: i64, scope: Option<&str>) -> String {
+        let mut out = String::new();
+        for p in &self.pieces {
+            match p {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Number { pad } => out.push_str(&format!("{n:0pad$}")),
+                Piece::Scope => out.push_str(scope.unwrap_or("")),
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_padding_scope_and_braces() {
+        let f = Format::parse("{{{scope}}}#{n:04}").unwrap();
+        assert_eq!(f.render(5, Some("x")), "{x}#0005");
+        assert_eq!(f.render(123_456, None), "{}#123456");
+    }
+
+    #[test]
+    fn the_widest_values_render_exactly() {
+        let f = Format::parse("{n:020}").unwrap();
+        assert_eq!(f.render(i64::MIN, None), "-9223372036854775808");
+        assert_eq!(f.render(i64::MAX, None), "09223372036854775807");
+        assert_eq!(f.render(-1, None), "-0000000000000000001");
+        assert_eq!(
+            Format::parse("{n}").unwrap().render(i64::MIN, None),
+            i64::MIN.to_string()
+        );
+    }
+
+    #[test]
+    fn negative_steps_count_down_in_text() {
+        let f = Format::parse("T{n:03}").unwrap();
+        let shown: Vec<_> = [2, 1, 0, -1].iter().map(|n| f.render(*n, None)).collect();
+        assert_eq!(shown, vec!["T002", "T001", "T000", "T-01"]);
+    }
+
+    #[test]
+    fn bad_formats_are_named() {
+        for (bad, needle) in [
+            ("A-{x}", "unknown placeholder {x}"),
+            ("A-{n", "unclosed"),
+            ("A-}n", "without '{'"),
+            ("A-{n:021}", "width from 1 to 20"),
+            ("A-{n:0}", "width from 1 to 20"),
+            ("A-{n:6}", "unknown placeholder"),
+            ("plain", "has no {n}"),
+            ("{scope}", "has no {n}"),
+        ] {
+            let err = Format::parse(bad).unwrap_err();
+            assert!(err.to_string().contains(needle), "{bad}: {err}");
+        }
+        assert!(Format::parse(&"x".repeat(201)).is_err());
+    }
+
+    #[test]
+    fn distinct_numbers_render_distinctly() {
+        let f = Format::parse("A-{n:02}").unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for n in -150..150 {
+            assert!(seen.insert(f.render(n, None)), "{n}");
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Scoped sequences: one independent sequence per scope key, made from a template on first
+//! use — per day (numbering restarts every day without anyone resetting it), per tenant, per
+//! any string.
+//!
+//! The template is an ordinary sequence document (create it once, and do not draw from it):
+//! each scope `KEY` of template `T` is the sequence `T@KEY`, created on first use with the
+//! template's step, bounds and cycle, starting at the template's next number. Racing first
+//! uses create it exactly once (it is an `ensure`). Because scope names share the prefix
+//! `T@`, listing and cleaning up scopes are range queries on `_id`.
+
+use std::sync::{Arc, Mutex};
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+use crate::dispenser::{Dispenser, Sequence};
+use crate::document::SequenceState;
+use crate::error::{Error, Result};
+use crate::spec::{Spec, validate_name};
+
+/// Separates a template's name from the scope key: scope `2026-11-21` of `tickets` is the
+/// sequence `tickets@2026-11-21`.
+pub const SCOPE_SEPARATOR: char = '@';
+
+/// The sequence name of scope `scope` of template `template`.
+///
+/// # Errors
+///
+/// [`Error::InvalidName`] when the template name is invalid or contains
+/// [`SCOPE_SEPARATOR`] (a scope of `a@b` would be ambiguous), when the scope is empty or
+/// contains NUL, or when the result is longer than a name may be.
+///
+/// # Example
+///
+/// ```
+/// assert_eq!(dispenser::scoped_name("tickets", "2026-11-21")?, "tickets@2026-11-21");
+/// assert!(dispenser::scoped_name("tickets", "").is_err());
+/// # Ok::<(), dispenser::Error>(())
+/// ```
+pub fn scoped_name(template: &str, scope: &str) -> Result<String> {
+    validate_name(template)?;
+    if template.contains(SCOPE_SEPARATOR) {
+        return Err(Error::InvalidName {
+            name: template.to_owned(),
+            reason: format!("a scope template must not contain '{SCOPE_SEPARATOR}'"),
+        });
+    }
+    if scope.is_empty() || scope.contains('\0') {
+        return Err(Error::InvalidName {
+            name: scope.to_owned(),
+            reason: "a scope key must be non-empty and without NUL".to_owned(),
+        });
+    }
+    let name = format!("{template}{SCOPE_SEPARATOR}{scope}");
+    validate_name(&name)?;
+    Ok(name)
+}
+
+/// The `[from, to)` range of `_id`s holding the scopes of `template`.
+fn scope_range(template: &str) -> Result<(String, String)> {
+    scoped_name(template, "x")?;
+    // '@' + 1 = 'A': every name that starts with "T@" sorts in ["T@", "TA").
+    let after = char::from_u32(SCOPE_SEPARATOR as u32 + 1).unwrap_or('A');
+    Ok((
+        format!("{template}{SCOPE_SEPARATOR}"),
+        format!("{template}{after}"),
+    ))
+}
+
+impl Dispenser {
+    /// Opens scope `scope` of template `template`, creating it on first use from the
+    /// template's spec (the scope starts at the template's next number).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`] when the template does not exist, [`Error::InvalidName`]
+    /// (see [`scoped_name`]), [`Error::SpecConflict`] when the scope exists with another shape,
+    /// [`Error::Database`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Spec;
+    /// d.ensure("invoices", Spec::default()).await?; // the template
+    /// let acme = d.open_scope("invoices", "acme").await?;
+    /// let globex = d.open_scope("invoices", "globex").await?;
+    /// assert_eq!((acme.next().await?, globex.next().await?), (1, 1)); // independent
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
+        let name = scoped_name(template, scope)?;
+        let t = self.peek(template).await?;
+        let start = t
+            .next_number()
+            .unwrap_or(if t.step > 0 { t.min } else { t.max });
+        let spec = Spec::default()
+            .with_step(t.step)
+            .with_min(t.min)
+            .with_max(t.max)
+            .with_cycle(t.cycle)
+            .with_start(start);
+        self.ensure(&name, spec).await
+    }
+
+    /// The scopes of `template`, sorted by scope key (corrupt documents as errors in place).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`], [`Error::Database`].
+    pub async fn list_scopes(&self, template: &str) -> Result<Vec<Result<SequenceState>>> {
+        let (from, to) = scope_range(template)?;
+        self.store().list_range(&from, &to).await
+    }
+
+    /// Deletes the scopes of `template` whose key sorts before `before` (byte order; for
+    /// daily scopes, `YYYY-MM-DD` keys sort by date). Returns how many were deleted. The
+    /// template itself is kept.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`] for a bad template or an empty `before`, [`Error::Database`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let gone = d.delete_scopes_before("tickets", "2026-01-01").await?;
+    /// println!("{gone} old days deleted");
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_scopes_before(&self, template: &str, before: &str) -> Result<u64> {
+        let upper = scoped_name(template, before)?;
+        let (from, _) = scope_range(template)?;
+        self.store().delete_range(&from, &upper).await
+    }
+
+    /// A daily sequence: scope `YYYY-MM-DD` of `template`, the date taken in `time_zone`
+    /// (an IANA name such as `Europe/Paris`, or `UTC`), so numbering restarts every day.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an unknown time zone, [`Error::InvalidName`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Spec;
+    /// d.ensure("tickets", Spec::default().with_max(999)).await?;
+    /// let today = d.daily("tickets", "Europe/Paris")?;
+    /// let ticket = today.next().await?; // e.g. ScopedNumber { scope: "2026-11-21", number: 1 }
+    /// println!("{}-{:03}", ticket.scope, ticket.number);
+    /// # Ok(()) }
+    /// ```
+    pub fn daily(&self, template: &str, time_zone: &str) -> Result<DailySequence> {
+        scoped_name(template, "2000-01-01")?;
+        let tz = TimeZone::get(time_zone)
+            .map_err(|e| Error::invalid_argument("time zone", format!("{time_zone:?}: {e}")))?;
+        Ok(DailySequence {
+            dispenser: self.clone(),
+            template: template.to_owned(),
+            tz,
+            clock: Arc::new(Timestamp::now),
+            current: Arc::new(Mutex::new(None)),
+        })
+    }
+}
+
+/// A number and the scope it was drawn in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScopedNumber {
+    /// The scope key (for a daily sequence, the date `YYYY-MM-DD`).
+    pub scope: String,
+    /// The number, unique within its scope.
+    pub number: i64,
+}
+
+/// The clock a [`DailySequence`] reads: returns the current instant.
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// A sequence whose numbering restarts every day (see [`Dispenser::daily`]). Cheap to
+/// clone; clones share the current day's handle.
+#[derive(Clone)]
+pub struct DailySequence {
+    dispenser: Dispenser,
+    template: String,
+    tz: TimeZone,
+    clock: Clock,
+    current: Arc<Mutex<Option<(String, Sequence)>>>,
+}
+
+impl std::fmt::Debug for DailySequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DailySequence")
+            .field("template", &self.template)
+            .field("time_zone", &self.tz.iana_name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DailySequence {
+    /// Replaces the clock (for tests and simulations). Defaults to the system clock.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use std::sync::Arc;
+    /// let fixed = d
+    ///     .daily("tickets", "UTC")?
+    ///     .with_clock(Arc::new(|| "2026-11-21T23:59:59Z".parse().expect("a timestamp")));
+    /// assert_eq!(fixed.scope_now(), "2026-11-21");
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self.current = Arc::new(Mutex::new(None));
+        self
+    }
+
+    /// Today's scope key, `YYYY-MM-DD`, in the configured time zone.
+    pub fn scope_now(&self) -> String {
+        (self.clock)().to_zoned(self.tz.clone()).date().to_string()
+    }
+
+    /// Issues the next number of today's scope (creating the scope on first use).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Dispenser::open_scope`] and [`Sequence::next`].
+    pub async fn next(&self) -> Result<ScopedNumber> {
+        let scope = self.scope_now();
+        let cached = {
+            let guard = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            guard
+                .as_ref()
+                .filter(|(s, _)| *s == scope)
+                .map(|(_, seq)| seq.clone())
+        };
+        let seq = match cached {
+            Some(seq) => seq,
+            None => {
+                let seq = self.dispenser.open_scope(&self.template, &scope).await?;
+                *self.current.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((scope.clone(), seq.clone()));
+                seq
+            }
+        };
+        Ok(ScopedNumber {
+            number: seq.next().await?,
+            scope,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scoped_names_are_checked() {
+        assert_eq!(scoped_name("t", "acme").unwrap(), "t@acme");
+        assert!(scoped_name("a@b", "c").is_err());
+        assert!(scoped_name("t", "").is_err());
+        assert!(scoped_name("t", "a\0").is_err());
+        assert!(scoped_name("$t", "a").is_err());
+        assert!(scoped_name(&"t".repeat(150), &"s".repeat(50)).is_err());
+    }
+
+    #[test]
+    fn scope_ranges_hold_exactly_the_scopes() {
+        let (from, to) = scope_range("tickets").unwrap();
+        for inside in ["tickets@", "tickets@2026-01-01", "tickets@\u{10FFFF}"] {
+            assert!(from.as_str() <= inside && inside < to.as_str(), "{inside}");
+        }
+        for outside in ["tickets", "tickets2", "ticketsA", "tickets?", "ticket"] {
+            assert!(
+                !(from.as_str() <= outside && outside < to.as_str()),
+                "{outside}"
+            );
+        }
+    }
+}
