@@ -93,6 +93,29 @@ pub enum Command {
     },
     /// Measure throughput and latency, check for duplicates, compare with raw driver calls.
     Bench(BenchArgs),
+    /// Serve numbers over HTTP (bearer tokens, blocks with prefetch, /healthz, /metrics).
+    Serve(ServeArgs),
+}
+
+/// `dispenser serve`.
+#[derive(Clone, Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the first line on stdout says which).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// JSON file with the tokens (else the environment variable DISPENSER_TOKENS holds the
+    /// JSON): {"tokens": [{"name", "token", "sequences": [globs], "operations": [...]}]}.
+    #[arg(long)]
+    pub tokens: Option<std::path::PathBuf>,
+    /// Block size of the block client each sequence is served through.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=MAX_BLOCK))]
+    pub block: u64,
+    /// Reserve the next block in the background once this share of the current one is used.
+    #[arg(long, default_value_t = 0.5, value_parser = parse_share)]
+    pub prefetch: f64,
+    /// The largest count one request may ask for.
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    pub max_count: u64,
 }
 
 /// `dispenser bench`.

@@ -263,6 +263,23 @@ impl Dispenser {
         }
     }
 
+    /// Checks that the server answers (a `ping` command), within the operation timeout.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Database`] or [`Error::Timeout`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// d.ping().await?; // the database is reachable
+    /// # Ok(()) }
+    /// ```
+    pub async fn ping(&self) -> Result<()> {
+        self.store.ping().await
+    }
+
     /// The store (for the scope and block layers).
     pub(crate) fn store(&self) -> &Store {
         &self.store

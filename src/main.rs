@@ -3,6 +3,7 @@
 
 mod bench;
 mod cli;
+mod serve;
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -106,6 +107,10 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
         return bench::run(&cli.uri, options, args).await;
     }
     let d = Dispenser::connect(&cli.uri, options).await?;
+    if let Command::Serve(args) = cli.command {
+        serve::run(d, args).await?;
+        return Ok(true);
+    }
     let mut out = BufWriter::new(io::stdout().lock());
     match cli.command {
         Command::Create(a) => {
@@ -244,7 +249,7 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
             let state = d.advance_to(&name, n).await?;
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }
-        Command::Bench(_) => {}
+        Command::Bench(_) | Command::Serve(_) => {}
     }
     out.flush().map_err(io_err)?;
     Ok(true)

@@ -295,6 +295,20 @@ impl Store {
         Ok(res.matched_count == 1)
     }
 
+    /// Asks the server to answer (`ping`), bounded by the timeout.
+    pub(crate) async fn ping(&self) -> Result<()> {
+        let db = self
+            .coll
+            .client()
+            .database(self.coll.namespace().db.as_str());
+        self.bounded(
+            || "pinging the server".to_owned(),
+            db.run_command(doc! { "ping": 1 }),
+        )
+        .await
+        .map(drop)
+    }
+
     /// Deletes the document. `Ok(false)` when there was none.
     pub(crate) async fn delete(&self, name: &str) -> Result<bool> {
         let res = self

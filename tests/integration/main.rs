@@ -7,3 +7,4 @@ mod common;
 mod core;
 mod gate;
 mod scope;
+mod serve;
