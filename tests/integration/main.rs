@@ -4,4 +4,6 @@
 mod cli;
 mod common;
 mod core;
+mod faults;
 mod gate;
+mod proxy;
