@@ -14,16 +14,20 @@
 //!   learns it;
 //! * **latency**: each forwarded reply is delayed by a random 0..=max.
 //!
+//! It can also answer a PLAIN `saslStart` itself and accept any login, so that a URI with a
+//! password works against the (auth-less) test server.
+//!
 //! The connection handshake and monitoring commands (`hello`, `isMaster`, and anything that is
 //! not an `OP_MSG`) are spared by default, so that faults land on the operations under test
 //! rather than on server discovery.
 
 use std::fmt;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use dispenser::mongodb::bson::{Binary, doc, spec::BinarySubtype};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
@@ -147,6 +151,7 @@ struct Shared {
     faults: Mutex<Faults>,
     rng: Mutex<XorShift>,
     counters: Counters,
+    fake_plain_auth: AtomicBool,
 }
 
 /// The proxy. Listens on `127.0.0.1:0`; stops (with every connection) when dropped.
@@ -174,6 +179,7 @@ impl Proxy {
             faults: Mutex::new(faults),
             rng: Mutex::new(XorShift::new(seed)),
             counters: Counters::default(),
+            fake_plain_auth: AtomicBool::new(false),
         });
         let s = shared.clone();
         let task = tokio::spawn(async move {
@@ -200,6 +206,11 @@ impl Proxy {
     /// A connection string for the proxy (`extra` is appended to the query).
     pub fn uri(&self, extra: &str) -> String {
         format!("mongodb://{}/?directConnection=true{extra}", self.addr)
+    }
+
+    /// Answers PLAIN `saslStart` itself, accepting any user and password.
+    pub fn accept_any_plain_login(&self) {
+        self.shared.fake_plain_auth.store(true, Relaxed);
     }
 
     pub fn counts(&self) -> Counts {
@@ -274,6 +285,28 @@ pub fn command_name(msg: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(&key[..end]).into_owned())
 }
 
+/// An `OP_MSG` reply to `request` saying the SASL conversation is done.
+fn sasl_done_reply(request: &[u8]) -> Vec<u8> {
+    let body = doc! {
+        "conversationId": 1,
+        "done": true,
+        "payload": Binary { subtype: BinarySubtype::Generic, bytes: Vec::new() },
+        "ok": 1.0,
+    };
+    let mut bson = Vec::new();
+    body.to_writer(&mut bson).expect("serialize");
+    let total = i32::try_from(16 + 4 + 1 + bson.len()).expect("small");
+    let mut msg = Vec::new();
+    msg.extend_from_slice(&total.to_le_bytes());
+    msg.extend_from_slice(&0_i32.to_le_bytes()); // requestID
+    msg.extend_from_slice(&request[4..8]); // responseTo: the request's requestID
+    msg.extend_from_slice(&OP_MSG.to_le_bytes());
+    msg.extend_from_slice(&0_u32.to_le_bytes()); // flags
+    msg.push(0); // section kind: body
+    msg.extend_from_slice(&bson);
+    msg
+}
+
 fn more_to_come(msg: &[u8]) -> bool {
     op_code(msg) == OP_MSG
         && msg.len() >= 20
@@ -335,6 +368,14 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
             return;
         };
         c.requests.fetch_add(1, Relaxed);
+        if shared.fake_plain_auth.load(Relaxed)
+            && command_name(&request).as_deref() == Some("saslStart")
+        {
+            if client.write_all(&sasl_done_reply(&request)).await.is_err() {
+                return;
+            }
+            continue;
+        }
         let fate = decide(&shared, &request);
         if let Fate::Reset = fate {
             c.reset_before.fetch_add(1, Relaxed);
