@@ -1,5 +1,7 @@
 //! The command line: clap definitions only. `main.rs` turns them into library calls.
 
+use std::time::Duration;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// The most numbers one `next` invocation may print.
@@ -244,7 +246,8 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .parse()
         .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    if !(v.is_finite() && v > 0.0 && v <= 3600.0) {
+    // A positive value too small for a Duration (below 1 ns) would become a zero timeout.
+    if !(v.is_finite() && v > 0.0 && v <= 3600.0) || Duration::from_secs_f64(v).is_zero() {
         return Err(format!("{s} must be more than 0 and at most 3600 seconds"));
     }
     Ok(v)
@@ -265,6 +268,7 @@ mod tests {
         assert!(parse_timeout("0").is_err());
         assert!(parse_timeout("nan").is_err());
         assert!(parse_timeout("-1").is_err());
+        assert!(parse_timeout("1e-12").is_err(), "rounds to a zero Duration");
         assert_eq!(parse_timeout("2.5"), Ok(2.5));
     }
 }

@@ -1,10 +1,13 @@
 //! Integration tests against the MongoDB wire-protocol server in `MONGODB_URI` (started by
 //! `scripts/test.sh` when unset). One binary, one module per concern.
 
+mod bad_input;
 mod blocks;
 mod cli;
 mod common;
 mod core;
+mod faults;
 mod gate;
+mod proxy;
 mod scope;
 mod serve;
