@@ -24,6 +24,9 @@ use crate::cli::{BenchArgs, StrategyArg};
 enum Kind {
     /// `findOneAndUpdate({_id}, {$inc: {value: 1}})` with the driver, nothing else.
     Raw,
+    /// The same raw call on a document of the sequence schema (10 fields): separates the
+    /// server's cost of the document from the library's.
+    RawShaped,
     /// `Sequence::next()` with a strategy.
     Seq(Strategy),
     /// `BlockSequence::next()`: blocks of `size`, prefetch share (0 = off).
@@ -49,6 +52,7 @@ impl Kind {
     fn label(&self) -> String {
         match self {
             Kind::Raw => "raw findOneAndUpdate $inc".into(),
+            Kind::RawShaped => "raw $inc, sequence doc".into(),
             Kind::Seq(s) => format!("dispenser {}", strategy_code(*s)),
             Kind::Blocks(s, size, prefetch) => {
                 let p = if *prefetch > 0.0 {
@@ -65,7 +69,7 @@ impl Kind {
     /// `blocks:inc|cas:SIZE:PREFETCH:NAME`.
     fn encode(&self, target: &str) -> String {
         match self {
-            Kind::Raw => format!("raw:{target}"),
+            Kind::Raw | Kind::RawShaped => format!("raw:{target}"),
             Kind::Seq(s) => format!("seq:{}:{target}", strategy_code(*s)),
             Kind::Blocks(s, size, prefetch) => {
                 format!("blocks:{}:{size}:{prefetch}:{target}", strategy_code(*s))
@@ -163,10 +167,30 @@ struct Sample {
     conflicts: u64,
     retries: u64,
     refills: u64,
+    waits: u64,
     errors: u64,
 }
 
 impl Sample {
+    /// Takes the counters of an in-process source (they cover every round).
+    fn set_stats(&mut self, stats: Option<Stats>) {
+        if let Some(st) = stats {
+            self.round_trips = st.round_trips;
+            self.conflicts = st.conflicts;
+            self.retries = st.retries;
+            self.refills = st.block_refills;
+            self.waits = st.waits;
+        }
+    }
+
+    /// Adds a later round: the elapsed times add up.
+    fn append_round(&mut self, other: Sample) {
+        let elapsed = self.elapsed_s + other.elapsed_s;
+        self.merge(other);
+        self.elapsed_s = elapsed;
+    }
+
+    /// Adds a sample taken at the same time (another process): the longer time counts.
     fn merge(&mut self, other: Sample) {
         self.numbers.extend(other.numbers);
         self.latencies_ns.extend(other.latencies_ns);
@@ -175,6 +199,7 @@ impl Sample {
         self.conflicts += other.conflicts;
         self.retries += other.retries;
         self.refills += other.refills;
+        self.waits += other.waits;
         self.errors += other.errors;
     }
 }
@@ -195,6 +220,7 @@ struct Report {
     conflicts_per_number: f64,
     retries_per_number: f64,
     block_refills: u64,
+    block_waits: u64,
     errors: u64,
     duplicates: usize,
     throughput_vs_raw: Option<f64>,
@@ -215,7 +241,7 @@ fn report(kind: &Kind, args: &BenchArgs, mut s: Sample) -> Report {
     let duplicates = s.numbers.windows(2).filter(|w| w[0] == w[1]).count();
     let n = s.numbers.len();
     let per = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
-    let round_trips = if *kind == Kind::Raw {
+    let round_trips = if matches!(kind, Kind::Raw | Kind::RawShaped) {
         n as u64
     } else {
         s.round_trips
@@ -238,6 +264,7 @@ fn report(kind: &Kind, args: &BenchArgs, mut s: Sample) -> Report {
         conflicts_per_number: per(s.conflicts),
         retries_per_number: per(s.retries),
         block_refills: s.refills,
+        block_waits: s.waits,
         errors: s.errors,
         duplicates,
         throughput_vs_raw: None,
@@ -311,13 +338,6 @@ async fn draw(
         }
     }
     total.elapsed_s = started.elapsed().as_secs_f64();
-    if let Some(st) = source.stats() {
-        total.round_trips = st.round_trips;
-        total.conflicts = st.conflicts;
-        total.retries = st.retries;
-        total.refills = st.block_refills;
-    }
-    source.close().await;
     total
 }
 
@@ -338,7 +358,7 @@ async fn source_for(
     options: &Options,
 ) -> dispenser::Result<Source> {
     match kind {
-        Kind::Raw => {
+        Kind::Raw | Kind::RawShaped => {
             let client = client(uri, options).await?;
             let d = Dispenser::new(&client, options.clone())?;
             Ok(Source::Raw(raw_collection(&d, &client), target.to_owned()))
@@ -372,6 +392,28 @@ async fn client(uri: &str, options: &Options) -> dispenser::Result<dispenser::mo
     })
 }
 
+/// Creates the document a run draws from: a raw counter or a fresh sequence.
+async fn prepare_target(
+    d: &Dispenser,
+    raw: &Collection<Document>,
+    kind: &Kind,
+    target: &str,
+) -> dispenser::Result<()> {
+    match kind {
+        Kind::Raw => raw
+            .insert_one(doc! { "_id": target, "value": 0_i64 })
+            .await
+            .map(drop)
+            .map_err(|e| Error::Database {
+                context: "creating the raw baseline document".into(),
+                source: e,
+            }),
+        Kind::RawShaped | Kind::Seq(_) | Kind::Blocks(..) => {
+            d.create(target, Spec::default()).await.map(drop)
+        }
+    }
+}
+
 /// Entry point of `dispenser bench`. `Ok(false)` when a duplicate was found.
 pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Result<bool> {
     if let Some(spec) = &args.worker {
@@ -390,6 +432,7 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
     if args.compare {
         kinds = vec![
             Kind::Raw,
+            Kind::RawShaped,
             Kind::Seq(Strategy::ConditionalIncrement),
             Kind::Seq(Strategy::Cas),
         ];
@@ -425,31 +468,69 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
         bar.set_style(style.progress_chars("=> "));
     }
     let mut reports = Vec::new();
-    for (i, kind) in kinds.iter().enumerate() {
-        let target = format!("{stamp}-{i}");
-        match kind {
-            Kind::Raw => {
-                raw.insert_one(doc! { "_id": target.as_str(), "value": 0_i64 })
-                    .await
-                    .map_err(|e| Error::Database {
-                        context: "creating the raw baseline document".into(),
-                        source: e,
-                    })?;
-            }
-            Kind::Seq(_) | Kind::Blocks(..) => {
-                d.create(&target, Spec::default()).await?;
-            }
-        }
-        bar.set_message(kind.label());
-        let sample = if args.processes > 1 {
-            spawn_workers(uri, &options, &args, kind, &target, duration).await?
+    // Warm up: every kind draws on a scratch target first, so the server's caches and JIT
+    // (and the driver's pool) are warm before anything is measured.
+    for (i, kind) in kinds.iter().enumerate().filter(|_| args.warmup > 0) {
+        let target = format!("{stamp}-warmup-{i}");
+        prepare_target(&d, &raw, kind, &target).await?;
+        let source = source_for(kind, &target, uri, &options).await?;
+        bar.set_message(format!("warm-up: {}", kind.label()));
+        let _ = draw(
+            source.clone(),
+            args.tasks,
+            args.warmup,
+            None,
+            &ProgressBar::hidden(),
+        )
+        .await;
+        source.close().await;
+        let _ = raw.delete_one(doc! { "_id": target.as_str() }).await;
+    }
+    // The measured runs, interleaved in rounds (raw, inc, cas, raw, inc, cas, …) so that drift
+    // on the server (JIT, GC, caches) falls on every kind alike.
+    let targets: Vec<String> = (0..kinds.len()).map(|i| format!("{stamp}-{i}")).collect();
+    for (kind, target) in kinds.iter().zip(&targets) {
+        prepare_target(&d, &raw, kind, target).await?;
+    }
+    let rounds = u64::from(args.rounds);
+    let mut samples: Vec<Sample> = kinds.iter().map(|_| Sample::default()).collect();
+    // In-process sources are made once and reused by every round (no client churn).
+    let mut sources = Vec::new();
+    for (kind, target) in kinds.iter().zip(&targets) {
+        sources.push(if args.processes > 1 {
+            None
         } else {
-            let source = source_for(kind, &target, uri, &options).await?;
-            draw(source, args.tasks, args.count, duration, &bar).await
-        };
-        if args.processes > 1 {
-            bar.inc(sample.numbers.len() as u64);
+            Some(source_for(kind, target, uri, &options).await?)
+        });
+    }
+    for round in 0..rounds {
+        let quota = args.count / rounds + u64::from(round < args.count % rounds);
+        let slice = duration.map(|d| d / args.rounds);
+        for (((kind, target), total), source) in
+            kinds.iter().zip(&targets).zip(&mut samples).zip(&sources)
+        {
+            if quota == 0 && slice.is_none() {
+                continue;
+            }
+            bar.set_message(kind.label());
+            let sample = match source {
+                Some(source) => draw(source.clone(), args.tasks, quota, slice, &bar).await,
+                None => {
+                    let s = spawn_workers(uri, &options, &args, kind, target, quota, slice).await?;
+                    bar.inc(s.numbers.len() as u64);
+                    s
+                }
+            };
+            total.append_round(sample);
         }
+    }
+    for (source, total) in sources.into_iter().zip(&mut samples) {
+        if let Some(source) = source {
+            total.set_stats(source.stats());
+            source.close().await;
+        }
+    }
+    for ((kind, target), sample) in kinds.iter().zip(&targets).zip(samples) {
         reports.push(report(kind, &args, sample));
         // Clean up: the bench leaves nothing behind.
         let _ = raw.delete_one(doc! { "_id": target.as_str() }).await;
@@ -504,7 +585,7 @@ fn print_reports(uri: &str, args: &BenchArgs, reports: &[Report]) {
     let ratio = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
     for r in reports {
         println!(
-            "{:<26} {:>9} {:>12.0} {:>9.1} {:>9.1} {:>10.1} {:>7.4} {:>9.4} {:>8.4} {:>7} {:>5} {:>8} {:>8}",
+            "{:<26} {:>9} {:>12.0} {:>9.1} {:>9.1} {:>10.1} {:>7.4} {:>9.4} {:>8.4} {:>7} {:>6} {:>5} {:>8} {:>8}",
             r.run,
             r.numbers,
             r.numbers_per_s,
@@ -515,6 +596,7 @@ fn print_reports(uri: &str, args: &BenchArgs, reports: &[Report]) {
             r.conflicts_per_number,
             r.retries_per_number,
             r.block_refills,
+            r.block_waits,
             r.duplicates,
             ratio(r.throughput_vs_raw),
             ratio(r.p50_vs_raw),
@@ -532,16 +614,17 @@ async fn spawn_workers(
     args: &BenchArgs,
     kind: &Kind,
     target: &str,
+    count: u64,
     duration: Option<Duration>,
 ) -> dispenser::Result<Sample> {
     let exe = std::env::current_exe().map_err(|e| Error::InvalidArgument {
         what: "--processes".into(),
         reason: format!("cannot find this executable to start workers: {e}"),
     })?;
-    let per = args.count / u64::from(args.processes);
+    let per = count / u64::from(args.processes);
     let mut children = Vec::new();
     for p in 0..u64::from(args.processes) {
-        let quota = per + u64::from(p < args.count % u64::from(args.processes));
+        let quota = per + u64::from(p < count % u64::from(args.processes));
         let mut cmd = tokio::process::Command::new(&exe);
         cmd.env("MONGODB_URI", uri)
             .arg("--db")
@@ -597,14 +680,16 @@ async fn worker(
 ) -> dispenser::Result<bool> {
     let (kind, target) = Kind::decode(spec)?;
     let source = source_for(&kind, &target, uri, &options).await?;
-    let sample = draw(
-        source,
+    let mut sample = draw(
+        source.clone(),
         args.tasks,
         args.count,
         args.duration.map(Duration::from_secs_f64),
         &ProgressBar::hidden(),
     )
     .await;
+    sample.set_stats(source.stats());
+    source.close().await;
     println!("{}", serde_json::to_string(&sample).unwrap_or_default());
     Ok(true)
 }

@@ -370,6 +370,18 @@ struct State {
 impl State {
     /// Hands out the next number of the current block, switching to the reserved next block
     /// when the current one is used up. `None` when no reserved number is left.
+    /// The next number of the current block, if it has one left.
+    fn take_ready(&mut self) -> Option<i64> {
+        let b = self.current.as_mut()?;
+        if b.used < b.run.count() {
+            let n = b.run.nth_number(b.used);
+            b.used += 1;
+            Some(n)
+        } else {
+            None
+        }
+    }
+
     fn take_number(&mut self, options: &BlockOptions, now: Instant) -> Option<i64> {
         loop {
             if let Some(b) = self.current.as_mut() {
@@ -625,6 +637,28 @@ impl BlockSequence {
     /// ```
     pub async fn next(&self) -> Result<i64> {
         let shared = &self.shared;
+        // The hot path: a number left in the current block. One short lock, no clock read,
+        // no waiter registration.
+        let ready = {
+            let mut st = shared.lock();
+            if st.closed {
+                None
+            } else {
+                st.take_ready()
+                    .map(|n| (n, st.prefetch_due(&shared.options)))
+            }
+        };
+        if let Some((n, prefetch)) = ready {
+            if let Some(size) = prefetch {
+                start(shared, size).await;
+            }
+            add(&shared.drawer.stats.issued, 1);
+            // Served from memory, this call never waits on a tokio resource, so a busy caller
+            // would never yield: spend the task's cooperative budget, so that now and then
+            // the runtime runs other tasks on this thread — among them the prefetch.
+            tokio::task::consume_budget().await;
+            return Ok(n);
+        }
         let mut waited = false;
         loop {
             let notified = shared.done.notified();

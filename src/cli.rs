@@ -148,6 +148,14 @@ pub struct BenchArgs {
     /// Also run the raw driver baseline and both strategies, and print ratios to the baseline.
     #[arg(long)]
     pub compare: bool,
+    /// Numbers each run draws on a scratch document first, unmeasured (server and pool
+    /// warm-up).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    pub warmup: u64,
+    /// Split each run into this many rounds, interleaved across the runs (fairer
+    /// comparisons when the server drifts).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
