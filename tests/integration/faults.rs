@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use dispenser::{Backoff, Dispenser, Error, Options, Spec, Strategy};
+use dispenser::{Backoff, BlockOptions, Dispenser, Error, Options, Spec, Strategy};
 use futures::future::join_all;
 use tokio::io::AsyncReadExt;
 
@@ -278,6 +278,106 @@ async fn replies_slower_than_the_timeout_make_gaps_not_duplicates() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_replies_with_blocks_never_duplicate() {
+    let timeout = Duration::from_secs(1);
+    let faults = Faults {
+        drop_reply: 0.05,
+        stall_share: 0.5,
+        reset: 0.03,
+        max_latency: Duration::from_millis(3),
+        include_handshakes: false,
+    };
+    for (i, strategy) in STRATEGIES.into_iter().enumerate() {
+        let f = Fixture::new("faults_blocks").await;
+        f.dispenser(f.options())
+            .create("s", Spec::default())
+            .await
+            .expect("create");
+        let proxy = Proxy::to_test_server(faults, 0x5EED_0010 + i as u64).await;
+        let ms = timeout.as_millis();
+        let uri = proxy.uri(&format!(
+            "&serverSelectionTimeoutMS={ms}&connectTimeoutMS={ms}&heartbeatFrequencyMS=500"
+        ));
+        let d = Dispenser::connect(&uri, options_under_faults(f.options(), strategy, timeout))
+            .await
+            .expect("connect");
+        // Each task is its own block client (blocks of 8, prefetched at half).
+        let tasks = (0..6).map(|task| {
+            let d = d.clone();
+            tokio::spawn(async move {
+                let seq = open_patiently(&d, "s").await;
+                let blocks = seq
+                    .into_blocks(BlockOptions::default().with_size(8))
+                    .expect("block options");
+                let mut calls = Vec::new();
+                for _ in 0..60 {
+                    let started = Instant::now();
+                    let outcome = classify(blocks.next().await);
+                    calls.push(Call {
+                        task,
+                        outcome,
+                        took: started.elapsed(),
+                    });
+                }
+                let _ = blocks.close().await;
+                calls
+            })
+        });
+        let calls: Vec<Call> = join_all(tasks)
+            .await
+            .into_iter()
+            .flat_map(|r| r.expect("task"))
+            .collect();
+        let counts = proxy.counts();
+        drop(proxy);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let value = f
+            .dispenser(f.options())
+            .peek("s")
+            .await
+            .expect("peek")
+            .value;
+        // A call may wait for a reservation in flight and then make its own.
+        let bound = call_bound(strategy, timeout) + timeout;
+        let what = format!("faults_blocks/{}", label(strategy));
+        let mut seen = HashSet::new();
+        let mut last = std::collections::HashMap::new();
+        let (mut issued, mut failed) = (0_i64, 0_u32);
+        for c in &calls {
+            assert!(
+                c.took <= bound,
+                "{what}: a call took {:?} (> {bound:?})",
+                c.took
+            );
+            match c.outcome {
+                Outcome::Issued(n) => {
+                    issued += 1;
+                    assert!(seen.insert(n), "{what}: {n} issued twice");
+                    assert!(
+                        (1..=value).contains(&n),
+                        "{what}: {n} beyond the stored {value}"
+                    );
+                    if let Some(prev) = last.insert(c.task, n) {
+                        assert!(n > prev, "{what}: client {} got {n} after {prev}", c.task);
+                    }
+                }
+                _ => failed += 1,
+            }
+        }
+        eprintln!(
+            "{what}: attempted {}, acknowledged {issued}, failed {failed}, duplicates 0, gaps {}, stored value {value}; {counts}",
+            calls.len(),
+            value - issued
+        );
+        assert!(
+            counts.dropped() > 0,
+            "{what}: no reply was dropped: {counts}"
+        );
+        assert!(issued * 2 > calls.len() as i64, "{what}: too few numbers issued");
+    }
+}
+
 /// Whole lines of `out` (a partial last line, cut by a kill, is discarded).
 fn whole_lines(out: &[u8]) -> Vec<i64> {
     let text = String::from_utf8_lossy(out);
@@ -309,6 +409,7 @@ async fn client_processes_killed_at_random_moments_never_share_a_number() {
     let uri = proxy.uri("");
     let mut rng = XorShift::new(0xC0FFEE);
     let (mut completed, mut killed_silent, mut killed_mid_output) = (0, 0, 0);
+    let mut block_workers = 0;
     let mut all: Vec<i64> = Vec::new();
     for round in 0..ROUNDS {
         let workers = (0..WORKERS).map(|w| {
@@ -320,11 +421,19 @@ async fn client_processes_killed_at_random_moments_never_share_a_number() {
             } else {
                 (Duration::ZERO, Some(1 + rng.below(400_000) as usize))
             };
+            // A third of the workers draw through a block client (blocks of 50, prefetched):
+            // a kill then loses the rest of its blocks, never issues them twice.
+            let blocks: &[&str] = if (round + w) % 3 == 0 {
+                &["--block", "50"]
+            } else {
+                &[]
+            };
             let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
                 .env("MONGODB_URI", &uri)
                 .args(["--db", DB, "--collection", &f.collection, "--timeout", "5"])
                 .args(["next", "s", "--count", &COUNT.to_string()])
                 .args(["--strategy", strategy])
+                .args(blocks)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .kill_on_drop(true)
@@ -365,15 +474,23 @@ async fn client_processes_killed_at_random_moments_never_share_a_number() {
                 }
                 let status = child.wait().await.expect("wait");
                 let err = read_err.await.expect("stderr reader");
-                (status, out, err)
+                (status, out, err, !blocks.is_empty())
             })
         });
         for r in join_all(workers.collect::<Vec<_>>()).await {
-            let (status, out, err) = r.expect("worker");
+            let (status, out, err, with_blocks) = r.expect("worker");
             let got = whole_lines(&out);
-            // Whatever one worker printed is one contiguous run, from its start.
-            for w in got.windows(2) {
-                assert_eq!(w[1], w[0] + 1, "a worker's run is contiguous: {got:?}");
+            if with_blocks {
+                block_workers += 1;
+                // A block client's numbers increase; between its blocks others may write.
+                for w in got.windows(2) {
+                    assert!(w[1] > w[0], "a block worker's numbers increase: {w:?}");
+                }
+            } else {
+                // Whatever one worker printed is one contiguous run, from its start.
+                for w in got.windows(2) {
+                    assert_eq!(w[1], w[0] + 1, "a worker's run is contiguous: {got:?}");
+                }
             }
             if status.success() {
                 completed += 1;
@@ -401,7 +518,7 @@ async fn client_processes_killed_at_random_moments_never_share_a_number() {
     let distinct: HashSet<i64> = all.iter().copied().collect();
     let max = all.iter().copied().max().unwrap_or(0);
     eprintln!(
-        "faults_crash: {} workers ({completed} finished, {killed_silent} killed before printing, {killed_mid_output} killed while printing), {printed} numbers printed, {} distinct, duplicates {}, stored value {value}, gaps {}",
+        "faults_crash: {} workers ({block_workers} with blocks; {completed} finished, {killed_silent} killed before printing, {killed_mid_output} killed while printing), {printed} numbers printed, {} distinct, duplicates {}, stored value {value}, gaps {}",
         ROUNDS * WORKERS,
         distinct.len(),
         printed - distinct.len(),
@@ -416,6 +533,7 @@ async fn client_processes_killed_at_random_moments_never_share_a_number() {
         killed_silent + killed_mid_output > 0,
         "no worker was killed"
     );
+    assert!(block_workers > 0, "no worker used blocks");
     // After all the crashes the sequence carries on above everything printed.
     let next = admin
         .open("s")
