@@ -5,24 +5,7 @@
 # Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib.sh
 
-if ! command -v cargo >/dev/null 2>&1; then
-  echo "test.sh: cargo not found: install Rust (stable) from https://rustup.rs" >&2
-  exit 3
-fi
-
-if [ -z "${MONGODB_URI:-}" ]; then
-  state=$(mktemp -d "${TMPDIR:-/tmp}/dispenser-test.XXXXXX")
-  cleanup() {
-    scripts/server.sh stop --state "$state" >/dev/null 2>&1 || true
-    rm -rf "$state"
-  }
-  trap cleanup EXIT
-  line=$(scripts/server.sh start --backend memory --state "$state")
-  export MONGODB_URI="${line#MONGODB_URI=}"
-  echo "test.sh: local test server at $MONGODB_URI" >&2
-else
-  echo "test.sh: testing against the server in MONGODB_URI" >&2
-fi
-
-cargo test --locked "$@"
+require_cargo test.sh
+with_local_server test --backend memory -- cargo test --locked "$@"

@@ -202,10 +202,7 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn reset(&self, name: &str, next: i64, force: bool) -> Result<SequenceState> {
-        validate_name(name)?;
-        let mut budget = RetryBudget::new(&self.options.backoff);
-        loop {
-            let stored = self.load(name).await?;
+        self.set_value(name, |stored| {
             let spec = stored.spec;
             if next < spec.min || next > spec.max {
                 return Err(Error::invalid_argument(
@@ -237,16 +234,9 @@ impl Dispenser {
                     requested: next,
                 });
             }
-            budget.attempted();
-            if self
-                .store
-                .compare_and_set(name, &stored, new_value, false)
-                .await?
-            {
-                return self.peek(name).await;
-            }
-            tokio::time::sleep(budget.after_conflict(name)?).await;
-        }
+            Ok(Some(new_value))
+        })
+        .await
     }
 
     /// Deletes a sequence. Its numbers may be issued again if it is created anew.
@@ -305,10 +295,7 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn advance_to(&self, name: &str, n: i64) -> Result<SequenceState> {
-        validate_name(name)?;
-        let mut budget = RetryBudget::new(&self.options.backoff);
-        loop {
-            let stored = self.load(name).await?;
+        self.set_value(name, |stored| {
             let spec = stored.spec;
             if n < spec.min || n > spec.max {
                 return Err(Error::invalid_argument(
@@ -324,11 +311,32 @@ impl Dispenser {
             } else {
                 n < stored.value
             };
-            if !ahead {
+            Ok(ahead.then_some(n))
+        })
+        .await
+    }
+
+    /// Moves `value` by a compare-and-set, retrying lost races: `decide` looks at the stored
+    /// state and returns the value to store, `None` to leave it as it is, or an error
+    /// (nothing written). Returns the state afterwards.
+    async fn set_value(
+        &self,
+        name: &str,
+        decide: impl Fn(&Stored) -> Result<Option<i64>>,
+    ) -> Result<SequenceState> {
+        validate_name(name)?;
+        let mut budget = RetryBudget::new(&self.options.backoff);
+        loop {
+            let stored = self.load(name).await?;
+            let Some(new_value) = decide(&stored)? else {
                 return self.peek(name).await;
-            }
+            };
             budget.attempted();
-            if self.store.compare_and_set(name, &stored, n, false).await? {
+            if self
+                .store
+                .compare_and_set(name, &stored, new_value, false)
+                .await?
+            {
                 return self.peek(name).await;
             }
             tokio::time::sleep(budget.after_conflict(name)?).await;

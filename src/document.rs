@@ -276,6 +276,34 @@ impl SequenceState {
     pub fn remaining(&self) -> u64 {
         arith::remaining(&self.spec(), self.value)
     }
+
+    /// The state as JSON, as `peek --json`, `list --json` and the HTTP service show it:
+    /// the stored fields plus `next` and `remaining`, dates in RFC 3339.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// println!("{}", d.peek("orders").await?.to_json());
+    /// # Ok(()) }
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "value": self.value,
+            "next": self.next_number(),
+            "remaining": self.remaining(),
+            "step": self.step,
+            "min": self.min,
+            "max": self.max,
+            "cycle": self.cycle,
+            "cycles": self.cycles,
+            "version": self.version,
+            "created_at": self.created_at.try_to_rfc3339_string().ok(),
+            "updated_at": self.updated_at.try_to_rfc3339_string().ok(),
+            "format": self.format.as_ref().map(Format::as_str),
+        })
+    }
 }
 
 /// Decodes a whole document (with `_id` and dates).

@@ -195,7 +195,7 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
         Command::Peek { name, json } => {
             let state = d.peek(&name).await?;
             let text = if json {
-                json_state(&state).to_string()
+                state.to_json().to_string()
             } else {
                 describe(&state)
             };
@@ -218,7 +218,7 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
                 }
             }
             if json {
-                let arr: Vec<_> = rows.iter().map(json_state).collect();
+                let arr: Vec<_> = rows.iter().map(SequenceState::to_json).collect();
                 writeln!(out, "{}", serde_json::Value::Array(arr)).map_err(io_err)?;
             } else {
                 for s in &rows {
@@ -279,22 +279,4 @@ fn describe(s: &SequenceState) -> String {
         version = s.version,
         updated = s.updated_at.try_to_rfc3339_string().unwrap_or_default(),
     )
-}
-
-fn json_state(s: &SequenceState) -> serde_json::Value {
-    serde_json::json!({
-        "name": s.name,
-        "value": s.value,
-        "next": s.next_number(),
-        "remaining": s.remaining(),
-        "step": s.step,
-        "min": s.min,
-        "max": s.max,
-        "cycle": s.cycle,
-        "cycles": s.cycles,
-        "version": s.version,
-        "created_at": s.created_at.try_to_rfc3339_string().ok(),
-        "updated_at": s.updated_at.try_to_rfc3339_string().ok(),
-        "format": s.format.as_ref().map(|f| f.as_str()),
-    })
 }

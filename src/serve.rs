@@ -396,7 +396,7 @@ impl AppState {
         }
         let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
         for s in stats {
-            add_stats(&mut retired, &s);
+            *retired += s;
         }
     }
 
@@ -408,7 +408,7 @@ impl AppState {
             .unwrap_or_else(|p| p.into_inner())
             .values()
         {
-            add_stats(&mut total, &b.stats());
+            total += b.stats();
         }
         for s in self
             .direct
@@ -416,37 +416,10 @@ impl AppState {
             .unwrap_or_else(|p| p.into_inner())
             .values()
         {
-            add_stats(&mut total, &s.stats());
+            total += s.stats();
         }
         total
     }
-}
-
-fn add_stats(into: &mut Stats, s: &Stats) {
-    into.writes += s.writes;
-    into.conflicts += s.conflicts;
-    into.retries += s.retries;
-    into.round_trips += s.round_trips;
-    into.block_refills += s.block_refills;
-    into.waits += s.waits;
-}
-
-fn state_json(s: &SequenceState) -> Value {
-    json!({
-        "name": s.name,
-        "value": s.value,
-        "next": s.next_number(),
-        "remaining": s.remaining(),
-        "step": s.step,
-        "min": s.min,
-        "max": s.max,
-        "cycle": s.cycle,
-        "cycles": s.cycles,
-        "version": s.version,
-        "created_at": s.created_at.try_to_rfc3339_string().ok(),
-        "updated_at": s.updated_at.try_to_rfc3339_string().ok(),
-        "format": s.format.as_ref().map(Format::as_str),
-    })
 }
 
 async fn next(
@@ -548,7 +521,7 @@ async fn create(
         st.dispenser.set_format(&b.name, Some(f)).await?;
     }
     let state = st.dispenser.peek(&b.name).await?;
-    Ok((StatusCode::CREATED, Json(state_json(&state))))
+    Ok((StatusCode::CREATED, Json(SequenceState::to_json(&state))))
 }
 
 async fn peek(
@@ -557,7 +530,9 @@ async fn peek(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(&headers, Op::Peek, Some(&name))?;
-    Ok(Json(state_json(&st.dispenser.peek(&name).await?)))
+    Ok(Json(SequenceState::to_json(
+        &st.dispenser.peek(&name).await?,
+    )))
 }
 
 async fn list(State(st): State<Shared>, headers: HeaderMap) -> Result<Json<Value>, ApiError> {
@@ -565,7 +540,7 @@ async fn list(State(st): State<Shared>, headers: HeaderMap) -> Result<Json<Value
     let mut out = Vec::new();
     for item in st.dispenser.list().await? {
         match item {
-            Ok(s) if rule.allows_name(&s.name) => out.push(state_json(&s)),
+            Ok(s) if rule.allows_name(&s.name) => out.push(SequenceState::to_json(&s)),
             Ok(_) => {}
             Err(e) => tracing::warn!("list: {e}"),
         }
@@ -587,7 +562,7 @@ async fn advance(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(&headers, Op::Advance, Some(&name))?;
     let Json(b) = body.map_err(bad_json)?;
-    Ok(Json(state_json(
+    Ok(Json(SequenceState::to_json(
         &st.dispenser.advance_to(&name, b.to).await?,
     )))
 }
@@ -609,7 +584,7 @@ async fn reset(
     st.authorize(&headers, Op::Reset, Some(&name))?;
     let Json(b) = body.map_err(bad_json)?;
     st.retire(&name).await;
-    Ok(Json(state_json(
+    Ok(Json(SequenceState::to_json(
         &st.dispenser.reset(&name, b.value, b.force).await?,
     )))
 }

@@ -54,6 +54,48 @@ pub struct Stats {
     pub cas_mode: CasModeUsed,
 }
 
+impl std::ops::AddAssign for Stats {
+    /// Adds another handle's counters (for totals over stripes, services, processes); the
+    /// mode is the other's when it ran one.
+    fn add_assign(&mut self, s: Stats) {
+        self.issued += s.issued;
+        self.writes += s.writes;
+        self.conflicts += s.conflicts;
+        self.retries += s.retries;
+        self.round_trips += s.round_trips;
+        self.fallbacks += s.fallbacks;
+        self.optimistic_writes += s.optimistic_writes;
+        self.pessimistic_writes += s.pessimistic_writes;
+        self.block_refills += s.block_refills;
+        self.waits += s.waits;
+        if s.cas_mode != CasModeUsed::None {
+            self.cas_mode = s.cas_mode;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_add_up() {
+        let mut a = Stats {
+            issued: 1,
+            round_trips: 2,
+            ..Stats::default()
+        };
+        a += Stats {
+            issued: 10,
+            waits: 3,
+            cas_mode: CasModeUsed::Pessimistic,
+            ..Stats::default()
+        };
+        assert_eq!((a.issued, a.round_trips, a.waits), (11, 2, 3));
+        assert_eq!(a.cas_mode, CasModeUsed::Pessimistic);
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub issued: AtomicU64,

@@ -92,34 +92,25 @@ impl Store {
 
     /// Reads what the strategies need. `Ok(None)` when the document does not exist.
     pub(crate) async fn load(&self, name: &str) -> Result<Option<Stored>> {
-        let opts = FindOneOptions::builder()
-            .projection(document::stored_projection())
-            .build();
-        let found = self
-            .bounded(
-                || format!("reading sequence {name:?}"),
-                self.coll
-                    .find_one(doc! { field::ID: name })
-                    .with_options(opts),
-            )
-            .await?;
+        let found = self.find(name, document::stored_projection()).await?;
         found.map(|d| document::decode_stored(name, &d)).transpose()
     }
 
     /// Reads the whole document. `Ok(None)` when it does not exist.
     pub(crate) async fn load_state(&self, name: &str) -> Result<Option<document::SequenceState>> {
-        let opts = FindOneOptions::builder()
-            .projection(document::state_projection())
-            .build();
-        let found = self
-            .bounded(
-                || format!("reading sequence {name:?}"),
-                self.coll
-                    .find_one(doc! { field::ID: name })
-                    .with_options(opts),
-            )
-            .await?;
+        let found = self.find(name, document::state_projection()).await?;
         found.map(|d| document::decode_state(&d)).transpose()
+    }
+
+    async fn find(&self, name: &str, projection: Document) -> Result<Option<Document>> {
+        let opts = FindOneOptions::builder().projection(projection).build();
+        self.bounded(
+            || format!("reading sequence {name:?}"),
+            self.coll
+                .find_one(doc! { field::ID: name })
+                .with_options(opts),
+        )
+        .await
     }
 
     /// Every sequence in the collection, sorted by name; corrupt documents are returned as

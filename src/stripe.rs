@@ -17,7 +17,7 @@ use crate::block::{BlockOptions, BlockSequence, CloseReport};
 use crate::dispenser::{Dispenser, Sequence};
 use crate::error::{Error, Result};
 use crate::spec::{Spec, validate_name};
-use crate::stats::{CasModeUsed, Stats};
+use crate::stats::Stats;
 
 /// The most stripes one striped sequence may have.
 ///
@@ -359,19 +359,7 @@ impl StripedSequence {
     pub fn stats(&self) -> Stats {
         let mut t = Stats::default();
         for s in self.inner.stripes.iter().map(Stripe::stats) {
-            t.issued += s.issued;
-            t.writes += s.writes;
-            t.conflicts += s.conflicts;
-            t.retries += s.retries;
-            t.round_trips += s.round_trips;
-            t.fallbacks += s.fallbacks;
-            t.optimistic_writes += s.optimistic_writes;
-            t.pessimistic_writes += s.pessimistic_writes;
-            t.block_refills += s.block_refills;
-            t.waits += s.waits;
-            if s.cas_mode != CasModeUsed::None {
-                t.cas_mode = s.cas_mode;
-            }
+            t += s;
         }
         t
     }

@@ -374,7 +374,10 @@ async fn lost_replies_with_blocks_never_duplicate() {
             counts.dropped() > 0,
             "{what}: no reply was dropped: {counts}"
         );
-        assert!(issued * 2 > calls.len() as i64, "{what}: too few numbers issued");
+        assert!(
+            issued * 2 > calls.len() as i64,
+            "{what}: too few numbers issued"
+        );
     }
 }
 
