@@ -681,10 +681,41 @@ async fn metrics(State(st): State<Shared>) -> impl IntoResponse {
 
 async fn observe(State(st): State<Shared>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let resp = next.run(req).await;
+    let resp = as_json_error(next.run(req).await).await;
     st.metrics
         .observe(resp.status().as_u16(), started.elapsed());
     resp
+}
+
+/// Errors that axum answers itself (a path or query that does not decode, a wrong method)
+/// come as plain text: give them the same JSON error body as ours.
+async fn as_json_error(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let text = match axum::body::to_bytes(resp.into_body(), 64 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => String::new(),
+    };
+    let kind = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        s if s.is_client_error() => "bad_request",
+        _ => "internal",
+    };
+    let message = if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        text
+    };
+    ApiError::new(status, kind, message).into_response()
 }
 
 async fn fallback() -> ApiError {

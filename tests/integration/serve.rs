@@ -331,6 +331,18 @@ async fn serve_rejects_bad_requests_with_json_errors() {
             "malformed_json",
         ),
         (http.get(svc.url("/v2/nothing")), 404, "not_found"),
+        (next("%FF%FE/next", Some(ADMIN)), 400, "bad_request"),
+        (
+            next("orders/next?count=%ZZ", Some(ORDERS)),
+            400,
+            "invalid_input",
+        ),
+        (
+            http.put(svc.url("/v1/sequences/orders/next"))
+                .bearer_auth(ADMIN),
+            405,
+            "method_not_allowed",
+        ),
     ];
     for (req, want_status, want_kind) in cases {
         let (status, body) = send(req).await;
