@@ -176,19 +176,47 @@ struct ProxyRun {
 
 /// `tasks` clients draw `per_task` numbers each through a faulty proxy; returns the checked
 /// tally and what the proxy did.
-async fn run_through_proxy(test: &str, strategy: Strategy, run: &ProxyRun) -> (Tally, Counts) {
+/// A fresh sequence `s` (start 1, step 1) and a dispenser that reaches it through a faulty
+/// proxy.
+async fn behind_proxy(
+    test: &str,
+    strategy: Strategy,
+    faults: Faults,
+    seed: u64,
+    timeout: Duration,
+) -> (Fixture, Proxy, Dispenser) {
     let f = Fixture::new(test).await;
     f.dispenser(f.options())
         .create("s", Spec::default())
         .await
         .expect("create");
-    let proxy = Proxy::to_test_server(run.faults, run.seed).await;
-    let ms = run.timeout.as_millis();
+    let proxy = Proxy::to_test_server(faults, seed).await;
+    let ms = timeout.as_millis();
     let uri = proxy.uri(&format!(
         "&serverSelectionTimeoutMS={ms}&connectTimeoutMS={ms}&heartbeatFrequencyMS=500"
     ));
-    let options = options_under_faults(f.options(), strategy, run.timeout);
+    let options = options_under_faults(f.options(), strategy, timeout);
     let d = Dispenser::connect(&uri, options).await.expect("connect");
+    (f, proxy, d)
+}
+
+/// Stops the proxy and returns what it did and the stored value of `s` (read directly).
+async fn settle(f: &Fixture, proxy: Proxy) -> (Counts, i64) {
+    let counts = proxy.counts();
+    drop(proxy);
+    // A request the proxy forwarded just before it stopped may still be executing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let value = f
+        .dispenser(f.options())
+        .peek("s")
+        .await
+        .expect("peek")
+        .value;
+    (counts, value)
+}
+
+async fn run_through_proxy(test: &str, strategy: Strategy, run: &ProxyRun) -> (Tally, Counts) {
+    let (f, proxy, d) = behind_proxy(test, strategy, run.faults, run.seed, run.timeout).await;
     let per_task = run.per_task;
     let tasks = (0..run.tasks).map(|task| {
         let d = d.clone();
@@ -212,16 +240,7 @@ async fn run_through_proxy(test: &str, strategy: Strategy, run: &ProxyRun) -> (T
         .into_iter()
         .flat_map(|r| r.expect("task"))
         .collect();
-    let counts = proxy.counts();
-    drop(proxy);
-    // A request the proxy forwarded just before it stopped may still be executing.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let final_value = f
-        .dispenser(f.options())
-        .peek("s")
-        .await
-        .expect("peek")
-        .value;
+    let (counts, final_value) = settle(&f, proxy).await;
     let what = format!("{test}/{}", label(strategy));
     let tally = check_calls(
         &what,
@@ -289,19 +308,14 @@ async fn lost_replies_with_blocks_never_duplicate() {
         include_handshakes: false,
     };
     for (i, strategy) in STRATEGIES.into_iter().enumerate() {
-        let f = Fixture::new("faults_blocks").await;
-        f.dispenser(f.options())
-            .create("s", Spec::default())
-            .await
-            .expect("create");
-        let proxy = Proxy::to_test_server(faults, 0x5EED_0010 + i as u64).await;
-        let ms = timeout.as_millis();
-        let uri = proxy.uri(&format!(
-            "&serverSelectionTimeoutMS={ms}&connectTimeoutMS={ms}&heartbeatFrequencyMS=500"
-        ));
-        let d = Dispenser::connect(&uri, options_under_faults(f.options(), strategy, timeout))
-            .await
-            .expect("connect");
+        let (f, proxy, d) = behind_proxy(
+            "faults_blocks",
+            strategy,
+            faults,
+            0x5EED_0010 + i as u64,
+            timeout,
+        )
+        .await;
         // Each task is its own block client (blocks of 8, prefetched at half).
         let tasks = (0..6).map(|task| {
             let d = d.clone();
@@ -329,15 +343,7 @@ async fn lost_replies_with_blocks_never_duplicate() {
             .into_iter()
             .flat_map(|r| r.expect("task"))
             .collect();
-        let counts = proxy.counts();
-        drop(proxy);
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let value = f
-            .dispenser(f.options())
-            .peek("s")
-            .await
-            .expect("peek")
-            .value;
+        let (counts, value) = settle(&f, proxy).await;
         // A call may wait for a reservation in flight and then make its own.
         let bound = call_bound(strategy, timeout) + timeout;
         let what = format!("faults_blocks/{}", label(strategy));
