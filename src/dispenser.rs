@@ -412,12 +412,25 @@ fn created(spec: &Spec) -> Stored {
 }
 
 /// Driver options from a URI, with our timeouts where the URI sets none.
+///
+/// A `mongodb+srv://` URI is resolved through DNS here, bounded by `timeout` too: a lookup
+/// that fails is [`Error::Database`], one that hangs is [`Error::Timeout`].
 pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<ClientOptions> {
-    let mut opts = ClientOptions::parse(uri).await.map_err(|e| {
-        Error::invalid_argument(
-            format!("MongoDB URI {}", redact::redact_uri(uri)),
+    let shown = redact::redact_uri(uri);
+    let parsed = tokio::time::timeout(timeout, ClientOptions::parse(uri))
+        .await
+        .map_err(|_| Error::Timeout {
+            context: format!("resolving MongoDB URI {shown}"),
+            after: timeout,
+        })?;
+    let mut opts = parsed.map_err(|e| match e.kind.as_ref() {
+        mongodb::error::ErrorKind::DnsResolve { .. } => {
+            Error::database(format!("resolving MongoDB URI {shown}"), e)
+        }
+        _ => Error::invalid_argument(
+            format!("MongoDB URI {shown}"),
             redact::scrub(&e.to_string(), uri),
-        )
+        ),
     })?;
     opts.server_selection_timeout.get_or_insert(timeout);
     opts.connect_timeout.get_or_insert(timeout);

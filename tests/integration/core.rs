@@ -520,3 +520,22 @@ async fn an_unreachable_server_fails_within_the_timeout() {
     );
     assert!(!format!("{err} {err:?}").contains("hunter2"));
 }
+
+#[tokio::test]
+async fn an_srv_uri_that_does_not_resolve_fails_within_the_timeout() {
+    let options = dispenser::Options::default().with_operation_timeout(Duration::from_secs(1));
+    let started = Instant::now();
+    let err = dispenser::Dispenser::connect(
+        "mongodb+srv://user:hunter2@no-such-cluster.dispenser.invalid/",
+        options,
+    )
+    .await
+    .unwrap_err();
+    assert!(err.is_database(), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
+}
