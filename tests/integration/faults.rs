@@ -277,6 +277,30 @@ async fn lost_replies_and_resets_never_duplicate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_on_handshakes_and_monitoring_never_duplicate() {
+    // The same faults, now also on the driver's handshakes and heartbeats (hello/isMaster):
+    // the driver loses and re-discovers the server while clients draw.
+    let run = ProxyRun {
+        faults: Faults {
+            drop_reply: 0.04,
+            stall_share: 0.5,
+            reset: 0.03,
+            max_latency: Duration::from_millis(2),
+            include_handshakes: true,
+        },
+        seed: 0x5EED_0020,
+        tasks: 4,
+        per_task: 25,
+        timeout: Duration::from_secs(1),
+    };
+    for strategy in STRATEGIES {
+        let (t, counts) = run_through_proxy("faults_handshakes", strategy, &run).await;
+        assert!(counts.dropped() + counts.reset_before > 0, "{counts}");
+        assert!(t.acknowledged > 0, "{t}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replies_slower_than_the_timeout_make_gaps_not_duplicates() {
     // Replies take 0–400 ms against a 300 ms timeout: about one write in four is applied
     // after its caller already gave up.
