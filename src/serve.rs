@@ -198,6 +198,8 @@ impl From<Error> for ApiError {
             Error::SpecConflict { .. } => (StatusCode::CONFLICT, "spec_conflict"),
             Error::WouldGoBackwards { .. } => (StatusCode::CONFLICT, "would_go_backwards"),
             Error::Contention { .. } => (StatusCode::SERVICE_UNAVAILABLE, "contention"),
+            // A request that raced a reset or delete of its sequence: try again.
+            Error::Closed { .. } => (StatusCode::SERVICE_UNAVAILABLE, "closed"),
             Error::CorruptDocument { .. } => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_document")
             }
