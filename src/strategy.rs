@@ -155,6 +155,11 @@ impl Drawer {
                 Some(drawn) => Ok(drawn),
                 None => {
                     bump(&self.stats.fallbacks);
+                    tracing::debug!(
+                        sequence = %self.name,
+                        n,
+                        "the conditional increment did not match (bound, wrap or changed document): the compare-and-set decides"
+                    );
                     self.compare_and_set(n).await
                 }
             },
@@ -254,6 +259,7 @@ impl Drawer {
             }
             bump(&self.stats.conflicts);
             let delay = budget.after_conflict(&self.name)?;
+            tracing::debug!(sequence = %self.name, version = stored.version, ?delay, optimistic = from_memory, "lost the compare-and-set race; backing off");
             bump(&self.stats.retries);
             tokio::time::sleep(delay).await;
         }
