@@ -200,6 +200,43 @@ pub(crate) fn value_is_plausible(spec: &Spec, value: i64) -> bool {
     }
 }
 
+/// The stored value that moves a sequence standing at `value` past `n` without leaving its
+/// residue class (the numbers `value + k·step`): the value from which the next number is the
+/// first of the class beyond `n` (above it when ascending, below when descending). For step
+/// ±1 that is `n` itself. The result lies between `n` and `n ∓ (|step| - 1)`, so within the
+/// bounds whenever `n` is.
+pub(crate) fn advance_value(step: i64, value: i64, n: i64) -> i64 {
+    let s = i128::from(step).abs();
+    let (v, n) = (i128::from(value), i128::from(n));
+    let out = if step > 0 {
+        n - (n - v).rem_euclid(s)
+    } else {
+        n + (v - n).rem_euclid(s)
+    };
+    // Between n - (|step| - 1) and n + (|step| - 1): fits when n does, except at the very
+    // edge of the 64-bit range, where clamping stays in the class's bounds anyway.
+    i64::try_from(out).unwrap_or(if step > 0 { i64::MIN } else { i64::MAX })
+}
+
+/// Whether `number` lies in the residue class of a sequence standing at `value`: whether
+/// `number = value + k·step` for some integer `k`.
+pub(crate) fn in_class(step: i64, value: i64, number: i64) -> bool {
+    (i128::from(number) - i128::from(value)).rem_euclid(i128::from(step).abs()) == 0
+}
+
+/// The first number of the class of a sequence standing at `value` at or beyond `n` (at or
+/// above `n` ascending, at or below descending), if it fits in 64 bits.
+pub(crate) fn class_at_or_beyond(step: i64, value: i64, n: i64) -> Option<i64> {
+    let s = i128::from(step).abs();
+    let (v, n) = (i128::from(value), i128::from(n));
+    let out = if step > 0 {
+        n + (v - n).rem_euclid(s)
+    } else {
+        n - (n - v).rem_euclid(s)
+    };
+    i64::try_from(out).ok()
+}
+
 /// The stored values from which `n` numbers can be issued by a plain increment of
 /// `n * step`, without a wrap and without passing the bound: `Some((low, high))`, inclusive.
 ///
@@ -224,6 +261,25 @@ pub(crate) fn increment_window(spec: &Spec, n: u64) -> Option<(i64, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn advancing_keeps_the_residue_class() {
+        // Odd numbers 1, 3, 5, …: past 10 the next is 11; past 9 it is 11 too.
+        assert_eq!(advance_value(2, 1, 10) + 2, 11);
+        assert_eq!(advance_value(2, 1, 9) + 2, 11);
+        // Step 1: the old rule, value = n.
+        assert_eq!(advance_value(1, 3, 100), 100);
+        // Descending by 2 from 11 (next 9, 7, …): past 4 the next is 3.
+        assert_eq!(advance_value(-2, 11, 4) - 2, 3);
+        // Four stripes of step 4 all advanced to 100 stay disjoint.
+        let nexts: Vec<i64> = (1..=4)
+            .map(|s0| advance_value(4, s0 - 4, 100) + 4)
+            .collect();
+        assert_eq!(nexts, vec![101, 102, 103, 104]);
+        assert!(in_class(4, -3, 101) && !in_class(4, -3, 102));
+        assert_eq!(class_at_or_beyond(4, -2, 100), Some(102));
+        assert_eq!(class_at_or_beyond(-3, 10, 5), Some(4));
+    }
 
     fn numbers(spec: &Spec, mut value: i64, calls: usize) -> Vec<i64> {
         let mut out = Vec::new();

@@ -28,6 +28,7 @@ use crate::dispenser::{Dispenser, Sequence};
 use crate::error::{Error, Result};
 use crate::spec::validate_name;
 use crate::stats::{Stats, add, bump};
+use crate::store::Stamp;
 use crate::strategy::Drawer;
 
 /// The default block size.
@@ -325,8 +326,8 @@ struct Block {
     run: Run,
     /// How many numbers of `run` were handed out.
     used: u64,
-    /// The document version written by the reservation.
-    version: i64,
+    /// The document version (and incarnation) written by the reservation.
+    version: Stamp,
     /// When the block became the current one.
     started: Instant,
     /// Whether its lifetime was fed to the adaptive size already.
@@ -334,7 +335,7 @@ struct Block {
 }
 
 impl Block {
-    fn new(run: Run, version: i64) -> Self {
+    fn new(run: Run, version: Stamp) -> Self {
         Block {
             run,
             used: 0,
@@ -501,7 +502,7 @@ async fn reserve(shared: Arc<Shared>, size: u64) {
 }
 
 /// Draws a block of `size`; near the bound of a non-cyclic sequence, what is left.
-async fn reserve_run(drawer: &Drawer, size: u64) -> Result<(Run, i64)> {
+async fn reserve_run(drawer: &Drawer, size: u64) -> Result<(Run, Stamp)> {
     match drawer.draw_versioned(size).await {
         Err(Error::Exhausted { remaining, .. }) if remaining > 0 && remaining < size => {
             drawer.draw_versioned(remaining).await
@@ -775,7 +776,8 @@ impl BlockSequence {
                 (b.version, b.run.last(), b.run.nth_number(b.used), b.left())
             }
             (Some(t), Some(p)) => {
-                let contiguous = p.version == t.version + 1
+                let contiguous = p.version.version == t.version.version + 1
+                    && p.version.incarnation == t.version.incarnation
                     && i128::from(p.run.first())
                         == i128::from(t.run.last()) + i128::from(t.run.step());
                 if contiguous {
@@ -1128,6 +1130,13 @@ mod tests {
         assert_eq!(o.initial_size(), 64);
     }
 
+    fn stamp(version: i64) -> Stamp {
+        Stamp {
+            version,
+            incarnation: None,
+        }
+    }
+
     #[test]
     fn blocks_hand_out_in_order_and_prefetch_at_the_share() {
         let options = BlockOptions::default()
@@ -1135,7 +1144,7 @@ mod tests {
             .with_prefetch(Some(0.5));
         let mut st = State {
             current: None,
-            next: Some(Block::new(Run::new(1, 4, 1), 1)),
+            next: Some(Block::new(Run::new(1, 4, 1), stamp(1))),
             inflight: false,
             failed: None,
             size: 4,
@@ -1152,7 +1161,7 @@ mod tests {
         assert_eq!(st.take_number(&options, now), Some(4));
         assert_eq!(st.take_number(&options, now), None);
         st.inflight = false;
-        st.next = Some(Block::new(Run::new(9, 2, 1), 3));
+        st.next = Some(Block::new(Run::new(9, 2, 1), stamp(3)));
         assert_eq!(st.held(), 2);
         assert_eq!(st.take_number(&options, now), Some(9));
         assert_eq!(st.held(), 1);

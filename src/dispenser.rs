@@ -9,7 +9,7 @@ use mongodb::options::ClientOptions;
 
 use crate::arith::{self, Run};
 use crate::block::Registry;
-use crate::document::{SequenceState, Stored};
+use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::options::Options;
@@ -105,22 +105,27 @@ impl Dispenser {
     pub async fn create(&self, name: &str, spec: Spec) -> Result<Sequence> {
         validate_name(name)?;
         spec.validate(name)?;
-        if !self.store.insert(name, &spec).await? {
-            return Err(Error::AlreadyExists {
+        match self.store.insert(name, &spec, None).await? {
+            Some(incarnation) => Ok(self.handle(name, created(&spec, None, incarnation))),
+            None => Err(Error::AlreadyExists {
                 name: name.to_owned(),
-            });
+            }),
         }
-        Ok(self.handle(name, created(&spec)))
     }
 
     /// Creates the sequence if it does not exist, or opens it if it exists with the same
-    /// step, bounds and cycle. Safe when many processes race: one insert wins, the others
-    /// read what it wrote.
+    /// start, step, bounds and cycle. Safe when many processes race: one insert wins, the
+    /// others read what it wrote.
+    ///
+    /// The start compared is the one recorded when the sequence was created (not where it
+    /// stands now), so every process may call `ensure` with the same spec for ever; a
+    /// sequence created by a version that did not record its start is compared on its shape
+    /// only.
     ///
     /// # Errors
     ///
-    /// [`Error::SpecConflict`] when the stored sequence has a different step, min, max or
-    /// cycle (the start only matters at creation), plus those of [`Dispenser::create`].
+    /// [`Error::SpecConflict`] when the stored sequence has a different start, step, min, max
+    /// or cycle, or is a stripe of a striped sequence, plus those of [`Dispenser::create`].
     ///
     /// # Example
     ///
@@ -134,15 +139,35 @@ impl Dispenser {
     pub async fn ensure(&self, name: &str, spec: Spec) -> Result<Sequence> {
         validate_name(name)?;
         spec.validate(name)?;
-        if self.store.insert(name, &spec).await? {
-            return Ok(self.handle(name, created(&spec)));
+        self.ensure_as(name, spec, None, true).await
+    }
+
+    /// [`Dispenser::ensure`] for a name and spec already validated: `stripe` is what the
+    /// document must be (checked when it exists), `check_start` whether a recorded start
+    /// must equal `spec.start` (scopes start wherever their template stands).
+    pub(crate) async fn ensure_as(
+        &self,
+        name: &str,
+        spec: Spec,
+        stripe: Option<StripeId>,
+        check_start: bool,
+    ) -> Result<Sequence> {
+        if let Some(incarnation) = self.store.insert(name, &spec, stripe).await? {
+            return Ok(self.handle(name, created(&spec, stripe, incarnation)));
         }
         let stored = self.load(name).await?;
-        if !stored.spec.same_shape(&spec) {
+        let start_differs = check_start && stored.origin.start.is_some_and(|s| s != spec.start);
+        // A document from before stripes were recorded is accepted on its shape.
+        let stripe_differs = match (stored.origin.stripe, stripe) {
+            (Some(have), Some(want)) => have != want,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if !stored.spec.same_shape(&spec) || start_differs || stripe_differs {
             return Err(Error::SpecConflict {
                 name: name.to_owned(),
-                stored: stored.spec.to_string(),
-                requested: spec.to_string(),
+                stored: describe(&stored.spec, stored.origin.start, stored.origin.stripe),
+                requested: describe(&spec, check_start.then_some(spec.start), stripe),
             });
         }
         Ok(self.handle(name, stored))
@@ -186,11 +211,13 @@ impl Dispenser {
 
     /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
     /// writers). Moving a sequence backwards (so that numbers already issued would come again)
-    /// needs `force`.
+    /// needs `force`. A stripe of a striped sequence only accepts a `next` of its own residue
+    /// class (use [`Dispenser::reset_striped`] to move all stripes).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when `next` lies outside the bounds, [`Error::WouldGoBackwards`]
+    /// [`Error::InvalidArgument`] when `next` lies outside the bounds (or outside a stripe's
+    /// class), [`Error::WouldGoBackwards`]
     /// without `force`, [`Error::Contention`], plus those of [`Dispenser::open`].
     ///
     /// # Example
@@ -222,6 +249,18 @@ impl Dispenser {
                     ),
                 )
             })?;
+            if stored.origin.stripe.is_some() && !arith::in_class(spec.step, stored.value, next) {
+                return Err(Error::invalid_argument(
+                    "reset value",
+                    format!(
+                        "{next} is not a number of stripe {name:?} (its numbers are {} + k·{}); \
+                         reset the striped sequence as a whole (reset_striped), which moves \
+                         each stripe within its own class",
+                        i128::from(stored.value) + i128::from(spec.step),
+                        spec.step
+                    ),
+                ));
+            }
             let backwards = if spec.step > 0 {
                 new_value < stored.value
             } else {
@@ -276,10 +315,14 @@ impl Dispenser {
     }
 
     /// Moves a sequence past `n` for after an import where numbers up to `n` were assigned
-    /// elsewhere: afterwards the stored value is at least `n` (at most `n` for a descending
-    /// sequence), so the next number issued lies beyond it. It never moves a sequence
-    /// backwards: if the sequence is already past `n`, nothing is written. CAS-safe against
-    /// concurrent writers.
+    /// elsewhere: afterwards the next number issued lies beyond `n` (above it, below it for a
+    /// descending sequence) and is the first such number of the sequence's own progression
+    /// (`value + k·step`: a sequence of odd numbers stays odd, a stripe stays in its residue
+    /// class). It never moves a sequence backwards: if the sequence is already past `n`,
+    /// nothing is written. CAS-safe against concurrent writers.
+    ///
+    /// Numbers other processes already reserved in blocks before the advance are still
+    /// handed out by those block clients (see the README's "eras").
     ///
     /// # Errors
     ///
@@ -306,12 +349,14 @@ impl Dispenser {
                     ),
                 ));
             }
+            // Stay in the sequence's own residue class (a stripe in its own).
+            let target = arith::advance_value(spec.step, stored.value, n);
             let ahead = if spec.step > 0 {
-                n > stored.value
+                target > stored.value
             } else {
-                n < stored.value
+                target < stored.value
             };
-            Ok(ahead.then_some(n))
+            Ok(ahead.then_some(target))
         })
         .await
     }
@@ -336,6 +381,7 @@ impl Dispenser {
                 .store
                 .compare_and_set(name, &stored, new_value, false)
                 .await?
+                .is_some()
             {
                 return self.peek(name).await;
             }
@@ -402,13 +448,31 @@ fn no_such(name: &str) -> Error {
 }
 
 /// The state of a sequence just inserted from `spec`.
-fn created(spec: &Spec) -> Stored {
+fn created(spec: &Spec, stripe: Option<StripeId>, incarnation: bson::oid::ObjectId) -> Stored {
     Stored {
         spec: *spec,
         value: spec.start.saturating_sub(spec.step),
         version: 0,
         cycles: 0,
+        incarnation: Some(incarnation),
+        origin: Origin {
+            start: Some(spec.start),
+            stripe,
+        },
     }
+}
+
+/// A spec as a conflict message shows it: `start 1000, {step 1, …}, stripe 1 of 4`.
+fn describe(spec: &Spec, start: Option<i64>, stripe: Option<StripeId>) -> String {
+    let mut out = match start {
+        Some(s) => format!("start {s}, {spec}"),
+        None => spec.to_string(),
+    };
+    match stripe {
+        Some(st) => out.push_str(&format!(", stripe {} of {}", st.index, st.count)),
+        None => out.push_str(", not a stripe"),
+    }
+    out
 }
 
 /// Driver options from a URI, with our timeouts where the URI sets none.

@@ -2,8 +2,17 @@
 //!
 //! ```text
 //! { _id: <name: string>, value: Int64, step: Int64, min: Int64, max: Int64, cycle: bool,
-//!   version: Int64, cycles: Int64, created_at: Date, updated_at: Date, format?: string }
+//!   version: Int64, cycles: Int64, created_at: Date, updated_at: Date, format?: string,
+//!   incarnation?: ObjectId, start?: Int64, stripe_index?: Int64, stripe_count?: Int64 }
 //! ```
+//!
+//! `incarnation` is written once, when the document is inserted, and never changes: every
+//! conditional write carries it in its filter, so a write computed from one incarnation of a
+//! sequence can never match a document deleted and created again under the same name.
+//! Documents written before it existed have none; they keep working (their filters say
+//! "no incarnation" plus the shape and value) and receive one on their next compare-and-set.
+//! `start` records the first number at creation (`ensure` compares it), `stripe_index` /
+//! `stripe_count` which stripe of a striped sequence the document is.
 //!
 //! Other languages read and write these documents, so decoding is strict: a missing field, a
 //! field of the wrong BSON type, or a value no valid history can produce is
@@ -11,6 +20,7 @@
 //! widened; the next write stores Int64). Doubles, strings and everything else are rejected:
 //! a double cannot hold every 64-bit integer, and a counter that silently rounds can repeat.
 
+use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 
 use crate::arith;
@@ -31,6 +41,45 @@ pub(crate) mod field {
     pub const CREATED_AT: &str = "created_at";
     pub const UPDATED_AT: &str = "updated_at";
     pub const FORMAT: &str = "format";
+    pub const INCARNATION: &str = "incarnation";
+    pub const START: &str = "start";
+    pub const STRIPE_INDEX: &str = "stripe_index";
+    pub const STRIPE_COUNT: &str = "stripe_count";
+}
+
+/// Which stripe of a striped sequence a document is: stripe `index` of `count`.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let state = d.peek("ids~1").await?;
+/// if let Some(stripe) = state.stripe {
+///     println!("stripe {} of {}", stripe.index, stripe.count);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct StripeId {
+    /// Which stripe, `0 ≤ index < count`.
+    pub index: u32,
+    /// How many stripes the striped sequence has.
+    pub count: u32,
+}
+
+impl StripeId {
+    pub(crate) fn new(index: u32, count: u32) -> Self {
+        StripeId { index, count }
+    }
+}
+
+/// What a document records about how it was created: its first number and, for a stripe,
+/// which one it is. Absent in documents written by earlier versions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Origin {
+    pub start: Option<i64>,
+    pub stripe: Option<StripeId>,
 }
 
 /// What the strategies need of a stored sequence: its shape and where it stands.
@@ -45,13 +94,28 @@ pub(crate) struct Stored {
     pub version: i64,
     /// How many times the sequence wrapped.
     pub cycles: i64,
+    /// Set once at insert; `None` in documents written by earlier versions.
+    pub incarnation: Option<ObjectId>,
+    /// The recorded start and stripe.
+    pub origin: Origin,
+}
+
+impl Stored {
+    /// The version and incarnation of this state.
+    pub(crate) fn stamp(&self) -> crate::store::Stamp {
+        crate::store::Stamp {
+            version: self.version,
+            incarnation: self.incarnation,
+        }
+    }
 }
 
 /// The projection that reads a [`Stored`]: only what the strategies need.
 pub(crate) fn stored_projection() -> Document {
     doc! {
         field::VALUE: 1, field::STEP: 1, field::MIN: 1, field::MAX: 1,
-        field::CYCLE: 1, field::VERSION: 1, field::CYCLES: 1, field::ID: 0,
+        field::CYCLE: 1, field::VERSION: 1, field::CYCLES: 1, field::INCARNATION: 1,
+        field::START: 1, field::STRIPE_INDEX: 1, field::STRIPE_COUNT: 1, field::ID: 0,
     }
 }
 
@@ -61,14 +125,21 @@ pub(crate) fn state_projection() -> Document {
         field::ID: 1, field::VALUE: 1, field::STEP: 1, field::MIN: 1, field::MAX: 1,
         field::CYCLE: 1, field::VERSION: 1, field::CYCLES: 1,
         field::CREATED_AT: 1, field::UPDATED_AT: 1, field::FORMAT: 1,
+        field::INCARNATION: 1, field::START: 1, field::STRIPE_INDEX: 1, field::STRIPE_COUNT: 1,
     }
 }
 
 /// The document of a new sequence: `value = start - step`, so the first number is `start`.
-pub(crate) fn new_document(name: &str, spec: &Spec, now: DateTime) -> Document {
+pub(crate) fn new_document(
+    name: &str,
+    spec: &Spec,
+    stripe: Option<StripeId>,
+    incarnation: ObjectId,
+    now: DateTime,
+) -> Document {
     // `Spec::validate` guarantees `start - step` fits.
     let value = spec.start.saturating_sub(spec.step);
-    doc! {
+    let mut d = doc! {
         field::ID: name,
         field::VALUE: value,
         field::STEP: spec.step,
@@ -79,7 +150,14 @@ pub(crate) fn new_document(name: &str, spec: &Spec, now: DateTime) -> Document {
         field::CYCLES: 0_i64,
         field::CREATED_AT: now,
         field::UPDATED_AT: now,
+        field::INCARNATION: incarnation,
+        field::START: spec.start,
+    };
+    if let Some(st) = stripe {
+        d.insert(field::STRIPE_INDEX, i64::from(st.index));
+        d.insert(field::STRIPE_COUNT, i64::from(st.count));
     }
+    d
 }
 
 fn bson_type_name(b: &Bson) -> &'static str {
@@ -147,6 +225,66 @@ fn get_date(name: &str, doc: &Document, key: &str) -> Result<DateTime> {
     }
 }
 
+fn get_opt_i64(name: &str, doc: &Document, key: &str) -> Result<Option<i64>> {
+    match doc.get(key) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(_) => get_i64(name, doc, key).map(Some),
+    }
+}
+
+fn get_incarnation(name: &str, doc: &Document) -> Result<Option<ObjectId>> {
+    match doc.get(field::INCARNATION) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::ObjectId(t)) => Ok(Some(*t)),
+        Some(other) => Err(Error::corrupt(
+            name,
+            field::INCARNATION,
+            format!(
+                "has BSON type {}; expected an objectId",
+                bson_type_name(other)
+            ),
+        )),
+    }
+}
+
+/// The optional `start`, `stripe_index` and `stripe_count` fields.
+fn get_origin(name: &str, doc: &Document, spec: &Spec) -> Result<Origin> {
+    let start = get_opt_i64(name, doc, field::START)?;
+    let index = get_opt_i64(name, doc, field::STRIPE_INDEX)?;
+    let count = get_opt_i64(name, doc, field::STRIPE_COUNT)?;
+    let stripe = match (index, count) {
+        (None, None) => None,
+        (Some(i), Some(c)) => {
+            let ok = |v: i64| u32::try_from(v).ok();
+            match (ok(i), ok(c)) {
+                (Some(index), Some(count)) if index < count => Some(StripeId { index, count }),
+                _ => {
+                    return Err(Error::corrupt(
+                        name,
+                        field::STRIPE_INDEX,
+                        format!("({i}) is not a stripe of {c}"),
+                    ));
+                }
+            }
+        }
+        (Some(_), None) => return Err(Error::corrupt(name, field::STRIPE_COUNT, "is missing")),
+        (None, Some(_)) => return Err(Error::corrupt(name, field::STRIPE_INDEX, "is missing")),
+    };
+    if let Some(start) = start
+        && (start < spec.min || start > spec.max)
+    {
+        return Err(Error::corrupt(
+            name,
+            field::START,
+            format!(
+                "({start}) lies outside min..=max ({}..={})",
+                spec.min, spec.max
+            ),
+        ));
+    }
+    Ok(Origin { start, stripe })
+}
+
 /// The optional `format` field: absent or a string that parses as a [`Format`].
 fn get_format(name: &str, doc: &Document) -> Result<Option<Format>> {
     match doc.get(field::FORMAT) {
@@ -209,6 +347,8 @@ pub(crate) fn decode_stored(name: &str, doc: &Document) -> Result<Stored> {
             format!("({cycles}) is negative"),
         ));
     }
+    let origin = get_origin(name, doc, &spec)?;
+    let incarnation = get_incarnation(name, doc)?;
     // The next number, clamped into the bounds; only informative.
     let start = value.saturating_add(step).clamp(min, max);
     Ok(Stored {
@@ -216,6 +356,8 @@ pub(crate) fn decode_stored(name: &str, doc: &Document) -> Result<Stored> {
         value,
         version,
         cycles,
+        incarnation,
+        origin,
     })
 }
 
@@ -254,6 +396,15 @@ pub struct SequenceState {
     pub updated_at: DateTime,
     /// The serial format shown for its numbers, if one was set (the optional `format` field).
     pub format: Option<Format>,
+    /// The first number, as recorded at creation (`None` for documents written by earlier
+    /// versions).
+    pub start: Option<i64>,
+    /// Which stripe of a striped sequence this document is, if it is one.
+    pub stripe: Option<StripeId>,
+    /// The document's incarnation: set once when it was inserted, so a sequence deleted and
+    /// created again is a different incarnation (`None` for documents written by earlier
+    /// versions that have not been written since).
+    pub incarnation: Option<ObjectId>,
 }
 
 impl SequenceState {
@@ -302,6 +453,9 @@ impl SequenceState {
             "created_at": self.created_at.try_to_rfc3339_string().ok(),
             "updated_at": self.updated_at.try_to_rfc3339_string().ok(),
             "format": self.format.as_ref().map(Format::as_str),
+            "start": self.start,
+            "stripe": self.stripe.map(|s| serde_json::json!({"index": s.index, "count": s.count})),
+            "incarnation": self.incarnation.map(|t| t.to_hex()),
         })
     }
 }
@@ -331,6 +485,9 @@ pub(crate) fn decode_state(doc: &Document) -> Result<SequenceState> {
         created_at: get_date(&name, doc, field::CREATED_AT)?,
         updated_at: get_date(&name, doc, field::UPDATED_AT)?,
         format: get_format(&name, doc)?,
+        start: stored.origin.start,
+        stripe: stored.origin.stripe,
+        incarnation: stored.incarnation,
         name,
     })
 }
@@ -340,7 +497,13 @@ mod tests {
     use super::*;
 
     fn good() -> Document {
-        new_document("s", &Spec::default().with_max(99), DateTime::from_millis(0))
+        new_document(
+            "s",
+            &Spec::default().with_max(99),
+            None,
+            ObjectId::new(),
+            DateTime::from_millis(0),
+        )
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub use block::{
     AdaptiveBlocks, BlockOptions, BlockSequence, CloseReport, DEFAULT_BLOCK_SIZE, DEFAULT_PREFETCH,
 };
 pub use dispenser::{Dispenser, Sequence};
-pub use document::SequenceState;
+pub use document::{SequenceState, StripeId};
 pub use error::{Error, Result};
 pub use format::{Format, MAX_FORMAT_BYTES, MAX_PAD};
 pub use options::{CasMode, Options, Strategy, safe_write_concern};

@@ -100,7 +100,9 @@ impl Dispenser {
             .with_max(t.max)
             .with_cycle(t.cycle)
             .with_start(start);
-        self.ensure(&name, spec).await
+        spec.validate(&name)?;
+        // A scope starts where its template stands when it is first used: compare the shape.
+        self.ensure_as(&name, spec, None, false).await
     }
 
     /// The scopes of `template`, sorted by scope key (corrupt documents as errors in place).
@@ -117,9 +119,20 @@ impl Dispenser {
     /// daily scopes, `YYYY-MM-DD` keys sort by date). Returns how many were deleted. The
     /// template itself is kept.
     ///
+    /// A daily scope that may still be in use is never deleted: deleting it would let the
+    /// next draw create it again from the template's start and issue that day's numbers a
+    /// second time. This function does not know the time zone of the daily sequences drawing
+    /// from `template`, so it protects every date key that is today (or later) anywhere on
+    /// Earth — on or after today's date at UTC−12, the last zone to leave a day.
+    /// [`DailySequence::delete_scopes_before`] knows its zone and protects exactly today and
+    /// later there. Only the scopes listed when the call starts are deleted, so a scope
+    /// created meanwhile is never removed.
+    ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`] for a bad template or an empty `before`, [`Error::Database`].
+    /// [`Error::InvalidArgument`] when a scope to be deleted is a date that may be today
+    /// (nothing is deleted; the message names it and the cut-off), [`Error::InvalidName`] for
+    /// a bad template or an empty `before`, [`Error::Database`].
     ///
     /// # Example
     ///
@@ -130,9 +143,38 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn delete_scopes_before(&self, template: &str, before: &str) -> Result<u64> {
+        let earliest = TimeZone::fixed(jiff::tz::offset(-12));
+        let today = Timestamp::now().to_zoned(earliest).date().to_string();
+        self.delete_scopes_before_day(template, before, &today, "UTC-12 (the earliest zone)")
+            .await
+    }
+
+    /// Deletes the scopes of `template` before `before`, refusing any date key on or after
+    /// `today` (the current day in `zone`, named in the message).
+    async fn delete_scopes_before_day(
+        &self,
+        template: &str,
+        before: &str,
+        today: &str,
+        zone: &str,
+    ) -> Result<u64> {
         let upper = scoped_name(template, before)?;
         let (from, _) = scope_range(template)?;
-        self.store().delete_range(&from, &upper).await
+        let ids = self.store().ids_in_range(&from, &upper).await?;
+        for id in &ids {
+            let key = &id[from.len()..];
+            if is_date_key(key) && key >= today {
+                return Err(Error::invalid_argument(
+                    "scopes-before",
+                    format!(
+                        "scope {id:?} is today or later in {zone} (today is {today} there): \
+                         deleting it would let its numbers be issued again; delete only \
+                         days before {today}"
+                    ),
+                ));
+            }
+        }
+        self.store().delete_ids(&ids).await
     }
 
     /// A daily sequence: scope `YYYY-MM-DD` of `template`, the date taken in `time_zone`
@@ -226,6 +268,39 @@ impl DailySequence {
         (self.clock)().to_zoned(self.tz.clone()).date().to_string()
     }
 
+    /// Deletes the scopes of this daily sequence's template dated before `before`, refusing
+    /// today and later in this sequence's time zone (see [`Dispenser::delete_scopes_before`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `before` would take today's scope or a later one
+    /// (nothing is deleted), plus those of [`Dispenser::delete_scopes_before`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave some of the listed old scopes deleted and others not;
+    /// call it again.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let daily = d.daily("tickets", "Europe/Paris")?;
+    /// let gone = daily.delete_scopes_before("2026-11-01").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_scopes_before(&self, before: &str) -> Result<u64> {
+        let today = self.scope_now();
+        let zone = self
+            .tz
+            .iana_name()
+            .unwrap_or("the configured zone")
+            .to_owned();
+        self.dispenser
+            .delete_scopes_before_day(&self.template, before, &today, &zone)
+            .await
+    }
+
     /// Issues the next number of today's scope (creating the scope on first use).
     ///
     /// # Errors
@@ -256,9 +331,22 @@ impl DailySequence {
     }
 }
 
+/// Whether a scope key is a date `YYYY-MM-DD` (the keys of daily sequences).
+fn is_date_key(key: &str) -> bool {
+    key.len() == 10 && key.parse::<jiff::civil::Date>().is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn date_keys_are_recognised() {
+        assert!(is_date_key("2026-11-22"));
+        for not in ["acme", "2026-11", "2026-13-01", "2026-11-22x", "20261122"] {
+            assert!(!is_date_key(not), "{not}");
+        }
+    }
 
     #[test]
     fn scoped_names_are_checked() {

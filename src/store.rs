@@ -8,7 +8,8 @@
 use std::future::IntoFuture;
 use std::time::Duration;
 
-use bson::{DateTime, Document, doc};
+use bson::oid::ObjectId;
+use bson::{Bson, DateTime, Document, doc};
 use futures::TryStreamExt;
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{
@@ -18,7 +19,7 @@ use mongodb::options::{
 use mongodb::{Client, Collection};
 
 use crate::arith::Draw;
-use crate::document::{self, Stored, field};
+use crate::document::{self, Stored, StripeId, field};
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::spec::Spec;
@@ -42,6 +43,34 @@ fn shape_filter(name: &str, spec: &Spec) -> Document {
         field::MAX: spec.max,
         field::CYCLE: spec.cycle,
     }
+}
+
+/// Where a document stood after a write: its version and its incarnation. A write that
+/// must only apply to that exact state (a compare-and-set, a give-back) filters on both,
+/// so it cannot match the document of another incarnation that reached the same version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub version: i64,
+    pub incarnation: Option<ObjectId>,
+}
+
+/// The filter that pins a conditional write to one state of one incarnation: `_id`, shape,
+/// `version`, and the incarnation — or, for a document written before incarnations existed,
+/// "no incarnation" plus `value` (so that the write is correct for whatever document holds
+/// that state, whichever history led there).
+fn pinned_filter(name: &str, spec: &Spec, stamp: Stamp, value: i64) -> Document {
+    let mut filter = shape_filter(name, spec);
+    filter.insert(field::VERSION, stamp.version);
+    match stamp.incarnation {
+        Some(t) => {
+            filter.insert(field::INCARNATION, t);
+        }
+        None => {
+            filter.insert(field::INCARNATION, doc! { "$exists": false });
+            filter.insert(field::VALUE, value);
+        }
+    }
+    filter
 }
 
 impl Store {
@@ -75,13 +104,20 @@ impl Store {
         }
     }
 
-    /// Inserts a new sequence document. `Ok(false)` when the name already exists.
-    pub(crate) async fn insert(&self, name: &str, spec: &Spec) -> Result<bool> {
-        let doc = document::new_document(name, spec, DateTime::now());
+    /// Inserts a new sequence document with a fresh incarnation. `Ok(Some(incarnation))`
+    /// when inserted, `Ok(None)` when the name already exists.
+    pub(crate) async fn insert(
+        &self,
+        name: &str,
+        spec: &Spec,
+        stripe: Option<StripeId>,
+    ) -> Result<Option<ObjectId>> {
+        let incarnation = ObjectId::new();
+        let doc = document::new_document(name, spec, stripe, incarnation, DateTime::now());
         let res = tokio::time::timeout(self.timeout, self.coll.insert_one(doc)).await;
         match res {
-            Ok(Ok(_)) => Ok(true),
-            Ok(Err(e)) if is_duplicate_key(&e) => Ok(false),
+            Ok(Ok(_)) => Ok(Some(incarnation)),
+            Ok(Err(e)) if is_duplicate_key(&e) => Ok(None),
             Ok(Err(e)) => Err(Error::database(format!("creating sequence {name:?}"), e)),
             Err(_) => Err(Error::Timeout {
                 context: format!("creating sequence {name:?}"),
@@ -150,13 +186,40 @@ impl Store {
         Ok(docs.iter().map(document::decode_state).collect())
     }
 
-    /// Deletes the sequences whose names lie in `[from, to)`; returns how many.
-    pub(crate) async fn delete_range(&self, from: &str, to: &str) -> Result<u64> {
+    /// The names of the documents whose `_id` is a string in `[from, to)`, sorted.
+    pub(crate) async fn ids_in_range(&self, from: &str, to: &str) -> Result<Vec<String>> {
+        let opts = FindOptions::builder()
+            .projection(doc! { field::ID: 1 })
+            .sort(doc! { field::ID: 1 })
+            .build();
+        let docs: Vec<Document> = self
+            .bounded(
+                || format!("listing sequences from {from:?} to {to:?}"),
+                async {
+                    self.coll
+                        .find(doc! { field::ID: { "$gte": from, "$lt": to } })
+                        .with_options(opts)
+                        .await?
+                        .try_collect()
+                        .await
+                },
+            )
+            .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|d| d.get_str(field::ID).ok().map(str::to_owned))
+            .collect())
+    }
+
+    /// Deletes the documents named `ids` (those that still exist); returns how many.
+    pub(crate) async fn delete_ids(&self, ids: &[String]) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
         let res = self
             .bounded(
-                || format!("deleting sequences from {from:?} to {to:?}"),
-                self.coll
-                    .delete_many(doc! { field::ID: { "$gte": from, "$lt": to } }),
+                || format!("deleting {} sequences", ids.len()),
+                self.coll.delete_many(doc! { field::ID: { "$in": ids } }),
             )
             .await?;
         Ok(res.deleted_count)
@@ -182,20 +245,25 @@ impl Store {
         Ok(res.matched_count == 1)
     }
 
-    /// The compare-and-set: stores `draw.new_value` only if the document is still at
-    /// `expected.version` (and has the shape the draw was computed from). `Ok(true)` when
-    /// this write won.
+    /// The compare-and-set: stores `new_value` only if the document is still the state
+    /// `expected` (same incarnation, version and shape; see [`pinned_filter`]). Returns the
+    /// stamp written when this write won, `None` when another writer came first. A document
+    /// without an incarnation receives one with this write.
     pub(crate) async fn compare_and_set(
         &self,
         name: &str,
         expected: &Stored,
         new_value: i64,
         wrapped: bool,
-    ) -> Result<bool> {
-        let mut filter = shape_filter(name, &expected.spec);
-        filter.insert(field::VERSION, expected.version);
+    ) -> Result<Option<Stamp>> {
+        let filter = pinned_filter(name, &expected.spec, expected.stamp(), expected.value);
+        let incarnation = expected.incarnation.unwrap_or_else(ObjectId::new);
+        let mut set = doc! { field::VALUE: new_value };
+        if expected.incarnation.is_none() {
+            set.insert(field::INCARNATION, incarnation);
+        }
         let update = doc! {
-            "$set": { field::VALUE: new_value },
+            "$set": set,
             "$inc": { field::VERSION: 1_i64, field::CYCLES: i64::from(wrapped) },
             "$currentDate": { field::UPDATED_AT: true },
         };
@@ -205,7 +273,10 @@ impl Store {
                 self.coll.update_one(filter, update),
             )
             .await?;
-        Ok(res.matched_count == 1)
+        Ok((res.matched_count == 1).then_some(Stamp {
+            version: expected.version + 1,
+            incarnation: Some(incarnation),
+        }))
     }
 
     /// Stores the outcome of a draw computed from `expected` (see [`Store::compare_and_set`]).
@@ -214,22 +285,25 @@ impl Store {
         name: &str,
         expected: &Stored,
         draw: &Draw,
-    ) -> Result<bool> {
+    ) -> Result<Option<Stamp>> {
         self.compare_and_set(name, expected, draw.new_value, draw.wrapped)
             .await
     }
 
     /// The conditional increment: adds `delta` to `value` (and 1 to `version`) only while
-    /// `value` lies in `[low, high]` and the shape is `spec`; returns the new
-    /// `(value, version)`, or `None` when the filter did not match (a bound, a wrap, a
-    /// different shape, or no such document).
+    /// `value` lies in `[low, high]` and the shape is `spec`; returns the new `value` and the
+    /// stamp written, or `None` when the filter did not match (a bound, a wrap, a different
+    /// shape, or no such document).
+    ///
+    /// It needs no incarnation in its filter: its outcome depends only on the value and shape
+    /// it matches, so it is correct on whichever document holds them.
     pub(crate) async fn increment(
         &self,
         name: &str,
         spec: &Spec,
         (low, high): (i64, i64),
         delta: i64,
-    ) -> Result<Option<(i64, i64)>> {
+    ) -> Result<Option<(i64, Stamp)>> {
         let mut filter = shape_filter(name, spec);
         filter.insert(
             field::VALUE,
@@ -241,7 +315,9 @@ impl Store {
         };
         let opts = FindOneAndUpdateOptions::builder()
             .return_document(ReturnDocument::After)
-            .projection(doc! { field::VALUE: 1, field::VERSION: 1, field::ID: 0 })
+            .projection(doc! {
+                field::VALUE: 1, field::VERSION: 1, field::INCARNATION: 1, field::ID: 0,
+            })
             .build();
         let found = self
             .bounded(
@@ -254,23 +330,33 @@ impl Store {
         let Some(d) = found else { return Ok(None) };
         let value = document::get_i64(name, &d, field::VALUE)?;
         let version = document::get_i64(name, &d, field::VERSION)?;
-        Ok(Some((value, version)))
+        let incarnation = match d.get(field::INCARNATION) {
+            Some(Bson::ObjectId(t)) => Some(*t),
+            _ => None,
+        };
+        Ok(Some((
+            value,
+            Stamp {
+                version,
+                incarnation,
+            },
+        )))
     }
 
     /// Gives the unused tail of a block back: moves `value` from `last` (the end of the block
-    /// reserved by the write that produced `version`) back to `new_value`, only if the
-    /// document still has the shape `spec`, is at `version` and holds `last` (no write
-    /// happened after the reservation). `Ok(true)` when the tail was given back.
+    /// reserved by the write that produced `stamp`) back to `new_value`, only if the
+    /// document is still that incarnation, has the shape `spec`, is at that version and
+    /// holds `last` (no write happened after the reservation). `Ok(true)` when the tail was
+    /// given back.
     pub(crate) async fn give_back(
         &self,
         name: &str,
         spec: &Spec,
-        version: i64,
+        stamp: Stamp,
         last: i64,
         new_value: i64,
     ) -> Result<bool> {
-        let mut filter = shape_filter(name, spec);
-        filter.insert(field::VERSION, version);
+        let mut filter = pinned_filter(name, spec, stamp, last);
         filter.insert(field::VALUE, last);
         let update = doc! {
             "$set": { field::VALUE: new_value },

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::options::{CasMode, Strategy};
 use crate::retry::{Backoff, RetryBudget};
 use crate::stats::{Counters, add, bump};
-use crate::store::Store;
+use crate::store::{Stamp, Store};
 
 /// In adaptive mode, how often a pessimistic caller tries optimism again.
 const PROBE_EVERY: u32 = 16;
@@ -91,10 +91,16 @@ impl Drawer {
     }
 
     /// Remembers a state: a fresh read always replaces the guess; a state after our own write
-    /// only when it is newer (another task of this handle may have written after us).
+    /// only when it is newer (another task of this handle may have written after us) in the
+    /// same incarnation, or gives a document written before incarnations its first one.
     fn remember(&self, s: Stored, fresh_read: bool) {
         let mut r = self.remembered.lock().unwrap_or_else(|p| p.into_inner());
-        if fresh_read || s.version > r.version {
+        let newer = if r.incarnation == s.incarnation {
+            s.version > r.version
+        } else {
+            r.incarnation.is_none()
+        };
+        if fresh_read || newer {
             *r = s;
         }
     }
@@ -136,10 +142,11 @@ impl Drawer {
         Ok(run)
     }
 
-    /// Like [`Drawer::draw`], but also returns the document's `version` as written by the
-    /// write that reserved the run (the block allocator needs it to give a tail back), and
-    /// does not count the run as issued (a block is reserved, not yet handed out).
-    pub(crate) async fn draw_versioned(&self, n: u64) -> Result<(Run, i64)> {
+    /// Like [`Drawer::draw`], but also returns the document's version and incarnation as
+    /// written by the write that reserved the run (the block allocator needs them to give a
+    /// tail back), and does not count the run as issued (a block is reserved, not yet handed
+    /// out).
+    pub(crate) async fn draw_versioned(&self, n: u64) -> Result<(Run, Stamp)> {
         if n == 0 {
             return Err(Error::invalid_argument(
                 "count",
@@ -168,7 +175,7 @@ impl Drawer {
 
     /// The one-round-trip path: the run and the version written. `None` when the filter did
     /// not match.
-    async fn increment(&self, n: u64) -> Result<Option<(Run, i64)>> {
+    async fn increment(&self, n: u64) -> Result<Option<(Run, Stamp)>> {
         let known = self.remembered();
         let spec = known.spec;
         let Some(window) = arith::increment_window(&spec, n) else {
@@ -179,7 +186,7 @@ impl Drawer {
         };
         bump(&self.stats.round_trips);
         bump(&self.stats.writes);
-        let Some((value, version)) = self
+        let Some((value, stamp)) = self
             .store
             .increment(&self.name, &spec, window, delta)
             .await?
@@ -198,17 +205,18 @@ impl Drawer {
         self.remember(
             Stored {
                 value,
-                version,
+                version: stamp.version,
+                incarnation: stamp.incarnation,
                 ..known
             },
             false,
         );
-        Ok(Some((Run::new(first, n, spec.step), version)))
+        Ok(Some((Run::new(first, n, spec.step), stamp)))
     }
 
     /// First writer wins, with backoff between lost races. Returns the run and the version
     /// written.
-    async fn compare_and_set(&self, n: u64) -> Result<(Run, i64)> {
+    async fn compare_and_set(&self, n: u64) -> Result<(Run, Stamp)> {
         let mut budget = RetryBudget::new(&self.backoff);
         let optimistic_first = self
             .adaptive
@@ -243,19 +251,20 @@ impl Drawer {
                 self.adaptive
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .record_optimistic(won);
+                    .record_optimistic(won.is_some());
             }
-            if won {
+            if let Some(stamp) = won {
                 self.remember(
                     Stored {
                         value: draw.new_value,
-                        version: stored.version + 1,
+                        version: stamp.version,
                         cycles: stored.cycles + i64::from(draw.wrapped),
-                        spec: stored.spec,
+                        incarnation: stamp.incarnation,
+                        ..stored
                     },
                     false,
                 );
-                return Ok((draw.run, stored.version + 1));
+                return Ok((draw.run, stamp));
             }
             bump(&self.stats.conflicts);
             let delay = budget.after_conflict(&self.name)?;

@@ -13,8 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use futures::future::try_join_all;
 
+use crate::arith;
 use crate::block::{BlockOptions, BlockSequence, CloseReport};
 use crate::dispenser::{Dispenser, Sequence};
+use crate::document::{SequenceState, StripeId};
 use crate::error::{Error, Result};
 use crate::spec::{Spec, validate_name};
 use crate::stats::Stats;
@@ -136,8 +138,9 @@ impl Dispenser {
     /// stripe 0's residue class rather than its own, so it would issue numbers another stripe
     /// also issues.
     ///
-    /// Do not also use a plain sequence or another stripe count with the same name: the
-    /// stripes only know about each other.
+    /// Each stripe document records which stripe it is (`stripe_index`, `stripe_count`) and
+    /// its start, so asking again with another stripe count, start or step is a
+    /// [`Error::SpecConflict`] rather than a second layout over the same documents.
     ///
     /// # Errors
     ///
@@ -186,23 +189,198 @@ impl Dispenser {
         let specs = (0..stripes)
             .map(|i| stripe_spec(name, &spec, stripes, i))
             .collect::<Result<Vec<_>>>()?;
-        let names: Vec<String> = (0..stripes).map(|i| stripe_name(name, i)).collect();
-        let plain = try_join_all(
-            names
-                .iter()
-                .zip(specs)
-                .map(|(n, s)| async move { self.ensure(n, s).await }),
-        )
-        .await?;
-        let stripes = plain.iter().cloned().map(Stripe::Plain).collect();
-        Ok(StripedSequence {
-            inner: Arc::new(Inner {
-                name: name.to_owned(),
-                plain,
-                stripes,
-                cursor: AtomicUsize::new(random_start()),
-            }),
-        })
+        let count = stripes;
+        let ensure = |(s, i): (Spec, u32)| async move {
+            self.ensure_as(
+                &stripe_name(name, i),
+                s,
+                Some(StripeId::new(i, count)),
+                true,
+            )
+            .await
+        };
+        let mut specs = specs.into_iter().zip(0..);
+        // Stripe 0 first: it records the layout, so another layout over the same name is
+        // refused before any other stripe is written.
+        let Some(zero) = specs.next() else {
+            return Err(Error::invalid_argument("stripes", "0 stripes requested"));
+        };
+        let mut plain = vec![ensure(zero).await?];
+        plain.extend(try_join_all(specs.map(ensure)).await?);
+        Ok(StripedSequence::from_plain(name, plain))
+    }
+
+    /// Opens an existing striped sequence: reads how many stripes it has from `name~0` and
+    /// opens each (checking that each is the stripe it should be).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`] when `name~0` does not exist, [`Error::SpecConflict`] when a
+    /// stripe is missing its record or records another stripe (for example a stripe written
+    /// by a version that did not record stripes: open it with
+    /// [`Dispenser::ensure_striped`] and its spec instead), plus those of
+    /// [`Dispenser::open`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
+    /// let ids = d.open_striped("ids").await?;
+    /// assert_eq!(ids.stripes(), 4);
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_striped(&self, name: &str) -> Result<StripedSequence> {
+        let states = self.peek_striped(name).await?;
+        let plain = try_join_all(states.iter().map(|st| self.open(&st.name))).await?;
+        Ok(StripedSequence::from_plain(name, plain))
+    }
+
+    /// The stored state of every stripe of the striped sequence `name`, stripe 0 first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Dispenser::open_striped`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// for stripe in d.peek_striped("ids").await? {
+    ///     println!("{}: next {:?}", stripe.name, stripe.next_number());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn peek_striped(&self, name: &str) -> Result<Vec<SequenceState>> {
+        validate_name(name)?;
+        let first = self.peek(&stripe_name(name, 0)).await?;
+        let count = match first.stripe {
+            Some(st) if st.index == 0 => st.count,
+            _ => return Err(not_striped(name, &first)),
+        };
+        let mut states = vec![first];
+        for i in 1..count {
+            let st = self.peek(&stripe_name(name, i)).await?;
+            if st.stripe != Some(StripeId::new(i, count)) {
+                return Err(not_striped(name, &st));
+            }
+            states.push(st);
+        }
+        Ok(states)
+    }
+
+    /// Moves every stripe of `name` past `n` (see [`Dispenser::advance_to`]): each stripe's
+    /// next number is the first of its own residue class beyond `n`, so the stripes stay
+    /// disjoint. Stripes already past `n` are left alone. Returns the stripes' states.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Dispenser::open_striped`] and [`Dispenser::advance_to`]; on an error after
+    /// some stripes moved, calling it again completes the move.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// d.advance_striped("ids", 1_000_000).await?; // imported ids used ..=1000000
+    /// # Ok(()) }
+    /// ```
+    pub async fn advance_striped(&self, name: &str, n: i64) -> Result<Vec<SequenceState>> {
+        let states = self.peek_striped(name).await?;
+        let mut out = Vec::with_capacity(states.len());
+        for st in states {
+            out.push(self.advance_to(&st.name, n).await?);
+        }
+        Ok(out)
+    }
+
+    /// Resets every stripe of `name` so that the striped sequence issues numbers from `next`
+    /// on: each stripe's next number becomes the first of its own residue class at or beyond
+    /// `next`, so the stripes stay disjoint. Moving backwards needs `force`, as with
+    /// [`Dispenser::reset`]. Returns the stripes' states.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when a stripe has no number of its class between `next`
+    /// and its bound (nothing is written then), plus those of [`Dispenser::reset`]; on an
+    /// error after some stripes moved, calling it again completes the reset.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// d.reset_striped("ids", 5000, false).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn reset_striped(
+        &self,
+        name: &str,
+        next: i64,
+        force: bool,
+    ) -> Result<Vec<SequenceState>> {
+        let states = self.peek_striped(name).await?;
+        let mut targets = Vec::with_capacity(states.len());
+        for st in &states {
+            let target = arith::class_at_or_beyond(st.step, st.value, next)
+                .filter(|t| (st.min..=st.max).contains(t))
+                .ok_or_else(|| {
+                    Error::invalid_argument(
+                        "reset value",
+                        format!(
+                            "stripe {:?} has no number of its class from {next} within its \
+                             bounds {}..={}",
+                            st.name, st.min, st.max
+                        ),
+                    )
+                })?;
+            targets.push((st.name.clone(), target));
+        }
+        let mut out = Vec::with_capacity(targets.len());
+        for (stripe, target) in targets {
+            out.push(self.reset(&stripe, target, force).await?);
+        }
+        Ok(out)
+    }
+
+    /// Deletes every stripe of `name`; returns how many documents were deleted. Like
+    /// [`Dispenser::delete`], the numbers may be issued again if the striped sequence is
+    /// created anew.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Dispenser::open_striped`] and [`Dispenser::delete`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let n = d.delete_striped("ids").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_striped(&self, name: &str) -> Result<u32> {
+        let states = self.peek_striped(name).await?;
+        let mut n = 0;
+        // Highest stripe first: stripe 0 (which says how many there are) goes last, so an
+        // interrupted delete can be run again.
+        for st in states.iter().rev() {
+            self.delete(&st.name).await?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+fn not_striped(name: &str, st: &SequenceState) -> Error {
+    Error::SpecConflict {
+        name: name.to_owned(),
+        stored: match st.stripe {
+            Some(s) => format!("{} is stripe {} of {}", st.name, s.index, s.count),
+            None => format!(
+                "{} records no stripe (plain, or written by an earlier version)",
+                st.name
+            ),
+        },
+        requested: "a striped sequence".to_owned(),
     }
 }
 
@@ -215,6 +393,18 @@ fn random_start() -> usize {
 }
 
 impl StripedSequence {
+    fn from_plain(name: &str, plain: Vec<Sequence>) -> Self {
+        let stripes = plain.iter().cloned().map(Stripe::Plain).collect();
+        StripedSequence {
+            inner: Arc::new(Inner {
+                name: name.to_owned(),
+                plain,
+                stripes,
+                cursor: AtomicUsize::new(random_start()),
+            }),
+        }
+    }
+
     /// The striped sequence's name (its stripes are `name~0`, `name~1`, …).
     ///
     /// # Example

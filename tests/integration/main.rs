@@ -8,6 +8,7 @@ mod common;
 mod core;
 mod faults;
 mod gate;
+mod hardening;
 mod proxy;
 mod scope;
 mod serve;

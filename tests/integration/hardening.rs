@@ -1,0 +1,290 @@
+//! Regression tests for numbers issued twice *around* the draw paths (issue: "never a
+//! duplicate, everywhere"): handles and block clients that outlive a delete + re-create,
+//! stripes laid over each other or moved out of their residue class, daily scopes deleted
+//! while live, `ensure` with another start, and documents written before incarnations.
+
+use dispenser::mongodb::bson::{Bson, DateTime, doc};
+use dispenser::{BlockOptions, Error, Spec, Strategy};
+
+use crate::common::Fixture;
+
+fn with(f: &Fixture, strategy: Strategy) -> dispenser::Dispenser {
+    f.dispenser(f.options().with_strategy(strategy))
+}
+
+/// The reproduction from the issue: a compare-and-set handle draws 1, 2, 3; the sequence is
+/// deleted and created again at 1000; another client draws 1000..=1002, so the new document
+/// reaches the version the old handle remembers. The old handle must not write `value 4`
+/// into the new document: it re-reads and continues the new incarnation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cas_handle_that_outlives_delete_and_recreate_continues_the_new_incarnation() {
+    let f = Fixture::new("outlive_cas").await;
+    let d = with(&f, Strategy::Cas);
+    let old = d.create("orders", Spec::default()).await.unwrap();
+    for want in 1..=3 {
+        assert_eq!(old.next().await.unwrap(), want);
+    }
+    d.delete("orders").await.unwrap();
+    let new = d
+        .create("orders", Spec::default().with_start(1000))
+        .await
+        .unwrap();
+    for want in 1000..=1002 {
+        assert_eq!(new.next().await.unwrap(), want);
+    }
+    let n = old.next().await.unwrap();
+    assert_eq!(n, 1003, "the old handle must continue the new incarnation");
+    assert_eq!(new.next().await.unwrap(), 1004);
+    assert_eq!(d.peek("orders").await.unwrap().value, 1004);
+}
+
+/// The conditional increment falls back to the compare-and-set at a bound; that fallback
+/// must not match a re-created document either. Old handle at value 5, version 5; the new
+/// incarnation starts at 5 and reaches value 9 (the bound) at version 5: the increment does
+/// not match (bound), and an optimistic compare-and-set from the remembered value 5 would
+/// write 6 and re-issue 6..=9.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_increments_fallback_never_writes_into_a_recreated_document() {
+    let f = Fixture::new("outlive_inc").await;
+    let d = with(&f, Strategy::ConditionalIncrement);
+    let tickets = Spec::default().with_max(9).with_cycle(true);
+    let old = d.create("tickets", tickets).await.unwrap();
+    for want in 1..=5 {
+        assert_eq!(old.next().await.unwrap(), want);
+    }
+    d.delete("tickets").await.unwrap();
+    let new = d.create("tickets", tickets.with_start(5)).await.unwrap();
+    for want in 5..=9 {
+        assert_eq!(new.next().await.unwrap(), want);
+    }
+    assert_eq!(d.peek("tickets").await.unwrap().version, 5);
+    // The next ticket after 9 is the wrap to 0, whoever draws it.
+    assert_eq!(old.next().await.unwrap(), 0);
+    let state = d.peek("tickets").await.unwrap();
+    assert_eq!((state.value, state.cycles), (0, 1));
+}
+
+/// A block client's give-back (on close) must not undo numbers of another incarnation that
+/// happens to stand at the same version and value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_give_back_never_matches_a_recreated_document() {
+    for strategy in [Strategy::ConditionalIncrement, Strategy::Cas] {
+        let f = Fixture::new("outlive_give_back").await;
+        let d = with(&f, strategy);
+        d.create("ids", Spec::default()).await.unwrap();
+        let blocks = d
+            .open_blocks(
+                "ids",
+                BlockOptions::default().with_size(10).with_prefetch(None),
+            )
+            .await
+            .unwrap();
+        assert_eq!(blocks.next().await.unwrap(), 1); // reserved 1..=10 at version 1
+        d.delete("ids").await.unwrap();
+        let new = d.create("ids", Spec::default()).await.unwrap();
+        let run = new.next_n(10).await.unwrap(); // 1..=10, version 1: the same state
+        assert_eq!((run.first(), run.last()), (1, 10));
+        let report = blocks.close().await.unwrap();
+        assert_eq!(
+            (report.given_back, report.lost),
+            (0, 9),
+            "{strategy:?}: the tail belongs to a deleted incarnation"
+        );
+        let state = d.peek("ids").await.unwrap();
+        assert_eq!(
+            state.value, 10,
+            "{strategy:?}: 1..=10 were issued by the new one"
+        );
+        assert_eq!(new.next().await.unwrap(), 11);
+    }
+}
+
+/// Documents written before incarnations (and `start`) existed keep working with both
+/// strategies, and receive an incarnation on their first compare-and-set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_written_by_earlier_versions_keep_working() {
+    let f = Fixture::new("legacy_docs").await;
+    let now = Bson::DateTime(DateTime::now());
+    for (name, strategy) in [
+        ("legacy_inc", Strategy::ConditionalIncrement),
+        ("legacy_cas", Strategy::Cas),
+    ] {
+        f.raw()
+            .insert_one(doc! {
+                "_id": name, "value": 41_i64, "step": 1_i64, "min": 0_i64, "max": 45_i64,
+                "cycle": true, "version": 7_i64, "cycles": 0_i64,
+                "created_at": now.clone(), "updated_at": now.clone(),
+            })
+            .await
+            .unwrap();
+        let d = with(&f, strategy);
+        // ensure with any start accepts a document that recorded none.
+        let seq = d
+            .ensure(name, Spec::default().with_max(45).with_cycle(true))
+            .await
+            .unwrap();
+        let got: Vec<i64> = {
+            let mut v = Vec::new();
+            for _ in 0..8 {
+                v.push(seq.next().await.unwrap());
+            }
+            v
+        };
+        assert_eq!(got, vec![42, 43, 44, 45, 0, 1, 2, 3], "{strategy:?}");
+        let state = d.peek(name).await.unwrap();
+        assert_eq!(state.value, 3);
+        assert!(
+            state.incarnation.is_some(),
+            "{strategy:?}: the wrap's compare-and-set gives the document an incarnation"
+        );
+        assert_eq!(state.start, None);
+    }
+}
+
+/// `ensure` with another start than the one the sequence was created with is a conflict,
+/// like another max; the same start (where the sequence now stands does not matter) is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensure_with_another_start_is_a_conflict() {
+    let f = Fixture::new("ensure_start").await;
+    let d = f.dispenser(f.options());
+    let orders = d.create("orders", Spec::default()).await.unwrap();
+    orders.next_n(5).await.unwrap();
+    let err = d
+        .ensure("orders", Spec::default().with_start(1000))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("start 1") && msg.contains("start 1000"),
+        "{msg}"
+    );
+    let again = d.ensure("orders", Spec::default()).await.unwrap();
+    assert_eq!(again.next().await.unwrap(), 6);
+    assert_eq!(d.peek("orders").await.unwrap().start, Some(1));
+}
+
+/// Issue reproduction: 2 stripes of step 2 (steps 4: 1, 5, 9 … and 3, 7, 11 …), then 4
+/// stripes of step 1 reopened `ids~0`/`ids~1` (same step 4) and created `ids~2` starting
+/// at 3, so stripes 1 and 2 both issued 3, 7, 11. Each stripe now records what it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_stripe_layout_over_the_same_documents_is_a_conflict() {
+    let f = Fixture::new("stripe_layouts").await;
+    let d = f.dispenser(f.options());
+    d.ensure_striped("ids", 2, Spec::default().with_step(2))
+        .await
+        .unwrap();
+    let err = d
+        .ensure_striped("ids", 4, Spec::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
+    assert!(err.to_string().contains("stripe 0 of 2"), "{err}");
+    // Stripe 0 is checked first: nothing of the refused layout was written.
+    assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 2);
+    let again = d
+        .ensure_striped("ids", 2, Spec::default().with_step(2))
+        .await
+        .unwrap();
+    assert_eq!(again.stripes(), 2);
+    let opened = d.open_striped("ids").await.unwrap();
+    assert_eq!(opened.stripes(), 2);
+}
+
+/// Issue reproduction: `advance-to ids~0 100` and `advance-to ids~1 100` put both stripes on
+/// 100, so both issued 102, 104 … Advancing keeps each stripe in its residue class, and the
+/// striped admin operations move all stripes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advancing_or_resetting_stripes_keeps_them_disjoint() {
+    let f = Fixture::new("stripe_admin").await;
+    let d = f.dispenser(f.options());
+    let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
+    for _ in 0..6 {
+        ids.next().await.unwrap();
+    }
+    d.advance_to("ids~0", 100).await.unwrap();
+    d.advance_to("ids~1", 100).await.unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..20 {
+        let n = ids.next().await.unwrap();
+        assert!(n > 100, "{n} is not past 100");
+        assert!(seen.insert(n), "{n} issued twice after advance-to");
+    }
+    // A stripe refuses a reset outside its class.
+    let err = d.reset("ids~0", 1000, false).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert!(err.to_string().contains("reset_striped"), "{err}");
+    // The striped operations move every stripe within its class.
+    let states = d.advance_striped("ids", 5000).await.unwrap();
+    let nexts: Vec<i64> = states.iter().filter_map(|s| s.next_number()).collect();
+    assert_eq!(nexts, vec![5001, 5002]);
+    let states = d.reset_striped("ids", 7000, false).await.unwrap();
+    let nexts: Vec<i64> = states.iter().filter_map(|s| s.next_number()).collect();
+    assert_eq!(nexts, vec![7001, 7000]);
+    let err = d.reset_striped("ids", 10, false).await.unwrap_err();
+    assert!(matches!(err, Error::WouldGoBackwards { .. }), "{err}");
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..20 {
+        let n = ids.next().await.unwrap();
+        assert!(n >= 7000 && seen.insert(n), "{n}");
+    }
+    assert_eq!(d.delete_striped("ids").await.unwrap(), 2);
+    assert!(matches!(
+        d.open_striped("ids").await,
+        Err(Error::NoSuchSequence { .. })
+    ));
+}
+
+/// Issue reproduction: "delete scopes before 2026-11-22" run in UTC while the template's
+/// zone is still on the 21st deleted the live scope; the next draw re-created it from the
+/// template's start and re-issued the day's numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_daily_scope_is_never_deleted() {
+    use std::sync::Arc;
+    let f = Fixture::new("live_scope").await;
+    let d = f.dispenser(f.options());
+    d.ensure("tickets", Spec::default()).await.unwrap();
+    // 05:00 UTC on the 22nd is still the 21st in Honolulu.
+    let at = |ts: &'static str| -> dispenser::Clock { Arc::new(move || ts.parse().unwrap()) };
+    let honolulu = d
+        .daily("tickets", "Pacific/Honolulu")
+        .unwrap()
+        .with_clock(at("2026-11-21T05:00:00Z"));
+    assert_eq!(honolulu.next().await.unwrap().scope, "2026-11-20");
+    let honolulu = honolulu.with_clock(at("2026-11-22T05:00:00Z"));
+    for want in 1..=3 {
+        let t = honolulu.next().await.unwrap();
+        assert_eq!((t.scope.as_str(), t.number), ("2026-11-21", want));
+    }
+    let err = honolulu
+        .delete_scopes_before("2026-11-22")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert!(
+        err.to_string().contains("tickets@2026-11-21") && err.to_string().contains("Honolulu"),
+        "{err}"
+    );
+    assert_eq!(d.list_scopes("tickets").await.unwrap().len(), 2);
+    assert_eq!(
+        honolulu.delete_scopes_before("2026-11-21").await.unwrap(),
+        1
+    );
+    assert_eq!(honolulu.next().await.unwrap().number, 4);
+
+    // Without a zone, today anywhere on Earth is protected: a scope dated today at UTC−12
+    // survives any cut-off.
+    let today = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::fixed(jiff::tz::offset(-12)))
+        .date()
+        .to_string();
+    d.ensure("queue", Spec::default()).await.unwrap();
+    let live = d.open_scope("queue", &today).await.unwrap();
+    live.next_n(3).await.unwrap();
+    let err = d
+        .delete_scopes_before("queue", "9999-12-31")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains(&today), "{err}");
+    assert_eq!(live.next().await.unwrap(), 4);
+}
