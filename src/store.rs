@@ -257,7 +257,7 @@ impl Store {
         wrapped: bool,
     ) -> Result<Option<Stamp>> {
         let filter = pinned_filter(name, &expected.spec, expected.stamp(), expected.value);
-        let incarnation = expected.incarnation.unwrap_or_else(ObjectId::new);
+        let incarnation = expected.incarnation.unwrap_or_default();
         let mut set = doc! { field::VALUE: new_value };
         if expected.incarnation.is_none() {
             set.insert(field::INCARNATION, incarnation);

@@ -9,6 +9,7 @@ mod core;
 mod faults;
 mod gate;
 mod hardening;
+mod model;
 mod proxy;
 mod scope;
 mod serve;
