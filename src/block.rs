@@ -11,14 +11,21 @@
 //! so every task and thread of a process can share one [`BlockSequence`]. At most one
 //! reservation is in flight per block client: with prefetch it runs in the background
 //! (`tokio::spawn`) once a share of the current block is used; callers that drain the block
-//! before it returns wait for that same reservation. A failed reservation is reported to the
-//! one call that needed its numbers; the next call tries again.
+//! before it returns wait for that same reservation. Every caller waiting on a reservation
+//! gets its outcome: its numbers (as far as they go; the rest wait for the next reservation),
+//! or its error — all of them, at once. The error is kept only for those waiters: a caller
+//! that comes later starts a fresh reservation, so a prefetch that failed while the database
+//! was away is retried by the call that needs the next block, never reported to it.
+//!
+//! Cancel safety: a number is taken from a block only in the synchronous step that returns
+//! it, so a `next()` dropped before it completes never consumes one; a reservation runs as its
+//! own task, so a caller dropped while waiting leaves it to the others and to the block.
 //!
 //! [`Sequence::next_n`]: crate::Sequence::next_n
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -331,6 +338,9 @@ struct Block {
     started: Instant,
     /// Whether its lifetime was fed to the adaptive size already.
     measured: bool,
+    /// A reservation made while this was the current block failed: no more prefetch from
+    /// it; the call that finds it empty reserves afresh.
+    prefetch_failed: bool,
 }
 
 impl Block {
@@ -341,6 +351,7 @@ impl Block {
             version,
             started: Instant::now(),
             measured: false,
+            prefetch_failed: false,
         }
     }
 
@@ -356,11 +367,9 @@ struct State {
     current: Option<Block>,
     /// A reserved block waiting for `current` to run out.
     next: Option<Block>,
-    /// A reservation is running; when it finishes it fills `next` or `failed` and wakes
-    /// everyone waiting on `done`.
-    inflight: bool,
-    /// The error of the last reservation, for the one call that needs its numbers.
-    failed: Option<Error>,
+    /// The reservation running, if any; when it finishes it fills `next` (or records its
+    /// error in its outcome), clears this and wakes everyone waiting on `done`.
+    inflight: Option<Arc<Reservation>>,
     /// The size of the next reservation.
     size: u64,
     /// Closed: nothing more is issued or reserved.
@@ -403,25 +412,62 @@ impl State {
         }
     }
 
-    /// Whether a prefetch should start now; if so marks it in flight and returns its size.
-    fn prefetch_due(&mut self, options: &BlockOptions) -> Option<u64> {
+    /// Whether a prefetch should start now; if so marks it in flight and returns it and its
+    /// size.
+    fn prefetch_due(&mut self, options: &BlockOptions) -> Option<(Arc<Reservation>, u64)> {
         let share = options.prefetch?;
-        if self.inflight || self.next.is_some() || self.failed.is_some() || self.closed {
+        if self.inflight.is_some() || self.next.is_some() || self.closed {
             return None;
         }
         let b = self.current.as_ref()?;
+        if b.prefetch_failed {
+            return None;
+        }
         let count = b.run.count();
         // `as` saturates; the share is in (0, 1].
         let threshold = ((share * count as f64).ceil() as u64).clamp(1, count);
         if b.used < threshold {
             return None;
         }
-        self.inflight = true;
-        Some(self.size)
+        Some((self.begin(), self.size))
+    }
+
+    /// Marks a new reservation in flight and returns it.
+    fn begin(&mut self) -> Arc<Reservation> {
+        debug_assert!(self.inflight.is_none(), "one reservation at a time");
+        let r = Arc::new(Reservation::default());
+        self.inflight = Some(Arc::clone(&r));
+        r
+    }
+
+    /// Clears `inflight` if it is `r`.
+    fn end(&mut self, r: &Arc<Reservation>) {
+        if self.inflight.as_ref().is_some_and(|i| Arc::ptr_eq(i, r)) {
+            self.inflight = None;
+        }
     }
 
     fn held(&self) -> u64 {
         self.current.map_or(0, |b| b.left()) + self.next.map_or(0, |b| b.left())
+    }
+}
+
+/// One reservation (a block being reserved), shared by the callers that wait on it.
+#[derive(Debug, Default)]
+struct Reservation {
+    /// Set (under the state lock, before `inflight` is cleared) when it finished: `Ok` when
+    /// its block is in `next` (or was handed out already), else its error, which every
+    /// caller that waited on it gets. Never set when it was dropped unfinished.
+    outcome: OnceLock<Result<()>>,
+}
+
+impl Reservation {
+    /// The error it failed with, for a caller that waited on it.
+    fn error(&self) -> Option<Error> {
+        match self.outcome.get() {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        }
     }
 }
 
@@ -460,41 +506,54 @@ impl Drop for Shared {
     }
 }
 
-/// Clears `inflight` when a reservation is dropped before it finished (its runtime shut
-/// down, or the caller running it inline was cancelled): whatever it reserved is a gap.
+/// A reservation marked in flight, owned by the future that runs it: dropped before it
+/// finished (never started because no runtime could run it, its runtime shut down, or the
+/// caller running it inline was cancelled), it clears `inflight` and wakes the waiters, who
+/// then start another; whatever it may have reserved is a gap.
 struct InflightGuard {
     shared: Arc<Shared>,
+    reservation: Arc<Reservation>,
     armed: bool,
 }
 
 impl Drop for InflightGuard {
     fn drop(&mut self) {
         if self.armed {
-            self.shared.lock().inflight = false;
+            self.shared.lock().end(&self.reservation);
             self.shared.done.notify_waiters();
         }
     }
 }
 
-/// One reservation: draws a block and leaves it (or the error) for the callers.
-async fn reserve(shared: Arc<Shared>, size: u64) {
-    let mut guard = InflightGuard {
-        shared,
-        armed: true,
-    };
+/// Runs one reservation: draws a block and leaves it in `next`, or its error in its outcome
+/// for the callers that waited on it.
+async fn reserve(mut guard: InflightGuard, size: u64) {
     let result = reserve_run(&guard.shared.drawer, size).await;
     let shared = &guard.shared;
     {
         let mut st = shared.lock();
-        st.inflight = false;
-        match result {
+        st.end(&guard.reservation);
+        let outcome = match result {
             Ok((run, version)) => {
                 bump(&shared.drawer.stats.block_refills);
                 debug_assert!(st.next.is_none(), "one reservation at a time");
                 st.next = Some(Block::new(run, version));
+                Ok(())
             }
-            Err(e) => st.failed = Some(e),
-        }
+            Err(e) => {
+                tracing::debug!(
+                    sequence = %shared.drawer.name,
+                    error = %e,
+                    "block reservation failed: its waiters get the error, the next call reserves afresh"
+                );
+                if let Some(b) = st.current.as_mut() {
+                    b.prefetch_failed = true;
+                }
+                Err(e)
+            }
+        };
+        // Only this task sets it, once.
+        let _ = guard.reservation.outcome.set(outcome);
     }
     guard.armed = false;
     shared.done.notify_waiters();
@@ -510,20 +569,36 @@ async fn reserve_run(drawer: &Drawer, size: u64) -> Result<(Run, i64)> {
     }
 }
 
-/// Starts a reservation: in the background on the current tokio runtime, or (outside any
-/// runtime) right here.
-async fn start(shared: &Arc<Shared>, size: u64) {
+/// Starts reservation `r` (already marked in flight) in the background on the current tokio
+/// runtime. Outside any runtime nothing can be spawned: returns it to be run inline by a
+/// caller that waits for it anyway, or dropped (which clears `inflight`).
+fn start(
+    shared: &Arc<Shared>,
+    r: Arc<Reservation>,
+    size: u64,
+) -> Option<impl Future<Output = ()> + use<>> {
+    let run = reserve(
+        InflightGuard {
+            shared: Arc::clone(shared),
+            reservation: r,
+            armed: true,
+        },
+        size,
+    );
     match tokio::runtime::Handle::try_current() {
-        Ok(handle) => drop(handle.spawn(reserve(Arc::clone(shared), size))),
-        Err(_) => reserve(Arc::clone(shared), size).await,
+        Ok(handle) => {
+            drop(handle.spawn(run));
+            None
+        }
+        Err(_) => Some(run),
     }
 }
 
 /// What a call decided under the lock.
 enum Step {
-    Issued(i64, Option<u64>),
+    Issued(i64, Option<(Arc<Reservation>, u64)>),
     Failed(Error),
-    Wait(Option<u64>),
+    Wait(Option<(Arc<Reservation>, u64)>),
 }
 
 /// A block client: hands out numbers from blocks reserved with one write each.
@@ -577,8 +652,7 @@ impl BlockSequence {
                 state: Mutex::new(State {
                     current: None,
                     next: None,
-                    inflight: false,
-                    failed: None,
+                    inflight: None,
                     size: options.initial_size(),
                     closed: false,
                 }),
@@ -620,11 +694,24 @@ impl BlockSequence {
     /// Hands out the next number: from memory when the current block has one (no I/O), else
     /// from the block being reserved (waiting for it), else by reserving a block.
     ///
+    /// Every caller waiting on a reservation gets its outcome: its numbers, as far as they
+    /// go (the others wait for the next reservation), or its error — all of them, at once.
+    ///
     /// # Errors
     ///
-    /// [`Error::Closed`] after [`BlockSequence::close`]; when a reservation failed, its error
-    /// (those of [`Sequence::next_n`]) on the one call that needed its numbers — the next call
-    /// tries again. [`Error::Exhausted`] once a non-cyclic sequence has nothing left.
+    /// [`Error::Closed`] after [`BlockSequence::close`]. When the reservation this call waited
+    /// on failed, its error (those of [`Sequence::next_n`], e.g. [`Error::Database`] or
+    /// [`Error::Timeout`]) — every call waiting on that reservation gets it; a later call
+    /// starts a fresh reservation. [`Error::Exhausted`] once a non-cyclic sequence has
+    /// nothing left.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: if the future is dropped before it completes, no number was taken (a
+    /// number leaves the block only in the step that returns it). A reservation the call was
+    /// waiting for, or started, runs on as its own task and its block serves later calls;
+    /// outside a tokio runtime, where it cannot be spawned, the caller runs it inline, and
+    /// dropping it then leaves whatever it reserved as a gap (never issued twice).
     ///
     /// # Example
     ///
@@ -637,8 +724,13 @@ impl BlockSequence {
     /// ```
     pub async fn next(&self) -> Result<i64> {
         let shared = &self.shared;
+        // Served from memory, this call never waits on a tokio resource, so a busy caller
+        // would never yield: spend the task's cooperative budget, so that now and then the
+        // runtime runs other tasks on this thread — among them the prefetch. Before a number
+        // is taken: a call dropped while it yields here has consumed nothing.
+        tokio::task::consume_budget().await;
         // The hot path: a number left in the current block. One short lock, no clock read,
-        // no waiter registration.
+        // no waiter registration, and no `.await` from taking the number to returning it.
         let ready = {
             let mut st = shared.lock();
             if st.closed {
@@ -649,17 +741,13 @@ impl BlockSequence {
             }
         };
         if let Some((n, prefetch)) = ready {
-            if let Some(size) = prefetch {
-                start(shared, size).await;
-            }
+            Self::prefetch(shared, prefetch);
             add(&shared.drawer.stats.issued, 1);
-            // Served from memory, this call never waits on a tokio resource, so a busy caller
-            // would never yield: spend the task's cooperative budget, so that now and then
-            // the runtime runs other tasks on this thread — among them the prefetch.
-            tokio::task::consume_budget().await;
             return Ok(n);
         }
         let mut waited = false;
+        // The reservation this call waits on: its outcome is this call's.
+        let mut waiting_on: Option<Arc<Reservation>> = None;
         loop {
             let notified = shared.done.notified();
             let step = {
@@ -669,20 +757,22 @@ impl BlockSequence {
                 }
                 if let Some(n) = st.take_number(&shared.options, Instant::now()) {
                     Step::Issued(n, st.prefetch_due(&shared.options))
-                } else if let Some(e) = st.failed.take() {
+                } else if let Some(e) = waiting_on.as_ref().and_then(|r| r.error()) {
                     Step::Failed(e)
-                } else if st.inflight {
+                } else if let Some(r) = &st.inflight {
+                    // The one in flight (the same again, or a newer one when ours delivered
+                    // numbers others took first, or was dropped unfinished).
+                    waiting_on = Some(Arc::clone(r));
                     Step::Wait(None)
                 } else {
-                    st.inflight = true;
-                    Step::Wait(Some(st.size))
+                    let r = st.begin();
+                    waiting_on = Some(Arc::clone(&r));
+                    Step::Wait(Some((r, st.size)))
                 }
             };
             match step {
                 Step::Issued(n, prefetch) => {
-                    if let Some(size) = prefetch {
-                        start(shared, size).await;
-                    }
+                    Self::prefetch(shared, prefetch);
                     if waited {
                         bump(&shared.drawer.stats.waits);
                     }
@@ -697,12 +787,24 @@ impl BlockSequence {
                 }
                 Step::Wait(reserve) => {
                     waited = true;
-                    if let Some(size) = reserve {
-                        start(shared, size).await;
+                    if let Some((r, size)) = reserve
+                        && let Some(inline) = start(shared, r, size)
+                    {
+                        inline.await;
+                        continue;
                     }
                     notified.await;
                 }
             }
+        }
+    }
+
+    /// Starts a prefetch decided under the lock, without waiting for it (outside a tokio
+    /// runtime it cannot run in the background, so it is dropped: the call that finds the
+    /// block empty reserves).
+    fn prefetch(shared: &Arc<Shared>, due: Option<(Arc<Reservation>, u64)>) {
+        if let Some((r, size)) = due {
+            drop(start(shared, r, size));
         }
     }
 
@@ -724,6 +826,13 @@ impl BlockSequence {
     ///
     /// [`Error::Database`] or [`Error::Timeout`] when the give-back write failed: its outcome
     /// is unknown, so the numbers are either given back or a gap — never issued twice.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe, though never at the cost of uniqueness: once polled, the client is
+    /// closed. Dropped while it waits for a reservation in flight, or before its give-back
+    /// write completed, the numbers the client held are given back (if that write went
+    /// through) or a gap — never issued twice — and no report says which.
     ///
     /// # Example
     ///
@@ -750,14 +859,13 @@ impl BlockSequence {
         shared.done.notify_waiters();
         loop {
             let notified = shared.done.notified();
-            if !shared.lock().inflight {
+            if shared.lock().inflight.is_none() {
                 break;
             }
             notified.await;
         }
         let (tail, prefetched) = {
             let mut st = shared.lock();
-            st.failed = None;
             (
                 st.current.take().filter(|b| b.left() > 0),
                 st.next.take().filter(|b| b.left() > 0),
@@ -816,8 +924,13 @@ impl BlockSequence {
     }
 
     /// Waits until no reservation is in flight (a prefetch or a refill), for example to let a
-    /// prefetch land before a latency-sensitive burst. Reserves nothing itself, and leaves a
-    /// failed reservation's error for the next call that needs numbers.
+    /// prefetch land before a latency-sensitive burst. Reserves nothing itself; a failed
+    /// reservation's error is not reported here (the next call that needs numbers reserves
+    /// afresh).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits; dropping it changes nothing.
     ///
     /// # Example
     ///
@@ -830,7 +943,7 @@ impl BlockSequence {
     pub async fn settle(&self) {
         loop {
             let notified = self.shared.done.notified();
-            if !self.shared.lock().inflight {
+            if self.shared.lock().inflight.is_none() {
                 return;
             }
             notified.await;
@@ -945,6 +1058,11 @@ impl Dispenser {
     ///
     /// [`Error::InvalidArgument`] for invalid options, plus those of [`Dispenser::open`].
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads the sequence; dropped before it completes, no client was
+    /// made and nothing was reserved.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -968,6 +1086,11 @@ impl Dispenser {
     /// [`Error::InvalidArgument`] (`block options`) when the live client was opened with
     /// different options (nothing is changed: close it first), plus those of
     /// [`Dispenser::open_blocks`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped before it completes, nothing was reserved, and no client was
+    /// registered (or the one registered meanwhile by another caller stays).
     ///
     /// # Example
     ///
@@ -1136,22 +1259,26 @@ mod tests {
         let mut st = State {
             current: None,
             next: Some(Block::new(Run::new(1, 4, 1), 1)),
-            inflight: false,
-            failed: None,
+            inflight: None,
             size: 4,
             closed: false,
         };
         let now = Instant::now();
         assert_eq!(st.take_number(&options, now), Some(1));
-        assert_eq!(st.prefetch_due(&options), None);
+        assert!(st.prefetch_due(&options).is_none());
         assert_eq!(st.take_number(&options, now), Some(2));
-        assert_eq!(st.prefetch_due(&options), Some(4));
-        assert!(st.inflight);
-        assert_eq!(st.prefetch_due(&options), None, "one reservation at a time");
+        let (r, size) = st.prefetch_due(&options).expect("due at half the block");
+        assert_eq!(size, 4);
+        assert!(st.inflight.as_ref().is_some_and(|i| Arc::ptr_eq(i, &r)));
+        assert!(
+            st.prefetch_due(&options).is_none(),
+            "one reservation at a time"
+        );
         assert_eq!(st.take_number(&options, now), Some(3));
         assert_eq!(st.take_number(&options, now), Some(4));
         assert_eq!(st.take_number(&options, now), None);
-        st.inflight = false;
+        st.end(&r);
+        assert!(st.inflight.is_none());
         st.next = Some(Block::new(Run::new(9, 2, 1), 3));
         assert_eq!(st.held(), 2);
         assert_eq!(st.take_number(&options, now), Some(9));
