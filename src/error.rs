@@ -22,7 +22,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// assert!(matches!(err, Error::InvalidSpec { .. }));
 /// assert_eq!(err.to_string(), "invalid spec for sequence \"orders\": step must not be 0");
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The sequence does not exist (it was never created, or it was deleted).

@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 use dispenser::{
     AdaptiveBlocks, BlockOptions, BlockSequence, CloseReport, Dispenser, Error, Spec, stripe_name,
 };
+use futures::FutureExt;
 use futures::future::join_all;
 
 use crate::common::{self, DB, Fixture, assert_each_exactly};
+use crate::proxy::{Faults, Proxy, XorShift};
 
 /// Runs `tasks` tasks that each draw `per_task` numbers from `blocks`; one list per task.
 async fn draw_in_tasks(blocks: &BlockSequence, tasks: usize, per_task: usize) -> Vec<Vec<i64>> {
@@ -670,4 +672,193 @@ fn the_cli_checks_the_block_size() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--block"), "{stderr}");
     assert!(out.stdout.is_empty());
+}
+
+/// A dispenser that reaches the test server through a fault proxy (no faults yet), with a
+/// short operation timeout, and a fresh sequence `s`.
+async fn behind_a_proxy(test: &str, timeout: Duration) -> (Fixture, Proxy, Dispenser) {
+    let f = Fixture::new(test).await;
+    f.dispenser(f.options())
+        .create("s", Spec::default())
+        .await
+        .unwrap();
+    let proxy = Proxy::to_test_server(Faults::default(), 9).await;
+    let ms = timeout.as_millis();
+    let uri = proxy.uri(&format!(
+        "&serverSelectionTimeoutMS={ms}&connectTimeoutMS={ms}&heartbeatFrequencyMS=500"
+    ));
+    let d = Dispenser::connect(&uri, f.options().with_operation_timeout(timeout))
+        .await
+        .unwrap();
+    (f, proxy, d)
+}
+
+/// Issue 9, item 5: every caller waiting on a reservation gets that reservation's outcome.
+/// With the database unreachable, 32 callers of one block client fail together within about
+/// one operation timeout — they used to take turns, one failed reservation each, so the last
+/// waited 32 timeouts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_waiter_of_a_failed_reservation_fails_promptly() {
+    const WAITERS: usize = 32;
+    let timeout = Duration::from_millis(500);
+    let (_f, proxy, d) = behind_a_proxy("blocks_waiters_fail", timeout).await;
+    let blocks = d
+        .open_blocks(
+            "s",
+            BlockOptions::default().with_size(10).with_prefetch(None),
+        )
+        .await
+        .unwrap();
+    // From now on nothing listens on the proxy's port: the database is unreachable.
+    drop(proxy);
+    let started = Instant::now();
+    let calls = (0..WAITERS).map(|_| {
+        let blocks = blocks.clone();
+        tokio::spawn(async move { (blocks.next().await, started.elapsed()) })
+    });
+    let outcomes: Vec<_> = join_all(calls)
+        .await
+        .into_iter()
+        .map(|r| r.expect("task"))
+        .collect();
+    let slowest = outcomes.iter().map(|(_, t)| *t).max().unwrap_or_default();
+    eprintln!("{WAITERS} waiters on an unreachable database: the slowest failed after {slowest:?}");
+    for (r, took) in &outcomes {
+        match r {
+            Err(e) => assert!(e.is_database(), "after {took:?}: {e}"),
+            Ok(n) => panic!("issued {n} with the database unreachable"),
+        }
+    }
+    assert!(
+        slowest < 3 * timeout,
+        "the slowest of {WAITERS} waiters took {slowest:?} (operation timeout {timeout:?})"
+    );
+    // Nothing is remembered: a later call starts its own reservation (and fails on its own).
+    let started = Instant::now();
+    assert!(blocks.next().await.unwrap_err().is_database());
+    assert!(started.elapsed() < 3 * timeout, "{:?}", started.elapsed());
+}
+
+/// Issue 9, item 5: a prefetch that failed while the server was unreachable is retried by the
+/// call that needs the next block; its stale error never reaches a call made once the server
+/// is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefetch_that_failed_during_an_outage_is_retried_not_reported() {
+    let (_f, proxy, d) = behind_a_proxy("blocks_prefetch_outage", Duration::from_secs(2)).await;
+    let blocks = d
+        .open_blocks(
+            "s",
+            BlockOptions::default()
+                .with_size(10)
+                .with_prefetch(Some(0.5)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(blocks.next().await.unwrap(), 1);
+    // The outage: every request, handshakes included, is answered with a reset.
+    proxy.set_faults(Faults {
+        reset: 1.0,
+        include_handshakes: true,
+        ..Faults::default()
+    });
+    // Taking the 5th number starts the prefetch of the next block; it fails.
+    for want in 2..=5 {
+        assert_eq!(blocks.next().await.unwrap(), want);
+    }
+    blocks.settle().await;
+    assert_eq!(blocks.stats().block_refills, 1, "the prefetch failed");
+    assert!(proxy.counts().reset_before > 0, "{}", proxy.counts());
+    // The server is back; wait until this client sees it again.
+    proxy.set_faults(Faults::default());
+    let back = Instant::now();
+    while let Err(e) = d.peek("s").await {
+        assert!(
+            back.elapsed() < Duration::from_secs(20),
+            "still unreachable: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The rest of the block, then a fresh reservation: no call sees the outage's error.
+    for want in 6..=25 {
+        match blocks.next().await {
+            Ok(n) => assert_eq!(n, want),
+            Err(e) => panic!("number {want}: {e}"),
+        }
+    }
+}
+
+/// Issue 9, item 6: a `next()` dropped before it completes never consumes a number. Four
+/// tasks race calls against tiny timeouts and against an always-ready `select!` branch, or poll
+/// them once (`now_or_never`); after
+/// `close()` gives the rest back, every number up to the stored value was returned by some
+/// call, exactly once. Small blocks: calls are often dropped while they wait for a
+/// reservation; large blocks: calls are dropped when they yield to the scheduler (their
+/// cooperative budget spent) on the way out of the hot path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_calls_never_consume_a_number() {
+    const TASKS: u64 = 4;
+    const CALLS: usize = 1500;
+    let f = Fixture::new("blocks_cancel").await;
+    let d = f.dispenser(f.options());
+    for size in [10, 1000] {
+        let name = format!("s{size}");
+        d.create(&name, Spec::default()).await.unwrap();
+        let blocks = d
+            .open_blocks(&name, BlockOptions::default().with_size(size))
+            .await
+            .unwrap();
+        let tasks = (0..TASKS).map(|t| {
+            let blocks = blocks.clone();
+            tokio::spawn(async move {
+                let mut rng = XorShift::new(t + size);
+                let mut got = Vec::new();
+                let mut cancelled = 0_u64;
+                for _ in 0..CALLS {
+                    let drawn = match rng.below(4) {
+                        0 => Some(blocks.next().await),
+                        // Polled once, dropped if not ready: "a number if one is at hand".
+                        1 => blocks.next().now_or_never(),
+                        2 => {
+                            let within = Duration::from_micros(rng.below(100));
+                            tokio::time::timeout(within, blocks.next()).await.ok()
+                        }
+                        _ => tokio::select! {
+                            biased;
+                            r = blocks.next() => Some(r),
+                            () = std::future::ready(()) => None,
+                        },
+                    };
+                    match drawn {
+                        Some(r) => got.push(r.expect("next")),
+                        None => cancelled += 1,
+                    }
+                }
+                (got, cancelled)
+            })
+        });
+        let mut all = Vec::new();
+        let mut cancelled = 0;
+        for (i, r) in join_all(tasks).await.into_iter().enumerate() {
+            let (got, c) = r.expect("task");
+            assert_increasing(&got, &format!("blocks of {size}, task {i}"));
+            all.extend(got);
+            cancelled += c;
+        }
+        let stats = blocks.stats();
+        let report = blocks.close().await.unwrap();
+        let value = d.peek(&name).await.unwrap().value;
+        eprintln!(
+            "blocks of {size}: {} numbers returned, {cancelled} calls cancelled, {report:?}, \
+             stored value {value}, {stats:?}",
+            all.len()
+        );
+        assert!(cancelled > 0, "blocks of {size}: no call was cancelled");
+        assert_eq!(
+            report.lost, 0,
+            "one client, no other writer: all given back"
+        );
+        assert_eq!(stats.issued, all.len() as u64);
+        // Returned + given back = reserved: no number was taken by a call then dropped.
+        assert_each_exactly(all, 1..=value, 1);
+    }
 }

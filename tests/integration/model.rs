@@ -189,7 +189,12 @@ async fn draw_round(
                     "--count".into(),
                     calls.to_string(),
                     "--strategy".into(),
-                    if tseed.is_multiple_of(2) { "cas" } else { "inc" }.into(),
+                    if tseed.is_multiple_of(2) {
+                        "cas"
+                    } else {
+                        "inc"
+                    }
+                    .into(),
                 ];
                 if tseed.is_multiple_of(3) {
                     args.push("--block".into());

@@ -213,6 +213,13 @@ impl Proxy {
         self.shared.fake_plain_auth.store(true, Relaxed);
     }
 
+    /// Changes what the proxy does to the requests that follow, on every connection (for
+    /// example `reset: 1.0` with `include_handshakes` to make the server unreachable, then
+    /// `Faults::default()` to make it reachable again).
+    pub fn set_faults(&self, faults: Faults) {
+        *self.shared.faults.lock().expect("faults") = faults;
+    }
+
     pub fn counts(&self) -> Counts {
         let c = &self.shared.counters;
         Counts {

@@ -1,0 +1,450 @@
+//! Block (hi-lo) allocation: one write reserves a block of numbers, which are then handed out
+//! from memory.
+//!
+//! A block reservation **is** a draw of `size` numbers through the configured strategy
+//! ([`Drawer::draw_versioned`]), so it uses the same arithmetic, store and retry code as
+//! [`Sequence::next_n`]: with `cycle` a block never crosses the wrap (it ends at the bound and
+//! the next block starts at `min`); without `cycle`, near the bound the block is cut to what is
+//! left.
+//!
+//! Numbers are handed out under a short [`std::sync::Mutex`] (never held across an `.await`),
+//! so every task and thread of a process can share one [`BlockSequence`]. At most one
+//! reservation is in flight per block client: with prefetch it runs in the background
+//! (`tokio::spawn`) once a share of the current block is used; callers that drain the block
+//! before it returns wait for that same reservation. Every caller waiting on a reservation
+//! gets its outcome: its numbers (as far as they go; the rest wait for the next reservation),
+//! or its error — all of them, at once. The error is kept only for those waiters: a caller
+//! that comes later starts a fresh reservation, so a prefetch that failed while the database
+//! was away is retried by the call that needs the next block, never reported to it.
+//!
+//! Cancel safety: a number is taken from a block only in the synchronous step that returns
+//! it, so a `next()` dropped before it completes never consumes one; a reservation runs as its
+//! own task, so a caller dropped while waiting leaves it to the others and to the block.
+//!
+//! [`Sequence::next_n`]: crate::Sequence::next_n
+
+mod close;
+mod options;
+mod registry;
+mod reservation;
+mod state;
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+
+pub use close::CloseReport;
+pub use options::{AdaptiveBlocks, BlockOptions, DEFAULT_BLOCK_SIZE, DEFAULT_PREFETCH};
+pub(crate) use registry::Registry;
+use reservation::{Reservation, start};
+use state::State;
+
+use crate::dispenser::{Dispenser, Sequence};
+use crate::error::{Error, Result};
+use crate::stats::{Stats, add, bump};
+use crate::strategy::Drawer;
+
+/// The shared inside of a [`BlockSequence`].
+struct Shared {
+    drawer: Arc<Drawer>,
+    options: BlockOptions,
+    state: Mutex<State>,
+    /// Notified (all waiters) when a reservation finishes and when the client closes.
+    done: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn closed_error(&self) -> Error {
+        Error::Closed {
+            name: self.drawer.name.clone(),
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let held = st.held();
+        if !st.closed && held > 0 {
+            tracing::debug!(
+                sequence = %self.drawer.name,
+                lost = held,
+                "block client dropped without close: its unused numbers are a gap"
+            );
+        }
+    }
+}
+
+/// What a call decided under the lock.
+enum Step {
+    Issued(i64, Option<(Arc<Reservation>, u64)>),
+    Failed(Error),
+    Wait(Option<(Arc<Reservation>, u64)>),
+}
+
+/// A block client: hands out numbers from blocks reserved with one write each.
+///
+/// Cheap to clone; clones share the blocks, so one `BlockSequence` serves every task and
+/// thread of a process. Numbers handed out by one block client are strictly increasing in
+/// the sequence's direction (except across a wrap), but **clients interleave**: two block
+/// clients of the same sequence hand out numbers from different blocks, so across clients
+/// the numbers are unique but not in global order.
+///
+/// Numbers reserved but never handed out are a gap: a crashed client loses the rest of its
+/// block. [`BlockSequence::close`] gives the unused tail back when that is safe.
+///
+/// # Example
+///
+/// ```no_run
+/// use dispenser::{BlockOptions, Dispenser, Options, Spec};
+///
+/// # async fn f() -> dispenser::Result<()> {
+/// let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
+/// d.ensure("orders", Spec::default()).await?;
+/// let orders = d.open_blocks("orders", BlockOptions::default().with_size(1000)).await?;
+/// let id = orders.next().await?; // one write per 1000 numbers
+/// orders.close().await?; // give the unused rest back if no one wrote since
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct BlockSequence {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for BlockSequence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.shared.lock();
+        f.debug_struct("BlockSequence")
+            .field("name", &self.shared.drawer.name)
+            .field("options", &self.shared.options)
+            .field("size", &st.size)
+            .field("held", &st.held())
+            .field("closed", &st.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BlockSequence {
+    fn new(drawer: Arc<Drawer>, options: BlockOptions) -> Result<Self> {
+        options.validate()?;
+        Ok(BlockSequence {
+            shared: Arc::new(Shared {
+                drawer,
+                state: Mutex::new(State {
+                    current: None,
+                    next: None,
+                    inflight: None,
+                    size: options.initial_size(),
+                    closed: false,
+                }),
+                options,
+                done: Notify::new(),
+            }),
+        })
+    }
+
+    /// The sequence's name.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let blocks = d.open_blocks("orders", dispenser::BlockOptions::default()).await?;
+    /// assert_eq!(blocks.name(), "orders");
+    /// # Ok(()) }
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.shared.drawer.name
+    }
+
+    /// The options this client was opened with.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::BlockOptions;
+    /// let blocks = d.open_blocks("orders", BlockOptions::default().with_size(10)).await?;
+    /// assert_eq!(blocks.options().size, 10);
+    /// # Ok(()) }
+    /// ```
+    pub fn options(&self) -> &BlockOptions {
+        &self.shared.options
+    }
+
+    /// Hands out the next number: from memory when the current block has one (no I/O), else
+    /// from the block being reserved (waiting for it), else by reserving a block.
+    ///
+    /// Every caller waiting on a reservation gets its outcome: its numbers, as far as they
+    /// go (the others wait for the next reservation), or its error — all of them, at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Closed`] after [`BlockSequence::close`]. When the reservation this call waited
+    /// on failed, its error (those of [`Sequence::next_n`], e.g. [`Error::Database`] or
+    /// [`Error::Timeout`]) — every call waiting on that reservation gets it; a later call
+    /// starts a fresh reservation. [`Error::Exhausted`] once a non-cyclic sequence has
+    /// nothing left.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: if the future is dropped before it completes, no number was taken (a
+    /// number leaves the block only in the step that returns it). A reservation the call was
+    /// waiting for, or started, runs on as its own task and its block serves later calls;
+    /// outside a tokio runtime, where it cannot be spawned, the caller runs it inline, and
+    /// dropping it then leaves whatever it reserved as a gap (never issued twice).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+    /// let a = blocks.next().await?;
+    /// let b = blocks.next().await?;
+    /// assert!(b > a); // one client: increasing (ascending sequence, no wrap between)
+    /// # Ok(()) }
+    /// ```
+    pub async fn next(&self) -> Result<i64> {
+        let shared = &self.shared;
+        // Served from memory, this call never waits on a tokio resource, so a busy caller
+        // would never yield: spend the task's cooperative budget, so that now and then the
+        // runtime runs other tasks on this thread — among them the prefetch. Before a number
+        // is taken: a call dropped while it yields here has consumed nothing.
+        tokio::task::consume_budget().await;
+        // The hot path: a number left in the current block. One short lock, no clock read,
+        // no waiter registration, and no `.await` from taking the number to returning it.
+        let ready = {
+            let mut st = shared.lock();
+            if st.closed {
+                None
+            } else {
+                st.take_ready()
+                    .map(|n| (n, st.prefetch_due(&shared.options)))
+            }
+        };
+        if let Some((n, prefetch)) = ready {
+            Self::prefetch(shared, prefetch);
+            add(&shared.drawer.stats.issued, 1);
+            return Ok(n);
+        }
+        let mut waited = false;
+        // The reservation this call waits on: its outcome is this call's.
+        let mut waiting_on: Option<Arc<Reservation>> = None;
+        loop {
+            let notified = shared.done.notified();
+            let step = {
+                let mut st = shared.lock();
+                if st.closed {
+                    return Err(shared.closed_error());
+                }
+                if let Some(n) = st.take_number(&shared.options, Instant::now()) {
+                    Step::Issued(n, st.prefetch_due(&shared.options))
+                } else if let Some(e) = waiting_on.as_ref().and_then(|r| r.error()) {
+                    Step::Failed(e)
+                } else if let Some(r) = &st.inflight {
+                    // The one in flight (the same again, or a newer one when ours delivered
+                    // numbers others took first, or was dropped unfinished).
+                    waiting_on = Some(Arc::clone(r));
+                    Step::Wait(None)
+                } else {
+                    let r = st.begin();
+                    waiting_on = Some(Arc::clone(&r));
+                    Step::Wait(Some((r, st.size)))
+                }
+            };
+            match step {
+                Step::Issued(n, prefetch) => {
+                    Self::prefetch(shared, prefetch);
+                    if waited {
+                        bump(&shared.drawer.stats.waits);
+                    }
+                    add(&shared.drawer.stats.issued, 1);
+                    return Ok(n);
+                }
+                Step::Failed(e) => {
+                    if waited {
+                        bump(&shared.drawer.stats.waits);
+                    }
+                    return Err(e);
+                }
+                Step::Wait(reserve) => {
+                    waited = true;
+                    if let Some((r, size)) = reserve
+                        && let Some(inline) = start(shared, r, size)
+                    {
+                        inline.await;
+                        continue;
+                    }
+                    notified.await;
+                }
+            }
+        }
+    }
+
+    /// Starts a prefetch decided under the lock, without waiting for it (outside a tokio
+    /// runtime it cannot run in the background, so it is dropped: the call that finds the
+    /// block empty reserves).
+    fn prefetch(shared: &Arc<Shared>, due: Option<(Arc<Reservation>, u64)>) {
+        if let Some((r, size)) = due {
+            drop(start(shared, r, size));
+        }
+    }
+
+    /// Waits until no reservation is in flight (a prefetch or a refill), for example to let a
+    /// prefetch land before a latency-sensitive burst. Reserves nothing itself; a failed
+    /// reservation's error is not reported here (the next call that needs numbers reserves
+    /// afresh).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits; dropping it changes nothing.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+    /// blocks.next().await?;
+    /// blocks.settle().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn settle(&self) {
+        loop {
+            let notified = self.shared.done.notified();
+            if self.shared.lock().inflight.is_none() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// How many reserved numbers this client holds and has not handed out yet (the rest of
+    /// the current block plus a prefetched block): what a crash now would lose.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::BlockOptions;
+    /// let blocks = d.open_blocks("orders", BlockOptions::default().with_prefetch(None)).await?;
+    /// blocks.next().await?;
+    /// assert_eq!(blocks.buffered(), 99);
+    /// # Ok(()) }
+    /// ```
+    pub fn buffered(&self) -> u64 {
+        self.shared.lock().held()
+    }
+
+    /// The size of the next reservation (changes over time with adaptive sizing).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::BlockSequence) {
+    /// println!("next block: {} numbers", blocks.block_size());
+    /// # }
+    /// ```
+    pub fn block_size(&self) -> u64 {
+        self.shared.lock().size
+    }
+
+    /// Whether `other` is the same block client (a clone of this handle, or the same handle
+    /// returned twice by [`Dispenser::shared_blocks`]).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::BlockSequence) {
+    /// assert!(blocks.same_as(&blocks.clone()));
+    /// # }
+    /// ```
+    pub fn same_as(&self, other: &BlockSequence) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// Whether [`BlockSequence::close`] was called (on this handle or a clone).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+    /// let other = blocks.clone();
+    /// blocks.close().await?;
+    /// assert!(other.is_closed());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.shared.lock().closed
+    }
+
+    /// What this client did so far: `issued` counts numbers handed out, `block_refills` the
+    /// blocks reserved, `waits` the calls that had to wait for the database. Shared with the
+    /// [`Sequence`] handle it was made from, if any.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+    /// let s = blocks.stats();
+    /// println!("{} numbers from {} blocks, {} waits", s.issued, s.block_refills, s.waits);
+    /// # Ok(()) }
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.shared.drawer.stats.snapshot()
+    }
+}
+
+impl Sequence {
+    /// Turns this handle into a block client (see [`BlockSequence`]). The block client
+    /// shares this handle's remembered state and [`Stats`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for invalid options (see [`BlockOptions::validate`]).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let blocks = d
+    ///     .ensure("orders", dispenser::Spec::default())
+    ///     .await?
+    ///     .into_blocks(dispenser::BlockOptions::default())?;
+    /// let id = blocks.next().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn into_blocks(self, options: BlockOptions) -> Result<BlockSequence> {
+        BlockSequence::new(Arc::clone(self.drawer()), options)
+    }
+}
+
+impl Dispenser {
+    /// Opens an existing sequence as a new block client (see [`BlockSequence`]). Every call
+    /// makes a new, independent client; use [`Dispenser::shared_blocks`] for one per process.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for invalid options, plus those of [`Dispenser::open`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads the sequence; dropped before it completes, no client was
+    /// made and nothing was reserved.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let blocks = d.open_blocks("orders", dispenser::BlockOptions::default()).await?;
+    /// let id = blocks.next().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_blocks(&self, name: &str, options: BlockOptions) -> Result<BlockSequence> {
+        options.validate()?;
+        self.open(name).await?.into_blocks(options)
+    }
+}

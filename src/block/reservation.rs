@@ -1,0 +1,119 @@
+//! Reserving a block: one reservation at a time, run as its own task, its outcome shared by
+//! every caller that waits on it.
+
+use std::sync::{Arc, OnceLock};
+
+use super::Shared;
+use super::state::Block;
+use crate::arith::Run;
+use crate::error::{Error, Result};
+use crate::stats::bump;
+use crate::store::Stamp;
+use crate::strategy::Drawer;
+
+/// One reservation (a block being reserved), shared by the callers that wait on it.
+#[derive(Debug, Default)]
+pub(super) struct Reservation {
+    /// Set (under the state lock, before `inflight` is cleared) when it finished: `Ok` when
+    /// its block is in `next` (or was handed out already), else its error, which every
+    /// caller that waited on it gets. Never set when it was dropped unfinished.
+    pub(super) outcome: OnceLock<Result<()>>,
+}
+
+impl Reservation {
+    /// The error it failed with, for a caller that waited on it.
+    pub(super) fn error(&self) -> Option<Error> {
+        match self.outcome.get() {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// A reservation marked in flight, owned by the future that runs it: dropped before it
+/// finished (never started because no runtime could run it, its runtime shut down, or the
+/// caller running it inline was cancelled), it clears `inflight` and wakes the waiters, who
+/// then start another; whatever it may have reserved is a gap.
+struct InflightGuard {
+    shared: Arc<Shared>,
+    reservation: Arc<Reservation>,
+    armed: bool,
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shared.lock().end(&self.reservation);
+            self.shared.done.notify_waiters();
+        }
+    }
+}
+
+/// Runs one reservation: draws a block and leaves it in `next`, or its error in its outcome
+/// for the callers that waited on it.
+async fn reserve(mut guard: InflightGuard, size: u64) {
+    let result = reserve_run(&guard.shared.drawer, size).await;
+    let shared = &guard.shared;
+    {
+        let mut st = shared.lock();
+        st.end(&guard.reservation);
+        let outcome = match result {
+            Ok((run, version)) => {
+                bump(&shared.drawer.stats.block_refills);
+                debug_assert!(st.next.is_none(), "one reservation at a time");
+                st.next = Some(Block::new(run, version));
+                Ok(())
+            }
+            Err(e) => {
+                tracing::debug!(
+                    sequence = %shared.drawer.name,
+                    error = %e,
+                    "block reservation failed: its waiters get the error, the next call reserves afresh"
+                );
+                if let Some(b) = st.current.as_mut() {
+                    b.prefetch_failed = true;
+                }
+                Err(e)
+            }
+        };
+        // Only this task sets it, once.
+        let _ = guard.reservation.outcome.set(outcome);
+    }
+    guard.armed = false;
+    shared.done.notify_waiters();
+}
+
+/// Draws a block of `size`; near the bound of a non-cyclic sequence, what is left.
+async fn reserve_run(drawer: &Drawer, size: u64) -> Result<(Run, Stamp)> {
+    match drawer.draw_versioned(size).await {
+        Err(Error::Exhausted { remaining, .. }) if remaining > 0 && remaining < size => {
+            drawer.draw_versioned(remaining).await
+        }
+        other => other,
+    }
+}
+
+/// Starts reservation `r` (already marked in flight) in the background on the current tokio
+/// runtime. Outside any runtime nothing can be spawned: returns it to be run inline by a
+/// caller that waits for it anyway, or dropped (which clears `inflight`).
+pub(super) fn start(
+    shared: &Arc<Shared>,
+    r: Arc<Reservation>,
+    size: u64,
+) -> Option<impl Future<Output = ()> + use<>> {
+    let run = reserve(
+        InflightGuard {
+            shared: Arc::clone(shared),
+            reservation: r,
+            armed: true,
+        },
+        size,
+    );
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            drop(handle.spawn(run));
+            None
+        }
+        Err(_) => Some(run),
+    }
+}

@@ -1,0 +1,186 @@
+//! The hand-out state behind a block client's lock: the current block, the reserved next
+//! one, the reservation in flight. Pure (no I/O, no await): each method is one step taken
+//! under the lock.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::options::BlockOptions;
+use super::reservation::Reservation;
+use crate::arith::Run;
+use crate::store::Stamp;
+
+/// A reserved block and how much of it was handed out.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Block {
+    pub(super) run: Run,
+    /// How many numbers of `run` were handed out.
+    pub(super) used: u64,
+    /// The document version (and incarnation) written by the reservation.
+    pub(super) version: Stamp,
+    /// When the block became the current one.
+    pub(super) started: Instant,
+    /// Whether its lifetime was fed to the adaptive size already.
+    pub(super) measured: bool,
+    /// A reservation made while this was the current block failed: no more prefetch from
+    /// it; the call that finds it empty reserves afresh.
+    pub(super) prefetch_failed: bool,
+}
+
+impl Block {
+    pub(super) fn new(run: Run, version: Stamp) -> Self {
+        Block {
+            run,
+            used: 0,
+            version,
+            started: Instant::now(),
+            measured: false,
+            prefetch_failed: false,
+        }
+    }
+
+    pub(super) fn left(&self) -> u64 {
+        self.run.count() - self.used
+    }
+}
+
+/// Everything behind the lock.
+#[derive(Debug)]
+pub(super) struct State {
+    /// The block numbers are handed out from.
+    pub(super) current: Option<Block>,
+    /// A reserved block waiting for `current` to run out.
+    pub(super) next: Option<Block>,
+    /// The reservation running, if any; when it finishes it fills `next` (or records its
+    /// error in its outcome), clears this and wakes everyone waiting on `done`.
+    pub(super) inflight: Option<Arc<Reservation>>,
+    /// The size of the next reservation.
+    pub(super) size: u64,
+    /// Closed: nothing more is issued or reserved.
+    pub(super) closed: bool,
+}
+
+impl State {
+    /// Hands out the next number of the current block, switching to the reserved next block
+    /// when the current one is used up. `None` when no reserved number is left.
+    /// The next number of the current block, if it has one left.
+    pub(super) fn take_ready(&mut self) -> Option<i64> {
+        let b = self.current.as_mut()?;
+        if b.used < b.run.count() {
+            let n = b.run.nth_number(b.used);
+            b.used += 1;
+            Some(n)
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn take_number(&mut self, options: &BlockOptions, now: Instant) -> Option<i64> {
+        loop {
+            if let Some(b) = self.current.as_mut() {
+                if b.used < b.run.count() {
+                    let n = b.run.nth_number(b.used);
+                    b.used += 1;
+                    return Some(n);
+                }
+                if !b.measured {
+                    b.measured = true;
+                    if let Some(a) = options.adaptive {
+                        self.size = a.adapt(self.size, now.saturating_duration_since(b.started));
+                    }
+                }
+            }
+            let mut b = self.next.take()?;
+            b.started = now;
+            self.current = Some(b);
+        }
+    }
+
+    /// Whether a prefetch should start now; if so marks it in flight and returns it and its
+    /// size.
+    pub(super) fn prefetch_due(
+        &mut self,
+        options: &BlockOptions,
+    ) -> Option<(Arc<Reservation>, u64)> {
+        let share = options.prefetch?;
+        if self.inflight.is_some() || self.next.is_some() || self.closed {
+            return None;
+        }
+        let b = self.current.as_ref()?;
+        if b.prefetch_failed {
+            return None;
+        }
+        let count = b.run.count();
+        // `as` saturates; the share is in (0, 1].
+        let threshold = ((share * count as f64).ceil() as u64).clamp(1, count);
+        if b.used < threshold {
+            return None;
+        }
+        Some((self.begin(), self.size))
+    }
+
+    /// Marks a new reservation in flight and returns it.
+    pub(super) fn begin(&mut self) -> Arc<Reservation> {
+        debug_assert!(self.inflight.is_none(), "one reservation at a time");
+        let r = Arc::new(Reservation::default());
+        self.inflight = Some(Arc::clone(&r));
+        r
+    }
+
+    /// Clears `inflight` if it is `r`.
+    pub(super) fn end(&mut self, r: &Arc<Reservation>) {
+        if self.inflight.as_ref().is_some_and(|i| Arc::ptr_eq(i, r)) {
+            self.inflight = None;
+        }
+    }
+
+    pub(super) fn held(&self) -> u64 {
+        self.current.map_or(0, |b| b.left()) + self.next.map_or(0, |b| b.left())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(version: i64) -> Stamp {
+        Stamp {
+            version,
+            incarnation: None,
+        }
+    }
+
+    #[test]
+    fn blocks_hand_out_in_order_and_prefetch_at_the_share() {
+        let options = BlockOptions::default()
+            .with_size(4)
+            .with_prefetch(Some(0.5));
+        let mut st = State {
+            current: None,
+            next: Some(Block::new(Run::new(1, 4, 1), stamp(1))),
+            inflight: None,
+            size: 4,
+            closed: false,
+        };
+        let now = Instant::now();
+        assert_eq!(st.take_number(&options, now), Some(1));
+        assert!(st.prefetch_due(&options).is_none());
+        assert_eq!(st.take_number(&options, now), Some(2));
+        let (r, size) = st.prefetch_due(&options).expect("due at half the block");
+        assert_eq!(size, 4);
+        assert!(st.inflight.as_ref().is_some_and(|i| Arc::ptr_eq(i, &r)));
+        assert!(
+            st.prefetch_due(&options).is_none(),
+            "one reservation at a time"
+        );
+        assert_eq!(st.take_number(&options, now), Some(3));
+        assert_eq!(st.take_number(&options, now), Some(4));
+        assert_eq!(st.take_number(&options, now), None);
+        st.end(&r);
+        assert!(st.inflight.is_none());
+        st.next = Some(Block::new(Run::new(9, 2, 1), stamp(3)));
+        assert_eq!(st.held(), 2);
+        assert_eq!(st.take_number(&options, now), Some(9));
+        assert_eq!(st.held(), 1);
+    }
+}
