@@ -109,7 +109,7 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
     }
     let d = Dispenser::connect(&cli.uri, options).await?;
     if let Command::Serve(args) = cli.command {
-        serve::run(d, args).await?;
+        serve::run(d, args, &cli.uri).await?;
         return Ok(true);
     }
     let mut out = BufWriter::new(io::stdout().lock());

@@ -5,7 +5,14 @@
 //! requests), so most requests need no database round trip; on shutdown the unused block
 //! tails are given back. Every endpoint except `/healthz` and `/metrics` needs a bearer token;
 //! each token is allowed a set of sequence names (globs) and operations. Tokens are compared
-//! in constant time and never logged.
+//! in constant time (over a fixed length) and never logged; the token is checked before the
+//! request body is read.
+//!
+//! The service's own admin operations (create, advance, reset, delete) are ordered with the
+//! draws of the same sequence: draws hold the sequence's [`Slot`] lock shared, admin operations
+//! exclusively; under it they close the sequence's clients (giving back what they hold), write,
+//! and only then let draws open fresh clients. So nothing is served, after an admin operation
+//! returned, from a block reserved before it.
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -15,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -25,8 +32,10 @@ use dispenser::{
     BlockOptions, BlockSequence, Dispenser, Error, Format, Sequence, SequenceState, Spec, Stats,
 };
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
+use tokio::sync::{OnceCell, RwLock};
 use wildmatch::WildMatch;
 
 use crate::cli::ServeArgs;
@@ -36,6 +45,8 @@ use crate::cli::ServeArgs;
 const LIST_LIMIT: u64 = 1000;
 /// The shortest token accepted.
 const MIN_TOKEN_LEN: usize = 16;
+/// The longest token accepted: every comparison covers this many bytes, whatever the lengths.
+const MAX_TOKEN_LEN: usize = 256;
 
 /// What a token may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -83,7 +94,9 @@ struct TokenEntry {
 
 struct TokenRule {
     name: String,
-    token: Vec<u8>,
+    token: PaddedToken,
+    /// The token itself, only to scrub it from error messages.
+    secret: String,
     sequences: Vec<WildMatch>,
     operations: HashSet<Op>,
 }
@@ -92,6 +105,41 @@ impl TokenRule {
     fn allows_name(&self, name: &str) -> bool {
         self.sequences.iter().any(|g| g.matches(name))
     }
+}
+
+/// A token as compared: zero-padded to [`MAX_TOKEN_LEN`] bytes, with its length beside it, so
+/// that a comparison takes the same time whatever the lengths of the two tokens.
+struct PaddedToken {
+    bytes: [u8; MAX_TOKEN_LEN],
+    len: u64,
+}
+
+impl PaddedToken {
+    /// `token` padded; a token longer than [`MAX_TOKEN_LEN`] keeps its real length, so it
+    /// equals no configured token.
+    fn new(token: &[u8]) -> Self {
+        let mut bytes = [0; MAX_TOKEN_LEN];
+        let n = token.len().min(MAX_TOKEN_LEN);
+        bytes[..n].copy_from_slice(&token[..n]);
+        PaddedToken {
+            bytes,
+            len: token.len() as u64,
+        }
+    }
+
+    /// Constant-time equality (contents and length).
+    fn matches(&self, other: &PaddedToken) -> bool {
+        bool::from(self.bytes.ct_eq(&other.bytes) & self.len.ct_eq(&other.len))
+    }
+}
+
+/// The token of an `Authorization` header value: the scheme `Bearer` (any case), whitespace,
+/// the token.
+fn bearer_token(value: &HeaderValue) -> Option<&str> {
+    let value = value.to_str().ok()?.trim();
+    let (scheme, rest) = value.split_once([' ', '\t'])?;
+    let token = rest.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 fn config_error(reason: String) -> Error {
@@ -124,6 +172,12 @@ fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
                 t.name
             )));
         }
+        if t.token.len() > MAX_TOKEN_LEN {
+            return Err(config_error(format!(
+                "token {:?} is longer than {MAX_TOKEN_LEN} bytes",
+                t.name
+            )));
+        }
         if !seen.insert(t.token.clone()) {
             return Err(config_error(format!(
                 "token {:?} repeats another token",
@@ -147,7 +201,8 @@ fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
         }
         rules.push(TokenRule {
             name: t.name,
-            token: t.token.into_bytes(),
+            token: PaddedToken::new(t.token.as_bytes()),
+            secret: t.token,
             sequences: t.sequences.iter().map(|p| WildMatch::new(p)).collect(),
             operations,
         });
@@ -155,7 +210,9 @@ fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
     Ok(rules)
 }
 
-/// A JSON error reply: `{"error": {"kind", "message"}}`.
+/// A JSON error reply: `{"error": {"kind", "message"}}`. The `observe` middleware scrubs
+/// its message of secrets (the URI's password, the tokens) before it is sent.
+#[derive(Clone, Debug)]
 struct ApiError {
     status: StatusCode,
     kind: &'static str,
@@ -170,6 +227,10 @@ impl ApiError {
             message: message.into(),
         }
     }
+
+    fn invalid_input(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_input", message)
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -177,37 +238,41 @@ impl IntoResponse for ApiError {
         let body = Json(json!({ "error": { "kind": self.kind, "message": self.message } }));
         let mut resp = (self.status, body).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
-            resp.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
+        // For the middleware, which renders it again with the message scrubbed.
+        resp.extensions_mut().insert(self);
         resp
+    }
+}
+
+/// The status and kind an error is answered with.
+fn classify(e: &Error) -> (StatusCode, &'static str) {
+    match e {
+        Error::InvalidName { .. } | Error::InvalidSpec { .. } | Error::InvalidArgument { .. } => {
+            (StatusCode::BAD_REQUEST, "invalid_input")
+        }
+        Error::NoSuchSequence { .. } => (StatusCode::NOT_FOUND, "no_such_sequence"),
+        Error::Exhausted { .. } => (StatusCode::CONFLICT, "exhausted"),
+        Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),
+        Error::SpecConflict { .. } => (StatusCode::CONFLICT, "spec_conflict"),
+        Error::WouldGoBackwards { .. } => (StatusCode::CONFLICT, "would_go_backwards"),
+        Error::Contention { .. } => (StatusCode::SERVICE_UNAVAILABLE, "contention"),
+        // A block client closed under a request; the service's own admin operations wait for
+        // draws, so only a client closed by shutdown gets here: try again.
+        Error::Closed { .. } => (StatusCode::SERVICE_UNAVAILABLE, "closed"),
+        Error::CorruptDocument { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_document"),
+        Error::Database { .. } | Error::Timeout { .. } => {
+            (StatusCode::SERVICE_UNAVAILABLE, "database")
+        }
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
     }
 }
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
-        let (status, kind) = match &e {
-            Error::InvalidName { .. }
-            | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. } => (StatusCode::BAD_REQUEST, "invalid_input"),
-            Error::NoSuchSequence { .. } => (StatusCode::NOT_FOUND, "no_such_sequence"),
-            Error::Exhausted { .. } => (StatusCode::CONFLICT, "exhausted"),
-            Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),
-            Error::SpecConflict { .. } => (StatusCode::CONFLICT, "spec_conflict"),
-            Error::WouldGoBackwards { .. } => (StatusCode::CONFLICT, "would_go_backwards"),
-            Error::Contention { .. } => (StatusCode::SERVICE_UNAVAILABLE, "contention"),
-            // A request that raced a reset or delete of its sequence: try again.
-            Error::Closed { .. } => (StatusCode::SERVICE_UNAVAILABLE, "closed"),
-            Error::CorruptDocument { .. } => {
-                (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_document")
-            }
-            Error::Database { .. } | Error::Timeout { .. } => {
-                (StatusCode::SERVICE_UNAVAILABLE, "database")
-            }
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        };
+        let (status, kind) = classify(&e);
         ApiError::new(status, kind, e.to_string())
     }
 }
@@ -221,6 +286,12 @@ fn bad_json(r: JsonRejection) -> ApiError {
         ),
         other => ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", other.body_text()),
     }
+}
+
+/// The JSON body of `req`, read only now (after the token was checked).
+async fn json_body<T: DeserializeOwned>(req: Request) -> Result<T, ApiError> {
+    let Json(body) = Json::<T>::from_request(req, &()).await.map_err(bad_json)?;
+    Ok(body)
 }
 
 /// Prometheus-style request latency histogram and counters.
@@ -269,17 +340,52 @@ impl Metrics {
     }
 }
 
+/// The clients of one sequence between two admin operations of the service.
+#[derive(Default)]
+struct Era {
+    /// The block client (with the sequence's shape), opened by the era's first draw.
+    blocks: OnceCell<Drawer>,
+    /// A direct handle, for large counts of non-cyclic sequences.
+    direct: OnceCell<Sequence>,
+}
+
+/// A block client and what the service needs to know of its sequence.
+struct Drawer {
+    blocks: BlockSequence,
+    step: i64,
+    /// For a cyclic sequence, how many numbers one cycle holds.
+    cycle: Option<u64>,
+}
+
+/// How many numbers one cycle of a cyclic sequence holds (`None` when it does not wrap).
+fn cycle_len(s: &SequenceState) -> Option<u64> {
+    if !s.cycle {
+        return None;
+    }
+    let span = (i128::from(s.max) - i128::from(s.min)).checked_div(i128::from(s.step).abs())?;
+    Some(u64::try_from(span.saturating_add(1)).unwrap_or(u64::MAX))
+}
+
+/// Per sequence: draws hold `era` shared, the service's admin operations exclusively.
+#[derive(Default)]
+struct Slot {
+    era: RwLock<Era>,
+    /// Draws of a cyclic sequence one at a time, so that the numbers of one response follow
+    /// each other in the block client (and so repeat nothing when there are at most a cycle).
+    serial: tokio::sync::Mutex<()>,
+}
+
 /// The service's shared state.
 struct AppState {
     dispenser: Dispenser,
+    /// The database URI, only to scrub its password from error messages.
+    uri: String,
     tokens: Vec<TokenRule>,
     block_options: BlockOptions,
     max_count: u64,
-    /// One block client per sequence (shared by all requests).
-    blocks: Mutex<HashMap<String, BlockSequence>>,
-    /// One direct handle per sequence, for large counts.
-    direct: Mutex<HashMap<String, Sequence>>,
-    /// Stats of clients already closed (reset, delete).
+    /// One slot per sequence name used so far.
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Stats of clients already closed (admin operations).
     retired: Mutex<Stats>,
     metrics: Metrics,
 }
@@ -287,34 +393,28 @@ struct AppState {
 type Shared = Arc<AppState>;
 
 impl AppState {
-    /// The token of the request, if it may do `op` (on `name`, when given).
-    fn authorize(
-        &self,
-        headers: &HeaderMap,
-        op: Op,
-        name: Option<&str>,
-    ) -> Result<&TokenRule, ApiError> {
+    /// The token of the request (401 when missing, malformed or unknown).
+    fn authenticate(&self, headers: &HeaderMap) -> Result<&TokenRule, ApiError> {
         let unauthorized = |m: &str| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m);
         let value = headers
             .get(header::AUTHORIZATION)
             .ok_or_else(|| unauthorized("missing Authorization: Bearer <token>"))?;
-        let presented = value
-            .to_str()
-            .ok()
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                unauthorized("malformed Authorization header: expected Bearer <token>")
-            })?;
+        let presented = bearer_token(value).ok_or_else(|| {
+            unauthorized("malformed Authorization header: expected Bearer <token>")
+        })?;
+        let presented = PaddedToken::new(presented.as_bytes());
         // Compare against every token, without stopping early.
         let mut found = None;
         for rule in &self.tokens {
-            if bool::from(rule.token.as_slice().ct_eq(presented.as_bytes())) {
+            if rule.token.matches(&presented) {
                 found = Some(rule);
             }
         }
-        let rule = found.ok_or_else(|| unauthorized("unknown token"))?;
+        found.ok_or_else(|| unauthorized("unknown token"))
+    }
+
+    /// Whether `rule` may do `op` (on `name`, when given): 403 if not.
+    fn permit(rule: &TokenRule, op: Op, name: Option<&str>) -> Result<(), ApiError> {
         if !rule.operations.contains(&op) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
@@ -331,69 +431,91 @@ impl AppState {
                 format!("token {:?} may not use sequence {n:?}", rule.name),
             ));
         }
+        Ok(())
+    }
+
+    /// The token of the request, if it may do `op` (on `name`, when given).
+    fn authorize(
+        &self,
+        headers: &HeaderMap,
+        op: Op,
+        name: Option<&str>,
+    ) -> Result<&TokenRule, ApiError> {
+        let rule = self.authenticate(headers)?;
+        AppState::permit(rule, op, name)?;
         Ok(rule)
     }
 
-    async fn block_client(&self, name: &str) -> Result<BlockSequence, Error> {
-        let existing = self
-            .blocks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .filter(|b| !b.is_closed())
-            .cloned();
-        if let Some(b) = existing {
-            return Ok(b);
-        }
-        let b = self
-            .dispenser
-            .shared_blocks(name, self.block_options)
-            .await?;
-        self.blocks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_owned(), b.clone());
-        Ok(b)
-    }
-
-    async fn direct(&self, name: &str) -> Result<Sequence, Error> {
-        let existing = self
-            .direct
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned();
-        if let Some(s) = existing {
-            return Ok(s);
-        }
-        let s = self.dispenser.open(name).await?;
-        self.direct
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_owned(), s.clone());
-        Ok(s)
-    }
-
-    /// Closes the clients of `name` (before a reset or delete), giving back what is safe.
-    async fn retire(&self, name: &str) {
-        let block = self
-            .blocks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
-        let direct = self
-            .direct
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
-        let mut stats = Vec::new();
-        if let Some(b) = block {
-            stats.push(b.stats());
-            if let Err(e) = b.close().await {
-                tracing::warn!("closing the block client of {name:?}: {e}");
+    /// `text` without the URI's password or any token.
+    fn scrub(&self, text: &str) -> String {
+        let mut out = dispenser::scrub(text, &self.uri);
+        for rule in &self.tokens {
+            if out.contains(&rule.secret) {
+                out = out.replace(&rule.secret, "***");
             }
         }
-        if let Some(s) = direct {
+        out
+    }
+
+    /// The slot of `name` (made on first use).
+    fn slot(&self, name: &str) -> Arc<Slot> {
+        Arc::clone(
+            self.slots
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(name.to_owned())
+                .or_default(),
+        )
+    }
+
+    fn all_slots(&self) -> Vec<(String, Arc<Slot>)> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect()
+    }
+
+    /// The era's block client, opened by the first draw of the era.
+    async fn drawer<'e>(&self, era: &'e Era, name: &str) -> Result<&'e Drawer, Error> {
+        era.blocks
+            .get_or_try_init(|| async {
+                let state = self.dispenser.peek(name).await?;
+                let blocks = self.dispenser.open_blocks(name, self.block_options).await?;
+                Ok(Drawer {
+                    blocks,
+                    step: state.step,
+                    cycle: cycle_len(&state),
+                })
+            })
+            .await
+    }
+
+    /// Runs the admin operation `op` on `name` with the draws of `name` shut out: first the
+    /// sequence's clients are closed (what they hold given back), then `op` runs, then draws
+    /// open fresh clients.
+    async fn exclusive<T, F>(&self, name: &str, op: F) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        let slot = self.slot(name);
+        let mut era = slot.era.write().await;
+        let old = std::mem::take(&mut *era);
+        self.retire(name, old).await;
+        op.await
+    }
+
+    /// Closes the clients of an era, giving back what is safe.
+    async fn retire(&self, name: &str, era: Era) {
+        let mut stats = Vec::new();
+        if let Some(d) = era.blocks.into_inner() {
+            if let Err(e) = d.blocks.clone().close().await {
+                tracing::warn!("closing the block client of {name:?}: {e}");
+            }
+            stats.push(d.blocks.stats());
+        }
+        if let Some(s) = era.direct.into_inner() {
             stats.push(s.stats());
         }
         let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
@@ -402,26 +524,38 @@ impl AppState {
         }
     }
 
-    fn totals(&self) -> Stats {
+    async fn totals(&self) -> Stats {
         let mut total = *self.retired.lock().unwrap_or_else(|p| p.into_inner());
-        for b in self
-            .blocks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-        {
-            total += b.stats();
-        }
-        for s in self
-            .direct
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-        {
-            total += s.stats();
+        for (_, slot) in self.all_slots() {
+            let era = slot.era.read().await;
+            if let Some(d) = era.blocks.get() {
+                total += d.blocks.stats();
+            }
+            if let Some(s) = era.direct.get() {
+                total += s.stats();
+            }
         }
         total
     }
+}
+
+/// Runs of consecutive numbers (`step` apart) as `{first, last, step, count}`.
+fn as_runs(numbers: &[i64], step: i64) -> Vec<Value> {
+    let mut runs: Vec<(i64, i64, u64)> = Vec::new();
+    for &n in numbers {
+        match runs.last_mut() {
+            Some((_, last, count)) if i128::from(*last) + i128::from(step) == i128::from(n) => {
+                *last = n;
+                *count += 1;
+            }
+            _ => runs.push((n, n, 1)),
+        }
+    }
+    runs.into_iter()
+        .map(|(first, last, count)| {
+            json!({ "first": first, "last": last, "step": step, "count": count })
+        })
+        .collect()
 }
 
 async fn next(
@@ -432,11 +566,9 @@ async fn next(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(&headers, Op::Next, Some(&name))?;
     if let Some(unknown) = query.keys().find(|k| k.as_str() != "count") {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_input",
-            format!("unknown query parameter {unknown:?} (known: count)"),
-        ));
+        return Err(ApiError::invalid_input(format!(
+            "unknown query parameter {unknown:?} (known: count)"
+        )));
     }
     let count = match query.get("count") {
         None => 1,
@@ -445,27 +577,59 @@ async fn next(
             .ok()
             .filter(|n| (1..=st.max_count).contains(n))
             .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_input",
-                    format!(
-                        "count {c:?} must be a whole number from 1 to {}",
-                        st.max_count
-                    ),
-                )
+                ApiError::invalid_input(format!(
+                    "count {c:?} must be a whole number from 1 to {}",
+                    st.max_count
+                ))
             })?,
     };
     dispenser::validate_name(&name)?;
-    if count <= LIST_LIMIT {
-        let blocks = st.block_client(&name).await?;
-        let mut numbers = Vec::with_capacity(count as usize);
+    let slot = st.slot(&name);
+    // Shared: an admin operation of the service waits for this draw, or this draw for it.
+    let era = slot.era.read().await;
+    let drawer = st.drawer(&era, &name).await?;
+    if let Some(cycle) = drawer.cycle {
+        if count > cycle {
+            return Err(ApiError::invalid_input(format!(
+                "count {count} is more than one cycle of sequence {name:?} holds: ask for at most {cycle}"
+            )));
+        }
+        let _serial = slot.serial.lock().await;
+        let mut numbers = Vec::new();
+        let mut seen = HashSet::new();
         for _ in 0..count {
-            numbers.push(blocks.next().await?);
+            let n = drawer.blocks.next().await?;
+            if !seen.insert(n) {
+                // Other clients of the sequence drew a whole cycle while this request drew.
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "contention",
+                    format!(
+                        "other clients drew a whole cycle of sequence {name:?} during this request, so {n} came round again; the numbers drawn are a gap; try again"
+                    ),
+                ));
+            }
+            numbers.push(n);
+        }
+        st.metrics.issued.fetch_add(count, Relaxed);
+        if count <= LIST_LIMIT {
+            return Ok(Json(json!({ "numbers": numbers })));
+        }
+        let runs = as_runs(&numbers, drawer.step);
+        return Ok(Json(json!({ "count": count, "runs": runs })));
+    }
+    if count <= LIST_LIMIT {
+        let mut numbers = Vec::new();
+        for _ in 0..count {
+            numbers.push(drawer.blocks.next().await?);
         }
         st.metrics.issued.fetch_add(count, Relaxed);
         return Ok(Json(json!({ "numbers": numbers })));
     }
-    let seq = st.direct(&name).await?;
+    let seq = era
+        .direct
+        .get_or_try_init(|| st.dispenser.open(&name))
+        .await?;
     let mut runs = Vec::new();
     let mut left = count;
     while left > 0 {
@@ -474,7 +638,7 @@ async fn next(
         runs.push(json!({
             "first": run.first(), "last": run.last(), "step": run.step(), "count": run.count(),
         }));
-        left -= run.count();
+        left = left.saturating_sub(run.count());
     }
     Ok(Json(json!({ "count": count, "runs": runs })))
 }
@@ -499,13 +663,50 @@ struct CreateBody {
     format: Option<String>,
 }
 
+/// The answer of `create`: the state, with `"created"` saying whether this request made it.
+fn created_reply(state: &SequenceState, created: bool) -> (StatusCode, Json<Value>) {
+    let mut body = SequenceState::to_json(state);
+    if let Some(o) = body.as_object_mut() {
+        o.insert("created".into(), Value::Bool(created));
+    }
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    (status, Json(body))
+}
+
+/// `if_not_exists` found `state`: it must have the requested shape (the start and format only
+/// apply at creation); nothing is written.
+fn existing(state: &SequenceState, spec: &Spec) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let stored = Spec::default()
+        .with_start(spec.start)
+        .with_step(state.step)
+        .with_min(state.min)
+        .with_max(state.max)
+        .with_cycle(state.cycle);
+    if (stored.step, stored.min, stored.max, stored.cycle)
+        != (spec.step, spec.min, spec.max, spec.cycle)
+    {
+        return Err(Error::SpecConflict {
+            name: state.name.clone(),
+            stored: stored.to_string(),
+            requested: spec.to_string(),
+        }
+        .into());
+    }
+    Ok(created_reply(state, false))
+}
+
 async fn create(
     State(st): State<Shared>,
-    headers: HeaderMap,
-    body: Result<Json<CreateBody>, JsonRejection>,
+    req: Request,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let Json(b) = body.map_err(bad_json)?;
-    st.authorize(&headers, Op::Create, Some(&b.name))?;
+    let rule = st.authenticate(req.headers())?;
+    AppState::permit(rule, Op::Create, None)?;
+    let b: CreateBody = json_body(req).await?;
+    AppState::permit(rule, Op::Create, Some(&b.name))?;
     let d = Spec::default();
     let spec = d
         .with_start(b.start.unwrap_or(d.start))
@@ -513,17 +714,34 @@ async fn create(
         .with_min(b.min.unwrap_or(d.min))
         .with_max(b.max.unwrap_or(d.max))
         .with_cycle(b.cycle);
+    dispenser::validate_name(&b.name)?;
+    spec.validate(&b.name)?;
     let format = b.format.as_deref().map(Format::parse).transpose()?;
     if b.if_not_exists {
-        st.dispenser.ensure(&b.name, spec).await?;
-    } else {
-        st.dispenser.create(&b.name, spec).await?;
+        match st.dispenser.peek(&b.name).await {
+            Ok(state) => return existing(&state, &spec),
+            Err(Error::NoSuchSequence { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
-    if let Some(f) = &format {
-        st.dispenser.set_format(&b.name, Some(f)).await?;
+    let made = st
+        .exclusive(&b.name, async {
+            match st.dispenser.create(&b.name, spec).await {
+                Ok(_) => {}
+                Err(Error::AlreadyExists { .. }) if b.if_not_exists => return Ok(None),
+                Err(e) => return Err(e),
+            }
+            if let Some(f) = &format {
+                st.dispenser.set_format(&b.name, Some(f)).await?;
+            }
+            st.dispenser.peek(&b.name).await.map(Some)
+        })
+        .await?;
+    match made {
+        Some(state) => Ok(created_reply(&state, true)),
+        // Another client created it between our look and our insert.
+        None => existing(&st.dispenser.peek(&b.name).await?, &spec),
     }
-    let state = st.dispenser.peek(&b.name).await?;
-    Ok((StatusCode::CREATED, Json(SequenceState::to_json(&state))))
 }
 
 async fn peek(
@@ -544,7 +762,20 @@ async fn list(State(st): State<Shared>, headers: HeaderMap) -> Result<Json<Value
         match item {
             Ok(s) if rule.allows_name(&s.name) => out.push(SequenceState::to_json(&s)),
             Ok(_) => {}
-            Err(e) => tracing::warn!("list: {e}"),
+            // In its place, as the library and the CLI report it.
+            Err(e) => {
+                let name = match &e {
+                    Error::CorruptDocument { name, .. } => name.as_str(),
+                    _ => "?",
+                };
+                if rule.allows_name(name) {
+                    let (_, kind) = classify(&e);
+                    out.push(json!({
+                        "name": name,
+                        "error": { "kind": kind, "message": st.scrub(&e.to_string()) },
+                    }));
+                }
+            }
         }
     }
     Ok(Json(json!({ "sequences": out })))
@@ -558,15 +789,16 @@ struct AdvanceBody {
 
 async fn advance(
     State(st): State<Shared>,
-    headers: HeaderMap,
     Path(name): Path<String>,
-    body: Result<Json<AdvanceBody>, JsonRejection>,
+    req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize(&headers, Op::Advance, Some(&name))?;
-    let Json(b) = body.map_err(bad_json)?;
-    Ok(Json(SequenceState::to_json(
-        &st.dispenser.advance_to(&name, b.to).await?,
-    )))
+    st.authorize(req.headers(), Op::Advance, Some(&name))?;
+    let b: AdvanceBody = json_body(req).await?;
+    dispenser::validate_name(&name)?;
+    let state = st
+        .exclusive(&name, st.dispenser.advance_to(&name, b.to))
+        .await?;
+    Ok(Json(SequenceState::to_json(&state)))
 }
 
 #[derive(Deserialize)]
@@ -579,16 +811,16 @@ struct ResetBody {
 
 async fn reset(
     State(st): State<Shared>,
-    headers: HeaderMap,
     Path(name): Path<String>,
-    body: Result<Json<ResetBody>, JsonRejection>,
+    req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize(&headers, Op::Reset, Some(&name))?;
-    let Json(b) = body.map_err(bad_json)?;
-    st.retire(&name).await;
-    Ok(Json(SequenceState::to_json(
-        &st.dispenser.reset(&name, b.value, b.force).await?,
-    )))
+    st.authorize(req.headers(), Op::Reset, Some(&name))?;
+    let b: ResetBody = json_body(req).await?;
+    dispenser::validate_name(&name)?;
+    let state = st
+        .exclusive(&name, st.dispenser.reset(&name, b.value, b.force))
+        .await?;
+    Ok(Json(SequenceState::to_json(&state)))
 }
 
 async fn delete(
@@ -597,8 +829,8 @@ async fn delete(
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     st.authorize(&headers, Op::Delete, Some(&name))?;
-    st.retire(&name).await;
-    st.dispenser.delete(&name).await?;
+    dispenser::validate_name(&name)?;
+    st.exclusive(&name, st.dispenser.delete(&name)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -609,7 +841,7 @@ async fn healthz(State(st): State<Shared>) -> Result<Json<Value>, ApiError> {
 
 async fn metrics(State(st): State<Shared>) -> impl IntoResponse {
     let m = &st.metrics;
-    let t = st.totals();
+    let t = st.totals().await;
     let mut out = String::new();
     let mut counter = |name: &str, help: &str, v: u64| {
         out.push_str(&format!(
@@ -683,41 +915,56 @@ async fn metrics(State(st): State<Shared>) -> impl IntoResponse {
 
 async fn observe(State(st): State<Shared>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let resp = as_json_error(next.run(req).await).await;
+    let resp = as_json_error(&st, next.run(req).await).await;
     st.metrics
         .observe(resp.status().as_u16(), started.elapsed());
     resp
 }
 
-/// Errors that axum answers itself (a path or query that does not decode, a wrong method)
-/// come as plain text: give them the same JSON error body as ours.
-async fn as_json_error(resp: Response) -> Response {
+/// Every error answer leaves here as the JSON error body, its message scrubbed of the URI's
+/// password and the tokens. Errors that axum answers itself (a path or query that does not
+/// decode, a wrong method) come as plain text: they get the same body, keeping their headers
+/// (such as `Allow`).
+async fn as_json_error(st: &AppState, resp: Response) -> Response {
     let status = resp.status();
-    let is_json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    if !(status.is_client_error() || status.is_server_error()) {
         return resp;
     }
-    let text = match axum::body::to_bytes(resp.into_body(), 64 * 1024).await {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(_) => String::new(),
+    let (mut parts, body) = resp.into_parts();
+    let mut error = match parts.extensions.remove::<ApiError>() {
+        Some(e) => e,
+        None => {
+            let text = match axum::body::to_bytes(body, 64 * 1024).await {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(_) => String::new(),
+            };
+            let kind = match status {
+                StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+                StatusCode::NOT_FOUND => "not_found",
+                StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+                s if s.is_client_error() => "bad_request",
+                _ => "internal",
+            };
+            let message = if text.is_empty() {
+                status.canonical_reason().unwrap_or("error").to_owned()
+            } else {
+                text
+            };
+            ApiError::new(status, kind, message)
+        }
     };
-    let kind = match status {
-        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-        StatusCode::NOT_FOUND => "not_found",
-        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-        s if s.is_client_error() => "bad_request",
-        _ => "internal",
-    };
-    let message = if text.is_empty() {
-        status.canonical_reason().unwrap_or("error").to_owned()
-    } else {
-        text
-    };
-    ApiError::new(status, kind, message).into_response()
+    error.message = st.scrub(&error.message);
+    let mut fresh = error.into_response();
+    fresh.extensions_mut().remove::<ApiError>();
+    for (k, v) in &parts.headers {
+        if k != header::CONTENT_TYPE
+            && k != header::CONTENT_LENGTH
+            && !fresh.headers().contains_key(k)
+        {
+            fresh.headers_mut().insert(k.clone(), v.clone());
+        }
+    }
+    fresh
 }
 
 async fn fallback() -> ApiError {
@@ -775,7 +1022,10 @@ async fn shutdown_signal() {
 }
 
 /// Entry point of `dispenser serve`.
-pub async fn run(dispenser: Dispenser, args: ServeArgs) -> dispenser::Result<()> {
+///
+/// `uri` is the database URI the dispenser was connected with, only to scrub its password
+/// from error answers.
+pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<()> {
     let tokens = load_tokens(args.tokens.as_ref())?;
     let block_options = BlockOptions::default()
         .with_size(args.block)
@@ -801,11 +1051,11 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs) -> dispenser::Result<()>
     })?;
     let state = Arc::new(AppState {
         dispenser,
+        uri: uri.to_owned(),
         tokens,
         block_options,
         max_count: args.max_count,
-        blocks: Mutex::new(HashMap::new()),
-        direct: Mutex::new(HashMap::new()),
+        slots: Mutex::new(HashMap::new()),
         retired: Mutex::new(Stats::default()),
         metrics: Metrics::new(),
     });
@@ -815,15 +1065,13 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs) -> dispenser::Result<()>
         .with_graceful_shutdown(shutdown_signal())
         .await;
     // Give back what the block clients still hold.
-    let clients: Vec<_> = state
-        .blocks
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .drain()
-        .collect();
     let (mut given_back, mut lost) = (0, 0);
-    for (name, b) in clients {
-        match b.close().await {
+    for (name, slot) in state.all_slots() {
+        let era = std::mem::take(&mut *slot.era.write().await);
+        let Some(d) = era.blocks.into_inner() else {
+            continue;
+        };
+        match d.blocks.close().await {
             Ok(r) => {
                 given_back += r.given_back;
                 lost += r.lost;
@@ -857,11 +1105,11 @@ mod tests {
             dispenser: Dispenser::connect("mongodb://127.0.0.1:1", dispenser::Options::default())
                 .await
                 .unwrap(),
+            uri: "mongodb://app:pa55word-in-uri@127.0.0.1:1/".into(),
             tokens: tokens(),
             block_options: BlockOptions::default(),
             max_count: 10,
-            blocks: Mutex::new(HashMap::new()),
-            direct: Mutex::new(HashMap::new()),
+            slots: Mutex::new(HashMap::new()),
             retired: Mutex::new(Stats::default()),
             metrics: Metrics::new(),
         }
@@ -917,6 +1165,77 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(e.status, StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
+    async fn the_bearer_scheme_is_case_insensitive() {
+        let st = state().await;
+        for good in [
+            "Bearer orders-token-0123456789",
+            "bearer orders-token-0123456789",
+            "BEARER orders-token-0123456789",
+            "Bearer \t orders-token-0123456789 ",
+        ] {
+            let rule = st.authenticate(&bearer(good)).map_err(|e| e.message);
+            assert_eq!(rule.map(|r| r.name.as_str()), Ok("orders"), "{good:?}");
+        }
+        for bad in [
+            "Bearerorders-token-0123456789",
+            "Bearer",
+            "Token orders-token-0123456789",
+        ] {
+            assert!(st.authenticate(&bearer(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tokens_compare_over_a_fixed_length() {
+        let real = PaddedToken::new(b"orders-token-0123456789");
+        assert!(real.matches(&PaddedToken::new(b"orders-token-0123456789")));
+        for other in [
+            &b"orders-token-012345678"[..],
+            b"orders-token-01234567890",
+            b"orders-token-0123456789\0",
+            b"",
+            &[b'o'; MAX_TOKEN_LEN + 10],
+        ] {
+            assert!(!real.matches(&PaddedToken::new(other)), "{other:?}");
+        }
+        // Longer than the limit: never equal to a shorter prefix of it.
+        let long = [b'x'; MAX_TOKEN_LEN + 1];
+        assert!(!PaddedToken::new(&long[..MAX_TOKEN_LEN]).matches(&PaddedToken::new(&long)));
+        let e = parse_tokens(&format!(
+            r#"{{"tokens": [{{"name": "a", "token": "{}", "sequences": ["*"], "operations": []}}]}}"#,
+            "y".repeat(MAX_TOKEN_LEN + 1)
+        ))
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("longer than 256"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn error_messages_are_scrubbed_of_the_password_and_tokens() {
+        let st = state().await;
+        let out = st.scrub("sequence \"pa55word-in-uri\" and admin-token-0123456789 here");
+        assert_eq!(out, "sequence \"***\" and *** here");
+    }
+
+    #[test]
+    fn lists_of_numbers_become_runs() {
+        let runs = as_runs(&[8, 9, 0, 1, 2, 7], 1);
+        assert_eq!(
+            runs,
+            vec![
+                json!({"first": 8, "last": 9, "step": 1, "count": 2}),
+                json!({"first": 0, "last": 2, "step": 1, "count": 3}),
+                json!({"first": 7, "last": 7, "step": 1, "count": 1}),
+            ]
+        );
+        assert_eq!(
+            as_runs(&[i64::MIN + 1, i64::MIN], -1),
+            vec![json!({"first": i64::MIN + 1, "last": i64::MIN, "step": -1, "count": 2})]
+        );
     }
 
     #[test]

@@ -22,6 +22,11 @@ struct Service {
 
 impl Service {
     fn start(test: &str) -> Service {
+        Service::start_with(test, &common::uri())
+    }
+
+    /// A service whose database URI is `uri` (for example one with a password in it).
+    fn start_with(test: &str, uri: &str) -> Service {
         common::ready();
         let collection = common::unique(test);
         let tokens = std::env::temp_dir().join(format!("{collection}.tokens.json"));
@@ -37,7 +42,7 @@ impl Service {
         )
         .unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_dispenser"))
-            .env("MONGODB_URI", common::uri())
+            .env("MONGODB_URI", uri)
             .args([
                 "--db",
                 DB,
@@ -409,4 +414,471 @@ fn serve_refuses_to_start_without_valid_tokens() {
         err.contains("shorter than 16") && !err.contains("tiny"),
         "{err}"
     );
+}
+
+/// `POST /v1/sequences` with `body`, as the admin.
+async fn create(http: &reqwest::Client, svc: &Service, body: Value) -> (u16, Value) {
+    send(
+        http.post(svc.url("/v1/sequences"))
+            .bearer_auth(ADMIN)
+            .json(&body),
+    )
+    .await
+}
+
+/// `POST /v1/sequences/{name}/next?count=N` with `token`.
+async fn draw(
+    http: &reqwest::Client,
+    svc: &Service,
+    token: &str,
+    name: &str,
+    count: u64,
+) -> (u16, Value) {
+    send(
+        http.post(svc.url(&format!("/v1/sequences/{name}/next?count={count}")))
+            .bearer_auth(token),
+    )
+    .await
+}
+
+fn numbers(body: &Value) -> Vec<i64> {
+    body["numbers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no numbers in {body}"))
+        .iter()
+        .map(|n| n.as_i64().unwrap())
+        .collect()
+}
+
+/// Advance-to exists for "numbers up to N were assigned elsewhere": after it, the block the
+/// service already held must not be served any more.
+#[tokio::test]
+async fn advance_and_reset_through_the_service_drop_the_block_it_holds() {
+    let svc = Service::start("serve_advance");
+    let http = reqwest::Client::new();
+    let (status, body) = create(&http, &svc, json!({ "name": "orders" })).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = draw(&http, &svc, ORDERS, "orders", 5).await;
+    assert_eq!((status, numbers(&body)), (200, vec![1, 2, 3, 4, 5]));
+    let (status, body) = send(
+        http.post(svc.url("/v1/sequences/orders/advance"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "to": 5000 })),
+    )
+    .await;
+    assert_eq!((status, body["next"].as_i64()), (200, Some(5001)), "{body}");
+    let (status, body) = draw(&http, &svc, ORDERS, "orders", 2).await;
+    assert_eq!(
+        (status, numbers(&body)),
+        (200, vec![5001, 5002]),
+        "served from the block reserved before the advance"
+    );
+    let (status, body) = send(
+        http.post(svc.url("/v1/sequences/orders/reset"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "value": 9000 })),
+    )
+    .await;
+    assert_eq!((status, body["next"].as_i64()), (200, Some(9000)), "{body}");
+    let (status, body) = draw(&http, &svc, ORDERS, "orders", 1).await;
+    assert_eq!((status, numbers(&body)), (200, vec![9000]));
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// Draws racing the service's own admin operations are ordered before or after them: a draw
+/// that starts after an advance (or forward reset, or delete + create) returned never gets a
+/// number at or below its target, and no number is served twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn draws_racing_admin_operations_are_ordered_before_or_after_them() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::SeqCst};
+
+    let svc = Service::start("serve_admin_race");
+    let http = reqwest::Client::new();
+    let (status, body) = create(&http, &svc, json!({ "name": "orders" })).await;
+    assert_eq!(status, 201, "{body}");
+    let floor = Arc::new(AtomicI64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let drawers: Vec<_> = (0..16)
+        .map(|c| {
+            let (http, floor, done) = (http.clone(), floor.clone(), done.clone());
+            let url = svc.url("/v1/sequences/orders/next");
+            tokio::spawn(async move {
+                let (mut got, mut late, mut requests) = (Vec::new(), Vec::new(), 0);
+                let mut i = 0;
+                while !done.load(SeqCst) {
+                    i += 1;
+                    let count = 1 + (c + i) % 3;
+                    // Read before the request starts: every number must lie above it.
+                    let at_start = floor.load(SeqCst);
+                    let (status, body) = send(
+                        http.post(format!("{url}?count={count}"))
+                            .bearer_auth(ORDERS),
+                    )
+                    .await;
+                    requests += 1;
+                    match status {
+                        200 => {
+                            let ns = numbers(&body);
+                            late.extend(
+                                ns.iter()
+                                    .filter(|&&n| n <= at_start)
+                                    .map(|&n| (n, at_start)),
+                            );
+                            got.extend(ns);
+                        }
+                        // Between a delete and the create after it.
+                        404 => assert_eq!(body["error"]["kind"], "no_such_sequence", "{body}"),
+                        _ => panic!("drawer {c}: {status} {body}"),
+                    }
+                }
+                (got, late, requests)
+            })
+        })
+        .collect();
+    for round in 0..30_i64 {
+        tokio::time::sleep(Duration::from_millis(15)).await;
+        let n = (round + 1) * 100_000;
+        match round % 3 {
+            0 => {
+                let (status, body) = send(
+                    http.post(svc.url("/v1/sequences/orders/advance"))
+                        .bearer_auth(ADMIN)
+                        .json(&json!({ "to": n })),
+                )
+                .await;
+                assert_eq!(
+                    (status, body["next"].as_i64()),
+                    (200, Some(n + 1)),
+                    "{body}"
+                );
+            }
+            1 => {
+                let (status, body) = send(
+                    http.post(svc.url("/v1/sequences/orders/reset"))
+                        .bearer_auth(ADMIN)
+                        .json(&json!({ "value": n + 1 })),
+                )
+                .await;
+                assert_eq!(
+                    (status, body["next"].as_i64()),
+                    (200, Some(n + 1)),
+                    "{body}"
+                );
+            }
+            _ => {
+                let (status, body) = send(
+                    http.delete(svc.url("/v1/sequences/orders"))
+                        .bearer_auth(ADMIN),
+                )
+                .await;
+                assert_eq!(status, 204, "{body}");
+                let (status, body) =
+                    create(&http, &svc, json!({ "name": "orders", "start": n + 1 })).await;
+                assert_eq!(status, 201, "{body}");
+            }
+        }
+        floor.store(n, SeqCst);
+    }
+    tokio::time::sleep(Duration::from_millis(15)).await;
+    done.store(true, SeqCst);
+    let (mut all, mut late, mut requests) = (Vec::new(), Vec::new(), 0);
+    for r in join_all(drawers).await {
+        let (got, l, n) = r.unwrap();
+        all.extend(got);
+        late.extend(l);
+        requests += n;
+    }
+    eprintln!(
+        "admin race: {requests} draw requests, {} numbers",
+        all.len()
+    );
+    assert!(
+        late.is_empty(),
+        "{} number(s) at or below an admin target served to requests started after it, e.g. (number, target) {:?}",
+        late.len(),
+        &late[..late.len().min(10)]
+    );
+    let distinct: HashSet<_> = all.iter().collect();
+    assert_eq!(distinct.len(), all.len(), "a number was served twice");
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// No token (or a token without the right) is 401 (403) whatever the body: the body is not
+/// looked at first. The scheme name is case-insensitive.
+#[tokio::test]
+async fn authorization_comes_before_the_body_and_bearer_is_case_insensitive() {
+    let svc = Service::start("serve_auth_first");
+    let http = reqwest::Client::new();
+    let (status, _) = create(&http, &svc, json!({ "name": "orders" })).await;
+    assert_eq!(status, 201);
+    let raw = |path: &str, content_type: &str, body: &'static str| {
+        http.post(svc.url(path))
+            .header("Content-Type", content_type)
+            .body(body)
+    };
+    let cases: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
+        (
+            raw("/v1/sequences", "text/plain", "{\"name\": \"x\"}"),
+            401,
+            "unauthorized",
+        ),
+        (
+            raw("/v1/sequences", "application/json", "{not json"),
+            401,
+            "unauthorized",
+        ),
+        (
+            raw("/v1/sequences", "application/json", "{\"name\": 5}"),
+            401,
+            "unauthorized",
+        ),
+        (
+            raw("/v1/sequences", "application/json", "{not json")
+                .bearer_auth("wrong-token-0123456789"),
+            401,
+            "unauthorized",
+        ),
+        (
+            raw("/v1/sequences", "application/json", "{not json").bearer_auth(ORDERS),
+            403,
+            "forbidden",
+        ),
+        (
+            raw("/v1/sequences", "text/plain", "{\"name\": \"orders\"}").bearer_auth(ORDERS),
+            403,
+            "forbidden",
+        ),
+        (
+            raw("/v1/sequences/orders/reset", "text/plain", "x"),
+            401,
+            "unauthorized",
+        ),
+        (
+            raw(
+                "/v1/sequences/orders/advance",
+                "application/json",
+                "{not json",
+            )
+            .bearer_auth(ORDERS),
+            403,
+            "forbidden",
+        ),
+    ];
+    for (req, want_status, want_kind) in cases {
+        let (status, body) = send(req).await;
+        assert_eq!(
+            (status, body["error"]["kind"].as_str()),
+            (want_status, Some(want_kind)),
+            "{body}"
+        );
+    }
+    for header in [
+        format!("bearer {ORDERS}"),
+        format!("BEARER {ORDERS}"),
+        format!("Bearer   {ORDERS}"),
+    ] {
+        let (status, body) = send(
+            http.post(svc.url("/v1/sequences/orders/next"))
+                .header("Authorization", &header),
+        )
+        .await;
+        assert_eq!(status, 200, "{header:?}: {body}");
+    }
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// `if_not_exists` on an existing sequence changes nothing (not even the format) and says so.
+#[tokio::test]
+async fn create_if_not_exists_changes_nothing_and_says_it_existed() {
+    let svc = Service::start("serve_create");
+    let http = reqwest::Client::new();
+    let (status, body) = create(&http, &svc, json!({ "name": "inv", "format": "A-{n}" })).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["created"], true, "{body}");
+    assert_eq!(body["format"], "A-{n}", "{body}");
+    let (status, _) = draw(&http, &svc, ADMIN, "inv", 3).await;
+    assert_eq!(status, 200);
+    let (_, before) = send(http.get(svc.url("/v1/sequences/inv")).bearer_auth(ADMIN)).await;
+    let (status, body) = create(
+        &http,
+        &svc,
+        json!({ "name": "inv", "if_not_exists": true, "format": "B-{n}", "start": 700 }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["created"], false, "{body}");
+    assert_eq!(body["format"], "A-{n}", "{body}");
+    let (_, after) = send(http.get(svc.url("/v1/sequences/inv")).bearer_auth(ADMIN)).await;
+    assert_eq!(before, after, "if_not_exists changed an existing sequence");
+    let (status, body) = create(
+        &http,
+        &svc,
+        json!({ "name": "inv", "if_not_exists": true, "step": 2 }),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (409, Some("spec_conflict")),
+        "{body}"
+    );
+    let (status, body) = create(
+        &http,
+        &svc,
+        json!({ "name": "fresh", "if_not_exists": true }),
+    )
+    .await;
+    assert_eq!(
+        (status, body["created"].as_bool()),
+        (201, Some(true)),
+        "{body}"
+    );
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// A cyclic sequence gives at most one cycle per request, and never the same number twice in
+/// one response (also when many requests share the block client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn counts_on_cyclic_sequences_are_capped_at_one_cycle() {
+    let svc = Service::start("serve_cyclic");
+    let http = reqwest::Client::new();
+    let (status, body) = create(
+        &http,
+        &svc,
+        json!({ "name": "tickets", "max": 9, "cycle": true }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = draw(&http, &svc, ADMIN, "tickets", 25).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (400, Some("invalid_input")),
+        "{body}"
+    );
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("10"), "the limit is not named: {message}");
+    let (status, body) = draw(&http, &svc, ADMIN, "tickets", 10).await;
+    assert_eq!(status, 200, "{body}");
+    let mut got = numbers(&body);
+    got.sort_unstable();
+    assert_eq!(got, (0..10).collect::<Vec<_>>());
+    // Many requests at once over the shared block client: each response holds distinct numbers.
+    let clients = (0..8).map(|_| {
+        let http = http.clone();
+        let url = svc.url("/v1/sequences/tickets/next?count=7");
+        tokio::spawn(async move {
+            let mut bad = Vec::new();
+            for _ in 0..25 {
+                let (status, body) = send(http.post(&url).bearer_auth(ADMIN)).await;
+                assert_eq!(status, 200, "{body}");
+                let ns = numbers(&body);
+                let distinct: HashSet<_> = ns.iter().collect();
+                if distinct.len() != ns.len() {
+                    bad.push(ns);
+                }
+            }
+            bad
+        })
+    });
+    let bad: Vec<_> = join_all(clients)
+        .await
+        .into_iter()
+        .flat_map(Result::unwrap)
+        .collect();
+    assert!(bad.is_empty(), "responses with a repeated number: {bad:?}");
+    // Large counts (runs) too.
+    let (status, body) = create(
+        &http,
+        &svc,
+        json!({ "name": "big", "max": 1999, "cycle": true }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = draw(&http, &svc, ADMIN, "big", 2500).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (400, Some("invalid_input")),
+        "{body}"
+    );
+    for _ in 0..3 {
+        let (status, body) = draw(&http, &svc, ADMIN, "big", 1500).await;
+        assert_eq!(status, 200, "{body}");
+        let mut all = Vec::new();
+        for run in body["runs"].as_array().unwrap() {
+            let (first, step, count) = (
+                run["first"].as_i64().unwrap(),
+                run["step"].as_i64().unwrap(),
+                run["count"].as_i64().unwrap(),
+            );
+            all.extend((0..count).map(|i| first + i * step));
+        }
+        assert_eq!(all.len(), 1500);
+        let distinct: HashSet<_> = all.iter().collect();
+        assert_eq!(distinct.len(), 1500, "a number twice in one response");
+    }
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// Error bodies never echo the database password (nor a token).
+#[tokio::test]
+async fn error_bodies_never_echo_the_uri_password() {
+    let password = "hunter2secretpw";
+    let uri = common::uri().replacen("mongodb://", &format!("mongodb://app:{password}@"), 1);
+    let svc = Service::start_with("serve_scrub", &uri);
+    let http = reqwest::Client::new();
+    // A name the token may not use is quoted in the 403 message.
+    let (status, body) = draw(&http, &svc, ORDERS, password, 1).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.to_string().contains(password), "{body}");
+    let (status, body) = draw(&http, &svc, ORDERS, &format!("{password}x"), 1).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.to_string().contains(password), "{body}");
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// `list` shows a corrupt document as an error in its place, like the library and the CLI.
+#[tokio::test]
+async fn list_reports_corrupt_documents_in_place() {
+    use dispenser::mongodb::bson::{Document, doc};
+
+    let svc = Service::start("serve_list_corrupt");
+    let http = reqwest::Client::new();
+    for name in ["a", "c"] {
+        let (status, _) = create(&http, &svc, json!({ "name": name })).await;
+        assert_eq!(status, 201);
+    }
+    let raw = common::client()
+        .await
+        .database(DB)
+        .collection::<Document>(&svc.collection);
+    raw.insert_one(doc! {
+        "_id": "b", "value": "five", "step": 1_i64, "min": 0_i64, "max": 99_i64,
+        "cycle": false, "version": 0_i64, "cycles": 0_i64,
+    })
+    .await
+    .unwrap();
+    let (status, body) = send(http.get(svc.url("/v1/sequences")).bearer_auth(ADMIN)).await;
+    assert_eq!(status, 200, "{body}");
+    let listed = body["sequences"].as_array().unwrap();
+    let names: Vec<_> = listed
+        .iter()
+        .map(|s| s["name"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(names, ["a", "b", "c"], "{body}");
+    assert_eq!(listed[1]["error"]["kind"], "corrupt_document", "{body}");
+    assert!(
+        listed[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("value"),
+        "{body}"
+    );
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
 }
