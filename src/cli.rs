@@ -92,6 +92,10 @@ pub enum Command {
         /// 2026-01-01); the template stays.
         #[arg(long, value_name = "KEY")]
         scopes_before: Option<String>,
+        /// With --scopes-before: the time zone of the daily scopes; today and later there are
+        /// kept. Without it, any date that is today somewhere on Earth (UTC-12) is kept.
+        #[arg(long, value_name = "ZONE", requires = "scopes_before")]
+        tz: Option<String>,
     },
     /// Measure throughput and latency, check for duplicates, compare with raw driver calls.
     Bench(BenchArgs),
@@ -191,6 +195,11 @@ pub struct CreateArgs {
     /// 'INV-{scope}-{n:06}'.
     #[arg(long)]
     pub format: Option<String>,
+    /// Create (or open, as with --if-not-exists) a striped sequence of this many stripes
+    /// NAME~0 … NAME~{S-1}: unique, unordered numbers spread over S documents. peek, next,
+    /// reset, advance-to and delete then take NAME and act on every stripe.
+    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub stripes: Option<u32>,
 }
 
 /// `dispenser next`.

@@ -123,6 +123,21 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
                 .with_cycle(a.cycle);
             // Parse the format first: bad input writes nothing.
             let format = a.format.as_deref().map(Format::parse).transpose()?;
+            if let Some(stripes) = a.stripes {
+                if format.is_some() {
+                    return Err(Error::InvalidArgument {
+                        what: "--format".into(),
+                        reason: "a striped sequence has no format (its numbers are not in order)"
+                            .into(),
+                    });
+                }
+                d.ensure_striped(&a.name, stripes, spec).await?;
+                for state in d.peek_striped(&a.name).await? {
+                    writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+                }
+                out.flush().map_err(io_err)?;
+                return Ok(true);
+            }
             if a.if_not_exists {
                 d.ensure(&a.name, spec).await?;
             } else {
@@ -160,9 +175,34 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
                 Some(f) => f.render(n, scope.as_deref()),
                 None => n.to_string(),
             };
-            let seq = match &scope {
-                Some(key) => d.open_scope(&a.name, key).await?,
-                None => d.open(&a.name).await?,
+            let opened = match &scope {
+                Some(key) => d.open_scope(&a.name, key).await,
+                None => d.open(&a.name).await,
+            };
+            let seq = match opened {
+                Err(Error::NoSuchSequence { .. })
+                    if scope.is_none() && striped(&d, &a.name).await =>
+                {
+                    let ids = d.open_striped(&a.name).await?;
+                    let ids = match a.block {
+                        Some(size) => ids.with_blocks(BlockOptions::default().with_size(size))?,
+                        None => ids,
+                    };
+                    for _ in 0..a.count {
+                        let n = ids.next().await?;
+                        writeln!(out, "{n}").map_err(io_err)?;
+                        out.flush().map_err(io_err)?;
+                    }
+                    let report = ids.close().await?;
+                    if report.given_back + report.lost > 0 {
+                        eprintln!(
+                            "dispenser: block clients closed: {} number(s) given back, {} lost (a gap)",
+                            report.given_back, report.lost
+                        );
+                    }
+                    return Ok(true);
+                }
+                other => other?,
             };
             if let Some(size) = a.block {
                 let blocks = seq.into_blocks(BlockOptions::default().with_size(size))?;
@@ -194,7 +234,20 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
             }
         }
         Command::Peek { name, json } => {
-            let state = d.peek(&name).await?;
+            let state = match d.peek(&name).await {
+                Err(Error::NoSuchSequence { .. }) if striped(&d, &name).await => {
+                    for state in d.peek_striped(&name).await? {
+                        if json {
+                            writeln!(out, "{}", state.to_json()).map_err(io_err)?;
+                        } else {
+                            writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+                        }
+                    }
+                    out.flush().map_err(io_err)?;
+                    return Ok(true);
+                }
+                other => other?,
+            };
             let text = if json {
                 state.to_json().to_string()
             } else {
@@ -232,28 +285,58 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
             }
         }
         Command::Reset { name, value, force } => {
-            let state = d.reset(&name, value, force).await?;
-            writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+            let states = match d.reset(&name, value, force).await {
+                Err(Error::NoSuchSequence { .. }) if striped(&d, &name).await => {
+                    d.reset_striped(&name, value, force).await?
+                }
+                other => vec![other?],
+            };
+            for state in states {
+                writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+            }
         }
         Command::Delete {
             name,
             scopes_before: Some(before),
+            tz,
         } => {
-            let n = d.delete_scopes_before(&name, &before).await?;
+            let n = match tz {
+                Some(zone) => d.daily(&name, &zone)?.delete_scopes_before(&before).await?,
+                None => d.delete_scopes_before(&name, &before).await?,
+            };
             writeln!(out, "deleted {n} scope(s) of {name} before {before}").map_err(io_err)?;
         }
-        Command::Delete { name, .. } => {
-            d.delete(&name).await?;
-            writeln!(out, "deleted {name}").map_err(io_err)?;
-        }
+        Command::Delete { name, .. } => match d.delete(&name).await {
+            Err(Error::NoSuchSequence { .. }) if striped(&d, &name).await => {
+                let n = d.delete_striped(&name).await?;
+                writeln!(out, "deleted {name} ({n} stripes)").map_err(io_err)?;
+            }
+            other => {
+                other?;
+                writeln!(out, "deleted {name}").map_err(io_err)?;
+            }
+        },
         Command::AdvanceTo { name, n } => {
-            let state = d.advance_to(&name, n).await?;
-            writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+            let states = match d.advance_to(&name, n).await {
+                Err(Error::NoSuchSequence { .. }) if striped(&d, &name).await => {
+                    d.advance_striped(&name, n).await?
+                }
+                other => vec![other?],
+            };
+            for state in states {
+                writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+            }
         }
         Command::Bench(_) | Command::Serve(_) => {}
     }
     out.flush().map_err(io_err)?;
     Ok(true)
+}
+
+/// Whether `name` has no document of its own but is a striped sequence (`name~0` records
+/// its stripes): the admin commands then act on every stripe.
+async fn striped(d: &Dispenser, name: &str) -> bool {
+    d.peek_striped(name).await.is_ok()
 }
 
 fn io_err(e: io::Error) -> Error {

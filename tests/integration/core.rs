@@ -262,12 +262,12 @@ async fn spec_conflicts_and_duplicates_are_errors() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
-    // The same shape with another start is the same sequence.
-    assert!(
+    // Another start is a conflict too (the start recorded at creation is compared).
+    assert!(matches!(
         d.ensure("s", Spec::default().with_max(99).with_start(7))
-            .await
-            .is_ok()
-    );
+            .await,
+        Err(Error::SpecConflict { .. })
+    ));
     assert_eq!(d.peek("s").await.unwrap().version, 0);
     let err = d.open("nope").await.unwrap_err();
     assert!(matches!(err, Error::NoSuchSequence { .. }), "{err}");

@@ -288,3 +288,43 @@ async fn the_live_daily_scope_is_never_deleted() {
     assert!(err.to_string().contains(&today), "{err}");
     assert_eq!(live.next().await.unwrap(), 4);
 }
+
+/// The CLI acts on a striped sequence by its name: create --stripes, next, peek, advance-to,
+/// reset and delete move every stripe, each within its class.
+#[test]
+fn the_cli_administers_striped_sequences_by_name() {
+    crate::common::ready();
+    let coll = crate::common::unique("cli_stripes");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+            .env("MONGODB_URI", crate::common::uri())
+            .args(["--db", crate::common::DB, "--collection", coll.as_str()])
+            .args(args)
+            .output()
+            .expect("run dispenser");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(run(&["create", "ids", "--stripes", "3"]).lines().count(), 3);
+    let drawn: Vec<i64> = run(&["next", "ids", "--count", "9"])
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let mut sorted = drawn.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (1..=9).collect::<Vec<i64>>());
+    let out = run(&["advance-to", "ids", "100"]);
+    assert!(
+        out.contains("next 101") && out.contains("next 102") && out.contains("next 103"),
+        "{out}"
+    );
+    let out = run(&["reset", "ids", "--value", "500"]);
+    assert!(out.contains("next 500") && out.contains("next 501"), "{out}");
+    assert_eq!(run(&["peek", "ids", "--json"]).lines().count(), 3);
+    let out = run(&["delete", "ids"]);
+    assert!(out.contains("3 stripes"), "{out}");
+}

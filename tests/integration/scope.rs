@@ -46,12 +46,8 @@ async fn daily_numbering_restarts_at_local_midnight() {
         .collect();
     assert_eq!(scopes, vec!["tickets@2026-11-21", "tickets@2026-11-22"]);
     // Clean up old days: only the scopes before the key go; the template stays.
-    assert_eq!(
-        d.delete_scopes_before("tickets", "2026-11-22")
-            .await
-            .unwrap(),
-        1
-    );
+    // (The daily sequence knows its zone: in it, the 21st is over.)
+    assert_eq!(daily.delete_scopes_before("2026-11-22").await.unwrap(), 1);
     assert_eq!(d.list_scopes("tickets").await.unwrap().len(), 1);
     assert!(d.peek("tickets").await.is_ok());
     assert!(matches!(
@@ -227,8 +223,22 @@ fn the_cli_draws_formatted_daily_serials() {
     let listed: serde_json::Value =
         serde_json::from_str(&ok(&["list", "--json", "--scopes", "tickets"])).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 2);
-    let out = ok(&["delete", "tickets", "--scopes-before", "~"]);
-    assert!(out.contains("deleted 2 scope(s)"), "{out}");
+    // Today's daily scope is live: a cut-off after it is refused and nothing is deleted.
+    let out = cli(&coll, &["delete", "tickets", "--scopes-before", "~"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("tickets@{today}")));
+    let listed: serde_json::Value =
+        serde_json::from_str(&ok(&["list", "--json", "--scopes", "tickets"])).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+    let out = ok(&[
+        "delete",
+        "tickets",
+        "--scopes-before",
+        "2000-01-01",
+        "--tz",
+        "UTC",
+    ]);
+    assert!(out.contains("deleted 0 scope(s)"), "{out}");
     ok(&["create", "plain"]);
     let out = cli(&coll, &["next", "plain", "--formatted"]);
     assert_eq!(out.status.code(), Some(2));
