@@ -72,12 +72,8 @@ impl Dispenser {
     pub async fn connect(uri: &str, options: Options) -> Result<Self> {
         options.validate()?;
         let client_options = client_options(uri, options.operation_timeout).await?;
-        let client = Client::with_options(client_options).map_err(|e| {
-            Error::invalid_argument(
-                format!("MongoDB URI {}", redact::redact_uri(uri)),
-                redact::scrub(&e.to_string(), uri),
-            )
-        })?;
+        let client =
+            Client::with_options(client_options).map_err(|e| redact::invalid_uri(uri, &e))?;
         Dispenser::new(&client, options)
     }
 
@@ -416,6 +412,7 @@ fn created(spec: &Spec) -> Stored {
 /// A `mongodb+srv://` URI is resolved through DNS here, bounded by `timeout` too: a lookup
 /// that fails is [`Error::Database`], one that hangs is [`Error::Timeout`].
 pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<ClientOptions> {
+    redact::check_credentials(uri)?;
     let shown = redact::redact_uri(uri);
     let parsed = tokio::time::timeout(timeout, ClientOptions::parse(uri))
         .await
@@ -427,10 +424,7 @@ pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<Clien
         mongodb::error::ErrorKind::DnsResolve { .. } => {
             Error::database(format!("resolving MongoDB URI {shown}"), e)
         }
-        _ => Error::invalid_argument(
-            format!("MongoDB URI {shown}"),
-            redact::scrub(&e.to_string(), uri),
-        ),
+        _ => redact::invalid_uri(uri, &e),
     })?;
     opts.server_selection_timeout.get_or_insert(timeout);
     opts.connect_timeout.get_or_insert(timeout);

@@ -68,25 +68,12 @@ fn main() -> ExitCode {
             ExitCode::from(exit::DUPLICATE)
         }
         Err(e) => {
-            eprintln!("dispenser: {}", dispenser::scrub(&error_chain(&e), &uri));
+            // The message holds the essential cause (a driver error is one line of it), so
+            // the source chain is not appended; it may quote the URI, hence the scrub.
+            eprintln!("dispenser: {}", dispenser::scrub(&e.to_string(), &uri));
             ExitCode::from(exit_code(&e))
         }
     }
-}
-
-/// The error and its sources, joined by ": ".
-fn error_chain(e: &Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }
 
 /// Runs the command; `Ok(false)` when the benchmark found a duplicate.
