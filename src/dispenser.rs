@@ -15,7 +15,7 @@ use crate::format::Format;
 use crate::options::Options;
 use crate::redact;
 use crate::retry::RetryBudget;
-use crate::spec::{Spec, validate_name};
+use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::{Counters, Stats};
 use crate::store::Store;
 use crate::strategy::{Adaptive, Drawer};
@@ -99,7 +99,7 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn create(&self, name: &str, spec: Spec) -> Result<Sequence> {
-        validate_name(name)?;
+        validate_plain_name(name)?;
         spec.validate(name)?;
         if !self.store.insert(name, &spec).await? {
             return Err(Error::AlreadyExists {
@@ -128,6 +128,13 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn ensure(&self, name: &str, spec: Spec) -> Result<Sequence> {
+        validate_plain_name(name)?;
+        self.ensure_stored(name, spec).await
+    }
+
+    /// [`Dispenser::ensure`] for the names the library builds (`T@KEY`, `ids~3`): checked
+    /// with [`validate_name`] only.
+    pub(crate) async fn ensure_stored(&self, name: &str, spec: Spec) -> Result<Sequence> {
         validate_name(name)?;
         spec.validate(name)?;
         if self.store.insert(name, &spec).await? {

@@ -67,7 +67,7 @@ pub use options::{CasMode, Options, Strategy, safe_write_concern};
 pub use redact::{check_credentials, redact_uri, scrub};
 pub use retry::Backoff;
 pub use scope::{Clock, DailySequence, SCOPE_SEPARATOR, ScopedNumber, scoped_name};
-pub use spec::{MAX_NAME_BYTES, Spec, validate_name};
+pub use spec::{MAX_NAME_BYTES, Spec, validate_name, validate_plain_name};
 pub use stats::{CasModeUsed, Stats};
 pub use stripe::{MAX_STRIPES, StripedSequence, stripe_name};
 

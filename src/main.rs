@@ -256,7 +256,7 @@ fn describe(s: &SequenceState) -> String {
         .map_or_else(|| "none (exhausted)".to_owned(), |n| n.to_string());
     format!(
         "{name}: value {value} next {next} remaining {rem} step {step} min {min} max {max} cycle {cycle} cycles {cycles} version {version} updated_at {updated}",
-        name = s.name,
+        name = one_line_name(&s.name),
         value = s.value,
         rem = s.remaining(),
         step = s.step,
@@ -267,4 +267,19 @@ fn describe(s: &SequenceState) -> String {
         version = s.version,
         updated = s.updated_at.try_to_rfc3339_string().unwrap_or_default(),
     )
+}
+
+/// A stored name as shown in line-oriented output: control characters (which no valid name
+/// has, but another client may have written one) are escaped, so each sequence stays on its
+/// own line.
+fn one_line_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }

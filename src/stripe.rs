@@ -16,7 +16,7 @@ use futures::future::try_join_all;
 use crate::block::{BlockOptions, BlockSequence, CloseReport};
 use crate::dispenser::{Dispenser, Sequence};
 use crate::error::{Error, Result};
-use crate::spec::{Spec, validate_name};
+use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::Stats;
 
 /// The most stripes one striped sequence may have.
@@ -172,7 +172,7 @@ impl Dispenser {
                 format!("{stripes} stripes requested for {name:?}; use 1 to {MAX_STRIPES}"),
             ));
         }
-        validate_name(name)?;
+        validate_plain_name(name)?;
         validate_name(&stripe_name(name, stripes - 1))?;
         spec.validate(name)?;
         if spec.cycle {
@@ -191,7 +191,7 @@ impl Dispenser {
             names
                 .iter()
                 .zip(specs)
-                .map(|(n, s)| async move { self.ensure(n, s).await }),
+                .map(|(n, s)| async move { self.ensure_stored(n, s).await }),
         )
         .await?;
         let stripes = plain.iter().cloned().map(Stripe::Plain).collect();

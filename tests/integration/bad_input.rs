@@ -760,3 +760,89 @@ async fn driver_errors_are_one_readable_line() {
     assert_readable(stderr.trim_end(), "repeated option");
     assert!(stderr.contains("repeated options"), "{stderr}");
 }
+
+/// Names with control characters, and the scope and stripe separators in names users create.
+const BAD_NAMES: &[(&str, &str)] = &[
+    ("multi\nline", "control character"),
+    ("tab\there", "control character"),
+    ("cr\rhere", "control character"),
+    ("nul\0here", "control character"),
+    ("del\u{7f}here", "control character"),
+    ("nel\u{85}here", "control character"),
+    ("x@y", "'@' separates a template from its scope"),
+    ("@", "'@' separates a template from its scope"),
+    (
+        "q~0",
+        "'~' separates a striped sequence from its stripe number",
+    ),
+    (
+        "ids~1",
+        "'~' separates a striped sequence from its stripe number",
+    ),
+];
+
+#[tokio::test]
+async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is_written() {
+    let f = Fixture::new("bad_names").await;
+    let d = f.dispenser(f.options());
+    for (name, reason) in BAD_NAMES {
+        let calls = [
+            ("create", d.create(name, Spec::default()).await.map(drop)),
+            ("ensure", d.ensure(name, Spec::default()).await.map(drop)),
+            (
+                "ensure_striped",
+                d.ensure_striped(name, 2, Spec::default()).await.map(drop),
+            ),
+            ("open_scope", d.open_scope(name, "k").await.map(drop)),
+            ("daily", d.daily(name, "UTC").map(drop)),
+        ];
+        for (call, r) in calls {
+            let err = r.expect_err(&format!("{call}({name:?}) accepted"));
+            assert!(
+                matches!(err, dispenser::Error::InvalidName { .. }),
+                "{call}({name:?}): {err}"
+            );
+            let shown = err.to_string();
+            assert!(shown.contains(reason), "{call}({name:?}): {shown}");
+            assert_eq!(shown.lines().count(), 1, "{call}({name:?}): {shown}");
+        }
+        if reason.contains("control") {
+            // Not even a stored name may hold a control character.
+            let err = d.peek(name).await.expect_err("control characters");
+            assert!(err.to_string().contains(reason), "{err}");
+            assert!(dispenser::validate_name(name).is_err());
+        }
+    }
+    // A scope key with a control character.
+    d.create("tickets", Spec::default())
+        .await
+        .expect("template");
+    for key in ["a\nb", "\t", "k\u{7f}"] {
+        let err = d.open_scope("tickets", key).await.expect_err("control key");
+        assert!(
+            matches!(err, dispenser::Error::InvalidName { .. }),
+            "{key:?}: {err}"
+        );
+        assert!(err.to_string().contains("control character"), "{err}");
+    }
+    // Nothing was written but the template.
+    let count = f.raw().count_documents(mongodb_doc()).await.expect("count");
+    assert_eq!(count, 1);
+    // Names the library builds stay readable, peekable and deletable by their full name.
+    let acme = d.open_scope("tickets", "acme").await.expect("scope");
+    assert_eq!(acme.next().await.expect("draw"), 1);
+    assert_eq!(d.peek("tickets@acme").await.expect("peek scope").value, 1);
+    d.open("tickets@acme").await.expect("open scope");
+    d.delete("tickets@acme").await.expect("delete scope");
+    let ids = d
+        .ensure_striped("ids", 2, Spec::default())
+        .await
+        .expect("striped");
+    ids.next().await.expect("draw");
+    d.peek("ids~1").await.expect("peek stripe");
+    d.delete("ids~1").await.expect("delete stripe");
+}
+
+fn mongodb_doc() -> dispenser::mongodb::bson::Document {
+    dispenser::mongodb::bson::Document::new()
+}
