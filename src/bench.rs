@@ -378,18 +378,17 @@ async fn source_for(
 }
 
 async fn client(uri: &str, options: &Options) -> dispenser::Result<dispenser::mongodb::Client> {
+    let invalid = |e: dispenser::mongodb::error::Error| Error::InvalidArgument {
+        what: format!("MongoDB URI {}", dispenser::redact_uri(uri)),
+        reason: dispenser::scrub(&dispenser::describe_driver_error(&e), uri),
+    };
+    dispenser::check_credentials(uri)?;
     let mut o = dispenser::mongodb::options::ClientOptions::parse(uri)
         .await
-        .map_err(|e| Error::InvalidArgument {
-            what: format!("MongoDB URI {}", dispenser::redact_uri(uri)),
-            reason: dispenser::scrub(&e.to_string(), uri),
-        })?;
+        .map_err(invalid)?;
     o.server_selection_timeout
         .get_or_insert(options.operation_timeout);
-    dispenser::mongodb::Client::with_options(o).map_err(|e| Error::InvalidArgument {
-        what: format!("MongoDB URI {}", dispenser::redact_uri(uri)),
-        reason: dispenser::scrub(&e.to_string(), uri),
-    })
+    dispenser::mongodb::Client::with_options(o).map_err(invalid)
 }
 
 /// Creates the document a run draws from: a raw counter or a fresh sequence.

@@ -171,7 +171,8 @@ pub struct BenchArgs {
 /// `dispenser create`.
 #[derive(Debug, Args)]
 pub struct CreateArgs {
-    /// Sequence name (1–200 bytes, no NUL, not starting with '$').
+    /// Sequence name (1–200 bytes, no control characters, no '@' or '~', not starting with
+    /// '$').
     pub name: String,
     /// First number issued.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]

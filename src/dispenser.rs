@@ -15,7 +15,7 @@ use crate::format::Format;
 use crate::options::Options;
 use crate::redact;
 use crate::retry::RetryBudget;
-use crate::spec::{Spec, validate_name};
+use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::{Counters, Stats};
 use crate::store::Store;
 use crate::strategy::{Adaptive, Drawer};
@@ -72,12 +72,8 @@ impl Dispenser {
     pub async fn connect(uri: &str, options: Options) -> Result<Self> {
         options.validate()?;
         let client_options = client_options(uri, options.operation_timeout).await?;
-        let client = Client::with_options(client_options).map_err(|e| {
-            Error::invalid_argument(
-                format!("MongoDB URI {}", redact::redact_uri(uri)),
-                redact::scrub(&e.to_string(), uri),
-            )
-        })?;
+        let client =
+            Client::with_options(client_options).map_err(|e| redact::invalid_uri(uri, &e))?;
         Dispenser::new(&client, options)
     }
 
@@ -103,7 +99,7 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn create(&self, name: &str, spec: Spec) -> Result<Sequence> {
-        validate_name(name)?;
+        validate_plain_name(name)?;
         spec.validate(name)?;
         match self.store.insert(name, &spec, None).await? {
             Some(incarnation) => Ok(self.handle(name, created(&spec, None, incarnation))),
@@ -137,6 +133,13 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn ensure(&self, name: &str, spec: Spec) -> Result<Sequence> {
+        validate_plain_name(name)?;
+        self.ensure_stored(name, spec).await
+    }
+
+    /// [`Dispenser::ensure`] for the names the library builds (`T@KEY`, `ids~3`): checked
+    /// with [`validate_name`] only.
+    pub(crate) async fn ensure_stored(&self, name: &str, spec: Spec) -> Result<Sequence> {
         validate_name(name)?;
         spec.validate(name)?;
         self.ensure_as(name, spec, None, true).await
@@ -480,6 +483,7 @@ fn describe(spec: &Spec, start: Option<i64>, stripe: Option<StripeId>) -> String
 /// A `mongodb+srv://` URI is resolved through DNS here, bounded by `timeout` too: a lookup
 /// that fails is [`Error::Database`], one that hangs is [`Error::Timeout`].
 pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<ClientOptions> {
+    redact::check_credentials(uri)?;
     let shown = redact::redact_uri(uri);
     let parsed = tokio::time::timeout(timeout, ClientOptions::parse(uri))
         .await
@@ -491,10 +495,7 @@ pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<Clien
         mongodb::error::ErrorKind::DnsResolve { .. } => {
             Error::database(format!("resolving MongoDB URI {shown}"), e)
         }
-        _ => Error::invalid_argument(
-            format!("MongoDB URI {shown}"),
-            redact::scrub(&e.to_string(), uri),
-        ),
+        _ => redact::invalid_uri(uri, &e),
     })?;
     opts.server_selection_timeout.get_or_insert(timeout);
     opts.connect_timeout.get_or_insert(timeout);

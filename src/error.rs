@@ -164,7 +164,10 @@ pub enum Error {
     /// The driver reported an error (unreachable server, network failure, write-concern
     /// failure, …). When this happens on the write that would have reserved numbers, those
     /// numbers are a gap: they are never issued by anyone.
-    #[error("database error while {context}: {source}")]
+    ///
+    /// The message shows the driver's error as one line (see [`describe_driver_error`]); the
+    /// driver's error itself is the [`source`](std::error::Error::source).
+    #[error("database error while {context}: {}", describe_driver_error(.source))]
     Database {
         /// What the library was doing.
         context: String,
@@ -214,5 +217,177 @@ impl Error {
             field: field.to_owned(),
             problem: problem.into(),
         }
+    }
+}
+
+/// A driver error as one readable line: what failed and the essential cause ("connection
+/// refused", "no server reachable at HOST", "authentication failed: …", "invalid argument:
+/// …"), without the driver's debug fields (`Kind:`, `labels:`, `source:`, `server response:`)
+/// or its topology dump. It never adds credentials: the driver's errors about a running
+/// client quote hosts, not the URI (URI errors go through [`scrub`](crate::scrub)).
+///
+/// # Example
+///
+/// ```
+/// let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused (os error 111)");
+/// let e = dispenser::mongodb::error::Error::from(io);
+/// assert_eq!(dispenser::describe_driver_error(&e), "connection refused");
+/// ```
+pub fn describe_driver_error(e: &mongodb::error::Error) -> String {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    let text = match e.kind.as_ref() {
+        ErrorKind::InvalidArgument { message, .. } => format!("invalid argument: {message}"),
+        ErrorKind::Authentication { message, .. } => {
+            let m = tidy(message);
+            if m.to_lowercase().contains("authentication failed") {
+                format!("authentication failed ({m})")
+            } else {
+                format!("authentication failed: {m}")
+            }
+        }
+        ErrorKind::Command(c) => format!(
+            "the server refused the command: {} ({} {})",
+            tidy(&c.message),
+            c.code_name,
+            c.code
+        ),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => {
+            format!("write failed: {} (code {})", tidy(&w.message), w.code)
+        }
+        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => format!(
+            "write concern failed: {} ({} {})",
+            tidy(&w.message),
+            w.code_name,
+            w.code
+        ),
+        ErrorKind::DnsResolve { message, .. } => {
+            format!("DNS resolution failed: {}", tidy(message))
+        }
+        ErrorKind::Io(io) => tidy(&io.to_string()),
+        ErrorKind::InvalidResponse { message, .. } => {
+            format!("the server sent an invalid reply: {}", tidy(message))
+        }
+        ErrorKind::ServerSelection { message, .. } => describe_selection(message),
+        ErrorKind::Shutdown => "the driver client was shut down".to_owned(),
+        other => tidy(&other.to_string()),
+    };
+    one_line(&text)
+}
+
+/// A server selection error, whose message embeds the driver's topology dump: which servers
+/// were tried and why each failed.
+fn describe_selection(message: &str) -> String {
+    let (head, topology) = message.split_once("Topology:").unwrap_or((message, ""));
+    let mut servers = Vec::new();
+    for part in topology.split("{ Address: ").skip(1) {
+        let address = part.split(", ").next().unwrap_or_default().trim();
+        let why = match part.split_once(", Error: ") {
+            Some((_, error)) => tidy(error.trim_end_matches([' ', '}', ']'])),
+            None => {
+                let kind = part
+                    .split_once("Type: ")
+                    .and_then(|(_, t)| t.split([',', ' ']).next())
+                    .unwrap_or("Unknown");
+                if kind == "Unknown" {
+                    "no answer yet".to_owned()
+                } else {
+                    format!("a {kind} server")
+                }
+            }
+        };
+        servers.push(format!("{address}: {why}"));
+    }
+    let shown = if servers.is_empty() {
+        "no server known".to_owned()
+    } else {
+        servers.join("; ")
+    };
+    if head.contains("No available servers") {
+        format!("server selection timed out: no server reachable ({shown})")
+    } else if head.contains("None of the available servers suitable") {
+        format!("server selection timed out: no suitable server ({shown})")
+    } else {
+        format!("server selection failed: {} ({shown})", tidy(head))
+    }
+}
+
+/// A piece of driver text without its debug noise: "Kind: " prefixes, everything from
+/// ", labels:" on (labels, source and server response), "I/O error: " and "(os error N)".
+fn tidy(text: &str) -> String {
+    let mut t = text.replace("Kind: ", "");
+    if let Some(i) = t.find(", labels:") {
+        t.truncate(i);
+    }
+    let t = t.trim().trim_end_matches('.');
+    let t = t.strip_prefix("I/O error: ").unwrap_or(t);
+    let t = match t.find(" (os error ") {
+        Some(i) if t.ends_with(')') => &t[..i],
+        _ => t,
+    };
+    // "Connection refused" reads better lower-cased mid-sentence; "DNS …" stays.
+    let mut chars = t.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if first.is_uppercase() && second.is_lowercase() => {
+            first.to_lowercase().chain(t.chars().skip(1)).collect()
+        }
+        _ => t.to_owned(),
+    }
+}
+
+/// `text` on one line: line breaks and runs of white space become one space.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REFUSED: &str = "Server selection timeout: No available servers. Topology: { Type: \
+        Unknown, Servers: [ { Address: 127.0.0.1:9, Type: Unknown, Error: Kind: I/O error: \
+        Connection refused (os error 111), labels: {\"SystemOverloadedError\", \
+        \"RetryableError\"}, source: None, server response: None } ] }";
+
+    #[test]
+    fn server_selection_errors_name_each_server_and_its_cause() {
+        assert_eq!(
+            describe_selection(REFUSED),
+            "server selection timed out: no server reachable (127.0.0.1:9: connection refused)"
+        );
+        let two = "Server selection timeout: No available servers. Topology: { Type: \
+            ReplicaSetNoPrimary, Servers: [ { Address: a:1, Type: Unknown }, { Address: b:2, \
+            Type: Unknown, Error: Kind: The server returned an invalid reply to a database \
+            operation: bad length, labels: {}, source: None, server response: None } ] }";
+        assert_eq!(
+            describe_selection(two),
+            "server selection timed out: no server reachable (a:1: no answer yet; b:2: the \
+             server returned an invalid reply to a database operation: bad length)"
+        );
+        let unsuitable = "Server selection timeout: None of the available servers suitable \
+            for criteria ReadPreference(Primary). Topology: { Type: ReplicaSetNoPrimary, \
+            Servers: [ { Address: a:1, Type: RsSecondary, Average RTT: 1ms } ] }";
+        assert_eq!(
+            describe_selection(unsuitable),
+            "server selection timed out: no suitable server (a:1: a RsSecondary server)"
+        );
+    }
+
+    #[test]
+    fn driver_errors_are_one_line_without_debug_fields() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "Connection reset by peer (os error 104)",
+        );
+        let e = mongodb::error::Error::from(io);
+        assert!(e.to_string().contains("labels:"), "the driver's own form");
+        assert_eq!(describe_driver_error(&e), "connection reset by peer");
+        let db = Error::database("reading sequence \"s\"", e);
+        assert_eq!(
+            db.to_string(),
+            "database error while reading sequence \"s\": connection reset by peer"
+        );
+        assert!(std::error::Error::source(&db).is_some());
+        assert_eq!(tidy("Kind: DNS failed, labels: {}"), "DNS failed");
+        assert_eq!(one_line("a\n  b\tc"), "a b c");
     }
 }

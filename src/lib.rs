@@ -61,13 +61,13 @@ pub use block::{
 };
 pub use dispenser::{Dispenser, Sequence};
 pub use document::{SequenceState, StripeId};
-pub use error::{Error, Result};
+pub use error::{Error, Result, describe_driver_error};
 pub use format::{Format, MAX_FORMAT_BYTES, MAX_PAD};
 pub use options::{CasMode, Options, Strategy, safe_write_concern};
-pub use redact::{redact_uri, scrub};
+pub use redact::{check_credentials, redact_uri, scrub};
 pub use retry::Backoff;
 pub use scope::{Clock, DailySequence, SCOPE_SEPARATOR, ScopedNumber, scoped_name};
-pub use spec::{MAX_NAME_BYTES, Spec, validate_name};
+pub use spec::{MAX_NAME_BYTES, Spec, validate_name, validate_plain_name};
 pub use stats::{CasModeUsed, Stats};
 pub use stripe::{MAX_STRIPES, StripedSequence, stripe_name};
 

@@ -68,25 +68,12 @@ fn main() -> ExitCode {
             ExitCode::from(exit::DUPLICATE)
         }
         Err(e) => {
-            eprintln!("dispenser: {}", dispenser::scrub(&error_chain(&e), &uri));
+            // The message holds the essential cause (a driver error is one line of it), so
+            // the source chain is not appended; it may quote the URI, hence the scrub.
+            eprintln!("dispenser: {}", dispenser::scrub(&e.to_string(), &uri));
             ExitCode::from(exit_code(&e))
         }
     }
-}
-
-/// The error and its sources, joined by ": ".
-fn error_chain(e: &Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
 }
 
 /// Runs the command; `Ok(false)` when the benchmark found a duplicate.
@@ -352,7 +339,7 @@ fn describe(s: &SequenceState) -> String {
         .map_or_else(|| "none (exhausted)".to_owned(), |n| n.to_string());
     format!(
         "{name}: value {value} next {next} remaining {rem} step {step} min {min} max {max} cycle {cycle} cycles {cycles} version {version} updated_at {updated}",
-        name = s.name,
+        name = one_line_name(&s.name),
         value = s.value,
         rem = s.remaining(),
         step = s.step,
@@ -363,4 +350,19 @@ fn describe(s: &SequenceState) -> String {
         version = s.version,
         updated = s.updated_at.try_to_rfc3339_string().unwrap_or_default(),
     )
+}
+
+/// A stored name as shown in line-oriented output: control characters (which no valid name
+/// has, but another client may have written one) are escaped, so each sequence stays on its
+/// own line.
+fn one_line_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }

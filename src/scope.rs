@@ -16,7 +16,7 @@ use jiff::tz::TimeZone;
 use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 use crate::error::{Error, Result};
-use crate::spec::{Spec, validate_name};
+use crate::spec::{Spec, validate_name, validate_plain_name};
 
 /// Separates a template's name from the scope key: scope `2026-11-21` of `tickets` is the
 /// sequence `tickets@2026-11-21`.
@@ -26,9 +26,10 @@ pub const SCOPE_SEPARATOR: char = '@';
 ///
 /// # Errors
 ///
-/// [`Error::InvalidName`] when the template name is invalid or contains
-/// [`SCOPE_SEPARATOR`] (a scope of `a@b` would be ambiguous), when the scope is empty or
-/// contains NUL, or when the result is longer than a name may be.
+/// [`Error::InvalidName`] when the template name is not a plain name (see
+/// [`validate_plain_name`](crate::validate_plain_name): no [`SCOPE_SEPARATOR`], no `~`),
+/// when the scope is empty or contains a control character, or when the result is longer
+/// than a name may be.
 ///
 /// # Example
 ///
@@ -38,17 +39,11 @@ pub const SCOPE_SEPARATOR: char = '@';
 /// # Ok::<(), dispenser::Error>(())
 /// ```
 pub fn scoped_name(template: &str, scope: &str) -> Result<String> {
-    validate_name(template)?;
-    if template.contains(SCOPE_SEPARATOR) {
-        return Err(Error::InvalidName {
-            name: template.to_owned(),
-            reason: format!("a scope template must not contain '{SCOPE_SEPARATOR}'"),
-        });
-    }
-    if scope.is_empty() || scope.contains('\0') {
+    validate_plain_name(template)?;
+    if scope.is_empty() || scope.contains(char::is_control) {
         return Err(Error::InvalidName {
             name: scope.to_owned(),
-            reason: "a scope key must be non-empty and without NUL".to_owned(),
+            reason: "a scope key must be non-empty and without a control character".to_owned(),
         });
     }
     let name = format!("{template}{SCOPE_SEPARATOR}{scope}");

@@ -161,8 +161,15 @@ impl fmt::Display for Spec {
     }
 }
 
-/// Checks a sequence name: non-empty, at most [`MAX_NAME_BYTES`] bytes, no NUL, not
-/// starting with `$`.
+/// Checks a **stored** name, one that may be read, drawn from, reset or deleted: non-empty, at
+/// most [`MAX_NAME_BYTES`] bytes, no control character (no `\n`, `\t`, `\r`, NUL, DEL or any
+/// other Unicode control character: they would break line-oriented output such as `list`),
+/// not starting with `$`.
+///
+/// Names the library builds pass it: a scope `tickets@2026-11-22` (see
+/// [`scoped_name`](crate::scoped_name)) and a stripe `ids~3` (see
+/// [`stripe_name`](crate::stripe_name)) are opened, peeked and deleted by their full name.
+/// Names users **create** must pass [`validate_plain_name`] too.
 ///
 /// # Errors
 ///
@@ -172,7 +179,9 @@ impl fmt::Display for Spec {
 ///
 /// ```
 /// assert!(dispenser::validate_name("orders").is_ok());
+/// assert!(dispenser::validate_name("tickets@2026-11-22").is_ok());
 /// assert!(dispenser::validate_name("$where").is_err());
+/// assert!(dispenser::validate_name("multi\nline").is_err());
 /// ```
 pub fn validate_name(name: &str) -> Result<()> {
     let reason = if name.is_empty() {
@@ -182,18 +191,65 @@ pub fn validate_name(name: &str) -> Result<()> {
             "is {} bytes long; at most {MAX_NAME_BYTES} are allowed",
             name.len()
         )
-    } else if name.contains('\0') {
-        "must not contain a NUL character".to_owned()
+    } else if let Some(c) = name.chars().find(|c| c.is_control()) {
+        format!(
+            "must not contain a control character (found {})",
+            c.escape_unicode()
+        )
     } else if name.starts_with('$') {
         "must not start with '$'".to_owned()
     } else {
         return Ok(());
     };
+    Err(invalid(name, reason))
+}
+
+/// Checks a name a user may **create** directly (a plain sequence, a scope template, the
+/// base name of a striped sequence): [`validate_name`], and no `@` (the
+/// [`SCOPE_SEPARATOR`](crate::SCOPE_SEPARATOR)) or `~` (the stripe separator), so that a
+/// plain `ids~1` never shares a document with stripe 1 of `ids`, nor `t@x` with scope `x`
+/// of `t`.
+///
+/// # Errors
+///
+/// [`Error::InvalidName`] saying which rule the name breaks and, for a separator, what to
+/// call instead.
+///
+/// # Example
+///
+/// ```
+/// assert!(dispenser::validate_plain_name("orders").is_ok());
+/// let err = dispenser::validate_plain_name("tickets@acme").unwrap_err();
+/// assert!(err.to_string().contains("use open_scope(template, key)"));
+/// assert!(dispenser::validate_plain_name("ids~1").is_err());
+/// ```
+pub fn validate_plain_name(name: &str) -> Result<()> {
+    validate_name(name)?;
+    if name.contains('@') {
+        return Err(invalid(
+            name,
+            "must not contain '@': '@' separates a template from its scope: use \
+             open_scope(template, key)"
+                .to_owned(),
+        ));
+    }
+    if name.contains('~') {
+        return Err(invalid(
+            name,
+            "must not contain '~': '~' separates a striped sequence from its stripe number: \
+             use ensure_striped(name, stripes, spec)"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+fn invalid(name: &str, reason: String) -> Error {
     let shown: String = name.chars().take(64).collect();
-    Err(Error::InvalidName {
+    Error::InvalidName {
         name: shown,
         reason,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -238,10 +294,31 @@ mod tests {
     fn names_are_checked() {
         assert!(validate_name("tickets-2026/01").is_ok());
         assert!(validate_name(&"x".repeat(MAX_NAME_BYTES)).is_ok());
-        for (bad, needle) in [("", "empty"), ("a\0b", "NUL"), ("$x", "'$'")] {
+        for (bad, needle) in [
+            ("", "empty"),
+            ("a\0b", "control character"),
+            ("a\nb", "control character"),
+            ("a\tb", "control character"),
+            ("a\rb", "control character"),
+            ("a\u{7f}b", "control character"),
+            ("a\u{85}b", "control character"),
+            ("$x", "'$'"),
+        ] {
             let err = validate_name(bad).unwrap_err();
             assert!(err.to_string().contains(needle), "{err}");
+            assert_eq!(err.to_string().lines().count(), 1, "{err}");
+            assert!(validate_plain_name(bad).is_err());
         }
+        // Stored names the library builds are valid names, but not plain ones.
+        for built in ["tickets@2026-11-22", "ids~3", "t@a@b"] {
+            assert!(validate_name(built).is_ok(), "{built}");
+            assert!(validate_plain_name(built).is_err(), "{built}");
+        }
+        let err = validate_plain_name("x@y").unwrap_err().to_string();
+        assert!(err.contains("open_scope(template, key)"), "{err}");
+        let err = validate_plain_name("q~0").unwrap_err().to_string();
+        assert!(err.contains("ensure_striped"), "{err}");
+        assert!(validate_plain_name("tickets-2026/01 é").is_ok());
         let long = "é".repeat(101);
         assert!(
             validate_name(&long)

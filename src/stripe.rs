@@ -18,7 +18,7 @@ use crate::block::{BlockOptions, BlockSequence, CloseReport};
 use crate::dispenser::{Dispenser, Sequence};
 use crate::document::{SequenceState, StripeId};
 use crate::error::{Error, Result};
-use crate::spec::{Spec, validate_name};
+use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::Stats;
 
 /// The most stripes one striped sequence may have.
@@ -175,7 +175,7 @@ impl Dispenser {
                 format!("{stripes} stripes requested for {name:?}; use 1 to {MAX_STRIPES}"),
             ));
         }
-        validate_name(name)?;
+        validate_plain_name(name)?;
         validate_name(&stripe_name(name, stripes - 1))?;
         spec.validate(name)?;
         if spec.cycle {

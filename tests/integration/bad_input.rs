@@ -498,3 +498,351 @@ async fn the_password_never_appears_in_errors_logs_help_or_output() {
         assert_no_secret(&out, &format!("{args:?}"));
     }
 }
+
+/// Passwords that break a naive redactor: raw reserved characters (which the driver splits on
+/// or rejects), percent-encoded forms, a password that looks like a host, and `+srv`. Each is
+/// `(userinfo, password as typed, password decoded)`: neither may appear anywhere.
+const NASTY: &[(&str, &str, &str)] = &[
+    ("alice:Zq8/Secret91@", "Zq8/Secret91", "Zq8/Secret91"),
+    ("alice:Zq8?Secret91@", "Zq8?Secret91", "Zq8?Secret91"),
+    ("alice:Zq8?x=Secret91@", "Zq8?x=Secret91", "Zq8?x=Secret91"),
+    ("alice:Zq8@Secret91@", "Zq8@Secret91", "Zq8@Secret91"),
+    ("alice:Zq8:Secret91@", "Zq8:Secret91", "Zq8:Secret91"),
+    ("alice:Zq8#Secret91@", "Zq8#Secret91", "Zq8#Secret91"),
+    ("alice:Zq8%Secret91@", "Zq8%Secret91", "Zq8%Secret91"),
+    ("alice:Zq8%zzSecret91@", "Zq8%zzSecret91", "Zq8%zzSecret91"),
+    ("alice:Zq8%2FSecret91@", "Zq8%2FSecret91", "Zq8/Secret91"),
+    ("alice:Zq8%40Secret91@", "Zq8%40Secret91", "Zq8@Secret91"),
+    (
+        "alice:Zq8%3FSecret91%23@",
+        "Zq8%3FSecret91%23",
+        "Zq8?Secret91#",
+    ),
+    (
+        "alice:Zq8/?@:#%Secret91@",
+        "Zq8/?@:#%Secret91",
+        "Zq8/?@:#%Secret91",
+    ),
+    // A password that equals a host-like string.
+    (
+        "alice:db9.example.net:27017@",
+        "db9.example.net:27017",
+        "db9.example.net:27017",
+    ),
+    (
+        "alice:Zq8%2C10.9.8.7%3A9@",
+        "Zq8%2C10.9.8.7%3A9",
+        "Zq8,10.9.8.7:9",
+    ),
+];
+
+/// The password as typed and decoded, and each piece of either of 3 or more characters
+/// between reserved characters (the driver may quote a piece as a host or an option).
+fn secrets(raw: &'static str, decoded: &'static str) -> Vec<&'static str> {
+    let mut all = vec![raw, decoded];
+    for p in [raw, decoded] {
+        all.extend(
+            p.split(|c| "/?@:#%&=,[]".contains(c))
+                .filter(|piece| piece.len() >= 3),
+        );
+    }
+    all
+}
+
+/// Spawns the CLI, waits at most `limit` for it to end (else kills it) and returns its output.
+fn output_within(mut c: Command, limit: Duration) -> Output {
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn dispenser");
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait_with_output().expect("collect output")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nasty_passwords_never_appear_anywhere() {
+    common::ready();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr")
+    };
+    let mut uris = Vec::new();
+    for (i, (userinfo, raw, decoded)) in NASTY.iter().enumerate() {
+        let shapes = [
+            format!("mongodb://{userinfo}{closed}"),
+            format!("mongodb://{userinfo}{closed},127.0.0.1:1/db?appName=x"),
+            format!("mongodb+srv://{userinfo}cluster0.invalid/"),
+        ];
+        for uri in [
+            format!("mongodb://{userinfo}{closed}/?directConnection=true"),
+            shapes[i % shapes.len()].clone(),
+        ] {
+            uris.push((uri, *raw, *decoded));
+        }
+    }
+    // The password the driver's own parser would see in a URI with a query holding '@'.
+    uris.push((
+        format!("mongodb://alice:Zq8Secret91@{closed}/?appName=a@b"),
+        "Zq8Secret91",
+        "Zq8Secret91",
+    ));
+    // Without a scheme.
+    uris.push((
+        format!("alice:Zq8/Secret91@{closed}"),
+        "Zq8/Secret91",
+        "Zq8/Secret91",
+    ));
+    let commands: &[&[&str]] = &[
+        &["next", "s"],
+        &["peek", "s"],
+        &["bench", "--count", "1", "--warmup", "0"],
+        &["serve", "--listen", "127.0.0.1:0"],
+        &["--help"],
+        &["next", "--help"],
+    ];
+    let checks = uris
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (uri, raw, decoded))| {
+            // Help only for a few URIs: it never connects.
+            let commands = if i < 4 { commands } else { &commands[..4] };
+            commands.iter().enumerate().map(move |(j, args)| {
+                // The URI in the environment or on the command line.
+                let env = (i + j) % 2 == 0;
+                {
+                    let mut c = Command::new(env!("CARGO_BIN_EXE_dispenser"));
+                    c.env("DISPENSER_LOG", "trace")
+                        .env("DISPENSER_TOKENS", r#"{"tokens": []}"#)
+                        .args(["--timeout", "1", "--db", DB]);
+                    if env {
+                        c.env("MONGODB_URI", uri);
+                    } else {
+                        c.env_remove("MONGODB_URI").args(["--uri", uri]);
+                    }
+                    c.args(*args);
+                    let what = format!(
+                        "{args:?} with {:?} (in env: {env})",
+                        dispenser::redact_uri(uri)
+                    );
+                    let help = args.contains(&"--help");
+                    let (raw, decoded): (&'static str, &'static str) = (raw, decoded);
+                    tokio::task::spawn_blocking(move || {
+                        let out = output_within(c, Duration::from_secs(3));
+                        let (stdout, stderr) = text(&out);
+                        for secret in secrets(raw, decoded) {
+                            assert!(
+                                !stdout.contains(secret) && !stderr.contains(secret),
+                                "{what} leaked {secret:?}:\n{stdout}\n{stderr}"
+                            );
+                        }
+                        // A failure is one line (logs aside).
+                        if !help && out.status.code() != Some(0) {
+                            let last = stderr.lines().last().unwrap_or_default();
+                            assert!(last.starts_with("dispenser: "), "{what}: {stderr}");
+                            for noise in ["Kind:", "labels:", "source: None", "Topology"] {
+                                assert!(!last.contains(noise), "{what}: {last}");
+                            }
+                        }
+                    })
+                }
+            })
+        });
+    // A few at a time: each waits out its 1 s timeout.
+    let mut checks: Vec<_> = checks.collect();
+    for chunk in checks.chunks_mut(16) {
+        for r in join_all(chunk.iter_mut()).await {
+            r.expect("check panicked");
+        }
+    }
+    // The library: connect and an operation, displayed and debug-printed.
+    for (uri, raw, decoded) in &uris {
+        let options = Options::default()
+            .with_database(DB)
+            .with_operation_timeout(TIMEOUT);
+        let shown = match Dispenser::connect(uri, options).await {
+            Err(e) => format!("{e} {e:?}"),
+            Ok(d) => {
+                let e = d.peek("s").await.expect_err("nothing listens");
+                format!("{e} {e:?} {d:?}")
+            }
+        };
+        for secret in secrets(raw, decoded) {
+            assert!(
+                !shown.contains(secret),
+                "{uri:?} leaked {secret:?}: {shown}"
+            );
+        }
+    }
+}
+
+/// Asserts that a driver error is shown as one readable line without debug noise.
+fn assert_readable(message: &str, what: &str) {
+    assert_eq!(message.lines().count(), 1, "{what}: {message}");
+    for noise in [
+        "Kind:",
+        "labels:",
+        "source: None",
+        "server response:",
+        "Topology",
+    ] {
+        assert!(!message.contains(noise), "{what}: {noise:?} in {message}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn driver_errors_are_one_readable_line() {
+    common::ready();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr")
+    };
+    let garbage = FakeServer::start(Fake::Garbage).await;
+    let http = FakeServer::start(Fake::Http).await;
+    let cases = [
+        (
+            format!("mongodb://{closed}/?directConnection=true"),
+            "connection refused",
+        ),
+        (garbage.uri(""), ""),
+        (http.uri(""), ""),
+        (
+            format!("mongodb://alice:pw@{closed}/?directConnection=true&w=nonsense"),
+            "",
+        ),
+    ];
+    for (uri, needle) in &cases {
+        let options = Options::default()
+            .with_database(DB)
+            .with_operation_timeout(TIMEOUT);
+        let d = Dispenser::connect(uri, options).await.expect("connect");
+        let err = d.peek("s").await.expect_err("not a MongoDB server");
+        let shown = err.to_string();
+        assert_readable(&shown, uri);
+        assert!(shown.contains(needle), "{uri}: {needle:?} not in {shown}");
+        if let dispenser::Error::Database { .. } = err {
+            assert!(
+                std::error::Error::source(&err).is_some(),
+                "{uri}: the driver error is the source"
+            );
+            assert!(shown.contains(&closed.to_string()) || !uri.contains(&closed.to_string()));
+        }
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dispenser"));
+        c.env("MONGODB_URI", uri).env_remove("DISPENSER_LOG").args([
+            "--timeout",
+            "1",
+            "--db",
+            DB,
+            "next",
+            "s",
+        ]);
+        let out = c.output().expect("run dispenser");
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(EXIT_DATABASE), "{uri}: {stderr}");
+        assert_readable(stderr.trim_end(), uri);
+        assert!(stderr.contains(needle), "{uri}: {needle:?} not in {stderr}");
+    }
+    // A URI the driver rejects: one line naming the problem, exit 2.
+    let out = Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", "mongodb://127.0.0.1:9/?w=1&w=2")
+        .args(["--timeout", "1", "next", "s"])
+        .output()
+        .expect("run dispenser");
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(EXIT_INVALID), "{stderr}");
+    assert_readable(stderr.trim_end(), "repeated option");
+    assert!(stderr.contains("repeated options"), "{stderr}");
+}
+
+/// Names with control characters, and the scope and stripe separators in names users create.
+const BAD_NAMES: &[(&str, &str)] = &[
+    ("multi\nline", "control character"),
+    ("tab\there", "control character"),
+    ("cr\rhere", "control character"),
+    ("nul\0here", "control character"),
+    ("del\u{7f}here", "control character"),
+    ("nel\u{85}here", "control character"),
+    ("x@y", "'@' separates a template from its scope"),
+    ("@", "'@' separates a template from its scope"),
+    (
+        "q~0",
+        "'~' separates a striped sequence from its stripe number",
+    ),
+    (
+        "ids~1",
+        "'~' separates a striped sequence from its stripe number",
+    ),
+];
+
+#[tokio::test]
+async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is_written() {
+    let f = Fixture::new("bad_names").await;
+    let d = f.dispenser(f.options());
+    for (name, reason) in BAD_NAMES {
+        let calls = [
+            ("create", d.create(name, Spec::default()).await.map(drop)),
+            ("ensure", d.ensure(name, Spec::default()).await.map(drop)),
+            (
+                "ensure_striped",
+                d.ensure_striped(name, 2, Spec::default()).await.map(drop),
+            ),
+            ("open_scope", d.open_scope(name, "k").await.map(drop)),
+            ("daily", d.daily(name, "UTC").map(drop)),
+        ];
+        for (call, r) in calls {
+            let err = r.expect_err(&format!("{call}({name:?}) accepted"));
+            assert!(
+                matches!(err, dispenser::Error::InvalidName { .. }),
+                "{call}({name:?}): {err}"
+            );
+            let shown = err.to_string();
+            assert!(shown.contains(reason), "{call}({name:?}): {shown}");
+            assert_eq!(shown.lines().count(), 1, "{call}({name:?}): {shown}");
+        }
+        if reason.contains("control") {
+            // Not even a stored name may hold a control character.
+            let err = d.peek(name).await.expect_err("control characters");
+            assert!(err.to_string().contains(reason), "{err}");
+            assert!(dispenser::validate_name(name).is_err());
+        }
+    }
+    // A scope key with a control character.
+    d.create("tickets", Spec::default())
+        .await
+        .expect("template");
+    for key in ["a\nb", "\t", "k\u{7f}"] {
+        let err = d.open_scope("tickets", key).await.expect_err("control key");
+        assert!(
+            matches!(err, dispenser::Error::InvalidName { .. }),
+            "{key:?}: {err}"
+        );
+        assert!(err.to_string().contains("control character"), "{err}");
+    }
+    // Nothing was written but the template.
+    let count = f.raw().count_documents(mongodb_doc()).await.expect("count");
+    assert_eq!(count, 1);
+    // Names the library builds stay readable, peekable and deletable by their full name.
+    let acme = d.open_scope("tickets", "acme").await.expect("scope");
+    assert_eq!(acme.next().await.expect("draw"), 1);
+    assert_eq!(d.peek("tickets@acme").await.expect("peek scope").value, 1);
+    d.open("tickets@acme").await.expect("open scope");
+    d.delete("tickets@acme").await.expect("delete scope");
+    let ids = d
+        .ensure_striped("ids", 2, Spec::default())
+        .await
+        .expect("striped");
+    ids.next().await.expect("draw");
+    d.peek("ids~1").await.expect("peek stripe");
+    d.delete("ids~1").await.expect("delete stripe");
+}
+
+fn mongodb_doc() -> dispenser::mongodb::bson::Document {
+    dispenser::mongodb::bson::Document::new()
+}

@@ -253,3 +253,75 @@ fn passwords_never_appear_in_output() {
     assert_ne!(out.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("hunter2secret"));
 }
+
+#[test]
+fn names_with_control_characters_or_separators_exit_2_and_list_stays_one_line_each() {
+    let cli = Cli::new("cli_bad_names");
+    let cases = [
+        ("multi\nline", "control character"),
+        ("tab\there", "control character"),
+        ("del\u{7f}", "control character"),
+        ("x@y", "'@' separates a template from its scope"),
+        (
+            "q~0",
+            "'~' separates a striped sequence from its stripe number",
+        ),
+    ];
+    for (name, reason) in cases {
+        for args in [
+            vec!["create", name],
+            vec!["create", name, "--if-not-exists"],
+        ] {
+            let err = cli.fails(&args, EXIT_INVALID);
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(err.contains(reason), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("{name:?}")),
+                "{args:?}: the name is not named: {err}"
+            );
+        }
+    }
+    // A scope key with a control character.
+    cli.ok(&["create", "tickets"]);
+    let err = cli.fails(&["next", "tickets", "--scope", "a\nb"], EXIT_INVALID);
+    assert!(err.contains("control character"), "{err}");
+    // Nothing was written but the template; list is one line per sequence.
+    let list = cli.ok(&["list"]);
+    assert_eq!(list.lines().count(), 1, "{list}");
+    // Names the library builds are readable and deletable by their full name.
+    assert_eq!(
+        numbers(&cli.ok(&["next", "tickets", "--scope", "2026-11-22"])),
+        vec![1]
+    );
+    let peek = cli.ok(&["peek", "tickets@2026-11-22"]);
+    assert!(peek.starts_with("tickets@2026-11-22: value 1"), "{peek}");
+    cli.ok(&["delete", "tickets@2026-11-22"]);
+    cli.fails(&["peek", "tickets@2026-11-22"], EXIT_NO_SUCH);
+}
+
+#[tokio::test]
+async fn list_shows_a_stored_name_with_a_newline_on_one_line() {
+    // Written by another client: the name is stored, and list must not split it.
+    let f = common::Fixture::new("cli_list_newline").await;
+    let d = f.dispenser(f.options());
+    d.create("plain", dispenser::Spec::default())
+        .await
+        .expect("create");
+    let mut doc = f
+        .raw()
+        .find_one(dispenser::mongodb::bson::doc! {"_id": "plain"})
+        .await
+        .expect("read")
+        .expect("stored");
+    doc.insert("_id", "evil\nname: value 0 next 1");
+    f.raw().insert_one(doc).await.expect("insert");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", common::uri())
+        .args(["--db", DB, "--collection", &f.collection, "list"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{out:?}");
+    let list = String::from_utf8(out.stdout).expect("utf-8");
+    assert_eq!(list.lines().count(), 2, "{list}");
+    assert!(list.contains(r"evil\nname"), "{list}");
+}

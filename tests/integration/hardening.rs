@@ -323,7 +323,10 @@ fn the_cli_administers_striped_sequences_by_name() {
         "{out}"
     );
     let out = run(&["reset", "ids", "--value", "500"]);
-    assert!(out.contains("next 500") && out.contains("next 501"), "{out}");
+    assert!(
+        out.contains("next 500") && out.contains("next 501"),
+        "{out}"
+    );
     assert_eq!(run(&["peek", "ids", "--json"]).lines().count(), 3);
     let out = run(&["delete", "ids"]);
     assert!(out.contains("3 stripes"), "{out}");
