@@ -12,7 +12,8 @@ use dispenser::mongodb::Collection;
 use dispenser::mongodb::bson::{Document, doc};
 use dispenser::mongodb::options::{CollectionOptions, ReturnDocument};
 use dispenser::{
-    BlockOptions, BlockSequence, Dispenser, Error, Options, Sequence, Spec, Stats, Strategy,
+    Dispenser, Error, Options, Sequence, Spec, Stats, Strategy,
+    block::{BlockOptions, BlockSequence},
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};

@@ -154,7 +154,7 @@ pub enum Error {
 
     /// The block client was closed (see [`BlockSequence::close`]); it issues nothing more.
     ///
-    /// [`BlockSequence::close`]: crate::BlockSequence::close
+    /// [`BlockSequence::close`]: crate::block::BlockSequence::close
     #[error("the block client of sequence {name:?} is closed; it issues no more numbers")]
     Closed {
         /// The sequence's name.

@@ -16,8 +16,8 @@
 //! | `document`, `store` | the MongoDB document and every operation that **writes** it |
 //! | `retry`, `strategy` | the conditional increment and the compare-and-set loop: where it is **retried** |
 //! | `dispenser` | the public handles: [`Dispenser`] (admin) and [`Sequence`] (draw) |
-//! | `block` | block (hi-lo) allocation on top of a [`Sequence`]: [`BlockSequence`] hands out numbers from memory, reserving each block with one draw (prefetched in the background, adaptive size, give-back on close), and the per-dispenser registry ([`Dispenser::shared_blocks`]) |
-//! | `stripe` | [`StripedSequence`]: unique but unordered numbers from `S` disjoint sequences (`name~0` …), optionally with blocks |
+//! | `block` | block (hi-lo) allocation on top of a [`Sequence`]: [`BlockSequence`](block::BlockSequence) hands out numbers from memory, reserving each block with one draw (prefetched in the background, adaptive size, give-back on close), and the per-dispenser registry ([`Dispenser::shared_blocks`]) |
+//! | `stripe` | [`StripedSequence`](stripe::StripedSequence): unique but unordered numbers from `S` disjoint sequences (`name~0` …), optionally with blocks |
 //! | `scope`, `format` | one sequence per scope key ([`Dispenser::open_scope`], daily: [`Dispenser::daily`]) and human-facing serials ([`Format`]) |
 //! | `redact`, `stats`, `options` | credentials kept out of output, readable counters ([`Stats`]), settings ([`Options`]) |
 //!
@@ -40,7 +40,7 @@
 #![deny(missing_docs)]
 
 mod arith;
-mod block;
+pub mod block;
 mod dispenser;
 mod document;
 mod error;
@@ -48,28 +48,24 @@ mod format;
 mod options;
 mod redact;
 mod retry;
-mod scope;
+pub mod scope;
 mod spec;
 mod stats;
 mod store;
 mod strategy;
-mod stripe;
+pub mod stripe;
 
 pub use arith::{Run, RunIter};
-pub use block::{
-    AdaptiveBlocks, BlockOptions, BlockSequence, CloseReport, DEFAULT_BLOCK_SIZE, DEFAULT_PREFETCH,
-};
+pub use block::CloseReport;
 pub use dispenser::{Dispenser, Sequence};
-pub use document::{SequenceState, StripeId};
+pub use document::SequenceState;
 pub use error::{Error, Result, describe_driver_error};
 pub use format::{Format, MAX_FORMAT_BYTES, MAX_PAD};
 pub use options::{CasMode, Options, Strategy, safe_write_concern};
 pub use redact::{check_credentials, redact_uri, scrub};
 pub use retry::Backoff;
-pub use scope::{Clock, DailySequence, SCOPE_SEPARATOR, ScopedNumber, scoped_name};
 pub use spec::{MAX_NAME_BYTES, Spec, validate_name, validate_plain_name};
 pub use stats::{CasModeUsed, Stats};
-pub use stripe::{MAX_STRIPES, StripedSequence, stripe_name};
 
 /// The driver, re-exported so callers use the same version.
 pub use mongodb;

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use dispenser::{BlockOptions, Dispenser, Error, Format, Options, SequenceState, Spec, Strategy};
+use dispenser::{
+    Dispenser, Error, Format, Options, SequenceState, Spec, Strategy, block::BlockOptions,
+};
 
 use cli::{Cli, Command, StrategyArg};
 

@@ -27,15 +27,15 @@ pub const SCOPE_SEPARATOR: char = '@';
 /// # Errors
 ///
 /// [`Error::InvalidName`] when the template name is not a plain name (see
-/// [`validate_plain_name`](crate::validate_plain_name): no [`SCOPE_SEPARATOR`], no `~`),
+/// [`validate_plain_name`](crate::validate_plain_name()): no [`SCOPE_SEPARATOR`], no `~`),
 /// when the scope is empty or contains a control character, or when the result is longer
 /// than a name may be.
 ///
 /// # Example
 ///
 /// ```
-/// assert_eq!(dispenser::scoped_name("tickets", "2026-11-21")?, "tickets@2026-11-21");
-/// assert!(dispenser::scoped_name("tickets", "").is_err());
+/// assert_eq!(dispenser::scope::scoped_name("tickets", "2026-11-21")?, "tickets@2026-11-21");
+/// assert!(dispenser::scope::scoped_name("tickets", "").is_err());
 /// # Ok::<(), dispenser::Error>(())
 /// ```
 pub fn scoped_name(template: &str, scope: &str) -> Result<String> {

@@ -29,7 +29,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use dispenser::{
-    BlockOptions, BlockSequence, Dispenser, Error, Format, Sequence, SequenceState, Spec, Stats,
+    Dispenser, Error, Format, Sequence, SequenceState, Spec, Stats,
+    block::{BlockOptions, BlockSequence},
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;

@@ -167,8 +167,8 @@ impl fmt::Display for Spec {
 /// not starting with `$`.
 ///
 /// Names the library builds pass it: a scope `tickets@2026-11-22` (see
-/// [`scoped_name`](crate::scoped_name)) and a stripe `ids~3` (see
-/// [`stripe_name`](crate::stripe_name)) are opened, peeked and deleted by their full name.
+/// [`scoped_name`](crate::scope::scoped_name)) and a stripe `ids~3` (see
+/// [`stripe_name`](crate::stripe::stripe_name)) are opened, peeked and deleted by their full name.
 /// Names users **create** must pass [`validate_plain_name`] too.
 ///
 /// # Errors
@@ -206,7 +206,7 @@ pub fn validate_name(name: &str) -> Result<()> {
 
 /// Checks a name a user may **create** directly (a plain sequence, a scope template, the
 /// base name of a striped sequence): [`validate_name`], and no `@` (the
-/// [`SCOPE_SEPARATOR`](crate::SCOPE_SEPARATOR)) or `~` (the stripe separator), so that a
+/// [`SCOPE_SEPARATOR`](crate::scope::SCOPE_SEPARATOR)) or `~` (the stripe separator), so that a
 /// plain `ids~1` never shares a document with stripe 1 of `ids`, nor `t@x` with scope `x`
 /// of `t`.
 ///

@@ -16,7 +16,8 @@ use futures::future::try_join_all;
 use crate::arith;
 use crate::block::{BlockOptions, BlockSequence, CloseReport};
 use crate::dispenser::{Dispenser, Sequence};
-use crate::document::{SequenceState, StripeId};
+use crate::document::SequenceState;
+pub use crate::document::StripeId;
 use crate::error::{Error, Result};
 use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::Stats;
@@ -27,7 +28,7 @@ use crate::stats::Stats;
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) {
-/// let err = d.ensure_striped("ids", dispenser::MAX_STRIPES + 1, Default::default()).await;
+/// let err = d.ensure_striped("ids", dispenser::stripe::MAX_STRIPES + 1, Default::default()).await;
 /// assert!(err.is_err());
 /// # }
 /// ```
@@ -38,7 +39,7 @@ pub const MAX_STRIPES: u32 = 1024;
 /// # Example
 ///
 /// ```
-/// assert_eq!(dispenser::stripe_name("ids", 3), "ids~3");
+/// assert_eq!(dispenser::stripe::stripe_name("ids", 3), "ids~3");
 /// ```
 pub fn stripe_name(name: &str, i: u32) -> String {
     format!("{name}~{i}")
@@ -155,7 +156,7 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::{BlockOptions, Spec};
+    /// use dispenser::{Spec, block::BlockOptions};
     /// let ids = d
     ///     .ensure_striped("ids", 8, Spec::default())
     ///     .await?
@@ -445,8 +446,8 @@ impl StripedSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(ids: dispenser::StripedSequence) -> dispenser::Result<()> {
-    /// let fast = ids.with_blocks(dispenser::BlockOptions::default().with_size(1000))?;
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// let fast = ids.with_blocks(dispenser::block::BlockOptions::default().with_size(1000))?;
     /// let id = fast.next().await?;
     /// fast.close().await?;
     /// # Ok(()) }
@@ -479,7 +480,7 @@ impl StripedSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(ids: dispenser::StripedSequence) -> dispenser::Result<()> {
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
     /// let (a, b) = (ids.next().await?, ids.next().await?);
     /// assert_ne!(a, b); // unique, in no particular order
     /// # Ok(()) }
@@ -510,7 +511,7 @@ impl StripedSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(ids: dispenser::StripedSequence) -> dispenser::Result<()> {
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
     /// let report = ids.close().await?;
     /// println!("{} given back, {} lost", report.given_back, report.lost);
     /// # Ok(()) }
@@ -542,7 +543,7 @@ impl StripedSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(ids: dispenser::StripedSequence) {
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) {
     /// println!("{} issued", ids.stats().issued);
     /// # }
     /// ```

@@ -10,7 +10,7 @@ use crate::stats::bump;
 /// # Example
 ///
 /// ```no_run
-/// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+/// # async fn f(blocks: dispenser::block::BlockSequence) -> dispenser::Result<()> {
 /// let report = blocks.close().await?;
 /// println!("{} given back, {} lost (a gap)", report.given_back, report.lost);
 /// # Ok(()) }
@@ -56,7 +56,7 @@ impl BlockSequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::BlockOptions;
+    /// use dispenser::block::BlockOptions;
     /// let blocks = d.open_blocks("orders", BlockOptions::default().with_prefetch(None)).await?;
     /// let first = blocks.next().await?;
     /// let report = blocks.close().await?;

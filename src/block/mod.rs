@@ -2,7 +2,7 @@
 //! from memory.
 //!
 //! A block reservation **is** a draw of `size` numbers through the configured strategy
-//! ([`Drawer::draw_versioned`]), so it uses the same arithmetic, store and retry code as
+//! (`Drawer::draw_versioned`), so it uses the same arithmetic, store and retry code as
 //! [`Sequence::next_n`]: with `cycle` a block never crosses the wrap (it ends at the bound and
 //! the next block starts at `min`); without `cycle`, near the bound the block is cut to what is
 //! left.
@@ -102,7 +102,7 @@ enum Step {
 /// # Example
 ///
 /// ```no_run
-/// use dispenser::{BlockOptions, Dispenser, Options, Spec};
+/// use dispenser::{Dispenser, Options, Spec, block::BlockOptions};
 ///
 /// # async fn f() -> dispenser::Result<()> {
 /// let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
@@ -155,7 +155,7 @@ impl BlockSequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let blocks = d.open_blocks("orders", dispenser::BlockOptions::default()).await?;
+    /// let blocks = d.open_blocks("orders", dispenser::block::BlockOptions::default()).await?;
     /// assert_eq!(blocks.name(), "orders");
     /// # Ok(()) }
     /// ```
@@ -169,7 +169,7 @@ impl BlockSequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::BlockOptions;
+    /// use dispenser::block::BlockOptions;
     /// let blocks = d.open_blocks("orders", BlockOptions::default().with_size(10)).await?;
     /// assert_eq!(blocks.options().size, 10);
     /// # Ok(()) }
@@ -203,7 +203,7 @@ impl BlockSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+    /// # async fn f(blocks: dispenser::block::BlockSequence) -> dispenser::Result<()> {
     /// let a = blocks.next().await?;
     /// let b = blocks.next().await?;
     /// assert!(b > a); // one client: increasing (ascending sequence, no wrap between)
@@ -307,7 +307,7 @@ impl BlockSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+    /// # async fn f(blocks: dispenser::block::BlockSequence) -> dispenser::Result<()> {
     /// blocks.next().await?;
     /// blocks.settle().await;
     /// # Ok(()) }
@@ -329,7 +329,7 @@ impl BlockSequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::BlockOptions;
+    /// use dispenser::block::BlockOptions;
     /// let blocks = d.open_blocks("orders", BlockOptions::default().with_prefetch(None)).await?;
     /// blocks.next().await?;
     /// assert_eq!(blocks.buffered(), 99);
@@ -344,7 +344,7 @@ impl BlockSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(blocks: dispenser::BlockSequence) {
+    /// # async fn f(blocks: dispenser::block::BlockSequence) {
     /// println!("next block: {} numbers", blocks.block_size());
     /// # }
     /// ```
@@ -358,7 +358,7 @@ impl BlockSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(blocks: dispenser::BlockSequence) {
+    /// # async fn f(blocks: dispenser::block::BlockSequence) {
     /// assert!(blocks.same_as(&blocks.clone()));
     /// # }
     /// ```
@@ -371,7 +371,7 @@ impl BlockSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+    /// # async fn f(blocks: dispenser::block::BlockSequence) -> dispenser::Result<()> {
     /// let other = blocks.clone();
     /// blocks.close().await?;
     /// assert!(other.is_closed());
@@ -388,7 +388,7 @@ impl BlockSequence {
     /// # Example
     ///
     /// ```no_run
-    /// # async fn f(blocks: dispenser::BlockSequence) -> dispenser::Result<()> {
+    /// # async fn f(blocks: dispenser::block::BlockSequence) -> dispenser::Result<()> {
     /// let s = blocks.stats();
     /// println!("{} numbers from {} blocks, {} waits", s.issued, s.block_refills, s.waits);
     /// # Ok(()) }
@@ -413,7 +413,7 @@ impl Sequence {
     /// let blocks = d
     ///     .ensure("orders", dispenser::Spec::default())
     ///     .await?
-    ///     .into_blocks(dispenser::BlockOptions::default())?;
+    ///     .into_blocks(dispenser::block::BlockOptions::default())?;
     /// let id = blocks.next().await?;
     /// # Ok(()) }
     /// ```
@@ -439,7 +439,7 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let blocks = d.open_blocks("orders", dispenser::BlockOptions::default()).await?;
+    /// let blocks = d.open_blocks("orders", dispenser::block::BlockOptions::default()).await?;
     /// let id = blocks.next().await?;
     /// # Ok(()) }
     /// ```

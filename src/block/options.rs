@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 /// # Example
 ///
 /// ```
-/// assert_eq!(dispenser::BlockOptions::default().size, dispenser::DEFAULT_BLOCK_SIZE);
+/// assert_eq!(dispenser::block::BlockOptions::default().size, dispenser::block::DEFAULT_BLOCK_SIZE);
 /// ```
 pub const DEFAULT_BLOCK_SIZE: u64 = 100;
 
@@ -19,12 +19,12 @@ pub const DEFAULT_BLOCK_SIZE: u64 = 100;
 /// # Example
 ///
 /// ```
-/// use dispenser::{BlockOptions, DEFAULT_PREFETCH};
+/// use dispenser::{block::{BlockOptions, DEFAULT_PREFETCH}};
 /// assert_eq!(BlockOptions::default().prefetch, Some(DEFAULT_PREFETCH));
 /// ```
 pub const DEFAULT_PREFETCH: f64 = 0.5;
 
-/// How a [`BlockSequence`](crate::BlockSequence) reserves numbers.
+/// How a [`BlockSequence`](crate::block::BlockSequence) reserves numbers.
 ///
 /// # Default
 ///
@@ -42,7 +42,7 @@ pub const DEFAULT_PREFETCH: f64 = 0.5;
 ///
 /// ```
 /// use std::time::Duration;
-/// use dispenser::{AdaptiveBlocks, BlockOptions};
+/// use dispenser::{block::{AdaptiveBlocks, BlockOptions}};
 ///
 /// let options = BlockOptions::default()
 ///     .with_size(500)
@@ -110,7 +110,7 @@ impl BlockOptions {
     /// # Example
     ///
     /// ```
-    /// use dispenser::BlockOptions;
+    /// use dispenser::block::BlockOptions;
     ///
     /// let err = BlockOptions::default().with_size(0).validate().unwrap_err();
     /// assert!(err.to_string().contains("block size"));
@@ -168,7 +168,7 @@ impl BlockOptions {
 ///
 /// ```
 /// use std::time::Duration;
-/// use dispenser::AdaptiveBlocks;
+/// use dispenser::block::AdaptiveBlocks;
 ///
 /// let adaptive = AdaptiveBlocks::default()
 ///     .with_min_size(50)
@@ -230,7 +230,7 @@ impl AdaptiveBlocks {
     /// # Example
     ///
     /// ```
-    /// use dispenser::AdaptiveBlocks;
+    /// use dispenser::block::AdaptiveBlocks;
     ///
     /// let err = AdaptiveBlocks::default().with_max_size(1).validate().unwrap_err();
     /// assert!(err.to_string().contains("max_size"));

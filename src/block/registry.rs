@@ -30,7 +30,7 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::BlockOptions;
+    /// use dispenser::block::BlockOptions;
     /// let a = d.shared_blocks("orders", BlockOptions::default()).await?;
     /// let b = d.clone().shared_blocks("orders", BlockOptions::default()).await?;
     /// assert!(a.same_as(&b));

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use dispenser::{
-    AdaptiveBlocks, BlockOptions, BlockSequence, CloseReport, Dispenser, Error, Spec, stripe_name,
+    CloseReport, Dispenser, Error, Spec,
+    block::{AdaptiveBlocks, BlockOptions, BlockSequence},
+    stripe::stripe_name,
 };
 use futures::FutureExt;
 use futures::future::join_all;

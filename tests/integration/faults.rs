@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use dispenser::{Backoff, BlockOptions, Dispenser, Error, Options, Spec, Strategy};
+use dispenser::{Backoff, Dispenser, Error, Options, Spec, Strategy, block::BlockOptions};
 use futures::future::join_all;
 use tokio::io::AsyncReadExt;
 

@@ -4,7 +4,7 @@
 //! while live, `ensure` with another start, and documents written before incarnations.
 
 use dispenser::mongodb::bson::{Bson, DateTime, doc};
-use dispenser::{BlockOptions, Error, Spec, Strategy};
+use dispenser::{Error, Spec, Strategy, block::BlockOptions};
 
 use crate::common::Fixture;
 
@@ -245,7 +245,8 @@ async fn the_live_daily_scope_is_never_deleted() {
     let d = f.dispenser(f.options());
     d.ensure("tickets", Spec::default()).await.unwrap();
     // 05:00 UTC on the 22nd is still the 21st in Honolulu.
-    let at = |ts: &'static str| -> dispenser::Clock { Arc::new(move || ts.parse().unwrap()) };
+    let at =
+        |ts: &'static str| -> dispenser::scope::Clock { Arc::new(move || ts.parse().unwrap()) };
     let honolulu = d
         .daily("tickets", "Pacific/Honolulu")
         .unwrap()

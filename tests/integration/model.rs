@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dispenser::{Backoff, BlockOptions, Dispenser, Error, Format, Options, Spec, Strategy};
+use dispenser::{Backoff, Dispenser, Error, Format, Options, Spec, Strategy, block::BlockOptions};
 use futures::future::join_all;
 
 use crate::common::{self, DB, Fixture};
