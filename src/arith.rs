@@ -19,6 +19,7 @@ use crate::spec::Spec;
 /// assert_eq!(run.into_iter().collect::<Vec<_>>(), vec![5, 7, 9]);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "a run holds numbers already issued: dropping it leaves them a gap"]
 pub struct Run {
     first: i64,
     count: u64,

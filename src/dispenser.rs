@@ -14,11 +14,10 @@ use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::options::Options;
 use crate::redact;
-use crate::retry::RetryBudget;
 use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::{Counters, Stats};
 use crate::store::Store;
-use crate::strategy::{Adaptive, Drawer};
+use crate::strategy::{Adaptive, Decision, Drawer};
 
 /// One collection of sequences on one MongoDB deployment.
 ///
@@ -364,32 +363,32 @@ impl Dispenser {
         .await
     }
 
-    /// Moves `value` by a compare-and-set, retrying lost races: `decide` looks at the stored
-    /// state and returns the value to store, `None` to leave it as it is, or an error
-    /// (nothing written). Returns the state afterwards.
+    /// Moves `value` by the compare-and-set loop (the draws' own, [`Drawer::update`]), from
+    /// a fresh read: `decide` looks at the stored state and returns the value to
+    /// store, `None` to leave it as it is, or an error (nothing written). Returns the state
+    /// afterwards.
     async fn set_value(
         &self,
         name: &str,
         decide: impl Fn(&Stored) -> Result<Option<i64>>,
     ) -> Result<SequenceState> {
         validate_name(name)?;
-        let mut budget = RetryBudget::new(&self.options.backoff);
-        loop {
-            let stored = self.load(name).await?;
-            let Some(new_value) = decide(&stored)? else {
-                return self.peek(name).await;
-            };
-            budget.attempted();
-            if self
-                .store
-                .compare_and_set(name, &stored, new_value, false)
-                .await?
-                .is_some()
-            {
-                return self.peek(name).await;
-            }
-            tokio::time::sleep(budget.after_conflict(name)?).await;
-        }
+        // `open` has just read the state: the loop starts from it (no second read).
+        let handle = self.open(name).await?;
+        handle
+            .drawer()
+            .update(true, |stored, _| {
+                Ok(match decide(stored)? {
+                    Some(value) => Decision::Write {
+                        value,
+                        wrapped: false,
+                        then: (),
+                    },
+                    None => Decision::Done(()),
+                })
+            })
+            .await?;
+        self.peek(name).await
     }
 
     /// Sets (or with `None` removes) the serial format of a sequence (see [`Format`]). The

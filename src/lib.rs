@@ -18,7 +18,7 @@
 //! | `dispenser` | the public handles: [`Dispenser`] (admin) and [`Sequence`] (draw) |
 //! | `block` | block (hi-lo) allocation on top of a [`Sequence`]: [`BlockSequence`](block::BlockSequence) hands out numbers from memory, reserving each block with one draw (prefetched in the background, adaptive size, give-back on close), and the per-dispenser registry ([`Dispenser::shared_blocks`]) |
 //! | `stripe` | [`StripedSequence`](stripe::StripedSequence): unique but unordered numbers from `S` disjoint sequences (`name~0` …), optionally with blocks |
-//! | `scope`, `format` | one sequence per scope key ([`Dispenser::open_scope`], daily: [`Dispenser::daily`]) and human-facing serials ([`Format`]) |
+//! | `scope`, `format` | one sequence per scope key ([`Dispenser::open_scope`], daily: [`Dispenser::open_daily`]) and human-facing serials ([`Format`]) |
 //! | `redact`, `stats`, `options` | credentials kept out of output, readable counters ([`Stats`]), settings ([`Options`]) |
 //!
 //! The binary adds the CLI (`cli`, `main`), `dispenser bench` and `dispenser serve` (an HTTP
@@ -49,6 +49,7 @@ mod options;
 mod redact;
 mod retry;
 pub mod scope;
+mod source;
 mod spec;
 mod stats;
 mod store;
@@ -64,6 +65,7 @@ pub use format::{Format, MAX_FORMAT_BYTES, MAX_PAD};
 pub use options::{CasMode, Options, Strategy, safe_write_concern};
 pub use redact::{check_credentials, redact_uri, scrub};
 pub use retry::Backoff;
+pub use source::{BoxFuture, BoxNumberSource, DynNumberSource, NumberSource, SourceKind};
 pub use spec::{MAX_NAME_BYTES, Spec, validate_name, validate_plain_name};
 pub use stats::{CasModeUsed, Stats};
 

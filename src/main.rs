@@ -141,7 +141,7 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
         Command::Next(a) => {
             let scope = match (&a.scope, a.daily) {
                 (Some(key), _) => Some(key.clone()),
-                (None, true) => Some(d.daily(&a.name, &a.tz)?.scope_now()),
+                (None, true) => Some(d.open_daily(&a.name, &a.tz)?.scope_now()),
                 (None, false) => None,
             };
             let format = if a.formatted {
@@ -290,7 +290,11 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
             tz,
         } => {
             let n = match tz {
-                Some(zone) => d.daily(&name, &zone)?.delete_scopes_before(&before).await?,
+                Some(zone) => {
+                    d.open_daily(&name, &zone)?
+                        .delete_scopes_before(&before)
+                        .await?
+                }
                 None => d.delete_scopes_before(&name, &before).await?,
             };
             writeln!(out, "deleted {n} scope(s) of {name} before {before}").map_err(io_err)?;

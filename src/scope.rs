@@ -17,6 +17,7 @@ use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 use crate::error::{Error, Result};
 use crate::spec::{Spec, validate_name, validate_plain_name};
+use crate::stats::Stats;
 
 /// Separates a template's name from the scope key: scope `2026-11-21` of `tickets` is the
 /// sequence `tickets@2026-11-21`.
@@ -185,12 +186,12 @@ impl Dispenser {
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// use dispenser::Spec;
     /// d.ensure("tickets", Spec::default().with_max(999)).await?;
-    /// let today = d.daily("tickets", "Europe/Paris")?;
+    /// let today = d.open_daily("tickets", "Europe/Paris")?;
     /// let ticket = today.next().await?; // e.g. ScopedNumber { scope: "2026-11-21", number: 1 }
     /// println!("{}-{:03}", ticket.scope, ticket.number);
     /// # Ok(()) }
     /// ```
-    pub fn daily(&self, template: &str, time_zone: &str) -> Result<DailySequence> {
+    pub fn open_daily(&self, template: &str, time_zone: &str) -> Result<DailySequence> {
         scoped_name(template, "2000-01-01")?;
         let tz = TimeZone::get(time_zone)
             .map_err(|e| Error::invalid_argument("time zone", format!("{time_zone:?}: {e}")))?;
@@ -200,6 +201,7 @@ impl Dispenser {
             tz,
             clock: Arc::new(Timestamp::now),
             current: Arc::new(Mutex::new(None)),
+            past: Arc::default(),
         })
     }
 }
@@ -217,7 +219,7 @@ pub struct ScopedNumber {
 /// The clock a [`DailySequence`] reads: returns the current instant.
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
-/// A sequence whose numbering restarts every day (see [`Dispenser::daily`]). Cheap to
+/// A sequence whose numbering restarts every day (see [`Dispenser::open_daily`]). Cheap to
 /// clone; clones share the current day's handle.
 #[derive(Clone)]
 pub struct DailySequence {
@@ -226,6 +228,8 @@ pub struct DailySequence {
     tz: TimeZone,
     clock: Clock,
     current: Arc<Mutex<Option<(String, Sequence)>>>,
+    /// The counters of the days this sequence has moved past.
+    past: Arc<Mutex<Stats>>,
 }
 
 impl std::fmt::Debug for DailySequence {
@@ -246,7 +250,7 @@ impl DailySequence {
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// use std::sync::Arc;
     /// let fixed = d
-    ///     .daily("tickets", "UTC")?
+    ///     .open_daily("tickets", "UTC")?
     ///     .with_clock(Arc::new(|| "2026-11-21T23:59:59Z".parse().expect("a timestamp")));
     /// assert_eq!(fixed.scope_now(), "2026-11-21");
     /// # Ok(()) }
@@ -255,7 +259,40 @@ impl DailySequence {
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
         self.current = Arc::new(Mutex::new(None));
+        self.past = Arc::default();
         self
+    }
+
+    /// The template's name.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// assert_eq!(d.open_daily("tickets", "UTC")?.template(), "tickets");
+    /// # Ok(()) }
+    /// ```
+    pub fn template(&self) -> &str {
+        &self.template
+    }
+
+    /// What this daily sequence (and its clones) did so far, over every day it drew from.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let today = d.open_daily("tickets", "UTC")?;
+    /// today.next().await?;
+    /// assert_eq!(today.stats().issued, 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let mut total = *self.past.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, seq)) = &*self.current.lock().unwrap_or_else(|p| p.into_inner()) {
+            total += seq.stats();
+        }
+        total
     }
 
     /// Today's scope key, `YYYY-MM-DD`, in the configured time zone.
@@ -280,7 +317,7 @@ impl DailySequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let daily = d.daily("tickets", "Europe/Paris")?;
+    /// let daily = d.open_daily("tickets", "Europe/Paris")?;
     /// let gone = daily.delete_scopes_before("2026-11-01").await?;
     /// # Ok(()) }
     /// ```
@@ -314,8 +351,14 @@ impl DailySequence {
             Some(seq) => seq,
             None => {
                 let seq = self.dispenser.open_scope(&self.template, &scope).await?;
-                *self.current.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((scope.clone(), seq.clone()));
+                let old = self
+                    .current
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .replace((scope.clone(), seq.clone()));
+                if let Some((_, old)) = old {
+                    *self.past.lock().unwrap_or_else(|p| p.into_inner()) += old.stats();
+                }
                 seq
             }
         };

@@ -18,7 +18,6 @@ use mongodb::options::{
 };
 use mongodb::{Client, Collection};
 
-use crate::arith::Draw;
 use crate::document::{self, Stored, StripeId, field};
 use crate::error::{Error, Result};
 use crate::options::Options;
@@ -277,17 +276,6 @@ impl Store {
             version: expected.version + 1,
             incarnation: Some(incarnation),
         }))
-    }
-
-    /// Stores the outcome of a draw computed from `expected` (see [`Store::compare_and_set`]).
-    pub(crate) async fn commit_draw(
-        &self,
-        name: &str,
-        expected: &Stored,
-        draw: &Draw,
-    ) -> Result<Option<Stamp>> {
-        self.compare_and_set(name, expected, draw.new_value, draw.wrapped)
-            .await
     }
 
     /// The conditional increment: adds `delta` to `value` (and 1 to `version`) only while

@@ -217,12 +217,43 @@ impl Drawer {
     /// First writer wins, with backoff between lost races. Returns the run and the version
     /// written.
     async fn compare_and_set(&self, n: u64) -> Result<(Run, Stamp)> {
-        let mut budget = RetryBudget::new(&self.backoff);
         let optimistic_first = self
             .adaptive
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .choose_optimistic();
+        let (run, stamp) = self
+            .update(optimistic_first, |stored, from_memory| {
+                match arith::draw(&stored.spec, stored.value, n) {
+                    Ok(d) => Ok(Decision::Write {
+                        value: d.new_value,
+                        wrapped: d.wrapped,
+                        then: d.run,
+                    }),
+                    // The remembered state may be stale: only a fresh read may say "exhausted".
+                    Err(_) if from_memory => Ok(Decision::Reread),
+                    Err(short) => Err(self.exhausted(stored, n, short.remaining)),
+                }
+            })
+            .await?;
+        // A draw always writes.
+        let stamp =
+            stamp.ok_or_else(|| Error::corrupt(&self.name, "value", "draw wrote nothing"))?;
+        Ok((run, stamp))
+    }
+
+    /// The compare-and-set loop — the only one in the crate; draws and admin writes
+    /// (`reset`, `advance_to`) both run it. Takes a state (the remembered one first when
+    /// `optimistic_first`, else a fresh read), asks `decide` what to do with it, and writes
+    /// the new value filtered on that exact state; a lost race re-reads, backs off and tries
+    /// again within the retry budget. Returns `decide`'s value and the stamp written (`None`
+    /// when `decide` chose not to write).
+    pub(crate) async fn update<T>(
+        &self,
+        optimistic_first: bool,
+        mut decide: impl FnMut(&Stored, bool) -> Result<Decision<T>>,
+    ) -> Result<(T, Option<Stamp>)> {
+        let mut budget = RetryBudget::new(&self.backoff);
         let mut guess = optimistic_first.then(|| self.remembered());
         loop {
             let from_memory = guess.is_some();
@@ -230,11 +261,14 @@ impl Drawer {
                 Some(s) => s,
                 None => self.read().await?,
             };
-            let draw = match arith::draw(&stored.spec, stored.value, n) {
-                Ok(d) => d,
-                // The remembered state may be stale: only a fresh read may say "exhausted".
-                Err(_) if from_memory => continue,
-                Err(short) => return Err(self.exhausted(&stored, n, short.remaining)),
+            let (value, wrapped, then) = match decide(&stored, from_memory)? {
+                Decision::Write {
+                    value,
+                    wrapped,
+                    then,
+                } => (value, wrapped, then),
+                Decision::Done(then) => return Ok((then, None)),
+                Decision::Reread => continue,
             };
             budget.attempted();
             bump(&self.stats.round_trips);
@@ -246,7 +280,10 @@ impl Drawer {
             };
             bump(counter);
             self.stats.last_mode.store(mode, Relaxed);
-            let won = self.store.commit_draw(&self.name, &stored, &draw).await?;
+            let won = self
+                .store
+                .compare_and_set(&self.name, &stored, value, wrapped)
+                .await?;
             if from_memory {
                 self.adaptive
                     .lock()
@@ -256,15 +293,15 @@ impl Drawer {
             if let Some(stamp) = won {
                 self.remember(
                     Stored {
-                        value: draw.new_value,
+                        value,
                         version: stamp.version,
-                        cycles: stored.cycles + i64::from(draw.wrapped),
+                        cycles: stored.cycles + i64::from(wrapped),
                         incarnation: stamp.incarnation,
                         ..stored
                     },
                     false,
                 );
-                return Ok((draw.run, stamp));
+                return Ok((then, Some(stamp)));
             }
             bump(&self.stats.conflicts);
             let delay = budget.after_conflict(&self.name)?;
@@ -273,6 +310,16 @@ impl Drawer {
             tokio::time::sleep(delay).await;
         }
     }
+}
+
+/// What the compare-and-set loop does with a state (see [`Drawer::update`]).
+pub(crate) enum Decision<T> {
+    /// Store `value` (`wrapped`: the write wraps a cyclic sequence) and return `then`.
+    Write { value: i64, wrapped: bool, then: T },
+    /// Write nothing and return this.
+    Done(T),
+    /// The state came from memory and cannot be judged: read afresh.
+    Reread,
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ impl BlockSequence {
     /// [`Error::Closed`]: crate::Error::Closed
     /// [`Error::Database`]: crate::Error::Database
     /// [`Error::Timeout`]: crate::Error::Timeout
-    pub async fn close(self) -> Result<CloseReport> {
+    pub async fn close(&self) -> Result<CloseReport> {
         let shared = &self.shared;
         {
             let mut st = shared.lock();

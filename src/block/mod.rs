@@ -113,6 +113,7 @@ enum Step {
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
+#[must_use = "a block client holds reserved numbers: close() gives the unused ones back"]
 pub struct BlockSequence {
     shared: Arc<Shared>,
 }
@@ -332,10 +333,10 @@ impl BlockSequence {
     /// use dispenser::block::BlockOptions;
     /// let blocks = d.open_blocks("orders", BlockOptions::default().with_prefetch(None)).await?;
     /// blocks.next().await?;
-    /// assert_eq!(blocks.buffered(), 99);
+    /// assert_eq!(blocks.held(), 99);
     /// # Ok(()) }
     /// ```
-    pub fn buffered(&self) -> u64 {
+    pub fn held(&self) -> u64 {
         self.shared.lock().held()
     }
 

@@ -794,7 +794,7 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
                 d.ensure_striped(name, 2, Spec::default()).await.map(drop),
             ),
             ("open_scope", d.open_scope(name, "k").await.map(drop)),
-            ("daily", d.daily(name, "UTC").map(drop)),
+            ("daily", d.open_daily(name, "UTC").map(drop)),
         ];
         for (call, r) in calls {
             let err = r.expect_err(&format!("{call}({name:?}) accepted"));

@@ -126,7 +126,7 @@ async fn blocks_stop_at_the_wrap() {
     }
     assert_eq!(got, (1..=99).collect::<Vec<_>>());
     // 14 blocks of 7 end at 98; the 15th holds only 99: it stops at the bound.
-    assert_eq!(blocks.buffered(), 0);
+    assert_eq!(blocks.held(), 0);
     assert_eq!(blocks.stats().block_refills, 15);
     assert_eq!(d.peek("t").await.unwrap().value, 99);
     // The next block starts at min.
@@ -160,7 +160,7 @@ async fn cyclic_blocks_of_several_clients_count_every_value_exactly() {
             loop {
                 got.push(blocks.next().await.unwrap());
                 let issued = total.fetch_add(1, Ordering::Relaxed) + 1;
-                if issued >= TARGET && blocks.buffered() == 0 {
+                if issued >= TARGET && blocks.held() == 0 {
                     break;
                 }
             }
@@ -220,7 +220,7 @@ async fn a_ready_prefetch_means_no_wait_at_the_block_boundary() {
     assert_eq!(stats.block_refills, 11, "{stats:?}");
     assert_eq!(stats.issued, 1000);
     assert_eq!(d.peek("s").await.unwrap().value, 1100);
-    assert_eq!(blocks.buffered(), 100);
+    assert_eq!(blocks.held(), 100);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -307,7 +307,7 @@ async fn close_gives_the_tail_back_only_when_safe() {
         assert_eq!(blocks.next().await.unwrap(), want);
     }
     blocks.settle().await;
-    assert_eq!(blocks.buffered(), 14);
+    assert_eq!(blocks.held(), 14);
     let report = blocks.close().await.unwrap();
     assert_eq!((report.given_back, report.lost), (14, 0));
     assert_eq!(plain.next().await.unwrap(), 7);

@@ -148,7 +148,7 @@ async fn ensure_with_another_start_is_a_conflict() {
     let f = Fixture::new("ensure_start").await;
     let d = f.dispenser(f.options());
     let orders = d.create("orders", Spec::default()).await.unwrap();
-    orders.next_n(5).await.unwrap();
+    let _issued = orders.next_n(5).await.unwrap();
     let err = d
         .ensure("orders", Spec::default().with_start(1000))
         .await
@@ -248,7 +248,7 @@ async fn the_live_daily_scope_is_never_deleted() {
     let at =
         |ts: &'static str| -> dispenser::scope::Clock { Arc::new(move || ts.parse().unwrap()) };
     let honolulu = d
-        .daily("tickets", "Pacific/Honolulu")
+        .open_daily("tickets", "Pacific/Honolulu")
         .unwrap()
         .with_clock(at("2026-11-21T05:00:00Z"));
     assert_eq!(honolulu.next().await.unwrap().scope, "2026-11-20");
@@ -281,7 +281,7 @@ async fn the_live_daily_scope_is_never_deleted() {
         .to_string();
     d.ensure("queue", Spec::default()).await.unwrap();
     let live = d.open_scope("queue", &today).await.unwrap();
-    live.next_n(3).await.unwrap();
+    let _issued = live.next_n(3).await.unwrap();
     let err = d
         .delete_scopes_before("queue", "9999-12-31")
         .await

@@ -13,3 +13,4 @@ mod model;
 mod proxy;
 mod scope;
 mod serve;
+mod sources;

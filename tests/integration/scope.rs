@@ -20,7 +20,7 @@ async fn daily_numbering_restarts_at_local_midnight() {
     let now = Arc::new(Mutex::new("2026-11-21T22:58:00Z".to_owned()));
     let clock_now = now.clone();
     let daily = d
-        .daily("tickets", "Europe/Paris")
+        .open_daily("tickets", "Europe/Paris")
         .unwrap()
         .with_clock(Arc::new(move || {
             clock_now.lock().unwrap().parse().expect("timestamp")
@@ -51,7 +51,7 @@ async fn daily_numbering_restarts_at_local_midnight() {
     assert_eq!(d.list_scopes("tickets").await.unwrap().len(), 1);
     assert!(d.peek("tickets").await.is_ok());
     assert!(matches!(
-        d.daily("tickets", "Mars/Olympus"),
+        d.open_daily("tickets", "Mars/Olympus"),
         Err(Error::InvalidArgument { .. })
     ));
 }
