@@ -438,6 +438,8 @@ impl Dispenser {
                 remembered: Mutex::new(stored),
                 adaptive: Mutex::new(Adaptive::new(self.options.cas_mode)),
                 stats: Counters::default(),
+                coalesce: self.options.coalesce,
+                combiner: Default::default(),
             }),
         }
     }
@@ -534,6 +536,17 @@ impl Sequence {
 
     /// Issues the next number.
     ///
+    /// Concurrent calls on this handle and its clones share writes (see
+    /// [`Options::coalesce`]): while a draw is in flight, new callers queue and are drawn
+    /// together in one write, numbers going out in arrival order. Every number is still fixed
+    /// by a write made during its own call, so the sequence stays linearizable.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the write is sent (including while queued behind another
+    /// draw) reserves nothing. Dropping it after the write was sent leaves the number a gap —
+    /// never issued to anyone.
+    ///
     /// # Errors
     ///
     /// [`Error::Exhausted`] (non-cyclic sequence at its bound; nothing written),
@@ -551,13 +564,17 @@ impl Sequence {
     /// # Ok(()) }
     /// ```
     pub async fn next(&self) -> Result<i64> {
-        Ok(self.drawer.draw(1).await?.first())
+        Ok(self.next_n(1).await?.first())
     }
 
     /// Issues a contiguous run of `n` numbers in one write. With `cycle` a run never crosses
     /// the wrap: near the bound it stops there and holds fewer than `n` numbers (call again
     /// for the rest). Without `cycle`, fewer than `n` numbers left is [`Error::Exhausted`]
     /// and nothing is written.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Sequence::next`].
     ///
     /// # Errors
     ///
@@ -574,7 +591,11 @@ impl Sequence {
     /// # Ok(()) }
     /// ```
     pub async fn next_n(&self, n: u64) -> Result<Run> {
-        self.drawer.draw(n).await
+        if self.drawer.coalesce {
+            crate::coalesce::draw(&self.drawer, n).await
+        } else {
+            self.drawer.draw(n).await
+        }
     }
 
     /// What this handle (and its clones) did so far.

@@ -41,6 +41,7 @@
 
 mod arith;
 pub mod block;
+mod coalesce;
 mod dispenser;
 mod document;
 mod error;

@@ -84,6 +84,11 @@ pub struct Options {
     /// The longest one database operation may take before the call fails with
     /// [`Error::Timeout`]. Defaults to 10 s.
     pub operation_timeout: Duration,
+    /// Whether concurrent calls on one [`Sequence`](crate::Sequence) handle (and its
+    /// clones) share writes: while a draw is in flight, new callers queue and are drawn
+    /// together in one write, in arrival order (see the README's "Coalesced draws").
+    /// Defaults to true.
+    pub coalesce: bool,
 }
 
 impl Default for Options {
@@ -96,6 +101,7 @@ impl Default for Options {
             backoff: Backoff::default(),
             write_concern: safe_write_concern(),
             operation_timeout: Duration::from_secs(10),
+            coalesce: true,
         }
     }
 }
@@ -110,6 +116,20 @@ pub fn safe_write_concern() -> WriteConcern {
 }
 
 impl Options {
+    /// Sets whether concurrent calls on one handle share writes. Defaults to true.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let one_write_per_call = dispenser::Options::default().with_coalesce(false);
+    /// assert!(!one_write_per_call.coalesce);
+    /// ```
+    #[must_use]
+    pub fn with_coalesce(mut self, coalesce: bool) -> Self {
+        self.coalesce = coalesce;
+        self
+    }
+
     /// Sets the database. Defaults to `"dispenser"`.
     #[must_use]
     pub fn with_database(mut self, database: impl Into<String>) -> Self {

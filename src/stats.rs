@@ -50,6 +50,14 @@ pub struct Stats {
     /// Calls that had to wait for the database because no reserved number was ready
     /// (block allocation only).
     pub waits: u64,
+    /// Draws sent on behalf of callers (coalesced draws: one per batch of queued calls).
+    pub batches: u64,
+    /// Calls those draws served; `batched_calls / batches` is the mean batch size.
+    pub batched_calls: u64,
+    /// Calls served by a write shared with at least one other call.
+    pub coalesced_calls: u64,
+    /// The most calls one write served.
+    pub max_batch: u64,
     /// The mode of the latest compare-and-set.
     pub cas_mode: CasModeUsed,
 }
@@ -68,6 +76,10 @@ impl std::ops::AddAssign for Stats {
         self.pessimistic_writes += s.pessimistic_writes;
         self.block_refills += s.block_refills;
         self.waits += s.waits;
+        self.batches += s.batches;
+        self.batched_calls += s.batched_calls;
+        self.coalesced_calls += s.coalesced_calls;
+        self.max_batch = self.max_batch.max(s.max_batch);
         if s.cas_mode != CasModeUsed::None {
             self.cas_mode = s.cas_mode;
         }
@@ -108,6 +120,10 @@ pub(crate) struct Counters {
     pub pessimistic_writes: AtomicU64,
     pub block_refills: AtomicU64,
     pub waits: AtomicU64,
+    pub batches: AtomicU64,
+    pub batched_calls: AtomicU64,
+    pub coalesced_calls: AtomicU64,
+    pub max_batch: AtomicU64,
     /// 0 none, 1 optimistic, 2 pessimistic.
     pub last_mode: AtomicU64,
 }
@@ -133,6 +149,10 @@ impl Counters {
             pessimistic_writes: self.pessimistic_writes.load(Relaxed),
             block_refills: self.block_refills.load(Relaxed),
             waits: self.waits.load(Relaxed),
+            batches: self.batches.load(Relaxed),
+            batched_calls: self.batched_calls.load(Relaxed),
+            coalesced_calls: self.coalesced_calls.load(Relaxed),
+            max_batch: self.max_batch.load(Relaxed),
             cas_mode: match self.last_mode.load(Relaxed) {
                 1 => CasModeUsed::Optimistic,
                 2 => CasModeUsed::Pessimistic,

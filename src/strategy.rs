@@ -83,6 +83,10 @@ pub(crate) struct Drawer {
     pub remembered: Mutex<Stored>,
     pub adaptive: Mutex<Adaptive>,
     pub stats: Counters,
+    /// Whether `Sequence` calls go through the combiner.
+    pub coalesce: bool,
+    /// The queue of coalesced callers.
+    pub combiner: crate::coalesce::Combiner,
 }
 
 impl Drawer {

@@ -4,6 +4,7 @@
 mod bad_input;
 mod blocks;
 mod cli;
+mod coalesce;
 mod common;
 mod core;
 mod faults;

@@ -1,0 +1,242 @@
+//! Coalesced draws: concurrent calls on one [`Sequence`](crate::Sequence) (and its clones)
+//! share writes.
+//!
+//! While a draw is in flight, new callers queue; when it returns, the queue is drawn in
+//! **one** write of the queued total and the numbers go out in arrival order. Nothing is
+//! reserved before a caller asks, so every number is still fixed by a write that happened
+//! during its caller's call: a plain sequence stays linearizable, a crash loses nothing but
+//! the write in flight, and across processes the order is the order of the writes. This is
+//! flat combining (Hendler et al., SPAA 2010) with the database write as the combined
+//! operation.
+//!
+//! * The first caller that finds nothing in flight draws for itself, inline: an uncontended
+//!   call costs one uncontended mutex more than a direct draw.
+//! * Queued callers are served by a task that drains the queue batch after batch until it is
+//!   empty. A caller whose future is dropped while queued is left out of the next batch (it
+//!   reserves nothing); one dropped after its batch was sent leaves its numbers a gap.
+//! * A non-cyclic batch that does not fit before the bound is cut: the callers that fit (in
+//!   arrival order) get their numbers in one write, the others [`Error::Exhausted`].
+//! * A cyclic batch stops at the wrap like any run: the callers it covers are served, a
+//!   caller it cuts gets the part before the wrap (as a direct `next_n` would), and the rest
+//!   wait for the next write.
+//! * A failed write fails exactly the callers of its batch.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::oneshot;
+
+use crate::arith::Run;
+use crate::error::{Error, Result};
+use crate::stats::{add, bump};
+use crate::strategy::Drawer;
+
+/// A caller waiting for its numbers.
+struct Waiter {
+    n: u64,
+    tx: oneshot::Sender<Result<Run>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// A draw is in flight (inline by a caller or by the draining task).
+    busy: bool,
+    waiting: VecDeque<Waiter>,
+}
+
+/// The queue of one sequence handle and its clones.
+#[derive(Default)]
+pub(crate) struct Combiner {
+    queue: Mutex<Queue>,
+}
+
+impl std::fmt::Debug for Combiner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Combiner").finish_non_exhaustive()
+    }
+}
+
+impl Combiner {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Draws `n` numbers for one caller, sharing the write with concurrent callers.
+pub(crate) async fn draw(drawer: &Arc<Drawer>, n: u64) -> Result<Run> {
+    if n == 0 {
+        return drawer.draw(0).await; // the drawer's own error for 0
+    }
+    let rx = {
+        let mut q = drawer.combiner.lock();
+        if q.busy {
+            let (tx, rx) = oneshot::channel();
+            q.waiting.push_back(Waiter { n, tx });
+            Some(rx)
+        } else {
+            q.busy = true;
+            None
+        }
+    };
+    match rx {
+        Some(rx) => rx.await.unwrap_or_else(|_| {
+            // The draining task ended without answering: only if the runtime shut down.
+            Err(Error::Closed {
+                name: drawer.name.clone(),
+            })
+        }),
+        None => {
+            // Nobody in flight: draw inline. The guard hands the queue on even if this
+            // future is dropped mid-draw.
+            let _handoff = Handoff(drawer.clone());
+            bump(&drawer.stats.batches);
+            add(&drawer.stats.batched_calls, 1);
+            drawer.stats.max_batch.fetch_max(1, Relaxed);
+            drawer.draw(n).await
+        }
+    }
+}
+
+/// When the inline drawer finishes (or is dropped): serve whoever queued meanwhile.
+struct Handoff(Arc<Drawer>);
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        let mut q = self.0.combiner.lock();
+        if q.waiting.is_empty() {
+            q.busy = false;
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                drop(q);
+                // `busy` stays set: the task owns the queue until it is empty.
+                rt.spawn(drain(self.0.clone()));
+            }
+            Err(_) => {
+                // No runtime to serve them on (only when one is shutting down).
+                q.busy = false;
+                let name = self.0.name.clone();
+                for w in q.waiting.drain(..) {
+                    let _ = w.tx.send(Err(Error::Closed { name: name.clone() }));
+                }
+            }
+        }
+    }
+}
+
+/// Serves the queue, one write per batch, until it is empty.
+async fn drain(drawer: Arc<Drawer>) {
+    loop {
+        let mut batch: VecDeque<Waiter> = {
+            let mut q = drawer.combiner.lock();
+            // Callers that gave up while queued reserve nothing.
+            q.waiting.retain(|w| !w.tx.is_closed());
+            if q.waiting.is_empty() {
+                q.busy = false;
+                return;
+            }
+            std::mem::take(&mut q.waiting)
+        };
+        let leftover = serve_batch(&drawer, &mut batch).await;
+        if !leftover.is_empty() {
+            // Cut by a cyclic wrap: first in line for the next write.
+            let mut q = drawer.combiner.lock();
+            for w in leftover.into_iter().rev() {
+                q.waiting.push_front(w);
+            }
+        }
+    }
+}
+
+/// Draws for a batch in one write (two when a non-cyclic batch must be cut at the bound)
+/// and answers its callers. Returns the callers a cyclic wrap left unserved.
+async fn serve_batch(drawer: &Drawer, batch: &mut VecDeque<Waiter>) -> VecDeque<Waiter> {
+    let total: u64 = batch.iter().map(|w| w.n).fold(0, u64::saturating_add);
+    bump(&drawer.stats.batches);
+    add(&drawer.stats.batched_calls, batch.len() as u64);
+    drawer
+        .stats
+        .max_batch
+        .fetch_max(batch.len() as u64, Relaxed);
+    if batch.len() > 1 {
+        add(&drawer.stats.coalesced_calls, batch.len() as u64);
+    }
+    let run = match drawer.draw(total).await {
+        Ok(run) => run,
+        Err(Error::Exhausted {
+            name,
+            value,
+            remaining,
+            min,
+            max,
+            step,
+            ..
+        }) => {
+            // Decided from a fresh read. As if each caller had drawn alone, in arrival
+            // order: those that still fit get their numbers (in one write), the others
+            // `Exhausted` (and nothing is written for them).
+            let mut left = remaining;
+            let mut fits = VecDeque::new();
+            for w in batch.drain(..) {
+                if w.n <= left {
+                    left -= w.n;
+                    fits.push_back(w);
+                } else {
+                    let e = Error::Exhausted {
+                        name: name.clone(),
+                        value,
+                        requested: w.n,
+                        remaining: left,
+                        min,
+                        max,
+                        step,
+                    };
+                    let _ = w.tx.send(Err(e));
+                }
+            }
+            let sum = remaining - left;
+            if fits.is_empty() {
+                return VecDeque::new();
+            }
+            return match drawer.draw(sum).await {
+                Ok(run) => hand_out(run, &mut fits),
+                Err(e) => {
+                    fail(&mut fits, &e);
+                    VecDeque::new()
+                }
+            };
+        }
+        Err(e) => {
+            fail(batch, &e);
+            return VecDeque::new();
+        }
+    };
+    hand_out(run, batch)
+}
+
+fn fail(batch: &mut VecDeque<Waiter>, e: &Error) {
+    for w in batch.drain(..) {
+        let _ = w.tx.send(Err(e.clone()));
+    }
+}
+
+/// Splits `run` among the callers in arrival order. Returns those it did not reach.
+fn hand_out(run: Run, batch: &mut VecDeque<Waiter>) -> VecDeque<Waiter> {
+    let mut offset = 0u64;
+    while let Some(w) = batch.front() {
+        let left = run.count() - offset;
+        if left == 0 {
+            break;
+        }
+        let take = w.n.min(left);
+        let part = Run::new(run.nth_number(offset), take, run.step());
+        offset += take;
+        if let Some(w) = batch.pop_front() {
+            // A caller that gave up meanwhile leaves its numbers a gap.
+            let _ = w.tx.send(Ok(part));
+        }
+    }
+    std::mem::take(batch)
+}

@@ -1,0 +1,280 @@
+//! Coalesced draws: concurrent calls on one handle share writes, stay linearizable, respect
+//! wraps and bounds inside a batch, fail together when their write fails, and a caller that
+//! gives up while queued reserves nothing.
+
+use std::time::{Duration, Instant};
+
+use dispenser::{Error, Options, Spec, Strategy};
+use futures::future::join_all;
+
+use crate::common::{Fixture, assert_each_exactly};
+use crate::proxy::{Faults, Proxy};
+
+const STRATEGIES: [Strategy; 2] = [Strategy::ConditionalIncrement, Strategy::Cas];
+
+fn patient(o: Options) -> Options {
+    o.with_backoff(
+        dispenser::Backoff::default()
+            .with_max_attempts(100_000)
+            .with_max_elapsed(Duration::from_secs(120)),
+    )
+}
+
+/// (invoke, return, number) of every call; panics if a call began after another returned
+/// and still got a smaller number (the sequence ascends).
+fn assert_linearizable(mut calls: Vec<(Instant, Instant, i64)>) {
+    calls.sort_by_key(|c| c.1);
+    let mut prefix_max = Vec::with_capacity(calls.len());
+    let mut m = i64::MIN;
+    for c in &calls {
+        m = m.max(c.2);
+        prefix_max.push(m);
+    }
+    for c in &calls {
+        // Calls that returned before this one was invoked.
+        let k = calls.partition_point(|d| d.1 < c.0);
+        if k > 0 {
+            assert!(
+                prefix_max[k - 1] < c.2,
+                "{} was returned after {} had been returned before the call began",
+                c.2,
+                prefix_max[k - 1]
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_on_one_handle_share_writes_and_stay_linearizable() {
+    for strategy in STRATEGIES {
+        let f = Fixture::new("coalesce").await;
+        let d = f.dispenser(patient(f.options().with_strategy(strategy)));
+        let seq = d.create("orders", Spec::default()).await.unwrap();
+        let tasks = (0..32).map(|_| {
+            let seq = seq.clone();
+            tokio::spawn(async move {
+                let mut calls = Vec::new();
+                for _ in 0..200 {
+                    let t0 = Instant::now();
+                    let n = seq.next().await.expect("next");
+                    calls.push((t0, Instant::now(), n));
+                }
+                calls
+            })
+        });
+        let calls: Vec<_> = join_all(tasks)
+            .await
+            .into_iter()
+            .flat_map(|r| r.unwrap())
+            .collect();
+        assert_each_exactly(calls.iter().map(|c| c.2).collect(), 1..=6400, 1);
+        assert_linearizable(calls);
+        let s = seq.stats();
+        assert_eq!(s.issued, 6400, "{strategy:?}");
+        assert!(
+            s.batches < 6400 && s.max_batch > 1 && s.coalesced_calls > 0,
+            "{strategy:?}: no write was shared: {s:?}"
+        );
+        assert_eq!(s.batched_calls, 6400, "{strategy:?}: {s:?}");
+        eprintln!(
+            "{strategy:?}: 6400 calls in {} writes (largest batch {})",
+            s.writes, s.max_batch
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_coalescing_every_call_writes() {
+    let f = Fixture::new("no_coalesce").await;
+    let d = f.dispenser(f.options().with_coalesce(false));
+    let seq = d.create("orders", Spec::default()).await.unwrap();
+    let got = join_all((0..8).map(|_| {
+        let seq = seq.clone();
+        async move {
+            let mut v = Vec::new();
+            for _ in 0..25 {
+                v.push(seq.next().await.unwrap());
+            }
+            v
+        }
+    }))
+    .await
+    .concat();
+    assert_each_exactly(got, 1..=200, 1);
+    let s = seq.stats();
+    assert_eq!((s.writes, s.coalesced_calls), (200, 0), "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cyclic_batches_stop_at_the_wrap_and_every_ticket_comes_out_equally() {
+    for strategy in STRATEGIES {
+        let f = Fixture::new("coalesce_cyclic").await;
+        let d = f.dispenser(patient(f.options().with_strategy(strategy)));
+        let spec = Spec::default().with_start(0).with_max(9).with_cycle(true);
+        let seq = d.create("tickets", spec).await.unwrap();
+        let got = join_all((0..16).map(|_| {
+            let seq = seq.clone();
+            async move {
+                let mut v = Vec::new();
+                for _ in 0..40 {
+                    v.push(seq.next().await.unwrap());
+                }
+                v
+            }
+        }))
+        .await
+        .concat();
+        assert_each_exactly(got, 0..=9, 64);
+        assert!(seq.stats().max_batch > 1, "{strategy:?}");
+        assert_eq!(d.peek("tickets").await.unwrap().cycles, 63, "{strategy:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exhaustion_inside_a_batch_fails_only_the_callers_past_the_bound() {
+    for strategy in STRATEGIES {
+        let f = Fixture::new("coalesce_bound").await;
+        let d = f.dispenser(patient(f.options().with_strategy(strategy)));
+        let seq = d
+            .create("orders", Spec::default().with_max(100))
+            .await
+            .unwrap();
+        let runs = join_all((0..16).map(|_| {
+            let seq = seq.clone();
+            async move {
+                let mut runs = Vec::new();
+                loop {
+                    match seq.next_n(7).await {
+                        Ok(run) => runs.push(run),
+                        Err(Error::Exhausted {
+                            requested,
+                            remaining,
+                            ..
+                        }) => {
+                            assert_eq!(requested, 7);
+                            assert!(remaining < 7, "{remaining} left but refused");
+                            return runs;
+                        }
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+        }))
+        .await
+        .concat();
+        assert!(runs.iter().all(|r| r.count() == 7), "{strategy:?}");
+        let numbers: Vec<i64> = runs.iter().flat_map(|r| r.into_iter()).collect();
+        assert_each_exactly(numbers, 1..=98, 1);
+        // The two left are still there, for a caller that fits.
+        let last = seq.next_n(2).await.unwrap();
+        assert_eq!((last.first(), last.last()), (99, 100), "{strategy:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_write_fails_its_callers_promptly() {
+    crate::common::ready();
+    // A closed port: every write fails; the queued callers must not wait one timeout each.
+    let timeout = Duration::from_millis(500);
+    let options = Options::default()
+        .with_database(crate::common::DB)
+        .with_collection("never_written")
+        .with_operation_timeout(timeout);
+    let d = dispenser::Dispenser::connect("mongodb://127.0.0.1:9/?directConnection=true", options)
+        .await
+        .unwrap();
+    let t0 = Instant::now();
+    let errs = join_all((0..16).map(|_| {
+        let d = d.clone();
+        async move { d.open("orders").await.map(|_| ()) }
+    }))
+    .await;
+    assert!(errs.iter().all(|e| e.is_err()));
+    assert!(t0.elapsed() < 4 * timeout, "took {:?}", t0.elapsed());
+
+    // A reachable server through the fault proxy that then goes away.
+    let f = Fixture::new("coalesce_fail").await;
+    let proxy = Proxy::to_test_server(Faults::default(), 7).await;
+    let via = f.options().with_operation_timeout(timeout);
+    let d = dispenser::Dispenser::connect(&proxy.uri(""), via)
+        .await
+        .unwrap();
+    let seq = d.create("orders", Spec::default()).await.unwrap();
+    assert_eq!(seq.next().await.unwrap(), 1);
+    proxy.set_faults(Faults {
+        reset: 1.0,
+        include_handshakes: true,
+        ..Faults::default()
+    });
+    let t0 = Instant::now();
+    let results = join_all((0..16).map(|_| {
+        let seq = seq.clone();
+        async move { seq.next().await }
+    }))
+    .await;
+    assert!(results.iter().all(|r| r.is_err()), "{results:?}");
+    assert!(
+        t0.elapsed() < 4 * timeout,
+        "16 queued callers took {:?}",
+        t0.elapsed()
+    );
+    proxy.set_faults(Faults::default());
+    // Once the server is back (the driver reconnects), the handle draws again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let after = loop {
+        match seq.next().await {
+            Ok(n) => break n,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("not yet: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("the server came back but draws still fail: {e}"),
+        }
+    };
+    assert!(after > 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn callers_that_give_up_while_queued_reserve_nothing() {
+    let f = Fixture::new("coalesce_cancel").await;
+    let d = f.dispenser(f.options());
+    let seq = d.create("orders", Spec::default()).await.unwrap();
+    let (got, cancelled): (Vec<Vec<i64>>, Vec<u64>) = join_all((0..24).map(|t| {
+        let seq = seq.clone();
+        async move {
+            let mut v = Vec::new();
+            let mut cancelled = 0;
+            for i in 0..60u64 {
+                if (t + i) % 3 == 0 {
+                    match tokio::time::timeout(Duration::from_micros(i * 7 % 300), seq.next()).await
+                    {
+                        Ok(r) => v.push(r.unwrap()),
+                        Err(_) => cancelled += 1,
+                    }
+                } else {
+                    v.push(seq.next().await.unwrap());
+                }
+            }
+            (v, cancelled)
+        }
+    }))
+    .await
+    .into_iter()
+    .unzip();
+    let got: Vec<i64> = got.concat();
+    let cancelled: u64 = cancelled.iter().sum();
+    let mut sorted = got.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), got.len(), "a number was returned twice");
+    // Every number the sequence moved past was returned, or belonged to a caller that gave
+    // up after its write was sent: never more gaps than cancelled calls.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let value = d.peek("orders").await.unwrap().value as u64;
+    let gaps = value - got.len() as u64;
+    assert!(
+        gaps <= cancelled,
+        "{gaps} numbers reserved for nobody, but only {cancelled} calls gave up"
+    );
+    eprintln!("{} returned, {cancelled} gave up, {gaps} gaps", got.len());
+}
