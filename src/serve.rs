@@ -10,8 +10,8 @@
 //!
 //! The service's own admin operations (create, advance, reset, delete) are ordered with the
 //! draws of the same sequence: draws hold the sequence's [`Slot`] lock shared, admin operations
-//! exclusively; under it they close the sequence's clients (giving back what they hold), write,
-//! and only then let draws open fresh clients. So nothing is served, after an admin operation
+//! exclusively; under it they retire the sequence's clients (the block client from the [`Pool`],
+//! giving back what it holds), write, and only then let draws open fresh clients. So nothing is served, after an admin operation
 //! returned, from a block reserved before it.
 
 use std::collections::{HashMap, HashSet};
@@ -30,7 +30,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use dispenser::{
     Dispenser, Error, Format, Sequence, SequenceState, Spec, Stats,
-    block::{BlockOptions, BlockSequence},
+    block::{BlockOptions, Pool},
 };
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -341,18 +341,18 @@ impl Metrics {
     }
 }
 
-/// The clients of one sequence between two admin operations of the service.
+/// What the service knows of one sequence between two of its admin operations (its block
+/// client is in the [`Pool`], retired by every admin operation).
 #[derive(Default)]
 struct Era {
-    /// The block client (with the sequence's shape), opened by the era's first draw.
-    blocks: OnceCell<Drawer>,
+    /// The sequence's shape, read by the era's first draw.
+    shape: OnceCell<Shape>,
     /// A direct handle, for large counts of non-cyclic sequences.
     direct: OnceCell<Sequence>,
 }
 
-/// A block client and what the service needs to know of its sequence.
-struct Drawer {
-    blocks: BlockSequence,
+/// What the service needs to know of a sequence to answer draws.
+struct Shape {
     step: i64,
     /// For a cyclic sequence, how many numbers one cycle holds.
     cycle: Option<u64>,
@@ -382,11 +382,12 @@ struct AppState {
     /// The database URI, only to scrub its password from error messages.
     uri: String,
     tokens: Vec<TokenRule>,
-    block_options: BlockOptions,
+    /// The block clients, one per sequence; used only under the sequence's era lock.
+    pool: Pool,
     max_count: u64,
     /// One slot per sequence name used so far.
     slots: Mutex<HashMap<String, Arc<Slot>>>,
-    /// Stats of clients already closed (admin operations).
+    /// Stats of direct handles already dropped (admin operations).
     retired: Mutex<Stats>,
     metrics: Metrics,
 }
@@ -478,14 +479,12 @@ impl AppState {
             .collect()
     }
 
-    /// The era's block client, opened by the first draw of the era.
-    async fn drawer<'e>(&self, era: &'e Era, name: &str) -> Result<&'e Drawer, Error> {
-        era.blocks
+    /// The era's shape of `name`, read by the first draw of the era.
+    async fn shape<'e>(&self, era: &'e Era, name: &str) -> Result<&'e Shape, Error> {
+        era.shape
             .get_or_try_init(|| async {
                 let state = self.dispenser.peek(name).await?;
-                let blocks = self.dispenser.open_blocks(name, self.block_options).await?;
-                Ok(Drawer {
-                    blocks,
+                Ok(Shape {
                     step: state.step,
                     cycle: cycle_len(&state),
                 })
@@ -494,7 +493,7 @@ impl AppState {
     }
 
     /// Runs the admin operation `op` on `name` with the draws of `name` shut out: first the
-    /// sequence's clients are closed (what they hold given back), then `op` runs, then draws
+    /// sequence's clients are retired (what they hold given back), then `op` runs, then draws
     /// open fresh clients.
     async fn exclusive<T, F>(&self, name: &str, op: F) -> Result<T, Error>
     where
@@ -507,21 +506,14 @@ impl AppState {
         op.await
     }
 
-    /// Closes the clients of an era, giving back what is safe.
+    /// Retires the clients of an era: the block client from the pool (closed, what is safe
+    /// given back), the direct handle (its stats kept).
     async fn retire(&self, name: &str, era: Era) {
-        let mut stats = Vec::new();
-        if let Some(d) = era.blocks.into_inner() {
-            if let Err(e) = d.blocks.clone().close().await {
-                tracing::warn!("closing the block client of {name:?}: {e}");
-            }
-            stats.push(d.blocks.stats());
+        if let Err(e) = self.pool.retire(name).await {
+            tracing::warn!("closing the block client of {name:?}: {e}");
         }
         if let Some(s) = era.direct.into_inner() {
-            stats.push(s.stats());
-        }
-        let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
-        for s in stats {
-            *retired += s;
+            *self.retired.lock().unwrap_or_else(|p| p.into_inner()) += s.stats();
         }
     }
 
@@ -529,13 +521,11 @@ impl AppState {
         let mut total = *self.retired.lock().unwrap_or_else(|p| p.into_inner());
         for (_, slot) in self.all_slots() {
             let era = slot.era.read().await;
-            if let Some(d) = era.blocks.get() {
-                total += d.blocks.stats();
-            }
             if let Some(s) = era.direct.get() {
                 total += s.stats();
             }
         }
+        total += self.pool.stats();
         total
     }
 }
@@ -588,8 +578,9 @@ async fn next(
     let slot = st.slot(&name);
     // Shared: an admin operation of the service waits for this draw, or this draw for it.
     let era = slot.era.read().await;
-    let drawer = st.drawer(&era, &name).await?;
-    if let Some(cycle) = drawer.cycle {
+    let shape = st.shape(&era, &name).await?;
+    let blocks = st.pool.get(&name).await?;
+    if let Some(cycle) = shape.cycle {
         if count > cycle {
             return Err(ApiError::invalid_input(format!(
                 "count {count} is more than one cycle of sequence {name:?} holds: ask for at most {cycle}"
@@ -599,7 +590,7 @@ async fn next(
         let mut numbers = Vec::new();
         let mut seen = HashSet::new();
         for _ in 0..count {
-            let n = drawer.blocks.next().await?;
+            let n = blocks.next().await?;
             if !seen.insert(n) {
                 // Other clients of the sequence drew a whole cycle while this request drew.
                 return Err(ApiError::new(
@@ -616,13 +607,13 @@ async fn next(
         if count <= LIST_LIMIT {
             return Ok(Json(json!({ "numbers": numbers })));
         }
-        let runs = as_runs(&numbers, drawer.step);
+        let runs = as_runs(&numbers, shape.step);
         return Ok(Json(json!({ "count": count, "runs": runs })));
     }
     if count <= LIST_LIMIT {
         let mut numbers = Vec::new();
         for _ in 0..count {
-            numbers.push(drawer.blocks.next().await?);
+            numbers.push(blocks.next().await?);
         }
         st.metrics.issued.fetch_add(count, Relaxed);
         return Ok(Json(json!({ "numbers": numbers })));
@@ -1031,7 +1022,7 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
     let block_options = BlockOptions::default()
         .with_size(args.block)
         .with_prefetch(Some(args.prefetch));
-    block_options.validate()?;
+    let pool = Pool::new(dispenser.clone(), block_options)?;
     let addr: SocketAddr = args.listen.parse().map_err(|e| Error::InvalidArgument {
         what: "--listen".into(),
         reason: format!(
@@ -1054,7 +1045,7 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         dispenser,
         uri: uri.to_owned(),
         tokens,
-        block_options,
+        pool,
         max_count: args.max_count,
         slots: Mutex::new(HashMap::new()),
         retired: Mutex::new(Stats::default()),
@@ -1065,14 +1056,14 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
     let served = axum::serve(listener, router(state.clone()))
         .with_graceful_shutdown(shutdown_signal())
         .await;
-    // Give back what the block clients still hold.
+    // Give back what the block clients still hold (each under its era lock, as an admin
+    // operation: no draw of it is in flight).
     let (mut given_back, mut lost) = (0, 0);
     for (name, slot) in state.all_slots() {
-        let era = std::mem::take(&mut *slot.era.write().await);
-        let Some(d) = era.blocks.into_inner() else {
-            continue;
-        };
-        match d.blocks.close().await {
+        let era = slot.era.write().await;
+        let outcome = state.pool.retire(&name).await;
+        drop(era);
+        match outcome {
             Ok(r) => {
                 given_back += r.given_back;
                 lost += r.lost;
@@ -1102,13 +1093,14 @@ mod tests {
     }
 
     async fn state() -> AppState {
+        let dispenser = Dispenser::connect("mongodb://127.0.0.1:1", dispenser::Options::default())
+            .await
+            .unwrap();
         AppState {
-            dispenser: Dispenser::connect("mongodb://127.0.0.1:1", dispenser::Options::default())
-                .await
-                .unwrap(),
+            dispenser: dispenser.clone(),
             uri: "mongodb://app:pa55word-in-uri@127.0.0.1:1/".into(),
             tokens: tokens(),
-            block_options: BlockOptions::default(),
+            pool: Pool::new(dispenser.clone(), BlockOptions::default()).unwrap(),
             max_count: 10,
             slots: Mutex::new(HashMap::new()),
             retired: Mutex::new(Stats::default()),
