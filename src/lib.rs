@@ -21,8 +21,8 @@
 //! | `scope`, `format` | one sequence per scope key ([`Dispenser::open_scope`], daily: [`Dispenser::daily`]) and human-facing serials ([`Format`]) |
 //! | `redact`, `stats`, `options` | credentials kept out of output, readable counters ([`Stats`]), settings ([`Options`]) |
 //!
-//! The binary adds the CLI (`cli`, `main`), `dispenser bench` and `dispenser serve` (an HTTP
-//! service) on top; see the README.
+//! The binary (`src/bin/dispenser/`) adds the CLI (`cli`, `main`), `dispenser bench` and
+//! `dispenser serve` (an HTTP service) on top; see the README.
 //!
 //! # Example
 //!
