@@ -8,7 +8,6 @@ use mongodb::Client;
 use mongodb::options::ClientOptions;
 
 use crate::arith::{self, Run};
-use crate::block::Registry;
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -39,8 +38,6 @@ use crate::strategy::{Adaptive, Decision, Drawer};
 pub struct Dispenser {
     store: Store,
     options: Arc<Options>,
-    /// The live shared block clients (see `Dispenser::shared_blocks`), shared by clones.
-    registry: Registry,
 }
 
 impl Dispenser {
@@ -54,7 +51,6 @@ impl Dispenser {
         Ok(Dispenser {
             store: Store::new(client, &options),
             options: Arc::new(options),
-            registry: Registry::default(),
         })
     }
 
@@ -417,11 +413,6 @@ impl Dispenser {
         } else {
             Err(no_such(name))
         }
-    }
-
-    /// The registry of shared block clients.
-    pub(crate) fn registry(&self) -> &Registry {
-        &self.registry
     }
 
     async fn load(&self, name: &str) -> Result<Stored> {

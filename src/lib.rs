@@ -16,13 +16,13 @@
 //! | `document`, `store` | the MongoDB document and every operation that **writes** it |
 //! | `retry`, `strategy` | the conditional increment and the compare-and-set loop: where it is **retried** |
 //! | `dispenser` | the public handles: [`Dispenser`] (admin) and [`Sequence`] (draw) |
-//! | `block` | block (hi-lo) allocation on top of a [`Sequence`]: [`BlockSequence`](block::BlockSequence) hands out numbers from memory, reserving each block with one draw (prefetched in the background, adaptive size, give-back on close), and the per-dispenser registry ([`Dispenser::shared_blocks`]) |
+//! | `block` | block (hi-lo) allocation on top of a [`Sequence`]: [`BlockSequence`](block::BlockSequence) hands out numbers from memory, reserving each block with one draw (prefetched in the background, adaptive size, give-back on close), and a pool of block clients, one per sequence ([`Pool`](block::Pool)) |
 //! | `stripe` | [`StripedSequence`](stripe::StripedSequence): unique but unordered numbers from `S` disjoint sequences (`name~0` …), optionally with blocks |
 //! | `scope`, `format` | one sequence per scope key ([`Dispenser::open_scope`], daily: [`Dispenser::open_daily`]) and human-facing serials ([`Format`]) |
 //! | `redact`, `stats`, `options` | credentials kept out of output, readable counters ([`Stats`]), settings ([`Options`]) |
 //!
-//! The binary adds the CLI (`cli`, `main`), `dispenser bench` and `dispenser serve` (an HTTP
-//! service) on top; see the README.
+//! The binary (`src/bin/dispenser/`) adds the CLI (`cli`, `main`), `dispenser bench` and
+//! `dispenser serve` (an HTTP service) on top; see the README.
 //!
 //! # Example
 //!

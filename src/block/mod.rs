@@ -25,7 +25,7 @@
 
 mod close;
 mod options;
-mod registry;
+mod pool;
 mod reservation;
 mod state;
 
@@ -37,7 +37,7 @@ use tokio::sync::Notify;
 
 pub use close::CloseReport;
 pub use options::{AdaptiveBlocks, BlockOptions, DEFAULT_BLOCK_SIZE, DEFAULT_PREFETCH};
-pub(crate) use registry::Registry;
+pub use pool::Pool;
 use reservation::{Reservation, start};
 use state::State;
 
@@ -354,7 +354,7 @@ impl BlockSequence {
     }
 
     /// Whether `other` is the same block client (a clone of this handle, or the same handle
-    /// returned twice by [`Dispenser::shared_blocks`]).
+    /// returned twice by [`Pool::get`]).
     ///
     /// # Example
     ///
@@ -425,7 +425,7 @@ impl Sequence {
 
 impl Dispenser {
     /// Opens an existing sequence as a new block client (see [`BlockSequence`]). Every call
-    /// makes a new, independent client; use [`Dispenser::shared_blocks`] for one per process.
+    /// makes a new, independent client; use a [`Pool`] for one per sequence and process.
     ///
     /// # Errors
     ///

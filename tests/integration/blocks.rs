@@ -1,6 +1,6 @@
-//! Block allocation, striped sequences and the block registry against a real server: no
+//! Block allocation, striped sequences and the pool of block clients against a real server: no
 //! duplicates across processes and tasks, blocks that stop at the wrap, prefetch that does not
-//! make callers wait, give-back only when safe, adaptive sizes, one client per dispenser.
+//! make callers wait, give-back only when safe, adaptive sizes, one client per sequence in a pool.
 
 use std::collections::HashSet;
 use std::process::{Command, Stdio};
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use dispenser::{
     CloseReport, Dispenser, Error, Spec,
-    block::{AdaptiveBlocks, BlockOptions, BlockSequence},
+    block::{AdaptiveBlocks, BlockOptions, BlockSequence, Pool},
     stripe::stripe_name,
 };
 use futures::FutureExt;
@@ -541,15 +541,18 @@ async fn striped_sequences_reject_bad_input() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_registry_hands_out_one_client_per_sequence() {
-    let f = Fixture::new("blocks_registry").await;
+async fn the_pool_hands_out_one_client_per_sequence_until_it_is_retired() {
+    let f = Fixture::new("blocks_pool").await;
     let d = f.dispenser(f.options());
     d.create("s", Spec::default()).await.unwrap();
-    let options = BlockOptions::default().with_size(10);
+    d.create("t", Spec::default()).await.unwrap();
+    let options = BlockOptions::default().with_size(10).with_prefetch(None);
+    let pool = Pool::new(d.clone(), options).unwrap();
 
+    // Opened on first use, then the same client for every caller (and clone of the pool).
     let handles = (0..8).map(|_| {
-        let d = d.clone();
-        tokio::spawn(async move { d.shared_blocks("s", options).await.unwrap() })
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.get("s").await.unwrap() })
     });
     let clients: Vec<BlockSequence> = join_all(handles)
         .await
@@ -557,30 +560,106 @@ async fn the_registry_hands_out_one_client_per_sequence() {
         .map(|r| r.unwrap())
         .collect();
     assert!(clients.iter().all(|c| c.same_as(&clients[0])));
-    let first = &clients[0];
+    let first = clients[0].clone();
     assert_eq!(first.next().await.unwrap(), 1);
     assert_eq!(clients[7].next().await.unwrap(), 2, "the same blocks");
-
-    // Different options for a live client: refused, naming the field.
-    let err = d
-        .shared_blocks("s", options.with_size(20))
-        .await
-        .unwrap_err();
     assert!(
-        matches!(&err, Error::InvalidArgument { what, .. } if what == "block options"),
-        "{err}"
+        !pool.get("t").await.unwrap().same_as(&first),
+        "one per name"
     );
-    // Another dispenser has its own registry.
-    let other: Dispenser = f.dispenser(f.options());
-    let theirs = other.shared_blocks("s", options).await.unwrap();
-    assert!(!theirs.same_as(first));
-    // A closed client is replaced by a new one.
-    let old = first.clone();
-    drop(clients);
-    old.clone().close().await.unwrap();
-    let new = d.shared_blocks("s", options).await.unwrap();
-    assert!(!new.same_as(&old));
-    assert!(new.next().await.is_ok());
+    assert_eq!(pool.names(), ["s", "t"]);
+    assert_eq!(pool.held(), 8, "3..=10 of s");
+    // Another pool has its own clients.
+    let other = Pool::new(f.dispenser(f.options()), options).unwrap();
+    assert!(!other.get("s").await.unwrap().same_as(&first));
+
+    // Retire: closed, its tail given back, forgotten; the next get opens a fresh client,
+    // which issues the numbers given back.
+    let report = pool.retire("s").await.unwrap();
+    assert_eq!((report.given_back, report.lost), (8, 0));
+    assert!(first.is_closed());
+    assert!(matches!(first.next().await, Err(Error::Closed { .. })));
+    let fresh = pool.get("s").await.unwrap();
+    assert!(!fresh.same_as(&first));
+    assert_eq!(fresh.next().await.unwrap(), 3);
+    assert_eq!(pool.stats().issued, 3, "retired clients stay counted");
+    assert_eq!(
+        pool.retire("nothing").await.unwrap(),
+        CloseReport::default()
+    );
+
+    // A client closed by someone else is replaced.
+    fresh.clone().close().await.unwrap();
+    assert!(!pool.get("s").await.unwrap().same_as(&fresh));
+
+    // close_all retires every client.
+    let outcomes = pool.close_all().await;
+    let names: Vec<&str> = outcomes.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["s", "t"]);
+    assert!(outcomes.iter().all(|(_, r)| r.is_ok()));
+    assert!(pool.names().is_empty());
+    assert_eq!(pool.held(), 0);
+    other.close_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_retire_racing_gets_never_lets_a_retired_client_serve() {
+    let f = Fixture::new("blocks_pool_race").await;
+    let d = f.dispenser(f.options());
+    d.create("s", Spec::default()).await.unwrap();
+    let pool = Pool::new(d.clone(), BlockOptions::default().with_size(7)).unwrap();
+    let stop = Arc::new(AtomicU64::new(0));
+
+    // Drawers: get, then draw; a client retired between the two fails with Closed.
+    let drawers: Vec<_> = (0..6)
+        .map(|_| {
+            let (pool, stop) = (pool.clone(), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let mut got = Vec::new();
+                let mut closed = 0u64;
+                while stop.load(Ordering::Relaxed) == 0 {
+                    let client = pool.get("s").await.expect("get");
+                    match client.next().await {
+                        Ok(n) => got.push(n),
+                        Err(Error::Closed { .. }) => closed += 1,
+                        Err(e) => panic!("draw: {e}"),
+                    }
+                }
+                (got, closed)
+            })
+        })
+        .collect();
+    // Retirer: after every retire, the next get is a fresh, open client.
+    let mut retired = Vec::new();
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let before = pool.get("s").await.unwrap();
+        pool.retire("s").await.unwrap();
+        assert!(before.is_closed());
+        let after = pool.get("s").await.unwrap();
+        assert!(
+            !after.same_as(&before),
+            "a get after retire returned the retired client"
+        );
+        assert!(!after.is_closed());
+        retired.push(before);
+    }
+    stop.store(1, Ordering::Relaxed);
+    let mut all = Vec::new();
+    for h in drawers {
+        let (got, _closed) = h.await.unwrap();
+        all.extend(got);
+    }
+    pool.close_all().await;
+    assert!(all.len() > 40, "the drawers drew: {}", all.len());
+    assert_distinct(&all);
+    // Every number issued came from a client while it was open: what retired clients gave
+    // back was issued again exactly once (distinct above), and nothing beyond the stored value.
+    let stored = d.peek("s").await.unwrap().value;
+    assert!(
+        all.iter().all(|&n| n <= stored),
+        "a number beyond the sequence's value"
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,226 @@
+//! What is drawn from: the kinds of run (raw driver call, sequence, blocks), their worker
+//! encoding, and the source each opens.
+
+use dispenser::mongodb::Collection;
+use dispenser::mongodb::bson::{Document, doc};
+use dispenser::mongodb::options::{CollectionOptions, ReturnDocument};
+use dispenser::{
+    Dispenser, Error, Options, Sequence, Spec, Stats, Strategy,
+    block::{BlockOptions, BlockSequence},
+};
+
+/// What one run measures.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Kind {
+    /// `findOneAndUpdate({_id}, {$inc: {value: 1}})` with the driver, nothing else.
+    Raw,
+    /// The same raw call on a document of the sequence schema (10 fields): separates the
+    /// server's cost of the document from the library's.
+    RawShaped,
+    /// `Sequence::next()` with a strategy.
+    Seq(Strategy),
+    /// `BlockSequence::next()`: blocks of `size`, prefetch share (0 = off).
+    Blocks(Strategy, u64, f64),
+}
+
+pub(super) fn strategy_code(s: Strategy) -> &'static str {
+    match s {
+        Strategy::Cas => "cas",
+        _ => "inc",
+    }
+}
+
+pub(super) fn parse_strategy(s: &str) -> Option<Strategy> {
+    match s {
+        "cas" => Some(Strategy::Cas),
+        "inc" => Some(Strategy::ConditionalIncrement),
+        _ => None,
+    }
+}
+
+impl Kind {
+    pub(super) fn label(&self) -> String {
+        match self {
+            Kind::Raw => "raw findOneAndUpdate $inc".into(),
+            Kind::RawShaped => "raw $inc, sequence doc".into(),
+            Kind::Seq(s) => format!("dispenser {}", strategy_code(*s)),
+            Kind::Blocks(s, size, prefetch) => {
+                let p = if *prefetch > 0.0 {
+                    format!(" prefetch {prefetch}")
+                } else {
+                    String::new()
+                };
+                format!("{} block {size}{p}", strategy_code(*s))
+            }
+        }
+    }
+
+    /// The worker-process encoding: `raw:DOC`, `seq:inc|cas:NAME` or
+    /// `blocks:inc|cas:SIZE:PREFETCH:NAME`.
+    pub(super) fn encode(&self, target: &str) -> String {
+        match self {
+            Kind::Raw | Kind::RawShaped => format!("raw:{target}"),
+            Kind::Seq(s) => format!("seq:{}:{target}", strategy_code(*s)),
+            Kind::Blocks(s, size, prefetch) => {
+                format!("blocks:{}:{size}:{prefetch}:{target}", strategy_code(*s))
+            }
+        }
+    }
+
+    pub(super) fn decode(s: &str) -> Result<(Kind, String), Error> {
+        let bad = || Error::InvalidArgument {
+            what: "--worker".into(),
+            reason: format!("{s:?} is not a worker spec"),
+        };
+        let (head, rest) = s.split_once(':').ok_or_else(bad)?;
+        match head {
+            "raw" => Ok((Kind::Raw, rest.to_owned())),
+            "seq" => {
+                let (strategy, name) = rest.split_once(':').ok_or_else(bad)?;
+                let strategy = parse_strategy(strategy).ok_or_else(bad)?;
+                Ok((Kind::Seq(strategy), name.to_owned()))
+            }
+            "blocks" => {
+                let mut parts = rest.splitn(4, ':');
+                let strategy = parts.next().and_then(parse_strategy).ok_or_else(bad)?;
+                let size = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+                let prefetch = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+                let name = parts.next().ok_or_else(bad)?;
+                Ok((Kind::Blocks(strategy, size, prefetch), name.to_owned()))
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// One source of numbers, shared by the tasks of a process.
+#[derive(Clone)]
+pub(super) enum Source {
+    Raw(Collection<Document>, String),
+    Seq(Sequence),
+    Blocks(BlockSequence),
+}
+
+impl Source {
+    pub(super) async fn next(&self) -> dispenser::Result<i64> {
+        match self {
+            Source::Raw(coll, id) => {
+                let d = coll
+                    .find_one_and_update(
+                        doc! { "_id": id.as_str() },
+                        doc! { "$inc": { "value": 1_i64 } },
+                    )
+                    .projection(doc! { "value": 1, "_id": 0 })
+                    .return_document(ReturnDocument::After)
+                    .await
+                    .map_err(|e| Error::Database {
+                        context: "raw baseline increment".into(),
+                        source: e,
+                    })?
+                    .ok_or_else(|| Error::NoSuchSequence { name: id.clone() })?;
+                d.get_i64("value").map_err(|e| Error::CorruptDocument {
+                    name: id.clone(),
+                    field: "value".into(),
+                    problem: e.to_string(),
+                })
+            }
+            Source::Seq(s) => s.next().await,
+            Source::Blocks(b) => b.next().await,
+        }
+    }
+
+    pub(super) fn stats(&self) -> Option<Stats> {
+        match self {
+            Source::Raw(..) => None,
+            Source::Seq(s) => Some(s.stats()),
+            Source::Blocks(b) => Some(b.stats()),
+        }
+    }
+
+    /// Gives back what a block client still holds, so the run leaves no gap it need not.
+    pub(super) async fn close(self) {
+        if let Source::Blocks(b) = self
+            && let Err(e) = b.close().await
+        {
+            tracing::warn!("closing the block client failed: {e}");
+        }
+    }
+}
+
+pub(super) fn raw_collection(
+    d: &Dispenser,
+    client: &dispenser::mongodb::Client,
+) -> Collection<Document> {
+    let o = d.options();
+    client.database(&o.database).collection_with_options(
+        &o.collection,
+        CollectionOptions::builder()
+            .write_concern(o.write_concern.clone())
+            .build(),
+    )
+}
+
+pub(super) async fn source_for(
+    kind: &Kind,
+    target: &str,
+    uri: &str,
+    options: &Options,
+) -> dispenser::Result<Source> {
+    match kind {
+        Kind::Raw | Kind::RawShaped => {
+            let client = client(uri, options).await?;
+            let d = Dispenser::new(&client, options.clone())?;
+            Ok(Source::Raw(raw_collection(&d, &client), target.to_owned()))
+        }
+        Kind::Seq(strategy) => {
+            let d = Dispenser::connect(uri, options.clone().with_strategy(*strategy)).await?;
+            Ok(Source::Seq(d.open(target).await?))
+        }
+        Kind::Blocks(strategy, size, prefetch) => {
+            let d = Dispenser::connect(uri, options.clone().with_strategy(*strategy)).await?;
+            let opts = BlockOptions::default()
+                .with_size(*size)
+                .with_prefetch((*prefetch > 0.0).then_some(*prefetch));
+            Ok(Source::Blocks(d.open_blocks(target, opts).await?))
+        }
+    }
+}
+
+pub(super) async fn client(
+    uri: &str,
+    options: &Options,
+) -> dispenser::Result<dispenser::mongodb::Client> {
+    let invalid = |e: dispenser::mongodb::error::Error| Error::InvalidArgument {
+        what: format!("MongoDB URI {}", dispenser::redact_uri(uri)),
+        reason: dispenser::scrub(&dispenser::describe_driver_error(&e), uri),
+    };
+    dispenser::check_credentials(uri)?;
+    let mut o = dispenser::mongodb::options::ClientOptions::parse(uri)
+        .await
+        .map_err(invalid)?;
+    o.server_selection_timeout
+        .get_or_insert(options.operation_timeout);
+    dispenser::mongodb::Client::with_options(o).map_err(invalid)
+}
+
+/// Creates the document a run draws from: a raw counter or a fresh sequence.
+pub(super) async fn prepare_target(
+    d: &Dispenser,
+    raw: &Collection<Document>,
+    kind: &Kind,
+    target: &str,
+) -> dispenser::Result<()> {
+    match kind {
+        Kind::Raw => raw
+            .insert_one(doc! { "_id": target, "value": 0_i64 })
+            .await
+            .map(drop)
+            .map_err(|e| Error::Database {
+                context: "creating the raw baseline document".into(),
+                source: e,
+            }),
+        Kind::RawShaped | Kind::Seq(_) | Kind::Blocks(..) => {
+            d.create(target, Spec::default()).await.map(drop)
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! `dispenser serve`: an HTTP dispensing service, so that clients in any language can draw
+//! numbers and only the service needs database rights.
+//!
+//! Numbers are drawn through block clients with prefetch (one per sequence, shared by all
+//! requests), so most requests need no database round trip; on shutdown the unused block
+//! tails are given back. Every endpoint except `/healthz` and `/metrics` needs a bearer token;
+//! each token is allowed a set of sequence names (globs) and operations. Tokens are compared
+//! in constant time (over a fixed length) and never logged; the token is checked before the
+//! request body is read.
+//!
+//! The service's own admin operations (create, advance, reset, delete) are ordered with the
+//! draws of the same sequence: draws hold the sequence's [`Slot`] lock shared, admin operations
+//! exclusively; under it they retire the sequence's clients (the block client from the [`Pool`],
+//! giving back what it holds), write, and only then let draws open fresh clients. So nothing is served, after an admin operation
+//! returned, from a block reserved before it.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::middleware;
+use axum::routing::{get, post};
+use dispenser::{
+    Dispenser, Error, Stats,
+    block::{BlockOptions, Pool},
+};
+
+use crate::cli::ServeArgs;
+use auth::load_tokens;
+use errors::fallback;
+use handlers::{advance, create, delete, healthz, list, next, peek, reset};
+use metrics::{Metrics, metrics, observe};
+use state::{AppState, Shared};
+
+mod auth;
+mod errors;
+mod handlers;
+mod metrics;
+mod state;
+#[cfg(test)]
+mod tests;
+
+fn router(state: Shared) -> Router {
+    Router::new()
+        .route("/v1/sequences", get(list).post(create))
+        .route("/v1/sequences/{name}", get(peek).delete(delete))
+        .route("/v1/sequences/{name}/next", post(next))
+        .route("/v1/sequences/{name}/advance", post(advance))
+        .route("/v1/sequences/{name}/reset", post(reset))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .fallback(fallback)
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .with_state(state)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+/// Entry point of `dispenser serve`.
+///
+/// `uri` is the database URI the dispenser was connected with, only to scrub its password
+/// from error answers.
+pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<()> {
+    let tokens = load_tokens(args.tokens.as_ref())?;
+    let block_options = BlockOptions::default()
+        .with_size(args.block)
+        .with_prefetch(Some(args.prefetch));
+    let pool = Pool::new(dispenser.clone(), block_options)?;
+    let addr: SocketAddr = args.listen.parse().map_err(|e| Error::InvalidArgument {
+        what: "--listen".into(),
+        reason: format!(
+            "{:?} is not an address such as 127.0.0.1:8080: {e}",
+            args.listen
+        ),
+    })?;
+    let listener =
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::InvalidArgument {
+                what: "--listen".into(),
+                reason: format!("cannot listen on {addr}: {e}"),
+            })?;
+    let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
+        what: "--listen".into(),
+        reason: e.to_string(),
+    })?;
+    let state = Arc::new(AppState {
+        dispenser,
+        uri: uri.to_owned(),
+        tokens,
+        pool,
+        max_count: args.max_count,
+        slots: Mutex::new(HashMap::new()),
+        retired: Mutex::new(Stats::default()),
+        metrics: Metrics::new(),
+    });
+    println!("listening on http://{local}");
+    tracing::info!("dispenser serve listening on {local}");
+    let served = axum::serve(listener, router(state.clone()))
+        .with_graceful_shutdown(shutdown_signal())
+        .await;
+    // Give back what the block clients still hold (each under its era lock, as an admin
+    // operation: no draw of it is in flight).
+    let (mut given_back, mut lost) = (0, 0);
+    for (name, slot) in state.all_slots() {
+        let era = slot.era.write().await;
+        let outcome = state.pool.retire(&name).await;
+        drop(era);
+        match outcome {
+            Ok(r) => {
+                given_back += r.given_back;
+                lost += r.lost;
+            }
+            Err(e) => eprintln!("dispenser: closing the block client of {name:?}: {e}"),
+        }
+    }
+    eprintln!("dispenser: stopped; {given_back} number(s) given back, {lost} lost (a gap)");
+    served.map_err(|e| Error::InvalidArgument {
+        what: "--listen".into(),
+        reason: format!("the server failed: {e}"),
+    })
+}

@@ -1,0 +1,136 @@
+//! The service's shared state: per-sequence slots, the era lock (draws shared, admin
+//! operations exclusive) and retiring a sequence's clients under it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use dispenser::{Dispenser, Error, Sequence, SequenceState, Stats, block::Pool};
+use tokio::sync::{OnceCell, RwLock};
+
+use super::auth::TokenRule;
+use super::metrics::Metrics;
+
+/// What the service knows of one sequence between two of its admin operations (its block
+/// client is in the [`Pool`], retired by every admin operation).
+#[derive(Default)]
+pub(super) struct Era {
+    /// The sequence's shape, read by the era's first draw.
+    pub(super) shape: OnceCell<Shape>,
+    /// A direct handle, for large counts of non-cyclic sequences.
+    pub(super) direct: OnceCell<Sequence>,
+}
+
+/// What the service needs to know of a sequence to answer draws.
+pub(super) struct Shape {
+    pub(super) step: i64,
+    /// For a cyclic sequence, how many numbers one cycle holds.
+    pub(super) cycle: Option<u64>,
+}
+
+/// How many numbers one cycle of a cyclic sequence holds (`None` when it does not wrap).
+pub(super) fn cycle_len(s: &SequenceState) -> Option<u64> {
+    if !s.cycle {
+        return None;
+    }
+    let span = (i128::from(s.max) - i128::from(s.min)).checked_div(i128::from(s.step).abs())?;
+    Some(u64::try_from(span.saturating_add(1)).unwrap_or(u64::MAX))
+}
+
+/// Per sequence: draws hold `era` shared, the service's admin operations exclusively.
+#[derive(Default)]
+pub(super) struct Slot {
+    pub(super) era: RwLock<Era>,
+    /// Draws of a cyclic sequence one at a time, so that the numbers of one response follow
+    /// each other in the block client (and so repeat nothing when there are at most a cycle).
+    pub(super) serial: tokio::sync::Mutex<()>,
+}
+
+/// The service's shared state.
+pub(super) struct AppState {
+    pub(super) dispenser: Dispenser,
+    /// The database URI, only to scrub its password from error messages.
+    pub(super) uri: String,
+    pub(super) tokens: Vec<TokenRule>,
+    /// The block clients, one per sequence; used only under the sequence's era lock.
+    pub(super) pool: Pool,
+    pub(super) max_count: u64,
+    /// One slot per sequence name used so far.
+    pub(super) slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// Stats of direct handles already dropped (admin operations).
+    pub(super) retired: Mutex<Stats>,
+    pub(super) metrics: Metrics,
+}
+
+pub(super) type Shared = Arc<AppState>;
+
+impl AppState {
+    /// The slot of `name` (made on first use).
+    pub(super) fn slot(&self, name: &str) -> Arc<Slot> {
+        Arc::clone(
+            self.slots
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(name.to_owned())
+                .or_default(),
+        )
+    }
+
+    pub(super) fn all_slots(&self) -> Vec<(String, Arc<Slot>)> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(k, v)| (k.clone(), Arc::clone(v)))
+            .collect()
+    }
+
+    /// The era's shape of `name`, read by the first draw of the era.
+    pub(super) async fn shape<'e>(&self, era: &'e Era, name: &str) -> Result<&'e Shape, Error> {
+        era.shape
+            .get_or_try_init(|| async {
+                let state = self.dispenser.peek(name).await?;
+                Ok(Shape {
+                    step: state.step,
+                    cycle: cycle_len(&state),
+                })
+            })
+            .await
+    }
+
+    /// Runs the admin operation `op` on `name` with the draws of `name` shut out: first the
+    /// sequence's clients are retired (what they hold given back), then `op` runs, then draws
+    /// open fresh clients.
+    pub(super) async fn exclusive<T, F>(&self, name: &str, op: F) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        let slot = self.slot(name);
+        let mut era = slot.era.write().await;
+        let old = std::mem::take(&mut *era);
+        self.retire(name, old).await;
+        op.await
+    }
+
+    /// Retires the clients of an era: the block client from the pool (closed, what is safe
+    /// given back), the direct handle (its stats kept).
+    pub(super) async fn retire(&self, name: &str, era: Era) {
+        if let Err(e) = self.pool.retire(name).await {
+            tracing::warn!("closing the block client of {name:?}: {e}");
+        }
+        if let Some(s) = era.direct.into_inner() {
+            *self.retired.lock().unwrap_or_else(|p| p.into_inner()) += s.stats();
+        }
+    }
+
+    pub(super) async fn totals(&self) -> Stats {
+        let mut total = *self.retired.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, slot) in self.all_slots() {
+            let era = slot.era.read().await;
+            if let Some(s) = era.direct.get() {
+                total += s.stats();
+            }
+        }
+        total += self.pool.stats();
+        total
+    }
+}

@@ -1,0 +1,207 @@
+//! Unit tests of the service's parts that need no server: tokens, permissions, scrubbing,
+//! runs, the histogram.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode, header};
+use dispenser::{
+    Dispenser, Stats,
+    block::{BlockOptions, Pool},
+};
+use serde_json::json;
+
+use super::auth::{MAX_TOKEN_LEN, Op, PaddedToken, TokenRule, parse_tokens};
+use super::handlers::as_runs;
+use super::metrics::Metrics;
+use super::state::AppState;
+
+fn tokens() -> Vec<TokenRule> {
+    parse_tokens(
+        r#"{"tokens": [
+            {"name": "orders", "token": "orders-token-0123456789", "sequences": ["orders", "invoices@*"], "operations": ["next", "peek"]},
+            {"name": "admin", "token": "admin-token-0123456789", "sequences": ["*"], "operations": ["next", "create", "peek", "list", "advance", "reset", "delete"]}
+        ]}"#,
+    )
+    .unwrap()
+}
+
+async fn state() -> AppState {
+    let dispenser = Dispenser::connect("mongodb://127.0.0.1:1", dispenser::Options::default())
+        .await
+        .unwrap();
+    AppState {
+        dispenser: dispenser.clone(),
+        uri: "mongodb://app:pa55word-in-uri@127.0.0.1:1/".into(),
+        tokens: tokens(),
+        pool: Pool::new(dispenser.clone(), BlockOptions::default()).unwrap(),
+        max_count: 10,
+        slots: Mutex::new(HashMap::new()),
+        retired: Mutex::new(Stats::default()),
+        metrics: Metrics::new(),
+    }
+}
+
+fn bearer(t: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(header::AUTHORIZATION, t.parse().unwrap());
+    h
+}
+
+#[tokio::test]
+async fn permissions_by_token_sequence_and_operation() {
+    let st = state().await;
+    let orders = bearer("Bearer orders-token-0123456789");
+    assert!(st.authorize(&orders, Op::Next, Some("orders")).is_ok());
+    assert!(
+        st.authorize(&orders, Op::Next, Some("invoices@acme"))
+            .is_ok()
+    );
+    let e = st
+        .authorize(&orders, Op::Next, Some("payroll"))
+        .err()
+        .unwrap();
+    assert_eq!(e.status, StatusCode::FORBIDDEN);
+    let e = st
+        .authorize(&orders, Op::Delete, Some("orders"))
+        .err()
+        .unwrap();
+    assert_eq!(e.status, StatusCode::FORBIDDEN);
+    let admin = bearer("Bearer admin-token-0123456789");
+    assert!(st.authorize(&admin, Op::Delete, Some("payroll")).is_ok());
+    for bad in [
+        "",
+        "Bearer ",
+        "Basic b3JkZXJz",
+        "Bearer wrong-token-0123456789",
+        "orders-token-0123456789",
+    ] {
+        let e = st
+            .authorize(&bearer(bad), Op::Next, Some("orders"))
+            .err()
+            .unwrap();
+        assert_eq!(e.status, StatusCode::UNAUTHORIZED, "{bad:?}");
+        assert!(
+            !e.message.contains("token-0123"),
+            "a token leaked: {}",
+            e.message
+        );
+    }
+    let e = st
+        .authorize(&HeaderMap::new(), Op::Next, None)
+        .err()
+        .unwrap();
+    assert_eq!(e.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let st = state().await;
+    for good in [
+        "Bearer orders-token-0123456789",
+        "bearer orders-token-0123456789",
+        "BEARER orders-token-0123456789",
+        "Bearer \t orders-token-0123456789 ",
+    ] {
+        let rule = st.authenticate(&bearer(good)).map_err(|e| e.message);
+        assert_eq!(rule.map(|r| r.name.as_str()), Ok("orders"), "{good:?}");
+    }
+    for bad in [
+        "Bearerorders-token-0123456789",
+        "Bearer",
+        "Token orders-token-0123456789",
+    ] {
+        assert!(st.authenticate(&bearer(bad)).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn tokens_compare_over_a_fixed_length() {
+    let real = PaddedToken::new(b"orders-token-0123456789");
+    assert!(real.matches(&PaddedToken::new(b"orders-token-0123456789")));
+    for other in [
+        &b"orders-token-012345678"[..],
+        b"orders-token-01234567890",
+        b"orders-token-0123456789\0",
+        b"",
+        &[b'o'; MAX_TOKEN_LEN + 10],
+    ] {
+        assert!(!real.matches(&PaddedToken::new(other)), "{other:?}");
+    }
+    // Longer than the limit: never equal to a shorter prefix of it.
+    let long = [b'x'; MAX_TOKEN_LEN + 1];
+    assert!(!PaddedToken::new(&long[..MAX_TOKEN_LEN]).matches(&PaddedToken::new(&long)));
+    let e = parse_tokens(&format!(
+        r#"{{"tokens": [{{"name": "a", "token": "{}", "sequences": ["*"], "operations": []}}]}}"#,
+        "y".repeat(MAX_TOKEN_LEN + 1)
+    ))
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("longer than 256"), "{e}");
+}
+
+#[tokio::test]
+async fn error_messages_are_scrubbed_of_the_password_and_tokens() {
+    let st = state().await;
+    let out = st.scrub("sequence \"pa55word-in-uri\" and admin-token-0123456789 here");
+    assert_eq!(out, "sequence \"***\" and *** here");
+}
+
+#[test]
+fn lists_of_numbers_become_runs() {
+    let runs = as_runs(&[8, 9, 0, 1, 2, 7], 1);
+    assert_eq!(
+        runs,
+        vec![
+            json!({"first": 8, "last": 9, "step": 1, "count": 2}),
+            json!({"first": 0, "last": 2, "step": 1, "count": 3}),
+            json!({"first": 7, "last": 7, "step": 1, "count": 1}),
+        ]
+    );
+    assert_eq!(
+        as_runs(&[i64::MIN + 1, i64::MIN], -1),
+        vec![json!({"first": i64::MIN + 1, "last": i64::MIN, "step": -1, "count": 2})]
+    );
+}
+
+#[test]
+fn token_files_are_checked_without_echoing_tokens() {
+    for (bad, needle) in [
+        ("{", "not a valid tokens document"),
+        (r#"{"tokens": []}"#, "no tokens"),
+        (
+            r#"{"tokens": [{"name": "a", "token": "short", "sequences": ["*"], "operations": []}]}"#,
+            "shorter than 16",
+        ),
+        (
+            r#"{"tokens": [{"name": "a", "token": "0123456789abcdefg", "sequences": [], "operations": []}]}"#,
+            "sequence patterns",
+        ),
+        (
+            r#"{"tokens": [{"name": "a", "token": "0123456789abcdefg", "sequences": ["*"], "operations": ["fly"]}]}"#,
+            "unknown operation \"fly\"",
+        ),
+        (
+            r#"{"tokens": [{"name": "a", "token": "0123456789abcdefg", "sequences": ["*"], "operations": [], "extra": 1}]}"#,
+            "not a valid tokens document",
+        ),
+    ] {
+        let err = parse_tokens(bad).err().unwrap().to_string();
+        assert!(err.contains(needle), "{bad}: {err}");
+        assert!(!err.contains("0123456789abcdefg"), "{err}");
+    }
+}
+
+#[test]
+fn the_histogram_counts_cumulatively() {
+    let m = Metrics::new();
+    m.observe(200, Duration::from_micros(300));
+    m.observe(404, Duration::from_secs(20));
+    assert_eq!(m.buckets[0].load(Relaxed), 0);
+    assert_eq!(m.buckets[2].load(Relaxed), 1);
+    assert_eq!(m.buckets.last().unwrap().load(Relaxed), 1);
+    assert_eq!(m.count.load(Relaxed), 2);
+}
