@@ -287,7 +287,7 @@ impl Pool {
     }
 
     /// How many reserved numbers the live clients hold and have not handed out yet (see
-    /// [`BlockSequence::buffered`]): what a crash now would lose.
+    /// [`BlockSequence::held`]): what a crash now would lose.
     ///
     /// # Example
     ///
@@ -297,7 +297,7 @@ impl Pool {
     /// # }
     /// ```
     pub fn held(&self) -> u64 {
-        self.live().iter().map(BlockSequence::buffered).sum()
+        self.live().iter().map(BlockSequence::held).sum()
     }
 
     /// What the pool's clients did so far, the live ones and those already retired, added up
