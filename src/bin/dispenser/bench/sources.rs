@@ -4,9 +4,11 @@
 use dispenser::mongodb::Collection;
 use dispenser::mongodb::bson::{Document, doc};
 use dispenser::mongodb::options::{CollectionOptions, ReturnDocument};
+use std::sync::Arc;
+
 use dispenser::{
-    Dispenser, Error, Options, Sequence, Spec, Stats, Strategy,
-    block::{BlockOptions, BlockSequence},
+    BoxNumberSource, Dispenser, Error, NumberSource, Options, SourceKind, Spec, Stats, Strategy,
+    block::BlockOptions,
 };
 
 /// What one run measures.
@@ -93,12 +95,13 @@ impl Kind {
     }
 }
 
-/// One source of numbers, shared by the tasks of a process.
+/// One source of numbers, shared by the tasks of a process: the raw driver call, or any of
+/// the library's sources through the `NumberSource` trait (opened from a `SourceKind`, as an
+/// application configured by name would).
 #[derive(Clone)]
 pub(super) enum Source {
     Raw(Collection<Document>, String),
-    Seq(Sequence),
-    Blocks(BlockSequence),
+    Lib(Arc<BoxNumberSource>),
 }
 
 impl Source {
@@ -124,25 +127,23 @@ impl Source {
                     problem: e.to_string(),
                 })
             }
-            Source::Seq(s) => s.next().await,
-            Source::Blocks(b) => b.next().await,
+            Source::Lib(s) => s.next().await,
         }
     }
 
     pub(super) fn stats(&self) -> Option<Stats> {
         match self {
             Source::Raw(..) => None,
-            Source::Seq(s) => Some(s.stats()),
-            Source::Blocks(b) => Some(b.stats()),
+            Source::Lib(s) => Some(s.stats()),
         }
     }
 
     /// Gives back what a block client still holds, so the run leaves no gap it need not.
     pub(super) async fn close(self) {
-        if let Source::Blocks(b) = self
-            && let Err(e) = b.close().await
+        if let Source::Lib(s) = self
+            && let Err(e) = s.close().await
         {
-            tracing::warn!("closing the block client failed: {e}");
+            tracing::warn!("closing {} failed: {e}", s.name());
         }
     }
 }
@@ -174,14 +175,16 @@ pub(super) async fn source_for(
         }
         Kind::Seq(strategy) => {
             let d = Dispenser::connect(uri, options.clone().with_strategy(*strategy)).await?;
-            Ok(Source::Seq(d.open(target).await?))
+            let source = d.open_source(target, &SourceKind::Plain).await?;
+            Ok(Source::Lib(Arc::new(source)))
         }
         Kind::Blocks(strategy, size, prefetch) => {
             let d = Dispenser::connect(uri, options.clone().with_strategy(*strategy)).await?;
             let opts = BlockOptions::default()
                 .with_size(*size)
                 .with_prefetch((*prefetch > 0.0).then_some(*prefetch));
-            Ok(Source::Blocks(d.open_blocks(target, opts).await?))
+            let source = d.open_source(target, &SourceKind::Blocks(opts)).await?;
+            Ok(Source::Lib(Arc::new(source)))
         }
     }
 }

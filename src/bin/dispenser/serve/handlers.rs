@@ -1,5 +1,6 @@
 //! The endpoints: draw (`next`), create, peek, list, advance, reset, delete, healthz.
 
+use dispenser::NumberSource;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -35,6 +36,15 @@ pub(super) fn as_runs(numbers: &[i64], step: i64) -> Vec<Value> {
             json!({ "first": first, "last": last, "step": step, "count": count })
         })
         .collect()
+}
+
+/// `count` numbers from any source, one call each, in the order drawn.
+async fn draw_list(source: &impl NumberSource, count: u64) -> dispenser::Result<Vec<i64>> {
+    let mut numbers = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+    for _ in 0..count {
+        numbers.push(source.next().await?);
+    }
+    Ok(numbers)
 }
 
 pub(super) async fn next(
@@ -78,7 +88,7 @@ pub(super) async fn next(
         let mut numbers = Vec::new();
         let mut seen = HashSet::new();
         for _ in 0..count {
-            let n = blocks.next().await?;
+            let n = NumberSource::next(&blocks).await?;
             if !seen.insert(n) {
                 // Other clients of the sequence drew a whole cycle while this request drew.
                 return Err(ApiError::new(
@@ -99,10 +109,7 @@ pub(super) async fn next(
         return Ok(Json(json!({ "count": count, "runs": runs })));
     }
     if count <= LIST_LIMIT {
-        let mut numbers = Vec::new();
-        for _ in 0..count {
-            numbers.push(blocks.next().await?);
-        }
+        let numbers = draw_list(&blocks, count).await?;
         st.metrics.issued.fetch_add(count, Relaxed);
         return Ok(Json(json!({ "numbers": numbers })));
     }
@@ -113,7 +120,7 @@ pub(super) async fn next(
     let mut runs = Vec::new();
     let mut left = count;
     while left > 0 {
-        let run = seq.next_n(left).await?;
+        let run = NumberSource::next_n(seq, left).await?;
         st.metrics.issued.fetch_add(run.count(), Relaxed);
         runs.push(json!({
             "first": run.first(), "last": run.last(), "step": run.step(), "count": run.count(),
