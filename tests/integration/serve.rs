@@ -882,3 +882,71 @@ async fn list_reports_corrupt_documents_in_place() {
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
 }
+
+/// A striped sequence is administered by its name over HTTP too: peek, advance, reset and
+/// delete act on every stripe, each within its class, and retire the service's block
+/// clients of the stripes first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn striped_sequences_are_administered_by_name() {
+    let svc = Service::start("serve_striped");
+    let http = reqwest::Client::new();
+    let client = common::client().await;
+    let d = dispenser::Dispenser::new(
+        &client,
+        dispenser::Options::default()
+            .with_database(DB)
+            .with_collection(svc.collection.as_str()),
+    )
+    .unwrap();
+    d.ensure_striped("ids", 3, dispenser::Spec::default())
+        .await
+        .unwrap();
+    // The service holds a block of stripe 0 (1, 4, 7, …).
+    let (status, body) = draw(&http, &svc, ADMIN, "ids~0", 2).await;
+    assert_eq!((status, numbers(&body)), (200, vec![1, 4]));
+    let nexts = |body: &Value| -> Vec<i64> {
+        body["stripes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no stripes in {body}"))
+            .iter()
+            .map(|s| s["next"].as_i64().unwrap())
+            .collect()
+    };
+    let (status, body) = send(http.get(svc.url("/v1/sequences/ids")).bearer_auth(ADMIN)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["stripes"].as_array().unwrap().len(), 3);
+    let (status, body) = send(
+        http.post(svc.url("/v1/sequences/ids/advance"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "to": 1000 })),
+    )
+    .await;
+    assert_eq!(
+        (status, nexts(&body)),
+        (200, vec![1003, 1001, 1002]), // stripe 0 holds 1, 4, 7, …: past 1000 its next is 1003
+        "{body}"
+    );
+    let (status, body) = draw(&http, &svc, ADMIN, "ids~0", 1).await;
+    assert_eq!(
+        (status, numbers(&body)),
+        (200, vec![1003]),
+        "served from a stripe block reserved before the advance"
+    );
+    let (status, body) = send(
+        http.post(svc.url("/v1/sequences/ids/reset"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "next": 5000 })),
+    )
+    .await;
+    assert_eq!(
+        (status, nexts(&body)),
+        (200, vec![5002, 5000, 5001]),
+        "{body}"
+    );
+    let (status, _) = send(http.delete(svc.url("/v1/sequences/ids")).bearer_auth(ADMIN)).await;
+    assert_eq!(status, 204);
+    let (status, body) = send(http.get(svc.url("/v1/sequences/ids")).bearer_auth(ADMIN)).await;
+    assert_eq!(status, 404, "{body}");
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}

@@ -1,13 +1,12 @@
 //! The endpoints: draw (`next`), create, peek, list, advance, reset, delete, healthz.
 
-use dispenser::NumberSource;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
 
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::{Error, Format, SequenceState, Spec};
+use dispenser::{Error, Format, NumberSource, SequenceState, Spec};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -240,9 +239,36 @@ pub(super) async fn peek(
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(&headers, Op::Peek, Some(&name))?;
-    Ok(Json(SequenceState::to_json(
-        &st.dispenser.peek(&name).await?,
-    )))
+    match st.dispenser.peek(&name).await {
+        Err(Error::NoSuchSequence { .. }) if is_striped(&st, &name).await => Ok(Json(
+            striped_json(&name, &st.dispenser.peek_striped(&name).await?),
+        )),
+        other => Ok(Json(SequenceState::to_json(&other?))),
+    }
+}
+
+/// Whether `name` has no document of its own but is a striped sequence: the admin
+/// endpoints then act on every stripe (each within its residue class).
+async fn is_striped(st: &Shared, name: &str) -> bool {
+    st.dispenser.peek_striped(name).await.is_ok()
+}
+
+/// The stripes of `name`, for the striped answers of peek, advance and reset.
+async fn stripe_names(st: &Shared, name: &str) -> Result<Vec<String>, Error> {
+    Ok(st
+        .dispenser
+        .peek_striped(name)
+        .await?
+        .into_iter()
+        .map(|s| s.name)
+        .collect())
+}
+
+fn striped_json(name: &str, states: &[SequenceState]) -> Value {
+    json!({
+        "name": name,
+        "stripes": states.iter().map(SequenceState::to_json).collect::<Vec<_>>(),
+    })
 }
 
 pub(super) async fn list(
@@ -288,15 +314,26 @@ pub(super) async fn advance(
     st.authorize(req.headers(), Op::Advance, Some(&name))?;
     let b: AdvanceBody = json_body(req).await?;
     dispenser::validate_name(&name)?;
-    let state = st
+    match st
         .exclusive(&name, st.dispenser.advance_to(&name, b.to))
-        .await?;
-    Ok(Json(SequenceState::to_json(&state)))
+        .await
+    {
+        Err(Error::NoSuchSequence { .. }) if is_striped(&st, &name).await => {
+            let stripes = stripe_names(&st, &name).await?;
+            let states = st
+                .exclusive_all(&stripes, st.dispenser.advance_striped(&name, b.to))
+                .await?;
+            Ok(Json(striped_json(&name, &states)))
+        }
+        other => Ok(Json(SequenceState::to_json(&other?))),
+    }
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ResetBody {
+    /// The next number to issue (`next`, or `value` as earlier versions called it).
+    #[serde(alias = "next")]
     pub(super) value: i64,
     #[serde(default)]
     pub(super) force: bool,
@@ -310,10 +347,22 @@ pub(super) async fn reset(
     st.authorize(req.headers(), Op::Reset, Some(&name))?;
     let b: ResetBody = json_body(req).await?;
     dispenser::validate_name(&name)?;
-    let state = st
+    match st
         .exclusive(&name, st.dispenser.reset(&name, b.value, b.force))
-        .await?;
-    Ok(Json(SequenceState::to_json(&state)))
+        .await
+    {
+        Err(Error::NoSuchSequence { .. }) if is_striped(&st, &name).await => {
+            let stripes = stripe_names(&st, &name).await?;
+            let states = st
+                .exclusive_all(
+                    &stripes,
+                    st.dispenser.reset_striped(&name, b.value, b.force),
+                )
+                .await?;
+            Ok(Json(striped_json(&name, &states)))
+        }
+        other => Ok(Json(SequenceState::to_json(&other?))),
+    }
 }
 
 pub(super) async fn delete(
@@ -323,7 +372,14 @@ pub(super) async fn delete(
 ) -> Result<StatusCode, ApiError> {
     st.authorize(&headers, Op::Delete, Some(&name))?;
     dispenser::validate_name(&name)?;
-    st.exclusive(&name, st.dispenser.delete(&name)).await?;
+    match st.exclusive(&name, st.dispenser.delete(&name)).await {
+        Err(Error::NoSuchSequence { .. }) if is_striped(&st, &name).await => {
+            let stripes = stripe_names(&st, &name).await?;
+            st.exclusive_all(&stripes, st.dispenser.delete_striped(&name))
+                .await?;
+        }
+        other => other?,
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -113,6 +113,28 @@ impl AppState {
 
     /// Retires the clients of an era: the block client from the pool (closed, what is safe
     /// given back), the direct handle (its stats kept).
+    /// [`AppState::exclusive`] over several sequences at once (the stripes of a striped
+    /// sequence): their era locks are taken in name order (no deadlock between two such
+    /// calls), every client retired, then `op` runs.
+    pub(super) async fn exclusive_all<T, F>(&self, names: &[String], op: F) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        let mut sorted: Vec<&String> = names.iter().collect();
+        sorted.sort();
+        sorted.dedup();
+        let slots: Vec<Arc<Slot>> = sorted.iter().map(|n| self.slot(n)).collect();
+        let mut guards = Vec::with_capacity(slots.len());
+        for slot in &slots {
+            guards.push(slot.era.write().await);
+        }
+        for (name, era) in sorted.iter().zip(guards.iter_mut()) {
+            let old = std::mem::take(&mut **era);
+            self.retire(name, old).await;
+        }
+        op.await
+    }
+
     pub(super) async fn retire(&self, name: &str, era: Era) {
         if let Err(e) = self.pool.retire(name).await {
             tracing::warn!("closing the block client of {name:?}: {e}");
