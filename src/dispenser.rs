@@ -378,6 +378,7 @@ impl Dispenser {
                     Some(value) => Decision::Write {
                         value,
                         wrapped: false,
+                        shape: None,
                         then: (),
                     },
                     None => Decision::Done(()),

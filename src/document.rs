@@ -248,7 +248,7 @@ fn get_incarnation(name: &str, doc: &Document) -> Result<Option<ObjectId>> {
 }
 
 /// The optional `start`, `stripe_index` and `stripe_count` fields.
-fn get_origin(name: &str, doc: &Document, spec: &Spec) -> Result<Origin> {
+fn get_origin(name: &str, doc: &Document) -> Result<Origin> {
     let start = get_opt_i64(name, doc, field::START)?;
     let index = get_opt_i64(name, doc, field::STRIPE_INDEX)?;
     let count = get_opt_i64(name, doc, field::STRIPE_COUNT)?;
@@ -270,18 +270,7 @@ fn get_origin(name: &str, doc: &Document, spec: &Spec) -> Result<Origin> {
         (Some(_), None) => return Err(Error::corrupt(name, field::STRIPE_COUNT, "is missing")),
         (None, Some(_)) => return Err(Error::corrupt(name, field::STRIPE_INDEX, "is missing")),
     };
-    if let Some(start) = start
-        && (start < spec.min || start > spec.max)
-    {
-        return Err(Error::corrupt(
-            name,
-            field::START,
-            format!(
-                "({start}) lies outside min..=max ({}..={})",
-                spec.min, spec.max
-            ),
-        ));
-    }
+    // `start` is history: after an `alter` it may lie outside the bounds.
     Ok(Origin { start, stripe })
 }
 
@@ -347,7 +336,7 @@ pub(crate) fn decode_stored(name: &str, doc: &Document) -> Result<Stored> {
             format!("({cycles}) is negative"),
         ));
     }
-    let origin = get_origin(name, doc, &spec)?;
+    let origin = get_origin(name, doc)?;
     let incarnation = get_incarnation(name, doc)?;
     // The next number, clamped into the bounds; only informative.
     let start = value.saturating_add(step).clamp(min, max);

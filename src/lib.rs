@@ -39,6 +39,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod alter;
 mod arith;
 pub mod block;
 mod coalesce;
@@ -57,6 +58,7 @@ mod store;
 mod strategy;
 pub mod stripe;
 
+pub use alter::Alter;
 pub use arith::{Run, RunIter};
 pub use block::CloseReport;
 pub use dispenser::{Dispenser, Sequence};

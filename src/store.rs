@@ -44,6 +44,15 @@ fn shape_filter(name: &str, spec: &Spec) -> Document {
     }
 }
 
+/// A change of shape (and optionally of format) written with a compare-and-set.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ShapeChange {
+    /// The new step, min, max and cycle.
+    pub spec: Spec,
+    /// `None`: keep the format; `Some(None)`: remove it; `Some(Some(f))`: set it.
+    pub format: Option<Option<crate::format::Format>>,
+}
+
 /// Where a document stood after a write: its version and its incarnation. A write that
 /// must only apply to that exact state (a compare-and-set, a give-back) filters on both,
 /// so it cannot match the document of another incarnation that reached the same version.
@@ -254,6 +263,7 @@ impl Store {
         expected: &Stored,
         new_value: i64,
         wrapped: bool,
+        shape: Option<&ShapeChange>,
     ) -> Result<Option<Stamp>> {
         let filter = pinned_filter(name, &expected.spec, expected.stamp(), expected.value);
         let incarnation = expected.incarnation.unwrap_or_default();
@@ -261,11 +271,28 @@ impl Store {
         if expected.incarnation.is_none() {
             set.insert(field::INCARNATION, incarnation);
         }
-        let update = doc! {
-            "$set": set,
-            "$inc": { field::VERSION: 1_i64, field::CYCLES: i64::from(wrapped) },
-            "$currentDate": { field::UPDATED_AT: true },
-        };
+        let mut update = doc! {};
+        if let Some(change) = shape {
+            set.insert(field::STEP, change.spec.step);
+            set.insert(field::MIN, change.spec.min);
+            set.insert(field::MAX, change.spec.max);
+            set.insert(field::CYCLE, change.spec.cycle);
+            match &change.format {
+                Some(Some(f)) => {
+                    set.insert(field::FORMAT, f.as_str());
+                }
+                Some(None) => {
+                    update.insert("$unset", doc! { field::FORMAT: "" });
+                }
+                None => {}
+            }
+        }
+        update.insert("$set", set);
+        update.insert(
+            "$inc",
+            doc! { field::VERSION: 1_i64, field::CYCLES: i64::from(wrapped) },
+        );
+        update.insert("$currentDate", doc! { field::UPDATED_AT: true });
         let res = self
             .bounded(
                 || format!("writing sequence {name:?}"),

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::options::{CasMode, Strategy};
 use crate::retry::{Backoff, RetryBudget};
 use crate::stats::{Counters, add, bump};
-use crate::store::{Stamp, Store};
+use crate::store::{ShapeChange, Stamp, Store};
 
 /// In adaptive mode, how often a pessimistic caller tries optimism again.
 const PROBE_EVERY: u32 = 16;
@@ -232,6 +232,7 @@ impl Drawer {
                     Ok(d) => Ok(Decision::Write {
                         value: d.new_value,
                         wrapped: d.wrapped,
+                        shape: None,
                         then: d.run,
                     }),
                     // The remembered state may be stale: only a fresh read may say "exhausted".
@@ -265,12 +266,13 @@ impl Drawer {
                 Some(s) => s,
                 None => self.read().await?,
             };
-            let (value, wrapped, then) = match decide(&stored, from_memory)? {
+            let (value, wrapped, shape, then) = match decide(&stored, from_memory)? {
                 Decision::Write {
                     value,
                     wrapped,
+                    shape,
                     then,
-                } => (value, wrapped, then),
+                } => (value, wrapped, shape, then),
                 Decision::Done(then) => return Ok((then, None)),
                 Decision::Reread => continue,
             };
@@ -286,7 +288,7 @@ impl Drawer {
             self.stats.last_mode.store(mode, Relaxed);
             let won = self
                 .store
-                .compare_and_set(&self.name, &stored, value, wrapped)
+                .compare_and_set(&self.name, &stored, value, wrapped, shape.as_ref())
                 .await?;
             if from_memory {
                 self.adaptive
@@ -301,6 +303,7 @@ impl Drawer {
                         version: stamp.version,
                         cycles: stored.cycles + i64::from(wrapped),
                         incarnation: stamp.incarnation,
+                        spec: shape.as_ref().map_or(stored.spec, |c| c.spec),
                         ..stored
                     },
                     false,
@@ -318,8 +321,14 @@ impl Drawer {
 
 /// What the compare-and-set loop does with a state (see [`Drawer::update`]).
 pub(crate) enum Decision<T> {
-    /// Store `value` (`wrapped`: the write wraps a cyclic sequence) and return `then`.
-    Write { value: i64, wrapped: bool, then: T },
+    /// Store `value` (`wrapped`: the write wraps a cyclic sequence; `shape`: the write also
+    /// changes the shape) and return `then`.
+    Write {
+        value: i64,
+        wrapped: bool,
+        shape: Option<ShapeChange>,
+        then: T,
+    },
     /// Write nothing and return this.
     Done(T),
     /// The state came from memory and cannot be judged: read afresh.

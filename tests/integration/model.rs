@@ -267,7 +267,7 @@ async fn admin_round(
             Err(e) if tolerated(&e) => continue,
             Err(e) => panic!("peek failed: {e}"),
         };
-        let op = rng.below(if era_changes { 7 } else { 4 });
+        let op = rng.below(if era_changes { 8 } else { 5 });
         match op {
             0 => {
                 count(&log, "reset forward");
@@ -285,6 +285,18 @@ async fn admin_round(
                 let f = Format::parse(&format!("O-{{n:0{}}}", rng.range(1, 9))).unwrap();
                 d.set_format("orders", Some(&f)).await.unwrap();
             }
+            4 => {
+                // Alter the live sequence: a wider bound or another step. Never backwards,
+                // so the era goes on.
+                count(&log, "alter (step or max)");
+                let change = if rng.chance(50) {
+                    dispenser::Alter::default().with_step(rng.range(1, 3))
+                } else {
+                    dispenser::Alter::default().with_max(i64::MAX - rng.range(0, 1000))
+                };
+                let r = d.alter("orders", change).await;
+                assert!(r.is_ok() || r.as_ref().is_err_and(tolerated), "{r:?}");
+            }
             3 => {
                 count(&log, "ensure (same spec)");
                 // The sequence may have been re-created at another start: a conflict then.
@@ -294,7 +306,7 @@ async fn admin_round(
                     "{r:?}"
                 );
             }
-            4 => {
+            5 => {
                 count(&log, "forced reset backwards (new era)");
                 let from = Instant::now();
                 let target = rng.range(1, value.clamp(1, 200));

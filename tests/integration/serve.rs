@@ -34,7 +34,7 @@ impl Service {
             &tokens,
             json!({ "tokens": [
                 { "name": "admin", "token": ADMIN, "sequences": ["*"],
-                  "operations": ["next", "create", "peek", "list", "advance", "reset", "delete"] },
+                  "operations": ["next", "create", "peek", "list", "advance", "reset", "delete", "alter"] },
                 { "name": "orders", "token": ORDERS, "sequences": ["orders", "orders@*"],
                   "operations": ["next", "peek"] },
             ]})
@@ -947,6 +947,47 @@ async fn striped_sequences_are_administered_by_name() {
     assert_eq!(status, 204);
     let (status, body) = send(http.get(svc.url("/v1/sequences/ids")).bearer_auth(ADMIN)).await;
     assert_eq!(status, 404, "{body}");
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// `alter` through the service: the shape changes, the block the service held under the old
+/// shape is not served after it, a refused alter is 400 and writes nothing, `format: null`
+/// removes the format while an absent `format` keeps it.
+#[tokio::test]
+async fn alter_through_the_service_retires_the_old_block() {
+    let svc = Service::start("serve_alter");
+    let http = reqwest::Client::new();
+    let (status, body) = create(&http, &svc, json!({ "name": "orders", "format": "O-{n}" })).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = draw(&http, &svc, ADMIN, "orders", 2).await;
+    assert_eq!((status, numbers(&body)), (200, vec![1, 2]));
+    let alter = |body: Value| {
+        http.post(svc.url("/v1/sequences/orders/alter"))
+            .bearer_auth(ADMIN)
+            .json(&body)
+    };
+    let (status, body) = send(alter(json!({ "step": 10 }))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["step"].as_i64(), body["format"].as_str()),
+        (Some(10), Some("O-{n}"))
+    );
+    // The service held 3..=100 under step 1: not served after the alter.
+    let next = body["next"].as_i64().unwrap();
+    let (status, body) = draw(&http, &svc, ADMIN, "orders", 2).await;
+    assert_eq!((status, numbers(&body)), (200, vec![next, next + 10]));
+    let (status, body) = send(alter(json!({ "step": 0 }))).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = send(alter(json!({ "format": null }))).await;
+    assert_eq!((status, body["format"].is_null()), (200, true), "{body}");
+    let (status, _) = send(
+        http.post(svc.url("/v1/sequences/orders/alter"))
+            .bearer_auth(ORDERS)
+            .json(&json!({ "max": 5 })),
+    )
+    .await;
+    assert_eq!(status, 403);
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
 }

@@ -65,6 +65,36 @@ pub enum Command {
         #[arg(long, value_name = "TEMPLATE")]
         scopes: Option<String>,
     },
+    /// Change the shape of a live sequence (step, bounds, cycle, format) while others draw.
+    Alter {
+        /// Sequence name.
+        name: String,
+        /// The new step (not 0).
+        #[arg(long, allow_negative_numbers = true)]
+        step: Option<i64>,
+        /// The new lower bound.
+        #[arg(long, allow_negative_numbers = true)]
+        min: Option<i64>,
+        /// The new upper bound.
+        #[arg(long, allow_negative_numbers = true)]
+        max: Option<i64>,
+        /// Wrap at the bound from now on.
+        #[arg(long, conflicts_with = "no_cycle")]
+        cycle: bool,
+        /// Stop wrapping: fail with "exhausted" at the bound.
+        #[arg(long)]
+        no_cycle: bool,
+        /// The new serial format, e.g. 'INV-{scope}-{n:06}'.
+        #[arg(long, conflicts_with = "no_format")]
+        format: Option<String>,
+        /// Remove the serial format.
+        #[arg(long)]
+        no_format: bool,
+        /// Accept a bound that leaves the last issued number outside it: a non-cyclic
+        /// sequence is exhausted at once, a cyclic one wraps on its next number.
+        #[arg(long)]
+        force: bool,
+    },
     /// Move a sequence past N (after an import); never moves it backwards.
     AdvanceTo {
         /// Sequence name.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use dispenser::{
-    Dispenser, Error, Format, Options, SequenceState, Spec, Strategy, block::BlockOptions,
+    Alter, Dispenser, Error, Format, Options, SequenceState, Spec, Strategy, block::BlockOptions,
 };
 
 use cli::{Cli, Command, StrategyArg};
@@ -319,6 +319,30 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
             for state in states {
                 writeln!(out, "{}", describe(&state)).map_err(io_err)?;
             }
+        }
+        Command::Alter {
+            name,
+            step,
+            min,
+            max,
+            cycle,
+            no_cycle,
+            format,
+            no_format,
+            force,
+        } => {
+            let mut change = Alter::default().with_force(force);
+            change.step = step;
+            change.min = min;
+            change.max = max;
+            change.cycle = (cycle || no_cycle).then_some(cycle);
+            if let Some(f) = format.as_deref() {
+                change.format = Some(Some(Format::parse(f)?));
+            } else if no_format {
+                change.format = Some(None);
+            }
+            let state = d.alter(&name, change).await?;
+            writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }
         Command::Bench(_) | Command::Serve(_) => {}
     }

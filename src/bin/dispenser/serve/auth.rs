@@ -28,6 +28,7 @@ pub(super) enum Op {
     Advance,
     Reset,
     Delete,
+    Alter,
 }
 
 impl Op {
@@ -40,6 +41,7 @@ impl Op {
             "advance" => Op::Advance,
             "reset" => Op::Reset,
             "delete" => Op::Delete,
+            "alter" => Op::Alter,
             _ => return None,
         })
     }

@@ -302,6 +302,57 @@ pub(super) async fn list(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(super) struct AlterBody {
+    #[serde(default)]
+    step: Option<i64>,
+    #[serde(default)]
+    min: Option<i64>,
+    #[serde(default)]
+    max: Option<i64>,
+    #[serde(default)]
+    cycle: Option<bool>,
+    /// Absent: keep; `null`: remove; a string: set.
+    #[serde(default, deserialize_with = "some_or_null")]
+    format: Option<Option<String>>,
+    #[serde(default)]
+    force: bool,
+}
+
+/// Tells an absent field (`None`) from `null` (`Some(None)`).
+fn some_or_null<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+/// `POST /v1/sequences/{name}/alter`: under the sequence's exclusive lock (the service's
+/// block client is retired first, so nothing reserved under the old shape is served after).
+pub(super) async fn alter(
+    State(st): State<Shared>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<Json<Value>, ApiError> {
+    st.authorize(req.headers(), Op::Alter, Some(&name))?;
+    let b: AlterBody = json_body(req).await?;
+    dispenser::validate_name(&name)?;
+    let mut change = dispenser::Alter::default().with_force(b.force);
+    change.step = b.step;
+    change.min = b.min;
+    change.max = b.max;
+    change.cycle = b.cycle;
+    change.format = match b.format {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(f)) => Some(Some(Format::parse(&f)?)),
+    };
+    let state = st
+        .exclusive(&name, st.dispenser.alter(&name, change))
+        .await?;
+    Ok(Json(SequenceState::to_json(&state)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct AdvanceBody {
     pub(super) to: i64,
 }

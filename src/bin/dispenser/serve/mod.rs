@@ -29,7 +29,7 @@ use dispenser::{
 use crate::cli::ServeArgs;
 use auth::load_tokens;
 use errors::fallback;
-use handlers::{advance, create, delete, healthz, list, next, peek, reset};
+use handlers::{advance, alter, create, delete, healthz, list, next, peek, reset};
 use metrics::{Metrics, metrics, observe};
 use state::{AppState, Shared};
 
@@ -47,6 +47,7 @@ fn router(state: Shared) -> Router {
         .route("/v1/sequences/{name}", get(peek).delete(delete))
         .route("/v1/sequences/{name}/next", post(next))
         .route("/v1/sequences/{name}/advance", post(advance))
+        .route("/v1/sequences/{name}/alter", post(alter))
         .route("/v1/sequences/{name}/reset", post(reset))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))

@@ -1,0 +1,293 @@
+//! `alter`: change the shape of a live sequence (step, bounds, cycle, format) while other
+//! processes draw from it.
+//!
+//! The change is one compare-and-set on the exact state it was computed from (incarnation,
+//! version, value and shape), through the draws' own loop. Every other writer's filter
+//! carries the shape it computed with, so after `alter` returns no write computed from the
+//! old shape can match: every path re-reads, and every number reserved from then on follows
+//! the new shape. Numbers already reserved in blocks before the alter are still handed out
+//! by their block clients (they were valid when reserved).
+
+use crate::arith;
+use crate::dispenser::Dispenser;
+use crate::document::{SequenceState, Stored};
+use crate::error::{Error, Result};
+use crate::format::Format;
+use crate::spec::{Spec, validate_name};
+use crate::store::ShapeChange;
+use crate::strategy::Decision;
+
+/// What [`Dispenser::alter`] changes; fields left `None` stay as they are.
+///
+/// # Example
+///
+/// ```
+/// use dispenser::Alter;
+///
+/// let wider = Alter::default().with_max(9_999).with_cycle(true);
+/// assert_eq!((wider.max, wider.cycle, wider.step), (Some(9_999), Some(true), None));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Alter {
+    /// The new step (not 0). A stripe's step cannot change (it would leave its class).
+    pub step: Option<i64>,
+    /// The new lower bound.
+    pub min: Option<i64>,
+    /// The new upper bound.
+    pub max: Option<i64>,
+    /// Whether to wrap at the bound. A stripe cannot cycle.
+    pub cycle: Option<bool>,
+    /// `Some(Some(f))` sets the serial format, `Some(None)` removes it.
+    pub format: Option<Option<Format>>,
+    /// Allow a bound that leaves the last issued number outside it: a non-cyclic sequence is
+    /// then exhausted at once (its value is moved to the new bound), a cyclic one wraps on its
+    /// next number (its current cycle ends early). Defaults to false (refused).
+    pub force: bool,
+}
+
+impl Alter {
+    /// Sets the new step.
+    #[must_use]
+    pub fn with_step(mut self, step: i64) -> Self {
+        self.step = Some(step);
+        self
+    }
+    /// Sets the new lower bound.
+    #[must_use]
+    pub fn with_min(mut self, min: i64) -> Self {
+        self.min = Some(min);
+        self
+    }
+    /// Sets the new upper bound.
+    #[must_use]
+    pub fn with_max(mut self, max: i64) -> Self {
+        self.max = Some(max);
+        self
+    }
+    /// Sets whether the sequence wraps.
+    #[must_use]
+    pub fn with_cycle(mut self, cycle: bool) -> Self {
+        self.cycle = Some(cycle);
+        self
+    }
+    /// Sets (`Some`) or removes (`None`) the serial format.
+    #[must_use]
+    pub fn with_format(mut self, format: Option<Format>) -> Self {
+        self.format = Some(format);
+        self
+    }
+    /// Allows a bound below the last issued number (see [`Alter::force`]).
+    #[must_use]
+    pub fn with_force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+
+    fn is_empty(&self) -> bool {
+        self.step.is_none()
+            && self.min.is_none()
+            && self.max.is_none()
+            && self.cycle.is_none()
+            && self.format.is_none()
+    }
+}
+
+/// The new value and shape for `stored`, or why the change is refused.
+fn plan(name: &str, stored: &Stored, change: &Alter) -> Result<(i64, Spec)> {
+    let old = stored.spec;
+    let spec = Spec::default()
+        .with_step(change.step.unwrap_or(old.step))
+        .with_min(change.min.unwrap_or(old.min))
+        .with_max(change.max.unwrap_or(old.max))
+        .with_cycle(change.cycle.unwrap_or(old.cycle));
+    let invalid = |reason: String| Error::InvalidSpec {
+        name: name.to_owned(),
+        reason,
+    };
+    if spec.step == 0 {
+        return Err(invalid("step must not be 0".into()));
+    }
+    if spec.min >= spec.max {
+        return Err(invalid(format!(
+            "min ({}) must be below max ({})",
+            spec.min, spec.max
+        )));
+    }
+    if let Some(stripe) = stored.origin.stripe {
+        if spec.step != old.step {
+            return Err(invalid(format!(
+                "it is stripe {} of {}: a new step would move it out of its residue class \
+                 and onto another stripe's numbers",
+                stripe.index, stripe.count
+            )));
+        }
+        if spec.cycle {
+            return Err(invalid(
+                "it is a stripe: a stripe that wraps leaves its residue class".into(),
+            ));
+        }
+    }
+    let value = stored.value;
+    let ascending = spec.step > 0;
+    // The value before the first number, and the far bound.
+    let (floor, far) = if ascending {
+        (i128::from(spec.min) - i128::from(spec.step), spec.max)
+    } else {
+        (i128::from(spec.max) - i128::from(spec.step), spec.min)
+    };
+    let v = i128::from(value);
+    let behind = if ascending { v < floor } else { v > floor };
+    let beyond = if ascending {
+        value > spec.max
+    } else {
+        value < spec.min
+    };
+    let new_value = if behind {
+        // The sequence has not reached the new start: it moves forward to it (a gap, never
+        // a repeat).
+        if stored.origin.stripe.is_some() {
+            return Err(invalid(format!(
+                "its value {value} lies before the new bound; moving a stripe would leave its \
+                 residue class: use advance_striped first"
+            )));
+        }
+        i64::try_from(floor).map_err(|_| {
+            invalid(format!(
+                "the value before the first number ({floor}) does not fit in 64 bits"
+            ))
+        })?
+    } else if beyond {
+        if !change.force {
+            return Err(invalid(format!(
+                "the last issued number {value} lies beyond the new bound {far}; {}",
+                if spec.cycle {
+                    "with force the next number wraps (this cycle ends early)"
+                } else {
+                    "with force the sequence is exhausted at once"
+                }
+            )));
+        }
+        far
+    } else {
+        value
+    };
+    debug_assert!(arith::value_is_plausible(&spec, new_value));
+    Ok((new_value, spec))
+}
+
+impl Dispenser {
+    /// Changes the shape of a live sequence — its step, bounds, cycle and format — while
+    /// other processes draw from it (see [`Alter`]). Returns the state afterwards.
+    ///
+    /// After `alter` returns, every number reserved from then on follows the new shape: the
+    /// change is one compare-and-set on the exact state it was computed from, and every
+    /// other write carries the shape it assumed in its filter, so nothing computed from the
+    /// old shape is written afterwards. Numbers already reserved in blocks are still handed
+    /// out by their block clients.
+    ///
+    /// A sequence that has not reached a raised lower bound moves forward to it. A bound that
+    /// leaves the last issued number outside is refused unless [`Alter::force`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when nothing is to change; [`Error::InvalidSpec`] when the
+    /// new shape is invalid (step 0, `min ≥ max`), would strand the last issued number
+    /// without `force`, or breaks a stripe's residue class (nothing is written);
+    /// [`Error::Contention`], plus those of [`Dispenser::open`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the change applied or not (check with
+    /// [`Dispenser::peek`]); it never issues a number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Alter;
+    /// let state = d.alter("tickets", Alter::default().with_max(999)).await?;
+    /// assert_eq!(state.max, 999);
+    /// # Ok(()) }
+    /// ```
+    pub async fn alter(&self, name: &str, change: Alter) -> Result<SequenceState> {
+        validate_name(name)?;
+        if change.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "alter".to_owned(),
+                reason: format!(
+                    "nothing to change for sequence {name:?}: give a step, min, max, cycle or \
+                     format"
+                ),
+            });
+        }
+        let handle = self.open(name).await?;
+        handle
+            .drawer()
+            .update(true, |stored, _| {
+                let (value, spec) = plan(name, stored, &change)?;
+                Ok(Decision::Write {
+                    value,
+                    wrapped: false,
+                    shape: Some(ShapeChange {
+                        spec,
+                        format: change.format.clone(),
+                    }),
+                    then: (),
+                })
+            })
+            .await?;
+        self.peek(name).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::Origin;
+
+    fn stored(spec: Spec, value: i64) -> Stored {
+        Stored {
+            spec,
+            value,
+            version: 3,
+            cycles: 0,
+            incarnation: None,
+            origin: Origin::default(),
+        }
+    }
+
+    #[test]
+    fn plans_keep_the_value_move_forward_or_refuse() {
+        let s = stored(Spec::default().with_max(99), 60);
+        assert_eq!(
+            plan("s", &s, &Alter::default().with_max(200)).unwrap().0,
+            60
+        );
+        let err = plan("s", &s, &Alter::default().with_max(50)).unwrap_err();
+        assert!(err.to_string().contains("beyond the new bound 50"), "{err}");
+        let forced = Alter::default().with_max(50).with_force(true);
+        assert_eq!(plan("s", &s, &forced).unwrap().0, 50);
+        // A raised min moves the sequence forward to it.
+        assert_eq!(plan("s", &s, &Alter::default().with_min(80)).unwrap().0, 79);
+        for bad in [
+            Alter::default().with_step(0),
+            Alter::default().with_min(99),
+            Alter::default().with_max(0),
+        ] {
+            assert!(matches!(
+                plan("s", &s, &bad),
+                Err(Error::InvalidSpec { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn stripes_keep_their_step_and_never_cycle() {
+        let mut s = stored(Spec::default().with_step(4), 9);
+        s.origin.stripe = Some(crate::document::StripeId::new(1, 4));
+        assert!(plan("s~1", &s, &Alter::default().with_step(8)).is_err());
+        assert!(plan("s~1", &s, &Alter::default().with_cycle(true)).is_err());
+        assert!(plan("s~1", &s, &Alter::default().with_max(1000)).is_ok());
+    }
+}

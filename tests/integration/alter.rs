@@ -1,0 +1,189 @@
+//! `alter` on live sequences: alters racing draws of every kind (plain handles of both
+//! strategies, coalesced callers, block clients), with a no-duplicates and within-bounds
+//! check after each alter; refusals write nothing; `--force` does what it says; the CLI and
+//! the service.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use dispenser::block::BlockOptions;
+use dispenser::{Alter, Error, Options, Spec, Strategy};
+use futures::future::join_all;
+
+use crate::common::Fixture;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn alters_racing_draws_of_every_kind_never_duplicate_and_respect_the_new_shape() {
+    let f = Fixture::new("alter_race").await;
+    let inc = f.dispenser(f.options());
+    let cas = f.dispenser(f.options().with_strategy(Strategy::Cas));
+    inc.create("orders", Spec::default().with_max(1_000_000))
+        .await
+        .unwrap();
+    let shared_inc = inc.open("orders").await.unwrap();
+    let shared_cas = cas.open("orders").await.unwrap();
+    let mut seen: HashSet<i64> = HashSet::new();
+    let mut seed: u64 = 0x5eed;
+    let mut rnd = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for round in 0..30 {
+        let state = inc.peek("orders").await.unwrap();
+        let change = match rnd(3) {
+            0 => Alter::default().with_step(1 + rnd(3) as i64),
+            1 => Alter::default().with_max(state.max + 1 + rnd(1000) as i64),
+            _ => Alter::default().with_min(state.value.max(0) + rnd(20) as i64),
+        };
+        let draws = join_all((0..6).map(|t| {
+            let seq = if t % 2 == 0 {
+                shared_inc.clone()
+            } else {
+                shared_cas.clone()
+            };
+            let d = inc.clone();
+            async move {
+                let mut out: Vec<(Instant, i64, bool)> = Vec::new();
+                if t == 5 {
+                    let b = d
+                        .open_blocks("orders", BlockOptions::default().with_size(7))
+                        .await
+                        .unwrap();
+                    for _ in 0..30 {
+                        out.push((Instant::now(), b.next().await.unwrap(), true));
+                    }
+                    b.close().await.unwrap();
+                } else {
+                    for _ in 0..30 {
+                        let t0 = Instant::now();
+                        out.push((t0, seq.next().await.unwrap(), false));
+                    }
+                }
+                out
+            }
+        }));
+        let alter = async {
+            tokio::time::sleep(std::time::Duration::from_millis(rnd(15))).await;
+            let done = inc.alter("orders", change.clone()).await.unwrap();
+            (Instant::now(), done)
+        };
+        let (drawn, (altered_at, after)) = tokio::join!(draws, alter);
+        for (t0, n, from_block) in drawn.into_iter().flatten() {
+            assert!(
+                seen.insert(n),
+                "round {round}: {n} issued twice (alter {change:?})"
+            );
+            // A plain call that began after the alter returned follows the new shape.
+            if !from_block && t0 > altered_at {
+                assert!(
+                    (after.min..=after.max).contains(&n),
+                    "round {round}: {n} outside the new bounds {}..={}",
+                    after.min,
+                    after.max
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_alters_write_nothing_and_force_does_what_it_says() {
+    let f = Fixture::new("alter_refuse").await;
+    let d = f.dispenser(
+        Options::default()
+            .with_database(crate::common::DB)
+            .with_collection(f.collection.as_str()),
+    );
+    let seq = d.create("orders", Spec::default()).await.unwrap();
+    let _issued = seq.next_n(60).await.unwrap();
+    let before = d.peek("orders").await.unwrap();
+    for bad in [
+        Alter::default().with_max(50),
+        Alter::default().with_step(0),
+        Alter::default().with_min(10).with_max(5),
+    ] {
+        let err = d.alter("orders", bad).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
+    }
+    assert!(matches!(
+        d.alter("orders", Alter::default()).await,
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(d.peek("orders").await.unwrap().version, before.version);
+    // Forced below the last number: a non-cyclic sequence is exhausted at once.
+    d.alter("orders", Alter::default().with_max(50).with_force(true))
+        .await
+        .unwrap();
+    assert!(seq.next().await.unwrap_err().is_exhausted());
+    // Cyclic: the next number wraps to min.
+    let state = d
+        .alter(
+            "orders",
+            Alter::default()
+                .with_max(40)
+                .with_cycle(true)
+                .with_force(true),
+        )
+        .await
+        .unwrap();
+    assert_eq!(state.next_number(), Some(0));
+    assert_eq!(seq.next().await.unwrap(), 0);
+    // A raised min moves the sequence forward; a stripe keeps its step.
+    let state = d
+        .alter(
+            "orders",
+            Alter::default()
+                .with_min(30)
+                .with_cycle(false)
+                .with_max(1000),
+        )
+        .await
+        .unwrap();
+    assert_eq!(state.next_number(), Some(30));
+    d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
+    let err = d
+        .alter("ids~0", Alter::default().with_step(3))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("residue class"), "{err}");
+}
+
+#[test]
+fn the_cli_alters_a_sequence() {
+    crate::common::ready();
+    let coll = crate::common::unique("cli_alter");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+            .env("MONGODB_URI", crate::common::uri())
+            .args(["--db", crate::common::DB, "--collection", coll.as_str()])
+            .args(args)
+            .output()
+            .expect("run dispenser")
+    };
+    assert!(run(&["create", "tickets", "--max", "9"]).status.success());
+    let out = run(&[
+        "alter", "tickets", "--max", "99", "--cycle", "--format", "T-{n:02}",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let peek: serde_json::Value =
+        serde_json::from_slice(&run(&["peek", "tickets", "--json"]).stdout).unwrap();
+    assert_eq!(
+        (peek["max"].as_i64(), peek["cycle"].as_bool()),
+        (Some(99), Some(true))
+    );
+    assert_eq!(peek["format"].as_str(), Some("T-{n:02}"));
+    let out = run(&["alter", "tickets", "--step", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("step must not be 0"));
+    let out = run(&["alter", "tickets", "--no-format", "--no-cycle"]);
+    assert!(out.status.success());
+    let peek: serde_json::Value =
+        serde_json::from_slice(&run(&["peek", "tickets", "--json"]).stdout).unwrap();
+    assert!(peek["format"].is_null() && peek["cycle"] == false, "{peek}");
+}
