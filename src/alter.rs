@@ -233,6 +233,7 @@ impl Dispenser {
                         spec,
                         format: change.format.clone(),
                     }),
+                    issued: 0,
                     then: (),
                 })
             })

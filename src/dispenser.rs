@@ -379,6 +379,7 @@ impl Dispenser {
                         value,
                         wrapped: false,
                         shape: None,
+                        issued: 0,
                         then: (),
                     },
                     None => Decision::Done(()),

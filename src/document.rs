@@ -126,6 +126,7 @@ pub(crate) fn state_projection() -> Document {
         field::CYCLE: 1, field::VERSION: 1, field::CYCLES: 1,
         field::CREATED_AT: 1, field::UPDATED_AT: 1, field::FORMAT: 1,
         field::INCARNATION: 1, field::START: 1, field::STRIPE_INDEX: 1, field::STRIPE_COUNT: 1,
+        crate::usage::ISSUED: 1,
     }
 }
 
@@ -394,9 +395,14 @@ pub struct SequenceState {
     /// created again is a different incarnation (`None` for documents written by earlier
     /// versions that have not been written since).
     pub incarnation: Option<ObjectId>,
+    /// Numbers issued per day (UTC), oldest first, over the last
+    /// [`KEPT_DAYS`](crate::KEPT_DAYS) days: the observed rate (see
+    /// [`SequenceState::usage`]). Empty for documents no counting client wrote.
+    pub issued_by_day: Vec<(jiff::civil::Date, i64)>,
 }
 
 impl SequenceState {
+    /// The shape (step, bounds, cycle) as a [`Spec`] whose start is the next number.
     pub(crate) fn spec(&self) -> Spec {
         Spec::default()
             .with_step(self.step)
@@ -428,6 +434,7 @@ impl SequenceState {
     /// # Ok(()) }
     /// ```
     pub fn to_json(&self) -> serde_json::Value {
+        let usage = self.usage(jiff::Timestamp::now());
         serde_json::json!({
             "name": self.name,
             "value": self.value,
@@ -445,6 +452,18 @@ impl SequenceState {
             "start": self.start,
             "stripe": self.stripe.map(|s| serde_json::json!({"index": s.index, "count": s.count})),
             "incarnation": self.incarnation.map(|t| t.to_hex()),
+            "usage": {
+                "fraction_used": usage.fraction_used,
+                "remaining": usage.remaining,
+                "rate_per_sec": usage.rate_per_sec,
+                "exhausted_in_secs": usage.exhausted_in.map(|d| d.as_secs()),
+                "wraps_per_day": usage.wraps_per_day,
+                "issued_by_day": self
+                    .issued_by_day
+                    .iter()
+                    .map(|(d, n)| (d.to_string(), serde_json::json!(n)))
+                    .collect::<serde_json::Map<_, _>>(),
+            },
         })
     }
 }
@@ -477,6 +496,7 @@ pub(crate) fn decode_state(doc: &Document) -> Result<SequenceState> {
         start: stored.origin.start,
         stripe: stored.origin.stripe,
         incarnation: stored.incarnation,
+        issued_by_day: crate::usage::decode(doc),
         name,
     })
 }

@@ -57,6 +57,7 @@ mod stats;
 mod store;
 mod strategy;
 pub mod stripe;
+mod usage;
 
 pub use alter::Alter;
 pub use arith::{Run, RunIter};
@@ -71,6 +72,7 @@ pub use retry::Backoff;
 pub use source::{BoxFuture, BoxNumberSource, DynNumberSource, NumberSource, SourceKind};
 pub use spec::{MAX_NAME_BYTES, Spec, validate_name, validate_plain_name};
 pub use stats::{CasModeUsed, Stats};
+pub use usage::{KEPT_DAYS, Usage};
 
 /// The driver, re-exported so callers use the same version.
 pub use mongodb;

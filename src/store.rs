@@ -22,6 +22,8 @@ use crate::document::{self, Stored, StripeId, field};
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::spec::Spec;
+use crate::usage;
+use jiff::Timestamp;
 
 /// Duplicate key: someone else inserted that `_id` first.
 const DUPLICATE_KEY: i32 = 11000;
@@ -264,6 +266,7 @@ impl Store {
         new_value: i64,
         wrapped: bool,
         shape: Option<&ShapeChange>,
+        issued: u64,
     ) -> Result<Option<Stamp>> {
         let filter = pinned_filter(name, &expected.spec, expected.stamp(), expected.value);
         let incarnation = expected.incarnation.unwrap_or_default();
@@ -293,6 +296,11 @@ impl Store {
             doc! { field::VERSION: 1_i64, field::CYCLES: i64::from(wrapped) },
         );
         update.insert("$currentDate", doc! { field::UPDATED_AT: true });
+        usage::tally(
+            &mut update,
+            i64::try_from(issued).unwrap_or(i64::MAX),
+            Timestamp::now(),
+        );
         let res = self
             .bounded(
                 || format!("writing sequence {name:?}"),
@@ -318,16 +326,22 @@ impl Store {
         spec: &Spec,
         (low, high): (i64, i64),
         delta: i64,
+        n: u64,
     ) -> Result<Option<(i64, Stamp)>> {
         let mut filter = shape_filter(name, spec);
         filter.insert(
             field::VALUE,
             doc! { "$type": "long", "$gte": low, "$lte": high },
         );
-        let update = doc! {
+        let mut update = doc! {
             "$inc": { field::VALUE: delta, field::VERSION: 1_i64 },
             "$currentDate": { field::UPDATED_AT: true },
         };
+        usage::tally(
+            &mut update,
+            i64::try_from(n).unwrap_or(i64::MAX),
+            Timestamp::now(),
+        );
         let opts = FindOneAndUpdateOptions::builder()
             .return_document(ReturnDocument::After)
             .projection(doc! {
@@ -373,11 +387,18 @@ impl Store {
     ) -> Result<bool> {
         let mut filter = pinned_filter(name, spec, stamp, last);
         filter.insert(field::VALUE, last);
-        let update = doc! {
+        let mut update = doc! {
             "$set": { field::VALUE: new_value },
             "$inc": { field::VERSION: 1_i64 },
             "$currentDate": { field::UPDATED_AT: true },
         };
+        // What is given back was counted as issued when it was reserved.
+        let returned = (i128::from(last) - i128::from(new_value)) / i128::from(spec.step);
+        usage::tally(
+            &mut update,
+            -i64::try_from(returned).unwrap_or(0),
+            Timestamp::now(),
+        );
         let res = self
             .bounded(
                 || format!("giving back numbers of sequence {name:?}"),

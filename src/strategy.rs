@@ -192,7 +192,7 @@ impl Drawer {
         bump(&self.stats.writes);
         let Some((value, stamp)) = self
             .store
-            .increment(&self.name, &spec, window, delta)
+            .increment(&self.name, &spec, window, delta, n)
             .await?
         else {
             return Ok(None);
@@ -233,6 +233,7 @@ impl Drawer {
                         value: d.new_value,
                         wrapped: d.wrapped,
                         shape: None,
+                        issued: d.run.count(),
                         then: d.run,
                     }),
                     // The remembered state may be stale: only a fresh read may say "exhausted".
@@ -266,13 +267,14 @@ impl Drawer {
                 Some(s) => s,
                 None => self.read().await?,
             };
-            let (value, wrapped, shape, then) = match decide(&stored, from_memory)? {
+            let (value, wrapped, shape, issued, then) = match decide(&stored, from_memory)? {
                 Decision::Write {
                     value,
                     wrapped,
                     shape,
+                    issued,
                     then,
-                } => (value, wrapped, shape, then),
+                } => (value, wrapped, shape, issued, then),
                 Decision::Done(then) => return Ok((then, None)),
                 Decision::Reread => continue,
             };
@@ -288,7 +290,7 @@ impl Drawer {
             self.stats.last_mode.store(mode, Relaxed);
             let won = self
                 .store
-                .compare_and_set(&self.name, &stored, value, wrapped, shape.as_ref())
+                .compare_and_set(&self.name, &stored, value, wrapped, shape.as_ref(), issued)
                 .await?;
             if from_memory {
                 self.adaptive
@@ -327,6 +329,8 @@ pub(crate) enum Decision<T> {
         value: i64,
         wrapped: bool,
         shape: Option<ShapeChange>,
+        /// Numbers this write issues (counted per day for the usage forecast).
+        issued: u64,
         then: T,
     },
     /// Write nothing and return this.

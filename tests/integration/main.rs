@@ -4,6 +4,7 @@
 mod alter;
 mod bad_input;
 mod blocks;
+mod check;
 mod cli;
 mod coalesce;
 mod common;

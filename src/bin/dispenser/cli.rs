@@ -65,6 +65,8 @@ pub enum Command {
         #[arg(long, value_name = "TEMPLATE")]
         scopes: Option<String>,
     },
+    /// Exhaustion alerts: one line per sequence, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    Check(CheckArgs),
     /// Change the shape of a live sequence (step, bounds, cycle, format) while others draw.
     Alter {
         /// Sequence name.
@@ -319,4 +321,25 @@ mod tests {
         assert!(parse_timeout("1e-12").is_err(), "rounds to a zero Duration");
         assert_eq!(parse_timeout("2.5"), Ok(2.5));
     }
+}
+
+/// `dispenser check`.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Sequences to check.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub names: Vec<String>,
+    /// Check every sequence in the collection.
+    #[arg(long)]
+    pub all: bool,
+    /// WARNING at this share used (e.g. 80% or 0.8).
+    #[arg(long, default_value = "80%", value_parser = crate::check::parse_share)]
+    pub warn: f64,
+    /// CRITICAL at this share used.
+    #[arg(long, default_value = "95%", value_parser = crate::check::parse_share)]
+    pub critical: f64,
+    /// WARNING when the forecast runs out within this (30d, 12h, 90m, 3600s); CRITICAL within
+    /// a quarter of it.
+    #[arg(long, default_value = "30d", value_parser = crate::check::parse_horizon)]
+    pub horizon: std::time::Duration,
 }

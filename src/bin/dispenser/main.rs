@@ -2,6 +2,7 @@
 //! error and exits with a code that says what kind of failure it was.
 
 mod bench;
+mod check;
 mod cli;
 mod serve;
 
@@ -54,7 +55,20 @@ fn main() -> ExitCode {
         .with_writer(io::stderr)
         .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
         .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `check` speaks the monitoring convention: its usage errors are UNKNOWN (3).
+            let checking = std::env::args().skip(1).any(|a| a == "check");
+            let code = e.exit_code();
+            let _ = e.print();
+            return if checking && code != 0 {
+                ExitCode::from(3)
+            } else {
+                ExitCode::from(u8::try_from(code).unwrap_or(exit::OTHER))
+            };
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -63,9 +77,11 @@ fn main() -> ExitCode {
         }
     };
     let uri = cli.uri.clone();
+    let checking = matches!(cli.command, Command::Check(_));
     match runtime.block_on(run(cli)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => {
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::Exit(code)) => ExitCode::from(code),
+        Ok(Outcome::Duplicate) => {
             eprintln!("dispenser: DUPLICATE numbers were issued: this is a bug, please report it");
             ExitCode::from(exit::DUPLICATE)
         }
@@ -73,13 +89,27 @@ fn main() -> ExitCode {
             // The message holds the essential cause (a driver error is one line of it), so
             // the source chain is not appended; it may quote the URI, hence the scrub.
             eprintln!("dispenser: {}", dispenser::scrub(&e.to_string(), &uri));
+            if checking {
+                // The monitoring convention: the state is unknown.
+                println!("UNKNOWN {}", dispenser::scrub(&e.to_string(), &uri));
+                return ExitCode::from(check::Status::Unknown.code());
+            }
             ExitCode::from(exit_code(&e))
         }
     }
 }
 
-/// Runs the command; `Ok(false)` when the benchmark found a duplicate.
-async fn run(cli: Cli) -> dispenser::Result<bool> {
+/// Runs the command.
+/// How a command ended when it did not fail.
+enum Outcome {
+    Done,
+    /// The benchmark found a duplicate.
+    Duplicate,
+    /// `check`: the monitoring status.
+    Exit(u8),
+}
+
+async fn run(cli: Cli) -> dispenser::Result<Outcome> {
     let strategy = match &cli.command {
         Command::Next(a) => match a.strategy {
             StrategyArg::Cas => Strategy::Cas,
@@ -94,14 +124,22 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
         .with_operation_timeout(Duration::from_secs_f64(cli.timeout));
     if let Command::Bench(args) = cli.command {
         options.validate()?;
-        return bench::run(&cli.uri, options, args).await;
+        return Ok(if bench::run(&cli.uri, options, args).await? {
+            Outcome::Done
+        } else {
+            Outcome::Duplicate
+        });
     }
     let d = Dispenser::connect(&cli.uri, options).await?;
     if let Command::Serve(args) = cli.command {
         serve::run(d, args, &cli.uri).await?;
-        return Ok(true);
+        return Ok(Outcome::Done);
     }
     let mut out = BufWriter::new(io::stdout().lock());
+    if let Command::Check(args) = cli.command {
+        let code = check::run(&d, args, &mut out).await;
+        return Ok(Outcome::Exit(code));
+    }
     match cli.command {
         Command::Create(a) => {
             let spec = Spec::default()
@@ -125,7 +163,7 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
                     writeln!(out, "{}", describe(&state)).map_err(io_err)?;
                 }
                 out.flush().map_err(io_err)?;
-                return Ok(true);
+                return Ok(Outcome::Done);
             }
             if a.if_not_exists {
                 d.ensure(&a.name, spec).await?;
@@ -189,7 +227,7 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
                             report.given_back, report.lost
                         );
                     }
-                    return Ok(true);
+                    return Ok(Outcome::Done);
                 }
                 other => other?,
             };
@@ -233,7 +271,7 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
                         }
                     }
                     out.flush().map_err(io_err)?;
-                    return Ok(true);
+                    return Ok(Outcome::Done);
                 }
                 other => other?,
             };
@@ -344,10 +382,10 @@ async fn run(cli: Cli) -> dispenser::Result<bool> {
             let state = d.alter(&name, change).await?;
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }
-        Command::Bench(_) | Command::Serve(_) => {}
+        Command::Bench(_) | Command::Serve(_) | Command::Check(_) => {}
     }
     out.flush().map_err(io_err)?;
-    Ok(true)
+    Ok(Outcome::Done)
 }
 
 /// Whether `name` has no document of its own but is a striped sequence (`name~0` records
@@ -368,7 +406,7 @@ fn describe(s: &SequenceState) -> String {
         .next_number()
         .map_or_else(|| "none (exhausted)".to_owned(), |n| n.to_string());
     format!(
-        "{name}: value {value} next {next} remaining {rem} step {step} min {min} max {max} cycle {cycle} cycles {cycles} version {version} updated_at {updated}",
+        "{name}: value {value} next {next} remaining {rem} step {step} min {min} max {max} cycle {cycle} cycles {cycles} version {version} updated_at {updated}; {usage}",
         name = one_line_name(&s.name),
         value = s.value,
         rem = s.remaining(),
@@ -379,6 +417,7 @@ fn describe(s: &SequenceState) -> String {
         cycles = s.cycles,
         version = s.version,
         updated = s.updated_at.try_to_rfc3339_string().unwrap_or_default(),
+        usage = check::usage_text(&s.usage(jiff::Timestamp::now()), s.cycle),
     )
 }
 

@@ -1,0 +1,234 @@
+//! `dispenser check`: exhaustion alerts for monitoring systems (Nagios / Icinga / Sensu /
+//! the Prometheus blackbox style "run a command, read its exit code").
+//!
+//! One line per sequence and the exit code of the monitoring-plugins convention: 0 OK,
+//! 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the worst line decides; CRITICAL > WARNING > UNKNOWN >
+//! OK). That convention, not `dispenser`'s own exit codes, because every monitoring system
+//! understands it; a usage error of `check` is UNKNOWN (3) for the same reason. The rate
+//! comes from the per-day counters in each document (see `dispenser::Usage`), so one call
+//! from a cron job is enough.
+
+use std::io::Write;
+use std::time::Duration;
+
+use dispenser::{Dispenser, Error, SequenceState, Usage};
+
+use crate::cli::CheckArgs;
+
+/// A monitoring status, worst last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Ok,
+    Unknown,
+    Warning,
+    Critical,
+}
+
+impl Status {
+    pub fn code(self) -> u8 {
+        match self {
+            Status::Ok => 0,
+            Status::Warning => 1,
+            Status::Critical => 2,
+            Status::Unknown => 3,
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Warning => "WARNING",
+            Status::Critical => "CRITICAL",
+            Status::Unknown => "UNKNOWN",
+        }
+    }
+}
+
+/// A share given as `80%` or `0.8`.
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    let (num, pct) = match s.strip_suffix('%') {
+        Some(n) => (n, true),
+        None => (s, false),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a share: use e.g. 80% or 0.8"))?;
+    let v = if pct { v / 100.0 } else { v };
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s:?} lies outside 0%..100%"))
+    }
+}
+
+/// A duration given as `30d`, `12h`, `90m` or `3600s`.
+pub fn parse_horizon(s: &str) -> Result<Duration, String> {
+    let bad = || format!("{s:?} is not a duration: use e.g. 30d, 12h, 90m or 3600s");
+    let (num, unit) = s.split_at(s.len().saturating_sub(1));
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "d" => n.checked_mul(86_400),
+        "h" => n.checked_mul(3_600),
+        "m" => n.checked_mul(60),
+        "s" => Some(n),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    Ok(Duration::from_secs(secs))
+}
+
+/// A duration as people read it: `3.2 y`, `14 d`, `5 h 12 min`, `40 s`.
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 365 * 86_400 {
+        format!("{:.1} y", s as f64 / (365.0 * 86_400.0))
+    } else if s >= 2 * 86_400 {
+        format!("{} d", s / 86_400)
+    } else if s >= 3_600 {
+        format!("{} h {} min", s / 3_600, s % 3_600 / 60)
+    } else if s >= 60 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// The usage part of a sequence's line: `used 12.3%, 340.0/s, runs out in 3.1 y`.
+pub fn usage_text(u: &Usage, cyclic: bool) -> String {
+    let rate = match u.rate_per_sec {
+        Some(r) => format!("{r:.3}/s"),
+        None => "rate unknown (no counted draws)".to_owned(),
+    };
+    let forecast = if cyclic {
+        match u.wraps_per_day {
+            Some(w) => format!("wraps {w:.2} times a day"),
+            None => "cyclic".to_owned(),
+        }
+    } else if u.remaining == 0 {
+        "exhausted".to_owned()
+    } else {
+        match u.exhausted_in {
+            Some(d) => format!("runs out in {}", human(d)),
+            None => "no forecast".to_owned(),
+        }
+    };
+    format!(
+        "used {:.1}%, {} left, {rate}, {forecast}",
+        u.fraction_used * 100.0,
+        u.remaining
+    )
+}
+
+/// The status of one sequence.
+pub fn judge(s: &SequenceState, u: &Usage, args: &Thresholds) -> Status {
+    if s.cycle {
+        return Status::Ok;
+    }
+    if u.remaining == 0 || u.fraction_used >= args.critical {
+        return Status::Critical;
+    }
+    if u.exhausted_in.is_some_and(|d| d <= args.horizon / 4) {
+        return Status::Critical;
+    }
+    if u.fraction_used >= args.warn || u.exhausted_in.is_some_and(|d| d <= args.horizon) {
+        return Status::Warning;
+    }
+    Status::Ok
+}
+
+/// The thresholds of a check.
+pub struct Thresholds {
+    pub warn: f64,
+    pub critical: f64,
+    pub horizon: Duration,
+}
+
+/// Runs the check; returns the exit code.
+pub async fn run(d: &Dispenser, args: CheckArgs, out: &mut impl Write) -> u8 {
+    let thresholds = Thresholds {
+        warn: args.warn,
+        critical: args.critical,
+        horizon: args.horizon,
+    };
+    let mut worst = Status::Ok;
+    let mut line = |status: Status, text: String, out: &mut dyn Write| {
+        worst = worst.max(status);
+        let _ = writeln!(out, "{} {text}", status.label());
+    };
+    let now = jiff::Timestamp::now();
+    let states: Vec<(String, Result<SequenceState, Error>)> = if args.all {
+        match d.list().await {
+            Ok(all) => all
+                .into_iter()
+                .map(|r| match r {
+                    Ok(s) => (s.name.clone(), Ok(s)),
+                    Err(e) => (corrupt_name(&e), Err(e)),
+                })
+                .collect(),
+            Err(e) => vec![("(all)".to_owned(), Err(e))],
+        }
+    } else {
+        let mut v = Vec::new();
+        for name in &args.names {
+            v.push((name.clone(), d.peek(name).await));
+        }
+        v
+    };
+    if states.is_empty() {
+        line(Status::Unknown, "no sequences to check".to_owned(), out);
+    }
+    for (name, state) in states {
+        match state {
+            Ok(s) => {
+                let u = s.usage(now);
+                let status = judge(&s, &u, &thresholds);
+                line(status, format!("{name}: {}", usage_text(&u, s.cycle)), out);
+            }
+            Err(e) => line(Status::Unknown, format!("{name}: {e}"), out),
+        }
+    }
+    let _ = out.flush();
+    worst.code()
+}
+
+fn corrupt_name(e: &Error) -> String {
+    match e {
+        Error::CorruptDocument { name, .. } => name.clone(),
+        _ => "?".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_and_horizons_parse_and_bad_ones_say_why() {
+        assert_eq!(parse_share("80%").unwrap(), 0.8);
+        assert_eq!(parse_share("0.95").unwrap(), 0.95);
+        assert!(parse_share("120%").unwrap_err().contains("outside"));
+        assert!(parse_share("lots").unwrap_err().contains("not a share"));
+        assert_eq!(
+            parse_horizon("30d").unwrap(),
+            Duration::from_secs(30 * 86_400)
+        );
+        assert_eq!(parse_horizon("90m").unwrap(), Duration::from_secs(5_400));
+        assert!(parse_horizon("soon").is_err());
+        assert!(parse_horizon("").is_err());
+    }
+
+    #[test]
+    fn statuses_order_as_monitoring_expects() {
+        let worst = [
+            Status::Ok,
+            Status::Unknown,
+            Status::Warning,
+            Status::Critical,
+        ]
+        .into_iter()
+        .max();
+        assert_eq!(worst, Some(Status::Critical));
+        assert_eq!(Status::Unknown.code(), 3);
+        assert_eq!(human(Duration::from_secs(3 * 86_400)), "3 d");
+    }
+}

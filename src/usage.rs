@@ -1,0 +1,270 @@
+//! How fast a sequence is used and when it runs out: the data for exhaustion alerts.
+//!
+//! Every write that issues numbers also adds them to a per-day counter in the document
+//! (`issued: {"2026-11-22": 1234, …}`, days in UTC) and removes the counter of the day
+//! [`KEPT_DAYS`] days back — two more update paths in the same write, never another round
+//! trip. A give-back subtracts what it returns. So the observed rate over the last week is in
+//! the document itself, and a cron job can forecast exhaustion with one read.
+
+use std::time::Duration;
+
+use bson::{Bson, Document, doc};
+use jiff::Timestamp;
+use jiff::civil::Date;
+
+use crate::arith;
+use crate::document::SequenceState;
+
+/// How many days of counters a document keeps (today included).
+pub const KEPT_DAYS: i64 = 8;
+
+/// The field holding the per-day counters.
+pub(crate) const ISSUED: &str = "issued";
+
+fn today(now: Timestamp) -> Date {
+    now.to_zoned(jiff::tz::TimeZone::UTC).date()
+}
+
+/// Adds `n` issued numbers to today's counter in `update` (its `$inc` and `$unset`).
+pub(crate) fn tally(update: &mut Document, n: i64, now: Timestamp) {
+    if n == 0 {
+        return;
+    }
+    let day = today(now);
+    let key = format!("{ISSUED}.{day}");
+    match update.get_mut("$inc") {
+        Some(Bson::Document(inc)) => {
+            inc.insert(key, n);
+        }
+        _ => {
+            update.insert("$inc", doc! { key: n });
+        }
+    }
+    if let Ok(old) = day.checked_sub(jiff::Span::new().days(KEPT_DAYS)) {
+        let stale = format!("{ISSUED}.{old}");
+        match update.get_mut("$unset") {
+            Some(Bson::Document(unset)) => {
+                unset.insert(stale, "");
+            }
+            _ => {
+                update.insert("$unset", doc! { stale: "" });
+            }
+        }
+    }
+}
+
+/// The per-day counters of a document, oldest first; entries that are not `date: integer`
+/// are ignored (they carry no rate).
+pub(crate) fn decode(doc: &Document) -> Vec<(Date, i64)> {
+    let Ok(days) = doc.get_document(ISSUED) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(Date, i64)> = days
+        .iter()
+        .filter_map(|(k, v)| {
+            let n = match v {
+                Bson::Int64(n) => *n,
+                Bson::Int32(n) => i64::from(*n),
+                _ => return None,
+            };
+            Some((k.parse::<Date>().ok()?, n))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Where a sequence stands and where it is going.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let usage = d.peek("orders").await?.usage(jiff::Timestamp::now());
+/// if let Some(left) = usage.exhausted_in {
+///     println!("{:.1}% used; runs out in {} days", usage.fraction_used * 100.0, left.as_secs() / 86_400);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Usage {
+    /// The share of the sequence's numbers (from its start, or its lower bound, to its far
+    /// bound) already issued, 0.0–1.0; for a cyclic sequence, of the current cycle.
+    pub fraction_used: f64,
+    /// Numbers left before the bound (or the wrap).
+    pub remaining: u64,
+    /// Numbers issued per second over the counted days (up to [`KEPT_DAYS`]), if any were
+    /// counted.
+    pub rate_per_sec: Option<f64>,
+    /// For a non-cyclic sequence with a rate: when it runs out at that rate.
+    pub exhausted_in: Option<Duration>,
+    /// For a cyclic sequence with a rate: how many times a day it wraps.
+    pub wraps_per_day: Option<f64>,
+}
+
+impl SequenceState {
+    /// Usage and forecast at `now` (see [`Usage`]).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let usage = d.peek("orders").await?.usage(jiff::Timestamp::now());
+    /// println!("{} left", usage.remaining);
+    /// # Ok(()) }
+    /// ```
+    pub fn usage(&self, now: Timestamp) -> Usage {
+        let spec = self.spec();
+        let remaining = arith::remaining(&spec, self.value);
+        // The whole range: from the first number (start, or the near bound) to the far bound.
+        let near = if self.cycle { None } else { self.start }.unwrap_or(if self.step > 0 {
+            self.min
+        } else {
+            self.max
+        });
+        let total = arith::remaining(&spec, near.saturating_sub(self.step)).max(1);
+        let fraction_used = (1.0 - remaining as f64 / total as f64).clamp(0.0, 1.0);
+        let rate_per_sec = self.rate(now);
+        let exhausted_in = match (self.cycle, rate_per_sec) {
+            (false, Some(r)) if r > 0.0 => {
+                Some(Duration::from_secs_f64((remaining as f64 / r).min(1e15)))
+            }
+            _ => None,
+        };
+        let wraps_per_day = match (self.cycle, rate_per_sec) {
+            (true, Some(r)) => Some(r * 86_400.0 / total as f64),
+            _ => None,
+        };
+        Usage {
+            fraction_used,
+            remaining,
+            rate_per_sec,
+            exhausted_in,
+            wraps_per_day,
+        }
+    }
+
+    /// Numbers per second over the counted days: their sum over the time from the start of
+    /// the oldest counted day (or the creation, if later) to `now`.
+    fn rate(&self, now: Timestamp) -> Option<f64> {
+        let (first_day, _) = *self.issued_by_day.first()?;
+        let total: i64 = self.issued_by_day.iter().map(|(_, n)| n).sum();
+        let day_start = first_day
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .ok()?
+            .timestamp();
+        let created = Timestamp::from_millisecond(self.created_at.timestamp_millis()).ok()?;
+        let from = day_start.max(created);
+        let secs = now.duration_since(from).as_secs_f64();
+        (secs > 0.0).then(|| total.max(0) as f64 / secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tally_adds_today_and_drops_the_oldest_day() {
+        let now: Timestamp = "2026-11-22T10:00:00Z".parse().unwrap();
+        let mut u = doc! { "$inc": { "version": 1_i64 } };
+        tally(&mut u, 5, now);
+        assert_eq!(
+            u,
+            doc! {
+                "$inc": { "version": 1_i64, "issued.2026-11-22": 5_i64 },
+                "$unset": { "issued.2026-11-14": "" },
+            }
+        );
+        let mut none = doc! {};
+        tally(&mut none, 0, now);
+        assert!(none.is_empty());
+    }
+
+    fn state(
+        days: Vec<(&str, i64)>,
+        value: i64,
+        max: i64,
+        cycle: bool,
+        created: &str,
+    ) -> SequenceState {
+        let created: Timestamp = created.parse().unwrap();
+        SequenceState {
+            name: "s".into(),
+            value,
+            step: 1,
+            min: 0,
+            max,
+            cycle,
+            version: 1,
+            cycles: 0,
+            created_at: bson::DateTime::from_millis(created.as_millisecond()),
+            updated_at: bson::DateTime::from_millis(created.as_millisecond()),
+            format: None,
+            start: Some(1),
+            stripe: None,
+            incarnation: None,
+            issued_by_day: days
+                .into_iter()
+                .map(|(d, n)| (d.parse().unwrap(), n))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_known_rate_is_forecast_within_one_percent() {
+        // 172 800 numbers over exactly two days: 1 per second; 10 000 left.
+        let s = state(
+            vec![("2026-11-20", 86_400), ("2026-11-21", 86_400)],
+            172_800,
+            182_800,
+            false,
+            "2026-11-01T00:00:00Z",
+        );
+        let now: Timestamp = "2026-11-22T00:00:00Z".parse().unwrap();
+        let u = s.usage(now);
+        let rate = u.rate_per_sec.unwrap();
+        assert!((rate - 1.0).abs() < 0.01, "{rate}");
+        let left = u.exhausted_in.unwrap().as_secs_f64();
+        assert!((left - 10_000.0).abs() < 100.0, "{left}");
+        assert!((u.fraction_used - 172_800.0 / 182_800.0).abs() < 1e-9);
+        // Created half-way through the first counted day: the rate counts from creation.
+        let s = state(
+            vec![("2026-11-21", 43_200)],
+            43_200,
+            1_000_000,
+            false,
+            "2026-11-21T12:00:00Z",
+        );
+        let r = s.usage(now).rate_per_sec.unwrap();
+        assert!((r - 1.0).abs() < 0.01, "{r}");
+    }
+
+    #[test]
+    fn cyclic_sequences_never_run_out_and_report_wraps() {
+        let s = state(
+            vec![("2026-11-21", 86_400)],
+            5,
+            99,
+            true,
+            "2026-11-01T00:00:00Z",
+        );
+        let u = s.usage("2026-11-22T00:00:00Z".parse().unwrap());
+        assert_eq!(u.exhausted_in, None);
+        let wraps = u.wraps_per_day.unwrap();
+        assert!((wraps - 864.0).abs() < 1.0, "{wraps}"); // 86 400 a day over 100 values
+        // No counters: no rate, no forecast.
+        let s = state(vec![], 5, 99, false, "2026-11-01T00:00:00Z");
+        let u = s.usage("2026-11-22T00:00:00Z".parse().unwrap());
+        assert_eq!((u.rate_per_sec, u.exhausted_in), (None, None));
+    }
+
+    #[test]
+    fn counters_decode_and_bad_entries_are_ignored() {
+        let d = doc! { "issued": { "2026-11-21": 3_i64, "2026-11-20": 2_i32, "x": 1_i64, "2026-11-22": "no" } };
+        let days = decode(&d);
+        assert_eq!(days.len(), 2);
+        assert_eq!(days[0].1, 2);
+    }
+}

@@ -1,0 +1,120 @@
+//! `dispenser check`: thresholds and exit codes of the monitoring convention, cyclic
+//! sequences never "exhaust", a corrupt document is UNKNOWN (not a crash), and draws count
+//! per day in the document (the rate a cron job reads).
+
+use std::process::{Command, Output};
+
+use dispenser::mongodb::bson::doc;
+
+use crate::common::{self, DB};
+
+fn run(coll: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", common::uri())
+        .args(["--db", DB, "--collection", coll])
+        .args(args)
+        .output()
+        .expect("run dispenser")
+}
+
+fn ok(coll: &str, args: &[&str]) -> String {
+    let out = run(coll, args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_speaks_the_monitoring_convention() {
+    common::ready();
+    let coll = common::unique("check");
+    ok(&coll, &["create", "low", "--max", "1000"]);
+    ok(&coll, &["create", "high", "--max", "100"]);
+    ok(&coll, &["create", "wheel", "--max", "9", "--cycle"]);
+    ok(&coll, &["next", "low", "--count", "100"]);
+    ok(&coll, &["next", "high", "--count", "85"]);
+    ok(
+        &coll,
+        &["next", "wheel", "--count", "35", "--strategy", "cas"],
+    );
+    // A zero horizon keeps the forecast out of it: only the shares decide.
+    let c = |args: &[&str]| {
+        let mut all = vec!["check", "--horizon", "0s"];
+        all.extend_from_slice(args);
+        run(&coll, &all)
+    };
+    let out = c(&["low"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("OK low: used 10.0%"));
+    let out = c(&["high"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "85% is past the default 80% warning"
+    );
+    let out = c(&["high", "--critical", "85%"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("CRITICAL high"));
+    let out = c(&["wheel", "--warn", "1%", "--critical", "2%"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a cyclic sequence never exhausts"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("wraps"));
+    // The counters behind the rate: 100 numbers today.
+    let peek: serde_json::Value =
+        serde_json::from_str(&ok(&coll, &["peek", "low", "--json"])).unwrap();
+    let today = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .to_string();
+    assert_eq!(
+        peek["usage"]["issued_by_day"][&today].as_i64(),
+        Some(100),
+        "{peek}"
+    );
+    assert!(peek["usage"]["rate_per_sec"].as_f64().unwrap() > 0.0);
+    // A forecast within the horizon: 900 left at well over 1/s is far less than 30 days.
+    let out = run(&coll, &["check", "low"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // A corrupt document is UNKNOWN, not a crash; --all takes the worst.
+    let client = common::client().await;
+    client
+        .database(DB)
+        .collection::<dispenser::mongodb::bson::Document>(&coll)
+        .update_one(doc! { "_id": "low" }, doc! { "$set": { "value": "ten" } })
+        .await
+        .unwrap();
+    let out = c(&["low"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("UNKNOWN low"));
+    let out = c(&["--all"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "WARNING (high) outranks UNKNOWN (low)"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 3);
+    // Usage errors and a missing sequence are UNKNOWN too.
+    assert_eq!(
+        run(&coll, &["check", "--warn", "lots", "high"])
+            .status
+            .code(),
+        Some(3)
+    );
+    assert_eq!(run(&coll, &["check", "nope"]).status.code(), Some(3));
+}
