@@ -96,6 +96,7 @@ impl Dispenser {
     pub async fn create(&self, name: &str, spec: Spec) -> Result<Sequence> {
         validate_plain_name(name)?;
         spec.validate(name)?;
+        self.refuse_if_striped(name).await?;
         match self.store.insert(name, &spec, None).await? {
             Some(incarnation) => Ok(self.handle(name, created(&spec, None, incarnation))),
             None => Err(Error::AlreadyExists {
@@ -129,7 +130,23 @@ impl Dispenser {
     /// ```
     pub async fn ensure(&self, name: &str, spec: Spec) -> Result<Sequence> {
         validate_plain_name(name)?;
+        spec.validate(name)?;
+        self.refuse_if_striped(name).await?;
         self.ensure_stored(name, spec).await
+    }
+
+    /// A plain sequence and a striped one must not share a name (`ids` and `ids~0 …`): both
+    /// would start at the same numbers.
+    async fn refuse_if_striped(&self, name: &str) -> Result<()> {
+        let stripe0 = crate::stripe::stripe_name(name, 0);
+        match self.store.load(&stripe0).await? {
+            Some(s) if s.origin.stripe.is_some() => Err(Error::SpecConflict {
+                name: name.to_owned(),
+                stored: format!("a striped sequence {name:?} ({stripe0} …)"),
+                requested: "a plain sequence of the same name".to_owned(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// [`Dispenser::ensure`] for the names the library builds (`T@KEY`, `ids~3`): checked

@@ -190,6 +190,14 @@ impl Dispenser {
         let specs = (0..stripes)
             .map(|i| stripe_spec(name, &spec, stripes, i))
             .collect::<Result<Vec<_>>>()?;
+        // A plain sequence of the same name would issue the same numbers.
+        if self.store().load(name).await?.is_some() {
+            return Err(Error::SpecConflict {
+                name: name.to_owned(),
+                stored: format!("a plain sequence {name:?}"),
+                requested: "a striped sequence of the same name".to_owned(),
+            });
+        }
         let count = stripes;
         let ensure = |(s, i): (Spec, u32)| async move {
             self.ensure_as(

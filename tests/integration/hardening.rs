@@ -332,3 +332,29 @@ fn the_cli_administers_striped_sequences_by_name() {
     let out = run(&["delete", "ids"]);
     assert!(out.contains("3 stripes"), "{out}");
 }
+
+/// A plain `ids` and a striped `ids` (`ids~0 …`) would both start at 1: whichever exists
+/// first, the other is refused and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_and_a_striped_sequence_never_share_a_name() {
+    let f = Fixture::new("plain_vs_striped").await;
+    let d = f.dispenser(f.options());
+    d.create("ids", Spec::default()).await.unwrap();
+    let err = d
+        .ensure_striped("ids", 4, Spec::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
+    assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 1);
+    d.ensure_striped("codes", 2, Spec::default()).await.unwrap();
+    for attempt in [
+        d.create("codes", Spec::default()).await.map(drop),
+        d.ensure("codes", Spec::default()).await.map(drop),
+    ] {
+        assert!(
+            matches!(attempt, Err(Error::SpecConflict { .. })),
+            "{attempt:?}"
+        );
+    }
+    assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 3);
+}
