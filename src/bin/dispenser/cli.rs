@@ -109,8 +109,8 @@ pub enum Command {
     Reset {
         /// Sequence name.
         name: String,
-        /// The next number to issue.
-        #[arg(long, allow_negative_numbers = true)]
+        /// The next number to issue (`--value` is accepted too, as earlier versions named it).
+        #[arg(long = "next", visible_alias = "value", allow_negative_numbers = true)]
         value: i64,
         /// Allow moving the sequence backwards (numbers already issued would come again).
         #[arg(long)]
