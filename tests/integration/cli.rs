@@ -188,7 +188,7 @@ fn bad_input_is_rejected_with_a_clear_message() {
         (vec!["next", "s", "--count", "1000000000"], "--count"),
         (vec!["next", "s", "--strategy", "fast"], "--strategy"),
         (vec!["next", "s", "--timeout", "0"], "--timeout"),
-        (vec!["reset", "s"], "--value"),
+        (vec!["reset", "s"], "--next"),
         (vec!["frobnicate"], "frobnicate"),
     ];
     for (args, needle) in cases {

@@ -59,7 +59,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             // `check` speaks the monitoring convention: its usage errors are UNKNOWN (3).
-            let checking = std::env::args().skip(1).any(|a| a == "check");
+            let checking = std::env::args_os().skip(1).any(|a| a == "check");
             let code = e.exit_code();
             let _ = e.print();
             return if checking && code != 0 {
