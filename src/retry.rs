@@ -5,8 +5,16 @@
 //! Nothing else is. A driver error or a timeout on a write leaves its outcome unknown, so it is
 //! returned to the caller and the numbers that write may have reserved become a gap; retrying
 //! it as a fresh write could only ever skip numbers, and returning the error keeps the
-//! accounting honest. Delays come from [`backon`]'s exponential backoff (with jitter).
+//! accounting honest.
+//!
+//! Delays follow "decorrelated jitter" (AWS Architecture Blog, "Exponential Backoff And
+//! Jitter"): `sleep = min(cap, random_between(base, previous_sleep * 3))`. Unlike a schedule
+//! that only grows, a call that has lost many races may still draw a short delay, so under
+//! contention between processes the losers are not pushed ever further back while fresh
+//! callers win (no starvation), and the writers' retries spread out instead of colliding in
+//! step. Without jitter, [`backon`]'s plain exponential schedule is used.
 
+use std::hash::{BuildHasher, RandomState};
 use std::time::{Duration, Instant};
 
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
@@ -22,11 +30,13 @@ use crate::error::{Error, Result};
 /// | `initial_delay` | 1 ms |
 /// | `multiplier` | 2.0 |
 /// | `max_delay` | 100 ms |
-/// | `jitter` | true (each delay is stretched by a random 0–100 %) |
+/// | `jitter` | true (decorrelated jitter: each delay random between `initial_delay` and 3 × the previous one, capped at `max_delay`) |
 /// | `max_attempts` | 100 writes |
 /// | `max_elapsed` | 10 s |
 ///
-/// When either budget runs out the call fails with [`Error::Contention`].
+/// When either budget runs out the call fails with [`Error::Contention`]. With the defaults
+/// the delays of a whole budget (99 × at most 100 ms) fit in `max_elapsed`, so the attempt
+/// budget, not the clock, ends a call that keeps losing.
 ///
 /// # Example
 ///
@@ -45,11 +55,15 @@ use crate::error::{Error, Result};
 pub struct Backoff {
     /// The first delay. Defaults to 1 ms.
     pub initial_delay: Duration,
-    /// Each delay is the previous one times this factor (≥ 1). Defaults to 2.0.
+    /// Without jitter, each delay is the previous one times this factor (≥ 1). With jitter
+    /// (decorrelated), each delay is random up to 3 × the previous one and this factor is
+    /// not used. Defaults to 2.0.
     pub multiplier: f32,
     /// The longest delay. Defaults to 100 ms.
     pub max_delay: Duration,
-    /// Whether to add random jitter (0–100 % of the delay). Defaults to true.
+    /// Whether delays are random (decorrelated jitter: between `initial_delay` and 3 × the
+    /// previous delay, capped at `max_delay`) or a plain exponential schedule. Defaults to
+    /// true.
     pub jitter: bool,
     /// The most writes one call may try (≥ 1). Defaults to 100.
     pub max_attempts: u32,
@@ -78,7 +92,7 @@ impl Backoff {
         self
     }
 
-    /// Sets the growth factor. Defaults to 2.0.
+    /// Sets the growth factor of the schedule without jitter. Defaults to 2.0.
     #[must_use]
     pub const fn with_multiplier(mut self, m: f32) -> Self {
         self.multiplier = m;
@@ -92,7 +106,11 @@ impl Backoff {
         self
     }
 
-    /// Turns jitter on or off. Defaults to on.
+    /// Turns jitter on (decorrelated jitter) or off (a plain exponential schedule).
+    ///
+    /// # Default
+    ///
+    /// On.
     #[must_use]
     pub const fn with_jitter(mut self, jitter: bool) -> Self {
         self.jitter = jitter;
@@ -144,24 +162,93 @@ impl Backoff {
         Ok(())
     }
 
-    fn delays(&self) -> ExponentialBackoff {
-        let b = ExponentialBuilder::new()
-            .with_min_delay(self.initial_delay)
-            .with_max_delay(self.max_delay)
-            .with_factor(self.multiplier)
-            .without_max_times();
+    fn delays(&self) -> Delays {
+        // A different seed per call: `RandomState` keys differ per instance.
+        let seed = RandomState::new().hash_one(Instant::now());
+        self.delays_seeded(seed)
+    }
+
+    fn delays_seeded(&self, seed: u64) -> Delays {
         if self.jitter {
-            b.with_jitter().build()
-        } else {
-            b.build()
+            return Delays::Decorrelated {
+                base: self.initial_delay,
+                cap: self.max_delay,
+                previous: self.initial_delay,
+                // Spread the seed (splitmix64); xorshift64 needs a non-zero state.
+                rng: splitmix64(seed) | 1,
+            };
+        }
+        Delays::Exponential(
+            ExponentialBuilder::new()
+                .with_min_delay(self.initial_delay)
+                .with_max_delay(self.max_delay)
+                .with_factor(self.multiplier)
+                .without_max_times()
+                .build(),
+        )
+    }
+}
+
+/// The delays of one call, endless (the budget decides when to stop).
+enum Delays {
+    /// Without jitter: `initial_delay × multiplierⁿ`, capped.
+    Exponential(ExponentialBackoff),
+    /// Decorrelated jitter: `min(cap, random_between(base, previous × 3))`.
+    Decorrelated {
+        base: Duration,
+        cap: Duration,
+        previous: Duration,
+        rng: u64,
+    },
+}
+
+impl Iterator for Delays {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        match self {
+            Delays::Exponential(e) => e.next(),
+            Delays::Decorrelated {
+                base,
+                cap,
+                previous,
+                rng,
+            } => {
+                *rng ^= *rng << 13;
+                *rng ^= *rng >> 7;
+                *rng ^= *rng << 17;
+                let low = nanos(*base);
+                let high = nanos(*previous).saturating_mul(3).max(low);
+                let span = high - low;
+                let pick = low
+                    + if span == u64::MAX {
+                        *rng
+                    } else {
+                        *rng % (span + 1)
+                    };
+                let delay = Duration::from_nanos(pick).min(*cap);
+                *previous = delay;
+                Some(delay)
+            }
         }
     }
+}
+
+fn splitmix64(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// One call's retry budget: counts attempts, hands out the next delay, and says when to
 /// stop.
 pub(crate) struct RetryBudget {
-    delays: ExponentialBackoff,
+    delays: Delays,
     max_attempts: u32,
     max_elapsed: Duration,
     started: Instant,
@@ -234,14 +321,62 @@ mod tests {
     }
 
     #[test]
-    fn jitter_stays_within_double() {
-        let policy = Backoff::default().with_max_delay(Duration::from_millis(4));
-        for d in policy.delays().take(50) {
-            assert!(
-                d >= Duration::from_millis(1) && d <= Duration::from_millis(8),
-                "{d:?}"
-            );
+    fn jitter_stays_between_the_first_delay_and_the_cap() {
+        let policy = Backoff::default();
+        for seed in 0..20 {
+            let mut previous = policy.initial_delay;
+            for d in policy.delays_seeded(seed).take(200) {
+                assert!(d >= policy.initial_delay && d <= policy.max_delay, "{d:?}");
+                assert!(d <= previous * 3, "{d:?} after {previous:?}");
+                previous = d;
+            }
         }
+    }
+
+    #[test]
+    fn jittered_delays_vary_and_come_back_down() {
+        let policy = Backoff::default();
+        let delays: Vec<_> = policy.delays_seeded(42).take(100).collect();
+        let mut distinct = delays.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert!(distinct.len() > 50, "{delays:?}");
+        // Not a schedule that only grows: a call that has lost many races still draws
+        // short delays now and then, so it is not starved by fresh callers.
+        let reached_the_cap = delays.iter().position(|d| *d == policy.max_delay);
+        let later_short = reached_the_cap.map(|i| {
+            delays[i..]
+                .iter()
+                .filter(|d| **d < policy.max_delay / 2)
+                .count()
+        });
+        assert!(later_short.is_some_and(|n| n >= 5), "{delays:?}");
+        // Two calls do not back off in step.
+        let other: Vec<_> = policy.delays_seeded(43).take(100).collect();
+        assert_ne!(delays, other);
+    }
+
+    #[test]
+    fn a_whole_budget_of_delays_fits_the_time_budget() {
+        let policy = Backoff::default();
+        for seed in 0..20 {
+            let total: Duration = policy
+                .delays_seeded(seed)
+                .take(policy.max_attempts as usize - 1)
+                .sum();
+            assert!(total <= policy.max_elapsed, "{total:?}");
+        }
+        // The budget gives every one of the attempts its delay, then stops on attempts.
+        let mut budget = RetryBudget::new(&policy);
+        for _ in 1..policy.max_attempts {
+            budget.attempted();
+            assert!(budget.after_conflict("s").is_ok());
+        }
+        budget.attempted();
+        assert!(matches!(
+            budget.after_conflict("s"),
+            Err(Error::Contention { attempts: 100, .. })
+        ));
     }
 
     #[test]

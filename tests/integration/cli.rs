@@ -325,3 +325,45 @@ async fn list_shows_a_stored_name_with_a_newline_on_one_line() {
     assert_eq!(list.lines().count(), 2, "{list}");
     assert!(list.contains(r"evil\nname"), "{list}");
 }
+
+/// `bench --processes N --duration S` used to fail: every worker got both `--count` and
+/// `--duration`, which conflict. The JSON names the default run and reports the order check.
+#[test]
+fn bench_with_processes_runs_for_a_duration() {
+    let cli = Cli::new("cli_bench_duration");
+    let out = cli.ok(&[
+        "bench",
+        "--processes",
+        "2",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&out).expect("bench prints JSON");
+    assert_eq!(report["processes"], 2);
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{report}");
+    let run = &runs[0];
+    for key in [
+        "run",
+        "numbers",
+        "numbers_per_s",
+        "p50_us",
+        "p99_us",
+        "max_us",
+        "duplicates",
+        "order_violations",
+        "default",
+        "coalesce",
+    ] {
+        assert!(run.get(key).is_some(), "no {key:?} in {run}");
+    }
+    assert!(run["numbers"].as_u64().unwrap() > 0, "{run}");
+    assert_eq!(run["duplicates"], 0, "{run}");
+    assert_eq!(run["order_violations"], 0, "{run}");
+    assert_eq!(run["default"], true, "{run}");
+    assert_eq!(run["coalesce"], true, "{run}");
+    assert!(run["seconds"].as_f64().unwrap() >= 0.9, "{run}");
+}

@@ -171,6 +171,10 @@ pub struct BenchArgs {
     /// The strategy measured (with --compare, both are measured).
     #[arg(long, value_enum, default_value_t = StrategyArg::Inc)]
     pub strategy: StrategyArg,
+    /// Whether concurrent calls of one process share writes (the library's default). With
+    /// --compare, `inc` is also measured with `off`.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub coalesce: OnOff,
     /// Block size: reserve this many numbers per write (1 = no blocks).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub block: u64,
@@ -263,6 +267,15 @@ pub struct NextArgs {
     /// Print numbers through the sequence's format (see create --format).
     #[arg(long)]
     pub formatted: bool,
+}
+
+/// `bench --coalesce`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// Concurrent calls on one handle share writes.
+    On,
+    /// One write per call.
+    Off,
 }
 
 /// `--strategy`.

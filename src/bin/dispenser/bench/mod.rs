@@ -11,7 +11,7 @@ use dispenser::mongodb::bson::doc;
 use dispenser::{Dispenser, Options, Strategy};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{BenchArgs, StrategyArg};
+use crate::cli::{BenchArgs, OnOff, StrategyArg};
 use print::print_reports;
 use samples::{Sample, report};
 use sources::{Kind, client, prepare_target, raw_collection, source_for};
@@ -31,18 +31,21 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
         StrategyArg::Cas => Strategy::Cas,
         StrategyArg::Inc => Strategy::ConditionalIncrement,
     };
+    let coalesce = args.coalesce == OnOff::On;
     let measured = if args.block > 1 || args.prefetch.is_some() {
-        Kind::Blocks(chosen, args.block, args.prefetch.unwrap_or(0.0))
+        Kind::Blocks(chosen, args.block, args.prefetch.unwrap_or(0.0), coalesce)
     } else {
-        Kind::Seq(chosen)
+        Kind::Seq(chosen, coalesce)
     };
     let mut kinds = vec![measured.clone()];
     if args.compare {
+        // The library's default (coalesced) beside the same strategy with one write per call.
         kinds = vec![
             Kind::Raw,
             Kind::RawShaped,
-            Kind::Seq(Strategy::ConditionalIncrement),
-            Kind::Seq(Strategy::Cas),
+            Kind::Seq(Strategy::ConditionalIncrement, true),
+            Kind::Seq(Strategy::Cas, true),
+            Kind::Seq(Strategy::ConditionalIncrement, false),
         ];
         if !kinds.contains(&measured) {
             kinds.push(measured);
@@ -88,6 +91,7 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
             args.tasks,
             args.warmup,
             None,
+            kind.every_call_a_round_trip(),
             &ProgressBar::hidden(),
         )
         .await;
@@ -122,7 +126,10 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
             }
             bar.set_message(kind.label());
             let sample = match source {
-                Some(source) => draw(source.clone(), args.tasks, quota, slice, &bar).await,
+                Some(source) => {
+                    let every_call = kind.every_call_a_round_trip();
+                    draw(source.clone(), args.tasks, quota, slice, every_call, &bar).await
+                }
                 None => {
                     let s = spawn_workers(uri, &options, &args, kind, target, quota, slice).await?;
                     bar.inc(s.numbers.len() as u64);

@@ -19,10 +19,10 @@ pub(super) enum Kind {
     /// The same raw call on a document of the sequence schema (10 fields): separates the
     /// server's cost of the document from the library's.
     RawShaped,
-    /// `Sequence::next()` with a strategy.
-    Seq(Strategy),
-    /// `BlockSequence::next()`: blocks of `size`, prefetch share (0 = off).
-    Blocks(Strategy, u64, f64),
+    /// `Sequence::next()` with a strategy, coalesced (`true`, the library's default) or not.
+    Seq(Strategy, bool),
+    /// `BlockSequence::next()`: blocks of `size`, prefetch share (0 = off), coalesced or not.
+    Blocks(Strategy, u64, f64, bool),
 }
 
 pub(super) fn strategy_code(s: Strategy) -> &'static str {
@@ -40,32 +40,67 @@ pub(super) fn parse_strategy(s: &str) -> Option<Strategy> {
     }
 }
 
+fn coalesce_code(coalesce: bool) -> &'static str {
+    if coalesce { "on" } else { "off" }
+}
+
+fn parse_coalesce(s: &str) -> Option<bool> {
+    match s {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    }
+}
+
 impl Kind {
     pub(super) fn label(&self) -> String {
         match self {
             Kind::Raw => "raw findOneAndUpdate $inc".into(),
             Kind::RawShaped => "raw $inc, sequence doc".into(),
-            Kind::Seq(s) => format!("dispenser {}", strategy_code(*s)),
-            Kind::Blocks(s, size, prefetch) => {
+            Kind::Seq(s, c) => format!("dispenser {}{}", strategy_code(*s), uncoalesced(*c)),
+            Kind::Blocks(s, size, prefetch, c) => {
                 let p = if *prefetch > 0.0 {
                     format!(" prefetch {prefetch}")
                 } else {
                     String::new()
                 };
-                format!("{} block {size}{p}", strategy_code(*s))
+                format!("{} block {size}{p}{}", strategy_code(*s), uncoalesced(*c))
             }
         }
     }
 
-    /// The worker-process encoding: `raw:DOC`, `seq:inc|cas:NAME` or
-    /// `blocks:inc|cas:SIZE:PREFETCH:NAME`.
+    /// Whether concurrent calls of this run share writes (raw runs never do).
+    pub(super) fn coalesce(&self) -> bool {
+        match self {
+            Kind::Raw | Kind::RawShaped => false,
+            Kind::Seq(_, c) | Kind::Blocks(.., c) => *c,
+        }
+    }
+
+    /// Whether every call is one round trip (no blocks): then every call is timed and the
+    /// order of the numbers is checked against the calls' invoke and return times.
+    pub(super) fn every_call_a_round_trip(&self) -> bool {
+        !matches!(self, Kind::Blocks(..))
+    }
+
+    /// Whether this run draws the way an application with `Options::default()` does: a
+    /// plain sequence, the default strategy, coalesced.
+    pub(super) fn is_library_default(&self) -> bool {
+        let d = Options::default();
+        *self == Kind::Seq(d.strategy, d.coalesce)
+    }
+
+    /// The worker-process encoding: `raw:DOC`, `seq:inc|cas:on|off:NAME` or
+    /// `blocks:inc|cas:on|off:SIZE:PREFETCH:NAME` (`on|off`: coalesced or not).
     pub(super) fn encode(&self, target: &str) -> String {
         match self {
             Kind::Raw | Kind::RawShaped => format!("raw:{target}"),
-            Kind::Seq(s) => format!("seq:{}:{target}", strategy_code(*s)),
-            Kind::Blocks(s, size, prefetch) => {
-                format!("blocks:{}:{size}:{prefetch}:{target}", strategy_code(*s))
-            }
+            Kind::Seq(s, c) => format!("seq:{}:{}:{target}", strategy_code(*s), coalesce_code(*c)),
+            Kind::Blocks(s, size, prefetch, c) => format!(
+                "blocks:{}:{}:{size}:{prefetch}:{target}",
+                strategy_code(*s),
+                coalesce_code(*c)
+            ),
         }
     }
 
@@ -78,17 +113,23 @@ impl Kind {
         match head {
             "raw" => Ok((Kind::Raw, rest.to_owned())),
             "seq" => {
-                let (strategy, name) = rest.split_once(':').ok_or_else(bad)?;
-                let strategy = parse_strategy(strategy).ok_or_else(bad)?;
-                Ok((Kind::Seq(strategy), name.to_owned()))
+                let mut parts = rest.splitn(3, ':');
+                let strategy = parts.next().and_then(parse_strategy).ok_or_else(bad)?;
+                let coalesce = parts.next().and_then(parse_coalesce).ok_or_else(bad)?;
+                let name = parts.next().ok_or_else(bad)?;
+                Ok((Kind::Seq(strategy, coalesce), name.to_owned()))
             }
             "blocks" => {
-                let mut parts = rest.splitn(4, ':');
+                let mut parts = rest.splitn(5, ':');
                 let strategy = parts.next().and_then(parse_strategy).ok_or_else(bad)?;
+                let coalesce = parts.next().and_then(parse_coalesce).ok_or_else(bad)?;
                 let size = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
                 let prefetch = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
                 let name = parts.next().ok_or_else(bad)?;
-                Ok((Kind::Blocks(strategy, size, prefetch), name.to_owned()))
+                Ok((
+                    Kind::Blocks(strategy, size, prefetch, coalesce),
+                    name.to_owned(),
+                ))
             }
             _ => Err(bad()),
         }
@@ -148,6 +189,10 @@ impl Source {
     }
 }
 
+fn uncoalesced(coalesce: bool) -> &'static str {
+    if coalesce { "" } else { ", uncoalesced" }
+}
+
 pub(super) fn raw_collection(
     d: &Dispenser,
     client: &dispenser::mongodb::Client,
@@ -173,13 +218,15 @@ pub(super) async fn source_for(
             let d = Dispenser::new(&client, options.clone())?;
             Ok(Source::Raw(raw_collection(&d, &client), target.to_owned()))
         }
-        Kind::Seq(strategy) => {
-            let d = Dispenser::connect(uri, options.clone().with_strategy(*strategy)).await?;
+        Kind::Seq(strategy, coalesce) => {
+            let o = options.clone().with_strategy(*strategy);
+            let d = Dispenser::connect(uri, o.with_coalesce(*coalesce)).await?;
             let source = d.open_source(target, &SourceKind::Plain).await?;
             Ok(Source::Lib(Arc::new(source)))
         }
-        Kind::Blocks(strategy, size, prefetch) => {
-            let d = Dispenser::connect(uri, options.clone().with_strategy(*strategy)).await?;
+        Kind::Blocks(strategy, size, prefetch, coalesce) => {
+            let o = options.clone().with_strategy(*strategy);
+            let d = Dispenser::connect(uri, o.with_coalesce(*coalesce)).await?;
             let opts = BlockOptions::default()
                 .with_size(*size)
                 .with_prefetch((*prefetch > 0.0).then_some(*prefetch));
@@ -222,8 +269,42 @@ pub(super) async fn prepare_target(
                 context: "creating the raw baseline document".into(),
                 source: e,
             }),
-        Kind::RawShaped | Kind::Seq(_) | Kind::Blocks(..) => {
+        Kind::RawShaped | Kind::Seq(..) | Kind::Blocks(..) => {
             d.create(target, Spec::default()).await.map(drop)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_specs_round_trip() {
+        let kinds = [
+            Kind::Raw,
+            Kind::Seq(Strategy::Cas, true),
+            Kind::Seq(Strategy::ConditionalIncrement, false),
+            Kind::Blocks(Strategy::ConditionalIncrement, 1000, 0.25, true),
+            Kind::Blocks(Strategy::Cas, 7, 0.0, false),
+        ];
+        for kind in kinds {
+            let (back, name) = Kind::decode(&kind.encode("a:b")).expect("decodes");
+            assert_eq!((back, name.as_str()), (kind, "a:b"));
+        }
+        assert!(Kind::decode("seq:inc:maybe:x").is_err());
+    }
+
+    #[test]
+    fn only_the_coalesced_default_strategy_is_the_default() {
+        assert!(Kind::Seq(Strategy::ConditionalIncrement, true).is_library_default());
+        assert!(!Kind::Seq(Strategy::ConditionalIncrement, false).is_library_default());
+        assert!(!Kind::Seq(Strategy::Cas, true).is_library_default());
+        assert!(!Kind::Raw.is_library_default());
+        assert!(!Kind::Blocks(Strategy::ConditionalIncrement, 1, 0.0, true).is_library_default());
+        assert_eq!(
+            Kind::Seq(Strategy::ConditionalIncrement, false).label(),
+            "dispenser inc, uncoalesced"
+        );
     }
 }
