@@ -7,8 +7,10 @@
 //! the next block starts at `min`); without `cycle`, near the bound the block is cut to what is
 //! left.
 //!
-//! Numbers are handed out under a short [`std::sync::Mutex`] (never held across an `.await`),
-//! so every task and thread of a process can share one [`BlockSequence`]. At most one
+//! Numbers of the current block are handed out without a lock, by a compare-and-set on an
+//! atomic ticket (see `window`); a short [`std::sync::Mutex`] (never held across an `.await`)
+//! is taken only at block switches, for the prefetch and by the other operations, so every
+//! task and thread of a process can share one [`BlockSequence`]. At most one
 //! reservation is in flight per block client: with prefetch it runs in the background
 //! (`tokio::spawn`) once a share of the current block is used; callers that drain the block
 //! before it returns wait for that same reservation. Every caller waiting on a reservation
@@ -28,18 +30,23 @@ mod options;
 mod pool;
 mod reservation;
 mod state;
+mod window;
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use tokio::sync::Notify;
 
 pub use close::CloseReport;
-pub use options::{AdaptiveBlocks, BlockOptions, DEFAULT_BLOCK_SIZE, DEFAULT_PREFETCH};
+pub use options::{
+    AdaptiveBlocks, BlockOptions, DEFAULT_BLOCK_SIZE, DEFAULT_GROW_TO, DEFAULT_PREFETCH,
+};
 pub use pool::Pool;
 use reservation::{Reservation, start};
 use state::State;
+use window::Window;
 
 use crate::dispenser::{Dispenser, Sequence};
 use crate::error::{Error, Result};
@@ -51,13 +58,53 @@ struct Shared {
     drawer: Arc<Drawer>,
     options: BlockOptions,
     state: Mutex<State>,
+    /// The lock-free hand-out window over the current block; retired while the lock is held.
+    window: Window,
     /// Notified (all waiters) when a reservation finishes and when the client closes.
     done: Notify,
 }
 
+/// The state, locked: taking the lock retires the lock-free window (folding what was claimed
+/// from it into the current block), releasing it publishes a new one over the rest of the
+/// current block. So the state is exact while locked.
+struct Locked<'a> {
+    shared: &'a Shared,
+    st: MutexGuard<'a, State>,
+}
+
+impl Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.st
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.st
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let st = &mut *self.st;
+        if let Some(params) = st.window(&self.shared.options) {
+            self.shared.window.publish(&mut st.generation, params);
+        }
+    }
+}
+
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> Locked<'_> {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let claimed = self.window.retire(&mut st.generation);
+        if claimed > 0 {
+            if let Some(b) = st.current.as_mut() {
+                b.used += claimed;
+            }
+            add(&self.drawer.stats.issued, claimed);
+        }
+        Locked { shared: self, st }
     }
 
     fn closed_error(&self) -> Error {
@@ -69,8 +116,9 @@ impl Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        let claimed = self.window.claimed();
         let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let held = st.held();
+        let held = st.held().saturating_sub(claimed);
         if !st.closed && held > 0 {
             tracing::debug!(
                 sequence = %self.drawer.name,
@@ -137,13 +185,8 @@ impl BlockSequence {
         Ok(BlockSequence {
             shared: Arc::new(Shared {
                 drawer,
-                state: Mutex::new(State {
-                    current: None,
-                    next: None,
-                    inflight: None,
-                    size: options.initial_size(),
-                    closed: false,
-                }),
+                state: Mutex::new(State::new(options.initial_size())),
+                window: Window::new(),
                 options,
                 done: Notify::new(),
             }),
@@ -217,20 +260,9 @@ impl BlockSequence {
         // runtime runs other tasks on this thread — among them the prefetch. Before a number
         // is taken: a call dropped while it yields here has consumed nothing.
         tokio::task::consume_budget().await;
-        // The hot path: a number left in the current block. One short lock, no clock read,
-        // no waiter registration, and no `.await` from taking the number to returning it.
-        let ready = {
-            let mut st = shared.lock();
-            if st.closed {
-                None
-            } else {
-                st.take_ready()
-                    .map(|n| (n, st.prefetch_due(&shared.options)))
-            }
-        };
-        if let Some((n, prefetch)) = ready {
-            Self::prefetch(shared, prefetch);
-            add(&shared.drawer.stats.issued, 1);
+        // The hot path: a number ready in the current block (or the prefetched one), taken
+        // in this synchronous step.
+        if let Some(n) = self.try_next()? {
             return Ok(n);
         }
         let mut waited = false;
@@ -285,6 +317,64 @@ impl BlockSequence {
                 }
             }
         }
+    }
+
+    /// Hands out the next number if one is ready, without waiting: from the current block
+    /// (lock-free, one atomic compare-and-set), or from the prefetched block (switching to
+    /// it under the lock). Starts the prefetch when it is due, and a reservation when no
+    /// number is ready and none is in flight — in the background, never waiting for it.
+    /// `Ok(None)`: no reserved number is ready; one is being reserved (call again later, or
+    /// call [`BlockSequence::next`], which waits for it and reports its failure).
+    ///
+    /// Numbers come in the same order and with the same guarantees as from
+    /// [`BlockSequence::next`] (which calls this first); unlike it, this does not spend the
+    /// tokio cooperative budget, so a task that only calls `try_next` in a loop should yield
+    /// now and then for the prefetch to run on its thread.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Closed`] after [`BlockSequence::close`]. The failure of a reservation is never
+    /// reported here: the call that waits for numbers gets it.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(blocks: dispenser::block::BlockSequence) -> dispenser::Result<()> {
+    /// let id = match blocks.try_next()? {
+    ///     Some(id) => id,                // from memory, no await
+    ///     None => blocks.next().await?,  // at a block switch: wait for the reservation
+    /// };
+    /// # Ok(()) }
+    /// ```
+    pub fn try_next(&self) -> Result<Option<i64>> {
+        let shared = &self.shared;
+        if let Some((n, check)) = shared.window.claim() {
+            if check {
+                let due = shared.lock().prefetch_due(&shared.options);
+                Self::prefetch(shared, due);
+            }
+            return Ok(Some(n));
+        }
+        let (n, start) = {
+            let mut st = shared.lock();
+            if st.closed {
+                return Err(shared.closed_error());
+            }
+            match st.take_number(&shared.options, Instant::now()) {
+                Some(n) => (Some(n), st.prefetch_due(&shared.options)),
+                None if st.inflight.is_none() => {
+                    let r = st.begin();
+                    let size = st.size;
+                    (None, Some((r, size)))
+                }
+                None => (None, None),
+            }
+        };
+        Self::prefetch(shared, start);
+        if n.is_some() {
+            add(&shared.drawer.stats.issued, 1);
+        }
+        Ok(n)
     }
 
     /// Starts a prefetch decided under the lock, without waiting for it (outside a tokio
@@ -395,6 +485,8 @@ impl BlockSequence {
     /// # Ok(()) }
     /// ```
     pub fn stats(&self) -> Stats {
+        // Numbers claimed lock-free are counted when the window is retired: take the lock.
+        drop(self.shared.lock());
         self.shared.drawer.stats.snapshot()
     }
 }

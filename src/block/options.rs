@@ -24,6 +24,17 @@ pub const DEFAULT_BLOCK_SIZE: u64 = 100;
 /// ```
 pub const DEFAULT_PREFETCH: f64 = 0.5;
 
+/// The default largest block a prefetch may reserve to keep ahead of fast callers (see
+/// [`BlockOptions::grow_to`]).
+///
+/// # Example
+///
+/// ```
+/// use dispenser::block::{BlockOptions, DEFAULT_GROW_TO};
+/// assert_eq!(BlockOptions::default().grow_to, Some(DEFAULT_GROW_TO));
+/// ```
+pub const DEFAULT_GROW_TO: u64 = 1_000_000;
+
 /// How a [`BlockSequence`](crate::block::BlockSequence) reserves numbers.
 ///
 /// # Default
@@ -33,6 +44,7 @@ pub const DEFAULT_PREFETCH: f64 = 0.5;
 /// | `size` | [`DEFAULT_BLOCK_SIZE`] (100) |
 /// | `prefetch` | `Some(`[`DEFAULT_PREFETCH`]`)` (0.5) |
 /// | `adaptive` | `None` (fixed size) |
+/// | `grow_to` | `Some(`[`DEFAULT_GROW_TO`]`)` (1 000 000) |
 ///
 /// Half a block is a good trigger: the reservation has the time it takes to hand out the
 /// other half to come back, while a client holds at most about 1.5 blocks on average (what a
@@ -65,6 +77,14 @@ pub struct BlockOptions {
     pub prefetch: Option<f64>,
     /// Adapts the size to the consumption rate. Defaults to `None` (fixed size).
     pub adaptive: Option<AdaptiveBlocks>,
+    /// Keeps the prefetch ahead of fast callers: a prefetched block is made large enough
+    /// that, at the rate the current block is being used, the part of it left after its
+    /// prefetch point lasts four times the measured reservation latency — so callers do not wait
+    /// at block boundaries — but never larger than this (and never smaller than `size`, or
+    /// the adaptive size). Only with prefetch. `None`: blocks keep their size. Defaults to
+    /// `Some(1_000_000)`; at most that many numbers (1.5 times, with the prefetched block)
+    /// are what a crash of a very busy client loses.
+    pub grow_to: Option<u64>,
 }
 
 impl Default for BlockOptions {
@@ -73,6 +93,7 @@ impl Default for BlockOptions {
             size: DEFAULT_BLOCK_SIZE,
             prefetch: Some(DEFAULT_PREFETCH),
             adaptive: None,
+            grow_to: Some(DEFAULT_GROW_TO),
         }
     }
 }
@@ -99,11 +120,19 @@ impl BlockOptions {
         self
     }
 
+    /// Sets the largest block a prefetch may reserve to keep ahead of fast callers (`None`:
+    /// blocks keep their size). Defaults to `Some(1_000_000)`.
+    #[must_use]
+    pub const fn with_grow_to(mut self, grow_to: Option<u64>) -> Self {
+        self.grow_to = grow_to;
+        self
+    }
+
     /// Checks every setting.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] naming the setting: a size of 0, a prefetch share outside
+    /// [`Error::InvalidArgument`] naming the setting: a size of 0, a `grow_to` of 0, a prefetch share outside
     /// `(0, 1]` (or NaN), an adaptive `min_size` of 0, a `max_size` below `min_size`, or a
     /// zero `target_interval`.
     ///
@@ -120,6 +149,12 @@ impl BlockOptions {
             return Err(Error::invalid_argument(
                 "block size",
                 "0 numbers per block; ask for at least 1",
+            ));
+        }
+        if self.grow_to == Some(0) {
+            return Err(Error::invalid_argument(
+                "block grow_to",
+                "0 numbers; use None to keep blocks at their size",
             ));
         }
         if let Some(p) = self.prefetch
@@ -288,6 +323,7 @@ mod tests {
     fn bad_options_name_the_field() {
         let cases = [
             (BlockOptions::default().with_size(0), "block size"),
+            (BlockOptions::default().with_grow_to(Some(0)), "grow_to"),
             (
                 BlockOptions::default().with_prefetch(Some(0.0)),
                 "block prefetch",

@@ -59,6 +59,7 @@ async fn reserve(mut guard: InflightGuard, size: u64) {
         st.end(&guard.reservation);
         let outcome = match result {
             Ok((run, version)) => {
+                st.measured(std::time::Instant::now());
                 bump(&shared.drawer.stats.block_refills);
                 debug_assert!(st.next.is_none(), "one reservation at a time");
                 st.next = Some(Block::new(run, version));

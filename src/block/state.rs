@@ -3,10 +3,11 @@
 //! under the lock.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::options::BlockOptions;
 use super::reservation::Reservation;
+use super::window::{MAX_WINDOW, NO_PREFETCH_CHECK, Params};
 use crate::arith::Run;
 use crate::store::Stamp;
 
@@ -58,23 +59,38 @@ pub(super) struct State {
     pub(super) size: u64,
     /// Closed: nothing more is issued or reserved.
     pub(super) closed: bool,
+    /// The lock-free window's generation (see `window`): only the lock holder changes it.
+    pub(super) generation: u64,
+    /// When the reservation in flight was started.
+    pub(super) reservation_started: Option<Instant>,
+    /// How long reservations take: the latest one's round trip, or (decaying) an earlier
+    /// slower one's.
+    pub(super) latency: Option<Duration>,
+}
+
+/// How many numbers of a block of `count` are handed out when its prefetch is due.
+fn threshold(share: f64, count: u64) -> u64 {
+    // `as` saturates; the share is in (0, 1].
+    ((share * count as f64).ceil() as u64).clamp(1, count)
 }
 
 impl State {
-    /// Hands out the next number of the current block, switching to the reserved next block
-    /// when the current one is used up. `None` when no reserved number is left.
-    /// The next number of the current block, if it has one left.
-    pub(super) fn take_ready(&mut self) -> Option<i64> {
-        let b = self.current.as_mut()?;
-        if b.used < b.run.count() {
-            let n = b.run.nth_number(b.used);
-            b.used += 1;
-            Some(n)
-        } else {
-            None
+    /// A fresh state: nothing reserved yet.
+    pub(super) fn new(size: u64) -> Self {
+        State {
+            current: None,
+            next: None,
+            inflight: None,
+            size,
+            closed: false,
+            generation: super::window::FIRST_GENERATION,
+            reservation_started: None,
+            latency: None,
         }
     }
 
+    /// Hands out the next number of the current block, switching to the reserved next block
+    /// when the current one is used up. `None` when no reserved number is left.
     pub(super) fn take_number(&mut self, options: &BlockOptions, now: Instant) -> Option<i64> {
         loop {
             if let Some(b) = self.current.as_mut() {
@@ -110,13 +126,30 @@ impl State {
         if b.prefetch_failed {
             return None;
         }
-        let count = b.run.count();
-        // `as` saturates; the share is in (0, 1].
-        let threshold = ((share * count as f64).ceil() as u64).clamp(1, count);
-        if b.used < threshold {
+        if b.used < threshold(share, b.run.count()) {
             return None;
         }
-        Some((self.begin(), self.size))
+        let size = self.keep_ahead_size(options, b, share, Instant::now());
+        Some((self.begin(), size))
+    }
+
+    /// The size of a prefetch, so that the *next* block's part left after its own prefetch
+    /// point lasts four times the reservation latency at the rate the current block is being
+    /// used: at least `size`, at most `grow_to` (`size` when `grow_to` is `None`, or nothing
+    /// was measured yet).
+    fn keep_ahead_size(&self, options: &BlockOptions, b: &Block, share: f64, now: Instant) -> u64 {
+        let (Some(cap), Some(latency)) = (options.grow_to, self.latency) else {
+            return self.size;
+        };
+        let elapsed = now.saturating_duration_since(b.started).as_secs_f64();
+        if elapsed <= 0.0 {
+            return self.size;
+        }
+        let rate = b.used as f64 / elapsed;
+        let tail = (1.0 - share).max(0.1);
+        // `as` saturates.
+        let needed = (4.0 * latency.as_secs_f64() * rate / tail).ceil() as u64;
+        needed.clamp(self.size, cap.max(self.size))
     }
 
     /// Marks a new reservation in flight and returns it.
@@ -124,7 +157,47 @@ impl State {
         debug_assert!(self.inflight.is_none(), "one reservation at a time");
         let r = Arc::new(Reservation::default());
         self.inflight = Some(Arc::clone(&r));
+        self.reservation_started = Some(Instant::now());
         r
+    }
+
+    /// Records how long the reservation that just finished took.
+    pub(super) fn measured(&mut self, now: Instant) {
+        if let Some(started) = self.reservation_started.take() {
+            let took = now.saturating_duration_since(started);
+            // A slow round trip is remembered for a while (it decays by an eighth per
+            // reservation): a single fast one must not shrink the blocks back at once.
+            self.latency = Some(self.latency.map_or(took, |l| took.max(l * 7 / 8)));
+        }
+    }
+
+    /// What the lock-free window should cover once the lock is released: the rest of the
+    /// current block (at most [`MAX_WINDOW`] of it), with the claim that reaches the prefetch
+    /// point marked. `None` when closed or nothing is left.
+    pub(super) fn window(&self, options: &BlockOptions) -> Option<Params> {
+        if self.closed {
+            return None;
+        }
+        let b = self.current.as_ref()?;
+        let left = b.left();
+        if left == 0 {
+            return None;
+        }
+        let prefetch_at = match options.prefetch {
+            Some(share) if self.inflight.is_none() && self.next.is_none() && !b.prefetch_failed => {
+                // The claim after which `used` reaches the prefetch point.
+                threshold(share, b.run.count())
+                    .saturating_sub(b.used)
+                    .saturating_sub(1)
+            }
+            _ => NO_PREFETCH_CHECK,
+        };
+        Some(Params {
+            first: b.run.nth_number(b.used),
+            step: b.run.step(),
+            count: left.min(MAX_WINDOW),
+            prefetch_at,
+        })
     }
 
     /// Clears `inflight` if it is `r`.
@@ -155,13 +228,8 @@ mod tests {
         let options = BlockOptions::default()
             .with_size(4)
             .with_prefetch(Some(0.5));
-        let mut st = State {
-            current: None,
-            next: Some(Block::new(Run::new(1, 4, 1), stamp(1))),
-            inflight: None,
-            size: 4,
-            closed: false,
-        };
+        let mut st = State::new(4);
+        st.next = Some(Block::new(Run::new(1, 4, 1), stamp(1)));
         let now = Instant::now();
         assert_eq!(st.take_number(&options, now), Some(1));
         assert!(st.prefetch_due(&options).is_none());

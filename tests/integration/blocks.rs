@@ -203,7 +203,8 @@ async fn a_ready_prefetch_means_no_wait_at_the_block_boundary() {
             "s",
             BlockOptions::default()
                 .with_size(100)
-                .with_prefetch(Some(0.5)),
+                .with_prefetch(Some(0.5))
+                .with_grow_to(None),
         )
         .await
         .unwrap();
@@ -235,7 +236,8 @@ async fn a_drained_block_waits_for_the_prefetch_in_flight() {
             "s",
             BlockOptions::default()
                 .with_size(10)
-                .with_prefetch(Some(1.0)),
+                .with_prefetch(Some(1.0))
+                .with_grow_to(None),
         )
         .await
         .unwrap();
@@ -255,7 +257,8 @@ async fn a_drained_block_waits_for_the_prefetch_in_flight() {
             "t",
             BlockOptions::default()
                 .with_size(10)
-                .with_prefetch(Some(0.3)),
+                .with_prefetch(Some(0.3))
+                .with_grow_to(None),
         )
         .await
         .unwrap();
@@ -281,6 +284,7 @@ async fn close_gives_the_tail_back_only_when_safe() {
     let f = Fixture::new("blocks_give_back").await;
     let d = f.dispenser(f.options());
     let no_prefetch = BlockOptions::default().with_size(100).with_prefetch(None);
+    // Exact sizes: blocks do not grow to keep ahead of these (fast) callers.
 
     // No other writer: the tail comes back and the next number follows the last issued.
     let plain = d.create("a", Spec::default()).await.unwrap();
@@ -299,7 +303,8 @@ async fn close_gives_the_tail_back_only_when_safe() {
             "b",
             BlockOptions::default()
                 .with_size(10)
-                .with_prefetch(Some(0.5)),
+                .with_prefetch(Some(0.5))
+                .with_grow_to(None),
         )
         .await
         .unwrap();
@@ -337,7 +342,8 @@ async fn close_gives_the_tail_back_only_when_safe() {
             "e",
             BlockOptions::default()
                 .with_size(10)
-                .with_prefetch(Some(0.5)),
+                .with_prefetch(Some(0.5))
+                .with_grow_to(None),
         )
         .await
         .unwrap();
@@ -942,4 +948,114 @@ async fn cancelled_calls_never_consume_a_number() {
         // Returned + given back = reserved: no number was taken by a call then dropped.
         assert_each_exactly(all, 1..=value, 1);
     }
+}
+
+/// Threads hammer `next()` and `try_next()` over tiny blocks (a switch every few numbers)
+/// while the client is closed under them: no number twice (and none of the given-back tail
+/// reissued to the client), each caller's numbers increase, every call after `close()`
+/// returned fails with `Closed`, and issued + given back + lost = reserved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hammering_next_and_try_next_across_switches_and_close_never_duplicates() {
+    let f = Fixture::new("blocks_hammer").await;
+    let d = f.dispenser(f.options());
+    for round in 0..4 {
+        let name = format!("s{round}");
+        let plain = d.create(&name, Spec::default()).await.unwrap();
+        let blocks = d
+            .open_blocks(&name, BlockOptions::default().with_size(7))
+            .await
+            .unwrap();
+        let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut handles = Vec::new();
+        for t in 0..6 {
+            let b = blocks.clone();
+            let closed = Arc::clone(&closed);
+            handles.push(tokio::spawn(async move {
+                let mut got = Vec::new();
+                loop {
+                    let was_closed = closed.load(Ordering::SeqCst);
+                    let r = if t % 2 == 0 {
+                        b.next().await.map(Some)
+                    } else {
+                        let r = b.try_next();
+                        if matches!(r, Ok(None)) {
+                            tokio::task::yield_now().await;
+                        }
+                        r
+                    };
+                    match r {
+                        Ok(Some(n)) => {
+                            assert!(!was_closed, "a number after close() returned");
+                            got.push(n);
+                        }
+                        Ok(None) => assert!(!was_closed, "no Closed after close() returned"),
+                        Err(Error::Closed { .. }) => return got,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(30 + 20 * round)).await;
+        let report = blocks.close().await.unwrap();
+        closed.store(true, Ordering::SeqCst);
+        let mut lists = Vec::new();
+        for h in handles {
+            lists.push(h.await.unwrap());
+        }
+        for (i, l) in lists.iter().enumerate() {
+            assert_increasing(l, &format!("round {round} caller {i}"));
+        }
+        let all = lists.concat();
+        assert_distinct(&all);
+        let issued = all.len() as u64;
+        assert_eq!(blocks.stats().issued, issued, "stats count every number");
+        let reserved =
+            u64::try_from(d.peek(&name).await.unwrap().value).unwrap() + report.given_back;
+        assert_eq!(
+            issued + report.given_back + report.lost,
+            reserved,
+            "issued {issued}, {report:?}"
+        );
+        // What was given back is issued next, after every number the client handed out.
+        let next = plain.next().await.unwrap();
+        assert!(
+            all.iter().all(|&n| n < next),
+            "given back a number already issued"
+        );
+        assert!(blocks.try_next().is_err() && blocks.next().await.is_err());
+    }
+}
+
+/// With the default options, callers faster than the reservation round trip make the
+/// prefetched blocks grow (up to `grow_to`), so far fewer blocks are reserved than at the
+/// configured size; with `grow_to(None)` every block keeps its size.
+#[tokio::test]
+async fn fast_callers_get_larger_prefetched_blocks_by_default() {
+    let f = Fixture::new("blocks_grow").await;
+    let d = f.dispenser(f.options());
+    d.create("grow", Spec::default()).await.unwrap();
+    d.create("fixed", Spec::default()).await.unwrap();
+    let grow = d
+        .open_blocks("grow", BlockOptions::default().with_size(100))
+        .await
+        .unwrap();
+    let fixed = d
+        .open_blocks(
+            "fixed",
+            BlockOptions::default().with_size(100).with_grow_to(None),
+        )
+        .await
+        .unwrap();
+    for b in [&grow, &fixed] {
+        let mut last = 0;
+        for _ in 0..200_000 {
+            let n = b.next().await.unwrap();
+            assert!(n > last);
+            last = n;
+        }
+    }
+    let (g, x) = (grow.stats(), fixed.stats());
+    assert_eq!(x.block_refills, 2000, "fixed: {x:?}");
+    assert!(g.block_refills < 500, "grown: {g:?}");
+    assert!(g.waits < x.waits, "grown {g:?}, fixed {x:?}");
 }
