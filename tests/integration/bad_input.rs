@@ -104,11 +104,11 @@ fn malformed_flags_exit_2_name_the_flag_and_write_nothing() {
         (&["next", "s", "--count", "-1"], "--count"),
         (&["next", "s", "--count", "18446744073709551616"], "--count"),
         (&["next", "s", "--count", "100000001"], "--count"),
-        // reset --value.
-        (&["reset", "s", "--value", "abc"], "--value"),
-        (&["reset", "s", "--value", ""], "--value"),
-        (&["reset", "s", "--value", "1.5"], "--value"),
-        (&["reset", "s", "--value", "9223372036854775808"], "--value"),
+        // reset --next (--value is an alias).
+        (&["reset", "s", "--next", "abc"], "--next"),
+        (&["reset", "s", "--next", ""], "--next"),
+        (&["reset", "s", "--next", "1.5"], "--next"),
+        (&["reset", "s", "--next", "9223372036854775808"], "--next"),
         // --timeout: not a number, not finite, not positive, too long, rounds to zero.
         (&["--timeout", "abc", "list"], "--timeout"),
         (&["--timeout", "", "list"], "--timeout"),
