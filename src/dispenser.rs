@@ -55,7 +55,7 @@ impl Dispenser {
     }
 
     /// Parses `uri`, builds a driver client whose server selection and connect timeouts
-    /// default to the operation timeout (unless the URI sets them), and wraps it.
+    /// default to 90 % of the operation timeout (unless the URI sets them), and wraps it.
     ///
     /// Nothing is sent to the server yet; an unreachable server is reported by the first
     /// operation as [`Error::Database`] after the server selection timeout.
@@ -508,8 +508,12 @@ pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<Clien
         }
         _ => redact::invalid_uri(uri, &e),
     })?;
-    opts.server_selection_timeout.get_or_insert(timeout);
-    opts.connect_timeout.get_or_insert(timeout);
+    // A little under the operation timeout, so that when no server can be reached the
+    // driver's own error (which says why: "connection refused at HOST") arrives before the
+    // operation's bound cuts it off with a bare timeout.
+    let selection = timeout.mul_f64(0.9);
+    opts.server_selection_timeout.get_or_insert(selection);
+    opts.connect_timeout.get_or_insert(selection);
     opts.app_name.get_or_insert_with(|| "dispenser".to_owned());
     Ok(opts)
 }
