@@ -240,28 +240,22 @@ pub(super) async fn peek(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(&headers, Op::Peek, Some(&name))?;
     match st.dispenser.peek(&name).await {
-        Err(Error::NoSuchSequence { .. }) if is_striped(&st, &name).await => Ok(Json(
-            striped_json(&name, &st.dispenser.peek_striped(&name).await?),
-        )),
+        Err(e @ Error::NoSuchSequence { .. }) => match st.dispenser.peek_striped(&name).await {
+            Ok(states) => Ok(Json(striped_json(&name, &states))),
+            Err(_) => Err(e.into()),
+        },
         other => Ok(Json(SequenceState::to_json(&other?))),
     }
 }
 
-/// Whether `name` has no document of its own but is a striped sequence: the admin
-/// endpoints then act on every stripe (each within its residue class).
-async fn is_striped(st: &Shared, name: &str) -> bool {
-    st.dispenser.peek_striped(name).await.is_ok()
-}
-
-/// The stripes of `name`, for the striped answers of peek, advance and reset.
-async fn stripe_names(st: &Shared, name: &str) -> Result<Vec<String>, Error> {
-    Ok(st
-        .dispenser
-        .peek_striped(name)
-        .await?
-        .into_iter()
-        .map(|s| s.name)
-        .collect())
+/// When `name` has no document of its own but is a striped sequence, the names of its
+/// stripes (the admin endpoints then act on every stripe, each within its residue class);
+/// otherwise `no_such`, the plain operation's error.
+async fn stripes_or(st: &Shared, name: &str, no_such: Error) -> Result<Vec<String>, ApiError> {
+    match st.dispenser.peek_striped(name).await {
+        Ok(states) => Ok(states.into_iter().map(|s| s.name).collect()),
+        Err(_) => Err(no_such.into()),
+    }
 }
 
 fn striped_json(name: &str, states: &[SequenceState]) -> Value {
@@ -369,8 +363,8 @@ pub(super) async fn advance(
         .exclusive(&name, st.dispenser.advance_to(&name, b.to))
         .await
     {
-        Err(Error::NoSuchSequence { .. }) if is_striped(&st, &name).await => {
-            let stripes = stripe_names(&st, &name).await?;
+        Err(e @ Error::NoSuchSequence { .. }) => {
+            let stripes = stripes_or(&st, &name, e).await?;
             let states = st
                 .exclusive_all(&stripes, st.dispenser.advance_striped(&name, b.to))
                 .await?;
@@ -402,8 +396,8 @@ pub(super) async fn reset(
         .exclusive(&name, st.dispenser.reset(&name, b.value, b.force))
         .await
     {
-        Err(Error::NoSuchSequence { .. }) if is_striped(&st, &name).await => {
-            let stripes = stripe_names(&st, &name).await?;
+        Err(e @ Error::NoSuchSequence { .. }) => {
+            let stripes = stripes_or(&st, &name, e).await?;
             let states = st
                 .exclusive_all(
                     &stripes,
@@ -424,8 +418,8 @@ pub(super) async fn delete(
     st.authorize(&headers, Op::Delete, Some(&name))?;
     dispenser::validate_name(&name)?;
     match st.exclusive(&name, st.dispenser.delete(&name)).await {
-        Err(Error::NoSuchSequence { .. }) if is_striped(&st, &name).await => {
-            let stripes = stripe_names(&st, &name).await?;
+        Err(e @ Error::NoSuchSequence { .. }) => {
+            let stripes = stripes_or(&st, &name, e).await?;
             st.exclusive_all(&stripes, st.dispenser.delete_striped(&name))
                 .await?;
         }
