@@ -54,8 +54,6 @@ struct Inner {
     /// One entry per name asked for so far (never removed, so that a `get` waiting on an
     /// entry's gate always stores into the entry the others see).
     entries: Mutex<HashMap<String, Arc<Entry>>>,
-    /// The counters of clients already retired (or found closed and replaced).
-    retired: Mutex<Stats>,
 }
 
 /// One sequence's place in the pool.
@@ -65,6 +63,9 @@ struct Entry {
     gate: tokio::sync::Mutex<()>,
     /// The live client, if any (a short lock, never held across an `.await`).
     client: Mutex<Option<BlockSequence>>,
+    /// The counters of this sequence's clients already retired (or found closed and
+    /// replaced).
+    retired: Mutex<Stats>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -111,7 +112,6 @@ impl Pool {
                 dispenser,
                 options,
                 entries: Mutex::new(HashMap::new()),
-                retired: Mutex::new(Stats::default()),
             }),
         })
     }
@@ -175,8 +175,8 @@ impl Pool {
             .dispenser
             .open_blocks(name, self.inner.options)
             .await?;
-        // Lock order everywhere: `retired`, `entries`, an entry's `client`.
-        let mut retired = lock(&self.inner.retired);
+        // Lock order everywhere: `entries`, an entry's `retired`, its `client`.
+        let mut retired = lock(&entry.retired);
         if let Some(closed) = lock(&entry.client).replace(fresh.clone()) {
             // Closed by someone else (or by a retire dropped midway): still counted.
             *retired += closed.stats();
@@ -221,7 +221,7 @@ impl Pool {
             return Ok(CloseReport::default());
         };
         let closed = client.close().await;
-        let mut retired = lock(&self.inner.retired);
+        let mut retired = lock(&entry.retired);
         if let Some(client) = lock(&entry.client).take() {
             *retired += client.stats();
         }
@@ -312,13 +312,63 @@ impl Pool {
     /// # }
     /// ```
     pub fn stats(&self) -> Stats {
-        let retired = lock(&self.inner.retired);
-        let mut total = *retired;
-        for e in lock(&self.inner.entries).values() {
-            if let Some(c) = lock(&e.client).as_ref() {
-                total += c.stats();
-            }
+        let mut total = Stats::default();
+        for (_, s) in self.stats_by_sequence() {
+            total += s;
         }
         total
+    }
+
+    /// [`Pool::stats`] for each sequence the pool was asked for, by name (sorted): what its
+    /// live client and those already retired did, added up.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # fn f(pool: dispenser::block::Pool) {
+    /// for (name, s) in pool.stats_by_sequence() {
+    ///     println!("{name}: {} numbers from {} blocks", s.issued, s.block_refills);
+    /// }
+    /// # }
+    /// ```
+    pub fn stats_by_sequence(&self) -> Vec<(String, Stats)> {
+        let entries: Vec<(String, Arc<Entry>)> = lock(&self.inner.entries)
+            .iter()
+            .map(|(n, e)| (n.clone(), Arc::clone(e)))
+            .collect();
+        let mut out: Vec<(String, Stats)> = entries
+            .into_iter()
+            .map(|(name, e)| {
+                let retired = lock(&e.retired);
+                let mut total = *retired;
+                if let Some(c) = lock(&e.client).as_ref() {
+                    total += c.stats();
+                }
+                (name, total)
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// [`Pool::held`] for each sequence that has a live client now, by name (sorted).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # fn f(pool: dispenser::block::Pool) {
+    /// for (name, held) in pool.held_by_sequence() {
+    ///     println!("{name}: {held} numbers reserved, not yet handed out");
+    /// }
+    /// # }
+    /// ```
+    pub fn held_by_sequence(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = self
+            .live()
+            .iter()
+            .map(|c| (c.name().to_owned(), c.held()))
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 }

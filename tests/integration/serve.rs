@@ -27,6 +27,11 @@ impl Service {
 
     /// A service whose database URI is `uri` (for example one with a password in it).
     fn start_with(test: &str, uri: &str) -> Service {
+        Service::start_args(test, uri, &[])
+    }
+
+    /// A service on `uri` with more `serve` arguments.
+    fn start_args(test: &str, uri: &str, extra: &[&str]) -> Service {
         common::ready();
         let collection = common::unique(test);
         let tokens = std::env::temp_dir().join(format!("{collection}.tokens.json"));
@@ -54,6 +59,7 @@ impl Service {
             ])
             .args(["--block", "100", "--max-count", "10000", "--tokens"])
             .arg(&tokens)
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -200,15 +206,24 @@ async fn serve_end_to_end() {
         .text()
         .await
         .unwrap();
-    let issued: u64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("dispenser_numbers_issued_total "))
-        .expect("issued counter")
-        .parse()
-        .unwrap();
-    assert_eq!(issued, all.len() as u64);
-    assert!(metrics.contains("dispenser_request_duration_seconds_bucket{le=\"+Inf\"}"));
-    assert!(metrics.contains("dispenser_block_refills_total"));
+    let scrape = parse_metrics(&metrics);
+    assert_eq!(
+        sample(
+            &scrape,
+            "dispenser_numbers_issued_total",
+            &[("sequence", "orders")]
+        ),
+        Some(all.len() as f64)
+    );
+    assert!(
+        sample(
+            &scrape,
+            "dispenser_block_refills_total",
+            &[("sequence", "orders")]
+        )
+        .is_some_and(|v| v >= 1.0),
+        "{metrics}"
+    );
     assert!(!metrics.contains(ADMIN) && !metrics.contains(ORDERS));
 
     // Graceful shutdown gives the unused block back: the next number follows the last served.
@@ -999,4 +1014,195 @@ async fn alter_through_the_service_retires_the_old_block() {
     assert_eq!(status, 403);
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
+}
+
+/// `/metrics` text parsed as Prometheus parses it (`prometheus-parse`).
+fn parse_metrics(text: &str) -> prometheus_parse::Scrape {
+    prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+        .unwrap_or_else(|e| panic!("/metrics does not parse: {e}\n{text}"))
+}
+
+/// The value of the sample `name` whose labels include `labels` (exactly one must match).
+fn sample(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let found: Vec<f64> = scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .map(|s| match &s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => *v,
+            other => panic!("{name}: unexpected value {other:?}"),
+        })
+        .collect();
+    assert!(found.len() <= 1, "{name} {labels:?}: {found:?}");
+    found.first().copied()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_per_sequence_and_parse_as_prometheus_text() {
+    let svc = Service::start("metrics");
+    let http = reqwest::Client::new();
+    for body in [
+        json!({ "name": "orders", "start": 1, "max": 1_000_000 }),
+        json!({ "name": "tickets", "min": 1, "max": 99, "cycle": true }),
+    ] {
+        let (status, body) = create(&http, &svc, body).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, body) = draw(&http, &svc, ORDERS, "orders", 10).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = draw(&http, &svc, ADMIN, "tickets", 5).await;
+    assert_eq!(status, 200, "{body}");
+
+    let get = |path: &'static str| {
+        let http = http.clone();
+        let url = svc.url(path);
+        async move {
+            let resp = http.get(url).send().await.unwrap();
+            let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+            (ct, resp.text().await.unwrap())
+        }
+    };
+    let (content_type, text) = get("/metrics").await;
+    assert!(
+        content_type.starts_with("application/openmetrics-text"),
+        "{content_type}"
+    );
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let scrape = parse_metrics(&text);
+    let orders = [("sequence", "orders")];
+    assert_eq!(
+        sample(&scrape, "dispenser_numbers_issued_total", &orders),
+        Some(10.0)
+    );
+    assert_eq!(
+        sample(
+            &scrape,
+            "dispenser_numbers_issued_total",
+            &[("sequence", "tickets")]
+        ),
+        Some(5.0)
+    );
+    assert_eq!(sample(&scrape, "dispenser_database_up", &[]), Some(1.0));
+    // What the block client holds is what it reserved and has not served.
+    let (_, state) = send(http.get(svc.url("/v1/sequences/orders")).bearer_auth(ADMIN)).await;
+    let stored = state["value"].as_i64().unwrap() as f64;
+    let held = sample(&scrape, "dispenser_numbers_held", &orders).expect("held");
+    assert_eq!(held, stored - 10.0, "{text}");
+    assert!(sample(&scrape, "dispenser_writes_total", &orders).is_some_and(|w| w >= 1.0));
+    assert_eq!(
+        sample(&scrape, "dispenser_conflicts_total", &orders),
+        Some(0.0)
+    );
+    // Capacity, from the document: what an alert rule needs.
+    let remaining = sample(
+        &scrape,
+        "dispenser_sequence_remaining",
+        &[("sequence", "orders"), ("cycle", "false")],
+    )
+    .expect("remaining");
+    assert_eq!(remaining, 1_000_000.0 - stored);
+    let used = sample(&scrape, "dispenser_sequence_fraction_used", &orders).unwrap();
+    assert!((used - stored / 1_000_000.0).abs() < 1e-9, "{used}");
+    assert!(
+        sample(&scrape, "dispenser_sequence_exhausted_in_seconds", &orders)
+            .is_some_and(|s| s > 0.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(
+            &scrape,
+            "dispenser_sequence_exhausted_in_seconds",
+            &[("sequence", "tickets")]
+        ),
+        None,
+        "a cyclic sequence never runs out"
+    );
+    assert!(
+        sample(
+            &scrape,
+            "dispenser_sequence_fraction_used",
+            &[("sequence", "tickets"), ("cycle", "true")]
+        )
+        .is_some()
+    );
+    assert!(sample(&scrape, "dispenser_requests_total", &[("status", "201")]) >= Some(2.0));
+    assert!(
+        text.contains("dispenser_request_duration_seconds_bucket{le=\"+Inf\"}"),
+        "{text}"
+    );
+    assert!(!text.contains(ADMIN) && !text.contains(ORDERS));
+
+    // A deleted sequence leaves the capacity series (nothing stale), keeps its counters.
+    let (status, body) = send(
+        http.delete(svc.url("/v1/sequences/orders"))
+            .bearer_auth(ADMIN),
+    )
+    .await;
+    assert_eq!(status, 204, "{body}");
+    let (_, text) = get("/metrics").await;
+    let scrape = parse_metrics(&text);
+    assert_eq!(
+        sample(&scrape, "dispenser_sequence_remaining", &orders),
+        None,
+        "{text}"
+    );
+    assert_eq!(
+        sample(&scrape, "dispenser_numbers_held", &orders),
+        None,
+        "{text}"
+    );
+    assert_eq!(
+        sample(&scrape, "dispenser_numbers_issued_total", &orders),
+        Some(10.0)
+    );
+    assert!(
+        sample(
+            &scrape,
+            "dispenser_sequence_remaining",
+            &[("sequence", "tickets")]
+        )
+        .is_some()
+    );
+}
+
+#[tokio::test]
+async fn large_bodies_and_slow_requests_get_json_errors() {
+    // A body over the limit: 413, as JSON, before any handler runs.
+    let svc = Service::start("limits");
+    let http = reqwest::Client::new();
+    let big = json!({ "name": "x".repeat(100 * 1024) });
+    let (status, body) = send(
+        http.post(svc.url("/v1/sequences"))
+            .bearer_auth(ADMIN)
+            .json(&big),
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["kind"], "payload_too_large", "{body}");
+    drop(svc);
+
+    // A database that does not answer: the request is cut at --request-timeout.
+    let proxy = crate::proxy::Proxy::to_test_server(
+        crate::proxy::Faults {
+            drop_reply: 1.0,
+            stall_share: 1.0,
+            ..Default::default()
+        },
+        7,
+    )
+    .await;
+    let svc = Service::start_args("limits", &proxy.uri(""), &["--request-timeout", "1"]);
+    let started = Instant::now();
+    let (status, body) = send(
+        http.post(svc.url("/v1/sequences"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "name": "orders" })),
+    )
+    .await;
+    let took = started.elapsed();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["kind"], "timeout", "{body}");
+    assert!(took < Duration::from_secs(8), "took {took:?}");
 }

@@ -154,6 +154,10 @@ pub struct ServeArgs {
     /// The largest count one request may ask for.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
     pub max_count: u64,
+    /// Seconds a request may take before it is answered 503 `timeout` (a draw cut short is a
+    /// gap, never a duplicate).
+    #[arg(long, default_value_t = 30.0, value_parser = parse_timeout)]
+    pub request_timeout: f64,
 }
 
 /// `dispenser bench`.

@@ -113,14 +113,30 @@ pub(super) async fn as_json_error(st: &AppState, resp: Response) -> Response {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(_) => String::new(),
             };
-            let kind = match status {
-                StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
-                StatusCode::NOT_FOUND => "not_found",
-                StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
-                s if s.is_client_error() => "bad_request",
-                _ => "internal",
+            let (kind, message) = match status {
+                StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", None),
+                StatusCode::NOT_FOUND => ("not_found", None),
+                StatusCode::PAYLOAD_TOO_LARGE => (
+                    "payload_too_large",
+                    Some(format!(
+                        "the request body is larger than {} bytes",
+                        super::MAX_BODY
+                    )),
+                ),
+                // Only the request timeout answers 503 without an error of ours.
+                StatusCode::SERVICE_UNAVAILABLE => (
+                    "timeout",
+                    Some(
+                        "the request took longer than the service's --request-timeout; a draw cut short is a gap, never a duplicate; try again"
+                            .to_owned(),
+                    ),
+                ),
+                s if s.is_client_error() => ("bad_request", None),
+                _ => ("internal", None),
             };
-            let message = if text.is_empty() {
+            let message = if let Some(m) = message {
+                m
+            } else if text.is_empty() {
                 status.canonical_reason().unwrap_or("error").to_owned()
             } else {
                 text

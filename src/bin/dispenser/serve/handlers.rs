@@ -1,7 +1,6 @@
 //! The endpoints: draw (`next`), create, peek, list, advance, reset, delete, healthz.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering::Relaxed;
 
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
@@ -100,7 +99,7 @@ pub(super) async fn next(
             }
             numbers.push(n);
         }
-        st.metrics.issued.fetch_add(count, Relaxed);
+        st.metrics.issued(&name, count);
         if count <= LIST_LIMIT {
             return Ok(Json(json!({ "numbers": numbers })));
         }
@@ -109,7 +108,7 @@ pub(super) async fn next(
     }
     if count <= LIST_LIMIT {
         let numbers = draw_list(&blocks, count).await?;
-        st.metrics.issued.fetch_add(count, Relaxed);
+        st.metrics.issued(&name, count);
         return Ok(Json(json!({ "numbers": numbers })));
     }
     let seq = era
@@ -120,7 +119,7 @@ pub(super) async fn next(
     let mut left = count;
     while left > 0 {
         let run = NumberSource::next_n(seq, left).await?;
-        st.metrics.issued.fetch_add(run.count(), Relaxed);
+        st.metrics.issued(&name, run.count());
         runs.push(json!({
             "first": run.first(), "last": run.last(), "step": run.step(), "count": run.count(),
         }));

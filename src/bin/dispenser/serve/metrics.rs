@@ -1,142 +1,258 @@
-//! `/metrics`: request latency histogram, counters, and the Prometheus text rendering.
+//! `/metrics`: the service's metrics in the OpenMetrics text format (which Prometheus
+//! scrapes), built with `prometheus-client`.
+//!
+//! Long-lived: numbers issued per sequence, requests by status, request latency. Gathered at
+//! each scrape (so a deleted sequence's series go away and nothing is stale): the counters of
+//! the service's clients per sequence (writes, conflicts, retries, round trips, block
+//! refills), the numbers its block clients hold, and, from one read of every sequence
+//! document, each sequence's remaining capacity, fraction used, rate and forecast.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::time::Instant;
 
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use dispenser::{Error, Stats};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 use super::errors::as_json_error;
 use super::state::Shared;
 
-/// Prometheus-style request latency histogram and counters.
+/// A metric's labels: `sequence` (and for some, `cycle`), or `status`.
+type Labels = Vec<(&'static str, String)>;
+
+/// A float gauge.
+type FGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+
+/// The request latency histogram's buckets, in seconds.
+const BUCKETS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// The metrics kept for the life of the service (each a handle onto shared atomics).
 pub(super) struct Metrics {
-    pub(super) issued: AtomicU64,
-    pub(super) requests: Mutex<HashMap<u16, u64>>,
-    pub(super) bounds: Vec<f64>,
-    pub(super) buckets: Vec<AtomicU64>,
-    pub(super) sum_micros: AtomicU64,
-    pub(super) count: AtomicU64,
+    issued: Family<Labels, Counter>,
+    requests: Family<Labels, Counter>,
+    duration: Histogram,
+}
+
+fn sequence(name: &str) -> Labels {
+    vec![("sequence", name.to_owned())]
 }
 
 impl Metrics {
     pub(super) fn new() -> Self {
-        let bounds = vec![
-            0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-            2.5, 5.0, 10.0,
-        ];
-        let buckets = bounds.iter().map(|_| AtomicU64::new(0)).collect();
         Metrics {
-            issued: AtomicU64::new(0),
-            requests: Mutex::new(HashMap::new()),
-            bounds,
-            buckets,
-            sum_micros: AtomicU64::new(0),
-            count: AtomicU64::new(0),
+            issued: Family::default(),
+            requests: Family::default(),
+            duration: Histogram::new(BUCKETS),
         }
     }
 
-    pub(super) fn observe(&self, status: u16, elapsed: Duration) {
-        let secs = elapsed.as_secs_f64();
-        for (b, bound) in self.buckets.iter().zip(&self.bounds) {
-            if secs <= *bound {
-                b.fetch_add(1, Relaxed);
-            }
-        }
-        self.sum_micros
-            .fetch_add(elapsed.as_micros() as u64, Relaxed);
-        self.count.fetch_add(1, Relaxed);
-        *self
-            .requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(status)
-            .or_default() += 1;
+    /// Counts `n` numbers handed out from sequence `name`.
+    pub(super) fn issued(&self, name: &str, n: u64) {
+        self.issued.get_or_create(&sequence(name)).inc_by(n);
+    }
+
+    fn observe(&self, status: u16, secs: f64) {
+        self.requests
+            .get_or_create(&vec![("status", status.to_string())])
+            .inc();
+        self.duration.observe(secs);
     }
 }
 
-pub(super) async fn metrics(State(st): State<Shared>) -> impl IntoResponse {
-    let m = &st.metrics;
-    let t = st.totals().await;
-    let mut out = String::new();
-    let mut counter = |name: &str, help: &str, v: u64| {
-        out.push_str(&format!(
-            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}\n"
-        ));
+/// A counter family with one series per sequence, set from `values`.
+fn counters(values: &[(String, u64)]) -> Family<Labels, Counter> {
+    let family = Family::<Labels, Counter>::default();
+    for (name, v) in values {
+        family.get_or_create(&sequence(name)).inc_by(*v);
+    }
+    family
+}
+
+/// What one scrape reads from the database: each sequence document's usage.
+struct Documents {
+    remaining: Family<Labels, FGauge>,
+    fraction_used: Family<Labels, FGauge>,
+    rate: Family<Labels, FGauge>,
+    exhausted_in: Family<Labels, FGauge>,
+    corrupt: Family<Labels, Gauge>,
+}
+
+async fn read_documents(st: &Shared) -> Result<Documents, Error> {
+    let docs = Documents {
+        remaining: Family::default(),
+        fraction_used: Family::default(),
+        rate: Family::default(),
+        exhausted_in: Family::default(),
+        corrupt: Family::default(),
     };
-    counter(
-        "dispenser_numbers_issued_total",
-        "Numbers handed out to clients.",
-        m.issued.load(Relaxed),
-    );
-    counter(
-        "dispenser_writes_total",
-        "Writes sent to the database.",
-        t.writes,
-    );
-    counter(
-        "dispenser_conflicts_total",
-        "Compare-and-set races lost.",
-        t.conflicts,
-    );
-    counter(
-        "dispenser_retries_total",
-        "Attempts after a lost race.",
-        t.retries,
-    );
-    counter(
-        "dispenser_block_refills_total",
-        "Blocks reserved.",
-        t.block_refills,
-    );
-    counter(
-        "dispenser_round_trips_total",
-        "Database round trips.",
-        t.round_trips,
-    );
-    out.push_str("# HELP dispenser_requests_total HTTP requests by status.\n# TYPE dispenser_requests_total counter\n");
-    let mut by_status: Vec<_> = m
-        .requests
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .map(|(k, v)| (*k, *v))
-        .collect();
-    by_status.sort_unstable();
-    for (status, n) in by_status {
-        out.push_str(&format!(
-            "dispenser_requests_total{{status=\"{status}\"}} {n}\n"
-        ));
+    let now = jiff::Timestamp::now();
+    for entry in st.dispenser.list().await? {
+        match entry {
+            Ok(state) => {
+                let usage = state.usage(now);
+                let labels = vec![
+                    ("sequence", state.name.clone()),
+                    ("cycle", state.cycle.to_string()),
+                ];
+                docs.remaining
+                    .get_or_create(&labels)
+                    .set(usage.remaining as f64);
+                docs.fraction_used
+                    .get_or_create(&labels)
+                    .set(usage.fraction_used);
+                if let Some(r) = usage.rate_per_sec {
+                    docs.rate.get_or_create(&sequence(&state.name)).set(r);
+                }
+                if let Some(left) = usage.exhausted_in {
+                    docs.exhausted_in
+                        .get_or_create(&sequence(&state.name))
+                        .set(left.as_secs_f64());
+                }
+            }
+            Err(Error::CorruptDocument { name, .. }) => {
+                docs.corrupt.get_or_create(&sequence(&name)).set(1);
+            }
+            Err(e) => return Err(e),
+        }
     }
-    out.push_str("# HELP dispenser_request_duration_seconds HTTP request latency.\n# TYPE dispenser_request_duration_seconds histogram\n");
-    for (b, bound) in m.buckets.iter().zip(&m.bounds) {
-        out.push_str(&format!(
-            "dispenser_request_duration_seconds_bucket{{le=\"{bound}\"}} {}\n",
-            b.load(Relaxed)
-        ));
+    Ok(docs)
+}
+
+/// The registry of one scrape.
+async fn registry(st: &Shared) -> Registry {
+    let m = &st.metrics;
+    let mut r = Registry::default();
+    r.register(
+        "dispenser_numbers_issued",
+        "Numbers handed out to clients of the service, by sequence",
+        m.issued.clone(),
+    );
+    let by_sequence: BTreeMap<String, Stats> = st.stats_by_sequence().await;
+    let stat = |f: fn(&Stats) -> u64| -> Vec<(String, u64)> {
+        by_sequence.iter().map(|(n, s)| (n.clone(), f(s))).collect()
+    };
+    r.register(
+        "dispenser_writes",
+        "Writes the service sent to the database, by sequence",
+        counters(&stat(|s| s.writes)),
+    );
+    r.register(
+        "dispenser_conflicts",
+        "Compare-and-set races the service lost, by sequence",
+        counters(&stat(|s| s.conflicts)),
+    );
+    r.register(
+        "dispenser_retries",
+        "Attempts after a lost race, by sequence",
+        counters(&stat(|s| s.retries)),
+    );
+    r.register(
+        "dispenser_round_trips",
+        "Database round trips of the service, by sequence",
+        counters(&stat(|s| s.round_trips)),
+    );
+    r.register(
+        "dispenser_block_refills",
+        "Blocks the service reserved, by sequence",
+        counters(&stat(|s| s.block_refills)),
+    );
+    let held = Family::<Labels, Gauge>::default();
+    for (name, n) in st.pool.held_by_sequence() {
+        held.get_or_create(&sequence(&name))
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
     }
-    let count = m.count.load(Relaxed);
-    out.push_str(&format!(
-        "dispenser_request_duration_seconds_bucket{{le=\"+Inf\"}} {count}\n"
-    ));
-    out.push_str(&format!(
-        "dispenser_request_duration_seconds_sum {}\n",
-        m.sum_micros.load(Relaxed) as f64 / 1e6
-    ));
-    out.push_str(&format!(
-        "dispenser_request_duration_seconds_count {count}\n"
-    ));
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out)
+    r.register(
+        "dispenser_numbers_held",
+        "Numbers reserved in the service's blocks and not handed out yet (a crash now loses them; an alter does not apply to them), by sequence",
+        held,
+    );
+    let up = Gauge::<i64>::default();
+    match read_documents(st).await {
+        Ok(docs) => {
+            up.set(1);
+            r.register(
+                "dispenser_sequence_remaining",
+                "Numbers left before the sequence's bound (before the wrap for a cyclic one)",
+                docs.remaining,
+            );
+            r.register(
+                "dispenser_sequence_fraction_used",
+                "Share of the sequence's numbers issued, 0 to 1 (of the current cycle for a cyclic one)",
+                docs.fraction_used,
+            );
+            r.register(
+                "dispenser_sequence_rate_per_second",
+                "Numbers issued per second over the days the document counts",
+                docs.rate,
+            );
+            r.register(
+                "dispenser_sequence_exhausted_in_seconds",
+                "For a non-cyclic sequence with a rate: seconds until it runs out at that rate",
+                docs.exhausted_in,
+            );
+            r.register(
+                "dispenser_sequence_corrupt",
+                "1 for a sequence whose document cannot be read (see `dispenser check`)",
+                docs.corrupt,
+            );
+        }
+        Err(e) => {
+            tracing::warn!(
+                "/metrics: reading the sequences: {}",
+                st.scrub(&e.to_string())
+            );
+        }
+    }
+    r.register(
+        "dispenser_database_up",
+        "1 when this scrape read the sequence documents, 0 when it could not (the sequence_* series are then missing)",
+        up,
+    );
+    r.register(
+        "dispenser_requests",
+        "HTTP requests answered, by status",
+        m.requests.clone(),
+    );
+    r.register(
+        "dispenser_request_duration_seconds",
+        "HTTP request latency",
+        m.duration.clone(),
+    );
+    r
+}
+
+pub(super) async fn metrics(State(st): State<Shared>) -> Response {
+    let r = registry(&st).await;
+    let mut out = String::new();
+    if let Err(e) = encode(&mut out, &r) {
+        tracing::error!("/metrics: encoding failed: {e}");
+        return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        out,
+    )
+        .into_response()
 }
 
 pub(super) async fn observe(State(st): State<Shared>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let resp = as_json_error(&st, next.run(req).await).await;
     st.metrics
-        .observe(resp.status().as_u16(), started.elapsed());
+        .observe(resp.status().as_u16(), started.elapsed().as_secs_f64());
     resp
 }

@@ -17,14 +17,20 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
+use axum::http::StatusCode;
 use axum::middleware;
 use axum::routing::{get, post};
 use dispenser::{
-    Dispenser, Error, Stats,
+    Dispenser, Error,
     block::{BlockOptions, Pool},
 };
+
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
 
 use crate::cli::ServeArgs;
 use auth::load_tokens;
@@ -41,7 +47,10 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-fn router(state: Shared) -> Router {
+/// The largest request body accepted (bodies are small JSON objects); larger is 413.
+pub(super) const MAX_BODY: usize = 64 * 1024;
+
+fn router(state: Shared, request_timeout: Duration) -> Router {
     Router::new()
         .route("/v1/sequences", get(list).post(create))
         .route("/v1/sequences/{name}", get(peek).delete(delete))
@@ -52,7 +61,15 @@ fn router(state: Shared) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .fallback(fallback)
+        // Innermost first: the body limit and the timeout answer plain errors, which `observe`
+        // turns into JSON error bodies (and counts); the trace span covers it all.
+        .layer(RequestBodyLimitLayer::new(MAX_BODY))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            request_timeout,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
 
@@ -112,14 +129,17 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         pool,
         max_count: args.max_count,
         slots: Mutex::new(HashMap::new()),
-        retired: Mutex::new(Stats::default()),
+        retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),
     });
     println!("listening on http://{local}");
     tracing::info!("dispenser serve listening on {local}");
-    let served = axum::serve(listener, router(state.clone()))
-        .with_graceful_shutdown(shutdown_signal())
-        .await;
+    let served = axum::serve(
+        listener,
+        router(state.clone(), Duration::from_secs_f64(args.request_timeout)),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await;
     // Give back what the block clients still hold (each under its era lock, as an admin
     // operation: no draw of it is in flight).
     let (mut given_back, mut lost) = (0, 0);

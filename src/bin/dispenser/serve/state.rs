@@ -1,7 +1,7 @@
 //! The service's shared state: per-sequence slots, the era lock (draws shared, admin
 //! operations exclusive) and retiring a sequence's clients under it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use dispenser::{Dispenser, Error, Sequence, SequenceState, Stats, block::Pool};
@@ -56,8 +56,8 @@ pub(super) struct AppState {
     pub(super) max_count: u64,
     /// One slot per sequence name used so far.
     pub(super) slots: Mutex<HashMap<String, Arc<Slot>>>,
-    /// Stats of direct handles already dropped (admin operations).
-    pub(super) retired: Mutex<Stats>,
+    /// Stats of direct handles already dropped (admin operations), by sequence.
+    pub(super) retired: Mutex<HashMap<String, Stats>>,
     pub(super) metrics: Metrics,
 }
 
@@ -140,19 +140,34 @@ impl AppState {
             tracing::warn!("closing the block client of {name:?}: {e}");
         }
         if let Some(s) = era.direct.into_inner() {
-            *self.retired.lock().unwrap_or_else(|p| p.into_inner()) += s.stats();
+            *self
+                .retired
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .entry(name.to_owned())
+                .or_default() += s.stats();
         }
     }
 
-    pub(super) async fn totals(&self) -> Stats {
-        let mut total = *self.retired.lock().unwrap_or_else(|p| p.into_inner());
-        for (_, slot) in self.all_slots() {
+    /// What the service's clients of each sequence did so far (block clients, direct
+    /// handles, live and retired), by name.
+    pub(super) async fn stats_by_sequence(&self) -> BTreeMap<String, Stats> {
+        let mut out: BTreeMap<String, Stats> = self
+            .retired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(n, s)| (n.clone(), *s))
+            .collect();
+        for (name, slot) in self.all_slots() {
             let era = slot.era.read().await;
             if let Some(s) = era.direct.get() {
-                total += s.stats();
+                *out.entry(name).or_default() += s.stats();
             }
         }
-        total += self.pool.stats();
-        total
+        for (name, s) in self.pool.stats_by_sequence() {
+            *out.entry(name).or_default() += s;
+        }
+        out
     }
 }

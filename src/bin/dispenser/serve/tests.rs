@@ -1,14 +1,12 @@
 //! Unit tests of the service's parts that need no server: tokens, permissions, scrubbing,
-//! runs, the histogram.
+//! runs.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode, header};
 use dispenser::{
-    Dispenser, Stats,
+    Dispenser,
     block::{BlockOptions, Pool},
 };
 use serde_json::json;
@@ -39,7 +37,7 @@ async fn state() -> AppState {
         pool: Pool::new(dispenser.clone(), BlockOptions::default()).unwrap(),
         max_count: 10,
         slots: Mutex::new(HashMap::new()),
-        retired: Mutex::new(Stats::default()),
+        retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),
     }
 }
@@ -193,15 +191,4 @@ fn token_files_are_checked_without_echoing_tokens() {
         assert!(err.contains(needle), "{bad}: {err}");
         assert!(!err.contains("0123456789abcdefg"), "{err}");
     }
-}
-
-#[test]
-fn the_histogram_counts_cumulatively() {
-    let m = Metrics::new();
-    m.observe(200, Duration::from_micros(300));
-    m.observe(404, Duration::from_secs(20));
-    assert_eq!(m.buckets[0].load(Relaxed), 0);
-    assert_eq!(m.buckets[2].load(Relaxed), 1);
-    assert_eq!(m.buckets.last().unwrap().load(Relaxed), 1);
-    assert_eq!(m.count.load(Relaxed), 2);
 }
