@@ -24,6 +24,8 @@ use crate::options::Options;
 use crate::spec::Spec;
 use crate::usage;
 use jiff::Timestamp;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 
 /// Duplicate key: someone else inserted that `_id` first.
 const DUPLICATE_KEY: i32 = 11000;
@@ -33,6 +35,9 @@ const DUPLICATE_KEY: i32 = 11000;
 pub(crate) struct Store {
     coll: Collection<Document>,
     timeout: Duration,
+    /// The UTC day (see [`usage::day_number`]) of the last write that pruned old per-day
+    /// counters; shared by the clones, so one write a day per dispenser prunes.
+    pruned_day: Arc<AtomicI64>,
 }
 
 /// The filter that pins a document to the shape a computation assumed.
@@ -95,7 +100,17 @@ impl Store {
         Store {
             coll,
             timeout: options.operation_timeout,
+            pruned_day: Arc::new(AtomicI64::new(i64::MIN)),
         }
+    }
+
+    /// Adds `n` to today's issued counter in `update`, and on this store's first write of
+    /// the day also prunes the old counters (see [`usage::tally`]).
+    fn tally(&self, update: &mut Document, n: i64) {
+        let now = Timestamp::now();
+        let day = usage::day_number(now);
+        let prune = n != 0 && self.pruned_day.swap(day, Relaxed) != day;
+        usage::tally(update, n, now, prune);
     }
 
     /// Runs one operation under the timeout, mapping driver errors.
@@ -296,11 +311,7 @@ impl Store {
             doc! { field::VERSION: 1_i64, field::CYCLES: i64::from(wrapped) },
         );
         update.insert("$currentDate", doc! { field::UPDATED_AT: true });
-        usage::tally(
-            &mut update,
-            i64::try_from(issued).unwrap_or(i64::MAX),
-            Timestamp::now(),
-        );
+        self.tally(&mut update, i64::try_from(issued).unwrap_or(i64::MAX));
         let res = self
             .bounded(
                 || format!("writing sequence {name:?}"),
@@ -337,11 +348,7 @@ impl Store {
             "$inc": { field::VALUE: delta, field::VERSION: 1_i64 },
             "$currentDate": { field::UPDATED_AT: true },
         };
-        usage::tally(
-            &mut update,
-            i64::try_from(n).unwrap_or(i64::MAX),
-            Timestamp::now(),
-        );
+        self.tally(&mut update, i64::try_from(n).unwrap_or(i64::MAX));
         let opts = FindOneAndUpdateOptions::builder()
             .return_document(ReturnDocument::After)
             .projection(doc! {
@@ -394,11 +401,7 @@ impl Store {
         };
         // What is given back was counted as issued when it was reserved.
         let returned = (i128::from(last) - i128::from(new_value)) / i128::from(spec.step);
-        usage::tally(
-            &mut update,
-            -i64::try_from(returned).unwrap_or(0),
-            Timestamp::now(),
-        );
+        self.tally(&mut update, -i64::try_from(returned).unwrap_or(0));
         let res = self
             .bounded(
                 || format!("giving back numbers of sequence {name:?}"),

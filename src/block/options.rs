@@ -79,7 +79,7 @@ pub struct BlockOptions {
     pub adaptive: Option<AdaptiveBlocks>,
     /// Keeps the prefetch ahead of fast callers: a prefetched block is made large enough
     /// that, at the rate the current block is being used, the part of it left after its
-    /// prefetch point lasts four times the measured reservation latency — so callers do not wait
+    /// prefetch point lasts sixteen times the measured reservation latency — so callers do not wait
     /// at block boundaries — but never larger than this (and never smaller than `size`, or
     /// the adaptive size). Only with prefetch. `None`: blocks keep their size. Defaults to
     /// `Some(1_000_000)`; at most that many numbers (1.5 times, with the prefetched block)

@@ -66,9 +66,19 @@ pub(super) struct State {
     /// How long reservations take: the latest one's round trip, or (decaying) an earlier
     /// slower one's.
     pub(super) latency: Option<Duration>,
+    /// Numbers per second at which the latest used-up block was handed out.
+    pub(super) rate: Option<f64>,
 }
 
 /// How many numbers of a block of `count` are handed out when its prefetch is due.
+/// How many reservation latencies the part of a block after its prefetch point should last
+/// (see `keep_ahead_size`).
+const KEEP_AHEAD: f64 = 16.0;
+
+/// How many reservation latencies ahead of the end of a block its prefetch starts, at the
+/// least (see [`State::prefetch_point`]).
+const LEAD: f64 = 4.0;
+
 fn threshold(share: f64, count: u64) -> u64 {
     // `as` saturates; the share is in (0, 1].
     ((share * count as f64).ceil() as u64).clamp(1, count)
@@ -86,6 +96,7 @@ impl State {
             generation: super::window::FIRST_GENERATION,
             reservation_started: None,
             latency: None,
+            rate: None,
         }
     }
 
@@ -101,6 +112,10 @@ impl State {
                 }
                 if !b.measured {
                     b.measured = true;
+                    let lasted = now.saturating_duration_since(b.started).as_secs_f64();
+                    if lasted > 0.0 {
+                        self.rate = Some(b.run.count() as f64 / lasted);
+                    }
                     if let Some(a) = options.adaptive {
                         self.size = a.adapt(self.size, now.saturating_duration_since(b.started));
                     }
@@ -126,7 +141,7 @@ impl State {
         if b.prefetch_failed {
             return None;
         }
-        if b.used < threshold(share, b.run.count()) {
+        if b.used < self.prefetch_point(options, share, b) {
             return None;
         }
         let size = self.keep_ahead_size(options, b, share, Instant::now());
@@ -134,7 +149,7 @@ impl State {
     }
 
     /// The size of a prefetch, so that the *next* block's part left after its own prefetch
-    /// point lasts four times the reservation latency at the rate the current block is being
+    /// point lasts [`KEEP_AHEAD`] times the reservation latency at the rate the current block is being
     /// used: at least `size`, at most `grow_to` (`size` when `grow_to` is `None`, or nothing
     /// was measured yet).
     fn keep_ahead_size(&self, options: &BlockOptions, b: &Block, share: f64, now: Instant) -> u64 {
@@ -148,8 +163,24 @@ impl State {
         let rate = b.used as f64 / elapsed;
         let tail = (1.0 - share).max(0.1);
         // `as` saturates.
-        let needed = (4.0 * latency.as_secs_f64() * rate / tail).ceil() as u64;
+        let needed = (KEEP_AHEAD * latency.as_secs_f64() * rate / tail).ceil() as u64;
         needed.clamp(self.size, cap.max(self.size))
+    }
+
+    /// How many numbers of `b` are handed out when its prefetch starts: at the share of the
+    /// block, or — with growing blocks (`grow_to`), the default — earlier when the rest would
+    /// not last [`LEAD`] times the reservation latency at the rate the previous block was
+    /// used (so a fast caller does not wait at the block boundary while the blocks are still
+    /// growing, or after a slow round trip). Fixed-size blocks keep exactly the share.
+    fn prefetch_point(&self, options: &BlockOptions, share: f64, b: &Block) -> u64 {
+        let at_share = threshold(share, b.run.count());
+        let (Some(_), Some(latency), Some(rate)) = (options.grow_to, self.latency, self.rate)
+        else {
+            return at_share;
+        };
+        // `as` saturates.
+        let lead = (LEAD * latency.as_secs_f64() * rate).ceil() as u64;
+        at_share.min(b.run.count().saturating_sub(lead))
     }
 
     /// Marks a new reservation in flight and returns it.
@@ -186,7 +217,7 @@ impl State {
         let prefetch_at = match options.prefetch {
             Some(share) if self.inflight.is_none() && self.next.is_none() && !b.prefetch_failed => {
                 // The claim after which `used` reaches the prefetch point.
-                threshold(share, b.run.count())
+                self.prefetch_point(options, share, b)
                     .saturating_sub(b.used)
                     .saturating_sub(1)
             }
@@ -250,5 +281,32 @@ mod tests {
         assert_eq!(st.held(), 2);
         assert_eq!(st.take_number(&options, now), Some(9));
         assert_eq!(st.held(), 1);
+    }
+
+    #[test]
+    fn a_fast_caller_prefetches_early_enough_to_cover_the_round_trip() {
+        let options = BlockOptions::default()
+            .with_size(1000)
+            .with_prefetch(Some(0.5));
+        let mut st = State::new(1000);
+        let b = Block::new(Run::new(1, 1000, 1), stamp(1));
+        // Nothing measured: at the share.
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 500);
+        // 1 M numbers/s and 200 µs round trips: the last 4 × 200 numbers must be ahead.
+        st.latency = Some(Duration::from_micros(200));
+        st.rate = Some(1e6);
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 200);
+        // A slow caller keeps the share.
+        st.rate = Some(100.0);
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 500);
+        // Faster than one block per lead: at once.
+        st.rate = Some(1e9);
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 0);
+        st.next = Some(b);
+        assert_eq!(st.take_number(&options, Instant::now()), Some(1));
+        assert!(
+            st.prefetch_due(&options).is_some(),
+            "due at the first number"
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use dispenser::{
     BoxNumberSource, Dispenser, Error, NumberSource, Options, SourceKind, Spec, Stats, Strategy,
-    block::BlockOptions,
+    block::{BlockOptions, BlockSequence},
 };
 
 /// What one run measures.
@@ -136,13 +136,16 @@ impl Kind {
     }
 }
 
-/// One source of numbers, shared by the tasks of a process: the raw driver call, or any of
-/// the library's sources through the `NumberSource` trait (opened from a `SourceKind`, as an
-/// application configured by name would).
+/// One source of numbers, shared by the tasks of a process: the raw driver call, a plain
+/// sequence through the `NumberSource` trait (opened from a `SourceKind`, as an application
+/// configured by name would), or a block client as its concrete type — what a Rust caller
+/// of blocks holds. (Through the object-safe trait each call boxes its future: about 40 ns,
+/// which is nothing next to a round trip but most of a call served from memory.)
 #[derive(Clone)]
 pub(super) enum Source {
     Raw(Collection<Document>, String),
     Lib(Arc<BoxNumberSource>),
+    Blocks(BlockSequence),
 }
 
 impl Source {
@@ -169,6 +172,7 @@ impl Source {
                 })
             }
             Source::Lib(s) => s.next().await,
+            Source::Blocks(b) => b.next().await,
         }
     }
 
@@ -176,15 +180,19 @@ impl Source {
         match self {
             Source::Raw(..) => None,
             Source::Lib(s) => Some(s.stats()),
+            Source::Blocks(b) => Some(b.stats()),
         }
     }
 
     /// Gives back what a block client still holds, so the run leaves no gap it need not.
     pub(super) async fn close(self) {
-        if let Source::Lib(s) = self
-            && let Err(e) = s.close().await
-        {
-            tracing::warn!("closing {} failed: {e}", s.name());
+        let closed = match &self {
+            Source::Raw(..) => return,
+            Source::Lib(s) => s.close().await,
+            Source::Blocks(b) => b.close().await,
+        };
+        if let Err(e) = closed {
+            tracing::warn!("closing the bench's source failed: {e}");
         }
     }
 }
@@ -230,8 +238,7 @@ pub(super) async fn source_for(
             let opts = BlockOptions::default()
                 .with_size(*size)
                 .with_prefetch((*prefetch > 0.0).then_some(*prefetch));
-            let source = d.open_source(target, &SourceKind::Blocks(opts)).await?;
-            Ok(Source::Lib(Arc::new(source)))
+            Ok(Source::Blocks(d.open_blocks(target, opts).await?))
         }
     }
 }
