@@ -1242,6 +1242,8 @@ status, drawn = call("next", "smoke", query="?count=4")
 assert status == 200 and drawn["numbers"] == [1, 2, 3, 0], (status, drawn)
 status, state = call("peek", "smoke")
 assert status == 200 and state["name"] == "smoke", (status, state)
+described = set(spec["components"]["schemas"]["Sequence"]["properties"])
+assert described == set(state), ("Sequence schema and peek differ", described ^ set(state))
 status, err = call("next", "no-such-sequence")
 assert status == 404 and err["error"]["kind"] == "no_such_sequence", (status, err)
 assert "no-such-sequence" in err["error"]["message"], err

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use super::auth::Op;
 use super::errors::{ApiError, classify, json_body};
-use super::openapi::{Drawn, ErrorBody};
+use super::openapi::{Drawn, ErrorBody, Sequence};
 use super::state::{AppState, Shared};
 
 /// Counts up to this many are answered as a list of numbers drawn from the block client;
@@ -193,7 +193,7 @@ pub(super) fn existing(
 }
 
 #[utoipa::path(post, path = "/v1/sequences", operation_id = "create", tag = "admin", request_body = CreateBody,
-    responses((status = 201, description = "Created: the state, `created: true`", body = Value), (status = 200, description = "`if_not_exists` found it: the state, `created: false`", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 201, description = "Created: the state, `created: true`", body = Sequence), (status = 200, description = "`if_not_exists` found it: the state, `created: false`", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
@@ -240,7 +240,7 @@ pub(super) async fn create(
 }
 
 #[utoipa::path(get, path = "/v1/sequences/{name}", operation_id = "peek", tag = "admin", params(("name" = String, Path, description = "The sequence name")),
-    responses((status = 200, description = "The state (value, next, remaining, cycles, version, …)", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn peek(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -332,7 +332,7 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
 /// `POST /v1/sequences/{name}/alter`: under the sequence's exclusive lock (the service's
 /// block client is retired first, so nothing reserved under the old shape is served after).
 #[utoipa::path(post, path = "/v1/sequences/{name}/alter", operation_id = "alter", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AlterBody,
-    responses((status = 200, description = "The new state", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn alter(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -364,7 +364,7 @@ pub(super) struct AdvanceBody {
 }
 
 #[utoipa::path(post, path = "/v1/sequences/{name}/advance", operation_id = "advance", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AdvanceBody,
-    responses((status = 200, description = "The new state", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn advance(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -399,7 +399,7 @@ pub(super) struct ResetBody {
 }
 
 #[utoipa::path(post, path = "/v1/sequences/{name}/reset", operation_id = "reset", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = ResetBody,
-    responses((status = 200, description = "The new state", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn reset(
     State(st): State<Shared>,
     Path(name): Path<String>,

@@ -28,6 +28,38 @@ pub(super) struct Run {
     count: u64,
 }
 
+/// A sequence's state, as `peek`, `create`, `advance`, `reset` and `alter` answer it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct Sequence {
+    name: String,
+    /// The last number issued.
+    value: i64,
+    /// The next number, `null` when a non-cyclic sequence is exhausted.
+    next: Option<i64>,
+    /// Numbers left before the wrap or exhaustion.
+    remaining: u64,
+    step: i64,
+    min: i64,
+    max: i64,
+    cycle: bool,
+    cycles: i64,
+    /// Goes up by 1 on every write.
+    version: i64,
+    created_at: Option<String>,
+    updated_at: Option<String>,
+    format: Option<String>,
+    /// The first number, as created (`null` for documents older than the field).
+    start: Option<i64>,
+    /// `{index, count}` on the stripes of a striped sequence.
+    #[schema(value_type = Option<Object>)]
+    stripe: Option<Value>,
+    incarnation: Option<String>,
+    /// Share used, remaining, rate, forecast, issued per UTC day.
+    #[schema(value_type = Object)]
+    usage: Value,
+}
+
 /// Every error answer: `{"error": {"kind", "message"}}`.
 #[derive(ToSchema)]
 #[allow(dead_code)]
@@ -76,6 +108,7 @@ impl Modify for BearerAuth {
         Run,
         ErrorBody,
         ErrorDetail,
+        Sequence,
         handlers::CreateBody,
         handlers::AlterBody,
         handlers::AdvanceBody,
