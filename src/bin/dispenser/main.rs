@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod cli;
+mod probe;
 mod serve;
 
 use std::io::{self, BufWriter, Write};
@@ -78,7 +79,20 @@ fn main() -> ExitCode {
     };
     let uri = cli.uri.clone();
     let checking = matches!(cli.command, Command::Check(_));
-    match runtime.block_on(run(cli)) {
+    // A service starts and waits for its database; a command fails at once when every
+    // host refuses the connection (the driver would wait its whole selection timeout).
+    let serving = matches!(cli.command, Command::Serve(_));
+    let outcome = runtime.block_on(async {
+        if serving {
+            return run(cli).await;
+        }
+        tokio::select! {
+            biased;
+            done = run(cli) => done,
+            refused = probe::refused(&uri) => Err(refused),
+        }
+    });
+    match outcome {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Exit(code)) => ExitCode::from(code),
         Ok(Outcome::Duplicate) => {
@@ -88,10 +102,15 @@ fn main() -> ExitCode {
         Err(e) => {
             // The message holds the essential cause (a driver error is one line of it), so
             // the source chain is not appended; it may quote the URI, hence the scrub.
-            eprintln!("dispenser: {}", dispenser::scrub(&e.to_string(), &uri));
+            let message = dispenser::scrub(&e.to_string(), &uri);
+            if unreachable(&e) {
+                eprintln!("dispenser: {message}; {}", probe::HINT);
+            } else {
+                eprintln!("dispenser: {message}");
+            }
             if checking {
                 // The monitoring convention: the state is unknown.
-                println!("UNKNOWN {}", dispenser::scrub(&e.to_string(), &uri));
+                println!("UNKNOWN {message}");
                 return ExitCode::from(check::Status::Unknown.code());
             }
             ExitCode::from(exit_code(&e))
@@ -99,7 +118,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs the command.
+/// Whether `e` says no server could be reached (then the user is told what to check).
+fn unreachable(e: &Error) -> bool {
+    match e {
+        Error::Database { source, .. } => matches!(
+            source.kind.as_ref(),
+            dispenser::mongodb::error::ErrorKind::ServerSelection { .. }
+                | dispenser::mongodb::error::ErrorKind::Io(_)
+                | dispenser::mongodb::error::ErrorKind::DnsResolve { .. }
+        ),
+        _ => false,
+    }
+}
+
 /// How a command ended when it did not fail.
 enum Outcome {
     Done,
