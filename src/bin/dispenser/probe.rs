@@ -11,7 +11,7 @@ use dispenser::mongodb::options::{ClientOptions, ServerAddress};
 
 /// What an unreachable server should make the user check.
 pub const HINT: &str = "is the server running and MONGODB_URI (or --uri) right? In a clone of \
-     dispenser, start a local one with `eval \"$(scripts/server.sh start)\"`";
+     dispenser, start a local one with `export \"$(scripts/server.sh start)\"`";
 
 /// Resolves to an error when every host of `uri` refuses a TCP connection; else never.
 ///
