@@ -6,6 +6,7 @@ mod bad_input;
 mod blocks;
 mod check;
 mod cli;
+mod cli_ux;
 mod coalesce;
 mod common;
 mod core;
