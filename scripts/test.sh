@@ -8,4 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
 
 require_cargo test.sh
+# Snapshot tests (insta) compare and never write: a mismatch fails. To accept new output:
+# INSTA_UPDATE=always scripts/test.sh --test integration cli_ux::  (then review the diff).
+export INSTA_UPDATE="${INSTA_UPDATE:-no}"
 with_local_server test --backend memory -- cargo test --locked "$@"
