@@ -334,3 +334,64 @@ fn server_sh_start_twice_prints_the_running_uri_and_stop_leaves_no_zombie() {
     );
     let _ = std::fs::remove_dir_all(&state);
 }
+
+/// The demo's program (`scripts/demo.sh` runs it): `cargo test` builds the examples next to
+/// the test binary's directory.
+fn tickets_example() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let debug = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>");
+    debug.join("examples").join("tickets")
+}
+
+#[test]
+fn the_demo_tells_a_story_and_the_second_run_carries_on_from_the_first() {
+    common::ready();
+    let demo = || {
+        let out = Command::new(tickets_example())
+            .env("MONGODB_URI", common::uri())
+            .args(["--counters", "3", "--cycles", "1"])
+            .output()
+            .expect("run the tickets example (built by cargo test)");
+        let stdout = String::from_utf8(out.stdout).expect("utf-8");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stdout}{stderr}");
+        // No Rust debug formatting anywhere.
+        for noise in [
+            "Some(",
+            "None",
+            "ConditionalIncrement",
+            "Cas",
+            "{",
+            "Duration",
+        ] {
+            assert!(
+                !stdout.contains(noise),
+                "{noise:?} in the demo's output:\n{stdout}"
+            );
+        }
+        assert!(stdout.contains("Check: OK"), "{stdout}");
+        stdout
+    };
+    let next_start = |text: &str| -> String {
+        let after = text
+            .split("the next run starts at ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no 'the next run starts at' in:\n{text}"));
+        after.chars().take_while(char::is_ascii_digit).collect()
+    };
+    let first = demo();
+    let second = demo();
+    let expected = next_start(&first);
+    assert!(
+        second.contains(&format!("this run carries on at {expected}.")),
+        "the first run ended before {expected}; the second says:\n{second}"
+    );
+    assert_ne!(
+        next_start(&second),
+        expected,
+        "each run ends mid-cycle elsewhere"
+    );
+}
