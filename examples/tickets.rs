@@ -1,8 +1,9 @@
 //! The demo: a cyclic ticket dispenser (1 … 99, 0, 1 …) serving many concurrent counters.
 //!
 //! Each counter is its own handle (as if on its own machine) and draws tickets as fast as it
-//! can. Together they draw whole cycles, so every ticket value must come out exactly the same
-//! number of times; the summary checks that and counts duplicates. Run it with
+//! can. Together they draw whole cycles and a few tickets more, so each run ends mid-cycle and
+//! the next carries on from there; the summary checks that every ticket came out exactly as
+//! often as it should and counts duplicates. Run it with
 //! `scripts/demo.sh` (it starts a local server when `MONGODB_URI` is unset).
 //!
 //! Options: `--counters N` (default 8), `--cycles N` (default 20), `--strategy inc|cas`.
@@ -77,28 +78,52 @@ async fn main() -> ExitCode {
     }
 }
 
+/// Tickets drawn on top of whole cycles, so that each run ends mid-cycle and the next one
+/// visibly carries on from there.
+const EXTRA: usize = 37;
+
+/// The ticket after `n` (1 … 99, then 0, then 1 again).
+fn after(n: i64) -> i64 {
+    if n >= MAX_TICKET { 0 } else { n + 1 }
+}
+
+fn how(strategy: Strategy) -> &'static str {
+    match strategy {
+        Strategy::Cas => "compare-and-set: read, then write if no one else wrote meanwhile",
+        _ => "conditional increment: one round trip per ticket",
+    }
+}
+
 async fn run(args: Args) -> Result<bool, dispenser::Error> {
     let uri = std::env::var("MONGODB_URI").unwrap_or_else(|_| "mongodb://127.0.0.1:27017".into());
     let options = Options::default().with_strategy(args.strategy);
     let dispenser = Dispenser::connect(&uri, options).await?;
     let spec = Spec::default().with_max(MAX_TICKET).with_cycle(true);
-    let before = dispenser.ensure("tickets", spec).await?;
-    let first_state = dispenser.peek("tickets").await?;
-    drop(before);
+    dispenser.ensure("tickets", spec).await?;
+    let before = dispenser.peek("tickets").await?;
+    let first = before.next_number().unwrap_or(1);
 
-    let total = args.cycles * (MAX_TICKET as usize + 1);
+    let total = args.cycles * (MAX_TICKET as usize + 1) + EXTRA;
     let per_counter = total / args.counters;
     let extra = total % args.counters;
     println!(
-        "tickets 1..={MAX_TICKET}, 0 (cyclic) at {}: {} counters draw {total} tickets ({} cycles), {:?}",
-        dispenser::redact_uri(&uri),
-        args.counters,
-        args.cycles,
-        args.strategy
+        "The ticket machine \"tickets\" hands out 1, 2, … {MAX_TICKET}, then 0 and round again (stored at {}).",
+        dispenser::redact_uri(&uri)
     );
+    if before.cycles == 0 && before.value == 0 {
+        println!(
+            "Before this run: a new machine, nothing handed out yet; the first ticket is {first}."
+        );
+    } else {
+        println!(
+            "Before this run: the last ticket handed out was {}, after {} full round(s); this run carries on at {first}.",
+            before.value, before.cycles
+        );
+    }
     println!(
-        "the sequence stands at {} after {} earlier cycle(s)",
-        first_state.value, first_state.cycles
+        "Now {} counters, each as if on its own machine, hand out {total} tickets at once ({}).",
+        args.counters,
+        how(args.strategy)
     );
 
     let started = Instant::now();
@@ -120,51 +145,62 @@ async fn run(args: Args) -> Result<bool, dispenser::Error> {
     let mut round_trips = 0;
     for (c, h) in handles.into_iter().enumerate() {
         let (got, stats) = h.await.expect("counter task panicked")?;
-        println!(
-            "counter {c:>3}: {} tickets, first {:?}, last {:?}",
-            got.len(),
-            got.first(),
-            got.last()
-        );
+        match (got.first(), got.last()) {
+            (Some(a), Some(b)) => println!(
+                "  counter {:>2}: {:>5} tickets, its first {a:>2}, its last {b:>2}",
+                c + 1,
+                got.len()
+            ),
+            _ => println!("  counter {:>2}: no tickets", c + 1),
+        }
         conflicts += stats.conflicts;
         round_trips += stats.round_trips;
         all.extend(got);
     }
     let elapsed = started.elapsed();
 
+    // Which tickets this run must have handed out: `total` of them, from `first` on, round
+    // and round. Each must have come out exactly that often, no more (a duplicate), no less.
+    let mut expected: HashMap<i64, usize> = HashMap::new();
+    let mut t = first;
+    for _ in 0..total {
+        *expected.entry(t).or_default() += 1;
+        t = after(t);
+    }
     let mut seen: HashMap<i64, usize> = HashMap::new();
     for t in &all {
         *seen.entry(*t).or_default() += 1;
     }
-    // Whole cycles were drawn: every value must appear exactly `cycles` times.
     let wrong: Vec<_> = (0..=MAX_TICKET)
-        .filter(|v| seen.get(v).copied().unwrap_or(0) != args.cycles)
+        .filter(|v| seen.get(v) != expected.get(v))
         .collect();
-    let duplicates: usize = seen.values().map(|c| c.saturating_sub(args.cycles)).sum();
-    let after = dispenser.peek("tickets").await?;
-    println!("issued      {}", all.len());
+    let duplicates: usize = seen
+        .iter()
+        .map(|(v, c)| c.saturating_sub(expected.get(v).copied().unwrap_or(0)))
+        .sum();
+    let now = dispenser.peek("tickets").await?;
     println!(
-        "distinct    {} (each expected {} times)",
-        seen.len(),
-        args.cycles
+        "After this run: the last ticket handed out is {}, after {} full round(s) in all; the next run starts at {}.",
+        now.value,
+        now.cycles,
+        after(now.value)
     );
-    println!("duplicates  {duplicates}");
     println!(
-        "throughput  {:.0} tickets/s ({:.2?}), {round_trips} round trips, {conflicts} lost races",
+        "Speed: {:.0} tickets/s ({:.2?} for {}), {round_trips} writes, {conflicts} lost race(s) retried.",
         all.len() as f64 / elapsed.as_secs_f64(),
-        elapsed
-    );
-    println!(
-        "the sequence now stands at {} after {} cycle(s) in all",
-        after.value, after.cycles
+        elapsed,
+        all.len()
     );
     if !wrong.is_empty() || duplicates != 0 {
-        eprintln!("tickets: FAILED: values with the wrong count: {wrong:?}");
+        eprintln!(
+            "tickets: FAILED: {duplicates} duplicate(s); tickets handed out the wrong number of times: {wrong:?}"
+        );
         return Ok(false);
     }
     println!(
-        "ok: every ticket value issued exactly {} times",
-        args.cycles
+        "Check: OK, every ticket came out exactly as often as it should ({} or {} times each), no duplicates.",
+        total / (MAX_TICKET as usize + 1),
+        total / (MAX_TICKET as usize + 1) + 1
     );
     Ok(true)
 }

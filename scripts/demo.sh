@@ -8,5 +8,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
 
 require_cargo demo.sh
+# Build first, with cargo's own progress on stderr: the first build takes a few minutes.
+echo "demo: building the demo (the first build takes a few minutes; later ones are instant)..." >&2
+cargo build --locked --example tickets
 with_local_server demo --backend h2 --data data/dispenser.h2 -- \
   cargo run --locked --quiet --example tickets -- "$@"

@@ -42,7 +42,8 @@ environment:
   DISPENSER_SERVER_JAVA_OPTS  JVM options (default: -Xms32m -Xmx1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
   JAVA_HOME                   JDK to use (else java/javac from PATH)
 
-exit codes: 0 ok, 1 failure / already running / not running (status),
+exit codes: 0 ok (start: also when already running; it prints that one's URI),
+            1 failure / still starting / not running (status),
             2 bad usage, 3 missing Java 17+ JDK or Maven
 EOF
 }
@@ -269,6 +270,14 @@ is_our_server() {
     [[ "$cmdline" == *"$MAIN_CLASS"* && "$cmdline" == *"$STATE_PORT_FILE"* ]]
 }
 
+is_zombie() { # pid -> 0 if that process has exited but not been reaped
+    [[ -r "/proc/$1/stat" ]] || return 1
+    local stat
+    stat="$(cat "/proc/$1/stat" 2>/dev/null || true)"
+    stat="${stat##*) }"
+    [[ "${stat%% *}" == Z ]]
+}
+
 recorded_pid() { # prints the recorded pid if that server is running
     local pid
     [[ -f "$PID_FILE" ]] || return 1
@@ -374,7 +383,15 @@ cmd_start() {
     set_state_files # canonical path now that the dir exists
     local pid
     if pid="$(recorded_pid)"; then
-        die 1 "a server is already running for state dir $STATE (pid $pid, port $(recorded_port || echo '?')); run: $0 stop --state $STATE"
+        local port
+        if port="$(recorded_port)" && tcp_open "$port"; then
+            # Already running: say so, and print its URI so that `export "$(... start)"`
+            # still sets MONGODB_URI.
+            say "already running: pid $pid on 127.0.0.1:$port, state $STATE (stop: $0 stop --state $STATE)"
+            print_uri "$port"
+            return 0
+        fi
+        die 1 "a server is starting for state dir $STATE (pid $pid) but not listening yet; run: $0 status --state $STATE"
     fi
     rm -f "$PID_FILE" "$STATE_PORT_FILE"
 
@@ -472,6 +489,14 @@ cmd_stop() {
         fi
         sleep 0.1
     done
+    # The server was orphaned when `start` returned, so its parent is init; it stays a zombie
+    # until init reaps it. Return only once it is gone, so no <defunct> java is left behind.
+    local _
+    for _ in $(seq 50); do
+        is_zombie "$pid" || break
+        sleep 0.1
+    done
+    is_zombie "$pid" && say "pid $pid exited but its parent (pid 1) has not reaped it yet"
     rm -f "$PID_FILE" "$STATE_PORT_FILE"
     say "stopped server (pid $pid)"
 }

@@ -12,4 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 require_cargo test.sh
 # mongosh and a Python venv for the client and OpenAPI tests (cached in .tools/).
 scripts/tools.sh
+# Snapshot tests (insta) compare and never write: a mismatch fails. To accept new output:
+# INSTA_UPDATE=always scripts/test.sh --test integration cli_ux::  (then review the diff).
+export INSTA_UPDATE="${INSTA_UPDATE:-no}"
 with_local_server test --backend memory -- cargo test --locked "$@"

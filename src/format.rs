@@ -139,7 +139,50 @@ impl Format {
         &self.source
     }
 
-    /// Renders `n` (and the scope key, if any).
+    /// Whether the format has a `{scope}` placeholder.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use dispenser::Format;
+    /// assert!(Format::parse("INV-{scope}-{n:06}")?.uses_scope());
+    /// assert!(!Format::parse("T{n}")?.uses_scope());
+    /// # Ok::<(), dispenser::Error>(())
+    /// ```
+    pub fn uses_scope(&self) -> bool {
+        self.pieces.iter().any(|p| matches!(p, Piece::Scope))
+    }
+
+    /// Renders `n` like [`Format::render`], but refuses to leave `{scope}` empty.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the format has
+    /// `{scope}` and `scope` is `None` (an unscoped draw would print `INV--000001`).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use dispenser::Format;
+    /// let f = Format::parse("INV-{scope}-{n:06}")?;
+    /// assert_eq!(f.try_render(7, Some("2026"))?, "INV-2026-000007");
+    /// assert!(f.try_render(7, None).unwrap_err().is_invalid_input());
+    /// # Ok::<(), dispenser::Error>(())
+    /// ```
+    pub fn try_render(&self, n: i64, scope: Option<&str>) -> Result<String> {
+        if scope.is_none() && self.uses_scope() {
+            return Err(Error::InvalidArgument {
+                what: "scope".into(),
+                reason: format!(
+                    "format {:?} has {{scope}} but the number was not drawn from a scope",
+                    self.source
+                ),
+            });
+        }
+        Ok(self.render(n, scope))
+    }
+
+    /// Renders `n` (and the scope key, if any; `{scope}` is empty without one).
     pub fn render(&self, n: i64, scope: Option<&str>) -> String {
         let mut out = String::new();
         for p in &self.pieces {

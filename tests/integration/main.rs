@@ -7,6 +7,7 @@ mod blocks;
 mod check;
 mod cli;
 mod clients;
+mod cli_ux;
 mod coalesce;
 mod common;
 mod core;

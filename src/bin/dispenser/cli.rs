@@ -14,14 +14,16 @@ pub const MAX_BLOCK: u64 = 10_000_000;
 #[derive(Debug, Parser)]
 #[command(name = "dispenser", version, about, long_about = None)]
 pub struct Cli {
-    /// MongoDB connection string (its password is never printed).
-    #[arg(
-        long,
-        global = true,
-        env = "MONGODB_URI",
-        hide_env_values = true,
-        default_value = "mongodb://127.0.0.1:27017"
-    )]
+    /// MongoDB connection string [default: $MONGODB_URI, else mongodb://127.0.0.1:27017]
+    /// (its password is never printed).
+    // Not clap's `env`: an argument taken from the environment counts as given, and clap's
+    // usage lines would then show `--uri <URI>` as if it were required.
+    #[arg(long = "uri", id = "uri", value_name = "URI", global = true)]
+    pub uri_flag: Option<String>,
+
+    /// The connection string in effect: --uri, else MONGODB_URI, else the local default
+    /// (see [`Cli::resolve_uri`]).
+    #[arg(skip)]
     pub uri: String,
 
     /// Database holding the sequence documents.
@@ -33,12 +35,29 @@ pub struct Cli {
     pub collection: String,
 
     /// Seconds one database operation may take (also the server selection timeout).
-    #[arg(long, global = true, default_value_t = 10.0, value_parser = parse_timeout)]
+    #[arg(long, global = true, default_value_t = 10.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: f64,
 
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The URI used when neither --uri nor MONGODB_URI is given.
+pub const DEFAULT_URI: &str = "mongodb://127.0.0.1:27017";
+
+impl Cli {
+    /// Parses the command line and settles the URI: --uri, else a non-empty MONGODB_URI,
+    /// else [`DEFAULT_URI`].
+    pub fn try_parse_resolved() -> Result<Self, clap::Error> {
+        let mut cli = Cli::try_parse()?;
+        cli.uri = cli
+            .uri_flag
+            .take()
+            .or_else(|| std::env::var("MONGODB_URI").ok().filter(|u| !u.is_empty()))
+            .unwrap_or_else(|| DEFAULT_URI.to_owned());
+        Ok(cli)
+    }
 }
 
 /// The subcommands.
@@ -146,17 +165,17 @@ pub struct ServeArgs {
     #[arg(long)]
     pub tokens: Option<std::path::PathBuf>,
     /// Block size of the block client each sequence is served through.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=MAX_BLOCK))]
+    #[arg(long, default_value_t = 1000, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
     pub block: u64,
     /// Reserve the next block in the background once this share of the current one is used.
-    #[arg(long, default_value_t = 0.5, value_parser = parse_share)]
+    #[arg(long, default_value_t = 0.5, value_parser = parse_share, allow_negative_numbers = true)]
     pub prefetch: f64,
     /// The largest count one request may ask for.
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    #[arg(long, default_value_t = 100_000, value_parser = whole::<u64>(1, MAX_COUNT), allow_negative_numbers = true)]
     pub max_count: u64,
     /// Seconds a request may take before it is answered 503 `timeout` (a draw cut short is a
     /// gap, never a duplicate).
-    #[arg(long, default_value_t = 30.0, value_parser = parse_timeout)]
+    #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub request_timeout: f64,
 }
 
@@ -164,13 +183,13 @@ pub struct ServeArgs {
 #[derive(Clone, Debug, Args)]
 pub struct BenchArgs {
     /// Concurrent tasks per process.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 4096), allow_negative_numbers = true)]
     pub tasks: u32,
     /// Numbers to draw per run, over all tasks and processes.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT), conflicts_with = "duration")]
+    #[arg(long, default_value_t = 10_000, value_parser = whole::<u64>(1, MAX_COUNT), conflicts_with = "duration", allow_negative_numbers = true)]
     pub count: u64,
     /// Run each measurement for this many seconds instead of a fixed count.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, allow_negative_numbers = true)]
     pub duration: Option<f64>,
     /// The strategy measured (with --compare, both are measured).
     #[arg(long, value_enum, default_value_t = StrategyArg::Inc)]
@@ -180,25 +199,25 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = OnOff::On)]
     pub coalesce: OnOff,
     /// Block size: reserve this many numbers per write (1 = no blocks).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    #[arg(long, default_value_t = 1, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
     pub block: u64,
     /// With blocks: reserve the next block in the background once this share of the current
     /// one is used (0 < share ≤ 1).
-    #[arg(long, num_args = 0..=1, default_missing_value = "0.5", value_parser = parse_share)]
+    #[arg(long, num_args = 0..=1, default_missing_value = "0.5", value_parser = parse_share, allow_negative_numbers = true)]
     pub prefetch: Option<f64>,
     /// OS processes drawing at once (each runs --tasks tasks).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 64), allow_negative_numbers = true)]
     pub processes: u32,
     /// Also run the raw driver baseline and both strategies, and print ratios to the baseline.
     #[arg(long)]
     pub compare: bool,
     /// Numbers each run draws on a scratch document first, unmeasured (server and pool
     /// warm-up).
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    #[arg(long, default_value_t = 2000, value_parser = whole::<u64>(0, MAX_COUNT), allow_negative_numbers = true)]
     pub warmup: u64,
     /// Split each run into this many rounds, interleaved across the runs (fairer
     /// comparisons when the server drifts).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 1000), allow_negative_numbers = true)]
     pub rounds: u32,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -239,7 +258,7 @@ pub struct CreateArgs {
     /// Create (or open, as with --if-not-exists) a striped sequence of this many stripes
     /// NAME~0 … NAME~{S-1}: unique, unordered numbers spread over S documents. peek, next,
     /// reset, advance-to and delete then take NAME and act on every stripe.
-    #[arg(long, value_name = "S", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, value_name = "S", value_parser = whole::<u32>(1, 1024), allow_negative_numbers = true)]
     pub stripes: Option<u32>,
 }
 
@@ -249,7 +268,7 @@ pub struct NextArgs {
     /// Sequence name.
     pub name: String,
     /// How many numbers to issue.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    #[arg(long, default_value_t = 1, value_parser = whole::<u64>(1, MAX_COUNT), allow_negative_numbers = true)]
     pub count: u64,
     /// How numbers are drawn.
     #[arg(long, value_enum, default_value_t = StrategyArg::Inc)]
@@ -257,7 +276,7 @@ pub struct NextArgs {
     /// Reserve numbers in blocks of this size (1–10000000), one write per block, prefetching
     /// the next block in the background; the unused rest is given back at the end when no
     /// one else wrote meanwhile (else it is a gap).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_BLOCK))]
+    #[arg(long, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
     pub block: Option<u64>,
     /// Draw from scope KEY of this template (the sequence NAME@KEY, created on first use).
     #[arg(long, value_name = "KEY", conflicts_with = "daily")]
@@ -289,6 +308,29 @@ pub enum StrategyArg {
     Cas,
     /// One-round-trip conditional increment (falls back to CAS at the wrap).
     Inc,
+}
+
+/// A value parser for a whole number in `lo..=hi` whose errors name the value and the
+/// limits: "-1 is not allowed: must be between 1 and 100000000" (clap's own says "invalid
+/// digit found in string"). The flag is named by clap around it.
+fn whole<T>(lo: u64, hi: u64) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    move |s: &str| {
+        let limits = format!("must be a whole number between {lo} and {hi}");
+        let n: i128 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a whole number: {limits}"))?;
+        if n < i128::from(lo) || n > i128::from(hi) {
+            return Err(format!("{n} is not allowed: {limits}"));
+        }
+        u64::try_from(n)
+            .ok()
+            .and_then(|n| T::try_from(n).ok())
+            .ok_or_else(|| format!("{n} is not allowed: {limits}"))
+    }
 }
 
 fn parse_duration(s: &str) -> Result<f64, String> {
@@ -328,6 +370,21 @@ mod tests {
     #[test]
     fn the_command_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn whole_numbers_name_the_value_and_the_limits() {
+        let count = whole::<u64>(1, 5);
+        assert_eq!(count("3"), Ok(3));
+        assert_eq!(
+            count("-1"),
+            Err("-1 is not allowed: must be a whole number between 1 and 5".to_owned())
+        );
+        assert_eq!(
+            count("x"),
+            Err("\"x\" is not a whole number: must be a whole number between 1 and 5".to_owned())
+        );
+        assert!(whole::<u32>(0, 10)("99999999999999999999999999999999999999999").is_err());
     }
 
     #[test]

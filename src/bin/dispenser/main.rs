@@ -4,13 +4,13 @@
 mod bench;
 mod check;
 mod cli;
+mod probe;
 mod serve;
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
 use dispenser::{
     Alter, Dispenser, Error, Format, Options, SequenceState, Spec, Strategy, block::BlockOptions,
 };
@@ -55,7 +55,7 @@ fn main() -> ExitCode {
         .with_writer(io::stderr)
         .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
         .init();
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_resolved() {
         Ok(cli) => cli,
         Err(e) => {
             // `check` speaks the monitoring convention: its usage errors are UNKNOWN (3).
@@ -78,7 +78,20 @@ fn main() -> ExitCode {
     };
     let uri = cli.uri.clone();
     let checking = matches!(cli.command, Command::Check(_));
-    match runtime.block_on(run(cli)) {
+    // A service starts and waits for its database; a command fails at once when every
+    // host refuses the connection (the driver would wait its whole selection timeout).
+    let serving = matches!(cli.command, Command::Serve(_));
+    let outcome = runtime.block_on(async {
+        if serving {
+            return run(cli).await;
+        }
+        tokio::select! {
+            biased;
+            done = run(cli) => done,
+            refused = probe::refused(&uri) => Err(refused),
+        }
+    });
+    match outcome {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Exit(code)) => ExitCode::from(code),
         Ok(Outcome::Duplicate) => {
@@ -88,10 +101,15 @@ fn main() -> ExitCode {
         Err(e) => {
             // The message holds the essential cause (a driver error is one line of it), so
             // the source chain is not appended; it may quote the URI, hence the scrub.
-            eprintln!("dispenser: {}", dispenser::scrub(&e.to_string(), &uri));
+            let message = dispenser::scrub(&e.to_string(), &uri);
+            if unreachable(&e) {
+                eprintln!("dispenser: {message}; {}", probe::HINT);
+            } else {
+                eprintln!("dispenser: {message}");
+            }
             if checking {
                 // The monitoring convention: the state is unknown.
-                println!("UNKNOWN {}", dispenser::scrub(&e.to_string(), &uri));
+                println!("UNKNOWN {message}");
                 return ExitCode::from(check::Status::Unknown.code());
             }
             ExitCode::from(exit_code(&e))
@@ -99,7 +117,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs the command.
+/// Whether `e` says no server could be reached (then the user is told what to check).
+fn unreachable(e: &Error) -> bool {
+    match e {
+        Error::Database { source, .. } => matches!(
+            source.kind.as_ref(),
+            dispenser::mongodb::error::ErrorKind::ServerSelection { .. }
+                | dispenser::mongodb::error::ErrorKind::Io(_)
+                | dispenser::mongodb::error::ErrorKind::DnsResolve { .. }
+        ),
+        _ => false,
+    }
+}
+
 /// How a command ended when it did not fail.
 enum Outcome {
     Done,
@@ -194,13 +224,24 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
                             a.name
                         ),
                     })?;
+                // Refused before anything is drawn: `INV--000001` is no serial number.
+                if scope.is_none() && f.uses_scope() {
+                    return Err(Error::InvalidArgument {
+                        what: "--formatted".into(),
+                        reason: format!(
+                            "the format of sequence {:?} is {:?}, which needs a scope: add --scope KEY or --daily",
+                            a.name,
+                            f.as_str()
+                        ),
+                    });
+                }
                 Some(f)
             } else {
                 None
             };
             let show = |n: i64| match &format {
-                Some(f) => f.render(n, scope.as_deref()),
-                None => n.to_string(),
+                Some(f) => f.try_render(n, scope.as_deref()),
+                None => Ok(n.to_string()),
             };
             let opened = match &scope {
                 Some(key) => d.open_scope(&a.name, key).await,
@@ -221,11 +262,8 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
                         out.flush().map_err(io_err)?;
                     }
                     let report = ids.close().await?;
-                    if report.given_back + report.lost > 0 {
-                        eprintln!(
-                            "dispenser: block clients closed: {} number(s) given back, {} lost (a gap)",
-                            report.given_back, report.lost
-                        );
+                    if let Some(line) = close_line("block clients", &report) {
+                        eprintln!("{line}");
                     }
                     return Ok(Outcome::Done);
                 }
@@ -236,23 +274,22 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
                 for i in 1..=a.count {
                     // Only numbers already issued are printed.
                     let n = blocks.next().await?;
-                    writeln!(out, "{}", show(n)).map_err(io_err)?;
+                    writeln!(out, "{}", show(n)?).map_err(io_err)?;
                     if i % size == 0 {
                         out.flush().map_err(io_err)?;
                     }
                 }
                 out.flush().map_err(io_err)?;
                 let report = blocks.close().await?;
-                eprintln!(
-                    "dispenser: block client closed: {} number(s) given back, {} lost (a gap)",
-                    report.given_back, report.lost
-                );
+                if let Some(line) = close_line("block client", &report) {
+                    eprintln!("{line}");
+                }
             } else {
                 let mut left = a.count;
                 while left > 0 {
                     let run = seq.next_n(left).await?;
                     for n in run {
-                        writeln!(out, "{}", show(n)).map_err(io_err)?;
+                        writeln!(out, "{}", show(n)?).map_err(io_err)?;
                     }
                     // Everything issued is on stdout before the next write is tried.
                     out.flush().map_err(io_err)?;
@@ -283,8 +320,8 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
             writeln!(out, "{text}").map_err(io_err)?;
         }
         Command::List { json, scopes } => {
-            let all = match scopes {
-                Some(template) => d.list_scopes(&template).await?,
+            let all = match &scopes {
+                Some(template) => d.list_scopes(template).await?,
                 None => d.list().await?,
             };
             let mut corrupt = None;
@@ -301,6 +338,13 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
             if json {
                 let arr: Vec<_> = rows.iter().map(SequenceState::to_json).collect();
                 writeln!(out, "{}", serde_json::Value::Array(arr)).map_err(io_err)?;
+            } else if rows.is_empty() && corrupt.is_none() {
+                // On stderr, like `kubectl get`: stdout stays one line per sequence.
+                let place = format!("{}.{}", d.options().database, d.options().collection);
+                match &scopes {
+                    Some(template) => eprintln!("dispenser: no scopes of {template:?} in {place}"),
+                    None => eprintln!("dispenser: no sequences in {place}"),
+                }
             } else {
                 for s in &rows {
                     writeln!(out, "{}", describe(s)).map_err(io_err)?;
@@ -401,12 +445,28 @@ fn io_err(e: io::Error) -> Error {
     }
 }
 
+/// What closing a block client did, for stderr; `None` when there is nothing to say (no
+/// number given back, none lost).
+fn close_line(what: &str, report: &dispenser::CloseReport) -> Option<String> {
+    let mut parts = Vec::new();
+    if report.given_back > 0 {
+        parts.push(format!("{} unused number(s) given back", report.given_back));
+    }
+    if report.lost > 0 {
+        parts.push(format!(
+            "{} number(s) lost (a gap: reserved, never issued)",
+            report.lost
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("dispenser: {what} closed: {}", parts.join(", ")))
+}
+
 fn describe(s: &SequenceState) -> String {
     let next = s
         .next_number()
         .map_or_else(|| "none (exhausted)".to_owned(), |n| n.to_string());
     format!(
-        "{name}: value {value} next {next} remaining {rem} step {step} min {min} max {max} cycle {cycle} cycles {cycles} version {version} updated_at {updated}; {usage}",
+        "{name}: value {value} next {next} remaining {rem} step {step} min {min} max {max} cycle {cycle} cycles {cycles}{format} updated_at {updated}; {usage}",
         name = one_line_name(&s.name),
         value = s.value,
         rem = s.remaining(),
@@ -415,7 +475,13 @@ fn describe(s: &SequenceState) -> String {
         max = s.max,
         cycle = s.cycle,
         cycles = s.cycles,
-        version = s.version,
+        // The format (quoted: it may hold spaces); the write counter `version` is only in
+        // --json, where tools that compare-and-set read it.
+        format = s
+            .format
+            .as_ref()
+            .map(|f| format!(" format {:?}", f.as_str()))
+            .unwrap_or_default(),
         updated = s.updated_at.try_to_rfc3339_string().unwrap_or_default(),
         usage = check::usage_text(&s.usage(jiff::Timestamp::now()), s.cycle),
     )
