@@ -67,6 +67,11 @@ pub enum Command {
     },
     /// Exhaustion alerts: one line per sequence, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
     Check(CheckArgs),
+    /// Gaps and duplicates of a number field in any collection (exit 0 clean, 1 found).
+    Audit(crate::audit::AuditArgs),
+    /// Gap-free sequences (invoices): status, void, issue.
+    #[command(subcommand)]
+    Gapless(crate::gapless::GaplessCommand),
     /// Change the shape of a live sequence (step, bounds, cycle, format) while others draw.
     Alter {
         /// Sequence name.
