@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 use futures::FutureExt;
-use mongodb::options::IndexOptions;
+use mongodb::options::{CollectionOptions, IndexOptions, ReadPreference, SelectionCriteria};
 use mongodb::{Collection, IndexModel};
 
 use crate::dispenser::Dispenser;
@@ -250,10 +250,8 @@ impl Dispenser {
     pub async fn open_gapless(&self, name: &str, options: GaplessOptions) -> Result<Gapless> {
         validate_name(name)?;
         options.validate()?;
-        let coll = self.store().collection();
-        let db = coll.client().database(&self.options().database);
-        let state = db.collection::<Document>(&format!("{}_gapless", self.options().collection));
-        let business = db.collection::<Document>(&options.collection);
+        let state = self.gapless_collection(&format!("{}_gapless", self.options().collection));
+        let business = self.gapless_collection(&options.collection);
         ensure_unique_index(&business, &options).await?;
         let fresh = doc! {
             "_id": name,
@@ -326,22 +324,34 @@ impl Dispenser {
     /// ```
     pub async fn find_gapless(&self, name: &str) -> Result<Gapless> {
         validate_name(name)?;
-        let db = self
-            .store()
-            .collection()
-            .client()
-            .database(&self.options().database);
         let mut g = Gapless {
             name: name.to_owned(),
-            state: db.collection::<Document>(&format!("{}_gapless", self.options().collection)),
-            business: db.collection::<Document>("unknown"),
+            state: self.gapless_collection(&format!("{}_gapless", self.options().collection)),
+            business: self.gapless_collection("unknown"),
             options: GaplessOptions::new("unknown", "unknown"),
             timeout: self.store().timeout(),
         };
         let s = g.status().await?;
-        g.business = db.collection::<Document>(&s.collection);
+        g.business = self.gapless_collection(&s.collection);
         g.options = GaplessOptions::new(s.collection, s.field);
         Ok(g)
+    }
+
+    /// A collection of this dispenser's database with its write concern (majority and
+    /// journaled by default) and primary reads.
+    fn gapless_collection(&self, name: &str) -> Collection<Document> {
+        let o = self.options();
+        self.store()
+            .collection()
+            .client()
+            .database(&o.database)
+            .collection_with_options(
+                name,
+                CollectionOptions::builder()
+                    .write_concern(o.write_concern.clone())
+                    .selection_criteria(SelectionCriteria::ReadPreference(ReadPreference::Primary))
+                    .build(),
+            )
     }
 
     /// [`audit`] of a collection in this dispenser's database.
@@ -411,8 +421,8 @@ impl Gapless {
         &self.name
     }
 
-    /// The business collection (a handle with the driver's defaults; use your own for
-    /// writes that need other options).
+    /// The business collection, with the dispenser's write concern (majority and journaled
+    /// by default) — a handle to write the business documents with.
     pub fn business(&self) -> &Collection<Document> {
         &self.business
     }

@@ -197,6 +197,10 @@ pub struct BenchArgs {
     /// Also run the raw driver baseline and both strategies, and print ratios to the baseline.
     #[arg(long)]
     pub compare: bool,
+    /// Measure gap-free numbers instead: a raw `insert_one` into a collection with a unique
+    /// index beside `Gapless::issue` with the same insert (each run in its own collection).
+    #[arg(long, conflicts_with_all = ["compare", "block", "prefetch"])]
+    pub gapless: bool,
     /// Numbers each run draws on a scratch document first, unmeasured (server and pool
     /// warm-up).
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
