@@ -12,6 +12,7 @@ mod coalesce;
 mod common;
 mod core;
 mod faults;
+mod gapless;
 mod gate;
 mod hardening;
 mod model;
