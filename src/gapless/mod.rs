@@ -134,6 +134,32 @@ pub struct GaplessStatus {
 }
 
 impl GaplessStatus {
+    /// The status as JSON, as the CLI (`gapless status --json`) and the service print it:
+    /// `{name, collection, field, next, lease: {number, holder, expires}|null, lease_expired,
+    /// voided: [{number, reason, at}]}` (times in RFC 3339).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
+    /// println!("{}", g.status().await?.to_json());
+    /// # Ok(()) }
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        let time = |t: &DateTime| t.try_to_rfc3339_string().unwrap_or_default();
+        serde_json::json!({
+            "name": self.name, "collection": self.collection, "field": self.field,
+            "next": self.next,
+            "lease": self.lease.as_ref().map(|l| serde_json::json!({
+                "number": l.number, "holder": l.holder.to_hex(), "expires": time(&l.expires),
+            })),
+            "lease_expired": self.lease_expired(),
+            "voided": self.voided.iter().map(|v| serde_json::json!({
+                "number": v.number, "reason": v.reason, "at": time(&v.at),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
     /// Whether the lease (if any) has run out by this machine's clock.
     pub fn lease_expired(&self) -> bool {
         self.lease

@@ -39,7 +39,7 @@ impl Service {
             &tokens,
             json!({ "tokens": [
                 { "name": "admin", "token": ADMIN, "sequences": ["*"],
-                  "operations": ["next", "create", "peek", "list", "advance", "reset", "delete", "alter"] },
+                  "operations": ["next", "create", "peek", "list", "advance", "reset", "delete", "alter", "void"] },
                 { "name": "orders", "token": ORDERS, "sequences": ["orders", "orders@*"],
                   "operations": ["next", "peek"] },
             ]})
@@ -1271,11 +1271,92 @@ fn openapi_json_is_valid_and_a_client_built_on_it_works() {
         String::from_utf8_lossy(&out.stderr)
     );
     for op in [
-        "advance", "alter", "create", "delete", "healthz", "list", "next", "peek", "reset",
+        "advance",
+        "alter",
+        "create",
+        "delete",
+        "healthz",
+        "list",
+        "next",
+        "peek",
+        "reset",
+        "gapless_status",
+        "gapless_void",
     ] {
         assert!(
             stdout.split_whitespace().any(|w| w == op),
             "/openapi.json lacks operation {op}: {stdout}"
         );
     }
+}
+
+#[tokio::test]
+async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
+    use dispenser::gapless::GaplessOptions;
+    use dispenser::mongodb::bson::doc;
+
+    let svc = Service::start("serve_gapless");
+    let d = dispenser::Dispenser::new(
+        &common::client().await,
+        dispenser::Options::default()
+            .with_database(DB)
+            .with_collection(svc.collection.as_str()),
+    )
+    .unwrap();
+    let business = format!("{}_inv", svc.collection);
+    let g = d
+        .open_gapless("orders", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let coll = g.business().clone();
+        g.issue(|n| {
+            let coll = coll.clone();
+            async move { coll.insert_one(doc! { "number": n }).await }
+        })
+        .await
+        .unwrap();
+    }
+    let http = reqwest::Client::new();
+    let (status, body) = send(http.get(svc.url("/v1/gapless/orders")).bearer_auth(ORDERS)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["next"].as_i64(), body["lease"].is_null()),
+        (Some(3), true),
+        "{body}"
+    );
+    assert_eq!(body["field"], "number");
+    // Voiding needs the `void` operation.
+    let void = |token: &'static str, number: i64| {
+        http.post(svc.url("/v1/gapless/orders/void"))
+            .bearer_auth(token)
+            .json(&json!({ "number": number, "reason": "printer jam" }))
+    };
+    let (status, body) = send(void(ORDERS, 3)).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = send(void(ADMIN, 2)).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (400, Some("invalid_input")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already used"),
+        "{body}"
+    );
+    let (status, body) = send(void(ADMIN, 3)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["next"], 4);
+    assert_eq!(body["voided"][0]["number"], 3);
+    assert_eq!(body["voided"][0]["reason"], "printer jam");
+    assert_eq!(g.status().await.unwrap().next, 4);
+    let (status, body) = send(http.get(svc.url("/v1/gapless/nothing")).bearer_auth(ADMIN)).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (404, Some("no_such_sequence")),
+        "{body}"
+    );
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 use dispenser::Dispenser;
 use dispenser::gapless::GaplessOptions;
 use dispenser::mongodb::bson::{Bson, Document};
-use serde_json::json;
 
 /// `dispenser gapless`.
 #[derive(clap::Subcommand, Debug)]
@@ -75,18 +74,7 @@ pub async fn run(
         GaplessCommand::Status { name, json } => {
             let s = d.find_gapless(&name).await?.status().await?;
             if json {
-                let v = json!({
-                    "name": s.name, "collection": s.collection, "field": s.field, "next": s.next,
-                    "lease": s.lease.as_ref().map(|l| json!({
-                        "number": l.number, "holder": l.holder.to_hex(),
-                        "expires": l.expires.try_to_rfc3339_string().unwrap_or_default(),
-                    })),
-                    "lease_expired": s.lease_expired(),
-                    "voided": s.voided.iter().map(|v| json!({
-                        "number": v.number, "reason": v.reason,
-                        "at": v.at.try_to_rfc3339_string().unwrap_or_default(),
-                    })).collect::<Vec<_>>(),
-                });
+                let v = s.to_json();
                 writeln!(out, "{v}").map_err(io)?;
             } else {
                 let lease = match &s.lease {

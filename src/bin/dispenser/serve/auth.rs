@@ -29,6 +29,8 @@ pub(super) enum Op {
     Reset,
     Delete,
     Alter,
+    /// Void the next number of a gap-free sequence.
+    Void,
 }
 
 impl Op {
@@ -42,6 +44,7 @@ impl Op {
             "reset" => Op::Reset,
             "delete" => Op::Delete,
             "alter" => Op::Alter,
+            "void" => Op::Void,
             _ => return None,
         })
     }
@@ -166,7 +169,7 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
         for o in &t.operations {
             operations.insert(Op::parse(o).ok_or_else(|| {
                 config_error(format!(
-                    "token {:?} has an unknown operation {o:?} (known: next, create, peek, list, advance, reset, delete)",
+                    "token {:?} has an unknown operation {o:?} (known: next, create, peek, list, advance, reset, delete, alter, void)",
                     t.name
                 ))
             })?);

@@ -41,6 +41,7 @@ use state::{AppState, Shared};
 
 mod auth;
 mod errors;
+mod gapless;
 mod handlers;
 mod metrics;
 mod openapi;
@@ -59,6 +60,8 @@ fn router(state: Shared, request_timeout: Duration) -> Router {
         .route("/v1/sequences/{name}/advance", post(advance))
         .route("/v1/sequences/{name}/alter", post(alter))
         .route("/v1/sequences/{name}/reset", post(reset))
+        .route("/v1/gapless/{name}", get(gapless::status))
+        .route("/v1/gapless/{name}/void", post(gapless::void))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi::openapi))

@@ -7,7 +7,7 @@ use serde_json::Value;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use super::handlers;
+use super::{gapless, handlers};
 
 /// `{"numbers": […]}`, or for large counts `{"count", "runs": [{first, last, step, count}]}`.
 #[derive(ToSchema)]
@@ -102,6 +102,8 @@ impl Modify for BearerAuth {
         handlers::alter,
         handlers::reset,
         handlers::healthz,
+        gapless::status,
+        gapless::void,
     ),
     components(schemas(
         Drawn,
@@ -112,7 +114,8 @@ impl Modify for BearerAuth {
         handlers::CreateBody,
         handlers::AlterBody,
         handlers::AdvanceBody,
-        handlers::ResetBody
+        handlers::ResetBody,
+        gapless::VoidBody
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))
