@@ -289,6 +289,39 @@ fn block_close_mentions_a_loss_only_when_there_is_one() {
     assert!(!err.contains("lost"), "{err}");
 }
 
+/// The number in the block client's closing note ("N unused number(s) given back").
+fn given_back(note: &str) -> u64 {
+    note.split_whitespace()
+        .zip(note.split_whitespace().skip(1))
+        .find(|(_, w)| *w == "unused")
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn next_with_a_block_reserves_no_more_than_the_run_can_use() {
+    // `next --block 5 --count 3` gave back thousands: the prefetched block grew to keep
+    // ahead of a fast caller, though the run knew it needed three numbers. A reservation
+    // past what the run can use is what a killed run loses (a gap).
+    common::ready();
+    let coll = common::unique("ux_block_cap");
+    ok(&coll, &["create", "s"]);
+    for (block, count) in [("5", 3_u64), ("5", 40), ("100", 7)] {
+        let size: u64 = block.parse().expect("size");
+        let (out, err) = ok(
+            &coll,
+            &["next", "s", "--block", block, "--count", &count.to_string()],
+        );
+        assert_eq!(out.lines().count() as u64, count, "{out}");
+        // At most the current block's rest and one prefetched block of max(count, size).
+        let most = size + count.max(size);
+        assert!(
+            given_back(&err) <= most,
+            "--block {block} --count {count}: {err}"
+        );
+    }
+}
+
 #[test]
 fn server_sh_start_twice_prints_the_running_uri_and_stop_leaves_no_zombie() {
     let state = std::env::temp_dir().join(common::unique("ux_server"));
