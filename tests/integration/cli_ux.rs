@@ -110,6 +110,33 @@ fn a_refused_connection_fails_at_once_and_says_what_to_check() {
 }
 
 #[test]
+fn a_host_that_does_not_exist_fails_at_once_and_says_which() {
+    // A mistyped host name (`.invalid` never resolves, RFC 6761): the driver waited its whole
+    // server selection timeout before saying "failed to lookup address information".
+    let started = Instant::now();
+    let (code, out, err) = run(Command::new(env!("CARGO_BIN_EXE_dispenser")).args([
+        "--uri",
+        "mongodb://alice:s3cret@no-such-host.invalid:27017/",
+        "--timeout",
+        "60",
+        "next",
+        "x",
+    ]));
+    let took = started.elapsed();
+    assert_eq!(code, Some(EXIT_DATABASE), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    for needle in ["no-such-host.invalid:27017", "MONGODB_URI"] {
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
+    assert!(!err.contains("s3cret") && !err.contains("alice"), "{err}");
+    assert!(
+        took < Duration::from_secs(30),
+        "an unknown host took {took:?} of a 60 s timeout"
+    );
+}
+
+#[test]
 fn numeric_flags_name_the_flag_the_value_and_the_limits() {
     common::ready();
     let coll = common::unique("ux_numbers");
