@@ -161,6 +161,24 @@ pub enum Error {
         name: String,
     },
 
+    /// The business write of a gap-free number failed, returned an error or panicked (see
+    /// [`Gapless::issue`](crate::gapless::Gapless::issue)). The number was released: the next
+    /// caller gets it, so the failure leaves no gap.
+    #[error(
+        "the business write numbered {number} of gap-free sequence {name:?} failed: {reason}; the number was released and goes to the next caller"
+    )]
+    BusinessWrite {
+        /// The gap-free sequence's name.
+        name: String,
+        /// The number the write carried.
+        number: i64,
+        /// What went wrong (the closure's error, or its panic message).
+        reason: String,
+        /// The closure's error, if it returned one (`None` when it panicked).
+        #[source]
+        source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+    },
+
     /// The driver reported an error (unreachable server, network failure, write-concern
     /// failure, …). When this happens on the write that would have reserved numbers, those
     /// numbers are a gap: they are never issued by anyone.

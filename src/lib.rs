@@ -101,6 +101,7 @@ mod dispenser;
 mod document;
 mod error;
 mod format;
+pub mod gapless;
 mod options;
 mod redact;
 mod retry;

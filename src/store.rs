@@ -412,6 +412,16 @@ impl Store {
     }
 
     /// Asks the server to answer (`ping`), bounded by the timeout.
+    /// The sequence collection (other parts of the library reach the database through it).
+    pub(crate) fn collection(&self) -> &Collection<Document> {
+        &self.coll
+    }
+
+    /// The operation timeout.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     pub(crate) async fn ping(&self) -> Result<()> {
         let db = self
             .coll
@@ -437,7 +447,7 @@ impl Store {
     }
 }
 
-fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+pub(crate) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     match e.kind.as_ref() {
         ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == DUPLICATE_KEY,
         ErrorKind::Command(c) => c.code == DUPLICATE_KEY,

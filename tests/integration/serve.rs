@@ -1208,3 +1208,76 @@ async fn large_bodies_and_slow_requests_get_json_errors() {
     assert_eq!(body["error"]["kind"], "timeout", "{body}");
     assert!(took < Duration::from_secs(8), "took {took:?}");
 }
+
+/// A client that knows the service only through `/openapi.json`: it validates the document
+/// with `openapi-spec-validator`, finds each operation by its `operationId`, and calls it with
+/// urllib. Arguments: the base URL and the token.
+const OPENAPI_CLIENT: &str = r#"
+import json, sys, urllib.request, urllib.error
+from openapi_spec_validator import validate
+
+base, token = sys.argv[1], sys.argv[2]
+with urllib.request.urlopen(base + "/openapi.json") as r:   # no token needed
+    spec = json.load(r)
+validate(spec)                                             # raises on an invalid document
+assert spec["openapi"].startswith("3."), spec["openapi"]
+ops = {op["operationId"]: (method.upper(), path)
+       for path, item in spec["paths"].items()
+       for method, op in item.items() if isinstance(op, dict) and "operationId" in op}
+
+def call(op_id, name=None, body=None, query=""):
+    method, path = ops[op_id]
+    url = base + path.replace("{name}", name or "") + query
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Authorization": "Bearer " + token,
+                                          "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+status, state = call("create", body={"name": "smoke", "max": 3, "cycle": True})
+assert status == 201 and state["created"] is True, (status, state)
+status, drawn = call("next", "smoke", query="?count=4")
+assert status == 200 and drawn["numbers"] == [1, 2, 3, 0], (status, drawn)
+status, state = call("peek", "smoke")
+assert status == 200 and state["name"] == "smoke", (status, state)
+described = set(spec["components"]["schemas"]["Sequence"]["properties"])
+assert described == set(state), ("Sequence schema and peek differ", described ^ set(state))
+status, err = call("next", "no-such-sequence")
+assert status == 404 and err["error"]["kind"] == "no_such_sequence", (status, err)
+assert "no-such-sequence" in err["error"]["message"], err
+status, err = call("next", "smoke", query="?count=0")
+assert status == 400 and err["error"]["kind"] == "invalid_input", (status, err)
+print("ok", " ".join(sorted(ops)))
+"#;
+
+#[test]
+fn openapi_json_is_valid_and_a_client_built_on_it_works() {
+    let python = crate::clients::python();
+    let svc = Service::start("serve_openapi");
+    let script = std::env::temp_dir().join(format!("{}.py", svc.collection));
+    std::fs::write(&script, OPENAPI_CLIENT).unwrap();
+    let out = Command::new(python)
+        .arg(&script)
+        .args([svc.base.as_str(), ADMIN])
+        .output()
+        .expect("run the Python client");
+    let _ = std::fs::remove_file(&script);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the OpenAPI client failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for op in [
+        "advance", "alter", "create", "delete", "healthz", "list", "next", "peek", "reset",
+    ] {
+        assert!(
+            stdout.split_whitespace().any(|w| w == op),
+            "/openapi.json lacks operation {op}: {stdout}"
+        );
+    }
+}

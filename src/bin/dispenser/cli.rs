@@ -86,6 +86,11 @@ pub enum Command {
     },
     /// Exhaustion alerts: one line per sequence, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
     Check(CheckArgs),
+    /// Gaps and duplicates of a number field in any collection (exit 0 clean, 1 found).
+    Audit(crate::audit::AuditArgs),
+    /// Gap-free sequences (invoices): status, void, issue.
+    #[command(subcommand)]
+    Gapless(crate::gapless::GaplessCommand),
     /// Change the shape of a live sequence (step, bounds, cycle, format) while others draw.
     Alter {
         /// Sequence name.
@@ -211,6 +216,10 @@ pub struct BenchArgs {
     /// Also run the raw driver baseline and both strategies, and print ratios to the baseline.
     #[arg(long)]
     pub compare: bool,
+    /// Measure gap-free numbers instead: a raw `insert_one` into a collection with a unique
+    /// index beside `Gapless::issue` with the same insert (each run in its own collection).
+    #[arg(long, conflicts_with_all = ["compare", "block", "prefetch"])]
+    pub gapless: bool,
     /// Numbers each run draws on a scratch document first, unmeasured (server and pool
     /// warm-up).
     #[arg(long, default_value_t = 2000, value_parser = whole::<u64>(0, MAX_COUNT), allow_negative_numbers = true)]

@@ -1,9 +1,11 @@
 //! The `dispenser` binary: parses the command line, calls the library, prints one line per
 //! error and exits with a code that says what kind of failure it was.
 
+mod audit;
 mod bench;
 mod check;
 mod cli;
+mod gapless;
 mod probe;
 mod serve;
 
@@ -169,6 +171,16 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
     if let Command::Check(args) = cli.command {
         let code = check::run(&d, args, &mut out).await;
         return Ok(Outcome::Exit(code));
+    }
+    if let Command::Audit(args) = cli.command {
+        let code = audit::run(&d, args, &mut out).await?;
+        out.flush().map_err(io_err)?;
+        return Ok(Outcome::Exit(code));
+    }
+    if let Command::Gapless(cmd) = cli.command {
+        gapless::run(&d, cmd, &mut out).await?;
+        out.flush().map_err(io_err)?;
+        return Ok(Outcome::Done);
     }
     match cli.command {
         Command::Create(a) => {
@@ -426,7 +438,11 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
             let state = d.alter(&name, change).await?;
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }
-        Command::Bench(_) | Command::Serve(_) | Command::Check(_) => {}
+        Command::Bench(_)
+        | Command::Serve(_)
+        | Command::Check(_)
+        | Command::Audit(_)
+        | Command::Gapless(_) => {}
     }
     out.flush().map_err(io_err)?;
     Ok(Outcome::Done)

@@ -38,6 +38,9 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
         Kind::Seq(chosen, coalesce)
     };
     let mut kinds = vec![measured.clone()];
+    if args.gapless {
+        kinds = vec![Kind::RawInsert, Kind::Gapless];
+    }
     if args.compare {
         // The library's default (coalesced) beside the same strategy with one write per call.
         kinds = vec![
@@ -149,9 +152,28 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
         reports.push(report(kind, &args, sample));
         // Clean up: the bench leaves nothing behind.
         let _ = raw.delete_one(doc! { "_id": target.as_str() }).await;
+        if matches!(kind, Kind::RawInsert | Kind::Gapless) {
+            let db = raw_client.database(&options.database);
+            let _ = db
+                .collection::<dispenser::mongodb::bson::Document>(&sources::business_of(&d, target))
+                .drop()
+                .await;
+            let _ = db
+                .collection::<dispenser::mongodb::bson::Document>(&format!(
+                    "{}_gapless",
+                    options.collection
+                ))
+                .delete_one(doc! { "_id": target.as_str() })
+                .await;
+        }
     }
     bar.finish_and_clear();
-    if let Some(base) = reports.iter().find(|r| r.run == Kind::Raw.label()) {
+    let baseline = if args.gapless {
+        Kind::RawInsert
+    } else {
+        Kind::Raw
+    };
+    if let Some(base) = reports.iter().find(|r| r.run == baseline.label()) {
         let (thr, p50) = (base.numbers_per_s, base.p50_us);
         for r in &mut reports {
             r.throughput_vs_raw = (thr > 0.0).then(|| r.numbers_per_s / thr);

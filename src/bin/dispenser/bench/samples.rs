@@ -138,7 +138,7 @@ pub(super) fn report(kind: &Kind, args: &BenchArgs, mut s: Sample) -> Report {
     let duplicates = s.numbers.windows(2).filter(|w| w[0] == w[1]).count();
     let n = s.numbers.len();
     let per = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
-    let round_trips = if matches!(kind, Kind::Raw | Kind::RawShaped) {
+    let round_trips = if matches!(kind, Kind::Raw | Kind::RawShaped | Kind::RawInsert) {
         n as u64
     } else {
         s.round_trips

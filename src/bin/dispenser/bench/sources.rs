@@ -5,6 +5,11 @@ use dispenser::mongodb::Collection;
 use dispenser::mongodb::bson::{Document, doc};
 use dispenser::mongodb::options::{CollectionOptions, ReturnDocument};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use dispenser::gapless::{Gapless, GaplessOptions};
+use dispenser::mongodb::IndexModel;
+use dispenser::mongodb::options::IndexOptions;
 
 use dispenser::{
     BoxNumberSource, Dispenser, Error, NumberSource, Options, SourceKind, Spec, Stats, Strategy,
@@ -23,6 +28,16 @@ pub(super) enum Kind {
     Seq(Strategy, bool),
     /// `BlockSequence::next()`: blocks of `size`, prefetch share (0 = off), coalesced or not.
     Blocks(Strategy, u64, f64, bool),
+    /// `insert_one({number})` into a collection with a unique index on `number` (numbers from
+    /// a counter of the process): the baseline of gap-free numbers.
+    RawInsert,
+    /// `Gapless::issue` with the same insert.
+    Gapless,
+}
+
+/// The business collection of a gap-free run on `target`.
+pub(super) fn business_of(d: &Dispenser, target: &str) -> String {
+    format!("{}_{target}", d.options().collection)
 }
 
 pub(super) fn strategy_code(s: Strategy) -> &'static str {
@@ -56,6 +71,8 @@ impl Kind {
     pub(super) fn label(&self) -> String {
         match self {
             Kind::Raw => "raw findOneAndUpdate $inc".into(),
+            Kind::RawInsert => "raw insert_one, unique index".into(),
+            Kind::Gapless => "gapless issue + insert_one".into(),
             Kind::RawShaped => "raw $inc, sequence doc".into(),
             Kind::Seq(s, c) => format!("dispenser {}{}", strategy_code(*s), uncoalesced(*c)),
             Kind::Blocks(s, size, prefetch, c) => {
@@ -72,7 +89,7 @@ impl Kind {
     /// Whether concurrent calls of this run share writes (raw runs never do).
     pub(super) fn coalesce(&self) -> bool {
         match self {
-            Kind::Raw | Kind::RawShaped => false,
+            Kind::Raw | Kind::RawShaped | Kind::RawInsert | Kind::Gapless => false,
             Kind::Seq(_, c) | Kind::Blocks(.., c) => *c,
         }
     }
@@ -95,6 +112,8 @@ impl Kind {
     pub(super) fn encode(&self, target: &str) -> String {
         match self {
             Kind::Raw | Kind::RawShaped => format!("raw:{target}"),
+            Kind::RawInsert => format!("rawinsert:{target}"),
+            Kind::Gapless => format!("gapless:{target}"),
             Kind::Seq(s, c) => format!("seq:{}:{}:{target}", strategy_code(*s), coalesce_code(*c)),
             Kind::Blocks(s, size, prefetch, c) => format!(
                 "blocks:{}:{}:{size}:{prefetch}:{target}",
@@ -112,6 +131,8 @@ impl Kind {
         let (head, rest) = s.split_once(':').ok_or_else(bad)?;
         match head {
             "raw" => Ok((Kind::Raw, rest.to_owned())),
+            "rawinsert" => Ok((Kind::RawInsert, rest.to_owned())),
+            "gapless" => Ok((Kind::Gapless, rest.to_owned())),
             "seq" => {
                 let mut parts = rest.splitn(3, ':');
                 let strategy = parts.next().and_then(parse_strategy).ok_or_else(bad)?;
@@ -146,6 +167,9 @@ pub(super) enum Source {
     Raw(Collection<Document>, String),
     Lib(Arc<BoxNumberSource>),
     Blocks(BlockSequence),
+    /// The business collection and this process's counter (its high bits: the process id).
+    RawInsert(Collection<Document>, Arc<AtomicI64>),
+    Gapless(Gapless),
 }
 
 impl Source {
@@ -173,12 +197,31 @@ impl Source {
             }
             Source::Lib(s) => s.next().await,
             Source::Blocks(b) => b.next().await,
+            Source::RawInsert(coll, counter) => {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                coll.insert_one(doc! { "number": n })
+                    .await
+                    .map_err(|e| Error::Database {
+                        context: "raw baseline insert".into(),
+                        source: e,
+                    })?;
+                Ok(n)
+            }
+            Source::Gapless(g) => {
+                let coll = g.business().clone();
+                g.issue(|n| {
+                    let coll = coll.clone();
+                    async move { coll.insert_one(doc! { "number": n }).await }
+                })
+                .await
+                .map(|i| i.number)
+            }
         }
     }
 
     pub(super) fn stats(&self) -> Option<Stats> {
         match self {
-            Source::Raw(..) => None,
+            Source::Raw(..) | Source::RawInsert(..) | Source::Gapless(..) => None,
             Source::Lib(s) => Some(s.stats()),
             Source::Blocks(b) => Some(b.stats()),
         }
@@ -187,7 +230,7 @@ impl Source {
     /// Gives back what a block client still holds, so the run leaves no gap it need not.
     pub(super) async fn close(self) {
         let closed = match &self {
-            Source::Raw(..) => return,
+            Source::Raw(..) | Source::RawInsert(..) | Source::Gapless(..) => return,
             Source::Lib(s) => s.close().await,
             Source::Blocks(b) => b.close().await,
         };
@@ -231,6 +274,28 @@ pub(super) async fn source_for(
             let d = Dispenser::connect(uri, o.with_coalesce(*coalesce)).await?;
             let source = d.open_source(target, &SourceKind::Plain).await?;
             Ok(Source::Lib(Arc::new(source)))
+        }
+        Kind::RawInsert => {
+            let d = Dispenser::connect(uri, options.clone()).await?;
+            let client = client(uri, options).await?;
+            let coll = client.database(&options.database).collection_with_options(
+                &business_of(&d, target),
+                CollectionOptions::builder()
+                    .write_concern(options.write_concern.clone())
+                    .build(),
+            );
+            let base = i64::from(std::process::id()) << 32;
+            Ok(Source::RawInsert(coll, Arc::new(AtomicI64::new(base))))
+        }
+        Kind::Gapless => {
+            let d = Dispenser::connect(uri, options.clone()).await?;
+            let g = d
+                .open_gapless(
+                    target,
+                    GaplessOptions::new(business_of(&d, target), "number"),
+                )
+                .await?;
+            Ok(Source::Gapless(g))
         }
         Kind::Blocks(strategy, size, prefetch, coalesce) => {
             let o = options.clone().with_strategy(*strategy);
@@ -279,6 +344,31 @@ pub(super) async fn prepare_target(
         Kind::RawShaped | Kind::Seq(..) | Kind::Blocks(..) => {
             d.create(target, Spec::default()).await.map(drop)
         }
+        Kind::RawInsert => {
+            let coll = raw
+                .client()
+                .database(&d.options().database)
+                .collection::<Document>(&business_of(d, target));
+            coll.create_index(
+                IndexModel::builder()
+                    .keys(doc! { "number": 1 })
+                    .options(IndexOptions::builder().unique(true).build())
+                    .build(),
+            )
+            .await
+            .map(drop)
+            .map_err(|e| Error::Database {
+                context: "creating the raw baseline's unique index".into(),
+                source: e,
+            })
+        }
+        Kind::Gapless => d
+            .open_gapless(
+                target,
+                GaplessOptions::new(business_of(d, target), "number"),
+            )
+            .await
+            .map(drop),
     }
 }
 

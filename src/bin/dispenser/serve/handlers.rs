@@ -8,9 +8,11 @@ use axum::http::{HeaderMap, StatusCode};
 use dispenser::{Error, Format, NumberSource, SequenceState, Spec};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 use super::auth::Op;
 use super::errors::{ApiError, classify, json_body};
+use super::openapi::{Drawn, ErrorBody, Sequence};
 use super::state::{AppState, Shared};
 
 /// Counts up to this many are answered as a list of numbers drawn from the block client;
@@ -45,6 +47,9 @@ async fn draw_list(source: &impl NumberSource, count: u64) -> dispenser::Result<
     Ok(numbers)
 }
 
+#[utoipa::path(post, path = "/v1/sequences/{name}/next", operation_id = "next", tag = "draw",
+    params(("name" = String, Path, description = "The sequence name"), ("count" = Option<u64>, Query, description = "How many numbers (default 1)")),
+    responses((status = 200, description = "The numbers drawn", body = Drawn), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn next(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -128,7 +133,7 @@ pub(super) async fn next(
     Ok(Json(json!({ "count": count, "runs": runs })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CreateBody {
     pub(super) name: String,
@@ -187,6 +192,8 @@ pub(super) fn existing(
     Ok(created_reply(state, false))
 }
 
+#[utoipa::path(post, path = "/v1/sequences", operation_id = "create", tag = "admin", request_body = CreateBody,
+    responses((status = 201, description = "Created: the state, `created: true`", body = Sequence), (status = 200, description = "`if_not_exists` found it: the state, `created: false`", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
@@ -232,6 +239,8 @@ pub(super) async fn create(
     }
 }
 
+#[utoipa::path(get, path = "/v1/sequences/{name}", operation_id = "peek", tag = "admin", params(("name" = String, Path, description = "The sequence name")),
+    responses((status = 200, description = "The state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn peek(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -264,6 +273,8 @@ fn striped_json(name: &str, states: &[SequenceState]) -> Value {
     })
 }
 
+#[utoipa::path(get, path = "/v1/sequences", operation_id = "list", tag = "admin",
+    responses((status = 200, description = "`{\"sequences\": […]}`", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn list(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -293,7 +304,7 @@ pub(super) async fn list(
     Ok(Json(json!({ "sequences": out })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AlterBody {
     #[serde(default)]
@@ -320,6 +331,8 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
 
 /// `POST /v1/sequences/{name}/alter`: under the sequence's exclusive lock (the service's
 /// block client is retired first, so nothing reserved under the old shape is served after).
+#[utoipa::path(post, path = "/v1/sequences/{name}/alter", operation_id = "alter", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AlterBody,
+    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn alter(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -344,12 +357,14 @@ pub(super) async fn alter(
     Ok(Json(SequenceState::to_json(&state)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AdvanceBody {
     pub(super) to: i64,
 }
 
+#[utoipa::path(post, path = "/v1/sequences/{name}/advance", operation_id = "advance", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AdvanceBody,
+    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn advance(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -373,7 +388,7 @@ pub(super) async fn advance(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ResetBody {
     /// The next number to issue (`next`, or `value` as earlier versions called it).
@@ -383,6 +398,8 @@ pub(super) struct ResetBody {
     pub(super) force: bool,
 }
 
+#[utoipa::path(post, path = "/v1/sequences/{name}/reset", operation_id = "reset", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = ResetBody,
+    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn reset(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -409,6 +426,8 @@ pub(super) async fn reset(
     }
 }
 
+#[utoipa::path(delete, path = "/v1/sequences/{name}", operation_id = "delete", tag = "admin", params(("name" = String, Path, description = "The sequence name")),
+    responses((status = 204, description = "Deleted"), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn delete(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -427,6 +446,8 @@ pub(super) async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "ops", security(()),
+    responses((status = 200, description = "The database answers", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn healthz(State(st): State<Shared>) -> Result<Json<Value>, ApiError> {
     st.dispenser.ping().await?;
     Ok(Json(json!({ "status": "ok" })))

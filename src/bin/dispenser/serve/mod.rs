@@ -43,6 +43,7 @@ mod auth;
 mod errors;
 mod handlers;
 mod metrics;
+mod openapi;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -60,6 +61,7 @@ fn router(state: Shared, request_timeout: Duration) -> Router {
         .route("/v1/sequences/{name}/reset", post(reset))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi::openapi))
         .fallback(fallback)
         // Innermost first: the body limit and the timeout answer plain errors, which `observe`
         // turns into JSON error bodies (and counts); the trace span covers it all.

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the non-Rust tools the tests drive into .tools/ (gitignored), once:
+#   .tools/npm/node_modules/.bin/mongosh   (npm: mongosh)
+#   .tools/venv/bin/python                 (PyPI: pymongo, openapi-spec-validator)
+# Idempotent and cached: a stamp file records the pinned versions; when it matches, nothing is
+# downloaded. Needs node/npm (>= 18) and python3 (>= 3.9, with venv). Prints the time taken.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+MONGOSH_VERSION=2.12.0
+PYMONGO_VERSION=4.20.0
+VALIDATOR_VERSION=0.9.0
+STAMP="mongosh=$MONGOSH_VERSION pymongo=$PYMONGO_VERSION openapi-spec-validator=$VALIDATOR_VERSION"
+
+tools=.tools
+started=$(date +%s)
+
+need() {
+  if ! command -v "$1" >/dev/null 2>&1; then
+    echo "tools.sh: $1 not found: install $2" >&2
+    exit 3
+  fi
+}
+
+if [ "$(cat "$tools/npm/.stamp" 2>/dev/null)" != "$STAMP" ] \
+  || [ ! -x "$tools/npm/node_modules/.bin/mongosh" ]; then
+  need npm "Node.js 18 or newer (with npm)"
+  echo "tools.sh: installing mongosh $MONGOSH_VERSION into $tools/npm" >&2
+  mkdir -p "$tools/npm"
+  npm install --prefix "$tools/npm" --no-audit --no-fund --loglevel=error \
+    "mongosh@$MONGOSH_VERSION" >&2
+  echo "$STAMP" >"$tools/npm/.stamp"
+fi
+
+if [ "$(cat "$tools/venv/.stamp" 2>/dev/null)" != "$STAMP" ] \
+  || [ ! -x "$tools/venv/bin/python" ]; then
+  need python3 "Python 3.9 or newer (with the venv module)"
+  echo "tools.sh: creating $tools/venv with pymongo $PYMONGO_VERSION, openapi-spec-validator $VALIDATOR_VERSION" >&2
+  python3 -m venv "$tools/venv"
+  "$tools/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "pymongo==$PYMONGO_VERSION" "openapi-spec-validator==$VALIDATOR_VERSION" >&2
+  echo "$STAMP" >"$tools/venv/.stamp"
+fi
+
+echo "tools.sh: tools ready in $tools/ ($(($(date +%s) - started)) s)" >&2

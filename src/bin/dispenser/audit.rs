@@ -1,0 +1,92 @@
+//! `dispenser audit COLLECTION --field F`: gaps and duplicates of a number field.
+
+use std::io::Write;
+
+use dispenser::Dispenser;
+use dispenser::gapless::Audit;
+use serde_json::json;
+
+/// `dispenser audit`.
+#[derive(clap::Args, Debug)]
+pub struct AuditArgs {
+    /// The collection to audit (in --db).
+    pub collection: String,
+    /// The integer field holding the numbers (a dotted path for a nested field).
+    #[arg(long)]
+    pub field: String,
+    /// The first number expected (default: the smallest found); numbers below are ignored.
+    #[arg(long, allow_negative_numbers = true)]
+    pub from: Option<i64>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn ranges(gaps: &[(i64, i64)]) -> String {
+    gaps.iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Prints the audit; the exit code is 0 when clean, 1 when gaps or duplicates were found.
+pub async fn run(d: &Dispenser, args: AuditArgs, out: &mut impl Write) -> dispenser::Result<u8> {
+    let a: Audit = d.audit(&args.collection, &args.field, args.from).await?;
+    let io = |e: std::io::Error| dispenser::Error::InvalidArgument {
+        what: "output".into(),
+        reason: e.to_string(),
+    };
+    if args.json {
+        let v = json!({
+            "collection": args.collection, "field": args.field, "from": args.from,
+            "numbers": a.numbers, "first": a.first, "last": a.last,
+            "missing": a.missing, "gaps": a.gaps.iter().map(|(x, y)| json!([x, y])).collect::<Vec<_>>(),
+            "duplicated": a.duplicated,
+            "duplicates": a.duplicates.iter().map(|(n, c)| json!({"number": n, "count": c})).collect::<Vec<_>>(),
+            "not_integer": a.not_integer, "clean": a.is_clean(),
+        });
+        writeln!(out, "{v}").map_err(io)?;
+    } else {
+        let span = match (a.first, a.last) {
+            (Some(f), Some(l)) => format!("{} to {l}", args.from.unwrap_or(f)),
+            _ => "no numbers".to_owned(),
+        };
+        let verdict = if a.is_clean() { "OK" } else { "PROBLEMS" };
+        writeln!(
+            out,
+            "{verdict} {}.{}: {} number(s), {span}; {} missing, {} duplicated{}",
+            args.collection,
+            args.field,
+            a.numbers,
+            a.missing,
+            a.duplicated,
+            if a.not_integer > 0 {
+                format!(
+                    "; {} document(s) with a non-integer value ignored",
+                    a.not_integer
+                )
+            } else {
+                String::new()
+            }
+        )
+        .map_err(io)?;
+        if !a.gaps.is_empty() {
+            writeln!(out, "missing: {}", ranges(&a.gaps)).map_err(io)?;
+        }
+        if !a.duplicates.is_empty() {
+            let list: Vec<String> = a
+                .duplicates
+                .iter()
+                .map(|(n, c)| format!("{n} ×{c}"))
+                .collect();
+            writeln!(out, "duplicated: {}", list.join(", ")).map_err(io)?;
+        }
+    }
+    Ok(if a.is_clean() { 0 } else { 1 })
+}

@@ -1,0 +1,193 @@
+//! `dispenser gapless …`: status, voids and issuing of gap-free sequences.
+
+use std::io::Write;
+use std::time::Duration;
+
+use dispenser::Dispenser;
+use dispenser::gapless::GaplessOptions;
+use dispenser::mongodb::bson::{Bson, Document};
+use serde_json::json;
+
+/// `dispenser gapless`.
+#[derive(clap::Subcommand, Debug)]
+pub enum GaplessCommand {
+    /// Show the next number, the lease and the voided numbers.
+    Status {
+        /// The gap-free sequence.
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Void the next number on purpose, with a reason that is kept.
+    Void {
+        /// The gap-free sequence.
+        name: String,
+        /// The number (must be the next one).
+        #[arg(allow_negative_numbers = true)]
+        number: i64,
+        /// Why (kept with the number).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Insert one document carrying the next number into the business collection (creating
+    /// the sequence and its unique index on first use); prints the number.
+    Issue {
+        /// The gap-free sequence.
+        name: String,
+        /// The business collection (in --db).
+        #[arg(long)]
+        into: String,
+        /// The number field.
+        #[arg(long)]
+        field: String,
+        /// The document to insert, as JSON (the number field is set on it).
+        #[arg(long, default_value = "{}")]
+        doc: String,
+        /// Seconds a holder may take before its number can go to another caller.
+        #[arg(long, default_value_t = 10.0)]
+        lease: f64,
+        /// How many documents to insert, one after the other.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        count: u64,
+    },
+}
+
+fn io(e: std::io::Error) -> dispenser::Error {
+    dispenser::Error::InvalidArgument {
+        what: "output".into(),
+        reason: e.to_string(),
+    }
+}
+
+/// Test hook: `DISPENSER_TEST_GAPLESS_HOLD=before|after` makes `gapless issue` print
+/// `holding N` and stop (forever) before or after its insert, so tests can kill it there.
+fn hold_point() -> Option<String> {
+    std::env::var("DISPENSER_TEST_GAPLESS_HOLD").ok()
+}
+
+pub async fn run(
+    d: &Dispenser,
+    cmd: GaplessCommand,
+    out: &mut impl Write,
+) -> dispenser::Result<()> {
+    match cmd {
+        GaplessCommand::Status { name, json } => {
+            let s = d.find_gapless(&name).await?.status().await?;
+            if json {
+                let v = json!({
+                    "name": s.name, "collection": s.collection, "field": s.field, "next": s.next,
+                    "lease": s.lease.as_ref().map(|l| json!({
+                        "number": l.number, "holder": l.holder.to_hex(),
+                        "expires": l.expires.try_to_rfc3339_string().unwrap_or_default(),
+                    })),
+                    "lease_expired": s.lease_expired(),
+                    "voided": s.voided.iter().map(|v| json!({
+                        "number": v.number, "reason": v.reason,
+                        "at": v.at.try_to_rfc3339_string().unwrap_or_default(),
+                    })).collect::<Vec<_>>(),
+                });
+                writeln!(out, "{v}").map_err(io)?;
+            } else {
+                let lease = match &s.lease {
+                    None => "no holder".to_owned(),
+                    Some(l) => format!(
+                        "{} held until {}{}",
+                        l.number,
+                        l.expires.try_to_rfc3339_string().unwrap_or_default(),
+                        if s.lease_expired() { " (ran out)" } else { "" }
+                    ),
+                };
+                writeln!(
+                    out,
+                    "{}: numbers in {}.{}; next {}; {lease}; {} voided",
+                    s.name,
+                    s.collection,
+                    s.field,
+                    s.next,
+                    s.voided.len()
+                )
+                .map_err(io)?;
+                for v in &s.voided {
+                    writeln!(
+                        out,
+                        "  voided {} at {}: {}",
+                        v.number,
+                        v.at.try_to_rfc3339_string().unwrap_or_default(),
+                        v.reason
+                    )
+                    .map_err(io)?;
+                }
+            }
+        }
+        GaplessCommand::Void {
+            name,
+            number,
+            reason,
+        } => {
+            d.find_gapless(&name).await?.void(number, &reason).await?;
+            writeln!(out, "{name}: {number} voided").map_err(io)?;
+        }
+        GaplessCommand::Issue {
+            name,
+            into,
+            field,
+            doc: body,
+            lease,
+            count,
+        } => {
+            if !(lease.is_finite() && lease > 0.0 && lease <= 86_400.0) {
+                return Err(dispenser::Error::InvalidArgument {
+                    what: "--lease".into(),
+                    reason: format!("{lease} must be more than 0 and at most 86400 seconds"),
+                });
+            }
+            let value: serde_json::Value =
+                serde_json::from_str(&body).map_err(|e| dispenser::Error::InvalidArgument {
+                    what: "--doc".into(),
+                    reason: format!("not JSON: {e}"),
+                })?;
+            let base: Document = match Bson::try_from(value) {
+                Ok(Bson::Document(d)) => d,
+                _ => {
+                    return Err(dispenser::Error::InvalidArgument {
+                        what: "--doc".into(),
+                        reason: "must be a JSON object".into(),
+                    });
+                }
+            };
+            let g = d
+                .open_gapless(
+                    &name,
+                    GaplessOptions::new(&into, &field).with_lease(Duration::from_secs_f64(lease)),
+                )
+                .await?;
+            let hold = hold_point();
+            for _ in 0..count {
+                let coll = g.business().clone();
+                let (base, field, hold) = (&base, &field, &hold);
+                let issued = g
+                    .issue(|n| {
+                        let coll = coll.clone();
+                        let mut doc = base.clone();
+                        doc.insert(field.as_str(), n);
+                        async move {
+                            if hold.as_deref() == Some("before") {
+                                eprintln!("holding {n}");
+                                std::future::pending::<()>().await;
+                            }
+                            let r = coll.insert_one(doc).await;
+                            if hold.as_deref() == Some("after") && r.is_ok() {
+                                eprintln!("holding {n}");
+                                std::future::pending::<()>().await;
+                            }
+                            r.map(drop)
+                        }
+                    })
+                    .await?;
+                writeln!(out, "{}", issued.number).map_err(io)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,224 @@
+//! Gaps and duplicates of a number field in any collection: one sorted scan.
+
+use bson::{Bson, Document, doc};
+use futures::TryStreamExt;
+use mongodb::Database;
+
+use crate::error::{Error, Result};
+
+/// How many gap ranges and duplicated numbers an [`Audit`] lists (the counts are always
+/// complete).
+pub const AUDIT_LIST_LIMIT: usize = 1000;
+
+/// What [`audit`] found in one collection.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let a = d.audit("invoices", "number", None).await?;
+/// if !a.is_clean() {
+///     println!("{} missing, {} duplicated", a.missing, a.duplicated);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Audit {
+    /// Documents whose field holds an integer (at or above `from`).
+    pub numbers: u64,
+    /// The smallest and the largest number found.
+    pub first: Option<i64>,
+    /// The largest number found.
+    pub last: Option<i64>,
+    /// Numbers between `first` (or `from`) and `last` that no document carries.
+    pub missing: u64,
+    /// The missing numbers as inclusive ranges, in order (at most [`AUDIT_LIST_LIMIT`]).
+    pub gaps: Vec<(i64, i64)>,
+    /// How many documents carry a number another document carries too (beyond the first).
+    pub duplicated: u64,
+    /// The duplicated numbers and how many documents carry each (at most
+    /// [`AUDIT_LIST_LIMIT`]).
+    pub duplicates: Vec<(i64, u64)>,
+    /// Documents whose field holds something that is not an integer (a fractional number,
+    /// a string, …); they are not counted as numbers.
+    pub not_integer: u64,
+}
+
+impl Audit {
+    /// No gap and no duplicate.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// assert!(dispenser::gapless::Audit::default().is_clean());
+    /// ```
+    pub fn is_clean(&self) -> bool {
+        self.missing == 0 && self.duplicated == 0
+    }
+
+    /// Whether `n` is in one of the listed gaps.
+    pub fn is_missing(&self, n: i64) -> bool {
+        self.gaps.iter().any(|&(a, b)| (a..=b).contains(&n))
+    }
+
+    fn add(&mut self, n: i64, from: Option<i64>) {
+        let expected = match self.last {
+            Some(last) => Some(i128::from(last) + 1),
+            None => from.map(i128::from),
+        };
+        if self.last == Some(n) {
+            self.duplicated += 1;
+            let room = self.duplicates.len() < AUDIT_LIST_LIMIT;
+            match self.duplicates.last_mut() {
+                Some((d, c)) if *d == n => *c += 1,
+                _ if room => self.duplicates.push((n, 2)),
+                _ => {}
+            }
+            self.numbers += 1;
+            return;
+        }
+        if let Some(e) = expected
+            && i128::from(n) > e
+        {
+            let missing = i128::from(n) - e;
+            self.missing = self
+                .missing
+                .saturating_add(u64::try_from(missing).unwrap_or(u64::MAX));
+            if self.gaps.len() < AUDIT_LIST_LIMIT {
+                // `e` ≤ n - 1 fits in i64.
+                self.gaps
+                    .push((i64::try_from(e).unwrap_or(n), n.saturating_sub(1)));
+            }
+        }
+        self.first.get_or_insert(n);
+        self.last = Some(n);
+        self.numbers += 1;
+    }
+}
+
+/// An integer held in a BSON value (int32, int64, or a double without a fraction).
+fn integer(v: &Bson) -> Option<i64> {
+    match v {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e18 => Some(*d as i64),
+        _ => None,
+    }
+}
+
+/// The value at a dotted `path` of `doc`.
+fn at_path<'d>(doc: &'d Document, path: &str) -> Option<&'d Bson> {
+    let mut parts = path.split('.');
+    let mut cur = doc.get(parts.next()?)?;
+    for p in parts {
+        cur = cur.as_document()?.get(p)?;
+    }
+    Some(cur)
+}
+
+/// Audits `field` of the documents of `collection` in `db`: every number from `from` (or
+/// the smallest found) to the largest found should be carried by exactly one document.
+/// Documents without the field are ignored. One scan sorted on the field (an index on it
+/// makes it cheap; without one the server sorts, with `allowDiskUse`).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for an empty collection or field name,
+/// [`Error::Database`] when the scan fails.
+///
+/// # Cancel safety
+///
+/// Cancel safe: it only reads.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(client: dispenser::mongodb::Client) -> dispenser::Result<()> {
+/// let a = dispenser::gapless::audit(&client.database("shop"), "invoices", "number", Some(1)).await?;
+/// println!("{} numbers, {} missing, {} duplicated", a.numbers, a.missing, a.duplicated);
+/// # Ok(()) }
+/// ```
+pub async fn audit(
+    db: &Database,
+    collection: &str,
+    field: &str,
+    from: Option<i64>,
+) -> Result<Audit> {
+    if collection.is_empty() || field.is_empty() || field.starts_with('$') {
+        return Err(Error::invalid_argument(
+            "audit",
+            format!("collection {collection:?} and field {field:?} must be non-empty names"),
+        ));
+    }
+    let coll = db.collection::<Document>(collection);
+    let filter = match from {
+        Some(f) => doc! { field: { "$gte": f } },
+        None => doc! { field: { "$exists": true } },
+    };
+    let context = || format!("auditing {field:?} of collection {collection:?}");
+    let mut cursor = coll
+        .find(filter)
+        .sort(doc! { field: 1 })
+        .projection(doc! { field: 1, "_id": 0 })
+        .allow_disk_use(true)
+        .await
+        .map_err(|e| Error::database(context(), e))?;
+    let mut a = Audit::default();
+    // The server sorts numbers of different types together, but non-numbers apart; a
+    // double with a fraction is counted apart.
+    while let Some(d) = cursor
+        .try_next()
+        .await
+        .map_err(|e| Error::database(context(), e))?
+    {
+        match at_path(&d, field).and_then(integer) {
+            Some(n) => a.add(n, from),
+            None => a.not_integer += 1,
+        }
+    }
+    Ok(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ns: &[i64], from: Option<i64>) -> Audit {
+        let mut a = Audit::default();
+        for &n in ns {
+            a.add(n, from);
+        }
+        a
+    }
+
+    #[test]
+    fn gaps_and_duplicates_are_found_and_counted() {
+        let a = run(&[1, 2, 3], Some(1));
+        assert!(a.is_clean());
+        assert_eq!((a.first, a.last, a.numbers), (Some(1), Some(3), 3));
+        let a = run(&[2, 3, 3, 3, 7, 8, 8], Some(1));
+        assert_eq!(a.gaps, vec![(1, 1), (4, 6)]);
+        assert_eq!(a.missing, 4);
+        assert_eq!(a.duplicates, vec![(3, 3), (8, 2)]);
+        assert_eq!(a.duplicated, 3);
+        assert!(a.is_missing(5) && !a.is_missing(7));
+        // Without `from`, the first number found starts the range.
+        assert!(run(&[5, 6], None).is_clean());
+        // The whole i64 range: no overflow.
+        let a = run(&[i64::MIN, i64::MAX], None);
+        assert_eq!(a.missing, u64::MAX - 1);
+        assert_eq!(a.gaps, vec![(i64::MIN + 1, i64::MAX - 1)]);
+    }
+
+    #[test]
+    fn integers_come_in_three_types_and_nested_paths() {
+        assert_eq!(integer(&Bson::Int32(4)), Some(4));
+        assert_eq!(integer(&Bson::Double(4.0)), Some(4));
+        assert_eq!(integer(&Bson::Double(4.5)), None);
+        assert_eq!(integer(&Bson::String("4".into())), None);
+        let d = doc! { "meta": { "n": 7_i64 } };
+        assert_eq!(at_path(&d, "meta.n"), Some(&Bson::Int64(7)));
+        assert_eq!(at_path(&d, "meta.x"), None);
+    }
+}

@@ -1,0 +1,361 @@
+//! Gap-free sequences: no gap and no duplicate in the business collection, whatever the
+//! holders do (fail, panic, stall past their lease, get SIGKILLed before or after their
+//! write), checked with `audit`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+use dispenser::Error;
+use dispenser::gapless::GaplessOptions;
+use dispenser::mongodb::bson::doc;
+
+use crate::common::{self, DB, Fixture};
+use crate::proxy::XorShift;
+
+fn cli(f: &Fixture) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dispenser"));
+    c.env("MONGODB_URI", common::uri())
+        .env_remove("DISPENSER_TEST_GAPLESS_HOLD")
+        .args(["--db", DB, "--collection", &f.collection]);
+    c
+}
+
+fn issue_cmd(f: &Fixture, business: &str, count: u64, lease: &str) -> Command {
+    let mut c = cli(f);
+    c.args([
+        "gapless", "issue", "inv", "--into", business, "--field", "number",
+    ])
+    .args(["--lease", lease, "--count", &count.to_string()]);
+    c
+}
+
+fn numbers(out: &Output) -> Vec<i64> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().parse().expect("a number per line"))
+        .collect()
+}
+
+/// Starts a holder that stops at `point` (before/after its insert); returns it once it
+/// said which number it holds.
+fn holder(f: &Fixture, business: &str, point: &str) -> (Child, i64) {
+    let mut child = issue_cmd(f, business, 1, "1")
+        .env("DISPENSER_TEST_GAPLESS_HOLD", point)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start a holder");
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().expect("stderr"))
+        .read_line(&mut line)
+        .expect("read");
+    let n = line
+        .trim()
+        .strip_prefix("holding ")
+        .unwrap_or_else(|| panic!("unexpected {line:?}"))
+        .parse()
+        .expect("number");
+    (child, n)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failing_and_panicking_writes_from_eight_tasks_leave_no_gap_and_no_duplicate() {
+    let f = Fixture::new("gapless_tasks").await;
+    let d = f.dispenser(f.options());
+    let business = format!("{}_inv", f.collection);
+    let g = d
+        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    let seed: u64 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    println!("gapless tasks: seed {seed}");
+    let used = Arc::new(AtomicU32::new(0));
+    let mut tasks = Vec::new();
+    for t in 0..8_u64 {
+        let (g, used) = (g.clone(), used.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng = XorShift::new(seed ^ t);
+            let mut mine = Vec::new();
+            for _ in 0..15 {
+                let roll = rng.below(100);
+                let coll = g.business().clone();
+                match g
+                    .issue(|n| {
+                        let coll = coll.clone();
+                        async move {
+                            if roll < 5 {
+                                panic!("the invoice template is broken");
+                            }
+                            if roll < 30 {
+                                return Err(std::io::Error::other("the customer is blocked"));
+                            }
+                            coll.insert_one(doc! { "number": n, "task": t as i64 })
+                                .await
+                                .map_err(std::io::Error::other)
+                        }
+                    })
+                    .await
+                {
+                    Ok(issued) => {
+                        used.fetch_add(1, SeqCst);
+                        mine.push(issued.number);
+                    }
+                    Err(Error::BusinessWrite { reason, .. }) => {
+                        assert!(
+                            reason.contains("blocked") || reason.contains("panicked"),
+                            "{reason}"
+                        );
+                    }
+                    Err(e) => panic!("seed {seed}: {e}"),
+                }
+            }
+            mine
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let n = i64::from(used.load(SeqCst));
+    assert!(n > 0);
+    common::assert_each_exactly(all, 1..=n, 1);
+    let a = d.audit(&business, "number", Some(1)).await.unwrap();
+    assert!(a.is_clean(), "seed {seed}: {a:?}");
+    assert_eq!((a.numbers as i64, a.last), (n, Some(n)));
+    let s = g.status().await.unwrap();
+    assert_eq!(
+        (s.next, s.lease),
+        (n + 1, None),
+        "every failure released its lease"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplicate() {
+    let f = Fixture::new("gapless_stall").await;
+    let d = f.dispenser(f.options());
+    let business = format!("{}_inv", f.collection);
+    let g = d
+        .open_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_lease(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap();
+    let runs = Arc::new(AtomicU32::new(0));
+    let stalled = {
+        let (g, runs) = (g.clone(), runs.clone());
+        tokio::spawn(async move {
+            let coll = g.business().clone();
+            g.issue(|n| {
+                let (coll, first) = (coll.clone(), runs.fetch_add(1, SeqCst) == 0);
+                async move {
+                    if first {
+                        // Past its lease: another caller takes the same number meanwhile.
+                        tokio::time::sleep(Duration::from_millis(900)).await;
+                    }
+                    coll.insert_one(doc! { "number": n, "by": "stalled" }).await
+                }
+            })
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = Instant::now();
+    let coll = g.business().clone();
+    let other = g
+        .issue(|n| {
+            let coll = coll.clone();
+            async move { coll.insert_one(doc! { "number": n, "by": "other" }).await }
+        })
+        .await
+        .unwrap();
+    assert_eq!(other.number, 1, "the lease ran out, the number went on");
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    let stalled = stalled.await.unwrap().unwrap();
+    assert_eq!(
+        stalled.number, 2,
+        "the stalled holder met the index and took the next"
+    );
+    assert_eq!(runs.load(SeqCst), 2);
+    let a = d.audit(&business, "number", Some(1)).await.unwrap();
+    assert!(a.is_clean() && a.last == Some(2), "{a:?}");
+}
+
+#[tokio::test]
+async fn holders_killed_before_and_after_their_write_and_eight_processes_leave_no_gap() {
+    let f = Fixture::new("gapless_kill").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    assert_eq!(
+        numbers(&issue_cmd(&f, &business, 3, "1").output().unwrap()),
+        vec![1, 2, 3]
+    );
+    // Killed holding 4 before writing it: 4 goes to the next caller once the lease ran out.
+    let (mut before, n) = holder(&f, &business, "before");
+    assert_eq!(n, 4);
+    before.kill().unwrap();
+    before.wait().unwrap();
+    // Killed after writing 4, before confirming: the next caller finds 4 used, moves on.
+    let (mut after, n) = holder(&f, &business, "after");
+    assert_eq!(n, 4, "the killed holder's number was given again");
+    after.kill().unwrap();
+    after.wait().unwrap();
+    assert_eq!(
+        numbers(&issue_cmd(&f, &business, 2, "1").output().unwrap()),
+        vec![5, 6]
+    );
+    // Eight processes at once.
+    let procs: Vec<Child> = (0..8)
+        .map(|_| {
+            issue_cmd(&f, &business, 5, "5")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut all: Vec<i64> = (1..=6).collect();
+    for p in procs {
+        let got = numbers(&p.wait_with_output().unwrap());
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
+        all.extend(got);
+    }
+    common::assert_each_exactly(all, 1..=46, 1);
+    let a = d.audit(&business, "number", Some(1)).await.unwrap();
+    assert!(a.is_clean() && a.last == Some(46), "{a:?}");
+    // The same from the command line.
+    let out = cli(&f)
+        .args(["audit", &business, "--field", "number", "--from", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("OK "), "{text}");
+    assert!(
+        text.contains("46 number(s), 1 to 46; 0 missing, 0 duplicated"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn voids_are_kept_with_their_reason_and_misuse_is_refused() {
+    let f = Fixture::new("gapless_void").await;
+    let d = f.dispenser(f.options());
+    let business = format!("{}_inv", f.collection);
+    let g = d
+        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    let insert = |g: dispenser::gapless::Gapless| async move {
+        let coll = g.business().clone();
+        g.issue(|n| {
+            let coll = coll.clone();
+            async move { coll.insert_one(doc! { "number": n }).await }
+        })
+        .await
+        .unwrap()
+        .number
+    };
+    assert_eq!(insert(g.clone()).await, 1);
+    assert_eq!(insert(g.clone()).await, 2);
+    for (n, reason, needle) in [
+        (2, "x", "already used"),
+        (5, "x", "not handed out yet"),
+        (3, "  ", "reason"),
+    ] {
+        let e = g.void(n, reason).await.unwrap_err();
+        assert!(
+            e.is_invalid_input() && e.to_string().contains(needle),
+            "{e}"
+        );
+    }
+    g.void(3, "printer jam: form destroyed").await.unwrap();
+    assert_eq!(insert(g.clone()).await, 4);
+    let s = g.status().await.unwrap();
+    assert_eq!(s.next, 5);
+    assert_eq!(s.voided.len(), 1);
+    assert_eq!(
+        (s.voided[0].number, s.voided[0].reason.as_str()),
+        (3, "printer jam: form destroyed")
+    );
+    let a = d.audit(&business, "number", Some(1)).await.unwrap();
+    assert_eq!(a.gaps, vec![(3, 3)], "the only gap is the voided number");
+    // The command line shows it, and voids too.
+    let out = cli(&f).args(["gapless", "status", "inv"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("next 5; no holder; 1 voided"), "{text}");
+    assert!(text.contains("voided 3 at "), "{text}");
+    let out = cli(&f)
+        .args(["gapless", "void", "inv", "5", "--reason", "cancelled"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(g.status().await.unwrap().next, 6);
+    // Audit from the command line sees the two voided numbers as gaps: exit 1.
+    insert(g.clone()).await;
+    let out = cli(&f)
+        .args(["audit", &business, "--field", "number", "--from", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("missing: 3, 5"), "{text}");
+}
+
+#[tokio::test]
+async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_written() {
+    let f = Fixture::new("gapless_index").await;
+    let d = f.dispenser(f.options());
+    let business = format!("{}_inv", f.collection);
+    let coll = f
+        .client
+        .database(DB)
+        .collection::<dispenser::mongodb::bson::Document>(&business);
+    coll.insert_many([
+        doc! { "number": 1 },
+        doc! { "number": 1 },
+        doc! { "number": 3 },
+    ])
+    .await
+    .unwrap();
+    let e = d
+        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("unique index"), "{e}");
+    assert!(matches!(
+        d.find_gapless("inv").await.unwrap_err(),
+        Error::NoSuchSequence { .. }
+    ));
+    // The audit works on any collection.
+    let a = d.audit(&business, "number", None).await.unwrap();
+    assert_eq!(
+        (a.duplicates.clone(), a.gaps.clone()),
+        (vec![(1, 2)], vec![(2, 2)])
+    );
+    // Bad options name what is wrong, and nothing is written.
+    let e = d
+        .open_gapless("inv", GaplessOptions::new(&business, "$number"))
+        .await
+        .unwrap_err();
+    assert!(
+        e.is_invalid_input() && e.to_string().contains("field"),
+        "{e}"
+    );
+}
