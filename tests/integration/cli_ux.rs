@@ -110,6 +110,41 @@ fn a_refused_connection_fails_at_once_and_says_what_to_check() {
 }
 
 #[test]
+fn a_host_that_does_not_exist_fails_at_once_and_says_which() {
+    // A mistyped host name (`.invalid` never resolves, RFC 6761): the driver waited its whole
+    // server selection timeout before saying "failed to lookup address information".
+    // Where no resolver answers at all, a lookup fails only "temporarily" and is rightly
+    // left to the driver: then only the message is checked (with a short timeout).
+    let definitive = match std::net::ToSocketAddrs::to_socket_addrs(&("no-such-host.invalid", 1)) {
+        Ok(_) => false,
+        Err(e) => !e.to_string().to_lowercase().contains("temporar"),
+    };
+    eprintln!("name lookup fails definitively here: {definitive}");
+    let timeout = if definitive { "60" } else { "2" };
+    let started = Instant::now();
+    let (code, out, err) = run(Command::new(env!("CARGO_BIN_EXE_dispenser")).args([
+        "--uri",
+        "mongodb://alice:s3cret@no-such-host.invalid:27017/",
+        "--timeout",
+        timeout,
+        "next",
+        "x",
+    ]));
+    let took = started.elapsed();
+    assert_eq!(code, Some(EXIT_DATABASE), "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    for needle in ["no-such-host.invalid:27017", "MONGODB_URI"] {
+        assert!(err.contains(needle), "{needle:?} not in {err}");
+    }
+    assert!(!err.contains("s3cret") && !err.contains("alice"), "{err}");
+    assert!(
+        !definitive || took < Duration::from_secs(30),
+        "an unknown host took {took:?} of a 60 s timeout"
+    );
+}
+
+#[test]
 fn numeric_flags_name_the_flag_the_value_and_the_limits() {
     common::ready();
     let coll = common::unique("ux_numbers");
@@ -183,19 +218,28 @@ fn usage_lines_do_not_show_uri_as_required_when_mongodb_uri_is_set() {
 
 #[test]
 fn help_of_every_subcommand() {
-    let subcommands = [
-        "create",
-        "next",
-        "peek",
-        "list",
-        "check",
-        "alter",
-        "advance-to",
-        "reset",
-        "delete",
-        "bench",
-        "serve",
-    ];
+    // The subcommands are read from the top-level help, so a new one gets its snapshot too.
+    let (code, top, err) = run(Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", "mongodb://u:hunter2@example.invalid")
+        .arg("--help"));
+    assert_eq!(code, Some(0), "{err}");
+    insta::with_settings!({ snapshot_path => "snapshots", prepend_module_to_snapshot => false }, {
+        insta::assert_snapshot!("help", top);
+    });
+    let subcommands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|sub| *sub != "help")
+        .collect();
+    for known in ["create", "next", "peek", "list", "check", "bench", "serve"] {
+        assert!(
+            subcommands.contains(&known),
+            "{known} not in {subcommands:?}"
+        );
+    }
     for sub in subcommands {
         // With a password in MONGODB_URI: help never shows it (nor the URI at all).
         let (code, out, err) = run(Command::new(env!("CARGO_BIN_EXE_dispenser"))
@@ -287,6 +331,39 @@ fn block_close_mentions_a_loss_only_when_there_is_one() {
     let (out, err) = ok(&coll, &["next", "s", "--block", "3", "--count", "3"]);
     assert_eq!(out, "4\n5\n6\n");
     assert!(!err.contains("lost"), "{err}");
+}
+
+/// The number in the block client's closing note ("N unused number(s) given back").
+fn given_back(note: &str) -> u64 {
+    note.split_whitespace()
+        .zip(note.split_whitespace().skip(1))
+        .find(|(_, w)| *w == "unused")
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn next_with_a_block_reserves_no_more_than_the_run_can_use() {
+    // `next --block 5 --count 3` gave back thousands: the prefetched block grew to keep
+    // ahead of a fast caller, though the run knew it needed three numbers. A reservation
+    // past what the run can use is what a killed run loses (a gap).
+    common::ready();
+    let coll = common::unique("ux_block_cap");
+    ok(&coll, &["create", "s"]);
+    for (block, count) in [("5", 3_u64), ("5", 40), ("100", 7)] {
+        let size: u64 = block.parse().expect("size");
+        let (out, err) = ok(
+            &coll,
+            &["next", "s", "--block", block, "--count", &count.to_string()],
+        );
+        assert_eq!(out.lines().count() as u64, count, "{out}");
+        // At most the current block's rest and one prefetched block of max(count, size).
+        let most = size + count.max(size);
+        assert!(
+            given_back(&err) <= most,
+            "--block {block} --count {count}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -265,7 +265,7 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
                 {
                     let ids = d.open_striped(&a.name).await?;
                     let ids = match a.block {
-                        Some(size) => ids.with_blocks(BlockOptions::default().with_size(size))?,
+                        Some(size) => ids.with_blocks(run_blocks(size, a.count))?,
                         None => ids,
                     };
                     for _ in 0..a.count {
@@ -282,7 +282,7 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
                 other => other?,
             };
             if let Some(size) = a.block {
-                let blocks = seq.into_blocks(BlockOptions::default().with_size(size))?;
+                let blocks = seq.into_blocks(run_blocks(size, a.count))?;
                 for i in 1..=a.count {
                     // Only numbers already issued are printed.
                     let n = blocks.next().await?;
@@ -459,6 +459,15 @@ fn io_err(e: io::Error) -> Error {
         what: "standard output".into(),
         reason: e.to_string(),
     }
+}
+
+/// Block options for a `next --block SIZE --count COUNT` run: a prefetched block never grows
+/// past what the run can still use (`max(COUNT, SIZE)`), so a run that knows it needs three
+/// numbers does not reserve thousands (what a killed run would lose).
+fn run_blocks(size: u64, count: u64) -> BlockOptions {
+    BlockOptions::default()
+        .with_size(size)
+        .with_grow_to(Some(count.max(size)))
 }
 
 /// What closing a block client did, for stderr; `None` when there is nothing to say (no

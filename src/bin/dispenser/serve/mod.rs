@@ -160,7 +160,13 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
             Err(e) => eprintln!("dispenser: closing the block client of {name:?}: {e}"),
         }
     }
-    eprintln!("dispenser: stopped; {given_back} number(s) given back, {lost} lost (a gap)");
+    // A loss is named only when there is one ("0 lost (a gap)" read as if something were).
+    let lost = if lost > 0 {
+        format!(", {lost} number(s) lost (a gap: reserved, never issued)")
+    } else {
+        String::new()
+    };
+    eprintln!("dispenser: stopped; {given_back} unused number(s) given back{lost}");
     served.map_err(|e| Error::InvalidArgument {
         what: "--listen".into(),
         reason: format!("the server failed: {e}"),
