@@ -224,7 +224,7 @@ impl Dispenser {
         let handle = self.open(name).await?;
         handle
             .drawer()
-            .update(true, |stored, _| {
+            .update(true, None, |stored, _| {
                 let (value, spec) = plan(name, stored, &change)?;
                 Ok(Decision::Write {
                     value,

@@ -390,7 +390,7 @@ impl Dispenser {
         let handle = self.open(name).await?;
         handle
             .drawer()
-            .update(true, |stored, _| {
+            .update(true, None, |stored, _| {
                 Ok(match decide(stored)? {
                     Some(value) => Decision::Write {
                         value,
@@ -446,10 +446,12 @@ impl Dispenser {
                 strategy: self.options.strategy,
                 backoff: self.options.backoff,
                 remembered: Mutex::new(stored),
-                adaptive: Mutex::new(Adaptive::new(self.options.cas_mode)),
+                adaptive: Mutex::new(Adaptive::new(self.options.cas_mode, self.options.strategy)),
                 stats: Counters::default(),
                 coalesce: self.options.coalesce,
+                increment_retry: self.options.increment_retry,
                 combiner: Default::default(),
+                usage: Mutex::default(),
             }),
         }
     }

@@ -22,7 +22,9 @@ pub enum Strategy {
     #[default]
     ConditionalIncrement,
     /// First writer wins: compute the next value from the last state seen and write it only if
-    /// `version` is still the one read; on a lost race, re-read, back off, try again.
+    /// `version` is still the one read; on a lost race, back off and try again — with the
+    /// conditional increment when the numbers fit before the bound (see
+    /// [`Options::increment_retry`]), else by re-reading.
     Cas,
 }
 
@@ -50,6 +52,8 @@ pub enum CasMode {
 /// | `collection` | `"dispensers"` |
 /// | `strategy` | [`Strategy::ConditionalIncrement`] |
 /// | `cas_mode` | [`CasMode::Adaptive`] |
+/// | `increment_retry` | `true` |
+/// | `coalesce` | `true` |
 /// | `backoff` | [`Backoff::default()`] |
 /// | `write_concern` | `w: "majority", j: true` |
 /// | `operation_timeout` | 10 s per database operation |
@@ -89,6 +93,12 @@ pub struct Options {
     /// together in one write, in arrival order (see the README's "Coalesced draws").
     /// Defaults to true.
     pub coalesce: bool,
+    /// Whether a draw that lost a compare-and-set race retries with the conditional
+    /// increment (when its numbers fit before the bound), which cannot lose to a writer that
+    /// keeps writing from its remembered state: a loser waits one backoff and one round trip,
+    /// not many. With `false` every retry re-reads and compares-and-sets, the loop of the
+    /// source documents (every write filtered on `version`). Defaults to true.
+    pub increment_retry: bool,
 }
 
 impl Default for Options {
@@ -102,6 +112,7 @@ impl Default for Options {
             write_concern: safe_write_concern(),
             operation_timeout: Duration::from_secs(10),
             coalesce: true,
+            increment_retry: true,
         }
     }
 }
@@ -127,6 +138,23 @@ impl Options {
     #[must_use]
     pub fn with_coalesce(mut self, coalesce: bool) -> Self {
         self.coalesce = coalesce;
+        self
+    }
+
+    /// Sets whether a lost compare-and-set race of a draw is retried with the conditional
+    /// increment (see [`Options::increment_retry`]). Defaults to true.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::{Options, Strategy};
+    /// // Every write filtered on `version`, every retry a fresh read.
+    /// let pure = Options::default().with_strategy(Strategy::Cas).with_increment_retry(false);
+    /// assert!(!pure.increment_retry);
+    /// ```
+    #[must_use]
+    pub fn with_increment_retry(mut self, increment_retry: bool) -> Self {
+        self.increment_retry = increment_retry;
         self
     }
 

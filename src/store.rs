@@ -69,23 +69,23 @@ pub(crate) struct Stamp {
     pub incarnation: Option<ObjectId>,
 }
 
-/// The filter that pins a conditional write to one state of one incarnation: `_id`, shape,
-/// `version`, and the incarnation — or, for a document written before incarnations existed,
-/// "no incarnation" plus `value` (so that the write is correct for whatever document holds
-/// that state, whichever history led there).
+/// The filter that pins a conditional write to one state of one incarnation: `_id`,
+/// `version` and the incarnation. Every write moves `version` (the write rule of every
+/// client, README), so these name one state, its shape and value included; the shape is not
+/// repeated (each predicate costs the server time on every draw). For a document written
+/// before incarnations existed: the shape, "no incarnation" and `value` as well (so that the
+/// write is correct for whatever document holds that state, whichever history led there).
 fn pinned_filter(name: &str, spec: &Spec, stamp: Stamp, value: i64) -> Document {
-    let mut filter = shape_filter(name, spec);
-    filter.insert(field::VERSION, stamp.version);
     match stamp.incarnation {
-        Some(t) => {
-            filter.insert(field::INCARNATION, t);
-        }
+        Some(t) => doc! { field::ID: name, field::VERSION: stamp.version, field::INCARNATION: t },
         None => {
+            let mut filter = shape_filter(name, spec);
+            filter.insert(field::VERSION, stamp.version);
             filter.insert(field::INCARNATION, doc! { "$exists": false });
             filter.insert(field::VALUE, value);
+            filter
         }
     }
-    filter
 }
 
 impl Store {
@@ -104,9 +104,13 @@ impl Store {
         }
     }
 
-    /// Adds `n` to today's issued counter in `update`, and on this store's first write of
-    /// the day also prunes the old counters (see [`usage::tally`]).
-    fn tally(&self, update: &mut Document, n: i64) {
+    /// With `Some(n)`: sets `updated_at` in `update` and adds `n` to today's issued counter,
+    /// and on this store's first such write of the day also prunes the old counters (see
+    /// [`usage::tally`]). With `None` (a draw whose count stays pending, see
+    /// [`usage::Pending`]): neither, so the write has two update paths fewer.
+    fn carry_usage(&self, update: &mut Document, usage: Option<i64>) {
+        let Some(n) = usage else { return };
+        update.insert("$currentDate", doc! { field::UPDATED_AT: true });
         let now = Timestamp::now();
         let day = usage::day_number(now);
         let prune = n != 0 && self.pruned_day.swap(day, Relaxed) != day;
@@ -273,7 +277,8 @@ impl Store {
     /// The compare-and-set: stores `new_value` only if the document is still the state
     /// `expected` (same incarnation, version and shape; see [`pinned_filter`]). Returns the
     /// stamp written when this write won, `None` when another writer came first. A document
-    /// without an incarnation receives one with this write.
+    /// without an incarnation receives one with this write. `usage`: see
+    /// [`Store::carry_usage`].
     pub(crate) async fn compare_and_set(
         &self,
         name: &str,
@@ -281,37 +286,48 @@ impl Store {
         new_value: i64,
         wrapped: bool,
         shape: Option<&ShapeChange>,
-        issued: u64,
+        usage: Option<i64>,
     ) -> Result<Option<Stamp>> {
         let filter = pinned_filter(name, &expected.spec, expected.stamp(), expected.value);
         let incarnation = expected.incarnation.unwrap_or_default();
-        let mut set = doc! { field::VALUE: new_value };
-        if expected.incarnation.is_none() {
-            set.insert(field::INCARNATION, incarnation);
+        let mut inc = doc! { field::VERSION: 1_i64 };
+        if wrapped {
+            inc.insert(field::CYCLES, 1_i64);
         }
         let mut update = doc! {};
-        if let Some(change) = shape {
-            set.insert(field::STEP, change.spec.step);
-            set.insert(field::MIN, change.spec.min);
-            set.insert(field::MAX, change.spec.max);
-            set.insert(field::CYCLE, change.spec.cycle);
-            match &change.format {
-                Some(Some(f)) => {
-                    set.insert(field::FORMAT, f.as_str());
+        // A plain draw moves `value` with the `$inc` it needs anyway (the filter pins the
+        // state, so adding the difference stores `new_value`): one update operator fewer
+        // than a `$set`, which the server pays for on every draw.
+        let delta = new_value.checked_sub(expected.value);
+        match (shape, expected.incarnation, delta) {
+            (None, Some(_), Some(delta)) => {
+                inc.insert(field::VALUE, delta);
+            }
+            _ => {
+                let mut set = doc! { field::VALUE: new_value };
+                if expected.incarnation.is_none() {
+                    set.insert(field::INCARNATION, incarnation);
                 }
-                Some(None) => {
-                    update.insert("$unset", doc! { field::FORMAT: "" });
+                if let Some(change) = shape {
+                    set.insert(field::STEP, change.spec.step);
+                    set.insert(field::MIN, change.spec.min);
+                    set.insert(field::MAX, change.spec.max);
+                    set.insert(field::CYCLE, change.spec.cycle);
+                    match &change.format {
+                        Some(Some(f)) => {
+                            set.insert(field::FORMAT, f.as_str());
+                        }
+                        Some(None) => {
+                            update.insert("$unset", doc! { field::FORMAT: "" });
+                        }
+                        None => {}
+                    }
                 }
-                None => {}
+                update.insert("$set", set);
             }
         }
-        update.insert("$set", set);
-        update.insert(
-            "$inc",
-            doc! { field::VERSION: 1_i64, field::CYCLES: i64::from(wrapped) },
-        );
-        update.insert("$currentDate", doc! { field::UPDATED_AT: true });
-        self.tally(&mut update, i64::try_from(issued).unwrap_or(i64::MAX));
+        update.insert("$inc", inc);
+        self.carry_usage(&mut update, usage);
         let res = self
             .bounded(
                 || format!("writing sequence {name:?}"),
@@ -327,7 +343,7 @@ impl Store {
     /// The conditional increment: adds `delta` to `value` (and 1 to `version`) only while
     /// `value` lies in `[low, high]` and the shape is `spec`; returns the new `value` and the
     /// stamp written, or `None` when the filter did not match (a bound, a wrap, a different
-    /// shape, or no such document).
+    /// shape, or no such document). `usage`: see [`Store::carry_usage`].
     ///
     /// It needs no incarnation in its filter: its outcome depends only on the value and shape
     /// it matches, so it is correct on whichever document holds them.
@@ -337,7 +353,7 @@ impl Store {
         spec: &Spec,
         (low, high): (i64, i64),
         delta: i64,
-        n: u64,
+        usage: Option<i64>,
     ) -> Result<Option<(i64, Stamp)>> {
         let mut filter = shape_filter(name, spec);
         filter.insert(
@@ -346,9 +362,8 @@ impl Store {
         );
         let mut update = doc! {
             "$inc": { field::VALUE: delta, field::VERSION: 1_i64 },
-            "$currentDate": { field::UPDATED_AT: true },
         };
-        self.tally(&mut update, i64::try_from(n).unwrap_or(i64::MAX));
+        self.carry_usage(&mut update, usage);
         let opts = FindOneAndUpdateOptions::builder()
             .return_document(ReturnDocument::After)
             .projection(doc! {
@@ -397,11 +412,10 @@ impl Store {
         let mut update = doc! {
             "$set": { field::VALUE: new_value },
             "$inc": { field::VERSION: 1_i64 },
-            "$currentDate": { field::UPDATED_AT: true },
         };
         // What is given back was counted as issued when it was reserved.
         let returned = (i128::from(last) - i128::from(new_value)) / i128::from(spec.step);
-        self.tally(&mut update, -i64::try_from(returned).unwrap_or(0));
+        self.carry_usage(&mut update, Some(-i64::try_from(returned).unwrap_or(0)));
         let res = self
             .bounded(
                 || format!("giving back numbers of sequence {name:?}"),
@@ -411,7 +425,24 @@ impl Store {
         Ok(res.matched_count == 1)
     }
 
-    /// Asks the server to answer (`ping`), bounded by the timeout.
+    /// Adds `n` numbers to today's issued counter of the sequence's incarnation `incarnation`
+    /// (a handle's pending count, written when the handle goes away). Like every write it
+    /// moves `version` (the write rule of every client), though neither `value` nor the
+    /// shape changes.
+    pub(crate) async fn add_usage(&self, name: &str, incarnation: ObjectId, n: i64) -> Result<()> {
+        let mut update = doc! { "$inc": { field::VERSION: 1_i64 } };
+        self.carry_usage(&mut update, Some(n));
+        self.bounded(
+            || format!("counting the numbers issued from sequence {name:?}"),
+            self.coll.update_one(
+                doc! { field::ID: name, field::INCARNATION: incarnation },
+                update,
+            ),
+        )
+        .await
+        .map(drop)
+    }
+
     /// The sequence collection (other parts of the library reach the database through it).
     pub(crate) fn collection(&self) -> &Collection<Document> {
         &self.coll
@@ -422,6 +453,7 @@ impl Store {
         self.timeout
     }
 
+    /// Asks the server to answer (`ping`), bounded by the timeout.
     pub(crate) async fn ping(&self) -> Result<()> {
         let db = self
             .coll

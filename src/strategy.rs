@@ -4,9 +4,16 @@
 //! * The **conditional increment** is one `findAndModify` whose filter admits only values from
 //!   which `n` numbers fit before the bound ([`arith::increment_window`]); it never retries. When
 //!   it does not match (a wrap, the bound, a changed document) the compare-and-set decides.
+//!   While the handle writes alone (its pinned writes win, see [`Adaptive`]) it first tries a
+//!   pinned write from the state its last write left — an `update` that needs no document
+//!   back, cheaper for the server than the `findAndModify` — and takes the increment only when
+//!   that loses.
 //! * The **compare-and-set** is the loop of the source documents: take a state (the remembered
 //!   one when optimistic, a fresh read when pessimistic), compute the draw, write it filtered
-//!   on `version`; the first writer wins and every loser re-reads, backs off and tries again.
+//!   on `version`; the first writer wins and every loser backs off and tries again. A draw's
+//!   retry is the conditional increment when its numbers fit before the bound (so a loser
+//!   cannot lose again to a writer that keeps writing from its remembered state: fairness);
+//!   otherwise, and for admin writes, it re-reads and compares-and-sets.
 //!
 //! Exhaustion is only ever reported from a fresh read, never from the remembered state.
 
@@ -20,27 +27,38 @@ use crate::options::{CasMode, Strategy};
 use crate::retry::{Backoff, RetryBudget};
 use crate::stats::{Counters, add, bump};
 use crate::store::{ShapeChange, Stamp, Store};
+use crate::usage;
 
 /// In adaptive mode, how often a pessimistic caller tries optimism again.
 const PROBE_EVERY: u32 = 16;
 /// Weight of the newest outcome in the loss-rate average.
 const LOSS_WEIGHT: f64 = 0.2;
-/// Optimistic costs 1 round trip when it wins and 3 when it loses (1 + 2p on average);
-/// pessimistic costs 2. Above this loss rate pessimism is cheaper.
+/// Compare-and-set: optimistic costs 1 round trip when it wins and 3 when it loses (1 + 2p
+/// on average); pessimistic costs 2. Above this loss rate pessimism is cheaper.
 const LOSS_THRESHOLD: f64 = 0.5;
+/// Conditional increment: the pinned write first costs one (cheaper) round trip when it wins
+/// and two when it loses; the increment alone costs one. Above this loss rate the increment
+/// alone is cheaper.
+const INCREMENT_LOSS_THRESHOLD: f64 = 0.1;
 
-/// The adaptive choice between optimistic and pessimistic writes.
+/// The adaptive choice between a write from the remembered state (optimistic) and one that
+/// does not need it (a fresh read for the compare-and-set; the conditional increment).
 #[derive(Debug)]
 pub(crate) struct Adaptive {
     mode: CasMode,
+    threshold: f64,
     loss_rate: f64,
     calls_since_probe: u32,
 }
 
 impl Adaptive {
-    pub(crate) fn new(mode: CasMode) -> Self {
+    pub(crate) fn new(mode: CasMode, strategy: Strategy) -> Self {
         Adaptive {
             mode,
+            threshold: match strategy {
+                Strategy::Cas => LOSS_THRESHOLD,
+                _ => INCREMENT_LOSS_THRESHOLD,
+            },
             loss_rate: 0.0,
             calls_since_probe: 0,
         }
@@ -52,7 +70,7 @@ impl Adaptive {
             CasMode::Optimistic => true,
             CasMode::Pessimistic => false,
             _ => {
-                if self.loss_rate <= LOSS_THRESHOLD {
+                if self.loss_rate <= self.threshold {
                     return true;
                 }
                 self.calls_since_probe += 1;
@@ -85,8 +103,37 @@ pub(crate) struct Drawer {
     pub stats: Counters,
     /// Whether `Sequence` calls go through the combiner.
     pub coalesce: bool,
+    /// Whether a draw that lost a compare-and-set race retries with the conditional increment.
+    pub increment_retry: bool,
     /// The queue of coalesced callers.
     pub combiner: crate::coalesce::Combiner,
+    /// Numbers issued by this handle that the document's counters do not show yet.
+    pub usage: Mutex<usage::Pending>,
+}
+
+/// A handle going away adds its pending count in a write of its own, on the runtime it was
+/// dropped in (if any; without one the count is lost: it is statistics, not numbers).
+impl Drop for Drawer {
+    fn drop(&mut self) {
+        let n = self
+            .usage
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let incarnation = self.remembered().incarnation;
+        let (Some(incarnation), true) = (incarnation, n != 0) else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (store, name) = (self.store.clone(), std::mem::take(&mut self.name));
+        runtime.spawn(async move {
+            if let Err(e) = store.add_usage(&name, incarnation, n).await {
+                tracing::debug!(sequence = %name, n, error = %e, "could not add a closed handle's issued count");
+            }
+        });
+    }
 }
 
 impl Drawer {
@@ -161,20 +208,80 @@ impl Drawer {
             ));
         }
         match self.strategy {
-            Strategy::Cas => self.compare_and_set(n).await,
-            _ => match self.increment(n).await? {
-                Some(drawn) => Ok(drawn),
-                None => {
-                    bump(&self.stats.fallbacks);
-                    tracing::debug!(
-                        sequence = %self.name,
-                        n,
-                        "the conditional increment did not match (bound, wrap or changed document): the compare-and-set decides"
-                    );
-                    self.compare_and_set(n).await
+            Strategy::Cas => self.compare_and_set(n, self.increment_retry).await,
+            _ => {
+                if self.choose_optimistic()
+                    && let Some(drawn) = self.pinned_draw(n).await?
+                {
+                    return Ok(drawn);
                 }
-            },
+                match self.increment(n).await? {
+                    Some(drawn) => Ok(drawn),
+                    None => {
+                        bump(&self.stats.fallbacks);
+                        tracing::debug!(
+                            sequence = %self.name,
+                            n,
+                            "the conditional increment did not match (bound, wrap or changed document): the compare-and-set decides"
+                        );
+                        // The increment just did not match: no increment retry.
+                        self.compare_and_set(n, false).await
+                    }
+                }
+            }
         }
+    }
+
+    fn choose_optimistic(&self) -> bool {
+        self.adaptive
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .choose_optimistic()
+    }
+
+    /// Before a write that issues `n` numbers: the count it carries (see [`usage::Pending`]).
+    fn carry_usage(&self, n: u64) -> Option<i64> {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        self.usage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .carry(n, std::time::Instant::now())
+    }
+
+    /// The write prepared by [`Drawer::carry_usage`] did not happen.
+    fn usage_unsent(&self, n: u64, carried: Option<i64>) {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        self.usage
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unsent(n, carried);
+    }
+
+    /// Writes this handle's pending count now (a block client closing, a striped handle
+    /// closing): one write, only when something is pending.
+    pub(crate) async fn flush_usage(&self) -> Result<()> {
+        let n = self.usage.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match (self.remembered().incarnation, n) {
+            (Some(incarnation), n) if n != 0 => {
+                bump(&self.stats.round_trips);
+                self.store.add_usage(&self.name, incarnation, n).await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// One compare-and-set of a draw from the remembered state, without retries: the run and
+    /// the stamp written, or `None` when the state is not usable (it would wrap past a bound
+    /// it cannot judge) or the write lost.
+    async fn pinned_draw(&self, n: u64) -> Result<Option<(Run, Stamp)>> {
+        let known = self.remembered();
+        let Ok(d) = arith::draw(&known.spec, known.value, n) else {
+            return Ok(None);
+        };
+        let won = self
+            .attempt(&known, true, d.new_value, d.wrapped, None, d.run.count())
+            .await?;
+        Ok(won.map(|stamp| (d.run, stamp)))
     }
 
     /// The one-round-trip path: the run and the version written. `None` when the filter did
@@ -190,11 +297,13 @@ impl Drawer {
         };
         bump(&self.stats.round_trips);
         bump(&self.stats.writes);
+        let carried = self.carry_usage(n);
         let Some((value, stamp)) = self
             .store
-            .increment(&self.name, &spec, window, delta, n)
+            .increment(&self.name, &spec, window, delta, carried)
             .await?
         else {
+            self.usage_unsent(n, carried);
             return Ok(None);
         };
         // `value` is the last number of our run; the run starts n - 1 steps before it.
@@ -218,16 +327,17 @@ impl Drawer {
         Ok(Some((Run::new(first, n, spec.step), stamp)))
     }
 
-    /// First writer wins, with backoff between lost races. Returns the run and the version
+    /// First writer wins, with backoff between lost races; a lost race is retried with the
+    /// conditional increment (once) when `increment_retry`. Returns the run and the version
     /// written.
-    async fn compare_and_set(&self, n: u64) -> Result<(Run, Stamp)> {
-        let optimistic_first = self
-            .adaptive
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .choose_optimistic();
+    async fn compare_and_set(&self, n: u64, increment_retry: bool) -> Result<(Run, Stamp)> {
+        let optimistic_first = self.choose_optimistic();
+        let retry = increment_retry.then_some(Retry {
+            n,
+            then: std::convert::identity,
+        });
         let (run, stamp) = self
-            .update(optimistic_first, |stored, from_memory| {
+            .update(optimistic_first, retry, |stored, from_memory| {
                 match arith::draw(&stored.spec, stored.value, n) {
                     Ok(d) => Ok(Decision::Write {
                         value: d.new_value,
@@ -248,15 +358,78 @@ impl Drawer {
         Ok((run, stamp))
     }
 
+    /// One compare-and-set write of `value` filtered on the state `stored`, with its
+    /// counters: the stamp written when it won (and the new state remembered), `None` when
+    /// another writer came first. `issued`: the numbers the write issues (0 for an admin
+    /// write, which always sets `updated_at`).
+    async fn attempt(
+        &self,
+        stored: &Stored,
+        from_memory: bool,
+        value: i64,
+        wrapped: bool,
+        shape: Option<&ShapeChange>,
+        issued: u64,
+    ) -> Result<Option<Stamp>> {
+        bump(&self.stats.round_trips);
+        bump(&self.stats.writes);
+        let (counter, mode) = if from_memory {
+            (&self.stats.optimistic_writes, 1)
+        } else {
+            (&self.stats.pessimistic_writes, 2)
+        };
+        bump(counter);
+        self.stats.last_mode.store(mode, Relaxed);
+        let carried = if issued == 0 {
+            Some(0)
+        } else {
+            self.carry_usage(issued)
+        };
+        let won = self
+            .store
+            .compare_and_set(&self.name, stored, value, wrapped, shape, carried)
+            .await?;
+        if from_memory {
+            self.adaptive
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .record_optimistic(won.is_some());
+        }
+        match won {
+            Some(stamp) => {
+                self.remember(
+                    Stored {
+                        value,
+                        version: stamp.version,
+                        cycles: stored.cycles + i64::from(wrapped),
+                        incarnation: stamp.incarnation,
+                        spec: shape.map_or(stored.spec, |c| c.spec),
+                        ..*stored
+                    },
+                    false,
+                );
+            }
+            None => {
+                if issued != 0 {
+                    self.usage_unsent(issued, carried);
+                }
+                bump(&self.stats.conflicts);
+            }
+        }
+        Ok(won)
+    }
+
     /// The compare-and-set loop — the only one in the crate; draws and admin writes
     /// (`reset`, `advance_to`) both run it. Takes a state (the remembered one first when
     /// `optimistic_first`, else a fresh read), asks `decide` what to do with it, and writes
-    /// the new value filtered on that exact state; a lost race re-reads, backs off and tries
-    /// again within the retry budget. Returns `decide`'s value and the stamp written (`None`
-    /// when `decide` chose not to write).
+    /// the new value filtered on that exact state; a lost race backs off and tries again
+    /// within the retry budget: the first retry with the conditional increment of `retry` (a
+    /// draw) when it matches, else by re-reading. Returns `decide`'s value (or `retry`'s) and the stamp
+    /// written (`None` when `decide` chose not to write).
     pub(crate) async fn update<T>(
         &self,
         optimistic_first: bool,
+        mut retry: Option<Retry<T>>,
         mut decide: impl FnMut(&Stored, bool) -> Result<Decision<T>>,
     ) -> Result<(T, Option<Stamp>)> {
         let mut budget = RetryBudget::new(&self.backoff);
@@ -279,46 +452,34 @@ impl Drawer {
                 Decision::Reread => continue,
             };
             budget.attempted();
-            bump(&self.stats.round_trips);
-            bump(&self.stats.writes);
-            let (counter, mode) = if from_memory {
-                (&self.stats.optimistic_writes, 1)
-            } else {
-                (&self.stats.pessimistic_writes, 2)
-            };
-            bump(counter);
-            self.stats.last_mode.store(mode, Relaxed);
             let won = self
-                .store
-                .compare_and_set(&self.name, &stored, value, wrapped, shape.as_ref(), issued)
+                .attempt(&stored, from_memory, value, wrapped, shape.as_ref(), issued)
                 .await?;
-            if from_memory {
-                self.adaptive
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .record_optimistic(won.is_some());
-            }
             if let Some(stamp) = won {
-                self.remember(
-                    Stored {
-                        value,
-                        version: stamp.version,
-                        cycles: stored.cycles + i64::from(wrapped),
-                        incarnation: stamp.incarnation,
-                        spec: shape.as_ref().map_or(stored.spec, |c| c.spec),
-                        ..stored
-                    },
-                    false,
-                );
                 return Ok((then, Some(stamp)));
             }
-            bump(&self.stats.conflicts);
+            // Lost: back off, then try again.
             let delay = budget.after_conflict(&self.name)?;
             tracing::debug!(sequence = %self.name, version = stored.version, ?delay, optimistic = from_memory, "lost the compare-and-set race; backing off");
             bump(&self.stats.retries);
             tokio::time::sleep(delay).await;
+            // Once per call: when the increment does not match (a wrap, the bound, a
+            // changed shape) it would not match on the next retry either.
+            if let Some(r) = retry.take() {
+                budget.attempted();
+                if let Some((run, stamp)) = self.increment(r.n).await? {
+                    return Ok(((r.then)(run), Some(stamp)));
+                }
+            }
         }
     }
+}
+
+/// How a draw's lost race is retried: the conditional increment of `n` numbers, whose run
+/// `then` turns into the loop's result.
+pub(crate) struct Retry<T> {
+    pub n: u64,
+    pub then: fn(Run) -> T,
 }
 
 /// What the compare-and-set loop does with a state (see [`Drawer::update`]).
@@ -345,7 +506,7 @@ mod tests {
 
     #[test]
     fn adaptive_turns_pessimistic_under_losses_and_probes_back() {
-        let mut a = Adaptive::new(CasMode::Adaptive);
+        let mut a = Adaptive::new(CasMode::Adaptive, Strategy::Cas);
         assert!(a.choose_optimistic());
         for _ in 0..10 {
             a.record_optimistic(false);
@@ -360,8 +521,8 @@ mod tests {
 
     #[test]
     fn fixed_modes_stay_fixed() {
-        let mut o = Adaptive::new(CasMode::Optimistic);
-        let mut p = Adaptive::new(CasMode::Pessimistic);
+        let mut o = Adaptive::new(CasMode::Optimistic, Strategy::Cas);
+        let mut p = Adaptive::new(CasMode::Pessimistic, Strategy::ConditionalIncrement);
         for _ in 0..20 {
             o.record_optimistic(false);
             assert!(o.choose_optimistic());

@@ -1,12 +1,17 @@
 //! How fast a sequence is used and when it runs out: the data for exhaustion alerts.
 //!
-//! Every write that issues numbers also adds them to a per-day counter in the document
-//! (`issued: {"2026-11-22": 1234, …}`, days in UTC) — one more update path in the same write,
-//! never another round trip; a dispenser's first write of each day also removes the counters
-//! older than [`KEPT_DAYS`] days. A give-back subtracts what it returns. So the observed rate over the last week is in
-//! the document itself, and a cron job can forecast exhaustion with one read.
+//! The numbers a handle issues are added to a per-day counter in the document
+//! (`issued: {"2026-11-22": 1234, …}`, days in UTC) by its own draws — one more update path in
+//! a write it makes anyway, never another round trip. Each update path costs the server time
+//! on the hot path, so a handle does not carry its count on every write: it keeps a
+//! [`Pending`] count and carries it (with `updated_at`) on its first write and then on the
+//! first write at least [`CARRY_EVERY`] after the last carried one; a handle dropped with a
+//! count pending adds it in a write of its own. A dispenser's first write of each day also
+//! removes the counters older than [`KEPT_DAYS`] days. A give-back subtracts what it returns.
+//! So the observed rate over the last week is in the document itself, and a cron job can
+//! forecast exhaustion with one read.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bson::{Bson, Document, doc};
 use jiff::Timestamp;
@@ -62,6 +67,52 @@ pub(crate) fn tally(update: &mut Document, n: i64, now: Timestamp, prune: bool) 
                 update.insert("$unset", doc! { stale: "" });
             }
         }
+    }
+}
+
+/// How long a handle may keep issued numbers out of the document's counters (and its
+/// `updated_at` behind its last draw).
+pub(crate) const CARRY_EVERY: Duration = Duration::from_secs(1);
+
+/// The numbers one handle issued that the document's counters do not show yet.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    count: i64,
+    /// When a write last carried the count; `None`: the next write carries it.
+    carried_at: Option<Instant>,
+}
+
+impl Pending {
+    /// Before a write that issues `n` numbers: the count that write carries (everything
+    /// pending, `n` included) when a carry is due, else `None` (`n` stays pending).
+    pub(crate) fn carry(&mut self, n: i64, now: Instant) -> Option<i64> {
+        self.count = self.count.saturating_add(n);
+        let due = self
+            .carried_at
+            .is_none_or(|t| now.saturating_duration_since(t) >= CARRY_EVERY);
+        if !due {
+            return None;
+        }
+        self.carried_at = Some(now);
+        Some(std::mem::take(&mut self.count))
+    }
+
+    /// The write prepared by [`Pending::carry`] did not happen (a lost race, a filter that
+    /// did not match): its `n` numbers were not issued, and what it carried is pending again,
+    /// due on the next write.
+    pub(crate) fn unsent(&mut self, n: i64, carried: Option<i64>) {
+        self.count = self
+            .count
+            .saturating_add(carried.unwrap_or(0))
+            .saturating_sub(n);
+        if carried.is_some() {
+            self.carried_at = None;
+        }
+    }
+
+    /// Everything pending, for a last write of its own (the handle is going away).
+    pub(crate) fn take(&mut self) -> i64 {
+        std::mem::take(&mut self.count)
     }
 }
 
@@ -181,6 +232,36 @@ impl SequenceState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pending_counts_are_carried_first_then_at_most_once_a_second() {
+        let t0 = Instant::now();
+        let mut p = Pending::default();
+        assert_eq!(p.carry(3, t0), Some(3), "the first write carries");
+        assert_eq!(p.carry(2, t0 + Duration::from_millis(10)), None);
+        assert_eq!(p.carry(4, t0 + Duration::from_millis(500)), None);
+        assert_eq!(
+            p.carry(1, t0 + CARRY_EVERY),
+            Some(7),
+            "a second later everything pending goes out"
+        );
+        // A write that carried and lost: its own number is not issued, the rest is due again.
+        let t1 = t0 + CARRY_EVERY + Duration::from_millis(1);
+        assert_eq!(p.carry(5, t1), None);
+        let carried = p.carry(6, t1 + CARRY_EVERY);
+        assert_eq!(carried, Some(11));
+        p.unsent(6, carried);
+        assert_eq!(
+            p.carry(2, t1 + CARRY_EVERY),
+            Some(7),
+            "due at once after a lost carry"
+        );
+        // A lost write that carried nothing just forgets its numbers.
+        assert_eq!(p.carry(8, t1 + CARRY_EVERY), None);
+        p.unsent(8, None);
+        assert_eq!(p.take(), 0);
+        assert_eq!(p.carry(1, t1 + 3 * CARRY_EVERY), Some(1));
+    }
 
     #[test]
     fn tally_adds_today_and_prunes_only_when_asked() {

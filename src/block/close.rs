@@ -93,7 +93,14 @@ impl BlockSequence {
                 st.next.take().filter(|b| b.left() > 0),
             )
         };
-        self.give_back(tail, prefetched).await
+        let report = self.give_back(tail, prefetched).await;
+        // The numbers this client reserved and the document's counters do not show yet
+        // (statistics: a failure here fails nothing).
+        let drawer = &self.shared.drawer;
+        if let Err(e) = drawer.flush_usage().await {
+            tracing::debug!(sequence = %drawer.name, error = %e, "could not add the closed block client's issued count");
+        }
+        report
     }
 
     async fn give_back(&self, tail: Option<Block>, fetched: Option<Block>) -> Result<CloseReport> {

@@ -118,3 +118,73 @@ async fn check_speaks_the_monitoring_convention() {
     );
     assert_eq!(run(&coll, &["check", "nope"]).status.code(), Some(3));
 }
+
+/// The per-day counters behind the rate are carried on a handle's draws at most a second
+/// late (not on every write: each update path costs the server time on every draw), and
+/// nothing is left out: a dropped handle adds what it still holds, a closed block client too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issued_counts_arrive_late_but_complete() {
+    use dispenser::Spec;
+    use dispenser::block::BlockOptions;
+    use std::time::{Duration, Instant};
+    let f = common::Fixture::new("usage_carry").await;
+    let d = f.dispenser(f.options());
+    let today = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date();
+    let issued = |d: dispenser::Dispenser| async move {
+        let state = d.peek("s").await.unwrap();
+        state
+            .issued_by_day
+            .iter()
+            .filter(|(day, _)| *day == today)
+            .map(|(_, n)| *n)
+            .sum::<i64>()
+    };
+    let seq = d.create("s", Spec::default()).await.unwrap();
+    let started = Instant::now();
+    for _ in 0..20 {
+        seq.next().await.unwrap();
+    }
+    let shown = issued(d.clone()).await;
+    if started.elapsed() < Duration::from_secs(1) {
+        assert_eq!(shown, 1, "only the first draw carried the count");
+    } else {
+        assert!((1..=20).contains(&shown), "{shown}");
+    }
+    // A second later the next draw carries everything pending.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    seq.next().await.unwrap();
+    assert_eq!(issued(d.clone()).await, 21);
+    for _ in 0..4 {
+        seq.next().await.unwrap();
+    }
+    drop(seq);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while issued(d.clone()).await != 25 {
+        assert!(
+            Instant::now() < deadline,
+            "the dropped handle's 4 never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Blocks: reserved minus given back, exactly, once the client is closed.
+    let blocks = d
+        .open("s")
+        .await
+        .unwrap()
+        .into_blocks(
+            BlockOptions::default()
+                .with_size(10)
+                .with_prefetch(None)
+                .with_grow_to(None)
+                .with_adaptive(None),
+        )
+        .unwrap();
+    for _ in 0..35 {
+        blocks.next().await.unwrap();
+    }
+    let report = blocks.close().await.unwrap();
+    assert_eq!(report.given_back, 5, "{report:?}");
+    assert_eq!(issued(d.clone()).await, 25 + 35);
+}

@@ -443,6 +443,14 @@ async fn uncontended_draws_take_one_round_trip() {
             (20, 20, 0),
             "{strategy:?}: {s:?}"
         );
+        // Alone, every draw is a write pinned to the state the last one left (for the
+        // conditional increment too: an `update` is cheaper for the server than a
+        // `findAndModify`).
+        assert_eq!(
+            (s.optimistic_writes, s.fallbacks),
+            (20, 0),
+            "{strategy:?}: {s:?}"
+        );
         if strategy == Strategy::Cas {
             assert_eq!(s.cas_mode, CasModeUsed::Optimistic);
         }
@@ -466,19 +474,75 @@ async fn uncontended_draws_take_one_round_trip() {
 
 #[tokio::test]
 async fn a_stale_handle_loses_the_race_and_recovers() {
-    let f = Fixture::new("stale").await;
-    let d = f.dispenser(
-        f.options()
-            .with_strategy(Strategy::Cas)
-            .with_cas_mode(CasMode::Optimistic),
-    );
-    let a = d.create("s", Spec::default()).await.unwrap();
-    let b = d.open("s").await.unwrap();
-    assert_eq!(a.next().await.unwrap(), 1);
-    // b remembers version 0: its optimistic write loses, it re-reads and wins.
-    assert_eq!(b.next().await.unwrap(), 2);
+    // By default the retry after a lost race is the conditional increment (2 round trips);
+    // without it, the loop of the source documents: re-read, then write (3).
+    for (increment_retry, round_trips) in [(true, 2), (false, 3)] {
+        let f = Fixture::new("stale").await;
+        let d = f.dispenser(
+            f.options()
+                .with_strategy(Strategy::Cas)
+                .with_cas_mode(CasMode::Optimistic)
+                .with_increment_retry(increment_retry),
+        );
+        let a = d.create("s", Spec::default()).await.unwrap();
+        let b = d.open("s").await.unwrap();
+        assert_eq!(a.next().await.unwrap(), 1);
+        // b remembers version 0: its optimistic write loses; its retry wins.
+        assert_eq!(b.next().await.unwrap(), 2);
+        let s = b.stats();
+        assert_eq!(
+            (s.conflicts, s.retries, s.round_trips),
+            (1, 1, round_trips),
+            "increment_retry {increment_retry}: {s:?}"
+        );
+        assert_eq!(a.next().await.unwrap(), 3, "a lost from memory and re-read");
+    }
+}
+
+/// The tail of the compare-and-set under contention: a writer that keeps winning writes
+/// again at once from the state it remembers, so a loser that re-reads and writes (two
+/// round trips) could lose for ever. Its retry is the conditional increment, which an
+/// optimistic writer cannot beat: no call takes more than two writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_compare_and_set_loser_wins_its_retry_while_another_client_keeps_writing() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let f = Fixture::new("fair").await;
+    let options = patient(f.options().with_strategy(Strategy::Cas));
+    let (da, db) = (f.dispenser(options.clone()), f.dispenser(options));
+    let a = da.create("s", Spec::default()).await.unwrap();
+    let b = db.open("s").await.unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let hammer = (0..8).map(|_| {
+        let (a, stop) = (a.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut got = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                got.push(a.next().await.unwrap());
+            }
+            got
+        })
+    });
+    let hammer: Vec<_> = hammer.collect();
+    let mut got = Vec::new();
+    let mut most_writes = 0;
+    for _ in 0..200 {
+        let before = b.stats().writes;
+        got.push(b.next().await.unwrap());
+        most_writes = most_writes.max(b.stats().writes - before);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in hammer {
+        got.extend(h.await.unwrap());
+    }
+    let n = i64::try_from(got.len()).unwrap();
+    assert_each_exactly(got, 1..=n, 1);
     let s = b.stats();
-    assert_eq!((s.conflicts, s.retries, s.round_trips), (1, 1, 3), "{s:?}");
+    assert!(s.conflicts > 0, "the other client never won a race: {s:?}");
+    assert!(
+        most_writes <= 2,
+        "a call of the losing client took {most_writes} writes: {s:?}"
+    );
 }
 
 #[tokio::test]
