@@ -603,3 +603,43 @@ async fn an_srv_uri_that_does_not_resolve_fails_within_the_timeout() {
     );
     assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
 }
+
+/// A document written by another client with Int32 integers (mongosh's plain numbers) is drawn
+/// from by every path, past the Int32 range, and is stored back as Int64.
+#[tokio::test]
+async fn int32_documents_are_drawn_past_the_int32_range_and_stored_as_int64() {
+    use dispenser::mongodb::bson::oid::ObjectId;
+    for strategy in STRATEGIES {
+        let f = Fixture::new("int32").await;
+        let now = dispenser::mongodb::bson::DateTime::now();
+        f.raw()
+            .insert_one(doc! {
+                "_id": "s", "value": 2_147_483_645_i32, "step": 1_i32, "min": 0_i32,
+                "max": i64::MAX, "cycle": false, "version": 3_i32, "cycles": 0_i32,
+                "created_at": now, "updated_at": now, "incarnation": ObjectId::new(),
+                "start": 1_i32,
+            })
+            .await
+            .unwrap();
+        let d = f.dispenser(f.options().with_strategy(strategy));
+        let s = d.open("s").await.unwrap();
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            got.push(s.next().await.unwrap());
+        }
+        got.extend(s.next_n(2).await.unwrap());
+        assert_eq!(
+            got,
+            (2_147_483_646..=2_147_483_650).collect::<Vec<i64>>(),
+            "{strategy:?}"
+        );
+        let stored = f
+            .raw()
+            .find_one(doc! { "_id": "s" })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.get("value"), Some(&Bson::Int64(2_147_483_650)));
+        assert_eq!(stored.get("version"), Some(&Bson::Int64(3 + 4)), "{stored}");
+    }
+}
