@@ -223,15 +223,7 @@ impl Options {
                 format!("{db:?} must be 1 to 63 bytes without / \\ . space \" $ or NUL"),
             ));
         }
-        let coll = &self.collection;
-        if coll.is_empty() || coll.contains(['$', '\0']) || coll.starts_with("system.") {
-            return Err(Error::invalid_argument(
-                "collection name",
-                format!(
-                    "{coll:?} must be non-empty, without $ or NUL, and not start with \"system.\""
-                ),
-            ));
-        }
+        check_collection_name("collection name", &self.collection)?;
         if self.operation_timeout.is_zero() {
             return Err(Error::invalid_argument(
                 "operation_timeout",
@@ -240,6 +232,19 @@ impl Options {
         }
         self.backoff.validate()
     }
+}
+
+/// Checks a collection name (the sequences', a gap-free sequence's business collection):
+/// [`Error::InvalidArgument`] naming `what` unless it is non-empty, without `$` or NUL, and
+/// outside the `system.` namespace.
+pub(crate) fn check_collection_name(what: &str, name: &str) -> Result<()> {
+    if name.is_empty() || name.contains(['$', '\0']) || name.starts_with("system.") {
+        return Err(Error::invalid_argument(
+            what,
+            format!("{name:?} must be non-empty, without $ or NUL, and not start with \"system.\""),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

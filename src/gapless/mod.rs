@@ -578,11 +578,22 @@ impl Gapless {
     /// Moves `next` past `n` if `me` still holds it (the write carrying `n` succeeded, or
     /// `n` was found used). `false` when someone else did it already.
     async fn advance_past(&self, n: i64, me: ObjectId) -> Result<bool> {
+        self.move_past(
+            doc! { "_id": &self.name, "next": n, "lease.holder": me },
+            n,
+            "confirming a number",
+        )
+        .await
+    }
+
+    /// Moves `next` from `n` to `n + 1` and clears the lease, where `filter` (which pins
+    /// `next: n`) still matches. `false` when it no longer does.
+    async fn move_past(&self, filter: Document, n: i64, what: &'static str) -> Result<bool> {
         let next = n.checked_add(1).ok_or_else(|| self.exhausted(n))?;
         self.bounded(
-            "confirming a number",
+            what,
             self.state.update_one(
-                doc! { "_id": &self.name, "next": n, "lease.holder": me },
+                filter,
                 doc! { "$set": { "next": next, "lease": Bson::Null } },
             ),
         )
@@ -811,17 +822,13 @@ impl Gapless {
             }
         }
         if self.used(number).await? {
-            // Move past it as a taker would (its holder died after the write).
-            if let Some(next) = number.checked_add(1) {
-                let _ = self
-                    .bounded(
-                        "moving past a used number",
-                        self.state.update_one(
-                            filter,
-                            doc! { "$set": { "next": next, "lease": Bson::Null } },
-                        ),
-                    )
-                    .await;
+            // Move past it as a taker would (its holder died after the write). If this
+            // fails, the next taker finds the number used and moves past it itself.
+            if let Err(e) = self
+                .move_past(filter, number, "moving past a used number")
+                .await
+            {
+                tracing::debug!(sequence = %self.name, number, error = %e, "could not move past a used number; the next taker will");
             }
             return Err(Error::invalid_argument(
                 "void",

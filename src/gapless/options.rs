@@ -92,13 +92,7 @@ impl GaplessOptions {
     /// `system.` namespace, an empty field or one starting with `$` or containing an empty
     /// path segment, a lease or wait of zero or over a day.
     pub fn validate(&self) -> Result<()> {
-        let c = &self.collection;
-        if c.is_empty() || c.starts_with("system.") || c.contains('$') || c.contains('\0') {
-            return Err(Error::invalid_argument(
-                "gap-free collection",
-                format!("{c:?} is not a collection name (non-empty, no `$`, not `system.*`)"),
-            ));
-        }
+        crate::options::check_collection_name("gap-free collection", &self.collection)?;
         let f = &self.field;
         if f.is_empty() || f.starts_with('$') || f.split('.').any(str::is_empty) || f.contains('\0')
         {
