@@ -33,7 +33,8 @@ pub struct Stats {
     pub issued: u64,
     /// Writes sent (successful or not).
     pub writes: u64,
-    /// Compare-and-set writes that lost the race (matched no document).
+    /// Compare-and-set writes that lost the race (matched no document), the pinned writes
+    /// of the conditional increment strategy included.
     pub conflicts: u64,
     /// Attempts made after a lost race.
     pub retries: u64,
@@ -41,7 +42,8 @@ pub struct Stats {
     pub round_trips: u64,
     /// Conditional increments that fell back to the compare-and-set (wrap or bound).
     pub fallbacks: u64,
-    /// Compare-and-set writes made from the remembered state.
+    /// Compare-and-set writes made from the remembered state (with the conditional
+    /// increment strategy: its pinned writes, tried while the handle writes alone).
     pub optimistic_writes: u64,
     /// Compare-and-set writes made after a fresh read.
     pub pessimistic_writes: u64,

@@ -264,6 +264,7 @@ impl Drawer {
         match (self.remembered().incarnation, n) {
             (Some(incarnation), n) if n != 0 => {
                 bump(&self.stats.round_trips);
+                bump(&self.stats.writes);
                 self.store.add_usage(&self.name, incarnation, n).await
             }
             _ => Ok(()),
