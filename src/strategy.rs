@@ -29,8 +29,11 @@ use crate::stats::{Counters, add, bump};
 use crate::store::{ShapeChange, Stamp, Store};
 use crate::usage;
 
-/// In adaptive mode, how often a pessimistic caller tries optimism again.
+/// In adaptive mode, how often a pessimistic caller tries optimism again: every 16 calls at
+/// first, twice as seldom after each probe that lost, up to every 256 calls (a probe that
+/// loses costs a round trip), and every 16 again after a win.
 const PROBE_EVERY: u32 = 16;
+const PROBE_EVERY_MAX: u32 = 256;
 /// Weight of the newest outcome in the loss-rate average.
 const LOSS_WEIGHT: f64 = 0.2;
 /// Compare-and-set: optimistic costs 1 round trip when it wins and 3 when it loses (1 + 2p
@@ -49,6 +52,9 @@ pub(crate) struct Adaptive {
     threshold: f64,
     loss_rate: f64,
     calls_since_probe: u32,
+    probe_every: u32,
+    /// The latest choice was a probe.
+    probing: bool,
 }
 
 impl Adaptive {
@@ -61,6 +67,8 @@ impl Adaptive {
             },
             loss_rate: 0.0,
             calls_since_probe: 0,
+            probe_every: PROBE_EVERY,
+            probing: false,
         }
     }
 
@@ -74,8 +82,9 @@ impl Adaptive {
                     return true;
                 }
                 self.calls_since_probe += 1;
-                if self.calls_since_probe >= PROBE_EVERY {
+                if self.calls_since_probe >= self.probe_every {
                     self.calls_since_probe = 0;
+                    self.probing = true;
                     true
                 } else {
                     false
@@ -88,6 +97,12 @@ impl Adaptive {
     fn record_optimistic(&mut self, won: bool) {
         let lost = if won { 0.0 } else { 1.0 };
         self.loss_rate = (1.0 - LOSS_WEIGHT) * self.loss_rate + LOSS_WEIGHT * lost;
+        if won {
+            self.probe_every = PROBE_EVERY;
+        } else if self.probing {
+            self.probe_every = (self.probe_every * 2).min(PROBE_EVERY_MAX);
+        }
+        self.probing = false;
     }
 }
 
@@ -518,6 +533,28 @@ mod tests {
             a.record_optimistic(true);
         }
         assert!(a.choose_optimistic());
+    }
+
+    #[test]
+    fn probes_that_keep_losing_come_less_often_until_one_wins() {
+        let mut a = Adaptive::new(CasMode::Adaptive, Strategy::ConditionalIncrement);
+        for _ in 0..10 {
+            a.record_optimistic(false);
+        }
+        // Each lost probe doubles the interval: 16, 32, 64, 128, 256, 256.
+        let mut gaps = Vec::new();
+        for _ in 0..6 {
+            let gap = (1..=1000).find(|_| a.choose_optimistic()).unwrap();
+            a.record_optimistic(false);
+            gaps.push(gap);
+        }
+        assert_eq!(gaps, [16, 32, 64, 128, 256, 256]);
+        // A probe that wins brings the interval back (and lowers the loss rate).
+        let gap = (1..=1000).find(|_| a.choose_optimistic()).unwrap();
+        assert_eq!(gap, 256);
+        a.record_optimistic(true);
+        let gap = (1..=1000).find(|_| a.choose_optimistic()).unwrap();
+        assert_eq!(gap, 16);
     }
 
     #[test]
