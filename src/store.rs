@@ -108,7 +108,7 @@ impl Store {
     /// and on this store's first such write of the day also prunes the old counters (see
     /// [`usage::tally`]). With `None` (a draw whose count stays pending, see
     /// [`usage::Pending`]): neither, so the write has two update paths fewer.
-    fn carry_usage(&self, update: &mut Document, usage: Option<i64>) {
+    fn put_usage(&self, update: &mut Document, usage: Option<i64>) {
         let Some(n) = usage else { return };
         update.insert("$currentDate", doc! { field::UPDATED_AT: true });
         let now = Timestamp::now();
@@ -278,7 +278,7 @@ impl Store {
     /// `expected` (same incarnation, version and shape; see [`pinned_filter`]). Returns the
     /// stamp written when this write won, `None` when another writer came first. A document
     /// without an incarnation receives one with this write. `usage`: see
-    /// [`Store::carry_usage`].
+    /// [`Store::put_usage`].
     pub(crate) async fn compare_and_set(
         &self,
         name: &str,
@@ -327,7 +327,7 @@ impl Store {
             }
         }
         update.insert("$inc", inc);
-        self.carry_usage(&mut update, usage);
+        self.put_usage(&mut update, usage);
         let res = self
             .bounded(
                 || format!("writing sequence {name:?}"),
@@ -343,7 +343,7 @@ impl Store {
     /// The conditional increment: adds `delta` to `value` (and 1 to `version`) only while
     /// `value` lies in `[low, high]` and the shape is `spec`; returns the new `value` and the
     /// stamp written, or `None` when the filter did not match (a bound, a wrap, a different
-    /// shape, or no such document). `usage`: see [`Store::carry_usage`].
+    /// shape, or no such document). `usage`: see [`Store::put_usage`].
     ///
     /// It needs no incarnation in its filter: its outcome depends only on the value and shape
     /// it matches, so it is correct on whichever document holds them.
@@ -363,7 +363,7 @@ impl Store {
         let mut update = doc! {
             "$inc": { field::VALUE: delta, field::VERSION: 1_i64 },
         };
-        self.carry_usage(&mut update, usage);
+        self.put_usage(&mut update, usage);
         let opts = FindOneAndUpdateOptions::builder()
             .return_document(ReturnDocument::After)
             .projection(doc! {
@@ -415,7 +415,7 @@ impl Store {
         };
         // What is given back was counted as issued when it was reserved.
         let returned = (i128::from(last) - i128::from(new_value)) / i128::from(spec.step);
-        self.carry_usage(&mut update, Some(-i64::try_from(returned).unwrap_or(0)));
+        self.put_usage(&mut update, Some(-i64::try_from(returned).unwrap_or(0)));
         let res = self
             .bounded(
                 || format!("giving back numbers of sequence {name:?}"),
@@ -431,7 +431,7 @@ impl Store {
     /// shape changes.
     pub(crate) async fn add_usage(&self, name: &str, incarnation: ObjectId, n: i64) -> Result<()> {
         let mut update = doc! { "$inc": { field::VERSION: 1_i64 } };
-        self.carry_usage(&mut update, Some(n));
+        self.put_usage(&mut update, Some(n));
         self.bounded(
             || format!("counting the numbers issued from sequence {name:?}"),
             self.coll.update_one(

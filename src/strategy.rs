@@ -130,13 +130,7 @@ pub(crate) struct Drawer {
 /// dropped in (if any; without one the count is lost: it is statistics, not numbers).
 impl Drop for Drawer {
     fn drop(&mut self) {
-        let n = self
-            .usage
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        let incarnation = self.remembered().incarnation;
-        let (Some(incarnation), true) = (incarnation, n != 0) else {
+        let Some((incarnation, n)) = self.take_pending() else {
             return;
         };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -254,36 +248,39 @@ impl Drawer {
             .choose_optimistic()
     }
 
+    fn usage(&self) -> std::sync::MutexGuard<'_, usage::Pending> {
+        self.usage.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Before a write that issues `n` numbers: the count it carries (see [`usage::Pending`]).
     fn carry_usage(&self, n: u64) -> Option<i64> {
         let n = i64::try_from(n).unwrap_or(i64::MAX);
-        self.usage
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .carry(n, std::time::Instant::now())
+        self.usage().carry(n, std::time::Instant::now())
     }
 
     /// The write prepared by [`Drawer::carry_usage`] did not happen.
     fn usage_unsent(&self, n: u64, carried: Option<i64>) {
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
-        self.usage
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .unsent(n, carried);
+        self.usage()
+            .unsent(i64::try_from(n).unwrap_or(i64::MAX), carried);
+    }
+
+    /// The pending count and the incarnation to add it to, taken out of the handle; `None`
+    /// when nothing is pending (or the document's incarnation is unknown).
+    fn take_pending(&self) -> Option<(bson::oid::ObjectId, i64)> {
+        let n = self.usage().take();
+        let incarnation = self.remembered().incarnation?;
+        (n != 0).then_some((incarnation, n))
     }
 
     /// Writes this handle's pending count now (a block client closing, a striped handle
     /// closing): one write, only when something is pending.
     pub(crate) async fn flush_usage(&self) -> Result<()> {
-        let n = self.usage.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match (self.remembered().incarnation, n) {
-            (Some(incarnation), n) if n != 0 => {
-                bump(&self.stats.round_trips);
-                bump(&self.stats.writes);
-                self.store.add_usage(&self.name, incarnation, n).await
-            }
-            _ => Ok(()),
-        }
+        let Some((incarnation, n)) = self.take_pending() else {
+            return Ok(());
+        };
+        bump(&self.stats.round_trips);
+        bump(&self.stats.writes);
+        self.store.add_usage(&self.name, incarnation, n).await
     }
 
     /// One compare-and-set of a draw from the remembered state, without retries: the run and
