@@ -189,16 +189,45 @@ pub(crate) fn remaining(spec: &Spec, value: i64) -> u64 {
     }
 }
 
-/// Whether `value` is one a valid history can produce: within `[min, max]`, or one step
-/// before the first number of a sequence that has issued nothing yet.
+/// Whether `value` is one a valid history can produce: one step before the first number of a
+/// sequence that has issued nothing yet, within `[min, max]`, or beyond the far bound (a
+/// forced `alter` that lowered the bound below the last issued number leaves the value there:
+/// the sequence is exhausted, or wraps on its next number).
 pub(crate) fn value_is_plausible(spec: &Spec, value: i64) -> bool {
+    !is_behind(spec, value)
+}
+
+/// Whether `value` lies before the value that precedes the first number (`min - step`
+/// ascending, `max - step` descending): a sequence standing there would issue numbers outside
+/// its bounds.
+pub(crate) fn is_behind(spec: &Spec, value: i64) -> bool {
     let v = i128::from(value);
-    let step = i128::from(spec.step);
+    let floor = floor(spec);
+    if spec.step > 0 { v < floor } else { v > floor }
+}
+
+/// Whether `value` lies beyond the far bound (above `max` ascending, below `min`
+/// descending).
+pub(crate) fn is_beyond(spec: &Spec, value: i64) -> bool {
     if spec.step > 0 {
-        i128::from(spec.min) - step <= v && v <= i128::from(spec.max)
+        value > spec.max
     } else {
-        i128::from(spec.min) <= v && v <= i128::from(spec.max) - step
+        value < spec.min
     }
+}
+
+/// The value one step before the first number (`min - step` ascending, `max - step`
+/// descending), which may not fit in 64 bits.
+fn floor(spec: &Spec) -> i128 {
+    let near = if spec.step > 0 { spec.min } else { spec.max };
+    i128::from(near) - i128::from(spec.step)
+}
+
+/// The stored value of a sequence that has issued nothing yet, from its near bound; `Err`
+/// with that value when it does not fit in 64 bits.
+pub(crate) fn value_before_first(spec: &Spec) -> Result<i64, i128> {
+    let f = floor(spec);
+    i64::try_from(f).map_err(|_| f)
 }
 
 /// The stored value that moves a sequence standing at `value` past `n` without leaving its
@@ -373,11 +402,23 @@ mod tests {
         assert!(value_is_plausible(&spec, 5));
         assert!(!value_is_plausible(&spec, 4));
         assert!(value_is_plausible(&spec, 20));
-        assert!(!value_is_plausible(&spec, 21));
+        // Beyond the far bound: left there by a forced alter (exhausted, or wraps next).
+        assert!(value_is_plausible(&spec, 21) && is_beyond(&spec, 21));
+        assert!(!is_beyond(&spec, 20));
         let down = spec.with_step(-5).with_start(20);
         assert!(value_is_plausible(&down, 25));
         assert!(!value_is_plausible(&down, 26));
-        assert!(!value_is_plausible(&down, 9));
+        assert!(value_is_plausible(&down, 9) && is_beyond(&down, 9));
+        // Nothing left beyond the bound; a cyclic one wraps.
+        assert_eq!(draw(&spec, 21, 1), Err(Shortfall { remaining: 0 }));
+        assert_eq!(remaining(&spec, 21), 0);
+        let d = draw(&spec.with_cycle(true), 21, 1).unwrap();
+        assert_eq!((d.run.first(), d.wrapped), (10, true));
+        assert_eq!(value_before_first(&spec), Ok(5));
+        assert_eq!(
+            value_before_first(&Spec::default().with_min(i64::MIN)),
+            Err(i128::from(i64::MIN) - 1)
+        );
     }
 
     #[test]

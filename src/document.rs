@@ -319,7 +319,7 @@ pub(crate) fn decode_stored(name: &str, doc: &Document) -> Result<Stored> {
             name,
             field::VALUE,
             format!(
-                "({value}) is outside what bounds {min}..={max} with step {step} allow (at most one step before the first number)"
+                "({value}) lies before what bounds {min}..={max} with step {step} allow (at most one step before the first number)"
             ),
         ));
     }

@@ -116,8 +116,10 @@ pub enum Command {
         /// Remove the serial format.
         #[arg(long)]
         no_format: bool,
-        /// Accept a bound that leaves the last issued number outside it: a non-cyclic
-        /// sequence is exhausted at once, a cyclic one wraps on its next number.
+        /// Accept a bound that leaves the last issued number outside it (a non-cyclic
+        /// sequence is exhausted at once, a cyclic one wraps on its next number), or --cycle
+        /// on a non-cyclic sequence (numbers repeat after the wrap). Never a step of the
+        /// other sign: create a new sequence for that.
         #[arg(long)]
         force: bool,
     },
