@@ -267,6 +267,51 @@ pub(crate) fn class_at_or_beyond(step: i64, value: i64, n: i64) -> Option<i64> {
     i64::try_from(out).ok()
 }
 
+/// The most numbers one block may reserve from a sequence standing at `value`: `share` of
+/// the numbers left before the bound (non-cyclic), or of one whole cycle (cyclic: its numbers
+/// come back after the wrap), rounded down, but at least 1. So a crash of a block client burns
+/// at most that share of what is left, and a burst of fast callers cannot exhaust a bounded
+/// sequence in one reservation.
+pub(crate) fn block_limit(spec: &Spec, value: i64, share: f64) -> u64 {
+    let room = if spec.cycle {
+        let near = if spec.step > 0 { spec.min } else { spec.max };
+        available_from(spec, near)
+    } else {
+        remaining(spec, value)
+    };
+    share_of(room, share)
+}
+
+/// `share` of `room`, rounded down, at least 1 (`as` saturates).
+fn share_of(room: u64, share: f64) -> u64 {
+    ((share * room as f64).floor() as u64).max(1)
+}
+
+/// The conditional increment of a block of `n` under a [`block_limit`] of `share`: how many
+/// numbers it asks for, and how many must be left before the bound for that to be within the
+/// limit (the increment's filter admits only values with that many left). `None` when no
+/// such count fits in 64 bits (the compare-and-set then decides from a read).
+pub(crate) fn limited_increment(spec: &Spec, n: u64, share: f64) -> Option<(u64, u64)> {
+    if spec.cycle {
+        // The limit does not depend on the value: ask for no more than it.
+        let n = n.min(block_limit(spec, 0, share));
+        return Some((n, n));
+    }
+    if n <= 1 {
+        return Some((n, n));
+    }
+    // The fewest numbers left with share_of(left) >= n.
+    let guess = (n as f64 / share).ceil();
+    if !(guess < u64::MAX as f64) {
+        return None;
+    }
+    let mut left = (guess as u64).max(n);
+    while share_of(left, share) < n {
+        left = left.checked_add(1)?;
+    }
+    Some((n, left))
+}
+
 /// The stored values from which `n` numbers can be issued by a plain increment of
 /// `n * step`, without a wrap and without passing the bound: `Some((low, high))`, inclusive.
 ///
@@ -487,6 +532,40 @@ mod tests {
             increment_window(&Spec::default(), 1),
             Some((-1, i64::MAX - 1))
         );
+    }
+
+    #[test]
+    fn block_limits_take_a_share_of_what_is_left() {
+        let spec = Spec::default().with_max(1000);
+        assert_eq!(block_limit(&spec, 0, 0.01), 10);
+        assert_eq!(block_limit(&spec, 900, 0.01), 1);
+        assert_eq!(
+            block_limit(&spec, 1000, 0.01),
+            1,
+            "exhausted: the draw says so"
+        );
+        assert_eq!(block_limit(&spec, 0, 1.0), 1000);
+        // Cyclic: a share of one cycle, wherever the value stands.
+        let cyc = spec.with_cycle(true);
+        assert_eq!(block_limit(&cyc, 995, 0.1), 100);
+        // The default range: no practical limit.
+        assert!(block_limit(&Spec::default(), 0, 0.01) > 1 << 56);
+        // The increment's filter: exactly the values whose limit admits n.
+        for share in [0.01, 0.013, 0.5, 1.0] {
+            for n in 1..60u64 {
+                let (asked, left) = limited_increment(&spec, n, share).unwrap();
+                assert_eq!(asked, n);
+                let window = increment_window(&spec, left);
+                for value in -1..=1000 {
+                    let admitted = window.is_some_and(|(_, high)| value <= high);
+                    let within =
+                        block_limit(&spec, value, share) >= n && remaining(&spec, value) >= n;
+                    assert_eq!(admitted, within, "share {share} n {n} value {value}");
+                }
+            }
+        }
+        assert_eq!(limited_increment(&cyc, 500, 0.01), Some((10, 10)));
+        assert_eq!(limited_increment(&Spec::default(), u64::MAX, 0.01), None);
     }
 
     #[test]

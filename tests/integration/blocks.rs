@@ -119,10 +119,14 @@ async fn blocks_stop_at_the_wrap() {
     d.create("t", Spec::default().with_max(99).with_cycle(true))
         .await
         .unwrap();
+    // Blocks of 7 out of 100 numbers: more than the default range share (1 %) allows.
     let blocks = d
         .open_blocks(
             "t",
-            BlockOptions::default().with_size(7).with_prefetch(None),
+            BlockOptions::default()
+                .with_size(7)
+                .with_prefetch(None)
+                .with_range_share(None),
         )
         .await
         .unwrap();
@@ -1064,4 +1068,74 @@ async fn fast_callers_get_larger_prefetched_blocks_by_default() {
     assert_eq!(x.block_refills, 2000, "fixed: {x:?}");
     assert!(g.block_refills < 500, "grown: {g:?}");
     assert!(g.waits < x.waits, "grown {g:?}, fixed {x:?}");
+}
+
+/// Issue 19, item 4: a slow reservation must not make the next block swallow a bounded
+/// sequence. Replies are delayed up to 40 ms and four tasks draw as fast as memory allows, so
+/// the keep-ahead asks for blocks of up to `grow_to` (1 000 000); every block still holds at
+/// most 1 % (the default range share) of what was left when it was reserved, so the client
+/// never holds more than 2 % of the 200 000 numbers, and 40 000 numbers later the sequence is
+/// far from exhausted. Before the bound one reservation took all that was left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slow_reservations_never_make_a_block_larger_than_a_share_of_what_is_left() {
+    const MAX: i64 = 200_000;
+    let (f, proxy, d) = behind_a_proxy("blocks_range_share", Duration::from_secs(10)).await;
+    d.create("bounded", Spec::default().with_max(MAX))
+        .await
+        .unwrap();
+    proxy.set_faults(Faults {
+        max_latency: Duration::from_millis(40),
+        ..Faults::default()
+    });
+    let blocks = d
+        .open_blocks("bounded", BlockOptions::default())
+        .await
+        .unwrap();
+    let most_held = Arc::new(AtomicU64::new(0));
+    let tasks = (0..4).map(|_| {
+        let (blocks, most_held) = (blocks.clone(), Arc::clone(&most_held));
+        tokio::spawn(async move {
+            let mut got = Vec::new();
+            for k in 0..10_000 {
+                got.push(blocks.next().await.expect("next"));
+                if k % 50 == 0 {
+                    most_held.fetch_max(blocks.held(), Ordering::Relaxed);
+                }
+            }
+            got
+        })
+    });
+    let mut all: Vec<i64> = join_all(tasks)
+        .await
+        .into_iter()
+        .flat_map(|r| r.expect("task"))
+        .collect();
+    let stats = blocks.stats();
+    let value = f
+        .dispenser(f.options())
+        .peek("bounded")
+        .await
+        .unwrap()
+        .value;
+    let most_held = most_held.load(Ordering::Relaxed);
+    eprintln!(
+        "{} numbers from {} blocks; held at most {most_held}; the document stands at {value} of {MAX} ({})",
+        all.len(),
+        stats.block_refills,
+        proxy.counts()
+    );
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 40_000, "a number was handed out twice");
+    let cap = 2 * (MAX as u64 / 100);
+    assert!(
+        most_held <= cap,
+        "the client held {most_held} numbers: more than two blocks of 1 % of what was left ({cap})"
+    );
+    let reserved = u64::try_from(value).unwrap() - 40_000;
+    assert!(
+        reserved <= cap,
+        "{reserved} numbers reserved beyond those handed out: more than {cap}"
+    );
+    blocks.close().await.unwrap();
 }

@@ -171,9 +171,18 @@ pub struct ServeArgs {
     /// JSON): {"tokens": [{"name", "token", "sequences": [globs], "operations": [...]}]}.
     #[arg(long)]
     pub tokens: Option<std::path::PathBuf>,
-    /// Block size of the block client each sequence is served through.
+    /// The starting block size of the block client each sequence is served through (blocks
+    /// grow to keep ahead of fast callers, up to --max-block).
     #[arg(long, default_value_t = 1000, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
     pub block: u64,
+    /// The largest block a sequence's client may reserve (what a crash of the service can
+    /// burn, twice: the current block and the prefetched one); at least --block.
+    #[arg(long, default_value_t = 100_000, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
+    pub max_block: u64,
+    /// The largest share of the numbers left before a sequence's bound (of one cycle, for a
+    /// cyclic sequence) that one block may hold (0 < share ≤ 1; at least one number).
+    #[arg(long, default_value_t = 0.01, value_parser = parse_share, allow_negative_numbers = true)]
+    pub block_share: f64,
     /// Reserve the next block in the background once this share of the current one is used.
     #[arg(long, default_value_t = 0.5, value_parser = parse_share, allow_negative_numbers = true)]
     pub prefetch: f64,
