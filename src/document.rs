@@ -458,6 +458,7 @@ impl SequenceState {
                 "rate_per_sec": usage.rate_per_sec,
                 "exhausted_in_secs": usage.exhausted_in.map(|d| d.as_secs()),
                 "wraps_per_day": usage.wraps_per_day,
+                "history_secs": usage.history.map(|d| d.as_secs()),
                 "issued_by_day": self
                     .issued_by_day
                     .iter()

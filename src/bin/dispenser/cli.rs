@@ -436,4 +436,9 @@ pub struct CheckArgs {
     /// a quarter of it.
     #[arg(long, default_value = "30d", value_parser = crate::check::parse_horizon)]
     pub horizon: std::time::Duration,
+    /// Forecast only from a rate observed over at least this long (30d, 12h, 90m, 3600s);
+    /// before that only --warn and --critical apply, and the line says the rate is too early
+    /// to tell.
+    #[arg(long, default_value = "1h", value_parser = crate::check::parse_horizon)]
+    pub min_history: std::time::Duration,
 }

@@ -508,7 +508,11 @@ fn describe(s: &SequenceState) -> String {
             .map(|f| format!(" format {:?}", f.as_str()))
             .unwrap_or_default(),
         updated = s.updated_at.try_to_rfc3339_string().unwrap_or_default(),
-        usage = check::usage_text(&s.usage(jiff::Timestamp::now()), s.cycle),
+        usage = check::usage_text(
+            &s.usage(jiff::Timestamp::now()),
+            s.cycle,
+            check::DEFAULT_MIN_HISTORY
+        ),
     )
 }
 
