@@ -218,9 +218,12 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
     pub block: u64,
     /// With blocks: reserve the next block in the background once this share of the current
-    /// one is used (0 < share ≤ 1).
+    /// one is used (0 < share ≤ 1) [default: 0.5, the library's].
     #[arg(long, num_args = 0..=1, default_missing_value = "0.5", value_parser = parse_share, allow_negative_numbers = true)]
     pub prefetch: Option<f64>,
+    /// With blocks: no prefetch (the call that finds a block empty waits for the next).
+    #[arg(long, conflicts_with = "prefetch")]
+    pub no_prefetch: bool,
     /// OS processes drawing at once (each runs --tasks tasks).
     #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 64), allow_negative_numbers = true)]
     pub processes: u32,
@@ -229,7 +232,7 @@ pub struct BenchArgs {
     pub compare: bool,
     /// Measure gap-free numbers instead: a raw `insert_one` into a collection with a unique
     /// index beside `Gapless::issue` with the same insert (each run in its own collection).
-    #[arg(long, conflicts_with_all = ["compare", "block", "prefetch"])]
+    #[arg(long, conflicts_with_all = ["compare", "block", "prefetch", "no_prefetch"])]
     pub gapless: bool,
     /// Numbers each run draws on a scratch document first, unmeasured (server and pool
     /// warm-up).
