@@ -302,7 +302,8 @@ pub(crate) fn limited_increment(spec: &Spec, n: u64, share: f64) -> Option<(u64,
     }
     // The fewest numbers left with share_of(left) >= n.
     let guess = (n as f64 / share).ceil();
-    if !(guess < u64::MAX as f64) {
+    // Also refuses NaN (the share is validated, but be sure).
+    if guess.partial_cmp(&(u64::MAX as f64)) != Some(std::cmp::Ordering::Less) {
         return None;
     }
     let mut left = (guess as u64).max(n);

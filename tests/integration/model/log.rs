@@ -88,7 +88,10 @@ impl Subject {
                     format!("-{:?}", lo - t)
                 }
             };
-            eprintln!("{what}: number {n}, {:?} into the run:", lo - t0.unwrap_or(lo));
+            eprintln!(
+                "{what}: number {n}, {:?} into the run:",
+                lo - t0.unwrap_or(lo)
+            );
             for (at, note) in timeline {
                 if *at + Duration::from_millis(300) >= lo && *at <= hi + Duration::from_millis(50) {
                     eprintln!("  {} {note}", rel(*at));
@@ -128,7 +131,8 @@ impl Subject {
         let mut taken: HashMap<(usize, i64), &Obs> = HashMap::new();
         for (first, last, n, o) in &ambiguous {
             let free = |e: &usize| {
-                !definite.get(e).is_some_and(|m| m.contains_key(n)) && !taken.contains_key(&(*e, *n))
+                !definite.get(e).is_some_and(|m| m.contains_key(n))
+                    && !taken.contains_key(&(*e, *n))
             };
             let Some(e) = (*first..=*last).find(free) else {
                 let mut calls: Vec<&Obs> = vec![o];
@@ -151,7 +155,13 @@ impl Subject {
 
     /// Every number of the last era (calls that began after its last change).
     pub fn last_era_numbers(&self) -> Vec<(i64, String)> {
-        let last = self.era_changes.lock().unwrap().iter().map(|(_, e)| *e).max();
+        let last = self
+            .era_changes
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, e)| *e)
+            .max();
         self.obs
             .lock()
             .unwrap()
@@ -173,7 +183,13 @@ pub struct World {
     pub scripted: Mutex<Vec<(String, Arc<Subject>)>>,
     pub ops: Mutex<BTreeMap<String, u64>>,
     /// The wrap watcher's latest look at "orders": incarnation, cycle count, when it looked.
-    pub cycles_seen: Mutex<Option<(Option<dispenser::mongodb::bson::oid::ObjectId>, i64, Instant)>>,
+    pub cycles_seen: Mutex<
+        Option<(
+            Option<dispenser::mongodb::bson::oid::ObjectId>,
+            i64,
+            Instant,
+        )>,
+    >,
     /// What the admin operations did, and when (printed when the oracle fails).
     pub timeline: Mutex<Vec<(Instant, String)>>,
     /// The slowest call that has a bound (not block clients or CLI processes), and what it was.

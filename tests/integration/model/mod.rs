@@ -152,7 +152,13 @@ async fn random_interleavings_of_draws_and_admin_operations_never_duplicate_with
             f.collection.clone(),
             world.clone(),
         );
-        let admin = plain::admin(rng.next_u64(), d.clone(), raw.clone(), world.clone(), era_round);
+        let admin = plain::admin(
+            rng.next_u64(),
+            d.clone(),
+            raw.clone(),
+            world.clone(),
+            era_round,
+        );
         let stripes = others::stripes(rng.next_u64(), d.clone(), world.clone(), era_round);
         let scopes = others::scopes(
             rng.next_u64(),
@@ -167,9 +173,11 @@ async fn random_interleavings_of_draws_and_admin_operations_never_duplicate_with
     // Settle: a fresh handle draws 50 more, then the model is checked.
     let from = Instant::now();
     match inc.open("orders").await.unwrap().next_n(50).await {
-        Ok(run) => world
-            .orders
-            .record(&world, from, run.into_iter().collect(), "final draw".into()),
+        Ok(run) => {
+            world
+                .orders
+                .record(&world, from, run.into_iter().collect(), "final draw".into())
+        }
         Err(e) => assert!(e.is_exhausted(), "{e}"),
     }
     let state = inc.peek("orders").await.unwrap();

@@ -20,9 +20,8 @@ pub async fn stripes(seed: u64, d: Dispenser, world: Arc<World>, era_changes: bo
     let Ok(ids) = d.open_striped("ids").await else {
         return;
     };
-    let Ok(fast) = ids.with_blocks(
-        BlockOptions::default().with_size(rng.range(2, 20) as u64),
-    ) else {
+    let Ok(fast) = ids.with_blocks(BlockOptions::default().with_size(rng.range(2, 20) as u64))
+    else {
         return;
     };
     let fast_made = Instant::now();
@@ -128,14 +127,41 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             world.count("striped: alter one stripe");
         }
         3 => {
-            // Another layout over the same documents: a conflict, nothing written.
-            let other = count % 5 + 1;
-            let r = d.ensure_striped("ids", other, Spec::default()).await;
+            // Another layout over the same documents — one whose stripe 0 is the very same
+            // document (same step per stripe, start and bounds: only the count differs) when
+            // there is one — is a conflict, and nothing is written.
+            let s0 = &states[0];
+            let total = s0.step;
+            let others: Vec<u32> = (1..=8u32)
+                .filter(|c| *c != count && total % i64::from(*c) == 0)
+                .collect();
+            let (other, spec) = if others.is_empty() {
+                (count % 5 + 1, Spec::default())
+            } else {
+                let c = rng.pick(&others);
+                let spec = Spec::default()
+                    .with_step(total / i64::from(c))
+                    .with_min(s0.min)
+                    .with_max(s0.max)
+                    .with_start(s0.start.unwrap_or(s0.value + s0.step));
+                (c, spec)
+            };
+            let r = d.ensure_striped("ids", other, spec).await;
             assert!(
-                matches!(r, Err(Error::SpecConflict { .. })),
+                matches!(
+                    r,
+                    Err(Error::SpecConflict { .. } | Error::InvalidSpec { .. })
+                ),
                 "a second layout ({other} stripes over {count}) must conflict: {:?}",
                 r.as_ref().map(|s| s.stripes())
             );
+            for k in count..other {
+                let extra = d.peek(&stripe_name("ids", k)).await;
+                assert!(
+                    matches!(extra, Err(Error::NoSuchSequence { .. })),
+                    "a refused layout wrote stripe {k}: {extra:?}"
+                );
+            }
             world.count("striped: another layout (conflict)");
         }
         4 => {

@@ -17,8 +17,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use dispenser::mongodb::bson::{Document, doc};
 use dispenser::mongodb::Collection;
+use dispenser::mongodb::bson::{Document, doc};
 use dispenser::{CasMode, Dispenser, Format, Spec, Strategy, block::BlockOptions};
 
 use super::log::{Subject, World};
@@ -161,7 +161,11 @@ async fn stale_handle(
     }
     catch_up(&ds.inc, name, remembered).await;
     // The stale handle writes: it must re-read, not take the new document for the old one.
-    for who in ["stale handle (after)", "fresh client", "stale handle (after)"] {
+    for who in [
+        "stale handle (after)",
+        "fresh client",
+        "stale handle (after)",
+    ] {
         let h = if who == "fresh client" {
             &fresh
         } else {
@@ -223,15 +227,28 @@ async fn stale_give_back(
     let total = u64::try_from(last - start + 1).unwrap();
     for k in 0..version {
         let from = Instant::now();
-        let n = if k + 1 < version { 1 } else { total - (version as u64 - 1) };
+        let n = if k + 1 < version {
+            1
+        } else {
+            total - (version as u64 - 1)
+        };
         let run = fresh.next_n(n).await.unwrap();
         subject.record(world, from, run.into_iter().collect(), "new era".into());
     }
     let now = d.peek(name).await.unwrap();
-    assert_eq!((now.version, now.value), (version, last), "the catch-up missed");
+    assert_eq!(
+        (now.version, now.value),
+        (version, last),
+        "the catch-up missed"
+    );
     // Closing the stale block client must not give its tail back into the new document.
     let _ = blocks.close().await;
     let from = Instant::now();
     let run = fresh.next_n(size).await.unwrap();
-    subject.record(world, from, run.into_iter().collect(), "new era after the close".into());
+    subject.record(
+        world,
+        from,
+        run.into_iter().collect(),
+        "new era after the close".into(),
+    );
 }
