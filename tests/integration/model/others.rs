@@ -143,7 +143,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
                     .with_step(total / i64::from(c))
                     .with_min(s0.min)
                     .with_max(s0.max)
-                    .with_start(s0.start.unwrap_or(s0.value + s0.step));
+                    .with_start(s0.start.unwrap_or_else(|| s0.value.saturating_add(s0.step)));
                 (c, spec)
             };
             let r = d.ensure_striped("ids", other, spec).await;

@@ -94,7 +94,14 @@ pub async fn draws(
                 .collect();
                 args.push(calls.to_string());
                 args.push("--strategy".into());
-                args.push(if tseed.is_multiple_of(2) { "cas" } else { "inc" }.into());
+                args.push(
+                    if tseed.is_multiple_of(2) {
+                        "cas"
+                    } else {
+                        "inc"
+                    }
+                    .into(),
+                );
                 if tseed.is_multiple_of(3) {
                     args.extend(["--block".to_owned(), "4".to_owned()]);
                 }
