@@ -218,6 +218,9 @@ async fn a_ready_prefetch_means_no_wait_at_the_block_boundary() {
         )
         .await
         .unwrap();
+    // The first block is reserved when the client is made; let it land, as a client made
+    // ahead of its first call would.
+    blocks.settle().await;
     let mut got = Vec::new();
     for _ in 0..1000 {
         got.push(blocks.next().await.unwrap());
@@ -226,7 +229,7 @@ async fn a_ready_prefetch_means_no_wait_at_the_block_boundary() {
     }
     assert_eq!(got, (1..=1000).collect::<Vec<_>>());
     let stats = blocks.stats();
-    assert_eq!(stats.waits, 1, "only the very first block: {stats:?}");
+    assert_eq!(stats.waits, 0, "not even the first call waits: {stats:?}");
     // Blocks 1..=10 were used; the 11th was prefetched at number 950.
     assert_eq!(stats.block_refills, 11, "{stats:?}");
     assert_eq!(stats.issued, 1000);
@@ -1038,11 +1041,17 @@ async fn hammering_next_and_try_next_across_switches_and_close_never_duplicates(
 
 /// With the default options, callers faster than the reservation round trip make the
 /// prefetched blocks grow (up to `grow_to`), so far fewer blocks are reserved than at the
-/// configured size; with `grow_to(None)` every block keeps its size.
-#[tokio::test]
+/// configured size; with `grow_to(None)` every block keeps its size. Replies are delayed by up
+/// to 4 ms (a proxy), so every block of 100 is used up long before its successor arrives,
+/// however busy the machine: the comparison does not depend on the machine's speed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fast_callers_get_larger_prefetched_blocks_by_default() {
-    let f = Fixture::new("blocks_grow").await;
-    let d = f.dispenser(f.options());
+    const N: u64 = 100_000;
+    let (_f, proxy, d) = behind_a_proxy("blocks_grow", Duration::from_secs(10)).await;
+    proxy.set_faults(Faults {
+        max_latency: Duration::from_millis(4),
+        ..Faults::default()
+    });
     d.create("grow", Spec::default()).await.unwrap();
     d.create("fixed", Spec::default()).await.unwrap();
     let grow = d
@@ -1058,15 +1067,19 @@ async fn fast_callers_get_larger_prefetched_blocks_by_default() {
         .unwrap();
     for b in [&grow, &fixed] {
         let mut last = 0;
-        for _ in 0..200_000 {
+        for _ in 0..N {
             let n = b.next().await.unwrap();
             assert!(n > last);
             last = n;
         }
     }
     let (g, x) = (grow.stats(), fixed.stats());
-    assert_eq!(x.block_refills, 2000, "fixed: {x:?}");
-    assert!(g.block_refills < 500, "grown: {g:?}");
+    eprintln!("grown: {g:?}\nfixed: {x:?}");
+    assert!(x.block_refills >= N / 100, "fixed: {x:?}");
+    assert!(
+        g.block_refills * 10 < x.block_refills,
+        "grown {g:?}, fixed {x:?}"
+    );
     assert!(g.waits < x.waits, "grown {g:?}, fixed {x:?}");
 }
 
