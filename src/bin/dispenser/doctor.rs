@@ -99,7 +99,7 @@ fn text(r: &Report, uri: &str) -> String {
         wc.configured,
     );
     for o in &r.operations {
-        t += &format!("  {} {:<13} {}", mark(o.ok), o.name, o.what);
+        t += &format!("  {} {:<14} {}", mark(o.ok), o.name, o.what);
         if let Some(d) = &o.detail {
             t += &format!(": {d}");
         }
