@@ -7,6 +7,17 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 /// How the server is deployed, as its `hello` reply tells.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// if let dispenser::doctor::Topology::ReplicaSet { name } = &r.server.topology {
+///     println!("replica set {name}");
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Topology {
@@ -32,6 +43,15 @@ impl std::fmt::Display for Topology {
 }
 
 /// The server's own account of itself (`buildInfo` and `hello`).
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// println!("{:?} {:?} {}", r.server.version, r.server.max_wire_version, r.server.topology);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerFacts {
@@ -48,6 +68,15 @@ pub struct ServerFacts {
 }
 
 /// Whether writes are acknowledged as the library needs them.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// assert!(r.write_concern.majority_journaled || !r.is_fit());
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WriteConcernCheck {
@@ -63,6 +92,17 @@ pub struct WriteConcernCheck {
 }
 
 /// One operation the library sends, tried the way the library sends it.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// for o in r.operations.iter().filter(|o| !o.ok) {
+///     println!("{}: {:?}", o.name, o.detail);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OperationCheck {
@@ -77,6 +117,16 @@ pub struct OperationCheck {
 }
 
 /// Conditional increments of one document by many tasks at once.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// let inc = &r.probe.increments;
+/// println!("{} acknowledged, {} distinct", inc.acknowledged, inc.distinct);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IncrementProbe {
@@ -98,6 +148,16 @@ pub struct IncrementProbe {
 }
 
 /// Compare-and-set loops on one document by many tasks at once.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// let cas = &r.probe.compare_and_set;
+/// println!("{} wins, {} distinct, {} lost races", cas.wins, cas.distinct, cas.lost_races);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CasProbe {
@@ -116,6 +176,15 @@ pub struct CasProbe {
 }
 
 /// Inserts of one `_id` by every task at once.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// assert!(r.probe.inserts.inserted <= 1 || !r.is_fit());
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct InsertRace {
@@ -132,6 +201,17 @@ pub struct InsertRace {
 }
 
 /// The concurrency probe: what many tasks writing at once got back.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// if r.probe.cut_short {
+///     println!("the time limit ran out: run again with a longer one");
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Probe {
@@ -150,6 +230,16 @@ pub struct Probe {
 }
 
 /// What kind of problem makes a server unfit.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// use dispenser::doctor::ProblemKind;
+/// let loses = r.problems.iter().any(|p| p.kind == ProblemKind::LostUpdates);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ProblemKind {
@@ -172,6 +262,13 @@ pub enum ProblemKind {
 
 impl ProblemKind {
     /// A stable name for machines (`lost_updates`, …), as in the JSON report.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::doctor::ProblemKind;
+    /// assert_eq!(ProblemKind::LostUpdates.as_str(), "lost_updates");
+    /// ```
     pub fn as_str(self) -> &'static str {
         match self {
             ProblemKind::LostUpdates => "lost_updates",
@@ -185,6 +282,17 @@ impl ProblemKind {
 }
 
 /// One reason the server is unfit.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// for p in &r.problems {
+///     println!("{}: {}", p.kind.as_str(), p.message);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Problem {
@@ -195,6 +303,15 @@ pub struct Problem {
 }
 
 /// Where the examination wrote, and whether that is gone.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// assert!(r.scratch.collection.starts_with("dispenser_doctor_"));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Scratch {
@@ -211,6 +328,15 @@ pub struct Scratch {
 /// What [`Dispenser::doctor`](crate::Dispenser::doctor) found: the server, the operations
 /// the library sends, the concurrency probe, and the problems that make it unfit (none on a
 /// fit server).
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+/// let r = d.doctor(Default::default()).await?;
+/// println!("{:?} in {:?}", r.reason(), r.elapsed);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Report {
@@ -235,6 +361,14 @@ pub struct Report {
 impl Report {
     /// Whether the library's promise (never a duplicate) can hold on this server: every
     /// check passed.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let fit = d.doctor(Default::default()).await?.is_fit();
+    /// # Ok(()) }
+    /// ```
     pub fn is_fit(&self) -> bool {
         self.problems.is_empty()
     }
@@ -244,6 +378,16 @@ impl Report {
     ///
     /// For example `lost updates: 1 600 acknowledged increments returned 196 distinct values
     /// (final value 210); 2 more problems in the report`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// if let Some(why) = d.doctor(Default::default()).await?.reason() {
+    ///     eprintln!("unfit: {why}");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn reason(&self) -> Option<String> {
         let first = self.problems.first()?;
         Some(match self.problems.len() - 1 {
@@ -338,6 +482,12 @@ impl Report {
 
 /// `n` with its digits in groups of three (`1 600`, `196`), as the README and the reasons
 /// write counts.
+///
+/// # Example
+///
+/// ```
+/// assert_eq!(dispenser::doctor::grouped(1600), "1 600");
+/// ```
 pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
