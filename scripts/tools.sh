@@ -42,4 +42,10 @@ if [ "$(cat "$tools/venv/.stamp" 2>/dev/null)" != "$STAMP" ] \
   echo "$STAMP" >"$tools/venv/.stamp"
 fi
 
+# --- FerretDB 1.24.2 (SQLite), a server that loses concurrent updates: the suite asserts that
+# `dispenser doctor` refuses it. Built from the Go module proxy by scripts/ferretdb.sh into
+# .tools/ferretdb/bin/ferretdb (needs Go 1.24+; about 1.5-3 minutes cold, cached after).
+scripts/ferretdb.sh install
+# --- end of FerretDB
+
 echo "tools.sh: tools ready in $tools/ ($(($(date +%s) - started)) s)" >&2

@@ -11,6 +11,7 @@ mod clients;
 mod coalesce;
 mod common;
 mod core;
+mod doctor;
 mod faults;
 mod gapless;
 mod gate;

@@ -88,6 +88,14 @@ pub enum Command {
     Check(CheckArgs),
     /// Gaps and duplicates of a number field in any collection (exit 0 clean, 1 found).
     Audit(crate::audit::AuditArgs),
+    /// Examine the server: can it keep the promise of no duplicates? Exit 0 fit, 1 unfit.
+    ///
+    /// Reports the server (version, wire versions, topology), whether majority + journaled
+    /// writes are acknowledged, whether each operation the library sends works as it needs it,
+    /// and a concurrency probe (tasks × conditional increments and compare-and-sets on a
+    /// document of its own: a lost update makes the server unfit). It writes only in a scratch
+    /// collection of its own in --db (dispenser_doctor_…) and removes it.
+    Doctor(crate::doctor::DoctorArgs),
     /// Gap-free sequences (invoices): status, void, issue.
     #[command(subcommand)]
     Gapless(crate::gapless::GaplessCommand),
@@ -322,7 +330,10 @@ pub enum StrategyArg {
 /// A value parser for a whole number in `lo..=hi` whose errors name the value and the
 /// limits: "-1 is not allowed: must be between 1 and 100000000" (clap's own says "invalid
 /// digit found in string"). The flag is named by clap around it.
-fn whole<T>(lo: u64, hi: u64) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+pub(crate) fn whole<T>(
+    lo: u64,
+    hi: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
 where
     T: TryFrom<u64> + Clone + Send + Sync + 'static,
 {
