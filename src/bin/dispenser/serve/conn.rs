@@ -20,7 +20,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
 use axum::extract::Request;
@@ -165,6 +165,9 @@ enum Phase {
 #[derive(Debug)]
 pub(super) struct Clock {
     phase: Mutex<Phase>,
+    /// The connection's task, as last seen waiting to read: woken when the phase changes, so
+    /// that it sets its timer for the new phase (hyper does not read again on its own).
+    reader: Mutex<Option<Waker>>,
     limits: Limits,
 }
 
@@ -194,6 +197,21 @@ impl Clock {
 
     fn request_answered(&self) {
         *self.phase() = Phase::Idle(Instant::now() + self.limits.idle);
+        let reader = self
+            .reader
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(w) = reader {
+            w.wake();
+        }
+    }
+
+    fn waiting_to_read(&self, waker: &Waker) {
+        let mut reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+        if !reader.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *reader = Some(waker.clone());
+        }
     }
 }
 
@@ -243,6 +261,7 @@ impl Conn {
             stream,
             clock: Arc::new(Clock {
                 phase: Mutex::new(Phase::Head(first)),
+                reader: Mutex::new(None),
                 limits,
             }),
             sleep: Box::pin(tokio::time::sleep_until(first)),
@@ -305,6 +324,10 @@ impl AsyncRead for Conn {
                 Poll::Ready(Ok(()))
             }
             Poll::Pending if this.expired(cx) => Poll::Ready(Err(this.timed_out())),
+            Poll::Pending => {
+                this.clock.waiting_to_read(cx.waker());
+                Poll::Pending
+            }
             other => other,
         }
     }
