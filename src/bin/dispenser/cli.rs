@@ -179,7 +179,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 100_000, value_parser = whole::<u64>(1, MAX_COUNT), allow_negative_numbers = true)]
     pub max_count: u64,
     /// Seconds a request may take before it is answered 503 `timeout` (a draw cut short is a
-    /// gap, never a duplicate).
+    /// gap, never a duplicate), or 408 `request_timeout` when its body had not arrived.
     #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub request_timeout: f64,
     /// Seconds a request head may take to arrive: on a new connection from its start, on a
