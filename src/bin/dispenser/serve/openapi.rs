@@ -90,7 +90,7 @@ pub(super) struct Striped {
 /// The state of a sequence, or of every stripe of a striped sequence.
 #[derive(ToSchema)]
 #[serde(untagged)]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
 pub(super) enum StateAnswer {
     Sequence(Sequence),
     Striped(Striped),
@@ -115,7 +115,7 @@ pub(super) struct SequenceList {
 /// A listed sequence, or one whose document cannot be read, in its place.
 #[derive(ToSchema)]
 #[serde(untagged)]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
 pub(super) enum ListEntry {
     Sequence(Sequence),
     Unreadable { name: String, error: ErrorDetail },
