@@ -424,3 +424,54 @@ pub(super) fn json_answer(status: u16) -> Vec<u8> {
     )
     .into_bytes()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_hypers_own_bodyless_errors_are_rewritten() {
+        let auto = b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\ndate: x\r\n\r\n";
+        assert_eq!(automatic_answer(auto), Some((0, 414)));
+        // After the tail of an earlier answer in the same write.
+        let mut both = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}".to_vec();
+        let earlier = both.len();
+        both.extend_from_slice(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+        assert_eq!(automatic_answer(&both), Some((earlier, 400)));
+        for ours in [
+            &b"HTTP/1.1 400 Bad Request\r\ncontent-length: 93\r\n\r\n"[..],
+            b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n",
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 9\r\n\r\n{\"a\": 1}\n",
+        ] {
+            assert_eq!(
+                automatic_answer(ours),
+                None,
+                "{}",
+                String::from_utf8_lossy(ours)
+            );
+        }
+        let answer = String::from_utf8(json_answer(431)).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 431 "), "{head}");
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["error"]["kind"], "headers_too_large");
+    }
+
+    #[test]
+    fn a_cap_above_the_open_file_limit_is_refused() {
+        if let Some(limit) = open_file_limit() {
+            let room = limit.saturating_sub(RESERVED_FILES);
+            assert!(max_connections(Some(room + 1)).is_err());
+            assert_eq!(
+                max_connections(None).unwrap() as u64,
+                DEFAULT_MAX_CONNECTIONS.min(room)
+            );
+        }
+        assert_eq!(max_connections(Some(5)).unwrap(), 5);
+    }
+}
