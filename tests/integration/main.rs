@@ -10,6 +10,7 @@ mod cli_ux;
 mod clients;
 mod coalesce;
 mod common;
+mod contract;
 mod core;
 mod doctor;
 mod faults;

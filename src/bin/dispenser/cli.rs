@@ -187,9 +187,20 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 100_000, value_parser = whole::<u64>(1, MAX_COUNT), allow_negative_numbers = true)]
     pub max_count: u64,
     /// Seconds a request may take before it is answered 503 `timeout` (a draw cut short is a
-    /// gap, never a duplicate).
+    /// gap, never a duplicate), or 408 `request_timeout` when its body had not arrived.
     #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub request_timeout: f64,
+    /// Seconds a request head may take to arrive: on a new connection from its start, on a
+    /// kept-alive one from the request's first byte. A connection past it is closed.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub header_timeout: f64,
+    /// Seconds a kept-alive connection may wait for its next request before it is closed.
+    #[arg(long, default_value_t = 60.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub idle_timeout: f64,
+    /// Connections open at once; more wait to be accepted [default: 10000, or what the
+    /// open-file limit allows less 128].
+    #[arg(long, value_parser = whole::<u64>(1, 1_000_000), allow_negative_numbers = true)]
+    pub max_connections: Option<u64>,
 }
 
 /// `dispenser bench`.
