@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the non-Rust tools the tests drive into .tools/ (gitignored), once:
 #   .tools/npm/node_modules/.bin/mongosh   (npm: mongosh)
-#   .tools/venv/bin/python                 (PyPI: pymongo, openapi-spec-validator)
-# Idempotent and cached: a stamp file records the pinned versions; when it matches, nothing is
+#   .tools/venv/bin/python                 (PyPI: pymongo, openapi-spec-validator, prometheus_client)
+#   .tools/venv/bin/st                     (PyPI: schemathesis, which tests `serve` from its OpenAPI)
+# Idempotent and cached: a stamp file in each directory records its pinned versions; when it matches, nothing is
 # downloaded. Needs node/npm (>= 18) and python3 (>= 3.9, with venv). Prints the time taken.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -10,7 +11,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MONGOSH_VERSION=2.12.0
 PYMONGO_VERSION=4.20.0
 VALIDATOR_VERSION=0.9.0
-STAMP="mongosh=$MONGOSH_VERSION pymongo=$PYMONGO_VERSION openapi-spec-validator=$VALIDATOR_VERSION"
+PROMETHEUS_CLIENT_VERSION=0.26.0
+SCHEMATHESIS_VERSION=4.32.5
+# One stamp per directory, so that bumping a Python package does not reinstall mongosh.
+NPM_STAMP="mongosh=$MONGOSH_VERSION"
+VENV_STAMP="pymongo=$PYMONGO_VERSION openapi-spec-validator=$VALIDATOR_VERSION prometheus_client=$PROMETHEUS_CLIENT_VERSION schemathesis=$SCHEMATHESIS_VERSION"
 
 tools=.tools
 started=$(date +%s)
@@ -22,24 +27,31 @@ need() {
   fi
 }
 
-if [ "$(cat "$tools/npm/.stamp" 2>/dev/null)" != "$STAMP" ] \
+if [ "$(cat "$tools/npm/.stamp" 2>/dev/null)" != "$NPM_STAMP" ] \
   || [ ! -x "$tools/npm/node_modules/.bin/mongosh" ]; then
   need npm "Node.js 18 or newer (with npm)"
   echo "tools.sh: installing mongosh $MONGOSH_VERSION into $tools/npm" >&2
   mkdir -p "$tools/npm"
   npm install --prefix "$tools/npm" --no-audit --no-fund --loglevel=error \
     "mongosh@$MONGOSH_VERSION" >&2
-  echo "$STAMP" >"$tools/npm/.stamp"
+  echo "$NPM_STAMP" >"$tools/npm/.stamp"
 fi
 
-if [ "$(cat "$tools/venv/.stamp" 2>/dev/null)" != "$STAMP" ] \
+if [ "$(cat "$tools/venv/.stamp" 2>/dev/null)" != "$VENV_STAMP" ] \
   || [ ! -x "$tools/venv/bin/python" ]; then
   need python3 "Python 3.9 or newer (with the venv module)"
-  echo "tools.sh: creating $tools/venv with pymongo $PYMONGO_VERSION, openapi-spec-validator $VALIDATOR_VERSION" >&2
+  echo "tools.sh: creating $tools/venv with pymongo $PYMONGO_VERSION, openapi-spec-validator $VALIDATOR_VERSION, prometheus_client $PROMETHEUS_CLIENT_VERSION, schemathesis $SCHEMATHESIS_VERSION" >&2
   python3 -m venv "$tools/venv"
   "$tools/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "pymongo==$PYMONGO_VERSION" "openapi-spec-validator==$VALIDATOR_VERSION" >&2
-  echo "$STAMP" >"$tools/venv/.stamp"
+    "pymongo==$PYMONGO_VERSION" "openapi-spec-validator==$VALIDATOR_VERSION" \
+    "prometheus_client==$PROMETHEUS_CLIENT_VERSION" "schemathesis==$SCHEMATHESIS_VERSION" >&2
+  echo "$VENV_STAMP" >"$tools/venv/.stamp"
 fi
+
+# --- FerretDB 1.24.2 (SQLite), a server that loses concurrent updates: the suite asserts that
+# `dispenser doctor` refuses it. Built from the Go module proxy by scripts/ferretdb.sh into
+# .tools/ferretdb/bin/ferretdb (needs Go 1.24+; about 1.5-3 minutes cold, cached after).
+scripts/ferretdb.sh install
+# --- end of FerretDB
 
 echo "tools.sh: tools ready in $tools/ ($(($(date +%s) - started)) s)" >&2

@@ -98,6 +98,7 @@ mod arith;
 pub mod block;
 mod coalesce;
 mod dispenser;
+pub mod doctor;
 mod document;
 mod error;
 mod format;

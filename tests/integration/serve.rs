@@ -10,18 +10,18 @@ use serde_json::{Value, json};
 
 use crate::common::{self, DB};
 
-const ADMIN: &str = "admin-token-for-tests-0001";
-const ORDERS: &str = "orders-token-for-tests-0002";
+pub(crate) const ADMIN: &str = "admin-token-for-tests-0001";
+pub(crate) const ORDERS: &str = "orders-token-for-tests-0002";
 
-struct Service {
+pub(crate) struct Service {
     child: Child,
-    base: String,
-    collection: String,
+    pub(crate) base: String,
+    pub(crate) collection: String,
     tokens: std::path::PathBuf,
 }
 
 impl Service {
-    fn start(test: &str) -> Service {
+    pub(crate) fn start(test: &str) -> Service {
         Service::start_with(test, &common::uri())
     }
 
@@ -31,7 +31,7 @@ impl Service {
     }
 
     /// A service on `uri` with more `serve` arguments.
-    fn start_args(test: &str, uri: &str, extra: &[&str]) -> Service {
+    pub(crate) fn start_args(test: &str, uri: &str, extra: &[&str]) -> Service {
         common::ready();
         let collection = common::unique(test);
         let tokens = std::env::temp_dir().join(format!("{collection}.tokens.json"));
@@ -81,12 +81,12 @@ impl Service {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     /// SIGTERM, then the exit status and stderr.
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
+    pub(crate) fn stop(mut self) -> (std::process::ExitStatus, String) {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -111,7 +111,7 @@ impl Drop for Service {
     }
 }
 
-async fn send(req: reqwest::RequestBuilder) -> (u16, Value) {
+pub(crate) async fn send(req: reqwest::RequestBuilder) -> (u16, Value) {
     let resp = req.send().await.expect("request");
     let status = resp.status().as_u16();
     let text = resp.text().await.unwrap();
@@ -335,7 +335,7 @@ async fn serve_rejects_bad_requests_with_json_errors() {
             http.post(svc.url("/v1/sequences"))
                 .bearer_auth(ADMIN)
                 .json(&json!({ "name": "x", "step": 0 })),
-            400,
+            422,
             "invalid_input",
         ),
         (
@@ -782,7 +782,7 @@ async fn counts_on_cyclic_sequences_are_capped_at_one_cycle() {
     let (status, body) = draw(&http, &svc, ADMIN, "tickets", 25).await;
     assert_eq!(
         (status, body["error"]["kind"].as_str()),
-        (400, Some("invalid_input")),
+        (422, Some("invalid_input")),
         "{body}"
     );
     let message = body["error"]["message"].as_str().unwrap_or_default();
@@ -827,7 +827,7 @@ async fn counts_on_cyclic_sequences_are_capped_at_one_cycle() {
     let (status, body) = draw(&http, &svc, ADMIN, "big", 2500).await;
     assert_eq!(
         (status, body["error"]["kind"].as_str()),
-        (400, Some("invalid_input")),
+        (422, Some("invalid_input")),
         "{body}"
     );
     for _ in 0..3 {
@@ -1004,7 +1004,7 @@ async fn alter_through_the_service_retires_the_old_block() {
     let (status, body) = draw(&http, &svc, ADMIN, "orders", 2).await;
     assert_eq!((status, numbers(&body)), (200, vec![next, next + 10]));
     let (status, body) = send(alter(json!({ "step": 0 }))).await;
-    assert_eq!(status, 400, "{body}");
+    assert_eq!(status, 422, "{body}");
     let (status, body) = send(alter(json!({ "format": null }))).await;
     assert_eq!((status, body["format"].is_null()), (200, true), "{body}");
     let (status, _) = send(
@@ -1019,13 +1019,17 @@ async fn alter_through_the_service_retires_the_old_block() {
 }
 
 /// `/metrics` text parsed as Prometheus parses it (`prometheus-parse`).
-fn parse_metrics(text: &str) -> prometheus_parse::Scrape {
+pub(crate) fn parse_metrics(text: &str) -> prometheus_parse::Scrape {
     prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
         .unwrap_or_else(|e| panic!("/metrics does not parse: {e}\n{text}"))
 }
 
 /// The value of the sample `name` whose labels include `labels` (exactly one must match).
-fn sample(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn sample(
+    scrape: &prometheus_parse::Scrape,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> Option<f64> {
     let found: Vec<f64> = scrape
         .samples
         .iter()
@@ -1136,7 +1140,7 @@ async fn metrics_are_per_sequence_and_parse_as_prometheus_text() {
     );
     assert!(!text.contains(ADMIN) && !text.contains(ORDERS));
 
-    // A deleted sequence leaves the capacity series (nothing stale), keeps its counters.
+    // A deleted sequence's series go, its counters too (nothing stale).
     let (status, body) = send(
         http.delete(svc.url("/v1/sequences/orders"))
             .bearer_auth(ADMIN),
@@ -1157,7 +1161,8 @@ async fn metrics_are_per_sequence_and_parse_as_prometheus_text() {
     );
     assert_eq!(
         sample(&scrape, "dispenser_numbers_issued_total", &orders),
-        Some(10.0)
+        None,
+        "{text}"
     );
     assert!(
         sample(
@@ -1339,7 +1344,7 @@ async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
     let (status, body) = send(void(ADMIN, 2)).await;
     assert_eq!(
         (status, body["error"]["kind"].as_str()),
-        (400, Some("invalid_input")),
+        (422, Some("invalid_input")),
         "{body}"
     );
     assert!(

@@ -88,6 +88,14 @@ pub enum Command {
     Check(CheckArgs),
     /// Gaps and duplicates of a number field in any collection (exit 0 clean, 1 found).
     Audit(crate::audit::AuditArgs),
+    /// Examine the server: can it keep the promise of no duplicates? Exit 0 fit, 1 unfit.
+    ///
+    /// Reports the server (version, wire versions, topology), whether majority + journaled
+    /// writes are acknowledged, whether each operation the library sends works as it needs it,
+    /// and a concurrency probe (tasks × conditional increments and compare-and-sets on a
+    /// document of its own: a lost update makes the server unfit). It writes only in a scratch
+    /// collection of its own in --db (dispenser_doctor_…) and removes it.
+    Doctor(crate::doctor::DoctorArgs),
     /// Gap-free sequences (invoices): status, void, issue.
     #[command(subcommand)]
     Gapless(crate::gapless::GaplessCommand),
@@ -190,9 +198,20 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 100_000, value_parser = whole::<u64>(1, MAX_COUNT), allow_negative_numbers = true)]
     pub max_count: u64,
     /// Seconds a request may take before it is answered 503 `timeout` (a draw cut short is a
-    /// gap, never a duplicate).
+    /// gap, never a duplicate), or 408 `request_timeout` when its body had not arrived.
     #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub request_timeout: f64,
+    /// Seconds a request head may take to arrive: on a new connection from its start, on a
+    /// kept-alive one from the request's first byte. A connection past it is closed.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub header_timeout: f64,
+    /// Seconds a kept-alive connection may wait for its next request before it is closed.
+    #[arg(long, default_value_t = 60.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub idle_timeout: f64,
+    /// Connections open at once; more wait to be accepted [default: 10000, or what the
+    /// open-file limit allows less 128].
+    #[arg(long, value_parser = whole::<u64>(1, 1_000_000), allow_negative_numbers = true)]
+    pub max_connections: Option<u64>,
 }
 
 /// `dispenser bench`.
@@ -336,7 +355,10 @@ pub enum StrategyArg {
 /// A value parser for a whole number in `lo..=hi` whose errors name the value and the
 /// limits: "-1 is not allowed: must be between 1 and 100000000" (clap's own says "invalid
 /// digit found in string"). The flag is named by clap around it.
-fn whole<T>(lo: u64, hi: u64) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+pub(crate) fn whole<T>(
+    lo: u64,
+    hi: u64,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
 where
     T: TryFrom<u64> + Clone + Send + Sync + 'static,
 {

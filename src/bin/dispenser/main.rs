@@ -5,6 +5,7 @@ mod audit;
 mod bench;
 mod check;
 mod cli;
+mod doctor;
 mod gapless;
 mod probe;
 mod serve;
@@ -170,6 +171,11 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
     let mut out = BufWriter::new(io::stdout().lock());
     if let Command::Check(args) = cli.command {
         let code = check::run(&d, args, &mut out).await;
+        return Ok(Outcome::Exit(code));
+    }
+    if let Command::Doctor(args) = cli.command {
+        let code = doctor::run(&d, args, &cli.uri, &mut out).await?;
+        out.flush().map_err(io_err)?;
         return Ok(Outcome::Exit(code));
     }
     if let Command::Audit(args) = cli.command {
@@ -442,6 +448,7 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
         | Command::Serve(_)
         | Command::Check(_)
         | Command::Audit(_)
+        | Command::Doctor(_)
         | Command::Gapless(_) => {}
     }
     out.flush().map_err(io_err)?;

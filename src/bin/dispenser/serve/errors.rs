@@ -1,15 +1,18 @@
 //! Errors as answered: [`ApiError`] (the JSON body), how a library error maps to a status
 //! and kind, and every error answer scrubbed of secrets.
+//!
+//! 400 is for what the OpenAPI document itself rules out (checked by the service: names,
+//! `count`, the shape of a body); 422 for values the document allows but the library refuses
+//! (a spec whose fields do not fit together, a format, a count past one cycle, a name of at
+//! most 200 characters but more than 200 bytes).
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use dispenser::Error;
-use serde::de::DeserializeOwned;
 use serde_json::json;
 
+pub(super) use super::json::json_body;
 use super::state::AppState;
 
 /// A JSON error reply: `{"error": {"kind", "message"}}`. The `observe` middleware scrubs
@@ -52,8 +55,17 @@ impl IntoResponse for ApiError {
 /// The status and kind an error is answered with.
 pub(super) fn classify(e: &Error) -> (StatusCode, &'static str) {
     match e {
-        Error::InvalidName { .. } | Error::InvalidSpec { .. } | Error::InvalidArgument { .. } => {
+        // A name the document rules out is 400; one it allows (the library's byte limit) 422.
+        Error::InvalidName { name, .. }
+            if super::names::check_name(name, false)
+                .is_err_and(|e| e.status == StatusCode::BAD_REQUEST) =>
+        {
             (StatusCode::BAD_REQUEST, "invalid_input")
+        }
+        // The request is as the document describes it; the values do not fit together (or
+        // not with the sequence's shape).
+        Error::InvalidName { .. } | Error::InvalidSpec { .. } | Error::InvalidArgument { .. } => {
+            (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input")
         }
         Error::NoSuchSequence { .. } => (StatusCode::NOT_FOUND, "no_such_sequence"),
         Error::Exhausted { .. } => (StatusCode::CONFLICT, "exhausted"),
@@ -77,23 +89,6 @@ impl From<Error> for ApiError {
         let (status, kind) = classify(&e);
         ApiError::new(status, kind, e.to_string())
     }
-}
-
-pub(super) fn bad_json(r: JsonRejection) -> ApiError {
-    match r {
-        JsonRejection::MissingJsonContentType(_) => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "expected Content-Type: application/json",
-        ),
-        other => ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", other.body_text()),
-    }
-}
-
-/// The JSON body of `req`, read only now (after the token was checked).
-pub(super) async fn json_body<T: DeserializeOwned>(req: Request) -> Result<T, ApiError> {
-    let Json(body) = Json::<T>::from_request(req, &()).await.map_err(bad_json)?;
-    Ok(body)
 }
 
 /// Every error answer leaves here as the JSON error body, its message scrubbed of the URI's
@@ -122,14 +117,6 @@ pub(super) async fn as_json_error(st: &AppState, resp: Response) -> Response {
                         "the request body is larger than {} bytes",
                         super::MAX_BODY
                     )),
-                ),
-                // Only the request timeout answers 503 without an error of ours.
-                StatusCode::SERVICE_UNAVAILABLE => (
-                    "timeout",
-                    Some(
-                        "the request took longer than the service's --request-timeout; a draw cut short is a gap, never a duplicate; try again"
-                            .to_owned(),
-                    ),
                 ),
                 s if s.is_client_error() => ("bad_request", None),
                 _ => ("internal", None),
@@ -173,4 +160,35 @@ impl AppState {
         }
         out
     }
+}
+
+/// The answer to a request cut at `--request-timeout`: 408 `request_timeout` when the client
+/// had not sent its body yet, else 503 `timeout`.
+pub(super) fn timed_out(reading_body: bool, timeout: std::time::Duration) -> Response {
+    let secs = timeout.as_secs_f64();
+    let mut resp = if reading_body {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the request body did not arrive within the service's --request-timeout ({secs} s)"
+            ),
+        )
+        .into_response()
+    } else {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!(
+                "the request took longer than the service's --request-timeout ({secs} s); a draw cut short is a gap, never a duplicate; try again"
+            ),
+        )
+        .into_response()
+    };
+    if reading_body {
+        // What is left of the body is not read: the connection cannot carry another request.
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
 }

@@ -33,6 +33,7 @@ pub(super) async fn status(
 #[serde(deny_unknown_fields)]
 pub(super) struct VoidBody {
     /// The number to void: the next one of the sequence.
+    #[serde(deserialize_with = "super::json::whole")]
     pub(super) number: i64,
     /// Why (1–1000 bytes; kept with the number).
     pub(super) reason: String,

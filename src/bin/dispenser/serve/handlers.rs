@@ -1,154 +1,45 @@
-//! The endpoints: draw (`next`), create, peek, list, advance, reset, delete, healthz.
-
-use std::collections::{HashMap, HashSet};
+//! The admin endpoints (create, peek, list, advance, reset, alter, delete) and healthz; drawing
+//! is in `draw.rs`.
 
 use axum::Json;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::{Error, Format, NumberSource, SequenceState, Spec};
+use dispenser::{Error, Format, SequenceState, Spec};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::auth::Op;
-use super::errors::{ApiError, classify, json_body};
-use super::openapi::{Drawn, ErrorBody, Sequence};
+use super::errors::{ApiError, classify};
+use super::json::{json_body, whole, whole_or_null, whole_some};
+use super::names::check_name;
+use super::openapi::{Created, Health, SequenceList, StateAnswer};
 use super::state::{AppState, Shared};
-
-/// Counts up to this many are answered as a list of numbers drawn from the block client;
-/// larger counts as contiguous runs reserved directly (`{first, last, step, count}`).
-pub(super) const LIST_LIMIT: u64 = 1000;
-
-/// Runs of consecutive numbers (`step` apart) as `{first, last, step, count}`.
-pub(super) fn as_runs(numbers: &[i64], step: i64) -> Vec<Value> {
-    let mut runs: Vec<(i64, i64, u64)> = Vec::new();
-    for &n in numbers {
-        match runs.last_mut() {
-            Some((_, last, count)) if i128::from(*last) + i128::from(step) == i128::from(n) => {
-                *last = n;
-                *count += 1;
-            }
-            _ => runs.push((n, n, 1)),
-        }
-    }
-    runs.into_iter()
-        .map(|(first, last, count)| {
-            json!({ "first": first, "last": last, "step": step, "count": count })
-        })
-        .collect()
-}
-
-/// `count` numbers from any source, one call each, in the order drawn.
-async fn draw_list(source: &impl NumberSource, count: u64) -> dispenser::Result<Vec<i64>> {
-    let mut numbers = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
-    for _ in 0..count {
-        numbers.push(source.next().await?);
-    }
-    Ok(numbers)
-}
-
-#[utoipa::path(post, path = "/v1/sequences/{name}/next", operation_id = "next", tag = "draw",
-    params(("name" = String, Path, description = "The sequence name"), ("count" = Option<u64>, Query, description = "How many numbers (default 1)")),
-    responses((status = 200, description = "The numbers drawn", body = Drawn), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
-pub(super) async fn next(
-    State(st): State<Shared>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-    Query(query): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
-    st.authorize(&headers, Op::Next, Some(&name))?;
-    if let Some(unknown) = query.keys().find(|k| k.as_str() != "count") {
-        return Err(ApiError::invalid_input(format!(
-            "unknown query parameter {unknown:?} (known: count)"
-        )));
-    }
-    let count = match query.get("count") {
-        None => 1,
-        Some(c) => c
-            .parse::<u64>()
-            .ok()
-            .filter(|n| (1..=st.max_count).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid_input(format!(
-                    "count {c:?} must be a whole number from 1 to {}",
-                    st.max_count
-                ))
-            })?,
-    };
-    dispenser::validate_name(&name)?;
-    let slot = st.slot(&name);
-    // Shared: an admin operation of the service waits for this draw, or this draw for it.
-    let era = slot.era.read().await;
-    let shape = st.shape(&era, &name).await?;
-    let blocks = st.pool.get(&name).await?;
-    if let Some(cycle) = shape.cycle {
-        if count > cycle {
-            return Err(ApiError::invalid_input(format!(
-                "count {count} is more than one cycle of sequence {name:?} holds: ask for at most {cycle}"
-            )));
-        }
-        let _serial = slot.serial.lock().await;
-        let mut numbers = Vec::new();
-        let mut seen = HashSet::new();
-        for _ in 0..count {
-            let n = NumberSource::next(&blocks).await?;
-            if !seen.insert(n) {
-                // Other clients of the sequence drew a whole cycle while this request drew.
-                return Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "contention",
-                    format!(
-                        "other clients drew a whole cycle of sequence {name:?} during this request, so {n} came round again; the numbers drawn are a gap; try again"
-                    ),
-                ));
-            }
-            numbers.push(n);
-        }
-        st.metrics.issued(&name, count);
-        if count <= LIST_LIMIT {
-            return Ok(Json(json!({ "numbers": numbers })));
-        }
-        let runs = as_runs(&numbers, shape.step);
-        return Ok(Json(json!({ "count": count, "runs": runs })));
-    }
-    if count <= LIST_LIMIT {
-        let numbers = draw_list(&blocks, count).await?;
-        st.metrics.issued(&name, count);
-        return Ok(Json(json!({ "numbers": numbers })));
-    }
-    let seq = era
-        .direct
-        .get_or_try_init(|| st.dispenser.open(&name))
-        .await?;
-    let mut runs = Vec::new();
-    let mut left = count;
-    while left > 0 {
-        let run = NumberSource::next_n(seq, left).await?;
-        st.metrics.issued(&name, run.count());
-        runs.push(json!({
-            "first": run.first(), "last": run.last(), "step": run.step(), "count": run.count(),
-        }));
-        left = left.saturating_sub(run.count());
-    }
-    Ok(Json(json!({ "count": count, "runs": runs })))
-}
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CreateBody {
+    /// The new sequence's name (no `@` or `~`: scopes and stripes are made by the service).
     pub(super) name: String,
-    #[serde(default)]
+    /// The first number (default 1).
+    #[serde(default, deserialize_with = "whole_or_null")]
     pub(super) start: Option<i64>,
-    #[serde(default)]
+    /// The step between numbers, not 0 (default 1).
+    #[serde(default, deserialize_with = "whole_or_null")]
     pub(super) step: Option<i64>,
-    #[serde(default)]
+    /// The lowest number (default 0).
+    #[serde(default, deserialize_with = "whole_or_null")]
     pub(super) min: Option<i64>,
-    #[serde(default)]
+    /// The highest number (default 2^63-1).
+    #[serde(default, deserialize_with = "whole_or_null")]
     pub(super) max: Option<i64>,
+    /// Wrap at the bound.
     #[serde(default)]
     pub(super) cycle: bool,
+    /// An existing sequence of the same shape is no error (nothing is written).
     #[serde(default)]
     pub(super) if_not_exists: bool,
+    /// A serial format such as `INV-{scope}-{n:06}`.
     #[serde(default)]
     pub(super) format: Option<String>,
 }
@@ -193,7 +84,7 @@ pub(super) fn existing(
 }
 
 #[utoipa::path(post, path = "/v1/sequences", operation_id = "create", tag = "admin", request_body = CreateBody,
-    responses((status = 201, description = "Created: the state, `created: true`", body = Sequence), (status = 200, description = "`if_not_exists` found it: the state, `created: false`", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 201, description = "Created: the state, `created: true`", body = Created), (status = 200, description = "`if_not_exists` found it: the state, `created: false`", body = Created)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
@@ -209,7 +100,8 @@ pub(super) async fn create(
         .with_min(b.min.unwrap_or(d.min))
         .with_max(b.max.unwrap_or(d.max))
         .with_cycle(b.cycle);
-    dispenser::validate_name(&b.name)?;
+    check_name(&b.name, true)?;
+    dispenser::validate_plain_name(&b.name)?;
     spec.validate(&b.name)?;
     let format = b.format.as_deref().map(Format::parse).transpose()?;
     if b.if_not_exists {
@@ -240,13 +132,14 @@ pub(super) async fn create(
 }
 
 #[utoipa::path(get, path = "/v1/sequences/{name}", operation_id = "peek", tag = "admin", params(("name" = String, Path, description = "The sequence name")),
-    responses((status = 200, description = "The state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The state (for a striped sequence `{name, stripes: [state, …]}`)", body = StateAnswer)))]
 pub(super) async fn peek(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(&headers, Op::Peek, Some(&name))?;
+    check_name(&name, false)?;
     match st.dispenser.peek(&name).await {
         Err(e @ Error::NoSuchSequence { .. }) => match st.dispenser.peek_striped(&name).await {
             Ok(states) => Ok(Json(striped_json(&name, &states))),
@@ -274,7 +167,7 @@ fn striped_json(name: &str, states: &[SequenceState]) -> Value {
 }
 
 #[utoipa::path(get, path = "/v1/sequences", operation_id = "list", tag = "admin",
-    responses((status = 200, description = "`{\"sequences\": […]}`", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "`{\"sequences\": […]}`: the sequences the token may use (a document that cannot be read as `{name, error}` in its place)", body = SequenceList)))]
 pub(super) async fn list(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -307,17 +200,23 @@ pub(super) async fn list(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AlterBody {
-    #[serde(default)]
+    /// The new step (not 0; a stripe keeps its step).
+    #[serde(default, deserialize_with = "whole_or_null")]
     step: Option<i64>,
-    #[serde(default)]
+    /// The new lower bound.
+    #[serde(default, deserialize_with = "whole_or_null")]
     min: Option<i64>,
-    #[serde(default)]
+    /// The new upper bound.
+    #[serde(default, deserialize_with = "whole_or_null")]
     max: Option<i64>,
+    /// Whether to wrap at the bound (`null`: keep).
     #[serde(default)]
     cycle: Option<bool>,
     /// Absent: keep; `null`: remove; a string: set.
     #[serde(default, deserialize_with = "some_or_null")]
+    #[schema(value_type = Option<String>)]
     format: Option<Option<String>>,
+    /// Allow a bound that leaves the last issued number outside it.
     #[serde(default)]
     force: bool,
 }
@@ -331,8 +230,10 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
 
 /// `POST /v1/sequences/{name}/alter`: under the sequence's exclusive lock (the service's
 /// block client is retired first, so nothing reserved under the old shape is served after).
+/// A striped sequence is altered stripe by stripe (its bounds; a stripe keeps its step, never
+/// cycles and has no format).
 #[utoipa::path(post, path = "/v1/sequences/{name}/alter", operation_id = "alter", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AlterBody,
-    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = StateAnswer)))]
 pub(super) async fn alter(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -340,7 +241,17 @@ pub(super) async fn alter(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(req.headers(), Op::Alter, Some(&name))?;
     let b: AlterBody = json_body(req).await?;
-    dispenser::validate_name(&name)?;
+    check_name(&name, false)?;
+    if b.step.is_none()
+        && b.min.is_none()
+        && b.max.is_none()
+        && b.cycle.is_none()
+        && b.format.is_none()
+    {
+        return Err(ApiError::invalid_input(format!(
+            "nothing to change for sequence {name:?}: give a step, min, max, cycle or format"
+        )));
+    }
     let mut change = dispenser::Alter::default().with_force(b.force);
     change.step = b.step;
     change.min = b.min;
@@ -351,20 +262,45 @@ pub(super) async fn alter(
         Some(None) => Some(None),
         Some(Some(f)) => Some(Some(Format::parse(&f)?)),
     };
-    let state = st
-        .exclusive(&name, st.dispenser.alter(&name, change))
-        .await?;
-    Ok(Json(SequenceState::to_json(&state)))
+    match st
+        .exclusive(&name, st.dispenser.alter(&name, change.clone()))
+        .await
+    {
+        Err(e @ Error::NoSuchSequence { .. }) => {
+            let stripes = stripes_or(&st, &name, e).await?;
+            if change.format.is_some() {
+                return Err(Error::InvalidArgument {
+                    what: "format".into(),
+                    reason: format!(
+                        "{name:?} is a striped sequence, which has no format (its numbers are not in order)"
+                    ),
+                }
+                .into());
+            }
+            let states = st
+                .exclusive_all(&stripes, async {
+                    for stripe in &stripes {
+                        st.dispenser.alter(stripe, change.clone()).await?;
+                    }
+                    st.dispenser.peek_striped(&name).await
+                })
+                .await?;
+            Ok(Json(striped_json(&name, &states)))
+        }
+        other => Ok(Json(SequenceState::to_json(&other?))),
+    }
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct AdvanceBody {
+    /// Every number from now on is past this one.
+    #[serde(deserialize_with = "whole")]
     pub(super) to: i64,
 }
 
 #[utoipa::path(post, path = "/v1/sequences/{name}/advance", operation_id = "advance", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AdvanceBody,
-    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = StateAnswer)))]
 pub(super) async fn advance(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -372,7 +308,7 @@ pub(super) async fn advance(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(req.headers(), Op::Advance, Some(&name))?;
     let b: AdvanceBody = json_body(req).await?;
-    dispenser::validate_name(&name)?;
+    check_name(&name, false)?;
     match st
         .exclusive(&name, st.dispenser.advance_to(&name, b.to))
         .await
@@ -391,15 +327,34 @@ pub(super) async fn advance(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ResetBody {
-    /// The next number to issue (`next`, or `value` as earlier versions called it).
-    #[serde(alias = "next")]
-    pub(super) value: i64,
+    /// The next number to issue (give `next` or `value`, not both).
+    #[serde(default, deserialize_with = "whole_some")]
+    pub(super) next: Option<i64>,
+    /// The same as `next`, as earlier versions called it.
+    #[serde(default, deserialize_with = "whole_some")]
+    pub(super) value: Option<i64>,
+    /// Allow a next number at or below one already issued (numbers may repeat).
     #[serde(default)]
     pub(super) force: bool,
 }
 
+impl ResetBody {
+    /// The next number: `next` or `value`, exactly one of them.
+    fn next(&self) -> Result<i64, ApiError> {
+        match (self.next, self.value) {
+            (Some(n), None) | (None, Some(n)) => Ok(n),
+            (Some(_), Some(_)) => Err(ApiError::invalid_input(
+                "give the next number as `next` or as `value`, not both",
+            )),
+            (None, None) => Err(ApiError::invalid_input(
+                "missing the next number: give `next` (or `value`)",
+            )),
+        }
+    }
+}
+
 #[utoipa::path(post, path = "/v1/sequences/{name}/reset", operation_id = "reset", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = ResetBody,
-    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = Sequence), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = StateAnswer)))]
 pub(super) async fn reset(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -407,18 +362,16 @@ pub(super) async fn reset(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(req.headers(), Op::Reset, Some(&name))?;
     let b: ResetBody = json_body(req).await?;
-    dispenser::validate_name(&name)?;
+    let next = b.next()?;
+    check_name(&name, false)?;
     match st
-        .exclusive(&name, st.dispenser.reset(&name, b.value, b.force))
+        .exclusive(&name, st.dispenser.reset(&name, next, b.force))
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let stripes = stripes_or(&st, &name, e).await?;
             let states = st
-                .exclusive_all(
-                    &stripes,
-                    st.dispenser.reset_striped(&name, b.value, b.force),
-                )
+                .exclusive_all(&stripes, st.dispenser.reset_striped(&name, next, b.force))
                 .await?;
             Ok(Json(striped_json(&name, &states)))
         }
@@ -427,14 +380,14 @@ pub(super) async fn reset(
 }
 
 #[utoipa::path(delete, path = "/v1/sequences/{name}", operation_id = "delete", tag = "admin", params(("name" = String, Path, description = "The sequence name")),
-    responses((status = 204, description = "Deleted"), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 204, description = "Deleted")))]
 pub(super) async fn delete(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     st.authorize(&headers, Op::Delete, Some(&name))?;
-    dispenser::validate_name(&name)?;
+    check_name(&name, false)?;
     match st.exclusive(&name, st.dispenser.delete(&name)).await {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let stripes = stripes_or(&st, &name, e).await?;
@@ -447,7 +400,7 @@ pub(super) async fn delete(
 }
 
 #[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "ops", security(()),
-    responses((status = 200, description = "The database answers", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The database answers", body = Health), (status = 503, description = "The database does not answer", body = super::openapi::ErrorBody)))]
 pub(super) async fn healthz(State(st): State<Shared>) -> Result<Json<Value>, ApiError> {
     st.dispenser.ping().await?;
     Ok(Json(json!({ "status": "ok" })))

@@ -2,12 +2,18 @@
 //! scrapes), built with `prometheus-client`.
 //!
 //! Long-lived: numbers issued per sequence, requests by status, request latency. Gathered at
-//! each scrape (so a deleted sequence's series go away and nothing is stale): the counters of
-//! the service's clients per sequence (writes, conflicts, retries, round trips, block
-//! refills), the numbers its block clients hold, and, from one read of every sequence
-//! document, each sequence's remaining capacity, fraction used, rate and forecast.
+//! each scrape: the counters of the service's clients per sequence (writes, conflicts,
+//! retries, round trips, block refills), the numbers its block clients hold, and, from one
+//! read of every sequence document, each sequence's remaining capacity, fraction used, rate
+//! and forecast. The series of a sequence whose document is gone are left out (so a deleted
+//! sequence's series go away, counters included, and nothing is stale).
+//!
+//! Label values are escaped as the exposition format says (`\\`, `\"`, `\n`), so any name a
+//! sequence may have keeps the scrape readable (`prometheus-client` writes them as given).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use axum::extract::{Request, State};
@@ -16,6 +22,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use dispenser::{Error, Stats};
 use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -25,8 +32,26 @@ use prometheus_client::registry::Registry;
 use super::errors::as_json_error;
 use super::state::Shared;
 
+/// A label value, escaped when written: `\` as `\\`, `"` as `\"`, a line feed as `\n`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Escaped(String);
+
+impl EncodeLabelValue for Escaped {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
+        for c in self.0.chars() {
+            match c {
+                '\\' => encoder.write_str("\\\\")?,
+                '"' => encoder.write_str("\\\"")?,
+                '\n' => encoder.write_str("\\n")?,
+                c => encoder.write_char(c)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A metric's labels: `sequence` (and for some, `cycle`), or `status`.
-type Labels = Vec<(&'static str, String)>;
+type Labels = Vec<(&'static str, Escaped)>;
 
 /// A float gauge.
 type FGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
@@ -39,19 +64,20 @@ const BUCKETS: [f64; 16] = [
 
 /// The metrics kept for the life of the service (each a handle onto shared atomics).
 pub(super) struct Metrics {
-    issued: Family<Labels, Counter>,
+    /// Numbers handed out, by sequence document.
+    issued: Mutex<BTreeMap<String, u64>>,
     requests: Family<Labels, Counter>,
     duration: Histogram,
 }
 
 fn sequence(name: &str) -> Labels {
-    vec![("sequence", name.to_owned())]
+    vec![("sequence", Escaped(name.to_owned()))]
 }
 
 impl Metrics {
     pub(super) fn new() -> Self {
         Metrics {
-            issued: Family::default(),
+            issued: Mutex::new(BTreeMap::new()),
             requests: Family::default(),
             duration: Histogram::new(BUCKETS),
         }
@@ -59,12 +85,23 @@ impl Metrics {
 
     /// Counts `n` numbers handed out from sequence `name`.
     pub(super) fn issued(&self, name: &str, n: u64) {
-        self.issued.get_or_create(&sequence(name)).inc_by(n);
+        let mut issued = self.issued.lock().unwrap_or_else(|p| p.into_inner());
+        match issued.get_mut(name) {
+            Some(v) => *v += n,
+            None => {
+                issued.insert(name.to_owned(), n);
+            }
+        }
+    }
+
+    fn issued_by_sequence(&self) -> Vec<(String, u64)> {
+        let issued = self.issued.lock().unwrap_or_else(|p| p.into_inner());
+        issued.iter().map(|(k, v)| (k.clone(), *v)).collect()
     }
 
     fn observe(&self, status: u16, secs: f64) {
         self.requests
-            .get_or_create(&vec![("status", status.to_string())])
+            .get_or_create(&vec![("status", Escaped(status.to_string()))])
             .inc();
         self.duration.observe(secs);
     }
@@ -81,6 +118,8 @@ fn counters(values: &[(String, u64)]) -> Family<Labels, Counter> {
 
 /// What one scrape reads from the database: each sequence document's usage.
 struct Documents {
+    /// The names of the documents read.
+    names: HashSet<String>,
     remaining: Family<Labels, FGauge>,
     fraction_used: Family<Labels, FGauge>,
     rate: Family<Labels, FGauge>,
@@ -89,7 +128,8 @@ struct Documents {
 }
 
 async fn read_documents(st: &Shared) -> Result<Documents, Error> {
-    let docs = Documents {
+    let mut docs = Documents {
+        names: HashSet::new(),
         remaining: Family::default(),
         fraction_used: Family::default(),
         rate: Family::default(),
@@ -100,10 +140,11 @@ async fn read_documents(st: &Shared) -> Result<Documents, Error> {
     for entry in st.dispenser.list().await? {
         match entry {
             Ok(state) => {
+                docs.names.insert(state.name.clone());
                 let usage = state.usage(now);
                 let labels = vec![
-                    ("sequence", state.name.clone()),
-                    ("cycle", state.cycle.to_string()),
+                    ("sequence", Escaped(state.name.clone())),
+                    ("cycle", Escaped(state.cycle.to_string())),
                 ];
                 docs.remaining
                     .get_or_create(&labels)
@@ -121,6 +162,7 @@ async fn read_documents(st: &Shared) -> Result<Documents, Error> {
                 }
             }
             Err(Error::CorruptDocument { name, .. }) => {
+                docs.names.insert(name.clone());
                 docs.corrupt.get_or_create(&sequence(&name)).set(1);
             }
             Err(e) => return Err(e),
@@ -133,14 +175,38 @@ async fn read_documents(st: &Shared) -> Result<Documents, Error> {
 async fn registry(st: &Shared) -> Registry {
     let m = &st.metrics;
     let mut r = Registry::default();
+    // The sequences the service knew before the documents are read: those of them without a
+    // document are gone (deleted), and their series are left out. A sequence first used
+    // while the documents are read keeps its series.
+    let before: HashSet<String> = m
+        .issued_by_sequence()
+        .into_iter()
+        .map(|(n, _)| n)
+        .chain(st.stats_by_sequence().await.into_keys())
+        .collect();
+    let read = read_documents(st).await;
+    let gone = |name: &str| match &read {
+        Ok(docs) => before.contains(name) && !docs.names.contains(name),
+        // Without the documents, nothing is known to be gone.
+        Err(_) => false,
+    };
+    let issued: Vec<(String, u64)> = m
+        .issued_by_sequence()
+        .into_iter()
+        .filter(|(n, _)| !gone(n))
+        .collect();
     r.register(
         "dispenser_numbers_issued",
         "Numbers handed out to clients of the service, by sequence",
-        m.issued.clone(),
+        counters(&issued),
     );
     let by_sequence: BTreeMap<String, Stats> = st.stats_by_sequence().await;
     let stat = |f: fn(&Stats) -> u64| -> Vec<(String, u64)> {
-        by_sequence.iter().map(|(n, s)| (n.clone(), f(s))).collect()
+        by_sequence
+            .iter()
+            .filter(|(n, _)| !gone(n))
+            .map(|(n, s)| (n.clone(), f(s)))
+            .collect()
     };
     r.register(
         "dispenser_writes",
@@ -169,8 +235,10 @@ async fn registry(st: &Shared) -> Registry {
     );
     let held = Family::<Labels, Gauge>::default();
     for (name, n) in st.pool.held_by_sequence() {
-        held.get_or_create(&sequence(&name))
-            .set(i64::try_from(n).unwrap_or(i64::MAX));
+        if !gone(&name) {
+            held.get_or_create(&sequence(&name))
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
     r.register(
         "dispenser_numbers_held",
@@ -178,7 +246,7 @@ async fn registry(st: &Shared) -> Registry {
         held,
     );
     let up = Gauge::<i64>::default();
-    match read_documents(st).await {
+    match read {
         Ok(docs) => {
             up.set(1);
             r.register(

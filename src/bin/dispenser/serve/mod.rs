@@ -8,6 +8,10 @@
 //! in constant time (over a fixed length) and never logged; the token is checked before the
 //! request body is read.
 //!
+//! Connections are capped and timed (`conn.rs`: `--max-connections`, `--header-timeout`,
+//! `--idle-timeout`), requests cut at `--request-timeout` (408 for a body that does not
+//! arrive, 503 otherwise), and every error answer is JSON, hyper's own included.
+//!
 //! The service's own admin operations (create, advance, reset, delete) are ordered with the
 //! draws of the same sequence: draws hold the sequence's [`Slot`] lock shared, admin operations
 //! exclusively; under it they retire the sequence's clients (the block client from the [`Pool`],
@@ -20,8 +24,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::StatusCode;
-use axum::middleware;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
 use axum::routing::{get, post};
 use dispenser::{
     Dispenser, Error,
@@ -29,21 +34,27 @@ use dispenser::{
 };
 
 use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::cli::ServeArgs;
 use auth::load_tokens;
-use errors::fallback;
-use handlers::{advance, alter, create, delete, healthz, list, next, peek, reset};
+use conn::{Capped, ConnInfo, Limits, track};
+use draw::next;
+use errors::{fallback, timed_out};
+use handlers::{advance, alter, create, delete, healthz, list, peek, reset};
+use json::ReadingBody;
 use metrics::{Metrics, metrics, observe};
 use state::{AppState, Shared};
 
 mod auth;
+mod conn;
+mod draw;
 mod errors;
 mod gapless;
 mod handlers;
+mod json;
 mod metrics;
+mod names;
 mod openapi;
 mod state;
 #[cfg(test)]
@@ -52,7 +63,7 @@ mod tests;
 /// The largest request body accepted (bodies are small JSON objects); larger is 413.
 pub(super) const MAX_BODY: usize = 64 * 1024;
 
-fn router(state: Shared, request_timeout: Duration) -> Router {
+fn router(state: Shared) -> Router {
     Router::new()
         .route("/v1/sequences", get(list).post(create))
         .route("/v1/sequences/{name}", get(peek).delete(delete))
@@ -66,16 +77,25 @@ fn router(state: Shared, request_timeout: Duration) -> Router {
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi::openapi))
         .fallback(fallback)
-        // Innermost first: the body limit and the timeout answer plain errors, which `observe`
-        // turns into JSON error bodies (and counts); the trace span covers it all.
+        // Innermost first: the body limit and the request timeout answer errors, which
+        // `observe` turns into JSON error bodies (and counts); `track` tells the connection
+        // a request is being served; the trace span covers it all.
         .layer(RequestBodyLimitLayer::new(MAX_BODY))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            request_timeout,
-        ))
+        .layer(middleware::from_fn_with_state(state.clone(), deadline))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(middleware::from_fn(track))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Cuts a request at `--request-timeout`: 408 when its body had not arrived, else 503.
+async fn deadline(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
+    let reading = ReadingBody::default();
+    req.extensions_mut().insert(reading.clone());
+    match tokio::time::timeout(st.request_timeout, next.run(req)).await {
+        Ok(resp) => resp,
+        Err(_) => timed_out(reading.now(), st.request_timeout),
+    }
 }
 
 async fn shutdown_signal() {
@@ -134,6 +154,11 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
                 what: "--listen".into(),
                 reason: format!("cannot listen on {addr}: {e}"),
             })?;
+    let limits = Limits {
+        header: Duration::from_secs_f64(args.header_timeout),
+        idle: Duration::from_secs_f64(args.idle_timeout),
+        max_connections: conn::max_connections(args.max_connections)?,
+    };
     let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
         what: "--listen".into(),
         reason: e.to_string(),
@@ -144,15 +169,22 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         tokens,
         pool,
         max_count: args.max_count,
+        request_timeout: Duration::from_secs_f64(args.request_timeout),
         slots: Mutex::new(HashMap::new()),
         retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),
     });
     println!("listening on http://{local}");
     tracing::info!("dispenser serve listening on {local}");
+    tracing::info!(
+        "connections: at most {}, header timeout {:?}, idle timeout {:?}",
+        limits.max_connections,
+        limits.header,
+        limits.idle
+    );
     let served = axum::serve(
-        listener,
-        router(state.clone(), Duration::from_secs_f64(args.request_timeout)),
+        Capped::new(listener, limits),
+        router(state.clone()).into_make_service_with_connect_info::<ConnInfo>(),
     )
     .with_graceful_shutdown(shutdown_signal())
     .await;

@@ -1,21 +1,40 @@
-//! `GET /openapi.json`: the OpenAPI 3 description of the service, generated with `utoipa`
-//! from the `#[utoipa::path]` annotations on the handlers (and `gapless.rs` when it exists),
-//! built once per request (it is small), served without a token.
+//! `GET /openapi.json`: the OpenAPI 3.1 description of the service, exactly what it does.
+//!
+//! The operations, their bodies and answers are generated with `utoipa` from the
+//! `#[utoipa::path]` annotations on the handlers (and `gapless.rs`); [`document`] then adds
+//! what the annotations cannot say: the rules of names and formats (patterns, lengths), the
+//! range of `count` (1 to the service's `--max-count`, known only at run time), that a reset
+//! takes `next` or `value` (one of them) and an alter at least one change, the status codes
+//! each operation answers (no `4XX`/`5XX` wildcards), links for stateful clients, and
+//! `/metrics` and `/openapi.json` themselves. Served without a token.
 
 use axum::Json;
-use serde_json::Value;
+use axum::extract::State;
+use serde_json::{Map, Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 
+use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN};
+use super::state::Shared;
 use super::{gapless, handlers};
 
-/// `{"numbers": […]}`, or for large counts `{"count", "runs": [{first, last, step, count}]}`.
+/// A serial format (JSON Schema, ECMA 262): text without NUL, `{{` and `}}` for braces,
+/// `{scope}`, and at least one `{n}` or `{n:0W}` (W from 1 to 20, as the library parses it).
+pub(super) const FORMAT_PATTERN: &str = concat!(
+    r"^(?:[^{}\u0000]|\{\{|\}\}|\{scope\}|\{n\}|\{n:0\+?0*(?:[1-9]|1[0-9]|20)\})*",
+    r"(?:\{n\}|\{n:0\+?0*(?:[1-9]|1[0-9]|20)\})",
+    r"(?:[^{}\u0000]|\{\{|\}\}|\{scope\}|\{n\}|\{n:0\+?0*(?:[1-9]|1[0-9]|20)\})*$"
+);
+
+/// The numbers drawn: a list for counts up to 1000, contiguous runs above.
 #[derive(ToSchema)]
+#[serde(untagged)]
 #[allow(dead_code)] // only described, never built: the handlers answer `serde_json::Value`
-pub(super) struct Drawn {
-    numbers: Option<Vec<i64>>,
-    count: Option<u64>,
-    runs: Option<Vec<Run>>,
+pub(super) enum Drawn {
+    /// `{"numbers": […]}`, in the order drawn.
+    List { numbers: Vec<i64> },
+    /// `{"count", "runs": [{first, last, step, count}]}`.
+    Runs { count: u64, runs: Vec<Run> },
 }
 
 /// A contiguous run of numbers, `step` apart.
@@ -60,6 +79,55 @@ pub(super) struct Sequence {
     usage: Value,
 }
 
+/// A striped sequence: its name and the state of each stripe.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct Striped {
+    name: String,
+    stripes: Vec<Sequence>,
+}
+
+/// The state of a sequence, or of every stripe of a striped sequence.
+#[derive(ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
+pub(super) enum StateAnswer {
+    Sequence(Sequence),
+    Striped(Striped),
+}
+
+/// The state, and whether this request created the sequence.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct Created {
+    #[serde(flatten)]
+    state: Sequence,
+    created: bool,
+}
+
+/// `{"sequences": […]}`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct SequenceList {
+    sequences: Vec<ListEntry>,
+}
+
+/// A listed sequence, or one whose document cannot be read, in its place.
+#[derive(ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
+pub(super) enum ListEntry {
+    Sequence(Sequence),
+    Unreadable { name: String, error: ErrorDetail },
+}
+
+/// `{"status": "ok"}`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct Health {
+    status: String,
+}
+
 /// Every error answer: `{"error": {"kind", "message"}}`.
 #[derive(ToSchema)]
 #[allow(dead_code)]
@@ -93,7 +161,7 @@ impl Modify for BearerAuth {
 #[openapi(
     info(title = "dispenser", description = "Unique numbers from MongoDB sequences: never a duplicate."),
     paths(
-        handlers::next,
+        super::draw::next,
         handlers::create,
         handlers::list,
         handlers::peek,
@@ -111,6 +179,12 @@ impl Modify for BearerAuth {
         ErrorBody,
         ErrorDetail,
         Sequence,
+        Striped,
+        StateAnswer,
+        Created,
+        SequenceList,
+        ListEntry,
+        Health,
         handlers::CreateBody,
         handlers::AlterBody,
         handlers::AdvanceBody,
@@ -122,7 +196,238 @@ impl Modify for BearerAuth {
 )]
 pub(super) struct ApiDoc;
 
+/// What each status means, for its description.
+fn meaning(status: u16) -> &'static str {
+    match status {
+        400 => {
+            "`invalid_input` (a name, `count` or field the document rules out), `malformed_json` (a body that is not the JSON this operation takes), `bad_request` (not HTTP/1.1)"
+        }
+        401 => "`unauthorized`: no token, a malformed `Authorization` header, or an unknown token",
+        403 => "`forbidden`: the token may not do this operation, or not on this sequence",
+        404 => "`no_such_sequence`",
+        408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
+        409 => {
+            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn)"
+        }
+        413 => "`payload_too_large`: a body over 64 KiB",
+        414 => "`uri_too_long`: a URI over 65 534 bytes",
+        415 => "`unsupported_media_type`: a body that is not `application/json`",
+        422 => {
+            "`invalid_input`: values the document allows that do not fit together or with the sequence (a spec, a format, a count past one cycle, a change to a stripe, a name over 200 bytes)"
+        }
+        431 => "`headers_too_large`: a request head larger than the service reads",
+        500 => "`corrupt_document` (see `dispenser check`) or `internal`",
+        503 => {
+            "`database` (no answer from the database), `timeout` (past --request-timeout: a draw cut short is a gap, never a duplicate), `contention` or `closed`: try again"
+        }
+        _ => "an error",
+    }
+}
+
+/// The error statuses each operation answers.
+fn error_statuses(operation: &str) -> &'static [u16] {
+    // Every operation: hyper's own 400 (not HTTP/1.1), 414 and 431, and 500 and 503.
+    match operation {
+        "next" => &[400, 401, 403, 404, 409, 414, 422, 431, 500, 503],
+        "create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
+        "peek" | "delete" | "gapless_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
+        "list" => &[400, 401, 403, 414, 431, 500, 503],
+        "advance" | "reset" | "alter" | "gapless_void" => &[
+            400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
+        ],
+        "healthz" => &[400, 414, 431, 503],
+        _ => &[400, 414, 431, 500, 503],
+    }
+}
+
+fn error_response(status: u16) -> Value {
+    json!({
+        "description": meaning(status),
+        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } } }
+    })
+}
+
+/// The schema of a name: 1–200 characters (and bytes), no control character, no leading `$`.
+fn name_schema(pattern: &str) -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": pattern })
+}
+
+fn format_schema(nullable: bool) -> Value {
+    let kind = if nullable {
+        json!(["string", "null"])
+    } else {
+        json!("string")
+    };
+    json!({
+        "type": kind,
+        "maxLength": dispenser::MAX_FORMAT_BYTES,
+        "pattern": FORMAT_PATTERN,
+        "description": "Literal text with `{n}` (the number), `{n:0W}` (zero-padded to W characters, W from 1 to 20), `{scope}`; `{{`/`}}` for braces; at least one `{n}`. At most 200 bytes (422 past them)."
+    })
+}
+
+/// `schemas.NAME.properties.FIELD`, when there.
+fn property<'v>(
+    doc: &'v mut Value,
+    schema: &str,
+    field: &str,
+) -> Option<&'v mut Map<String, Value>> {
+    doc.pointer_mut(&format!("/components/schemas/{schema}/properties/{field}"))?
+        .as_object_mut()
+}
+
+/// The whole document, for a service whose `--max-count` is `max_count`.
+pub(super) fn document(max_count: u64) -> Value {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null);
+    // Bodies.
+    if let Some(p) = property(&mut doc, "CreateBody", "name") {
+        p.extend(
+            name_schema(CREATED_NAME_PATTERN)
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
+    }
+    for (schema, field, nullable) in [
+        ("CreateBody", "format", true),
+        ("AlterBody", "format", true),
+    ] {
+        if let Some(p) = property(&mut doc, schema, field) {
+            *p = format_schema(nullable)
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+        }
+    }
+    if let Some(p) = property(&mut doc, "VoidBody", "reason") {
+        p.insert("minLength".into(), json!(1));
+        p.insert("maxLength".into(), json!(1000));
+    }
+    // A reset takes the next number as `next` or `value` (a whole number, not null), not both.
+    for field in ["next", "value"] {
+        if let Some(p) = property(&mut doc, "ResetBody", field) {
+            p.insert("type".into(), json!("integer"));
+        }
+    }
+    if let Some(s) = doc.pointer_mut("/components/schemas/ResetBody") {
+        s["oneOf"] = json!([{ "required": ["next"] }, { "required": ["value"] }]);
+    }
+    // An alter changes something: a step, min, max or cycle that is not null (null keeps it),
+    // or a format (null removes it).
+    if let Some(s) = doc.pointer_mut("/components/schemas/AlterBody") {
+        let mut any: Vec<Value> = [
+            ("step", "integer"),
+            ("min", "integer"),
+            ("max", "integer"),
+            ("cycle", "boolean"),
+        ]
+        .iter()
+        .map(|(f, t)| json!({ "required": [f], "properties": { *f: { "type": t } } }))
+        .collect();
+        any.push(json!({ "required": ["format"] }));
+        s["anyOf"] = Value::Array(any);
+    }
+    // Operations.
+    let mut paths = doc["paths"].take();
+    if let Some(paths) = paths.as_object_mut() {
+        for item in paths.values_mut() {
+            let Some(item) = item.as_object_mut() else {
+                continue;
+            };
+            for (_, op) in item.iter_mut() {
+                let Some(op) = op.as_object_mut() else {
+                    continue;
+                };
+                let id = op
+                    .get("operationId")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                if let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) {
+                    for p in params {
+                        match p["name"].as_str() {
+                            Some("name") => p["schema"] = name_schema(NAME_PATTERN),
+                            Some("count") => {
+                                p["schema"] = json!({
+                                    "type": "integer", "minimum": 1, "maximum": max_count, "default": 1
+                                });
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                if let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) {
+                    responses.retain(|code, _| code != "4XX" && code != "5XX");
+                    for &status in error_statuses(&id) {
+                        responses
+                            .entry(status.to_string())
+                            .or_insert_with(|| error_response(status));
+                    }
+                    if id == "create"
+                        && let Some(created) = responses.get_mut("201")
+                    {
+                        created["links"] = links();
+                    }
+                }
+            }
+        }
+        paths.insert("/metrics".into(), metrics_path());
+        paths.insert("/openapi.json".into(), openapi_path());
+    }
+    doc["paths"] = paths;
+    doc
+}
+
+/// From a created sequence to the operations on it (for stateful clients).
+fn links() -> Value {
+    let mut links = Map::new();
+    for op in ["next", "peek", "advance", "reset", "alter", "delete"] {
+        links.insert(
+            format!("{op}_created"),
+            json!({ "operationId": op, "parameters": { "name": "$response.body#/name" } }),
+        );
+    }
+    Value::Object(links)
+}
+
+fn metrics_path() -> Value {
+    json!({ "get": {
+        "operationId": "metrics",
+        "tags": ["ops"],
+        "summary": "The service's metrics in the OpenMetrics text format (no token)",
+        "security": [{}],
+        "responses": {
+            "200": {
+                "description": "OpenMetrics text, ending in `# EOF`",
+                "content": { "application/openmetrics-text; version=1.0.0; charset=utf-8": { "schema": { "type": "string" } } }
+            },
+            "400": error_response(400),
+            "414": error_response(414),
+            "431": error_response(431),
+            "500": error_response(500)
+        }
+    }})
+}
+
+fn openapi_path() -> Value {
+    json!({ "get": {
+        "operationId": "openapi",
+        "tags": ["ops"],
+        "summary": "This document (no token)",
+        "security": [{}],
+        "responses": {
+            "200": {
+                "description": "The OpenAPI 3.1 document",
+                "content": { "application/json": { "schema": { "type": "object" } } }
+            },
+            "400": error_response(400),
+            "414": error_response(414),
+            "431": error_response(431)
+        }
+    }})
+}
+
 /// `GET /openapi.json`.
-pub(super) async fn openapi() -> Json<Value> {
-    Json(serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null))
+pub(super) async fn openapi(State(st): State<Shared>) -> Json<Value> {
+    Json(document(st.max_count))
 }

@@ -2,7 +2,9 @@
 //! operations exclusive) and retiring a sequence's clients under it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use dispenser::{Dispenser, Error, Sequence, SequenceState, Stats, block::Pool};
 use tokio::sync::{OnceCell, RwLock};
@@ -14,10 +16,21 @@ use super::metrics::Metrics;
 /// client is in the [`Pool`], retired by every admin operation).
 #[derive(Default)]
 pub(super) struct Era {
-    /// The sequence's shape, read by the era's first draw.
-    pub(super) shape: OnceCell<Shape>,
+    /// What the name stands for, read by the era's first draw.
+    pub(super) target: OnceCell<Target>,
     /// A direct handle, for large counts of non-cyclic sequences.
     pub(super) direct: OnceCell<Sequence>,
+    /// Set when the service drew a scope `name@KEY` of this sequence: it is a template, and
+    /// drawing it is refused from then on (besides what the era's first draw found).
+    pub(super) scoped: AtomicBool,
+}
+
+/// What a name drawn from stands for.
+pub(super) enum Target {
+    /// A sequence document of its own (a plain sequence, a scope, a stripe).
+    Plain(Shape),
+    /// A striped sequence: the names of its stripes, in order.
+    Striped(Vec<String>),
 }
 
 /// What the service needs to know of a sequence to answer draws.
@@ -25,6 +38,8 @@ pub(super) struct Shape {
     pub(super) step: i64,
     /// For a cyclic sequence, how many numbers one cycle holds.
     pub(super) cycle: Option<u64>,
+    /// A scope template (it has scopes, or its format uses `{scope}`): not drawn itself.
+    pub(super) template: bool,
 }
 
 /// How many numbers one cycle of a cyclic sequence holds (`None` when it does not wrap).
@@ -54,6 +69,8 @@ pub(super) struct AppState {
     /// The block clients, one per sequence; used only under the sequence's era lock.
     pub(super) pool: Pool,
     pub(super) max_count: u64,
+    /// How long a request may take (`--request-timeout`).
+    pub(super) request_timeout: Duration,
     /// One slot per sequence name used so far.
     pub(super) slots: Mutex<HashMap<String, Arc<Slot>>>,
     /// Stats of direct handles already dropped (admin operations), by sequence.
@@ -84,17 +101,61 @@ impl AppState {
             .collect()
     }
 
-    /// The era's shape of `name`, read by the first draw of the era.
-    pub(super) async fn shape<'e>(&self, era: &'e Era, name: &str) -> Result<&'e Shape, Error> {
-        era.shape
+    /// What `name` stands for in this era, found by the era's first draw: its own document
+    /// (a plain sequence, a stripe, a scope), a scope `T@KEY` that does not exist yet (made
+    /// now from its template `T`, as `next --scope` does), or a striped sequence.
+    pub(super) async fn target<'e>(&self, era: &'e Era, name: &str) -> Result<&'e Target, Error> {
+        era.target
             .get_or_try_init(|| async {
-                let state = self.dispenser.peek(name).await?;
-                Ok(Shape {
+                let scope = scope_of(name);
+                if let Some((template, _)) = scope {
+                    self.mark_template(template);
+                }
+                let state = match self.dispenser.peek(name).await {
+                    Ok(state) => state,
+                    Err(Error::NoSuchSequence { .. }) if scope.is_some() => {
+                        let (template, key) = scope.unwrap_or_default();
+                        self.dispenser.open_scope(template, key).await?;
+                        self.dispenser.peek(name).await?
+                    }
+                    Err(e @ Error::NoSuchSequence { .. }) => {
+                        return match self.dispenser.peek_striped(name).await {
+                            Ok(states) => Ok(Target::Striped(
+                                states.into_iter().map(|s| s.name).collect(),
+                            )),
+                            Err(_) => Err(e),
+                        };
+                    }
+                    Err(e) => return Err(e),
+                };
+                let template = self.is_template(&state).await?;
+                Ok(Target::Plain(Shape {
                     step: state.step,
                     cycle: cycle_len(&state),
-                })
+                    template,
+                }))
             })
             .await
+    }
+
+    /// Whether `state` is a scope template: a plain name whose format uses `{scope}` or that
+    /// has a scope already.
+    async fn is_template(&self, state: &SequenceState) -> Result<bool, Error> {
+        if dispenser::validate_plain_name(&state.name).is_err() {
+            return Ok(false);
+        }
+        if state.format.as_ref().is_some_and(|f| f.uses_scope()) {
+            return Ok(true);
+        }
+        Ok(!self.dispenser.list_scopes(&state.name).await?.is_empty())
+    }
+
+    /// Notes that `template` has scopes (when its era is not being replaced right now; the
+    /// next era's first draw looks at the scopes itself).
+    fn mark_template(&self, template: &str) {
+        if let Ok(era) = self.slot(template).era.try_read() {
+            era.scoped.store(true, Ordering::SeqCst);
+        }
     }
 
     /// Runs the admin operation `op` on `name` with the draws of `name` shut out: first the
@@ -170,4 +231,11 @@ impl AppState {
         }
         out
     }
+}
+
+/// The template and key of `name` when it names a scope (`T@KEY`, with `T` a plain name and
+/// `KEY` a valid scope key), else `None`.
+pub(super) fn scope_of(name: &str) -> Option<(&str, &str)> {
+    let (template, key) = name.split_once(dispenser::scope::SCOPE_SEPARATOR)?;
+    (dispenser::scope::scoped_name(template, key).ok()? == name).then_some((template, key))
 }

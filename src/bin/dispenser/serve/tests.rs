@@ -12,7 +12,7 @@ use dispenser::{
 use serde_json::json;
 
 use super::auth::{MAX_TOKEN_LEN, Op, PaddedToken, TokenRule, parse_tokens};
-use super::handlers::as_runs;
+use super::draw::as_runs;
 use super::metrics::Metrics;
 use super::state::AppState;
 
@@ -36,6 +36,7 @@ async fn state() -> AppState {
         tokens: tokens(),
         pool: Pool::new(dispenser.clone(), BlockOptions::default()).unwrap(),
         max_count: 10,
+        request_timeout: std::time::Duration::from_secs(30),
         slots: Mutex::new(HashMap::new()),
         retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),

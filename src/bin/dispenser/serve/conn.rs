@@ -1,0 +1,477 @@
+//! Connections: a cap on how many are open at once, a time limit for a request head and one
+//! for an idle keep-alive connection, and JSON bodies on the error answers hyper writes itself.
+//!
+//! The listener ([`Capped`]) takes a permit of a semaphore before it accepts, so at the cap
+//! new connections wait in the kernel's backlog and the service never runs out of file
+//! descriptors. Each connection ([`Conn`]) is timed the way Go's `net/http` times them: a new
+//! connection must deliver its first request head within the header timeout; after an answer
+//! the connection may stay idle for the idle timeout, and once the first byte of the next
+//! request arrives its head must be complete within the header timeout. While a request is
+//! being served (from its head to its answer) the request timeout of the router applies
+//! instead. A connection past its deadline is closed.
+//!
+//! hyper answers a request it cannot parse (400), a URI longer than 65 534 bytes (414) or a
+//! head larger than its buffer (431) on its own, with an empty body and without calling the
+//! router. [`Conn`] recognises such an answer as it is written (one of these statuses with
+//! `content-length: 0`, which no answer of the router has: every error of the router has a
+//! JSON body) and writes the JSON error body instead.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker, ready};
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::extract::connect_info::{ConnectInfo, Connected};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::serve::{IncomingStream, Listener};
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
+
+/// How connections are limited (see the module documentation).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    /// How long a request head may take to arrive.
+    pub(super) header: Duration,
+    /// How long a keep-alive connection may wait for its next request.
+    pub(super) idle: Duration,
+    /// How many connections may be open at once.
+    pub(super) max_connections: usize,
+}
+
+/// Open files the service keeps for itself (database connections, standard streams, the
+/// listener) when it sizes its connection cap from the open-file limit.
+pub(super) const RESERVED_FILES: u64 = 128;
+
+/// The default connection cap when the open-file limit leaves room for it.
+pub(super) const DEFAULT_MAX_CONNECTIONS: u64 = 10_000;
+
+/// The process's soft limit on open files, when it has one.
+fn open_file_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// The connection cap: `requested`, or by default [`DEFAULT_MAX_CONNECTIONS`] lowered to what
+/// the open-file limit allows (less [`RESERVED_FILES`]). A requested cap above that is refused.
+pub(super) fn max_connections(requested: Option<u64>) -> Result<usize, dispenser::Error> {
+    let allowed = open_file_limit().map(|l| l.saturating_sub(RESERVED_FILES));
+    let cap = match (requested, allowed) {
+        (Some(n), Some(room)) if n > room => {
+            return Err(dispenser::Error::InvalidArgument {
+                what: "--max-connections".into(),
+                reason: format!(
+                    "{n} connections do not fit in the open-file limit ({} files, `ulimit -n`, less {RESERVED_FILES} kept for the database and the service): raise the limit or ask for at most {room}",
+                    room + RESERVED_FILES
+                ),
+            });
+        }
+        (Some(n), _) => n,
+        (None, Some(room)) => DEFAULT_MAX_CONNECTIONS.min(room),
+        (None, None) => DEFAULT_MAX_CONNECTIONS,
+    };
+    if cap == 0 {
+        return Err(dispenser::Error::InvalidArgument {
+            what: "--max-connections".into(),
+            reason: format!(
+                "the open-file limit (`ulimit -n`) leaves no room for connections once {RESERVED_FILES} files are kept for the database and the service: raise it"
+            ),
+        });
+    }
+    Ok(usize::try_from(cap).unwrap_or(usize::MAX))
+}
+
+/// A TCP listener that accepts a connection only when fewer than the cap are open.
+pub(super) struct Capped {
+    listener: TcpListener,
+    permits: Arc<Semaphore>,
+    limits: Limits,
+}
+
+impl Capped {
+    pub(super) fn new(listener: TcpListener, limits: Limits) -> Capped {
+        Capped {
+            listener,
+            permits: Arc::new(Semaphore::new(
+                limits.max_connections.min(Semaphore::MAX_PERMITS),
+            )),
+            limits,
+        }
+    }
+}
+
+impl Listener for Capped {
+    type Io = Conn;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Conn, SocketAddr) {
+        // Room first: at the cap, new connections wait in the kernel's backlog.
+        let permit = match Arc::clone(&self.permits).acquire_owned().await {
+            Ok(p) => p,
+            // The semaphore is never closed.
+            Err(_) => std::future::pending().await,
+        };
+        loop {
+            match self.listener.accept().await {
+                Ok((stream, addr)) => return (Conn::new(stream, permit, self.limits), addr),
+                Err(e) => accept_error(e).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+/// A failed `accept`: a connection that went away is skipped; anything else (such as running
+/// out of file descriptors) is logged and retried shortly, without spinning.
+async fn accept_error(e: io::Error) {
+    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!("accepting a connection: {e}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// Where a connection is between requests.
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    /// Waiting for (the rest of) a request head, until the instant.
+    Head(Instant),
+    /// A request is being served: the router's request timeout applies.
+    Busy,
+    /// Answered; waiting for the next request, until the instant.
+    Idle(Instant),
+}
+
+/// A connection's phase, shared by the connection and the requests served on it.
+#[derive(Debug)]
+pub(super) struct Clock {
+    phase: Mutex<Phase>,
+    /// The connection's task, as last seen waiting to read: woken when the phase changes, so
+    /// that it sets its timer for the new phase (hyper does not read again on its own).
+    reader: Mutex<Option<Waker>>,
+    limits: Limits,
+}
+
+impl Clock {
+    fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        match *self.phase() {
+            Phase::Head(at) | Phase::Idle(at) => Some(at),
+            Phase::Busy => None,
+        }
+    }
+
+    /// The first byte of a request arrived on an idle connection: its head is now timed.
+    fn bytes_arrived(&self) {
+        let mut phase = self.phase();
+        if let Phase::Idle(_) = *phase {
+            *phase = Phase::Head(Instant::now() + self.limits.header);
+        }
+    }
+
+    fn request_started(&self) {
+        *self.phase() = Phase::Busy;
+    }
+
+    fn request_answered(&self) {
+        *self.phase() = Phase::Idle(Instant::now() + self.limits.idle);
+        let reader = self
+            .reader
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(w) = reader {
+            w.wake();
+        }
+    }
+
+    fn waiting_to_read(&self, waker: &Waker) {
+        let mut reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
+        if !reader.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *reader = Some(waker.clone());
+        }
+    }
+}
+
+/// What a request knows of its connection (in its extensions as [`ConnectInfo`]).
+#[derive(Clone, Debug)]
+pub(super) struct ConnInfo(Arc<Clock>);
+
+impl Connected<IncomingStream<'_, Capped>> for ConnInfo {
+    fn connect_info(stream: IncomingStream<'_, Capped>) -> Self {
+        ConnInfo(Arc::clone(&stream.io().clock))
+    }
+}
+
+/// Middleware: marks the connection busy while a request is served, idle after.
+pub(super) async fn track(req: Request, next: Next) -> Response {
+    let clock = req
+        .extensions()
+        .get::<ConnectInfo<ConnInfo>>()
+        .map(|c| Arc::clone(&(c.0).0));
+    if let Some(c) = &clock {
+        c.request_started();
+    }
+    let resp = next.run(req).await;
+    if let Some(c) = &clock {
+        c.request_answered();
+    }
+    resp
+}
+
+/// One accepted connection: the stream, its clock, and its place under the cap (given back
+/// when the connection is dropped).
+pub(super) struct Conn {
+    stream: TcpStream,
+    clock: Arc<Clock>,
+    sleep: Pin<Box<Sleep>>,
+    /// The deadline `sleep` is set for.
+    armed: Option<Instant>,
+    /// hyper's own error answer, rewritten as JSON, and how much of it was written.
+    pending: Option<(Vec<u8>, usize)>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Conn {
+    fn new(stream: TcpStream, permit: OwnedSemaphorePermit, limits: Limits) -> Conn {
+        let first = Instant::now() + limits.header;
+        Conn {
+            stream,
+            clock: Arc::new(Clock {
+                phase: Mutex::new(Phase::Head(first)),
+                reader: Mutex::new(None),
+                limits,
+            }),
+            sleep: Box::pin(tokio::time::sleep_until(first)),
+            armed: Some(first),
+            pending: None,
+            _permit: permit,
+        }
+    }
+
+    /// Whether the connection's deadline passed (registering a wake-up for it otherwise).
+    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(deadline) = self.clock.deadline() else {
+            return false;
+        };
+        if self.armed != Some(deadline) {
+            self.sleep.as_mut().reset(deadline);
+            self.armed = Some(deadline);
+        }
+        self.sleep.as_mut().poll(cx).is_ready()
+    }
+
+    fn timed_out(&self) -> io::Error {
+        let what = match *self.clock.phase() {
+            Phase::Idle(_) => "an idle keep-alive connection reached the idle timeout",
+            _ => "a request head did not arrive within the header timeout",
+        };
+        io::Error::new(io::ErrorKind::TimedOut, what)
+    }
+
+    /// Writes what is left of the rewritten answer.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some((bytes, at)) = self.pending.as_mut() {
+            if *at >= bytes.len() {
+                self.pending = None;
+                break;
+            }
+            let n = ready!(Pin::new(&mut self.stream).poll_write(cx, &bytes[*at..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            *at += n;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.stream).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    this.clock.bytes_arrived();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending if this.expired(cx) => Poll::Ready(Err(this.timed_out())),
+            Poll::Pending => {
+                this.clock.waiting_to_read(cx.waker());
+                Poll::Pending
+            }
+            other => other,
+        }
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        let buf = match automatic_answer(buf) {
+            // What comes before hyper's answer goes out as it is.
+            Some((start, _)) if start > 0 => &buf[..start],
+            Some((_, status)) => {
+                this.pending = Some((json_answer(status), 0));
+                // Written by the next calls (hyper flushes, then shuts the connection down)
+                // if not all at once now; hyper's bytes are taken.
+                if let Poll::Ready(Err(e)) = this.poll_pending(cx) {
+                    return Poll::Ready(Err(e));
+                }
+                return Poll::Ready(Ok(buf.len()));
+            }
+            None => buf,
+        };
+        match Pin::new(&mut this.stream).poll_write(cx, buf) {
+            Poll::Pending if this.expired(cx) => Poll::Ready(Err(this.timed_out())),
+            other => other,
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        match Pin::new(&mut this.stream).poll_flush(cx) {
+            Poll::Pending if this.expired(cx) => Poll::Ready(Err(this.timed_out())),
+            other => other,
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_pending(cx))?;
+        Pin::new(&mut this.stream).poll_shutdown(cx)
+    }
+}
+
+/// The statuses hyper answers on its own, without a body.
+const AUTOMATIC: [u16; 3] = [400, 414, 431];
+
+/// Where hyper's own error answer starts in `buf`, and its status: a response head that ends
+/// `buf`, with one of the [`AUTOMATIC`] statuses and `content-length: 0`.
+pub(super) fn automatic_answer(buf: &[u8]) -> Option<(usize, u16)> {
+    if !buf.ends_with(b"\r\n\r\n") {
+        return None;
+    }
+    // The last head in `buf` starts at the last status line.
+    let start = buf
+        .windows(9)
+        .rposition(|w| w == b"HTTP/1.1 " || w == b"HTTP/1.0 ")?;
+    let head = std::str::from_utf8(&buf[start..]).ok()?;
+    let status: u16 = head.get(9..12)?.parse().ok()?;
+    let empty = head
+        .split("\r\n")
+        .any(|line| line.eq_ignore_ascii_case("content-length: 0"));
+    (AUTOMATIC.contains(&status) && empty).then_some((start, status))
+}
+
+/// The JSON answer that replaces hyper's answer with `status` (the connection is closed after).
+pub(super) fn json_answer(status: u16) -> Vec<u8> {
+    let (reason, kind, message) = match status {
+        414 => (
+            "URI Too Long",
+            "uri_too_long",
+            "the request's URI is longer than 65534 bytes",
+        ),
+        431 => (
+            "Request Header Fields Too Large",
+            "headers_too_large",
+            "the request's head (request line and headers) is too large",
+        ),
+        _ => (
+            "Bad Request",
+            "bad_request",
+            "the request is not valid HTTP/1.1 (its request line or a header could not be parsed)",
+        ),
+    };
+    let body = json!({ "error": { "kind": kind, "message": message } }).to_string();
+    format!(
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_hypers_own_bodyless_errors_are_rewritten() {
+        let auto = b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\ndate: x\r\n\r\n";
+        assert_eq!(automatic_answer(auto), Some((0, 414)));
+        // After the tail of an earlier answer in the same write.
+        let mut both = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}".to_vec();
+        let earlier = both.len();
+        both.extend_from_slice(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+        assert_eq!(automatic_answer(&both), Some((earlier, 400)));
+        for ours in [
+            &b"HTTP/1.1 400 Bad Request\r\ncontent-length: 93\r\n\r\n"[..],
+            b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n",
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
+            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 9\r\n\r\n{\"a\": 1}\n",
+        ] {
+            assert_eq!(
+                automatic_answer(ours),
+                None,
+                "{}",
+                String::from_utf8_lossy(ours)
+            );
+        }
+        let answer = String::from_utf8(json_answer(431)).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 431 "), "{head}");
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["error"]["kind"], "headers_too_large");
+    }
+
+    #[test]
+    fn a_cap_above_the_open_file_limit_is_refused() {
+        if let Some(limit) = open_file_limit() {
+            let room = limit.saturating_sub(RESERVED_FILES);
+            assert!(max_connections(Some(room + 1)).is_err());
+            assert_eq!(
+                max_connections(None).unwrap() as u64,
+                DEFAULT_MAX_CONNECTIONS.min(room)
+            );
+        }
+        assert_eq!(max_connections(Some(5)).unwrap(), 5);
+    }
+}

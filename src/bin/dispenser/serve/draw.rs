@@ -1,0 +1,262 @@
+//! Drawing over HTTP, `POST /v1/sequences/{name}/next?count=N`: every kind of sequence the
+//! CLI draws. A plain sequence (or a stripe, or a scope that exists) is drawn through its
+//! block client; a scope `T@KEY` that does not exist yet is made from its template `T` first
+//! (as `next --scope KEY` does); a striped sequence is drawn from its stripes, one stripe per
+//! request in turn (the next stripe when one runs out). A scope template itself is refused.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use dispenser::{Error, NumberSource};
+use serde_json::{Value, json};
+
+use super::auth::Op;
+use super::errors::ApiError;
+use super::names::check_name;
+use super::openapi::Drawn;
+use super::state::{AppState, Era, Shape, Shared, Slot, Target};
+
+/// Counts up to this many are answered as a list of numbers drawn from the block client;
+/// larger counts as contiguous runs reserved directly (`{first, last, step, count}`).
+pub(super) const LIST_LIMIT: u64 = 1000;
+
+/// Where the next striped draw starts (round robin over the stripes, as the library does).
+static STRIPE_CURSOR: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs of consecutive numbers (`step` apart) as `{first, last, step, count}`.
+pub(super) fn as_runs(numbers: &[i64], step: i64) -> Vec<Value> {
+    let mut runs: Vec<(i64, i64, u64)> = Vec::new();
+    for &n in numbers {
+        match runs.last_mut() {
+            Some((_, last, count)) if i128::from(*last) + i128::from(step) == i128::from(n) => {
+                *last = n;
+                *count += 1;
+            }
+            _ => runs.push((n, n, 1)),
+        }
+    }
+    runs.into_iter()
+        .map(|(first, last, count)| {
+            json!({ "first": first, "last": last, "step": step, "count": count })
+        })
+        .collect()
+}
+
+/// The `count` of a draw's query: absent is 1; a whole number from 1 to `max`, given once;
+/// no other parameter.
+pub(super) fn parse_count(query: &[(String, String)], max: u64) -> Result<u64, ApiError> {
+    if let Some((unknown, _)) = query.iter().find(|(k, _)| k != "count") {
+        return Err(ApiError::invalid_input(format!(
+            "unknown query parameter {unknown:?} (known: count)"
+        )));
+    }
+    match query {
+        [] => Ok(1),
+        [(_, c)] => super::json::exact_integer(c)
+            .and_then(|n| u64::try_from(n).ok())
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid_input(format!(
+                    "count {c:?} must be a whole number from 1 to {max}"
+                ))
+            }),
+        _ => Err(ApiError::invalid_input(format!(
+            "count is given {} times: give it once",
+            query.len()
+        ))),
+    }
+}
+
+/// What one request draws, as it will be answered.
+struct Out {
+    /// Whether the answer is a list of numbers (else runs).
+    list: bool,
+    numbers: Vec<i64>,
+    runs: Vec<Value>,
+    /// How many numbers came from each document, for the metrics.
+    by_document: Vec<(String, u64)>,
+}
+
+impl Out {
+    fn drawn(&self) -> u64 {
+        self.by_document.iter().map(|(_, n)| n).sum()
+    }
+
+    fn took(&mut self, name: &str, n: u64) {
+        if n > 0 {
+            self.by_document.push((name.to_owned(), n));
+        }
+    }
+}
+
+#[utoipa::path(post, path = "/v1/sequences/{name}/next", operation_id = "next", tag = "draw",
+    params(("name" = String, Path, description = "The sequence: a plain sequence, a scope `T@KEY` (made from its template `T` on first use), a stripe `S~i`, or a striped sequence `S` (drawn from its stripes in turn). A scope template itself is refused (409 `template`)."),
+        ("count" = Option<u64>, Query, description = "How many numbers: a whole number from 1 to the service's `--max-count` (default 1); at most one cycle of a cyclic sequence (422 past it)")),
+    responses((status = 200, description = "The numbers drawn: `{numbers}` for counts up to 1000, `{count, runs}` above", body = Drawn)))]
+pub(super) async fn next(
+    State(st): State<Shared>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    st.authorize(&headers, Op::Next, Some(&name))?;
+    let count = parse_count(&query, st.max_count)?;
+    check_name(&name, false)?;
+    let mut out = Out {
+        list: count <= LIST_LIMIT,
+        numbers: Vec::new(),
+        runs: Vec::new(),
+        by_document: Vec::new(),
+    };
+    let slot = st.slot(&name);
+    // Shared: an admin operation of the service waits for this draw, or this draw for it.
+    let era = slot.era.read().await;
+    let drawn = match st.target(&era, &name).await? {
+        Target::Plain(shape) => {
+            if shape.template || era.scoped.load(Relaxed) {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "template",
+                    format!(
+                        "sequence {name:?} is a scope template (it has scopes, or its format uses {{scope}}): it is not drawn itself; draw one of its scopes, POST /v1/sequences/{name}@KEY/next"
+                    ),
+                ));
+            }
+            draw_document(&st, &slot, &era, &name, shape, count, &mut out).await
+        }
+        Target::Striped(stripes) => {
+            let stripes = stripes.clone();
+            drop(era);
+            draw_striped(&st, &stripes, count, &mut out).await
+        }
+    };
+    // Numbers drawn before a failure are a gap: never answered, not counted.
+    drawn?;
+    for (doc, n) in &out.by_document {
+        st.metrics.issued(doc, *n);
+    }
+    if out.list {
+        return Ok(Json(json!({ "numbers": out.numbers })));
+    }
+    Ok(Json(json!({ "count": count, "runs": out.runs })))
+}
+
+/// A striped sequence: `want` numbers from one stripe, the next stripe in turn when one runs
+/// out (numbers of several stripes in one answer then).
+async fn draw_striped(
+    st: &AppState,
+    stripes: &[String],
+    want: u64,
+    out: &mut Out,
+) -> Result<(), ApiError> {
+    let first = STRIPE_CURSOR.fetch_add(1, Relaxed);
+    let mut exhausted = None;
+    for k in 0..stripes.len() {
+        let left = want - out.drawn();
+        if left == 0 {
+            break;
+        }
+        let name = &stripes[first.wrapping_add(k) % stripes.len()];
+        let slot = st.slot(name);
+        let era = slot.era.read().await;
+        let Target::Plain(shape) = st.target(&era, name).await? else {
+            return Err(Error::NoSuchSequence { name: name.clone() }.into());
+        };
+        match draw_document(st, &slot, &era, name, shape, left, out).await {
+            Err(e) if e.kind == "exhausted" => exhausted = Some(e),
+            other => other?,
+        }
+    }
+    match exhausted {
+        Some(e) if out.drawn() < want => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// `want` numbers from the sequence document `name` (under its era lock, held shared by the
+/// caller), added to `out`. On an error, what was drawn stays in `out`.
+async fn draw_document(
+    st: &AppState,
+    slot: &Slot,
+    era: &Era,
+    name: &str,
+    shape: &Shape,
+    want: u64,
+    out: &mut Out,
+) -> Result<(), ApiError> {
+    if let Some(cycle) = shape.cycle {
+        if want > cycle {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_input",
+                format!(
+                    "count {want} is more than one cycle of sequence {name:?} holds: ask for at most {cycle}"
+                ),
+            ));
+        }
+        let blocks = st.pool.get(name).await?;
+        // One request of a cyclic sequence at a time, so that the numbers of one answer
+        // follow each other in the block client (and so repeat nothing within a cycle).
+        let _serial = slot.serial.lock().await;
+        let mut numbers = Vec::new();
+        let mut seen = HashSet::new();
+        for _ in 0..want {
+            let n = NumberSource::next(&blocks).await?;
+            if !seen.insert(n) {
+                // Other clients of the sequence drew a whole cycle while this request drew.
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "contention",
+                    format!(
+                        "other clients drew a whole cycle of sequence {name:?} during this request, so {n} came round again; the numbers drawn are a gap; try again"
+                    ),
+                ));
+            }
+            numbers.push(n);
+        }
+        out.took(name, want);
+        if out.list {
+            out.numbers.extend(numbers);
+        } else {
+            out.runs.extend(as_runs(&numbers, shape.step));
+        }
+        return Ok(());
+    }
+    if out.list {
+        let blocks = st.pool.get(name).await?;
+        let mut taken = 0;
+        let result = async {
+            for _ in 0..want {
+                out.numbers.push(NumberSource::next(&blocks).await?);
+                taken += 1;
+            }
+            Ok::<(), Error>(())
+        }
+        .await;
+        out.took(name, taken);
+        return result.map_err(ApiError::from);
+    }
+    let seq = era
+        .direct
+        .get_or_try_init(|| st.dispenser.open(name))
+        .await?;
+    let mut left = want;
+    while left > 0 {
+        let run = match NumberSource::next_n(seq, left).await {
+            Ok(run) => run,
+            Err(e) => {
+                out.took(name, want - left);
+                return Err(e.into());
+            }
+        };
+        out.runs.push(json!({
+            "first": run.first(), "last": run.last(), "step": run.step(), "count": run.count(),
+        }));
+        left = left.saturating_sub(run.count());
+    }
+    out.took(name, want);
+    Ok(())
+}

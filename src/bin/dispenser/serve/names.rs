@@ -1,0 +1,109 @@
+//! Sequence names as the service's OpenAPI document declares them, checked before anything
+//! else looks at a name: what the document can say is answered 400 (empty, more than 200
+//! characters, a control character, a leading `$`, and in a name being created `@` or `~`);
+//! what it cannot (a name of at most 200 characters but more than 200 bytes of UTF-8) is 422.
+//! The library checks the same rules again ([`dispenser::validate_name`]).
+
+use axum::http::StatusCode;
+use dispenser::MAX_NAME_BYTES;
+
+use super::errors::ApiError;
+
+/// The longest name, in characters as the document counts them (and in bytes, as stored).
+pub(super) const MAX_NAME_CHARS: usize = MAX_NAME_BYTES;
+
+/// The document's pattern for a name (JSON Schema, ECMA 262): no control character
+/// (Unicode `Cc`: U+0000–U+001F, U+007F–U+009F), not starting with `$`.
+pub(super) const NAME_PATTERN: &str =
+    "^[^\\u0000-\\u001F\\u007F-\\u009F$][^\\u0000-\\u001F\\u007F-\\u009F]*$";
+
+/// The pattern for a name being created: as [`NAME_PATTERN`], and no `@` (scopes) or `~`
+/// (stripes).
+pub(super) const CREATED_NAME_PATTERN: &str =
+    "^[^\\u0000-\\u001F\\u007F-\\u009F$@~][^\\u0000-\\u001F\\u007F-\\u009F@~]*$";
+
+/// Checks `name` as the document declares it (`created`: a name being created).
+pub(super) fn check_name(name: &str, created: bool) -> Result<(), ApiError> {
+    let bad = |reason: String| {
+        Err(ApiError::invalid_input(format!(
+            "invalid sequence name {name:?}: {reason}"
+        )))
+    };
+    let chars = name.chars().count();
+    if name.is_empty() {
+        return bad("must not be empty".into());
+    }
+    if chars > MAX_NAME_CHARS {
+        return bad(format!(
+            "is {chars} characters long; at most {MAX_NAME_CHARS} are allowed"
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return bad(format!(
+            "must not contain a control character (found {})",
+            c.escape_unicode()
+        ));
+    }
+    if name.starts_with('$') {
+        return bad("must not start with '$'".into());
+    }
+    if created && let Some(c) = name.chars().find(|c| matches!(c, '@' | '~')) {
+        return bad(format!(
+            "must not contain '{c}' in a name you create: '@' separates a template from its scope key (draw `T@KEY` to make a scope) and '~' a striped sequence from its stripe number"
+        ));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_input",
+            format!(
+                "invalid sequence name {name:?}: is {} bytes of UTF-8 long; at most {MAX_NAME_BYTES} are allowed",
+                name.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The service's check and the library's agree: what one accepts the other does.
+    #[test]
+    fn the_documents_rules_are_the_librarys() {
+        let long_ascii = "a".repeat(200);
+        let too_long = "a".repeat(201);
+        let wide = "é".repeat(101); // 101 characters, 202 bytes
+        for name in [
+            "orders",
+            "invoices@acme",
+            "ids~3",
+            "",
+            "$x",
+            "a$",
+            "tab\there",
+            "nl\n",
+            "del\u{7f}",
+            "c1\u{85}",
+            "nbsp\u{a0}",
+            "@x",
+            long_ascii.as_str(),
+            too_long.as_str(),
+            wide.as_str(),
+        ] {
+            let ours = check_name(name, false).is_ok();
+            assert_eq!(ours, dispenser::validate_name(name).is_ok(), "{name:?}");
+            let created = check_name(name, true).is_ok();
+            assert_eq!(
+                created,
+                dispenser::validate_plain_name(name).is_ok(),
+                "{name:?}"
+            );
+        }
+        let e = check_name(&wide, false).unwrap_err();
+        assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+        let e = check_name(&too_long, false).unwrap_err();
+        assert_eq!(e.status, StatusCode::BAD_REQUEST);
+    }
+}
