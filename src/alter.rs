@@ -267,6 +267,81 @@ impl Dispenser {
             .await?;
         self.peek(name).await
     }
+
+    /// Alters every stripe of the striped sequence `name` (see [`Dispenser::alter`]): its
+    /// bounds, or `force`. The change is planned for every stripe first, from its current
+    /// state, so a change any stripe refuses writes nothing at all; then each stripe is
+    /// altered, each one compare-and-set on its own document. (A draw that moves a stripe
+    /// between the plan and its write can still make that stripe refuse — a bound that would
+    /// strand its new last number — after earlier stripes changed; calling it again with
+    /// `force`, or with the old bound, settles it. No number repeats either way.) Returns the
+    /// stripes' states.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when nothing is to change or a format is given (a striped
+    /// sequence's numbers are not in order: it has none); [`Error::InvalidSpec`] when any
+    /// stripe refuses the change (a new step, cycle, a bound that strands a stripe's last
+    /// number without `force`, `min ≥ max`), nothing written; plus those of
+    /// [`Dispenser::peek_striped`] and [`Dispenser::alter`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave some stripes altered and others not (check with
+    /// [`Dispenser::peek_striped`]); it never issues a number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Alter;
+    /// let stripes = d.alter_striped("ids", Alter::default().with_max(1_000_000_000)).await?;
+    /// assert!(stripes.iter().all(|s| s.max == 1_000_000_000));
+    /// # Ok(()) }
+    /// ```
+    pub async fn alter_striped(&self, name: &str, change: Alter) -> Result<Vec<SequenceState>> {
+        validate_name(name)?;
+        if change.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "alter".to_owned(),
+                reason: format!(
+                    "nothing to change for striped sequence {name:?}: give a min, max or force"
+                ),
+            });
+        }
+        if change.format.is_some() {
+            return Err(Error::InvalidArgument {
+                what: "format".to_owned(),
+                reason: format!(
+                    "{name:?} is a striped sequence, which has no format (its numbers are not in \
+                     order)"
+                ),
+            });
+        }
+        let states = self.peek_striped(name).await?;
+        for st in &states {
+            plan(&st.name, &stored_of(st), &change)?;
+        }
+        for st in &states {
+            self.alter(&st.name, change.clone()).await?;
+        }
+        self.peek_striped(name).await
+    }
+}
+
+/// The state a [`SequenceState`] describes, as [`plan`] reads it.
+fn stored_of(s: &SequenceState) -> Stored {
+    Stored {
+        spec: s.spec(),
+        value: s.value,
+        version: s.version,
+        cycles: s.cycles,
+        incarnation: s.incarnation,
+        origin: crate::document::Origin {
+            start: s.start,
+            stripe: s.stripe,
+        },
+    }
 }
 
 #[cfg(test)]

@@ -276,3 +276,74 @@ fn a_step_of_the_other_sign_is_refused_whatever_force_says() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(numbers(run(&["next", "down"])), [-3]);
 }
+
+/// A striped sequence is altered as a whole: the change is planned for every stripe before
+/// any is written, so a bound that only a later stripe refuses (it would strand that
+/// stripe's last number) writes nothing to the earlier ones either. Through the CLI (by the
+/// striped name) and the library.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_striped_alter_that_one_stripe_refuses_writes_nothing() {
+    let f = Fixture::new("alter_striped").await;
+    let d = f.dispenser(f.options());
+    let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
+    // Stripe 0 issues 1, 3, 5, …; stripe 1 issues 2, 4, 6, …; draw stripe 1 further ahead.
+    let stripe1 = d.open("ids~1").await.unwrap();
+    for _ in 0..10 {
+        stripe1.next().await.unwrap();
+    }
+    ids.next().await.unwrap();
+    let before = d.peek_striped("ids").await.unwrap();
+    let (v0, v1) = (before[0].value, before[1].value);
+    assert!(v0 < v1, "{v0} {v1}");
+    // A max between them: fine for stripe 0, strands stripe 1's last number.
+    let change = Alter::default().with_max(v0 + 2);
+    let err = d.alter_striped("ids", change.clone()).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
+    assert!(err.to_string().contains("ids~1"), "{err}");
+    let after = d.peek_striped("ids").await.unwrap();
+    assert_eq!(
+        (after[0].version, after[0].max, after[1].version),
+        (before[0].version, before[0].max, before[1].version),
+        "a refused striped alter wrote a stripe"
+    );
+    // A format or nothing to change: refused too.
+    for bad in [
+        Alter::default().with_format(None),
+        Alter::default().with_force(true),
+    ] {
+        let err = d.alter_striped("ids", bad).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    }
+    // The CLI takes the striped name.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", crate::common::uri())
+        .args([
+            "--db",
+            crate::common::DB,
+            "--collection",
+            f.collection.as_str(),
+        ])
+        .args(["alter", "ids", "--max", &(v1 + 1000).to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    let after = d.peek_striped("ids").await.unwrap();
+    assert!(after.iter().all(|s| s.max == v1 + 1000), "{after:?}");
+    // With force, the bound that stranded stripe 1 is accepted: it is exhausted, stripe 0
+    // carries on, nothing repeats.
+    d.alter_striped("ids", change.with_force(true))
+        .await
+        .unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..3 {
+        match ids.next().await {
+            Ok(n) => assert!(n > v0 && n <= v0 + 2 && seen.insert(n), "{n}"),
+            Err(e) => assert!(e.is_exhausted(), "{e}"),
+        }
+    }
+}

@@ -441,8 +441,14 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
             } else if no_format {
                 change.format = Some(None);
             }
-            let state = d.alter(&name, change).await?;
-            writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+            if striped(&d, &name).await {
+                for state in d.alter_striped(&name, change).await? {
+                    writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+                }
+            } else {
+                let state = d.alter(&name, change).await?;
+                writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+            }
         }
         Command::Bench(_)
         | Command::Serve(_)
