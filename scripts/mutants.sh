@@ -58,11 +58,11 @@ run_seeds() {
   reasons=""
   for ((i = 0; i < seeds; i++)); do
     log=$(mktemp)
-    if scripts/test.sh --test integration model:: >"$log" 2>&1; then
-      missed+=("$(grep -o 'DISPENSER_MODEL_SEED=[0-9]*' "$log" | head -1 | cut -d= -f2)")
+    if scripts/test.sh --test integration model:: -- --nocapture >"$log" 2>&1; then
+      missed+=("$(grep -o 'DISPENSER_MODEL_SEED=[0-9]*' "$log" | head -1 | cut -d= -f2 || true)")
     else
       caught=$((caught + 1))
-      reasons+="$(grep -A1 'panicked at' "$log" | sed -n 2p | cut -c1-90)"$'\n'
+      reasons+="$(grep -A1 'panicked at' "$log" | sed -n 2p | cut -c1-90 || true)"$'\n'
     fi
     rm -f "$log"
   done
