@@ -40,9 +40,12 @@ pub struct Alter {
     pub cycle: Option<bool>,
     /// `Some(Some(f))` sets the serial format, `Some(None)` removes it.
     pub format: Option<Option<Format>>,
-    /// Allow a bound that leaves the last issued number outside it: a non-cyclic sequence is
-    /// then exhausted at once (its value is moved to the new bound), a cyclic one wraps on its
-    /// next number (its current cycle ends early). Defaults to false (refused).
+    /// Allow what repeats or strands numbers on purpose: a bound that leaves the last issued
+    /// number outside it (a non-cyclic sequence is then exhausted at once — its value stays
+    /// where it is, so a bound raised again later continues after it — and a cyclic one wraps
+    /// on its next number, ending its cycle early), and turning `cycle` on for a non-cyclic
+    /// sequence (after its wrap it issues again numbers it issued before). A step of the
+    /// other sign is refused even with force. Defaults to false (refused).
     pub force: bool,
 }
 
@@ -128,21 +131,33 @@ fn plan(name: &str, stored: &Stored, change: &Alter) -> Result<(i64, Spec)> {
             ));
         }
     }
+    if spec.step.signum() != old.step.signum() {
+        // Every number on the other side of the value was issued (or skipped): going back
+        // over them can never keep the promise, force or not.
+        return Err(invalid(format!(
+            "a step of {} turns it from {} to {}: it would issue again the numbers it \
+             already issued; force does not allow this — create a new sequence instead",
+            spec.step,
+            direction(old.step),
+            direction(spec.step)
+        )));
+    }
+    if spec.cycle && !old.cycle && !change.force {
+        let (far, back_to) = if spec.step > 0 {
+            (spec.max, spec.min)
+        } else {
+            (spec.min, spec.max)
+        };
+        return Err(invalid(format!(
+            "turning cycle on makes it wrap after {far} and issue {back_to}, {}, … again: \
+             numbers it issued before will repeat after the wrap; give force to accept that, \
+             or create a new cyclic sequence",
+            i128::from(back_to) + i128::from(spec.step)
+        )));
+    }
     let value = stored.value;
-    let ascending = spec.step > 0;
-    // The value before the first number, and the far bound.
-    let (floor, far) = if ascending {
-        (i128::from(spec.min) - i128::from(spec.step), spec.max)
-    } else {
-        (i128::from(spec.max) - i128::from(spec.step), spec.min)
-    };
-    let v = i128::from(value);
-    let behind = if ascending { v < floor } else { v > floor };
-    let beyond = if ascending {
-        value > spec.max
-    } else {
-        value < spec.min
-    };
+    let behind = arith::is_behind(&spec, value);
+    let beyond = arith::is_beyond(&spec, value);
     let new_value = if behind {
         // The sequence has not reached the new start: it moves forward to it (a gap, never
         // a repeat).
@@ -152,28 +167,37 @@ fn plan(name: &str, stored: &Stored, change: &Alter) -> Result<(i64, Spec)> {
                  residue class: use advance_striped first"
             )));
         }
-        i64::try_from(floor).map_err(|_| {
+        arith::value_before_first(&spec).map_err(|floor| {
             invalid(format!(
                 "the value before the first number ({floor}) does not fit in 64 bits"
             ))
         })?
-    } else if beyond {
-        if !change.force {
+    } else {
+        // Beyond the new bound (only with force, unless it already was beyond the old one):
+        // the value stays where it is, so the sequence is exhausted (or wraps next) and a
+        // bound raised later continues after the last issued number — never a repeat.
+        if beyond && !change.force && !arith::is_beyond(&old, value) {
+            let far = if spec.step > 0 { spec.max } else { spec.min };
             return Err(invalid(format!(
                 "the last issued number {value} lies beyond the new bound {far}; {}",
                 if spec.cycle {
-                    "with force the next number wraps (this cycle ends early)"
+                    "with force the next number wraps (this cycle ends early)".to_owned()
                 } else {
-                    "with force the sequence is exhausted at once"
+                    format!(
+                        "with force the sequence is exhausted at once (a bound raised again \
+                         later continues after {value})"
+                    )
                 }
             )));
         }
-        far
-    } else {
         value
     };
     debug_assert!(arith::value_is_plausible(&spec, new_value));
     Ok((new_value, spec))
+}
+
+fn direction(step: i64) -> &'static str {
+    if step > 0 { "ascending" } else { "descending" }
 }
 
 impl Dispenser {
@@ -187,13 +211,16 @@ impl Dispenser {
     /// out by their block clients.
     ///
     /// A sequence that has not reached a raised lower bound moves forward to it. A bound that
-    /// leaves the last issued number outside is refused unless [`Alter::force`].
+    /// leaves the last issued number outside, and turning `cycle` on for a non-cyclic
+    /// sequence, are refused unless [`Alter::force`]; a step of the other sign is always
+    /// refused (every number on the other side was issued: create a new sequence).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when nothing is to change; [`Error::InvalidSpec`] when the
-    /// new shape is invalid (step 0, `min ≥ max`), would strand the last issued number
-    /// without `force`, or breaks a stripe's residue class (nothing is written);
+    /// new shape is invalid (step 0, `min ≥ max`), flips the step's sign, would strand the
+    /// last issued number or turn `cycle` on without `force`, or breaks a stripe's residue
+    /// class (nothing is written);
     /// [`Error::Contention`], plus those of [`Dispenser::open`].
     ///
     /// # Cancel safety
@@ -240,6 +267,81 @@ impl Dispenser {
             .await?;
         self.peek(name).await
     }
+
+    /// Alters every stripe of the striped sequence `name` (see [`Dispenser::alter`]): its
+    /// bounds, or `force`. The change is planned for every stripe first, from its current
+    /// state, so a change any stripe refuses writes nothing at all; then each stripe is
+    /// altered, each one compare-and-set on its own document. (A draw that moves a stripe
+    /// between the plan and its write can still make that stripe refuse — a bound that would
+    /// strand its new last number — after earlier stripes changed; calling it again with
+    /// `force`, or with the old bound, settles it. No number repeats either way.) Returns the
+    /// stripes' states.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when nothing is to change or a format is given (a striped
+    /// sequence's numbers are not in order: it has none); [`Error::InvalidSpec`] when any
+    /// stripe refuses the change (a new step, cycle, a bound that strands a stripe's last
+    /// number without `force`, `min ≥ max`), nothing written; plus those of
+    /// [`Dispenser::peek_striped`] and [`Dispenser::alter`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave some stripes altered and others not (check with
+    /// [`Dispenser::peek_striped`]); it never issues a number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Alter;
+    /// let stripes = d.alter_striped("ids", Alter::default().with_max(1_000_000_000)).await?;
+    /// assert!(stripes.iter().all(|s| s.max == 1_000_000_000));
+    /// # Ok(()) }
+    /// ```
+    pub async fn alter_striped(&self, name: &str, change: Alter) -> Result<Vec<SequenceState>> {
+        validate_name(name)?;
+        if change.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "alter".to_owned(),
+                reason: format!(
+                    "nothing to change for striped sequence {name:?}: give a min, max or force"
+                ),
+            });
+        }
+        if change.format.is_some() {
+            return Err(Error::InvalidArgument {
+                what: "format".to_owned(),
+                reason: format!(
+                    "{name:?} is a striped sequence, which has no format (its numbers are not in \
+                     order)"
+                ),
+            });
+        }
+        let states = self.peek_striped(name).await?;
+        for st in &states {
+            plan(&st.name, &stored_of(st), &change)?;
+        }
+        for st in &states {
+            self.alter(&st.name, change.clone()).await?;
+        }
+        self.peek_striped(name).await
+    }
+}
+
+/// The state a [`SequenceState`] describes, as [`plan`] reads it.
+fn stored_of(s: &SequenceState) -> Stored {
+    Stored {
+        spec: s.spec(),
+        value: s.value,
+        version: s.version,
+        cycles: s.cycles,
+        incarnation: s.incarnation,
+        origin: crate::document::Origin {
+            start: s.start,
+            stripe: s.stripe,
+        },
+    }
 }
 
 #[cfg(test)]
@@ -267,8 +369,25 @@ mod tests {
         );
         let err = plan("s", &s, &Alter::default().with_max(50)).unwrap_err();
         assert!(err.to_string().contains("beyond the new bound 50"), "{err}");
+        // Forced, the value stays beyond the bound: exhausted now, and a bound raised again
+        // later continues after 60 (never a repeat).
         let forced = Alter::default().with_max(50).with_force(true);
-        assert_eq!(plan("s", &s, &forced).unwrap().0, 50);
+        let (value, spec) = plan("s", &s, &forced).unwrap();
+        assert_eq!((value, spec.max), (60, 50));
+        let exhausted = stored(spec, value);
+        assert_eq!(
+            plan("s", &exhausted, &Alter::default().with_step(2))
+                .unwrap()
+                .0,
+            60,
+            "already beyond: no force needed to change something else"
+        );
+        assert_eq!(
+            plan("s", &exhausted, &Alter::default().with_max(100))
+                .unwrap()
+                .0,
+            60
+        );
         // A raised min moves the sequence forward to it.
         assert_eq!(plan("s", &s, &Alter::default().with_min(80)).unwrap().0, 79);
         for bad in [
@@ -281,6 +400,49 @@ mod tests {
                 Err(Error::InvalidSpec { .. })
             ));
         }
+    }
+
+    #[test]
+    fn a_step_of_the_other_sign_is_refused_even_with_force() {
+        let up = stored(Spec::default(), 5);
+        let down = stored(
+            Spec::default()
+                .with_step(-1)
+                .with_min(-100)
+                .with_max(0)
+                .with_start(0),
+            -5,
+        );
+        for (s, step) in [(&up, -1), (&up, -7), (&down, 1), (&down, 3)] {
+            for force in [false, true] {
+                let change = Alter::default().with_step(step).with_force(force);
+                let err = plan("s", s, &change).unwrap_err();
+                assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
+                let text = err.to_string();
+                assert!(
+                    text.contains(&format!("step of {step}")) && text.contains("new sequence"),
+                    "{text}"
+                );
+            }
+        }
+        // The same sign, any size, is fine.
+        assert!(plan("s", &up, &Alter::default().with_step(9)).is_ok());
+        assert!(plan("s", &down, &Alter::default().with_step(-9)).is_ok());
+    }
+
+    #[test]
+    fn turning_cycle_on_needs_force_and_says_numbers_repeat() {
+        let s = stored(Spec::default().with_max(99), 60);
+        let err = plan("s", &s, &Alter::default().with_cycle(true)).unwrap_err();
+        assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
+        assert!(err.to_string().contains("repeat after the wrap"), "{err}");
+        let forced = Alter::default().with_cycle(true).with_force(true);
+        let (value, spec) = plan("s", &s, &forced).unwrap();
+        assert!(spec.cycle && value == 60);
+        // Already cyclic: nothing to force; turning it off never needs force.
+        let cyclic = stored(Spec::default().with_max(99).with_cycle(true), 60);
+        assert!(plan("s", &cyclic, &Alter::default().with_cycle(true)).is_ok());
+        assert!(plan("s", &cyclic, &Alter::default().with_cycle(false)).is_ok());
     }
 
     #[test]

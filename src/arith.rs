@@ -189,16 +189,45 @@ pub(crate) fn remaining(spec: &Spec, value: i64) -> u64 {
     }
 }
 
-/// Whether `value` is one a valid history can produce: within `[min, max]`, or one step
-/// before the first number of a sequence that has issued nothing yet.
+/// Whether `value` is one a valid history can produce: one step before the first number of a
+/// sequence that has issued nothing yet, within `[min, max]`, or beyond the far bound (a
+/// forced `alter` that lowered the bound below the last issued number leaves the value there:
+/// the sequence is exhausted, or wraps on its next number).
 pub(crate) fn value_is_plausible(spec: &Spec, value: i64) -> bool {
+    !is_behind(spec, value)
+}
+
+/// Whether `value` lies before the value that precedes the first number (`min - step`
+/// ascending, `max - step` descending): a sequence standing there would issue numbers outside
+/// its bounds.
+pub(crate) fn is_behind(spec: &Spec, value: i64) -> bool {
     let v = i128::from(value);
-    let step = i128::from(spec.step);
+    let floor = floor(spec);
+    if spec.step > 0 { v < floor } else { v > floor }
+}
+
+/// Whether `value` lies beyond the far bound (above `max` ascending, below `min`
+/// descending).
+pub(crate) fn is_beyond(spec: &Spec, value: i64) -> bool {
     if spec.step > 0 {
-        i128::from(spec.min) - step <= v && v <= i128::from(spec.max)
+        value > spec.max
     } else {
-        i128::from(spec.min) <= v && v <= i128::from(spec.max) - step
+        value < spec.min
     }
+}
+
+/// The value one step before the first number (`min - step` ascending, `max - step`
+/// descending), which may not fit in 64 bits.
+fn floor(spec: &Spec) -> i128 {
+    let near = if spec.step > 0 { spec.min } else { spec.max };
+    i128::from(near) - i128::from(spec.step)
+}
+
+/// The stored value of a sequence that has issued nothing yet, from its near bound; `Err`
+/// with that value when it does not fit in 64 bits.
+pub(crate) fn value_before_first(spec: &Spec) -> Result<i64, i128> {
+    let f = floor(spec);
+    i64::try_from(f).map_err(|_| f)
 }
 
 /// The stored value that moves a sequence standing at `value` past `n` without leaving its
@@ -236,6 +265,52 @@ pub(crate) fn class_at_or_beyond(step: i64, value: i64, n: i64) -> Option<i64> {
         n - (n - v).rem_euclid(s)
     };
     i64::try_from(out).ok()
+}
+
+/// The most numbers one block may reserve from a sequence standing at `value`: `share` of
+/// the numbers left before the bound (non-cyclic), or of one whole cycle (cyclic: its numbers
+/// come back after the wrap), rounded down, but at least 1. So a crash of a block client burns
+/// at most that share of what is left, and a burst of fast callers cannot exhaust a bounded
+/// sequence in one reservation.
+pub(crate) fn block_limit(spec: &Spec, value: i64, share: f64) -> u64 {
+    let room = if spec.cycle {
+        let near = if spec.step > 0 { spec.min } else { spec.max };
+        available_from(spec, near)
+    } else {
+        remaining(spec, value)
+    };
+    share_of(room, share)
+}
+
+/// `share` of `room`, rounded down, at least 1 (`as` saturates).
+fn share_of(room: u64, share: f64) -> u64 {
+    ((share * room as f64).floor() as u64).max(1)
+}
+
+/// The conditional increment of a block of `n` under a [`block_limit`] of `share`: how many
+/// numbers it asks for, and how many must be left before the bound for that to be within the
+/// limit (the increment's filter admits only values with that many left). `None` when no
+/// such count fits in 64 bits (the compare-and-set then decides from a read).
+pub(crate) fn limited_increment(spec: &Spec, n: u64, share: f64) -> Option<(u64, u64)> {
+    if spec.cycle {
+        // The limit does not depend on the value: ask for no more than it.
+        let n = n.min(block_limit(spec, 0, share));
+        return Some((n, n));
+    }
+    if n <= 1 {
+        return Some((n, n));
+    }
+    // The fewest numbers left with share_of(left) >= n.
+    let guess = (n as f64 / share).ceil();
+    // Also refuses NaN (the share is validated, but be sure).
+    if guess.partial_cmp(&(u64::MAX as f64)) != Some(std::cmp::Ordering::Less) {
+        return None;
+    }
+    let mut left = (guess as u64).max(n);
+    while share_of(left, share) < n {
+        left = left.checked_add(1)?;
+    }
+    Some((n, left))
 }
 
 /// The stored values from which `n` numbers can be issued by a plain increment of
@@ -373,11 +448,23 @@ mod tests {
         assert!(value_is_plausible(&spec, 5));
         assert!(!value_is_plausible(&spec, 4));
         assert!(value_is_plausible(&spec, 20));
-        assert!(!value_is_plausible(&spec, 21));
+        // Beyond the far bound: left there by a forced alter (exhausted, or wraps next).
+        assert!(value_is_plausible(&spec, 21) && is_beyond(&spec, 21));
+        assert!(!is_beyond(&spec, 20));
         let down = spec.with_step(-5).with_start(20);
         assert!(value_is_plausible(&down, 25));
         assert!(!value_is_plausible(&down, 26));
-        assert!(!value_is_plausible(&down, 9));
+        assert!(value_is_plausible(&down, 9) && is_beyond(&down, 9));
+        // Nothing left beyond the bound; a cyclic one wraps.
+        assert_eq!(draw(&spec, 21, 1), Err(Shortfall { remaining: 0 }));
+        assert_eq!(remaining(&spec, 21), 0);
+        let d = draw(&spec.with_cycle(true), 21, 1).unwrap();
+        assert_eq!((d.run.first(), d.wrapped), (10, true));
+        assert_eq!(value_before_first(&spec), Ok(5));
+        assert_eq!(
+            value_before_first(&Spec::default().with_min(i64::MIN)),
+            Err(i128::from(i64::MIN) - 1)
+        );
     }
 
     #[test]
@@ -446,6 +533,40 @@ mod tests {
             increment_window(&Spec::default(), 1),
             Some((-1, i64::MAX - 1))
         );
+    }
+
+    #[test]
+    fn block_limits_take_a_share_of_what_is_left() {
+        let spec = Spec::default().with_max(1000);
+        assert_eq!(block_limit(&spec, 0, 0.01), 10);
+        assert_eq!(block_limit(&spec, 900, 0.01), 1);
+        assert_eq!(
+            block_limit(&spec, 1000, 0.01),
+            1,
+            "exhausted: the draw says so"
+        );
+        assert_eq!(block_limit(&spec, 0, 1.0), 1000);
+        // Cyclic: a share of one cycle, wherever the value stands.
+        let cyc = spec.with_cycle(true);
+        assert_eq!(block_limit(&cyc, 995, 0.1), 100);
+        // The default range: no practical limit.
+        assert!(block_limit(&Spec::default(), 0, 0.01) > 1 << 56);
+        // The increment's filter: exactly the values whose limit admits n.
+        for share in [0.01, 0.013, 0.5, 1.0] {
+            for n in 1..60u64 {
+                let (asked, left) = limited_increment(&spec, n, share).unwrap();
+                assert_eq!(asked, n);
+                let window = increment_window(&spec, left);
+                for value in -1..=1000 {
+                    let admitted = window.is_some_and(|(_, high)| value <= high);
+                    let within =
+                        block_limit(&spec, value, share) >= n && remaining(&spec, value) >= n;
+                    assert_eq!(admitted, within, "share {share} n {n} value {value}");
+                }
+            }
+        }
+        assert_eq!(limited_increment(&cyc, 500, 0.01), Some((10, 10)));
+        assert_eq!(limited_increment(&Spec::default(), u64::MAX, 0.01), None);
     }
 
     #[test]

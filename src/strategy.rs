@@ -197,7 +197,7 @@ impl Drawer {
 
     /// Draws up to `n` numbers (exactly `n` unless a cyclic run stops at its bound).
     pub(crate) async fn draw(&self, n: u64) -> Result<Run> {
-        let (run, _) = self.draw_versioned(n).await?;
+        let (run, _) = self.draw_versioned(n, None).await?;
         add(&self.stats.issued, run.count());
         Ok(run)
     }
@@ -205,8 +205,9 @@ impl Drawer {
     /// Like [`Drawer::draw`], but also returns the document's version and incarnation as
     /// written by the write that reserved the run (the block allocator needs them to give a
     /// tail back), and does not count the run as issued (a block is reserved, not yet handed
-    /// out).
-    pub(crate) async fn draw_versioned(&self, n: u64) -> Result<(Run, Stamp)> {
+    /// out). With `share`, the run holds at most [`arith::block_limit`] numbers of the state
+    /// it is written on (a block bounded by what is left).
+    pub(crate) async fn draw_versioned(&self, n: u64, share: Option<f64>) -> Result<(Run, Stamp)> {
         if n == 0 {
             return Err(Error::invalid_argument(
                 "count",
@@ -217,14 +218,14 @@ impl Drawer {
             ));
         }
         match self.strategy {
-            Strategy::Cas => self.compare_and_set(n, self.increment_retry).await,
+            Strategy::Cas => self.compare_and_set(n, self.increment_retry, share).await,
             _ => {
                 if self.choose_optimistic()
-                    && let Some(drawn) = self.pinned_draw(n).await?
+                    && let Some(drawn) = self.pinned_draw(n, share).await?
                 {
                     return Ok(drawn);
                 }
-                match self.increment(n).await? {
+                match self.increment(n, share).await? {
                     Some(drawn) => Ok(drawn),
                     None => {
                         bump(&self.stats.fallbacks);
@@ -234,7 +235,7 @@ impl Drawer {
                             "the conditional increment did not match (bound, wrap or changed document): the compare-and-set decides"
                         );
                         // The increment just did not match: no increment retry.
-                        self.compare_and_set(n, false).await
+                        self.compare_and_set(n, false, share).await
                     }
                 }
             }
@@ -286,8 +287,9 @@ impl Drawer {
     /// One compare-and-set of a draw from the remembered state, without retries: the run and
     /// the stamp written, or `None` when the state is not usable (it would wrap past a bound
     /// it cannot judge) or the write lost.
-    async fn pinned_draw(&self, n: u64) -> Result<Option<(Run, Stamp)>> {
+    async fn pinned_draw(&self, n: u64, share: Option<f64>) -> Result<Option<(Run, Stamp)>> {
         let known = self.remembered();
+        let n = limited(&known, n, share);
         let Ok(d) = arith::draw(&known.spec, known.value, n) else {
             return Ok(None);
         };
@@ -298,11 +300,19 @@ impl Drawer {
     }
 
     /// The one-round-trip path: the run and the version written. `None` when the filter did
-    /// not match.
-    async fn increment(&self, n: u64) -> Result<Option<(Run, Stamp)>> {
+    /// not match. With `share`, the filter also requires that the run stays within the block
+    /// limit of the state it matches.
+    async fn increment(&self, n: u64, share: Option<f64>) -> Result<Option<(Run, Stamp)>> {
         let known = self.remembered();
         let spec = known.spec;
-        let Some(window) = arith::increment_window(&spec, n) else {
+        let (n, left) = match share {
+            None => (n, n),
+            Some(share) => match arith::limited_increment(&spec, n, share) {
+                Some(limited) => limited,
+                None => return Ok(None),
+            },
+        };
+        let Some(window) = arith::increment_window(&spec, left) else {
             return Ok(None);
         };
         let Ok(delta) = i64::try_from(i128::from(n) * i128::from(spec.step)) else {
@@ -343,15 +353,21 @@ impl Drawer {
     /// First writer wins, with backoff between lost races; a lost race is retried with the
     /// conditional increment (once) when `increment_retry`. Returns the run and the version
     /// written.
-    async fn compare_and_set(&self, n: u64, increment_retry: bool) -> Result<(Run, Stamp)> {
+    async fn compare_and_set(
+        &self,
+        n: u64,
+        increment_retry: bool,
+        share: Option<f64>,
+    ) -> Result<(Run, Stamp)> {
         let optimistic_first = self.choose_optimistic();
         let retry = increment_retry.then_some(Retry {
             n,
+            share,
             then: std::convert::identity,
         });
         let (run, stamp) = self
             .update(optimistic_first, retry, |stored, from_memory| {
-                match arith::draw(&stored.spec, stored.value, n) {
+                match arith::draw(&stored.spec, stored.value, limited(stored, n, share)) {
                     Ok(d) => Ok(Decision::Write {
                         value: d.new_value,
                         wrapped: d.wrapped,
@@ -480,7 +496,7 @@ impl Drawer {
             // changed shape) it would not match on the next retry either.
             if let Some(r) = retry.take() {
                 budget.attempted();
-                if let Some((run, stamp)) = self.increment(r.n).await? {
+                if let Some((run, stamp)) = self.increment(r.n, r.share).await? {
                     return Ok(((r.then)(run), Some(stamp)));
                 }
             }
@@ -492,7 +508,16 @@ impl Drawer {
 /// `then` turns into the loop's result.
 pub(crate) struct Retry<T> {
     pub n: u64,
+    /// The block limit's share, if any (see [`Drawer::draw_versioned`]).
+    pub share: Option<f64>,
     pub then: fn(Run) -> T,
+}
+
+/// `n`, or fewer under a block limit of `share` at `stored`.
+fn limited(stored: &Stored, n: u64, share: Option<f64>) -> u64 {
+    share.map_or(n, |share| {
+        n.min(arith::block_limit(&stored.spec, stored.value, share))
+    })
 }
 
 /// What the compare-and-set loop does with a state (see [`Drawer::update`]).

@@ -169,6 +169,11 @@ pub struct Usage {
     pub exhausted_in: Option<Duration>,
     /// For a cyclic sequence with a rate: how many times a day it wraps.
     pub wraps_per_day: Option<f64>,
+    /// How long the rate was observed over: from the start of the oldest counted day (or the
+    /// creation, if later) to `now`. A rate seen over seconds is a burst, not a trend:
+    /// `dispenser check` forecasts only from a history of at least `--min-history` (1 h by
+    /// default).
+    pub history: Option<Duration>,
 }
 
 impl SequenceState {
@@ -193,7 +198,8 @@ impl SequenceState {
         });
         let total = arith::remaining(&spec, near.saturating_sub(self.step)).max(1);
         let fraction_used = (1.0 - remaining as f64 / total as f64).clamp(0.0, 1.0);
-        let rate_per_sec = self.rate(now);
+        let history = self.history(now);
+        let rate_per_sec = history.and_then(|h| self.rate(h));
         let exhausted_in = match (self.cycle, rate_per_sec) {
             (false, Some(r)) if r > 0.0 => {
                 Some(Duration::from_secs_f64((remaining as f64 / r).min(1e15)))
@@ -210,21 +216,27 @@ impl SequenceState {
             rate_per_sec,
             exhausted_in,
             wraps_per_day,
+            history,
         }
     }
 
-    /// Numbers per second over the counted days: their sum over the time from the start of
-    /// the oldest counted day (or the creation, if later) to `now`.
-    fn rate(&self, now: Timestamp) -> Option<f64> {
+    /// The time the counters cover: from the start of the oldest counted day (or the
+    /// creation, if later) to `now`; `None` when nothing was counted.
+    fn history(&self, now: Timestamp) -> Option<Duration> {
         let (first_day, _) = *self.issued_by_day.first()?;
-        let total: i64 = self.issued_by_day.iter().map(|(_, n)| n).sum();
         let day_start = first_day
             .to_zoned(jiff::tz::TimeZone::UTC)
             .ok()?
             .timestamp();
         let created = Timestamp::from_millisecond(self.created_at.timestamp_millis()).ok()?;
         let from = day_start.max(created);
-        let secs = now.duration_since(from).as_secs_f64();
+        Duration::try_from(now.duration_since(from)).ok()
+    }
+
+    /// Numbers per second over the counted days: their sum over `history`.
+    fn rate(&self, history: Duration) -> Option<f64> {
+        let total: i64 = self.issued_by_day.iter().map(|(_, n)| n).sum();
+        let secs = history.as_secs_f64();
         (secs > 0.0).then(|| total.max(0) as f64 / secs)
     }
 }

@@ -42,6 +42,7 @@ use tokio::sync::Notify;
 pub use close::CloseReport;
 pub use options::{
     AdaptiveBlocks, BlockOptions, DEFAULT_BLOCK_SIZE, DEFAULT_GROW_TO, DEFAULT_PREFETCH,
+    DEFAULT_RANGE_SHARE,
 };
 pub use pool::Pool;
 use reservation::{Reservation, start};
@@ -180,17 +181,27 @@ impl fmt::Debug for BlockSequence {
 }
 
 impl BlockSequence {
+    /// A new client. With prefetch, its first block is reserved at once, in the background
+    /// (as Leaf does when it starts): a client made ahead of its first call does not make
+    /// that call wait for a round trip.
     fn new(drawer: Arc<Drawer>, options: BlockOptions) -> Result<Self> {
         options.validate()?;
-        Ok(BlockSequence {
-            shared: Arc::new(Shared {
-                drawer,
-                state: Mutex::new(State::new(options.initial_size())),
-                window: Window::new(),
-                options,
-                done: Notify::new(),
-            }),
-        })
+        let shared = Arc::new(Shared {
+            drawer,
+            state: Mutex::new(State::new(options.initial_size())),
+            window: Window::new(),
+            options,
+            done: Notify::new(),
+        });
+        if options.prefetch.is_some() {
+            let first = {
+                let mut st = shared.lock();
+                let r = st.begin();
+                (r, st.size)
+            };
+            Self::prefetch(&shared, Some(first));
+        }
+        Ok(BlockSequence { shared })
     }
 
     /// The sequence's name.

@@ -35,6 +35,17 @@ pub const DEFAULT_PREFETCH: f64 = 0.5;
 /// ```
 pub const DEFAULT_GROW_TO: u64 = 1_000_000;
 
+/// The default share of the numbers left that one block may hold (see
+/// [`BlockOptions::range_share`]): 1 %.
+///
+/// # Example
+///
+/// ```
+/// use dispenser::block::{BlockOptions, DEFAULT_RANGE_SHARE};
+/// assert_eq!(BlockOptions::default().range_share, Some(DEFAULT_RANGE_SHARE));
+/// ```
+pub const DEFAULT_RANGE_SHARE: f64 = 0.01;
+
 /// How a [`BlockSequence`](crate::block::BlockSequence) reserves numbers.
 ///
 /// # Default
@@ -45,6 +56,7 @@ pub const DEFAULT_GROW_TO: u64 = 1_000_000;
 /// | `prefetch` | `Some(`[`DEFAULT_PREFETCH`]`)` (0.5) |
 /// | `adaptive` | `None` (fixed size) |
 /// | `grow_to` | `Some(`[`DEFAULT_GROW_TO`]`)` (1 000 000) |
+/// | `range_share` | `Some(`[`DEFAULT_RANGE_SHARE`]`)` (1 %) |
 ///
 /// Half a block is a good trigger: the reservation has the time it takes to hand out the
 /// other half to come back, while a client holds at most about 1.5 blocks on average (what a
@@ -72,8 +84,9 @@ pub struct BlockOptions {
     /// then clamped into `[min_size, max_size]`). At least 1. Defaults to 100.
     pub size: u64,
     /// The share of the current block, in `(0, 1]`, that, once handed out, starts reserving
-    /// the next block in the background. `None` reserves only when a block is empty (the
-    /// caller that finds it empty waits). Defaults to `Some(0.5)`.
+    /// the next block in the background; with prefetch the first block, too, is reserved in
+    /// the background as soon as the client is made. `None` reserves only when a block is
+    /// empty (the caller that finds it empty waits). Defaults to `Some(0.5)`.
     pub prefetch: Option<f64>,
     /// Adapts the size to the consumption rate. Defaults to `None` (fixed size).
     pub adaptive: Option<AdaptiveBlocks>,
@@ -85,6 +98,15 @@ pub struct BlockOptions {
     /// `Some(1_000_000)`; at most that many numbers (1.5 times, with the prefetched block)
     /// are what a crash of a very busy client loses.
     pub grow_to: Option<u64>,
+    /// Bounds every block by what is left: a reservation takes at most this share, in
+    /// `(0, 1]`, of the numbers left before the bound (of one whole cycle for a cyclic
+    /// sequence), rounded down but at least one number — whatever `size`, the adaptive size
+    /// or `grow_to` ask for. So a crash burns at most that share of what is left, and a burst
+    /// of fast callers cannot exhaust a bounded sequence in one reservation; near the bound
+    /// blocks shrink to single numbers. The limit is checked against the state the
+    /// reservation is written on (in the write's filter), not a remembered one. `None`: no
+    /// such bound. Defaults to `Some(0.01)`.
+    pub range_share: Option<f64>,
 }
 
 impl Default for BlockOptions {
@@ -94,6 +116,7 @@ impl Default for BlockOptions {
             prefetch: Some(DEFAULT_PREFETCH),
             adaptive: None,
             grow_to: Some(DEFAULT_GROW_TO),
+            range_share: Some(DEFAULT_RANGE_SHARE),
         }
     }
 }
@@ -128,13 +151,21 @@ impl BlockOptions {
         self
     }
 
+    /// Sets the largest share of the numbers left that one block may hold (`None`: no such
+    /// bound). Defaults to `Some(0.01)`.
+    #[must_use]
+    pub const fn with_range_share(mut self, range_share: Option<f64>) -> Self {
+        self.range_share = range_share;
+        self
+    }
+
     /// Checks every setting.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] naming the setting: a size of 0, a `grow_to` of 0, a prefetch share outside
-    /// `(0, 1]` (or NaN), an adaptive `min_size` of 0, a `max_size` below `min_size`, or a
-    /// zero `target_interval`.
+    /// [`Error::InvalidArgument`] naming the setting: a size of 0, a `grow_to` of 0, a
+    /// prefetch share or range share outside `(0, 1]` (or NaN), an adaptive `min_size` of 0,
+    /// a `max_size` below `min_size`, or a zero `target_interval`.
     ///
     /// # Example
     ///
@@ -165,6 +196,17 @@ impl BlockOptions {
                 format!(
                     "{p} must be more than 0 and at most 1 (the share of a block handed out \
                      before the next one is reserved); use None for no prefetch"
+                ),
+            ));
+        }
+        if let Some(r) = self.range_share
+            && !(r > 0.0 && r <= 1.0)
+        {
+            return Err(Error::invalid_argument(
+                "block range_share",
+                format!(
+                    "{r} must be more than 0 and at most 1 (the share of the numbers left that \
+                     one block may hold); use None for no such bound"
                 ),
             ));
         }
@@ -335,6 +377,18 @@ mod tests {
             (
                 BlockOptions::default().with_prefetch(Some(f64::NAN)),
                 "block prefetch",
+            ),
+            (
+                BlockOptions::default().with_range_share(Some(0.0)),
+                "range_share",
+            ),
+            (
+                BlockOptions::default().with_range_share(Some(1.01)),
+                "range_share",
+            ),
+            (
+                BlockOptions::default().with_range_share(Some(f64::NAN)),
+                "range_share",
             ),
             (
                 BlockOptions::default()

@@ -52,7 +52,7 @@ impl Drop for InflightGuard {
 /// Runs one reservation: draws a block and leaves it in `next`, or its error in its outcome
 /// for the callers that waited on it.
 async fn reserve(mut guard: InflightGuard, size: u64) {
-    let result = reserve_run(&guard.shared.drawer, size).await;
+    let result = reserve_run(&guard.shared.drawer, size, guard.shared.options.range_share).await;
     let shared = &guard.shared;
     {
         let mut st = shared.lock();
@@ -84,11 +84,12 @@ async fn reserve(mut guard: InflightGuard, size: u64) {
     shared.done.notify_waiters();
 }
 
-/// Draws a block of `size`; near the bound of a non-cyclic sequence, what is left.
-async fn reserve_run(drawer: &Drawer, size: u64) -> Result<(Run, Stamp)> {
-    match drawer.draw_versioned(size).await {
+/// Draws a block of `size`, within the range share; near the bound of a non-cyclic
+/// sequence, what is left.
+async fn reserve_run(drawer: &Drawer, size: u64, share: Option<f64>) -> Result<(Run, Stamp)> {
+    match drawer.draw_versioned(size, share).await {
         Err(Error::Exhausted { remaining, .. }) if remaining > 0 && remaining < size => {
-            drawer.draw_versioned(remaining).await
+            drawer.draw_versioned(remaining, share).await
         }
         other => other,
     }

@@ -103,6 +103,11 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
         Alter::default().with_max(50),
         Alter::default().with_step(0),
         Alter::default().with_min(10).with_max(5),
+        // A step of the other sign, force or not: 59, 58, … were issued.
+        Alter::default().with_step(-1),
+        Alter::default().with_step(-3).with_force(true),
+        // Cycle on without force: 0, 1, … would come again after the wrap.
+        Alter::default().with_cycle(true),
     ] {
         let err = d.alter("orders", bad).await.unwrap_err();
         assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
@@ -112,11 +117,21 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
         Err(Error::InvalidArgument { .. })
     ));
     assert_eq!(d.peek("orders").await.unwrap().version, before.version);
-    // Forced below the last number: a non-cyclic sequence is exhausted at once.
+    // Forced below the last number: a non-cyclic sequence is exhausted at once, and a bound
+    // raised again later continues after the last issued number (60), never below it.
     d.alter("orders", Alter::default().with_max(50).with_force(true))
         .await
         .unwrap();
     assert!(seq.next().await.unwrap_err().is_exhausted());
+    let state = d
+        .alter("orders", Alter::default().with_max(70))
+        .await
+        .unwrap();
+    assert_eq!((state.value, state.next_number()), (60, Some(61)));
+    assert_eq!(seq.next().await.unwrap(), 61);
+    d.alter("orders", Alter::default().with_max(50).with_force(true))
+        .await
+        .unwrap();
     // Cyclic: the next number wraps to min.
     let state = d
         .alter(
@@ -163,8 +178,25 @@ fn the_cli_alters_a_sequence() {
             .expect("run dispenser")
     };
     assert!(run(&["create", "tickets", "--max", "9"]).status.success());
+    // Turning cycle on repeats numbers after the wrap: refused without --force, nothing
+    // written.
     let out = run(&[
         "alter", "tickets", "--max", "99", "--cycle", "--format", "T-{n:02}",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("repeat after the wrap") && err.contains("force"),
+        "{err}"
+    );
+    let peek: serde_json::Value =
+        serde_json::from_slice(&run(&["peek", "tickets", "--json"]).stdout).unwrap();
+    assert_eq!(
+        (peek["max"].as_i64(), peek["version"].as_i64()),
+        (Some(9), Some(0))
+    );
+    let out = run(&[
+        "alter", "tickets", "--max", "99", "--cycle", "--format", "T-{n:02}", "--force",
     ]);
     assert!(
         out.status.success(),
@@ -186,4 +218,132 @@ fn the_cli_alters_a_sequence() {
     let peek: serde_json::Value =
         serde_json::from_slice(&run(&["peek", "tickets", "--json"]).stdout).unwrap();
     assert!(peek["format"].is_null() && peek["cycle"] == false, "{peek}");
+}
+
+/// The issue's reproduction: 1…5 drawn, then `alter --step -1` (with or without --force)
+/// would have issued 4, 3, 2 again. Refused, exit 2, nothing written; the mirror case
+/// (descending → ascending) too; the next numbers carry on.
+#[test]
+fn a_step_of_the_other_sign_is_refused_whatever_force_says() {
+    crate::common::ready();
+    let coll = crate::common::unique("cli_alter_sign");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+            .env("MONGODB_URI", crate::common::uri())
+            .args(["--db", crate::common::DB, "--collection", coll.as_str()])
+            .args(args)
+            .output()
+            .expect("run dispenser")
+    };
+    let numbers = |out: std::process::Output| -> Vec<i64> {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect()
+    };
+    assert!(run(&["create", "orders"]).status.success());
+    assert_eq!(
+        numbers(run(&["next", "orders", "--count", "5"])),
+        [1, 2, 3, 4, 5]
+    );
+    for args in [
+        &["alter", "orders", "--step", "-1"][..],
+        &["alter", "orders", "--step", "-1", "--force"],
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("step of -1") && err.contains("create a new sequence"),
+            "{err}"
+        );
+    }
+    assert_eq!(numbers(run(&["next", "orders", "--count", "3"])), [6, 7, 8]);
+    assert!(
+        run(&[
+            "create", "down", "--step", "-1", "--min", "-100", "--max", "0", "--start", "0"
+        ])
+        .status
+        .success()
+    );
+    assert_eq!(numbers(run(&["next", "down", "--count", "3"])), [0, -1, -2]);
+    let out = run(&["alter", "down", "--step", "2", "--force"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(numbers(run(&["next", "down"])), [-3]);
+}
+
+/// A striped sequence is altered as a whole: the change is planned for every stripe before
+/// any is written, so a bound that only a later stripe refuses (it would strand that
+/// stripe's last number) writes nothing to the earlier ones either. Through the CLI (by the
+/// striped name) and the library.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_striped_alter_that_one_stripe_refuses_writes_nothing() {
+    let f = Fixture::new("alter_striped").await;
+    let d = f.dispenser(f.options());
+    let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
+    // Stripe 0 issues 1, 3, 5, …; stripe 1 issues 2, 4, 6, …; draw stripe 1 further ahead.
+    let stripe1 = d.open("ids~1").await.unwrap();
+    for _ in 0..10 {
+        stripe1.next().await.unwrap();
+    }
+    ids.next().await.unwrap();
+    let before = d.peek_striped("ids").await.unwrap();
+    let (v0, v1) = (before[0].value, before[1].value);
+    assert!(v0 < v1, "{v0} {v1}");
+    // A max between them: fine for stripe 0, strands stripe 1's last number.
+    let change = Alter::default().with_max(v0 + 2);
+    let err = d.alter_striped("ids", change.clone()).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
+    assert!(err.to_string().contains("ids~1"), "{err}");
+    let after = d.peek_striped("ids").await.unwrap();
+    assert_eq!(
+        (after[0].version, after[0].max, after[1].version),
+        (before[0].version, before[0].max, before[1].version),
+        "a refused striped alter wrote a stripe"
+    );
+    // A format or nothing to change: refused too.
+    for bad in [
+        Alter::default().with_format(None),
+        Alter::default().with_force(true),
+    ] {
+        let err = d.alter_striped("ids", bad).await.unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    }
+    // The CLI takes the striped name.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", crate::common::uri())
+        .args([
+            "--db",
+            crate::common::DB,
+            "--collection",
+            f.collection.as_str(),
+        ])
+        .args(["alter", "ids", "--max", &(v1 + 1000).to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    let after = d.peek_striped("ids").await.unwrap();
+    assert!(after.iter().all(|s| s.max == v1 + 1000), "{after:?}");
+    // With force, the bound that stranded stripe 1 is accepted: it is exhausted, stripe 0
+    // carries on, nothing repeats.
+    d.alter_striped("ids", change.with_force(true))
+        .await
+        .unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..3 {
+        match ids.next().await {
+            Ok(n) => assert!(n > v0 && n <= v0 + 2 && seen.insert(n), "{n}"),
+            Err(e) => assert!(e.is_exhausted(), "{e}"),
+        }
+    }
 }

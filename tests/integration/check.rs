@@ -63,7 +63,15 @@ async fn check_speaks_the_monitoring_convention() {
     let out = c(&["high", "--critical", "85%"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("CRITICAL high"));
-    let out = c(&["wheel", "--warn", "1%", "--critical", "2%"]);
+    let out = c(&[
+        "wheel",
+        "--warn",
+        "1%",
+        "--critical",
+        "2%",
+        "--min-history",
+        "0s",
+    ]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -83,8 +91,9 @@ async fn check_speaks_the_monitoring_convention() {
         "{peek}"
     );
     assert!(peek["usage"]["rate_per_sec"].as_f64().unwrap() > 0.0);
-    // A forecast within the horizon: 900 left at well over 1/s is far less than 30 days.
-    let out = run(&coll, &["check", "low"]);
+    // A forecast within the horizon: 900 left at well over 1/s is far less than 30 days
+    // (a history of seconds is enough when --min-history says so).
+    let out = run(&coll, &["check", "low", "--min-history", "0s"]);
     assert_eq!(
         out.status.code(),
         Some(2),
@@ -187,4 +196,67 @@ async fn issued_counts_arrive_late_but_complete() {
     let report = blocks.close().await.unwrap();
     assert_eq!(report.given_back, 5, "{report:?}");
     assert_eq!(issued(d.clone()).await, 25 + 35);
+}
+
+/// Issue 19, item 6: a sequence created a second ago with 50 of its 100 numbers drawn was
+/// `CRITICAL …, runs out in 0 s`: a forecast from seconds of history. Before `--min-history`
+/// (1 h by default) only the shares decide and the line says the rate is too early to tell;
+/// with a day of counted history the forecast pages as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_on_a_new_sequence_pages_no_one_until_its_rate_has_history() {
+    common::ready();
+    let coll = common::unique("check_history");
+    ok(&coll, &["create", "fresh", "--max", "100"]);
+    ok(&coll, &["next", "fresh", "--count", "50"]);
+    let thresholds = ["--warn", "80%", "--critical", "95%"];
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", "fresh"];
+        args.extend_from_slice(&thresholds);
+        args.extend_from_slice(extra);
+        let out = run(&coll, &args);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, line) = check(&[]);
+    assert_eq!(code, Some(0), "{line}");
+    assert!(
+        line.starts_with("OK fresh: used 50.0%, 50 left, rate too early to tell (")
+            && line.contains("forecasts after 1 h 0 min")
+            && line.contains("no forecast"),
+        "{line}"
+    );
+    // The forecast is what paged: without the minimum it does again.
+    let (code, line) = check(&["--min-history", "0s"]);
+    assert_eq!(code, Some(2), "{line}");
+    assert!(line.contains("runs out in"), "{line}");
+    // Past the shares, the shares still page at once.
+    let out = run(&coll, &["check", "fresh", "--warn", "40%"]);
+    assert_eq!(out.status.code(), Some(1));
+    // A day and more of history: 50 numbers counted since yesterday, created two days ago.
+    let now = jiff::Timestamp::now();
+    let today = now.to_zoned(jiff::tz::TimeZone::UTC).date();
+    let yesterday = today.yesterday().unwrap();
+    common::client()
+        .await
+        .database(DB)
+        .collection::<dispenser::mongodb::bson::Document>(&coll)
+        .update_one(
+            doc! { "_id": "fresh" },
+            doc! { "$set": {
+                "created_at": dispenser::mongodb::bson::DateTime::from_millis(
+                    now.as_millisecond() - 2 * 86_400_000,
+                ),
+                "issued": { yesterday.to_string(): 25_i64, today.to_string(): 25_i64 },
+            } },
+        )
+        .await
+        .unwrap();
+    let (code, line) = check(&[]);
+    assert_eq!(code, Some(2), "{line}");
+    assert!(line.contains("/s, runs out in"), "{line}");
+    let (code, line) = check(&["--min-history", "3d"]);
+    assert_eq!(code, Some(0), "{line}");
+    assert!(line.contains("rate too early to tell"), "{line}");
 }

@@ -367,3 +367,35 @@ fn bench_with_processes_runs_for_a_duration() {
     assert_eq!(run["coalesce"], true, "{run}");
     assert!(run["seconds"].as_f64().unwrap() >= 0.9, "{run}");
 }
+
+/// Issue 19, item 8: `bench --block` takes the library's defaults — prefetch 0.5 — unless
+/// `--no-prefetch` (it used to measure blocks without prefetch, so every refill was a wait:
+/// 20 000 of 20 000). Without prefetch each refill is waited for, by construction.
+#[test]
+fn bench_blocks_prefetch_by_default_as_the_library_does() {
+    let cli = Cli::new("cli_bench_prefetch");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "bench", "--block", "100", "--count", "20000", "--warmup", "0", "--json",
+        ];
+        args.extend_from_slice(extra);
+        let report: serde_json::Value =
+            serde_json::from_str(&cli.ok(&args)).expect("bench prints JSON");
+        report["runs"][0].clone()
+    };
+    let default = run(&[]);
+    assert_eq!(default["run"], "inc block 100 prefetch 0.5", "{default}");
+    assert_eq!(default["duplicates"], 0, "{default}");
+    let off = run(&["--no-prefetch"]);
+    assert_eq!(off["run"], "inc block 100", "{off}");
+    assert_eq!(off["block_waits"], off["block_refills"], "{off}");
+    let out = cli.run(&[
+        "bench",
+        "--block",
+        "100",
+        "--prefetch",
+        "0.3",
+        "--no-prefetch",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}

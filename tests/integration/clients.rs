@@ -58,6 +58,8 @@ fn readme_block(name: &str) -> String {
 #[derive(Clone, Copy, Debug)]
 enum Client {
     Mongosh,
+    /// The mongosh block's `nextFast`: the conditional increment, `next` at the bound.
+    MongoshIncrement,
     Python,
 }
 
@@ -69,6 +71,17 @@ impl Client {
                 "const coll = db.getSiblingDB(process.env.T_DB).getCollection(process.env.T_COLL);\n\
                  for (let i = 0; i < Number(process.env.T_COUNT); i++)\n  \
                  print(String(next(process.env.T_NAME, coll)));\n",
+                "js",
+            ),
+            Client::MongoshIncrement => (
+                readme_block("mongosh"),
+                "const coll = db.getSiblingDB(process.env.T_DB).getCollection(process.env.T_COLL);\n\
+                 for (let i = 0; i < Number(process.env.T_COUNT); i++) {\n  \
+                 print(String(nextFast(process.env.T_NAME, coll)));\n  \
+                 // Between two draws, another client lowers max (what `alter` writes).\n  \
+                 if (String(i + 1) === process.env.T_ALTER_AFTER)\n    \
+                 coll.updateOne({ _id: process.env.T_NAME }, { $set: { max: Long.fromString(process.env.T_ALTER_MAX) }, \
+                 $inc: { version: Long.fromString(\"1\") } });\n}\n",
                 "js",
             ),
             Client::Python => (
@@ -89,7 +102,7 @@ impl Client {
     fn run(self, collection: &str, name: &str, count: usize) -> Output {
         let script = self.script();
         let mut cmd = match self {
-            Client::Mongosh => {
+            Client::Mongosh | Client::MongoshIncrement => {
                 let mut c = Command::new(mongosh());
                 c.arg(common::uri())
                     .arg("--quiet")
@@ -192,7 +205,7 @@ fn readme_clients_and_both_cli_strategies_share_a_cyclic_sequence_without_duplic
     let mut workers: Vec<thread::JoinHandle<Vec<i64>>> = Vec::new();
     for client in [
         Client::Mongosh,
-        Client::Mongosh,
+        Client::MongoshIncrement,
         Client::Python,
         Client::Python,
     ] {
@@ -316,4 +329,43 @@ fn readme_clients_refuse_an_exhausted_sequence_and_write_nothing() {
     for key in ["value", "version", "cycles", "updated_at"] {
         assert_eq!(after[key], before[key], "a refused draw wrote {key}");
     }
+}
+
+/// Issue 19, item 7: the README's conditional increment carries the shape in its filter. It
+/// draws 1…5 with the shape it read first; then another client lowers `max` to 7 (as `alter`
+/// writes it); its next draws are 6 and 7, then it is exhausted — with a filter on `value`
+/// alone it went on past the new bound (8, 9, …).
+#[test]
+fn the_readme_increment_never_passes_a_bound_an_alter_lowered() {
+    common::ready();
+    let coll = common::unique("clients_increment_alter");
+    cli_ok(&coll, &["create", "orders", "--max", "1000"]);
+    let script = Client::MongoshIncrement.script();
+    let out = Command::new(mongosh())
+        .arg(common::uri())
+        .arg("--quiet")
+        .arg("--file")
+        .arg(&script)
+        .env("T_DB", DB)
+        .env("T_COLL", &coll)
+        .env("T_NAME", "orders")
+        .env("T_COUNT", "10")
+        .env("T_ALTER_AFTER", "5")
+        .env("T_ALTER_MAX", "7")
+        .output()
+        .expect("run mongosh");
+    let _ = std::fs::remove_file(&script);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let got: Vec<i64> = stdout.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(got, [1, 2, 3, 4, 5, 6, 7], "stderr: {stderr}");
+    assert!(
+        !out.status.success() && stderr.contains("is exhausted"),
+        "{stderr}"
+    );
+    let state = peek(&coll, "orders");
+    assert_eq!(
+        (state["value"].as_i64(), state["max"].as_i64()),
+        (Some(7), Some(7))
+    );
 }

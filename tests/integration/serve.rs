@@ -1367,3 +1367,98 @@ async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
         "{body}"
     );
 }
+
+/// Issue 19, item 4: `serve --max-block` caps what the service holds even when the database
+/// is slow (replies delayed up to 30 ms, so the keep-ahead wants ever larger blocks), the
+/// `dispenser_numbers_held` gauge shows it, and a SIGKILLed service burns at most that: two
+/// blocks (the current one and the prefetched one) plus the requests in flight. Before the
+/// cap the service held ~500 000 numbers under load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slow_database_never_makes_the_service_hold_more_than_max_block() {
+    const MAX_BLOCK: u64 = 200;
+    const CLIENTS: u64 = 16;
+    let proxy = crate::proxy::Proxy::to_test_server(
+        crate::proxy::Faults {
+            max_latency: Duration::from_millis(30),
+            ..Default::default()
+        },
+        19,
+    )
+    .await;
+    let svc = Service::start_args(
+        "serve_max_block",
+        &proxy.uri(""),
+        &["--max-block", &MAX_BLOCK.to_string()],
+    );
+    let http = reqwest::Client::new();
+    let (status, body) = create(&http, &svc, json!({ "name": "orders" })).await;
+    assert_eq!(status, 201, "{body}");
+    let until = Instant::now() + Duration::from_secs(2);
+    let clients = (0..CLIENTS).map(|_| {
+        let (http, url) = (http.clone(), svc.url("/v1/sequences/orders/next"));
+        async move {
+            let mut got = Vec::new();
+            while Instant::now() < until {
+                let (status, body) = send(http.post(&url).bearer_auth(ORDERS)).await;
+                assert_eq!(status, 200, "{body}");
+                got.extend(numbers(&body));
+            }
+            got
+        }
+    });
+    let scrapes = async {
+        let mut most = 0.0_f64;
+        while Instant::now() < until {
+            let text = http
+                .get(svc.url("/metrics"))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let held = sample(
+                &parse_metrics(&text),
+                "dispenser_numbers_held",
+                &[("sequence", "orders")],
+            );
+            most = most.max(held.unwrap_or(0.0));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        most
+    };
+    let (served, most_held) = tokio::join!(join_all(clients), scrapes);
+    let mut served: Vec<i64> = served.into_iter().flatten().collect();
+    let highest = *served.iter().max().expect("numbers were served");
+    served.sort_unstable();
+    let n = served.len();
+    served.dedup();
+    assert_eq!(served.len(), n, "a number was served twice");
+    // SIGKILL (no chance to give anything back), then see how far the document got.
+    let mut svc = svc;
+    svc.child.kill().unwrap();
+    svc.child.wait().unwrap();
+    let d = dispenser::Dispenser::connect(
+        &common::uri(),
+        dispenser::Options::default()
+            .with_database(DB)
+            .with_collection(svc.collection.as_str()),
+    )
+    .await
+    .unwrap();
+    let value = d.peek("orders").await.unwrap().value;
+    let burnt = u64::try_from(value - highest).unwrap();
+    eprintln!(
+        "{n} numbers served, held at most {most_held}; killed: the document stands at {value}, \
+         {burnt} above the highest served ({})",
+        proxy.counts()
+    );
+    assert!(
+        most_held <= (2 * MAX_BLOCK) as f64,
+        "the service held {most_held} numbers with --max-block {MAX_BLOCK}"
+    );
+    assert!(
+        burnt <= 2 * MAX_BLOCK,
+        "a SIGKILL burnt {burnt} numbers with --max-block {MAX_BLOCK}"
+    );
+}

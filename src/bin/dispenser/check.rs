@@ -93,13 +93,31 @@ pub fn human(d: Duration) -> String {
     }
 }
 
-/// The usage part of a sequence's line: `used 12.3%, 340.0/s, runs out in 3.1 y`.
-pub fn usage_text(u: &Usage, cyclic: bool) -> String {
-    let rate = match u.rate_per_sec {
-        Some(r) => format!("{r:.3}/s"),
-        None => "rate unknown (no counted draws)".to_owned(),
+/// How long a rate must have been observed before `check` forecasts from it (a rate seen over
+/// seconds is a burst, not a trend).
+pub const DEFAULT_MIN_HISTORY: Duration = Duration::from_secs(3_600);
+
+/// Whether `u`'s rate was observed long enough to forecast from.
+fn settled(u: &Usage, min_history: Duration) -> bool {
+    u.history.is_some_and(|h| h >= min_history)
+}
+
+/// The usage part of a sequence's line: `used 12.3%, 340.0/s, runs out in 3.1 y`; before
+/// `min_history` of counted draws, no forecast: `rate too early to tell (…)`.
+pub fn usage_text(u: &Usage, cyclic: bool, min_history: Duration) -> String {
+    let rate = match (u.rate_per_sec, u.history) {
+        (None, _) => "rate unknown (no counted draws)".to_owned(),
+        (Some(_), Some(h)) if h < min_history => format!(
+            "rate too early to tell ({} of history, forecasts after {})",
+            human(h),
+            human(min_history)
+        ),
+        (Some(r), _) => format!("{r:.3}/s"),
     };
-    let forecast = if cyclic {
+    let early = !settled(u, min_history);
+    let forecast = if early && u.remaining > 0 {
+        "no forecast".to_owned()
+    } else if cyclic {
         match u.wraps_per_day {
             Some(w) => format!("wraps {w:.2} times a day"),
             None => "cyclic".to_owned(),
@@ -127,10 +145,12 @@ pub fn judge(s: &SequenceState, u: &Usage, args: &Thresholds) -> Status {
     if u.remaining == 0 || u.fraction_used >= args.critical {
         return Status::Critical;
     }
-    if u.exhausted_in.is_some_and(|d| d <= args.horizon / 4) {
+    // Before `min_history` only the shares decide: a burst on a new sequence pages no one.
+    let forecast = u.exhausted_in.filter(|_| settled(u, args.min_history));
+    if forecast.is_some_and(|d| d <= args.horizon / 4) {
         return Status::Critical;
     }
-    if u.fraction_used >= args.warn || u.exhausted_in.is_some_and(|d| d <= args.horizon) {
+    if u.fraction_used >= args.warn || forecast.is_some_and(|d| d <= args.horizon) {
         return Status::Warning;
     }
     Status::Ok
@@ -141,6 +161,7 @@ pub struct Thresholds {
     pub warn: f64,
     pub critical: f64,
     pub horizon: Duration,
+    pub min_history: Duration,
 }
 
 /// Runs the check; returns the exit code.
@@ -149,6 +170,7 @@ pub async fn run(d: &Dispenser, args: CheckArgs, out: &mut impl Write) -> u8 {
         warn: args.warn,
         critical: args.critical,
         horizon: args.horizon,
+        min_history: args.min_history,
     };
     let mut worst = Status::Ok;
     let mut line = |status: Status, text: String, out: &mut dyn Write| {
@@ -182,7 +204,8 @@ pub async fn run(d: &Dispenser, args: CheckArgs, out: &mut impl Write) -> u8 {
             Ok(s) => {
                 let u = s.usage(now);
                 let status = judge(&s, &u, &thresholds);
-                line(status, format!("{name}: {}", usage_text(&u, s.cycle)), out);
+                let text = usage_text(&u, s.cycle, thresholds.min_history);
+                line(status, format!("{name}: {text}"), out);
             }
             Err(e) => line(Status::Unknown, format!("{name}: {e}"), out),
         }

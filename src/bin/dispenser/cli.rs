@@ -124,8 +124,10 @@ pub enum Command {
         /// Remove the serial format.
         #[arg(long)]
         no_format: bool,
-        /// Accept a bound that leaves the last issued number outside it: a non-cyclic
-        /// sequence is exhausted at once, a cyclic one wraps on its next number.
+        /// Accept a bound that leaves the last issued number outside it (a non-cyclic
+        /// sequence is exhausted at once, a cyclic one wraps on its next number), or --cycle
+        /// on a non-cyclic sequence (numbers repeat after the wrap). Never a step of the
+        /// other sign: create a new sequence for that.
         #[arg(long)]
         force: bool,
     },
@@ -177,9 +179,18 @@ pub struct ServeArgs {
     /// JSON): {"tokens": [{"name", "token", "sequences": [globs], "operations": [...]}]}.
     #[arg(long)]
     pub tokens: Option<std::path::PathBuf>,
-    /// Block size of the block client each sequence is served through.
+    /// The starting block size of the block client each sequence is served through (blocks
+    /// grow to keep ahead of fast callers, up to --max-block).
     #[arg(long, default_value_t = 1000, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
     pub block: u64,
+    /// The largest block a sequence's client may reserve (what a crash of the service can
+    /// burn, twice: the current block and the prefetched one); at least --block.
+    #[arg(long, default_value_t = 100_000, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
+    pub max_block: u64,
+    /// The largest share of the numbers left before a sequence's bound (of one cycle, for a
+    /// cyclic sequence) that one block may hold (0 < share ≤ 1; at least one number).
+    #[arg(long, default_value_t = 0.01, value_parser = parse_share, allow_negative_numbers = true)]
+    pub block_share: f64,
     /// Reserve the next block in the background once this share of the current one is used.
     #[arg(long, default_value_t = 0.5, value_parser = parse_share, allow_negative_numbers = true)]
     pub prefetch: f64,
@@ -226,9 +237,12 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
     pub block: u64,
     /// With blocks: reserve the next block in the background once this share of the current
-    /// one is used (0 < share ≤ 1).
+    /// one is used (0 < share ≤ 1) [default: 0.5, the library's].
     #[arg(long, num_args = 0..=1, default_missing_value = "0.5", value_parser = parse_share, allow_negative_numbers = true)]
     pub prefetch: Option<f64>,
+    /// With blocks: no prefetch (the call that finds a block empty waits for the next).
+    #[arg(long, conflicts_with = "prefetch")]
+    pub no_prefetch: bool,
     /// OS processes drawing at once (each runs --tasks tasks).
     #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 64), allow_negative_numbers = true)]
     pub processes: u32,
@@ -237,7 +251,7 @@ pub struct BenchArgs {
     pub compare: bool,
     /// Measure gap-free numbers instead: a raw `insert_one` into a collection with a unique
     /// index beside `Gapless::issue` with the same insert (each run in its own collection).
-    #[arg(long, conflicts_with_all = ["compare", "block", "prefetch"])]
+    #[arg(long, conflicts_with_all = ["compare", "block", "prefetch", "no_prefetch"])]
     pub gapless: bool,
     /// Numbers each run draws on a scratch document first, unmeasured (server and pool
     /// warm-up).
@@ -447,4 +461,9 @@ pub struct CheckArgs {
     /// a quarter of it.
     #[arg(long, default_value = "30d", value_parser = crate::check::parse_horizon)]
     pub horizon: std::time::Duration,
+    /// Forecast only from a rate observed over at least this long (30d, 12h, 90m, 3600s);
+    /// before that only --warn and --critical apply, and the line says the rate is too early
+    /// to tell.
+    #[arg(long, default_value = "1h", value_parser = crate::check::parse_horizon)]
+    pub min_history: std::time::Duration,
 }

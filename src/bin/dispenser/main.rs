@@ -441,8 +441,14 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
             } else if no_format {
                 change.format = Some(None);
             }
-            let state = d.alter(&name, change).await?;
-            writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+            if striped(&d, &name).await {
+                for state in d.alter_striped(&name, change).await? {
+                    writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+                }
+            } else {
+                let state = d.alter(&name, change).await?;
+                writeln!(out, "{}", describe(&state)).map_err(io_err)?;
+            }
         }
         Command::Bench(_)
         | Command::Serve(_)
@@ -515,7 +521,11 @@ fn describe(s: &SequenceState) -> String {
             .map(|f| format!(" format {:?}", f.as_str()))
             .unwrap_or_default(),
         updated = s.updated_at.try_to_rfc3339_string().unwrap_or_default(),
-        usage = check::usage_text(&s.usage(jiff::Timestamp::now()), s.cycle),
+        usage = check::usage_text(
+            &s.usage(jiff::Timestamp::now()),
+            s.cycle,
+            check::DEFAULT_MIN_HISTORY
+        ),
     )
 }
 

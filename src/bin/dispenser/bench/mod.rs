@@ -32,8 +32,14 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
         StrategyArg::Inc => Strategy::ConditionalIncrement,
     };
     let coalesce = args.coalesce == OnOff::On;
+    // Blocks take the library's defaults (prefetch 0.5) unless --no-prefetch.
     let measured = if args.block > 1 || args.prefetch.is_some() {
-        Kind::Blocks(chosen, args.block, args.prefetch.unwrap_or(0.0), coalesce)
+        let prefetch = if args.no_prefetch {
+            0.0
+        } else {
+            args.prefetch.unwrap_or(dispenser::block::DEFAULT_PREFETCH)
+        };
+        Kind::Blocks(chosen, args.block, prefetch, coalesce)
     } else {
         Kind::Seq(chosen, coalesce)
     };

@@ -230,8 +230,8 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
 
 /// `POST /v1/sequences/{name}/alter`: under the sequence's exclusive lock (the service's
 /// block client is retired first, so nothing reserved under the old shape is served after).
-/// A striped sequence is altered stripe by stripe (its bounds; a stripe keeps its step, never
-/// cycles and has no format).
+/// A striped sequence is altered as a whole (`Dispenser::alter_striped`: its bounds; a stripe
+/// keeps its step, never cycles and has no format; planned for every stripe before any write).
 #[utoipa::path(post, path = "/v1/sequences/{name}/alter", operation_id = "alter", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AlterBody,
     responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = StateAnswer)))]
 pub(super) async fn alter(
@@ -268,22 +268,8 @@ pub(super) async fn alter(
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let stripes = stripes_or(&st, &name, e).await?;
-            if change.format.is_some() {
-                return Err(Error::InvalidArgument {
-                    what: "format".into(),
-                    reason: format!(
-                        "{name:?} is a striped sequence, which has no format (its numbers are not in order)"
-                    ),
-                }
-                .into());
-            }
             let states = st
-                .exclusive_all(&stripes, async {
-                    for stripe in &stripes {
-                        st.dispenser.alter(stripe, change.clone()).await?;
-                    }
-                    st.dispenser.peek_striped(&name).await
-                })
+                .exclusive_all(&stripes, st.dispenser.alter_striped(&name, change))
                 .await?;
             Ok(Json(striped_json(&name, &states)))
         }

@@ -125,8 +125,19 @@ async fn shutdown_signal() {
 /// from error answers.
 pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<()> {
     let tokens = load_tokens(args.tokens.as_ref())?;
+    if args.max_block < args.block {
+        return Err(Error::InvalidArgument {
+            what: "--max-block".into(),
+            reason: format!(
+                "{} is below --block {}: the largest block must be at least the starting one",
+                args.max_block, args.block
+            ),
+        });
+    }
     let block_options = BlockOptions::default()
         .with_size(args.block)
+        .with_grow_to(Some(args.max_block))
+        .with_range_share(Some(args.block_share))
         .with_prefetch(Some(args.prefetch));
     let pool = Pool::new(dispenser.clone(), block_options)?;
     let addr: SocketAddr = args.listen.parse().map_err(|e| Error::InvalidArgument {
