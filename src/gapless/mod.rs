@@ -23,6 +23,7 @@
 
 mod audit;
 mod options;
+mod path;
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -42,6 +43,7 @@ use crate::store::is_duplicate_key;
 
 pub use audit::{AUDIT_LIST_LIMIT, Audit, audit};
 pub use options::GaplessOptions;
+pub use path::set_field;
 
 /// How many numbers one [`Gapless::issue`] may find used by others before it gives up.
 const MAX_SKIPS: u32 = 1000;
@@ -221,16 +223,21 @@ fn decode(name: &str, d: &Document) -> Result<GaplessStatus> {
     })
 }
 
-/// The business error as a boxed error, and whether it is a duplicate key from the driver.
-fn classify<E>(e: E) -> (Arc<dyn std::error::Error + Send + Sync>, bool)
+/// The business error as a boxed error, its message on one line (a driver error as
+/// [`describe_driver_error`](crate::describe_driver_error) says it), and whether it is a
+/// duplicate key from the driver.
+fn classify<E>(e: E) -> (Arc<dyn std::error::Error + Send + Sync>, String, bool)
 where
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let boxed: Box<dyn std::error::Error + Send + Sync> = e.into();
-    let duplicate = boxed
-        .downcast_ref::<mongodb::error::Error>()
-        .is_some_and(is_duplicate_key);
-    (Arc::from(boxed), duplicate)
+    let driver = boxed.downcast_ref::<mongodb::error::Error>();
+    let duplicate = driver.is_some_and(is_duplicate_key);
+    let reason = match driver {
+        Some(d) => crate::describe_driver_error(d),
+        None => boxed.to_string(),
+    };
+    (Arc::from(boxed), reason, duplicate)
 }
 
 fn panic_message(p: &Box<dyn Any + Send>) -> String {
@@ -704,7 +711,7 @@ impl Gapless {
                     });
                 }
                 Ok(Err(e)) => {
-                    let (source, duplicate) = classify(e);
+                    let (source, reason, duplicate) = classify(e);
                     if duplicate && self.used(n).await? {
                         self.advance_past(n, me).await?;
                         skipped += 1;
@@ -717,7 +724,7 @@ impl Gapless {
                     return Err(Error::BusinessWrite {
                         name: self.name.clone(),
                         number: n,
-                        reason: source.to_string(),
+                        reason,
                         source: Some(source),
                     });
                 }

@@ -359,3 +359,51 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
         "{e}"
     );
 }
+
+/// Issue 20, item 4: `--field meta.number` sets the nested field (it used to insert a
+/// top-level key named "meta.number": the index saw null, the second issue failed forever).
+#[tokio::test]
+async fn a_nested_number_field_works_end_to_end_through_the_cli_and_audit() {
+    let f = Fixture::new("gapless_nested").await;
+    let business = format!("{}_inv", f.collection);
+    let issue = |count: &str, body: &str| {
+        cli(&f)
+            .args(["gapless", "issue", "inv", "--into", &business])
+            .args(["--field", "meta.number", "--count", count, "--doc", body])
+            .output()
+            .unwrap()
+    };
+    assert_eq!(
+        numbers(&issue("2", r#"{"meta": {"customer": "ACME"}, "total": 5}"#)),
+        vec![1, 2]
+    );
+    assert_eq!(numbers(&issue("1", "{}")), vec![3]);
+    let coll = f
+        .client
+        .database(DB)
+        .collection::<dispenser::mongodb::bson::Document>(&business);
+    let first = coll
+        .find_one(doc! { "meta.number": 1 })
+        .await
+        .unwrap()
+        .expect("the number is at the nested path");
+    assert_eq!(first.get_document("meta").unwrap().get_str("customer"), Ok("ACME"));
+    assert!(!first.contains_key("meta.number"), "{first:?}");
+    // A body whose `meta` is not a document: a clear error, exit 2, nothing written.
+    let out = issue("1", r#"{"meta": 7}"#);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("meta") && err.contains("--doc"), "{err}");
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 3);
+    // The audit reads the nested field: 1 to 3, clean.
+    let out = cli(&f)
+        .args(["audit", &business, "--field", "meta.number", "--from", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("3 number(s), 1 to 3; 0 missing, 0 duplicated"),
+        "{text}"
+    );
+}

@@ -52,6 +52,8 @@ pub enum GaplessCommand {
     },
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 fn io(e: std::io::Error) -> dispenser::Error {
     dispenser::Error::InvalidArgument {
         what: "output".into(),
@@ -144,6 +146,14 @@ pub async fn run(
                     });
                 }
             };
+            // The number goes at the field's path (`meta.number` inside `meta`): refuse a
+            // body where that cannot be, before anything is written.
+            dispenser::gapless::set_field(&mut base.clone(), &field, 0_i64).map_err(|e| {
+                dispenser::Error::InvalidArgument {
+                    what: "--doc".into(),
+                    reason: format!("{e} (the number goes at --field {field})"),
+                }
+            })?;
             let g = d
                 .open_gapless(
                     &name,
@@ -158,8 +168,11 @@ pub async fn run(
                     .issue(|n| {
                         let coll = coll.clone();
                         let mut doc = base.clone();
-                        doc.insert(field.as_str(), n);
+                        let set = dispenser::gapless::set_field(&mut doc, field, n);
                         async move {
+                            let set: Result<(), BoxError> = set.map_err(BoxError::from);
+                            // Checked before the sequence was opened.
+                            set?;
                             if hold.as_deref() == Some("before") {
                                 eprintln!("holding {n}");
                                 std::future::pending::<()>().await;
@@ -169,7 +182,7 @@ pub async fn run(
                                 eprintln!("holding {n}");
                                 std::future::pending::<()>().await;
                             }
-                            r.map(drop)
+                            r.map(drop).map_err(BoxError::from)
                         }
                     })
                     .await?;
