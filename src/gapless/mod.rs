@@ -22,6 +22,7 @@
 //!   lease run out early, which costs a retry at the unique index, never a duplicate.
 
 mod audit;
+mod index;
 mod options;
 mod path;
 
@@ -33,13 +34,14 @@ use std::time::{Duration, Instant};
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 use futures::FutureExt;
-use mongodb::options::{CollectionOptions, IndexOptions, ReadPreference, SelectionCriteria};
-use mongodb::{Collection, IndexModel};
+use mongodb::Collection;
+use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
 
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
 use crate::spec::validate_name;
 use crate::store::is_duplicate_key;
+use index::ensure_unique_index;
 
 pub use audit::{AUDIT_LIST_LIMIT, Audit, audit};
 pub use options::GaplessOptions;
@@ -413,39 +415,6 @@ impl Dispenser {
             .database(&self.options().database);
         audit(&db, collection, field, from).await
     }
-}
-
-async fn ensure_unique_index(business: &Collection<Document>, o: &GaplessOptions) -> Result<()> {
-    let context = || {
-        format!(
-            "making sure collection {:?} has a unique index on {:?} (gap-free numbers need it: it is what keeps two writes from carrying one number)",
-            o.collection, o.field
-        )
-    };
-    // An existing unique index on exactly the field will do. (No collection yet: no indexes.)
-    if let Ok(mut cursor) = business.list_indexes().await {
-        use futures::TryStreamExt;
-        while let Some(ix) = cursor
-            .try_next()
-            .await
-            .map_err(|e| Error::database(context(), e))?
-        {
-            let one_key = ix.keys.len() == 1 && ix.keys.contains_key(&o.field);
-            let unique = ix.options.as_ref().and_then(|x| x.unique) == Some(true);
-            if one_key && unique {
-                return Ok(());
-            }
-        }
-    }
-    let model = IndexModel::builder()
-        .keys(doc! { &o.field: 1 })
-        .options(IndexOptions::builder().unique(true).build())
-        .build();
-    business
-        .create_index(model)
-        .await
-        .map(drop)
-        .map_err(|e| Error::database(context(), e))
 }
 
 impl Gapless {

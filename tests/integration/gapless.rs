@@ -387,7 +387,10 @@ async fn a_nested_number_field_works_end_to_end_through_the_cli_and_audit() {
         .await
         .unwrap()
         .expect("the number is at the nested path");
-    assert_eq!(first.get_document("meta").unwrap().get_str("customer"), Ok("ACME"));
+    assert_eq!(
+        first.get_document("meta").unwrap().get_str("customer"),
+        Ok("ACME")
+    );
     assert!(!first.contains_key("meta.number"), "{first:?}");
     // A body whose `meta` is not a document: a clear error, exit 2, nothing written.
     let out = issue("1", r#"{"meta": 7}"#);
@@ -406,4 +409,124 @@ async fn a_nested_number_field_works_end_to_end_through_the_cli_and_audit() {
         text.contains("3 number(s), 1 to 3; 0 missing, 0 duplicated"),
         "{text}"
     );
+}
+
+/// Issue 20, item 5: a unique index that lets two documents carry one number (partial,
+/// sparse, or with a collation) is refused, naming it; nothing is written. A plain unique
+/// index (either direction, or with the simple collation) is used as it is.
+#[tokio::test]
+async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
+    use dispenser::mongodb::IndexModel;
+    use dispenser::mongodb::options::{Collation, IndexOptions};
+
+    let f = Fixture::new("gapless_weak_index").await;
+    let d = f.dispenser(f.options());
+    let weak: [(&str, IndexOptions, &str); 3] = [
+        (
+            "partial",
+            IndexOptions::builder()
+                .unique(true)
+                .name("by_number".to_owned())
+                .partial_filter_expression(doc! { "number": { "$gt": 100 } })
+                .build(),
+            "partial",
+        ),
+        (
+            "sparse",
+            IndexOptions::builder()
+                .unique(true)
+                .name("by_number".to_owned())
+                .sparse(true)
+                .build(),
+            "sparse",
+        ),
+        (
+            "collated",
+            IndexOptions::builder()
+                .unique(true)
+                .name("by_number".to_owned())
+                .collation(
+                    Collation::builder()
+                        .locale("en")
+                        .strength(dispenser::mongodb::options::CollationStrength::Secondary)
+                        .build(),
+                )
+                .build(),
+            "collation",
+        ),
+    ];
+    for (i, (what, options, needle)) in weak.into_iter().enumerate() {
+        let business = format!("{}_{what}", f.collection);
+        let coll = f
+            .client
+            .database(DB)
+            .collection::<dispenser::mongodb::bson::Document>(&business);
+        coll.create_index(
+            IndexModel::builder()
+                .keys(doc! { "number": 1 })
+                .options(options)
+                .build(),
+        )
+        .await
+        .unwrap();
+        let name = format!("inv{i}");
+        let Err(e) = d
+            .open_gapless(&name, GaplessOptions::new(&business, "number"))
+            .await
+        else {
+            panic!("{what}: the weak index was accepted");
+        };
+        let text = e.to_string();
+        assert!(e.is_invalid_input(), "{what}: {text}");
+        assert!(
+            text.contains("\"by_number\"") && text.contains(needle),
+            "{what}: {text}"
+        );
+        assert!(
+            matches!(
+                d.find_gapless(&name).await.unwrap_err(),
+                Error::NoSuchSequence { .. }
+            ),
+            "{what}: nothing written"
+        );
+        assert_eq!(coll.list_index_names().await.unwrap().len(), 2, "{what}");
+    }
+    // Plain unique indexes are used as they are: descending, or with the simple collation.
+    for (i, (key, collation)) in [
+        (-1, None),
+        (1, Some(Collation::builder().locale("simple").build())),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let business = format!("{}_plain{i}", f.collection);
+        let coll = f
+            .client
+            .database(DB)
+            .collection::<dispenser::mongodb::bson::Document>(&business);
+        let options = IndexOptions::builder()
+            .unique(true)
+            .name("mine".to_owned())
+            .collation(collation)
+            .build();
+        coll.create_index(
+            IndexModel::builder()
+                .keys(doc! { "number": key })
+                .options(options)
+                .build(),
+        )
+        .await
+        .unwrap();
+        d.open_gapless(
+            &format!("plain{i}"),
+            GaplessOptions::new(&business, "number"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            coll.list_index_names().await.unwrap(),
+            vec!["_id_".to_owned(), "mine".to_owned()],
+            "no second index"
+        );
+    }
 }
