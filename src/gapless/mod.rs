@@ -35,7 +35,7 @@ use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 use futures::FutureExt;
 use mongodb::Collection;
-use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
+use mongodb::options::{CollectionOptions, ReadConcern, ReadPreference, SelectionCriteria};
 
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
@@ -485,12 +485,15 @@ impl Gapless {
         decode(&self.name, &d)
     }
 
-    /// Whether a business document carries `n`.
+    /// Whether a business document carries `n`, read with majority read concern: a write
+    /// that a failover may still roll back does not count (moving past its number would
+    /// leave the number with no document).
     async fn used(&self, n: i64) -> Result<bool> {
         self.bounded(
             "looking for a number in the business collection",
             self.business
                 .find_one(doc! { &self.options.field: n })
+                .read_concern(ReadConcern::majority())
                 .projection(doc! { "_id": 1 }),
         )
         .await

@@ -530,3 +530,84 @@ async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
         );
     }
 }
+
+/// Issue 20, item 3: the look-ups that decide a number is used (after a lease ran out, after
+/// a duplicate key) read with majority read concern, so that a write rolled back in a
+/// failover cannot make the sequence move past a number no document keeps. Checked on the
+/// commands the driver sends (the local server has no replication to roll back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn look_ups_of_a_number_read_with_majority_read_concern() {
+    use std::sync::Mutex;
+
+    use dispenser::mongodb::bson::Document;
+    use dispenser::mongodb::event::EventHandler;
+    use dispenser::mongodb::event::command::CommandEvent;
+    use dispenser::mongodb::options::ClientOptions;
+
+    let f = Fixture::new("gapless_majority").await;
+    let business = format!("{}_inv", f.collection);
+    let seen: Arc<Mutex<Vec<Document>>> = Arc::default();
+    let mut o = ClientOptions::parse(common::uri()).await.unwrap();
+    let (sink, coll_name) = (seen.clone(), business.clone());
+    o.command_event_handler = Some(EventHandler::callback(move |ev: CommandEvent| {
+        if let CommandEvent::Started(s) = ev
+            && s.command_name == "find"
+            && s.command.get_str("find") == Ok(coll_name.as_str())
+        {
+            sink.lock().unwrap().push(s.command);
+        }
+    }));
+    let client = dispenser::mongodb::Client::with_options(o).unwrap();
+    let d = dispenser::Dispenser::new(&client, f.options()).unwrap();
+    let g = d
+        .open_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_lease(Duration::from_millis(200)),
+        )
+        .await
+        .unwrap();
+    // A holder that stalls past its lease: the next caller takes over and looks its number
+    // up; the stalled write then meets the index and looks the number up too.
+    let stalled = {
+        let g = g.clone();
+        tokio::spawn(async move {
+            let coll = g.business().clone();
+            let first = Arc::new(AtomicU32::new(0));
+            g.issue(|n| {
+                let (coll, first) = (coll.clone(), first.fetch_add(1, SeqCst) == 0);
+                async move {
+                    if first {
+                        tokio::time::sleep(Duration::from_millis(700)).await;
+                    }
+                    coll.insert_one(doc! { "number": n }).await
+                }
+            })
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let other = d.find_gapless("inv").await.unwrap();
+    let coll = other.business().clone();
+    let n = other
+        .issue(|n| {
+            let coll = coll.clone();
+            async move { coll.insert_one(doc! { "number": n }).await }
+        })
+        .await
+        .unwrap()
+        .number;
+    assert_eq!(n, 1);
+    assert_eq!(stalled.await.unwrap().unwrap().number, 2);
+    let finds = seen.lock().unwrap().clone();
+    assert!(
+        finds.len() >= 2,
+        "a look-up after the lease ran out and one after the duplicate: {finds:?}"
+    );
+    for f in &finds {
+        let level = f
+            .get_document("readConcern")
+            .ok()
+            .and_then(|r| r.get_str("level").ok());
+        assert_eq!(level, Some("majority"), "{f:?}");
+    }
+}
