@@ -82,10 +82,10 @@ pub async fn run(
                 let lease = match &s.lease {
                     None => "no holder".to_owned(),
                     Some(l) => format!(
-                        "{} held until {}{}",
+                        "{} held until {} (server time){}",
                         l.number,
                         l.expires.try_to_rfc3339_string().unwrap_or_default(),
-                        if s.lease_expired() { " (ran out)" } else { "" }
+                        if s.lease_expired() { ", ran out" } else { "" }
                     ),
                 };
                 writeln!(
@@ -188,6 +188,8 @@ pub async fn run(
                     .await?;
                 writeln!(out, "{}", issued.number).map_err(io)?;
             }
+            // Confirm the last number now: the process is about to exit.
+            g.flush().await?;
         }
     }
     Ok(())
