@@ -170,7 +170,7 @@ impl Audit {
 }
 
 /// An integer held in a BSON value (int32, int64, or a double without a fraction).
-fn integer(v: &Bson) -> Option<i64> {
+pub(super) fn integer(v: &Bson) -> Option<i64> {
     match v {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),

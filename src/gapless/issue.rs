@@ -37,6 +37,22 @@ const MAX_SKIPS: u32 = 1000;
 /// flusher does.
 const LINGER: Duration = Duration::from_millis(1);
 
+/// How many numbers a handle writes under one lease, its calls following each other,
+/// before it confirms them (in the write that takes the next lease) — and so how many
+/// numbers a caller elsewhere that waits may wait for, and how many used numbers a holder
+/// that dies may leave for the next caller to find (in one look-up).
+const RUN: i64 = 32;
+
+/// How long a handle writes numbers under one lease before it renews the lease (in the
+/// write that confirms them), at most — and so how long a caller elsewhere that waits may
+/// wait for the holder to notice it.
+const RENEW: Duration = Duration::from_millis(5);
+
+/// How long a caller waits on the same live holder before it looks the held number up: a
+/// holder that returned and whose process stopped before confirming leaves a live lease on
+/// used numbers. Well above [`RENEW`], so a live holder that issues renews first.
+const HELP_AFTER: Duration = Duration::from_millis(50);
+
 /// What one run of the business write came to.
 enum Wrote<T> {
     Ok(T),
@@ -127,28 +143,35 @@ impl Drop for Turn {
             let owed = std::mem::take(&mut self.inflight);
             self.baton.owed.extend(owed);
             self.baton.epoch += 1;
-            spawn_flusher(&self.inner, self.baton.epoch, false);
+            arm_flusher(&self.inner, &mut self.baton);
         }
     }
 }
 
-/// Settles the handle's pending number and debts in the background, after `LINGER` when
-/// `linger` (unless a call came and took them over: the epoch moved).
-fn spawn_flusher(inner: &Arc<Inner>, epoch: u64, linger: bool) {
+/// Makes sure a flusher runs: a background task that, once the handle's calls have paused
+/// for `LINGER`, confirms the pending run and settles the debts. One per handle at a time.
+fn arm_flusher(inner: &Arc<Inner>, baton: &mut Baton) {
+    if baton.flusher.as_ref().is_some_and(|f| !f.is_finished()) {
+        return;
+    }
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         // No runtime to run it on: the next call (or the lease running out) settles it.
         return;
     };
-    let inner = inner.clone();
-    drop(rt.spawn(async move {
-        if linger {
+    let (inner, mut epoch) = (inner.clone(), baton.epoch);
+    baton.flusher = Some(rt.spawn(async move {
+        loop {
             tokio::time::sleep(LINGER).await;
-        }
-        let mut baton = inner.baton.clone().lock_owned().await;
-        if baton.epoch == epoch
-            && let Err(e) = inner.settle_all(&mut baton).await
-        {
-            tracing::warn!(sequence = %inner.name, "{e} (the next caller will find the number used and move past it)");
+            let mut baton = inner.baton.clone().lock_owned().await;
+            if baton.pending.is_some() && baton.epoch != epoch {
+                // Calls still follow each other: they confirm as they go. Look again later.
+                epoch = baton.epoch;
+                continue;
+            }
+            if let Err(e) = inner.settle_all(&mut baton).await {
+                tracing::warn!(sequence = %inner.name, "{e} (the next caller will find the numbers used and move past them)");
+            }
+            return;
         }
     }));
 }
@@ -237,37 +260,58 @@ impl Gapless {
         let mut attempts = 0_u32;
         // A caller that has not waited leaves a lease alone while another caller waits.
         let mut polite = true;
-        // The holder this call said it waits for, and the one it saw at its last poll.
+        // The holder this call said it waits for, and the live holder it saw (since when).
         let mut flagged = None;
-        let mut seen = None;
+        let mut seen: Option<(ObjectId, Instant)> = None;
         loop {
             if skipped > MAX_SKIPS {
                 return Err(contention(skipped));
             }
-            // Chained: confirm the previous number and take the next in one write, with the
-            // business write alongside.
             if let Some(p) = turn.baton.pending.take() {
                 turn.baton.epoch += 1;
-                let n = match p.number.checked_add(1) {
+                let n = match p.last.checked_add(1) {
                     Some(n) if n < i64::MAX => n,
                     _ => {
                         turn.baton.pending = Some(p);
-                        return Err(inner.exhausted(p.number));
+                        return Err(inner.exhausted(p.last));
                     }
                 };
+                let young = p.since.elapsed() < RENEW.min(inner.options.lease / 4);
+                if n - p.next < RUN && young {
+                    // Under the lease the handle holds: the business write is all.
+                    turn.inflight = vec![p.confirm()];
+                    inner.counters.round_trips.fetch_add(1, Relaxed);
+                    inner.counters.writes.fetch_add(1, Relaxed);
+                    let failure = match run(&mut write, n).await {
+                        Wrote::Ok(value) => {
+                            turn.inflight.clear();
+                            let held = Held { last: n, ..p };
+                            return Ok(self.leave_pending(&mut turn, held, value, skipped));
+                        }
+                        Wrote::Duplicate(_) => None,
+                        Wrote::Failed(f) => Some(f),
+                    };
+                    // Not used: confirm the run and let go of the lease.
+                    turn.settle(p.confirm()).await;
+                    match failure {
+                        // Someone took the lease over meanwhile and wrote the number.
+                        None => {
+                            inner.counters.retries.fetch_add(1, Relaxed);
+                            skipped += 1;
+                            polite = true;
+                            continue;
+                        }
+                        Some(f) => return Err(self.business_error(n, f)),
+                    }
+                }
+                // Confirm the run and take the lease on the next number in one write, with
+                // the business write alongside.
                 let me = ObjectId::new();
-                turn.inflight = vec![
-                    Owed::Settle {
-                        holder: p.holder,
-                        number: p.number,
-                        to: p.number + 1,
-                    },
-                    Owed::Release(me),
-                ];
+                turn.inflight = vec![p.confirm(), Owed::Release(me)];
                 inner.counters.round_trips.fetch_add(1, Relaxed);
                 inner.counters.writes.fetch_add(1, Relaxed);
                 let (took, wrote) =
-                    futures::join!(inner.chain(p.holder, p.number, me), run(&mut write, n));
+                    futures::join!(inner.chain(p.holder, p.next, n, me), run(&mut write, n));
                 turn.inflight.clear();
                 match took {
                     Ok(true) => {
@@ -281,16 +325,13 @@ impl Gapless {
                         }
                     }
                     Ok(false) => {
-                        // A caller waits, or the lease was taken over. Confirm the previous
-                        // number (and this one, if written) if the lease is still ours.
-                        let to = if matches!(wrote, Wrote::Ok(_)) {
-                            n + 1
-                        } else {
-                            p.number + 1
-                        };
+                        // A caller waits, or the lease was taken over. Confirm the run (and
+                        // this number, if written) if the lease is still ours.
+                        let used = matches!(wrote, Wrote::Ok(_));
+                        let to = if used { n + 1 } else { n };
                         turn.settle(Owed::Settle {
                             holder: p.holder,
-                            number: p.number,
+                            number: p.next,
                             to,
                         })
                         .await;
@@ -309,10 +350,10 @@ impl Gapless {
                     Err(e) => {
                         // Whether the chained write happened is unknown: settle both ways.
                         let used = matches!(wrote, Wrote::Ok(_));
-                        let to = if used { n + 1 } else { p.number + 1 };
+                        let to = if used { n + 1 } else { n };
                         turn.baton.owed.push(Owed::Settle {
                             holder: p.holder,
-                            number: p.number,
+                            number: p.next,
                             to,
                         });
                         turn.baton.owed.push(if used {
@@ -325,7 +366,7 @@ impl Gapless {
                             Owed::Release(me)
                         });
                         turn.baton.epoch += 1;
-                        spawn_flusher(inner, turn.baton.epoch, false);
+                        arm_flusher(inner, &mut turn.baton);
                         return match wrote {
                             Wrote::Ok(value) => Ok(self.issued(n, value, skipped)),
                             Wrote::Duplicate(_) => Err(e),
@@ -360,24 +401,25 @@ impl Gapless {
                     continue;
                 };
                 polite = false;
-                if seen == Some(l.holder) && !s.lease_expired() {
-                    // The same live holder as at the last poll: it may have returned and
-                    // stopped before confirming. If its number is used, move it on.
-                    if inner.lookup(l.number, false).await? == Found::Committed {
-                        let to = l
-                            .number
-                            .checked_add(1)
-                            .ok_or_else(|| inner.exhausted(l.number))?;
-                        if inner
-                            .settle(Some(l.holder), l.number, to, "moving past a used number")
-                            .await?
+                match seen {
+                    Some((h, since)) if h == l.holder && !s.lease_expired() => {
+                        // The same live holder for a while: it may have returned and stopped
+                        // before confirming. If its numbers are used, move past them.
+                        if since.elapsed() >= HELP_AFTER
+                            && let Found::Committed(last) = inner.lookup(l.number, false).await?
                         {
-                            inner.counters.retries.fetch_add(1, Relaxed);
-                            continue;
+                            let to = last.checked_add(1).ok_or_else(|| inner.exhausted(last))?;
+                            if inner
+                                .settle(Some(l.holder), l.number, to, "moving past used numbers")
+                                .await?
+                            {
+                                inner.counters.retries.fetch_add(1, Relaxed);
+                                continue;
+                            }
                         }
                     }
+                    _ => seen = Some((l.holder, Instant::now())),
                 }
-                seen = Some(l.holder);
                 if !l.waiters && flagged != Some(l.holder) {
                     inner.flag_want(l.holder).await?;
                     flagged = Some(l.holder);
@@ -392,21 +434,18 @@ impl Gapless {
                 return Err(inner.exhausted(n));
             }
             if taken.took_over.is_some() {
-                // Its holder stopped: did its write land?
-                match inner.lookup(n, false).await {
-                    Ok(Found::Committed) => {
-                        turn.settle(Owed::Settle {
-                            holder: me,
-                            number: n,
-                            to: n + 1,
-                        })
-                        .await;
-                        inner.counters.retries.fetch_add(1, Relaxed);
-                        skipped += 1;
-                        continue;
-                    }
-                    Ok(_) => {}
-                    Err(e) => return Err(e),
+                // Its holder stopped: did its writes land?
+                if let Found::Committed(last) = inner.lookup(n, false).await? {
+                    let to = last.checked_add(1).ok_or_else(|| inner.exhausted(last))?;
+                    turn.settle(Owed::Settle {
+                        holder: me,
+                        number: n,
+                        to,
+                    })
+                    .await;
+                    inner.counters.retries.fetch_add(1, Relaxed);
+                    skipped += 1;
+                    continue;
                 }
             }
             inner.counters.round_trips.fetch_add(1, Relaxed);
@@ -426,8 +465,8 @@ impl Gapless {
         }
     }
 
-    /// After the business write of `n` under `me`'s lease: the issued number (left pending),
-    /// `None` to go on with the next number, or the error.
+    /// After the business write of `n` under `me`'s lease (taken just now): the issued
+    /// number (left pending), `None` to go on with the next number, or the error.
     async fn after_write<T>(
         &self,
         turn: &mut Turn,
@@ -440,20 +479,21 @@ impl Gapless {
         match wrote {
             Wrote::Ok(value) => {
                 turn.inflight.clear();
-                turn.baton.pending = Some(Held {
+                let held = Held {
                     holder: me,
-                    number: n,
-                });
-                turn.baton.epoch += 1;
-                spawn_flusher(inner, turn.baton.epoch, true);
-                Ok(Some(self.issued(n, value, *skipped)))
+                    next: n,
+                    last: n,
+                    since: Instant::now(),
+                };
+                Ok(Some(self.leave_pending(turn, held, value, *skipped)))
             }
             Wrote::Duplicate(f) => match inner.lookup(n, true).await? {
-                Found::Committed => {
+                Found::Committed(last) => {
+                    let to = last.checked_add(1).ok_or_else(|| inner.exhausted(last))?;
                     turn.settle(Owed::Settle {
                         holder: me,
                         number: n,
-                        to: n + 1,
+                        to,
                     })
                     .await;
                     inner.counters.retries.fetch_add(1, Relaxed);
@@ -494,6 +534,14 @@ impl Gapless {
                 Err(self.business_error(n, f))
             }
         }
+    }
+
+    /// Keeps `held` for the next call (or the flusher) to confirm, and returns the number.
+    fn leave_pending<T>(&self, turn: &mut Turn, held: Held, value: T, skipped: u32) -> Issued<T> {
+        turn.baton.pending = Some(held);
+        turn.baton.epoch += 1;
+        arm_flusher(&self.inner, &mut turn.baton);
+        self.issued(held.last, value, skipped)
     }
 
     fn issued<T>(&self, number: i64, value: T, skipped: u32) -> Issued<T> {

@@ -21,11 +21,16 @@ pub(super) struct Taken {
     pub(super) took_over: Option<ObjectId>,
 }
 
+/// How far a look-up reads ahead for used numbers after the one it looks for (a holder
+/// that stopped may have used a run of numbers under its lease).
+const RUN_SCAN: i64 = 1000;
+
 /// What a look-up found in the business collection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Found {
-    /// A document carries the number, committed by a majority: it is used (or voided).
-    Committed,
+    /// Documents carry the number and every number after it up to this one, committed by a
+    /// majority: they are used (or voided).
+    Committed(i64),
     /// A document carries it on the primary, not (yet) committed by a majority: the
     /// number cannot be moved past (a failover may roll the document back), nor written.
     Uncommitted,
@@ -106,19 +111,22 @@ impl Inner {
         Ok(Some(Taken { number, took_over }))
     }
 
-    /// Confirms `number` (used, its lease held by `holder`) and takes the lease on the next
-    /// number for `me`, in one write; `false` when a caller waits or the lease is no longer
-    /// `holder`'s.
-    pub(super) async fn chain(&self, holder: ObjectId, number: i64, me: ObjectId) -> Result<bool> {
-        let to = number
-            .checked_add(1)
-            .ok_or_else(|| self.exhausted(number))?;
+    /// Confirms the numbers from `next` to `to - 1` (used, under `holder`'s lease) and takes
+    /// the lease on `to` for `me`, in one write; `false` when a caller waits or the lease is
+    /// no longer `holder`'s.
+    pub(super) async fn chain(
+        &self,
+        holder: ObjectId,
+        next: i64,
+        to: i64,
+        me: ObjectId,
+    ) -> Result<bool> {
         let r = self
             .bounded(
                 "confirming a number and taking the next",
                 true,
                 self.state.update_one(
-                    state::chain_filter(&self.name, holder, number),
+                    state::chain_filter(&self.name, holder, next),
                     state::chain_update(to, me, state::lease_ms(self.options.lease)),
                 ),
             )
@@ -191,33 +199,51 @@ impl Inner {
         .map(drop)
     }
 
-    /// Whether a business document carries `n`, read with **majority read concern**: a
-    /// document a failover may still roll back does not count, so the sequence never moves
-    /// past a number that then has no document. With `or_uncommitted`, a document seen
-    /// only without majority is reported as [`Found::Uncommitted`] (one more read).
+    /// Whether business documents carry `n` (and how far the run of used numbers from `n`
+    /// goes), read with **majority read concern**: a document a failover may still roll
+    /// back does not count, so the sequence never moves past a number that then has no
+    /// document. With `or_uncommitted`, a document carrying `n` seen only without majority
+    /// (read concern `local`) is reported as [`Found::Uncommitted`] (one more read).
     pub(super) async fn lookup(&self, n: i64, or_uncommitted: bool) -> Result<Found> {
         let field = self.options.field.as_str();
-        let find = |level: Option<ReadConcern>| {
-            let mut f = self
-                .business
-                .find_one(doc! { field: n })
-                .projection(doc! { "_id": 1 });
-            if let Some(level) = level {
-                f = f.read_concern(level);
-            }
-            f
-        };
         let what = "looking for a number in the business collection";
-        if self
-            .bounded(what, false, find(Some(ReadConcern::majority())))
-            .await?
-            .is_some()
-        {
-            return Ok(Found::Committed);
+        let end = n.saturating_add(RUN_SCAN);
+        let run = async {
+            self.business
+                .find(doc! { field: { "$gte": n, "$lt": end } })
+                .sort(doc! { field: 1 })
+                .projection(doc! { field: 1, "_id": 0 })
+                .limit(RUN_SCAN)
+                .read_concern(ReadConcern::majority())
+                .await?
+                .try_collect::<Vec<Document>>()
+                .await
+        };
+        let mut last = None;
+        for d in self.bounded(what, false, run).await? {
+            let Some(m) = super::path::at_path(&d, field).and_then(super::audit::integer) else {
+                break;
+            };
+            match last {
+                None if m == n => last = Some(n),
+                Some(l) if m == l + 1 => last = Some(m),
+                Some(l) if m == l => {} // a duplicate (not from this sequence's writes)
+                _ => break,
+            }
+        }
+        if let Some(last) = last {
+            return Ok(Found::Committed(last));
         }
         if or_uncommitted
             && self
-                .bounded(what, false, find(Some(ReadConcern::local())))
+                .bounded(
+                    what,
+                    false,
+                    self.business
+                        .find_one(doc! { field: n })
+                        .projection(doc! { "_id": 1 })
+                        .read_concern(ReadConcern::local()),
+                )
                 .await?
                 .is_some()
         {

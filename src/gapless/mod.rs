@@ -129,21 +129,37 @@ struct Counters {
 /// What a handle knows between calls.
 #[derive(Default)]
 struct Baton {
-    /// The number this handle used last, still under its lease (`holder`): the next call
-    /// confirms it in the write that takes the next lease; else the flusher or
-    /// [`Gapless::flush`] confirms it.
+    /// The run of numbers this handle used last, still under its lease: its next call
+    /// writes the next number under the same lease, or confirms the run in the write that
+    /// takes the next lease; else the flusher or [`Gapless::flush`] confirms it.
     pending: Option<Held>,
     /// Leases that cancelled or failed calls may have left; settled at the next chance.
     owed: Vec<Owed>,
-    /// Changes with `pending`, so a flusher knows whether its `pending` is still there.
+    /// Changes with `pending`, so the flusher knows whether calls still follow each other.
     epoch: u64,
+    /// The flusher, while it runs.
+    flusher: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// A used number whose lease is still held.
+/// Used numbers whose lease is still held: `next` (the state's) to `last`, all used.
 #[derive(Clone, Copy, Debug)]
 struct Held {
     holder: ObjectId,
-    number: i64,
+    next: i64,
+    last: i64,
+    /// When the lease was taken (this machine's monotonic clock; only to renew it in time).
+    since: std::time::Instant,
+}
+
+impl Held {
+    /// Confirms the run: `next` to `last + 1`.
+    fn confirm(self) -> Owed {
+        Owed::Settle {
+            holder: self.holder,
+            number: self.next,
+            to: self.last.saturating_add(1),
+        }
+    }
 }
 
 /// A lease to end.
@@ -405,9 +421,13 @@ impl Inner {
         let mut first = None;
         if let Some(p) = baton.pending.take() {
             baton.epoch += 1;
-            let to = p.number.saturating_add(1);
             if let Err(e) = self
-                .settle(Some(p.holder), p.number, to, "confirming a used number")
+                .settle(
+                    Some(p.holder),
+                    p.next,
+                    p.last.saturating_add(1),
+                    "confirming used numbers",
+                )
                 .await
             {
                 first = Some(e);

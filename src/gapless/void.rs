@@ -109,7 +109,8 @@ impl Gapless {
             Ok(_) => {}
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) => {
                 return Err(match inner.lookup(number, true).await? {
-                    Found::Committed => {
+                    Found::Committed(last) => {
+                        let to = last.saturating_add(1);
                         // Used (its holder stopped before confirming), or voided by a void
                         // that just won: move past it as a taker would. If this fails, the
                         // next taker finds the number used and moves past it itself.

@@ -13,6 +13,7 @@ mod common;
 mod core;
 mod faults;
 mod gapless;
+mod gapless_model;
 mod gate;
 mod hardening;
 mod model;

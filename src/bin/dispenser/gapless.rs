@@ -154,11 +154,18 @@ pub async fn run(
                     reason: format!("{e} (the number goes at --field {field})"),
                 }
             })?;
+            // An existing sequence keeps its void settings (they are not flags here).
+            let options = match d.find_gapless(&name).await {
+                Ok(existing) => {
+                    let mut o = existing.options().clone();
+                    (o.collection, o.field) = (into.clone(), field.clone());
+                    o
+                }
+                Err(dispenser::Error::NoSuchSequence { .. }) => GaplessOptions::new(&into, &field),
+                Err(e) => return Err(e),
+            };
             let g = d
-                .open_gapless(
-                    &name,
-                    GaplessOptions::new(&into, &field).with_lease(Duration::from_secs_f64(lease)),
-                )
+                .open_gapless(&name, options.with_lease(Duration::from_secs_f64(lease)))
                 .await?;
             let hold = hold_point();
             for _ in 0..count {
