@@ -544,15 +544,6 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
             .unwrap_or_else(|| panic!("seed {seed}: a document without meta.number: {doc:?}"));
         by_number.entry(m).or_default().push(doc);
     }
-    let numbers: Vec<i64> = by_number.keys().copied().collect();
-    assert_eq!(
-        numbers,
-        (1..=n).collect::<Vec<_>>(),
-        "seed {seed}: not exactly 1..={n}"
-    );
-    for (m, ds) in &by_number {
-        assert_eq!(ds.len(), 1, "seed {seed}: {m} carried twice: {ds:?}");
-    }
     let is_void = |d: &Document| d.get_document("voided").is_ok();
     let voided: HashSet<i64> = by_number
         .iter()
@@ -562,7 +553,9 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
 
     // Every void that succeeded is a void document with its reason; no other void exists.
     for (m, reason) in &rec.voids {
-        let d = by_number[m][0];
+        let d = by_number.get(m).unwrap_or_else(|| {
+            panic!("seed {seed}: {m} was voided ({reason}) but no document carries it")
+        })[0];
         assert!(
             is_void(d),
             "seed {seed}: {m} was voided ({reason}) but is used: {d:?}"
@@ -579,6 +572,16 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
         rec.voids.len(),
         "seed {seed}: void documents nobody was told about"
     );
+
+    let numbers: Vec<i64> = by_number.keys().copied().collect();
+    assert_eq!(
+        numbers,
+        (1..=n).collect::<Vec<_>>(),
+        "seed {seed}: not exactly 1..={n}"
+    );
+    for (m, ds) in &by_number {
+        assert_eq!(ds.len(), 1, "seed {seed}: {m} carried twice: {ds:?}");
+    }
 
     // Every number issued is its own call's document; failed calls left documents only where
     // their write may have landed.
