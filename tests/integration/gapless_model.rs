@@ -11,7 +11,9 @@
 //!   stalled writes) and tries numbers that are not the next one;
 //! * **CLI holders** (`dispenser gapless issue --field meta.number`), some with a clock an
 //!   hour ahead or behind (libfaketime), **SIGKILLed** at random moments or held before or
-//!   after their write and then killed; CLI voiders with a skewed clock.
+//!   after their write and then killed; CLI voiders with a skewed clock; three seconds
+//!   before the end, a holder an hour ahead killed holding its number (and no skewed holder
+//!   after it, which could take its lease over by its own wrong clock).
 //!
 //! The number field is nested (`meta.number`), the lease 300 ms, the wait 30 s.
 //!
@@ -264,7 +266,13 @@ async fn voider(g: Gapless, mut rng: XorShift, deadline: Instant, rec: Arc<Mutex
 }
 
 /// Starts a CLI holder; returns it with its tag.
-fn cli_holder(f: &Fixture, business: &str, i: usize, rng: &mut XorShift) -> (Child, String) {
+fn cli_holder(
+    f: &Fixture,
+    business: &str,
+    i: usize,
+    rng: &mut XorShift,
+    skew: bool,
+) -> (Child, String) {
     let tag = format!("cli-{i}");
     let mut c = cli(f);
     c.args([
@@ -275,10 +283,10 @@ fn cli_holder(f: &Fixture, business: &str, i: usize, rng: &mut XorShift) -> (Chi
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     match rng.below(4) {
-        0 => {
+        0 if skew => {
             skewed(&mut c, "+1h");
         }
-        1 => {
+        1 if skew => {
             skewed(&mut c, "-1h");
         }
         _ => {}
@@ -300,9 +308,39 @@ fn cli_actors(f: &Fixture, business: &str, seed: u64, deadline: Instant, rec: Ar
     let mut rng = XorShift::new(seed ^ 0xC11);
     let mut i = 0;
     let mut running: Vec<(Child, String, Instant, bool)> = Vec::new();
+    // Three seconds before the end, a holder whose clock runs an hour ahead takes a number
+    // and is killed holding it; no skewed holder follows (one could take its lease over by
+    // its own wrong clock). The others must get past it within its lease.
+    let ahead_at = deadline - Duration::from_secs(3);
+    let mut ahead_done = false;
     while Instant::now() < deadline {
+        if !ahead_done && Instant::now() >= ahead_at {
+            ahead_done = true;
+            let mut c = cli(f);
+            c.args([
+                "gapless", "issue", "inv", "--into", business, "--field", FIELD,
+            ])
+            .args(["--lease", "0.3", "--doc", r#"{"by": "cli-ahead"}"#])
+            .env("DISPENSER_TEST_GAPLESS_HOLD", "before")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+            let mut child = skewed(&mut c, "+1h")
+                .spawn()
+                .expect("start the holder ahead");
+            let mut line = String::new();
+            let stderr = child.stderr.take().expect("stderr");
+            let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line);
+            let _ = child.kill();
+            let _ = child.wait();
+            if !line.starts_with("holding ") {
+                rec.lock()
+                    .unwrap()
+                    .unexpected
+                    .push(format!("the holder ahead said {line:?}"));
+            }
+        }
         if running.len() < 3 && rng.chance(0.5) {
-            let (child, tag) = cli_holder(f, business, i, &mut rng);
+            let (child, tag) = cli_holder(f, business, i, &mut rng, !ahead_done);
             i += 1;
             let kill_at = Instant::now() + Duration::from_millis(50 + rng.below(1200));
             let kill = rng.chance(0.6);
