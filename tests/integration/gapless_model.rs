@@ -65,6 +65,10 @@ use crate::gapless::{cli, skewed};
 use crate::proxy::XorShift;
 
 const LEASE: Duration = Duration::from_millis(300);
+
+/// Held (shared) by every in-process call and void; the CLI actor takes it alone to set up
+/// the holder ahead on a quiet sequence.
+type Gate = Arc<tokio::sync::RwLock<()>>;
 const WAIT: Duration = Duration::from_secs(30);
 const FIELD: &str = "meta.number";
 
@@ -148,8 +152,10 @@ async fn issuer(
     deadline: Instant,
     tags: Arc<AtomicU64>,
     rec: Arc<Mutex<Record>>,
+    gate: Gate,
 ) {
     while Instant::now() < deadline {
+        let _shared = gate.read().await;
         let behaviour = Behaviour::pick(&mut rng);
         let tag = tags.fetch_add(1, SeqCst) as i64;
         let coll = g.business().clone();
@@ -225,10 +231,17 @@ async fn issuer(
 /// The voider: now and then, voids the next number — trying again every few milliseconds
 /// while a live lease holds it, so it often lands right when a lease ran out (a stalled
 /// holder's, a killed one's) or is handed over — and tries numbers that are not next.
-async fn voider(g: Gapless, mut rng: XorShift, deadline: Instant, rec: Arc<Mutex<Record>>) {
+async fn voider(
+    g: Gapless,
+    mut rng: XorShift,
+    deadline: Instant,
+    rec: Arc<Mutex<Record>>,
+    gate: Gate,
+) {
     let mut k = 0;
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20 + rng.below(200))).await;
+        let _shared = gate.read().await;
         for _ in 0..100 {
             let next = match g.status().await {
                 Ok(s) => s.next,
@@ -304,18 +317,32 @@ fn cli_holder(
 }
 
 /// The CLI actors: holders started now and then, killed at random; skewed voiders.
-fn cli_actors(f: &Fixture, business: &str, seed: u64, deadline: Instant, rec: Arc<Mutex<Record>>) {
+fn cli_actors(
+    f: &Fixture,
+    business: &str,
+    seed: u64,
+    deadline: Instant,
+    rec: Arc<Mutex<Record>>,
+    gate: Gate,
+) {
     let mut rng = XorShift::new(seed ^ 0xC11);
     let mut i = 0;
     let mut running: Vec<(Child, String, Instant, bool)> = Vec::new();
-    // Three seconds before the end, a holder whose clock runs an hour ahead takes a number
-    // and is killed holding it; no skewed holder follows (one could take its lease over by
-    // its own wrong clock). The others must get past it within its lease.
+    // Three seconds before the end, on a quiet sequence (no call running, the other CLI
+    // holders killed and their leases run out), a holder whose clock runs an hour ahead
+    // takes a number and is killed holding it; no skewed holder follows (one could take its
+    // lease over by its own wrong clock). The others must get past it within its lease.
     let ahead_at = deadline - Duration::from_secs(3);
     let mut ahead_done = false;
     while Instant::now() < deadline {
         if !ahead_done && Instant::now() >= ahead_at {
             ahead_done = true;
+            let quiet = gate.blocking_write();
+            for (mut child, tag, _, _) in running.drain(..) {
+                let _ = child.kill();
+                finish_cli(child, tag, true, &rec);
+            }
+            std::thread::sleep(LEASE * 2);
             let mut c = cli(f);
             c.args([
                 "gapless", "issue", "inv", "--into", business, "--field", FIELD,
@@ -338,6 +365,7 @@ fn cli_actors(f: &Fixture, business: &str, seed: u64, deadline: Instant, rec: Ar
                     .unexpected
                     .push(format!("the holder ahead said {line:?}"));
             }
+            drop(quiet);
         }
         if running.len() < 3 && rng.chance(0.5) {
             let (child, tag) = cli_holder(f, business, i, &mut rng, !ahead_done);
@@ -495,6 +523,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
     let rec: Arc<Mutex<Record>> = Arc::default();
     let tags = Arc::new(AtomicU64::new(1));
     let deadline = Instant::now() + Duration::from_secs(secs);
+    let gate: Gate = Arc::default();
     let mut tasks = Vec::new();
     for h in 0..3_u64 {
         let g = if h == 0 {
@@ -510,6 +539,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
                 deadline,
                 tags.clone(),
                 rec.clone(),
+                gate.clone(),
             )));
         }
     }
@@ -519,6 +549,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
         XorShift::new(seed ^ 0x701D),
         deadline,
         rec.clone(),
+        gate.clone(),
     )));
     let clis = {
         let (f2, business, rec) = (
@@ -529,7 +560,8 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
             business.clone(),
             rec.clone(),
         );
-        std::thread::spawn(move || cli_actors(&f2, &business, seed, deadline, rec))
+        let gate = gate.clone();
+        std::thread::spawn(move || cli_actors(&f2, &business, seed, deadline, rec, gate))
     };
     for t in tasks {
         t.await.expect("an actor panicked");
