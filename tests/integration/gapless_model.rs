@@ -330,8 +330,9 @@ fn cli_actors(
     let mut running: Vec<(Child, String, Instant, bool)> = Vec::new();
     // Three seconds before the end, on a quiet sequence (no call running, the other CLI
     // holders killed and their leases run out), a holder whose clock runs an hour ahead
-    // takes a number and is killed holding it; no skewed holder follows (one could take its
-    // lease over by its own wrong clock). The others must get past it within its lease.
+    // takes a number and is killed holding it; no skewed holder or voider follows (one could
+    // take its lease over, or void its number, by its own wrong clock). The others must get
+    // past it within its lease.
     let ahead_at = deadline - Duration::from_secs(3);
     let mut ahead_done = false;
     while Instant::now() < deadline {
@@ -390,7 +391,9 @@ fn cli_actors(
                     "--reason",
                     &reason,
                 ]);
-                skewed(&mut c, if rng.chance(0.5) { "+1h" } else { "-1h" });
+                if !ahead_done {
+                    skewed(&mut c, if rng.chance(0.5) { "+1h" } else { "-1h" });
+                }
                 match c.output().map(|o| (o.status.code(), o)) {
                     Ok((Some(0), _)) => {
                         rec.lock().unwrap().voids.insert(n, reason);
