@@ -344,6 +344,16 @@ fn cli_actors(
                 finish_cli(child, tag, true, &rec);
             }
             std::thread::sleep(LEASE * 2);
+            // One plain issue moves past whatever is used already (a lost reply's document
+            // on the released number): the holder ahead then takes an unused number.
+            let out = cli(f)
+                .args([
+                    "gapless", "issue", "inv", "--into", business, "--field", FIELD,
+                ])
+                .args(["--lease", "0.3", "--doc", r#"{"by": "cli-before-ahead"}"#])
+                .output()
+                .expect("run a CLI issue");
+            finish_output(out, "cli-before-ahead".to_owned(), false, &rec);
             let mut c = cli(f);
             c.args([
                 "gapless", "issue", "inv", "--into", business, "--field", FIELD,
@@ -435,6 +445,10 @@ fn cli_actors(
 
 fn finish_cli(child: Child, tag: String, killed: bool, rec: &Arc<Mutex<Record>>) {
     let out = child.wait_with_output().expect("wait for a CLI holder");
+    finish_output(out, tag, killed, rec);
+}
+
+fn finish_output(out: std::process::Output, tag: String, killed: bool, rec: &Arc<Mutex<Record>>) {
     let printed: Vec<i64> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.trim().parse().ok())
