@@ -54,9 +54,11 @@
 //! | planted: a failed business write moves the sequence past its number | 5 of 5 | not exactly 1…N (a gap) |
 //! | planted: a waiter moves a live holder's number on without looking it up | 5 of 5 | a gap |
 //!
-//! (The holder ahead runs on a quiet sequence because the first version of this test, where
-//! skewed holders only came at random, caught item 2 reverted in 1 of 9 runs: a later
-//! holder or voider with a wrong clock, or a waiter finding a used number, freed the lease.)
+//! (Why the holder ahead is set up so carefully: with skewed holders only at random, item 2
+//! reverted was caught in 0 of 7 runs — the skewed holder took over a holder's run of used
+//! numbers, which waiters then moved past; with the holder ahead on a quiet sequence but
+//! skewed voiders after it, 1 of 2 — a voider an hour ahead voided the held number; with the
+//! number under it possibly used by a lost reply, 3 of 4.)
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::process::{Child, Stdio};
