@@ -103,6 +103,13 @@ impl AuditOptions {
     }
 
     /// No document counts as a void.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let o = dispenser::gapless::AuditOptions::default().without_voids();
+    /// assert_eq!(o.void_field, None);
+    /// ```
     #[must_use]
     pub fn without_voids(mut self) -> Self {
         self.void_field = None;

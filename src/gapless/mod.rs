@@ -27,12 +27,16 @@
 //!   takes or voids a live holder's number.
 //!
 //! How it stays cheap: a call that finds the lease free takes it in one write, runs the
-//! business write, and returns; its number is confirmed by the write with which the handle's
-//! next call takes the next lease, or — when no call follows within about a millisecond —
-//! in the background ([`Gapless::flush`] does it at once). That is three round trips per
-//! number when calls come one at a time, two when they follow each other, and the next call
-//! of a handle runs its business write alongside that lease write. A caller elsewhere that
-//! waits says so on the lease, and the handle then lets it in.
+//! business write, and returns; the handle keeps the lease, and its next calls that follow
+//! within a few milliseconds run just their business writes under it (in call order — the
+//! calls of a handle and its clones queue in the process). The numbers are confirmed (`next`
+//! moved past them) in the write that renews the lease, every 32 numbers or 5 ms, sent along
+//! with a business write; when the calls stop, a background task confirms them about a
+//! millisecond later ([`Gapless::flush`] does it at once). One round trip per number when
+//! calls follow each other, three when they come one at a time. A caller elsewhere that waits
+//! says so on the lease, and the holder lets it in at its next renewal; a caller that finds a
+//! live lease over used numbers for 50 ms (a process that exited before confirming) moves
+//! past them.
 
 mod audit;
 mod index;
@@ -486,7 +490,10 @@ impl Gapless {
 
     /// The state: the next number, the lease (timed by the server's clock, which is read
     /// with it), and the voided numbers (from their void documents in the business
-    /// collection).
+    /// collection). This handle's own used numbers are confirmed first (waiting for a call of
+    /// the handle that is running, at most the operation timeout), so `next` is past every
+    /// number it returned; a holder elsewhere may hold `next` while its numbers from `next` on
+    /// are already used and not yet confirmed.
     ///
     /// # Errors
     ///

@@ -47,7 +47,7 @@ pub struct GaplessOptions {
     /// How long a call waits for other holders before giving up. Defaults to 30 s.
     pub wait: Duration,
     /// The field (a dotted path) of a **void document** that says why its number was
-    /// voided: [`Gapless::void`] inserts `{<field>: n, <void_field>: {reason, at, sequence}}`
+    /// voided: [`Gapless::void`](super::Gapless::void) inserts `{<field>: n, <void_field>: {reason, at, sequence}}`
     /// (plus [`void_extra`](Self::void_extra)) into the business collection, so that the
     /// unique index decides between a void and a late business write of the same number.
     /// The audit counts such documents as voided. Defaults to `voided`.
@@ -102,6 +102,15 @@ impl GaplessOptions {
     }
 
     /// Sets the field that marks a void document. Defaults to `voided`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::gapless::GaplessOptions;
+    /// let o = GaplessOptions::new("invoices", "number").with_void_field("cancellation.void");
+    /// o.validate()?;
+    /// # Ok::<(), dispenser::Error>(())
+    /// ```
     #[must_use]
     pub fn with_void_field(mut self, field: impl Into<String>) -> Self {
         self.void_field = field.into();
@@ -110,6 +119,17 @@ impl GaplessOptions {
 
     /// Sets the fields written into every void document besides the number and the void
     /// field. Defaults to none.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::gapless::GaplessOptions;
+    /// use dispenser::mongodb::bson::doc;
+    /// let o = GaplessOptions::new("invoices", "number")
+    ///     .with_void_extra(doc! { "status": "VOID", "total": 0 });
+    /// o.validate()?;
+    /// # Ok::<(), dispenser::Error>(())
+    /// ```
     #[must_use]
     pub fn with_void_extra(mut self, extra: Document) -> Self {
         self.void_extra = extra;
