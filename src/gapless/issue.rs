@@ -185,8 +185,9 @@ impl Gapless {
     ///   it) and the call fails with [`Error::BusinessWrite`] carrying the error.
     /// - `write` fails with a duplicate key on the number (a void, or a holder whose lease
     ///   ran out while it stalled, wrote that number first): the call moves past it and
-    ///   calls `write` again with the next number. So `write` may run more than once, each
-    ///   time with a different number, and only its successful run counts.
+    ///   calls `write` again with the next number. So `write` may run more than once — each
+    ///   time after its previous run found its number carried by another document — and only
+    ///   its successful run counts.
     /// - Another caller holds the lease: the call waits (in number order) for it to finish
     ///   or for its lease to run out by the server's clock, at most `wait`. Calls through
     ///   one handle and its clones are served in call order.
@@ -282,27 +283,23 @@ impl Gapless {
                     turn.inflight = vec![p.confirm()];
                     inner.counters.round_trips.fetch_add(1, Relaxed);
                     inner.counters.writes.fetch_add(1, Relaxed);
-                    let failure = match run(&mut write, n).await {
+                    let (failure, duplicate) = match run(&mut write, n).await {
                         Wrote::Ok(value) => {
                             turn.inflight.clear();
                             let held = Held { last: n, ..p };
                             return Ok(self.leave_pending(&mut turn, held, value, skipped));
                         }
-                        Wrote::Duplicate(_) => None,
-                        Wrote::Failed(f) => Some(f),
+                        Wrote::Duplicate(f) => (f, true),
+                        Wrote::Failed(f) => (f, false),
                     };
                     // Not used: confirm the run and let go of the lease.
                     turn.settle(p.confirm()).await;
-                    match failure {
-                        // Someone took the lease over meanwhile and wrote the number.
-                        None => {
-                            inner.counters.retries.fetch_add(1, Relaxed);
-                            skipped += 1;
-                            polite = true;
-                            continue;
-                        }
-                        Some(f) => return Err(self.business_error(n, f)),
+                    polite = true;
+                    // A duplicate: someone took the lease over meanwhile and wrote the number?
+                    if duplicate && self.taken_by_another(n, &mut skipped).await?.is_ok() {
+                        continue;
                     }
+                    return Err(self.business_error(n, failure));
                 }
                 // Confirm the run and take the lease on the next number in one write, with
                 // the business write alongside.
@@ -339,10 +336,11 @@ impl Gapless {
                         match wrote {
                             // Written without the lease: the unique index made it ours.
                             Wrote::Ok(value) => return Ok(self.issued(n, value, skipped)),
-                            Wrote::Duplicate(_) => {
-                                inner.counters.retries.fetch_add(1, Relaxed);
-                                skipped += 1;
-                                continue;
+                            Wrote::Duplicate(f) => {
+                                match self.taken_by_another(n, &mut skipped).await? {
+                                    Ok(()) => continue,
+                                    Err(_) => return Err(self.business_error(n, f)),
+                                }
                             }
                             Wrote::Failed(f) => return Err(self.business_error(n, f)),
                         }
@@ -533,6 +531,30 @@ impl Gapless {
                 .await;
                 Err(self.business_error(n, f))
             }
+        }
+    }
+
+    /// After a duplicate key on `n`, written without holding `n`'s lease: `Ok(Ok(()))` to go
+    /// on (another document carries `n` — counted as skipped — or one not yet committed by a
+    /// majority: after a pause), `Ok(Err(()))` when nothing carries it (the duplicate is on
+    /// another unique index: the business write's own failure).
+    async fn taken_by_another(
+        &self,
+        n: i64,
+        skipped: &mut u32,
+    ) -> Result<std::result::Result<(), ()>> {
+        match self.inner.lookup(n, true).await? {
+            Found::Committed(_) => {
+                self.inner.counters.retries.fetch_add(1, Relaxed);
+                *skipped += 1;
+                Ok(Ok(()))
+            }
+            Found::Uncommitted => {
+                self.inner.counters.waits.fetch_add(1, Relaxed);
+                tokio::time::sleep(jitter(4)).await;
+                Ok(Ok(()))
+            }
+            Found::Nothing => Ok(Err(())),
         }
     }
 
