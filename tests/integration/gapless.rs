@@ -870,3 +870,43 @@ async fn a_voider_whose_clock_runs_ahead_cannot_void_a_live_holders_number() {
     let s = d.find_gapless("inv").await.unwrap().status().await.unwrap();
     assert_eq!((s.next, s.voided.len()), (1, 0));
 }
+
+/// A void of a number already used — its holder was killed after its write, before
+/// confirming — is refused (the void document meets the holder's document at the index) and
+/// the sequence moves past the number; a void of a number held by a killed holder that never
+/// wrote it succeeds once its lease ran out, and the number is never used.
+#[tokio::test]
+async fn a_void_meets_a_dead_holders_write_at_the_index_or_takes_its_unwritten_number() {
+    let f = Fixture::new("gapless_void_dead").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let (mut after, n) = holder(&f, &business, "after");
+    assert_eq!(n, 1);
+    after.kill().unwrap();
+    after.wait().unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await; // its lease (1 s) runs out
+    let g = d.find_gapless("inv").await.unwrap();
+    let e = g.void(1, "form destroyed").await.unwrap_err();
+    assert!(
+        e.is_invalid_input() && e.to_string().contains("already carried"),
+        "{e}"
+    );
+    let s = g.status().await.unwrap();
+    assert_eq!(
+        (s.next, s.voided.len()),
+        (2, 0),
+        "moved past the used number"
+    );
+    let (mut before, n) = holder(&f, &business, "before");
+    assert_eq!(n, 2);
+    before.kill().unwrap();
+    before.wait().unwrap();
+    let e = g.void(2, "x").await.unwrap_err();
+    assert!(e.to_string().contains("held by a caller"), "{e}");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    g.void(2, "the holder died before writing").await.unwrap();
+    let a = g.audit(Some(1)).await.unwrap();
+    assert!(a.is_clean(), "{a:?}");
+    assert_eq!((a.numbers, a.voids.clone()), (2, vec![2]));
+    assert_eq!(g.status().await.unwrap().next, 3);
+}
