@@ -3,8 +3,13 @@
 #   .tools/npm/node_modules/.bin/mongosh   (npm: mongosh)
 #   .tools/venv/bin/python                 (PyPI: pymongo, openapi-spec-validator, prometheus_client)
 #   .tools/venv/bin/st                     (PyPI: schemathesis, which tests `serve` from its OpenAPI)
-# Idempotent and cached: a stamp file in each directory records its pinned versions; when it matches, nothing is
-# downloaded. Needs node/npm (>= 18) and python3 (>= 3.9, with venv). Prints the time taken.
+#   .tools/faketime/libfaketimeMT.so.1     (Debian: libfaketime; the gap-free tests run CLI
+#                                           holders with a clock an hour off through LD_PRELOAD)
+#   .tools/ferretdb/bin/ferretdb           (Go module proxy: FerretDB 1.24.2, scripts/ferretdb.sh)
+# Idempotent and cached: a stamp file in each directory records its pinned versions; when it
+# matches, nothing is downloaded. Needs node/npm (>= 18), python3 (>= 3.9, with venv), Go (>= 1.24)
+# and, unless libfaketime is installed already, apt-get and dpkg-deb (`apt-get download` needs no
+# root: the package is unpacked into .tools/, never installed). Prints the time taken.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,6 +21,7 @@ SCHEMATHESIS_VERSION=4.32.5
 # One stamp per directory, so that bumping a Python package does not reinstall mongosh.
 NPM_STAMP="mongosh=$MONGOSH_VERSION"
 VENV_STAMP="pymongo=$PYMONGO_VERSION openapi-spec-validator=$VALIDATOR_VERSION prometheus_client=$PROMETHEUS_CLIENT_VERSION schemathesis=$SCHEMATHESIS_VERSION"
+FAKETIME_VERSION=0.9.10
 
 tools=.tools
 started=$(date +%s)
@@ -53,5 +59,30 @@ fi
 # .tools/ferretdb/bin/ferretdb (needs Go 1.24+; about 1.5-3 minutes cold, cached after).
 scripts/ferretdb.sh install
 # --- end of FerretDB
+
+# libfaketime: the system's if installed, else the Debian package unpacked into .tools/.
+if [ "$(cat "$tools/faketime/.stamp" 2>/dev/null)" != "$FAKETIME_VERSION" ] \
+  || [ ! -e "$tools/faketime/libfaketimeMT.so.1" ]; then
+  mkdir -p "$tools/faketime"
+  system_lib=$(find /usr/lib /usr/lib64 -name libfaketimeMT.so.1 2>/dev/null | head -n 1 || true)
+  if [ -n "$system_lib" ]; then
+    ln -sf "$system_lib" "$tools/faketime/libfaketimeMT.so.1"
+  else
+    need apt-get "libfaketime (Debian/Ubuntu package libfaketime), or apt-get to fetch it"
+    need dpkg-deb "libfaketime (Debian/Ubuntu package libfaketime), or dpkg-deb to unpack it"
+    echo "tools.sh: fetching libfaketime into $tools/faketime" >&2
+    work=$(mktemp -d)
+    chmod 777 "$work" # apt-get download writes there as the _apt user
+    (cd "$work" && apt-get download libfaketime >&2) || {
+      echo "tools.sh: apt-get download libfaketime failed (run apt-get update, or install libfaketime)" >&2
+      rm -rf "$work"
+      exit 3
+    }
+    dpkg-deb -x "$work"/libfaketime_*.deb "$work/x"
+    cp "$(find "$work/x" -name libfaketimeMT.so.1 | head -n 1)" "$tools/faketime/libfaketimeMT.so.1"
+    rm -rf "$work"
+  fi
+  echo "$FAKETIME_VERSION" >"$tools/faketime/.stamp"
+fi
 
 echo "tools.sh: tools ready in $tools/ ($(($(date +%s) - started)) s)" >&2

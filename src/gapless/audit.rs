@@ -1,9 +1,11 @@
-//! Gaps and duplicates of a number field in any collection: one sorted scan.
+//! Gaps, duplicates and voids of a number field in any collection: one sorted scan.
 
 use bson::{Bson, Document, doc};
 use futures::TryStreamExt;
 use mongodb::Database;
+use mongodb::options::ReadConcern;
 
+use super::path::at_path;
 use crate::error::{Error, Result};
 
 /// How many gap ranges and duplicated numbers an [`Audit`] lists (the counts are always
@@ -43,6 +45,76 @@ pub struct Audit {
     /// Documents whose field holds something that is not an integer (a fractional number,
     /// a string, …); they are not counted as numbers.
     pub not_integer: u64,
+    /// How many of the numbers are carried by void documents (see
+    /// [`GaplessOptions::void_field`](super::GaplessOptions::void_field)): accounted for,
+    /// voided on purpose, not used.
+    pub voided: u64,
+    /// The voided numbers, in order (at most [`AUDIT_LIST_LIMIT`]).
+    pub voids: Vec<i64>,
+}
+
+/// What an [`audit_with`] expects.
+///
+/// | field | default |
+/// |---|---|
+/// | `from` | none (the smallest number found starts the range) |
+/// | `void_field` | `voided` (a document whose field holds `{reason: <string>, …}` is a void) |
+///
+/// # Example
+///
+/// ```
+/// let o = dispenser::gapless::AuditOptions::default().with_from(1).with_void_field("void");
+/// assert_eq!(o.from, Some(1));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuditOptions {
+    /// The first number expected; numbers below are ignored. Defaults to none: the smallest
+    /// number found.
+    pub from: Option<i64>,
+    /// The field marking void documents: one whose value there is a document with a string
+    /// `reason` counts as voided (`None`: no document does). Defaults to `voided`, as
+    /// [`GaplessOptions`](super::GaplessOptions) writes them.
+    pub void_field: Option<String>,
+}
+
+impl Default for AuditOptions {
+    fn default() -> Self {
+        AuditOptions {
+            from: None,
+            void_field: Some("voided".to_owned()),
+        }
+    }
+}
+
+impl AuditOptions {
+    /// Sets the first number expected.
+    #[must_use]
+    pub fn with_from(mut self, from: i64) -> Self {
+        self.from = Some(from);
+        self
+    }
+
+    /// Sets the field marking void documents.
+    #[must_use]
+    pub fn with_void_field(mut self, field: impl Into<String>) -> Self {
+        self.void_field = Some(field.into());
+        self
+    }
+
+    /// No document counts as a void.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let o = dispenser::gapless::AuditOptions::default().without_voids();
+    /// assert_eq!(o.void_field, None);
+    /// ```
+    #[must_use]
+    pub fn without_voids(mut self) -> Self {
+        self.void_field = None;
+        self
+    }
 }
 
 impl Audit {
@@ -60,6 +132,13 @@ impl Audit {
     /// Whether `n` is in one of the listed gaps.
     pub fn is_missing(&self, n: i64) -> bool {
         self.gaps.iter().any(|&(a, b)| (a..=b).contains(&n))
+    }
+
+    fn add_void(&mut self, n: i64) {
+        self.voided += 1;
+        if self.voids.len() < AUDIT_LIST_LIMIT {
+            self.voids.push(n);
+        }
     }
 
     fn add(&mut self, n: i64, from: Option<i64>) {
@@ -98,7 +177,7 @@ impl Audit {
 }
 
 /// An integer held in a BSON value (int32, int64, or a double without a fraction).
-fn integer(v: &Bson) -> Option<i64> {
+pub(super) fn integer(v: &Bson) -> Option<i64> {
     match v {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),
@@ -107,25 +186,12 @@ fn integer(v: &Bson) -> Option<i64> {
     }
 }
 
-/// The value at a dotted `path` of `doc`.
-fn at_path<'d>(doc: &'d Document, path: &str) -> Option<&'d Bson> {
-    let mut parts = path.split('.');
-    let mut cur = doc.get(parts.next()?)?;
-    for p in parts {
-        cur = cur.as_document()?.get(p)?;
-    }
-    Some(cur)
-}
-
-/// Audits `field` of the documents of `collection` in `db`: every number from `from` (or
-/// the smallest found) to the largest found should be carried by exactly one document.
-/// Documents without the field are ignored. One scan sorted on the field (an index on it
-/// makes it cheap; without one the server sorts, with `allowDiskUse`).
+/// Audits `field` of the documents of `collection` in `db` (see [`audit_with`]), with the
+/// default void field and numbers from `from` (or the smallest found).
 ///
 /// # Errors
 ///
-/// [`Error::InvalidArgument`] for an empty collection or field name,
-/// [`Error::Database`] when the scan fails.
+/// As [`audit_with`].
 ///
 /// # Cancel safety
 ///
@@ -145,22 +211,72 @@ pub async fn audit(
     field: &str,
     from: Option<i64>,
 ) -> Result<Audit> {
-    if collection.is_empty() || field.is_empty() || field.starts_with('$') {
+    let options = AuditOptions {
+        from,
+        ..AuditOptions::default()
+    };
+    audit_with(db, collection, field, &options).await
+}
+
+/// Audits `field` of the documents of `collection` in `db`: every number from
+/// `options.from` (or the smallest found) to the largest found should be carried by
+/// exactly one document — a business document, or a void document (counted in
+/// [`Audit::voided`] and listed in [`Audit::voids`]). Documents without the field are
+/// ignored. One scan sorted on the field (an index on it makes it cheap; without one the
+/// server sorts, with `allowDiskUse`), read with majority read concern: what it reports
+/// cannot be rolled back.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for an empty collection, field or void field name,
+/// [`Error::Database`] when the scan fails.
+///
+/// # Cancel safety
+///
+/// Cancel safe: it only reads.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(client: dispenser::mongodb::Client) -> dispenser::Result<()> {
+/// use dispenser::gapless::{AuditOptions, audit_with};
+/// let o = AuditOptions::default().with_from(1);
+/// let a = audit_with(&client.database("shop"), "invoices", "number", &o).await?;
+/// println!("{} numbers ({} voided), {} missing", a.numbers, a.voided, a.missing);
+/// # Ok(()) }
+/// ```
+pub async fn audit_with(
+    db: &Database,
+    collection: &str,
+    field: &str,
+    options: &AuditOptions,
+) -> Result<Audit> {
+    let void_field = options.void_field.as_deref();
+    let bad = |f: &str| f.is_empty() || f.starts_with('$');
+    if collection.is_empty() || bad(field) || void_field.is_some_and(bad) {
         return Err(Error::invalid_argument(
             "audit",
-            format!("collection {collection:?} and field {field:?} must be non-empty names"),
+            format!(
+                "collection {collection:?}, field {field:?} and void field {void_field:?} must be non-empty names"
+            ),
         ));
     }
     let coll = db.collection::<Document>(collection);
+    let from = options.from;
     let filter = match from {
         Some(f) => doc! { field: { "$gte": f } },
         None => doc! { field: { "$exists": true } },
     };
+    let mut projection = doc! { field: 1, "_id": 0 };
+    if let Some(v) = void_field {
+        projection.insert(v, 1);
+    }
     let context = || format!("auditing {field:?} of collection {collection:?}");
     let mut cursor = coll
         .find(filter)
         .sort(doc! { field: 1 })
-        .projection(doc! { field: 1, "_id": 0 })
+        .projection(projection)
+        .read_concern(ReadConcern::majority())
         .allow_disk_use(true)
         .await
         .map_err(|e| Error::database(context(), e))?;
@@ -173,11 +289,23 @@ pub async fn audit(
         .map_err(|e| Error::database(context(), e))?
     {
         match at_path(&d, field).and_then(integer) {
-            Some(n) => a.add(n, from),
+            Some(n) => {
+                a.add(n, from);
+                if void_field.is_some_and(|v| is_void(&d, v)) {
+                    a.add_void(n);
+                }
+            }
             None => a.not_integer += 1,
         }
     }
     Ok(a)
+}
+
+/// Whether `d` is a void document: its `void_field` holds a document with a string `reason`.
+pub(super) fn is_void(d: &Document, void_field: &str) -> bool {
+    at_path(d, void_field)
+        .and_then(Bson::as_document)
+        .is_some_and(|v| v.get_str("reason").is_ok())
 }
 
 #[cfg(test)]
@@ -212,13 +340,29 @@ mod tests {
     }
 
     #[test]
-    fn integers_come_in_three_types_and_nested_paths() {
+    fn void_documents_are_recognised_by_a_reason_in_their_void_field() {
+        assert!(is_void(
+            &doc! { "n": 1, "voided": { "reason": "jam" } },
+            "voided"
+        ));
+        assert!(is_void(
+            &doc! { "n": 1, "x": { "v": { "reason": "jam" } } },
+            "x.v"
+        ));
+        assert!(!is_void(&doc! { "n": 1, "voided": false }, "voided"));
+        assert!(!is_void(&doc! { "n": 1, "voided": { "at": 1 } }, "voided"));
+        assert!(!is_void(&doc! { "n": 1 }, "voided"));
+        let mut a = run(&[1, 2, 3], Some(1));
+        a.add_void(2);
+        assert!(a.is_clean());
+        assert_eq!((a.voided, a.voids.clone()), (1, vec![2]));
+    }
+
+    #[test]
+    fn integers_come_in_three_types() {
         assert_eq!(integer(&Bson::Int32(4)), Some(4));
         assert_eq!(integer(&Bson::Double(4.0)), Some(4));
         assert_eq!(integer(&Bson::Double(4.5)), None);
         assert_eq!(integer(&Bson::String("4".into())), None);
-        let d = doc! { "meta": { "n": 7_i64 } };
-        assert_eq!(at_path(&d, "meta.n"), Some(&Bson::Int64(7)));
-        assert_eq!(at_path(&d, "meta.x"), None);
     }
 }

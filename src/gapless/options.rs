@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use bson::Document;
+
 use crate::error::{Error, Result};
 
 /// How a gap-free sequence is opened (see [`Dispenser::open_gapless`]).
@@ -11,8 +13,10 @@ use crate::error::{Error, Result};
 /// | `collection` | — (the business collection, in the dispenser's database) |
 /// | `field` | — (the number field of its documents) |
 /// | `start` | 1 (the first number, when the sequence is created) |
-/// | `lease` | 10 s (how long a holder may take for its business write before the number can go to another caller) |
+/// | `lease` | 10 s (how long a holder may take for its business write before the number can go to another caller; timed by the server's clock) |
 /// | `wait` | 30 s (how long [`Gapless::issue`] waits for other holders before [`Error::Contention`]) |
+/// | `void_field` | `voided` (the field of a void document that holds `{reason, at, sequence}`) |
+/// | `void_extra` | `{}` (more fields written into every void document, for example `{status: "void"}`) |
 ///
 /// # Example
 ///
@@ -27,7 +31,7 @@ use crate::error::{Error, Result};
 ///
 /// [`Dispenser::open_gapless`]: crate::Dispenser::open_gapless
 /// [`Gapless::issue`]: super::Gapless::issue
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct GaplessOptions {
     /// The business collection whose documents carry the numbers.
@@ -42,6 +46,17 @@ pub struct GaplessOptions {
     pub lease: Duration,
     /// How long a call waits for other holders before giving up. Defaults to 30 s.
     pub wait: Duration,
+    /// The field (a dotted path) of a **void document** that says why its number was
+    /// voided: [`Gapless::void`](super::Gapless::void) inserts `{<field>: n, <void_field>: {reason, at, sequence}}`
+    /// (plus [`void_extra`](Self::void_extra)) into the business collection, so that the
+    /// unique index decides between a void and a late business write of the same number.
+    /// The audit counts such documents as voided. Defaults to `voided`.
+    pub void_field: String,
+    /// Fields written into every void document besides the number and the void field —
+    /// whatever the business collection's readers or validators need to recognise it (for
+    /// example `{status: "void"}`). Top-level keys only, none of them the number's or the
+    /// void field's, no `$` and no `.` in keys. Defaults to none.
+    pub void_extra: Document,
 }
 
 impl GaplessOptions {
@@ -60,6 +75,8 @@ impl GaplessOptions {
             start: 1,
             lease: Duration::from_secs(10),
             wait: Duration::from_secs(30),
+            void_field: "voided".to_owned(),
+            void_extra: Document::new(),
         }
     }
 
@@ -84,33 +101,111 @@ impl GaplessOptions {
         self
     }
 
+    /// Sets the field that marks a void document. Defaults to `voided`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::gapless::GaplessOptions;
+    /// let o = GaplessOptions::new("invoices", "number").with_void_field("cancellation.void");
+    /// o.validate()?;
+    /// # Ok::<(), dispenser::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_void_field(mut self, field: impl Into<String>) -> Self {
+        self.void_field = field.into();
+        self
+    }
+
+    /// Sets the fields written into every void document besides the number and the void
+    /// field. Defaults to none.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::gapless::GaplessOptions;
+    /// use dispenser::mongodb::bson::doc;
+    /// let o = GaplessOptions::new("invoices", "number")
+    ///     .with_void_extra(doc! { "status": "VOID", "total": 0 });
+    /// o.validate()?;
+    /// # Ok::<(), dispenser::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_void_extra(mut self, extra: Document) -> Self {
+        self.void_extra = extra;
+        self
+    }
+
     /// Checks the options.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] naming the option: an empty collection or one in the
-    /// `system.` namespace, an empty field or one starting with `$` or containing an empty
-    /// path segment, a lease or wait of zero or over a day.
+    /// `system.` namespace; a field or void field that is empty, starts with `$` or has an
+    /// empty path segment, or that is the other or inside it; `void_extra` keys that are
+    /// empty, hold `$` or `.`, or are the number's or the void field's top-level key, or
+    /// `void_extra` over 16 KiB; a lease under 1 ms or a wait of zero; either over a day.
     pub fn validate(&self) -> Result<()> {
         crate::options::check_collection_name("gap-free collection", &self.collection)?;
-        let f = &self.field;
-        if f.is_empty() || f.starts_with('$') || f.split('.').any(str::is_empty) || f.contains('\0')
-        {
+        check_path("gap-free field", &self.field)?;
+        check_path("gap-free void field", &self.void_field)?;
+        let (f, v) = (&self.field, &self.void_field);
+        if f == v || v.starts_with(&format!("{f}.")) || f.starts_with(&format!("{v}.")) {
             return Err(Error::invalid_argument(
-                "gap-free field",
-                format!("{f:?} is not a field path (such as `number` or `meta.number`)"),
+                "gap-free void field",
+                format!("{v:?} must be a field apart from the number field {f:?}"),
             ));
         }
-        for (what, d) in [("gap-free lease", self.lease), ("gap-free wait", self.wait)] {
-            if d.is_zero() || d > Duration::from_secs(86_400) {
+        let tops = [top(f), top(v)];
+        for k in self.void_extra.keys() {
+            if k.is_empty() || k.starts_with('$') || k.contains('.') || k.contains('\0') {
+                return Err(Error::invalid_argument(
+                    "gap-free void extra",
+                    format!("{k:?} is not a plain top-level field name"),
+                ));
+            }
+            if tops.contains(&k.as_str()) {
+                return Err(Error::invalid_argument(
+                    "gap-free void extra",
+                    format!("{k:?} is where the number or the void's reason goes; leave it out"),
+                ));
+            }
+        }
+        let size = bson::to_vec(&self.void_extra).map_or(usize::MAX, |b| b.len());
+        if size > 16 * 1024 {
+            return Err(Error::invalid_argument(
+                "gap-free void extra",
+                format!("{size} bytes; keep it under 16 KiB"),
+            ));
+        }
+        for (what, d, min) in [
+            ("gap-free lease", self.lease, Duration::from_millis(1)),
+            ("gap-free wait", self.wait, Duration::from_nanos(1)),
+        ] {
+            if d < min || d > Duration::from_secs(86_400) {
                 return Err(Error::invalid_argument(
                     what,
-                    format!("{d:?} must be more than 0 and at most a day"),
+                    format!("{d:?} must be at least {min:?} and at most a day"),
                 ));
             }
         }
         Ok(())
     }
+}
+
+/// The first segment of a dotted path.
+fn top(path: &str) -> &str {
+    path.split('.').next().unwrap_or(path)
+}
+
+fn check_path(what: &str, f: &str) -> Result<()> {
+    if f.is_empty() || f.starts_with('$') || f.split('.').any(str::is_empty) || f.contains('\0') {
+        return Err(Error::invalid_argument(
+            what,
+            format!("{f:?} is not a field path (such as `number` or `meta.number`)"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -129,9 +224,36 @@ mod tests {
             (GaplessOptions::new("inv", "a..b"), "field"),
             (ok.clone().with_lease(Duration::ZERO), "lease"),
             (ok.clone().with_wait(Duration::from_secs(90_000)), "wait"),
+            (ok.clone().with_lease(Duration::from_micros(500)), "lease"),
+            (ok.clone().with_void_field("meta.number"), "void field"),
+            (ok.clone().with_void_field("meta"), "void field"),
+            (ok.clone().with_void_field("meta.number.x"), "void field"),
+            (ok.clone().with_void_field("$v"), "void field"),
+            (
+                ok.clone().with_void_extra(bson::doc! { "meta": 1 }),
+                "void extra",
+            ),
+            (
+                ok.clone().with_void_extra(bson::doc! { "voided": 1 }),
+                "void extra",
+            ),
+            (
+                ok.clone().with_void_extra(bson::doc! { "a.b": 1 }),
+                "void extra",
+            ),
+            (
+                ok.clone()
+                    .with_void_extra(bson::doc! { "big": "x".repeat(17_000) }),
+                "void extra",
+            ),
         ] {
             let e = o.validate().unwrap_err().to_string();
             assert!(e.contains(needle), "{e}");
         }
+        GaplessOptions::new("inv", "number")
+            .with_void_field("void.info")
+            .with_void_extra(bson::doc! { "status": "void", "total": 0 })
+            .validate()
+            .unwrap();
     }
 }

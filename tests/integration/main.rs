@@ -15,6 +15,7 @@ mod core;
 mod doctor;
 mod faults;
 mod gapless;
+mod gapless_model;
 mod gate;
 mod hardening;
 mod model;

@@ -1324,6 +1324,8 @@ async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
         .await
         .unwrap();
     }
+    // Confirm the handle's numbers now (else about a millisecond later, in the background).
+    g.flush().await.unwrap();
     let http = reqwest::Client::new();
     let (status, body) = send(http.get(svc.url("/v1/gapless/orders")).bearer_auth(ORDERS)).await;
     assert_eq!(status, 200, "{body}");

@@ -1,9 +1,9 @@
-//! `dispenser audit COLLECTION --field F`: gaps and duplicates of a number field.
+//! `dispenser audit COLLECTION --field F`: gaps, duplicates and voids of a number field.
 
 use std::io::Write;
 
 use dispenser::Dispenser;
-use dispenser::gapless::Audit;
+use dispenser::gapless::{Audit, AuditOptions};
 use serde_json::json;
 
 /// `dispenser audit`.
@@ -17,6 +17,10 @@ pub struct AuditArgs {
     /// The first number expected (default: the smallest found); numbers below are ignored.
     #[arg(long, allow_negative_numbers = true)]
     pub from: Option<i64>,
+    /// The field marking void documents (a gap-free sequence's `void_field`): a document
+    /// whose value there holds a `reason` is counted as voided, not missing.
+    #[arg(long, default_value = "voided")]
+    pub void_field: String,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -37,7 +41,11 @@ fn ranges(gaps: &[(i64, i64)]) -> String {
 
 /// Prints the audit; the exit code is 0 when clean, 1 when gaps or duplicates were found.
 pub async fn run(d: &Dispenser, args: AuditArgs, out: &mut impl Write) -> dispenser::Result<u8> {
-    let a: Audit = d.audit(&args.collection, &args.field, args.from).await?;
+    let mut options = AuditOptions::default().with_void_field(&args.void_field);
+    options.from = args.from;
+    let a: Audit = d
+        .audit_with(&args.collection, &args.field, &options)
+        .await?;
     let io = |e: std::io::Error| dispenser::Error::InvalidArgument {
         what: "output".into(),
         reason: e.to_string(),
@@ -49,7 +57,8 @@ pub async fn run(d: &Dispenser, args: AuditArgs, out: &mut impl Write) -> dispen
             "missing": a.missing, "gaps": a.gaps.iter().map(|(x, y)| json!([x, y])).collect::<Vec<_>>(),
             "duplicated": a.duplicated,
             "duplicates": a.duplicates.iter().map(|(n, c)| json!({"number": n, "count": c})).collect::<Vec<_>>(),
-            "not_integer": a.not_integer, "clean": a.is_clean(),
+            "not_integer": a.not_integer, "voided": a.voided, "voids": a.voids,
+            "void_field": args.void_field, "clean": a.is_clean(),
         });
         writeln!(out, "{v}").map_err(io)?;
     } else {
@@ -60,12 +69,17 @@ pub async fn run(d: &Dispenser, args: AuditArgs, out: &mut impl Write) -> dispen
         let verdict = if a.is_clean() { "OK" } else { "PROBLEMS" };
         writeln!(
             out,
-            "{verdict} {}.{}: {} number(s), {span}; {} missing, {} duplicated{}",
+            "{verdict} {}.{}: {} number(s), {span}; {} missing, {} duplicated{}{}",
             args.collection,
             args.field,
             a.numbers,
             a.missing,
             a.duplicated,
+            if a.voided > 0 {
+                format!("; {} voided", a.voided)
+            } else {
+                String::new()
+            },
             if a.not_integer > 0 {
                 format!(
                     "; {} document(s) with a non-integer value ignored",
@@ -78,6 +92,10 @@ pub async fn run(d: &Dispenser, args: AuditArgs, out: &mut impl Write) -> dispen
         .map_err(io)?;
         if !a.gaps.is_empty() {
             writeln!(out, "missing: {}", ranges(&a.gaps)).map_err(io)?;
+        }
+        if !a.voids.is_empty() {
+            let list: Vec<String> = a.voids.iter().map(i64::to_string).collect();
+            writeln!(out, "voided: {}", list.join(", ")).map_err(io)?;
         }
         if !a.duplicates.is_empty() {
             let list: Vec<String> = a

@@ -52,6 +52,8 @@ pub enum GaplessCommand {
     },
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 fn io(e: std::io::Error) -> dispenser::Error {
     dispenser::Error::InvalidArgument {
         what: "output".into(),
@@ -80,10 +82,10 @@ pub async fn run(
                 let lease = match &s.lease {
                     None => "no holder".to_owned(),
                     Some(l) => format!(
-                        "{} held until {}{}",
+                        "{} held until {} (server time){}",
                         l.number,
                         l.expires.try_to_rfc3339_string().unwrap_or_default(),
-                        if s.lease_expired() { " (ran out)" } else { "" }
+                        if s.lease_expired() { ", ran out" } else { "" }
                     ),
                 };
                 writeln!(
@@ -144,11 +146,26 @@ pub async fn run(
                     });
                 }
             };
+            // The number goes at the field's path (`meta.number` inside `meta`): refuse a
+            // body where that cannot be, before anything is written.
+            dispenser::gapless::set_field(&mut base.clone(), &field, 0_i64).map_err(|e| {
+                dispenser::Error::InvalidArgument {
+                    what: "--doc".into(),
+                    reason: format!("{e} (the number goes at --field {field})"),
+                }
+            })?;
+            // An existing sequence keeps its void settings (they are not flags here).
+            let options = match d.find_gapless(&name).await {
+                Ok(existing) => {
+                    let mut o = existing.options().clone();
+                    (o.collection, o.field) = (into.clone(), field.clone());
+                    o
+                }
+                Err(dispenser::Error::NoSuchSequence { .. }) => GaplessOptions::new(&into, &field),
+                Err(e) => return Err(e),
+            };
             let g = d
-                .open_gapless(
-                    &name,
-                    GaplessOptions::new(&into, &field).with_lease(Duration::from_secs_f64(lease)),
-                )
+                .open_gapless(&name, options.with_lease(Duration::from_secs_f64(lease)))
                 .await?;
             let hold = hold_point();
             for _ in 0..count {
@@ -158,8 +175,11 @@ pub async fn run(
                     .issue(|n| {
                         let coll = coll.clone();
                         let mut doc = base.clone();
-                        doc.insert(field.as_str(), n);
+                        let set = dispenser::gapless::set_field(&mut doc, field, n);
                         async move {
+                            let set: Result<(), BoxError> = set.map_err(BoxError::from);
+                            // Checked before the sequence was opened.
+                            set?;
                             if hold.as_deref() == Some("before") {
                                 eprintln!("holding {n}");
                                 std::future::pending::<()>().await;
@@ -169,12 +189,14 @@ pub async fn run(
                                 eprintln!("holding {n}");
                                 std::future::pending::<()>().await;
                             }
-                            r.map(drop)
+                            r.map(drop).map_err(BoxError::from)
                         }
                     })
                     .await?;
                 writeln!(out, "{}", issued.number).map_err(io)?;
             }
+            // Confirm the last number now: the process is about to exit.
+            g.flush().await?;
         }
     }
     Ok(())

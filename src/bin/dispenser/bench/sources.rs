@@ -221,7 +221,8 @@ impl Source {
 
     pub(super) fn stats(&self) -> Option<Stats> {
         match self {
-            Source::Raw(..) | Source::RawInsert(..) | Source::Gapless(..) => None,
+            Source::Raw(..) | Source::RawInsert(..) => None,
+            Source::Gapless(g) => Some(g.stats()),
             Source::Lib(s) => Some(s.stats()),
             Source::Blocks(b) => Some(b.stats()),
         }
@@ -230,9 +231,10 @@ impl Source {
     /// Gives back what a block client still holds, so the run leaves no gap it need not.
     pub(super) async fn close(self) {
         let closed = match &self {
-            Source::Raw(..) | Source::RawInsert(..) | Source::Gapless(..) => return,
-            Source::Lib(s) => s.close().await,
-            Source::Blocks(b) => b.close().await,
+            Source::Raw(..) | Source::RawInsert(..) => return,
+            Source::Gapless(g) => g.flush().await,
+            Source::Lib(s) => s.close().await.map(drop),
+            Source::Blocks(b) => b.close().await.map(drop),
         };
         if let Err(e) = closed {
             tracing::warn!("closing the bench's source failed: {e}");

@@ -17,7 +17,7 @@ use super::state::Shared;
 /// `GET /v1/gapless/{name}`: the next number, the lease (the one pending number, if any) and
 /// the voided numbers with their reasons.
 #[utoipa::path(get, path = "/v1/gapless/{name}", operation_id = "gapless_status", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")),
-    responses((status = 200, description = "`{name, collection, field, next, lease: {number, holder, expires}|null, lease_expired, voided: [{number, reason, at}]}`", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "`{name, collection, field, void_field, next, lease: {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number, reason, at}]}` (the lease by the server's clock)", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn status(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -39,7 +39,8 @@ pub(super) struct VoidBody {
     pub(super) reason: String,
 }
 
-/// `POST /v1/gapless/{name}/void`: voids the next number with a reason; answers the status.
+/// `POST /v1/gapless/{name}/void`: voids the next number with a reason (a void document in
+/// the business collection); answers the status.
 #[utoipa::path(post, path = "/v1/gapless/{name}/void", operation_id = "gapless_void", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = VoidBody,
     responses((status = 200, description = "The status after the void", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
 pub(super) async fn void(

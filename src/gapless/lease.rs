@@ -1,0 +1,272 @@
+//! The database side of leases: each write of [`state`](super::state) sent, bounded by the
+//! operation timeout and counted, and the look-up of a number in the business collection.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use bson::oid::ObjectId;
+use bson::{Bson, Document, doc};
+use futures::TryStreamExt;
+use mongodb::options::{ReadConcern, ReturnDocument};
+
+use super::state::{self, GaplessStatus};
+use super::{Inner, Owed};
+use crate::error::{Error, Result};
+
+/// A lease taken by [`Inner::take`].
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Taken {
+    /// The number held.
+    pub(super) number: i64,
+    /// The holder whose lease had run out, when this take took over from one.
+    pub(super) took_over: Option<ObjectId>,
+}
+
+/// How far a look-up reads ahead for used numbers after the one it looks for (a holder
+/// that stopped may have used a run of numbers under its lease).
+const RUN_SCAN: i64 = 1000;
+
+/// What a look-up found in the business collection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// Documents carry the number and every number after it up to this one, committed by a
+    /// majority: they are used (or voided).
+    Committed(i64),
+    /// A document carries it on the primary, not (yet) committed by a majority: the
+    /// number cannot be moved past (a failover may roll the document back), nor written.
+    Uncommitted,
+    /// No document carries it.
+    Nothing,
+}
+
+impl Inner {
+    fn db_error(&self, what: &str, e: mongodb::error::Error) -> Error {
+        Error::database(format!("{what} of gap-free sequence {:?}", self.name), e)
+    }
+
+    /// Runs one database operation under the operation timeout, counting it.
+    pub(super) async fn bounded<T>(
+        &self,
+        what: &str,
+        write: bool,
+        op: impl IntoFuture<Output = mongodb::error::Result<T>>,
+    ) -> Result<T> {
+        self.counters.round_trips.fetch_add(1, Relaxed);
+        if write {
+            self.counters.writes.fetch_add(1, Relaxed);
+        }
+        match tokio::time::timeout(self.timeout, op.into_future()).await {
+            Ok(r) => r.map_err(|e| self.db_error(what, e)),
+            Err(_) => Err(Error::Timeout {
+                context: format!("{what} of gap-free sequence {:?}", self.name),
+                after: self.timeout,
+            }),
+        }
+    }
+
+    /// The state with the server's time (voids not included).
+    pub(super) async fn read_state(&self) -> Result<GaplessStatus> {
+        let read = async {
+            let mut cursor = self
+                .state
+                .aggregate(state::read_pipeline(&self.name))
+                .await?;
+            cursor.try_next().await
+        };
+        let d = self
+            .bounded("reading the state", false, read)
+            .await?
+            .ok_or_else(|| Error::NoSuchSequence {
+                name: self.name.clone(),
+            })?;
+        state::decode(&self.name, &d)
+    }
+
+    /// Takes the lease on `next` for `me` if it is free (and, when `polite`, no one waits
+    /// for it) or ran out. `None` when it is held.
+    pub(super) async fn take(&self, me: ObjectId, polite: bool) -> Result<Option<Taken>> {
+        let before = self
+            .bounded(
+                "taking a lease",
+                true,
+                self.state
+                    .find_one_and_update(
+                        state::take_filter(&self.name, polite),
+                        state::take_update(me, state::lease_ms(self.options.lease)),
+                    )
+                    .projection(doc! { "next": 1, "lease.holder": 1 })
+                    .return_document(ReturnDocument::Before),
+            )
+            .await?;
+        let Some(before) = before else {
+            self.counters.conflicts.fetch_add(1, Relaxed);
+            return Ok(None);
+        };
+        let number = before
+            .get_i64("next")
+            .map_err(|_| Error::corrupt(&self.name, "next", "must be a 64-bit integer"))?;
+        let took_over = before
+            .get_document("lease")
+            .ok()
+            .and_then(|l| l.get_object_id("holder").ok());
+        Ok(Some(Taken { number, took_over }))
+    }
+
+    /// Confirms the numbers from `next` to `to - 1` (used, under `holder`'s lease) and takes
+    /// the lease on `to` for `me`, in one write; `false` when a caller waits or the lease is
+    /// no longer `holder`'s.
+    pub(super) async fn chain(
+        &self,
+        holder: ObjectId,
+        next: i64,
+        to: i64,
+        me: ObjectId,
+    ) -> Result<bool> {
+        let r = self
+            .bounded(
+                "confirming a number and taking the next",
+                true,
+                self.state.update_one(
+                    state::chain_filter(&self.name, holder, next),
+                    state::chain_update(to, me, state::lease_ms(self.options.lease)),
+                ),
+            )
+            .await?;
+        if r.matched_count == 0 {
+            self.counters.conflicts.fetch_add(1, Relaxed);
+        }
+        Ok(r.matched_count == 1)
+    }
+
+    /// While `holder` (`None`: no one) holds `number`, sets `next` to `to` and frees the
+    /// lease. `false` when that is no longer so.
+    pub(super) async fn settle(
+        &self,
+        holder: Option<ObjectId>,
+        number: i64,
+        to: i64,
+        what: &str,
+    ) -> Result<bool> {
+        self.bounded(
+            what,
+            true,
+            self.state.update_one(
+                state::settle_filter(&self.name, holder, number),
+                state::settle_update(to),
+            ),
+        )
+        .await
+        .map(|r| r.matched_count == 1)
+    }
+
+    /// Frees `holder`'s lease, wherever `next` is (a call that does not know its number).
+    pub(super) async fn release_any(&self, holder: ObjectId) -> Result<bool> {
+        self.bounded(
+            "releasing a lease",
+            true,
+            self.state.update_one(
+                doc! { "_id": &self.name, "lease.holder": holder },
+                doc! { "$set": { "lease.holder": Bson::Null } },
+            ),
+        )
+        .await
+        .map(|r| r.matched_count == 1)
+    }
+
+    /// Settles what a call left behind; failures are logged (the lease then runs out).
+    pub(super) async fn pay(&self, owed: Owed) {
+        let r = match owed {
+            Owed::Release(holder) => self.release_any(holder).await,
+            Owed::Settle { holder, number, to } => {
+                self.settle(Some(holder), number, to, "confirming a number")
+                    .await
+            }
+        };
+        if let Err(e) = r {
+            tracing::warn!(sequence = %self.name, "{e} (the lease will run out instead; the next caller then finds the number used or free)");
+        }
+    }
+
+    /// Says on `holder`'s lease that a caller waits (so a handle issuing in a tight loop
+    /// lets it in).
+    pub(super) async fn flag_want(&self, holder: ObjectId) -> Result<()> {
+        self.bounded(
+            "saying a caller waits",
+            true,
+            self.state
+                .update_one(state::want_filter(&self.name, holder), state::want_update()),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Whether business documents carry `n` (and how far the run of used numbers from `n`
+    /// goes), read with **majority read concern**: a document a failover may still roll
+    /// back does not count, so the sequence never moves past a number that then has no
+    /// document. With `or_uncommitted`, a document carrying `n` seen only without majority
+    /// (read concern `local`) is reported as [`Found::Uncommitted`] (one more read).
+    pub(super) async fn lookup(&self, n: i64, or_uncommitted: bool) -> Result<Found> {
+        let field = self.options.field.as_str();
+        let what = "looking for a number in the business collection";
+        let end = n.saturating_add(RUN_SCAN);
+        let run = async {
+            self.business
+                .find(doc! { field: { "$gte": n, "$lt": end } })
+                .sort(doc! { field: 1 })
+                .projection(doc! { field: 1, "_id": 0 })
+                .limit(RUN_SCAN)
+                .read_concern(ReadConcern::majority())
+                .await?
+                .try_collect::<Vec<Document>>()
+                .await
+        };
+        let mut last = None;
+        for d in self.bounded(what, false, run).await? {
+            let Some(m) = super::path::at_path(&d, field).and_then(super::audit::integer) else {
+                break;
+            };
+            match last {
+                None if m == n => last = Some(n),
+                Some(l) if m == l + 1 => last = Some(m),
+                Some(l) if m == l => {} // a duplicate (not from this sequence's writes)
+                _ => break,
+            }
+        }
+        if let Some(last) = last {
+            return Ok(Found::Committed(last));
+        }
+        if or_uncommitted
+            && self
+                .bounded(
+                    what,
+                    false,
+                    self.business
+                        .find_one(doc! { field: n })
+                        .projection(doc! { "_id": 1 })
+                        .read_concern(ReadConcern::local()),
+                )
+                .await?
+                .is_some()
+        {
+            return Ok(Found::Uncommitted);
+        }
+        Ok(Found::Nothing)
+    }
+
+    /// The first [`AUDIT_LIST_LIMIT`](super::AUDIT_LIST_LIMIT) void documents, in number order.
+    pub(super) async fn read_voids(&self) -> Result<Vec<Document>> {
+        let (field, void) = (&self.options.field, &self.options.void_field);
+        let read = async {
+            self.business
+                .find(doc! { void.as_str(): { "$type": "object" }, field.as_str(): { "$exists": true } })
+                .sort(doc! { field.as_str(): 1 })
+                .projection(doc! { field.as_str(): 1, void.as_str(): 1, "_id": 0 })
+                .limit(i64::try_from(super::AUDIT_LIST_LIMIT).unwrap_or(i64::MAX))
+                .read_concern(ReadConcern::majority())
+                .await?
+                .try_collect::<Vec<_>>()
+                .await
+        };
+        self.bounded("reading the voided numbers", false, read)
+            .await
+    }
+}
