@@ -135,7 +135,12 @@ async fn random_interleavings_of_draws_and_admin_operations_never_duplicate_with
     while Instant::now() < deadline {
         rounds += 1;
         if rng.chance(30) {
-            let kind = rng.pick(&[Stale::CompareAndSet, Stale::PinnedWrite, Stale::GiveBack]);
+            let kind = rng.pick(&[
+                Stale::CompareAndSet,
+                Stale::PinnedWrite,
+                Stale::GiveBack,
+                Stale::ForcedBoundRaised,
+            ]);
             scripted::round(rng.next_u64(), kind, &ds, &raw, &world).await;
             continue;
         }

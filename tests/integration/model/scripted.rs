@@ -13,6 +13,9 @@
 //!   old start (a new era) and drawn to the very state the block's write left (same version,
 //!   same value); closing the client must not give its tail back into the new document, or
 //!   the new era issues those numbers twice.
+//! * **forced bound raised again**: a bound is forced below the last issued number (the
+//!   sequence is exhausted), then raised past it again; the next numbers must follow the last
+//!   one issued, never the numbers between the two bounds again.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,12 +27,15 @@ use dispenser::{CasMode, Dispenser, Format, Spec, Strategy, block::BlockOptions}
 use super::log::{Subject, World};
 use super::rng::Rng;
 
-/// Which stale writer a scripted round sets up.
+/// Which interleaving a scripted round sets up.
 #[derive(Clone, Copy, Debug)]
 pub enum Stale {
     CompareAndSet,
     PinnedWrite,
     GiveBack,
+    /// Not a stale writer: a bound forced below the last number, then raised again; the
+    /// numbers after it must carry on past the last one issued, never below it.
+    ForcedBoundRaised,
 }
 
 /// The dispensers a scripted round uses.
@@ -80,8 +86,9 @@ pub async fn round(
             stale_handle(&mut rng, kind, &name, ds, raw, world, &subject).await
         }
         Stale::GiveBack => stale_give_back(&mut rng, &name, ds, raw, world, &subject).await,
+        Stale::ForcedBoundRaised => forced_bound_raised(&mut rng, &name, ds, world, &subject).await,
     }
-    world.count(format!("scripted: stale {kind:?}"));
+    world.count(format!("scripted: {kind:?}"));
 }
 
 fn other(rng: &mut Rng, ds: &Dispensers) -> Dispenser {
@@ -251,4 +258,62 @@ async fn stale_give_back(
         run.into_iter().collect(),
         "new era after the close".into(),
     );
+}
+
+async fn forced_bound_raised(
+    rng: &mut Rng,
+    name: &str,
+    ds: &Dispensers,
+    world: &World,
+    subject: &Subject,
+) {
+    let step = rng.pick(&[1, 1, 3, -1, -2]);
+    let spec = Spec::default()
+        .with_step(step)
+        .with_min(-1_000_000)
+        .with_max(1_000_000)
+        .with_start(rng.range(-1_000, 1_000));
+    let d = other(rng, ds);
+    d.create(name, spec).await.unwrap();
+    let h = other(rng, ds).open(name).await.unwrap();
+    let drawn = rng.range(3, 20);
+    for _ in 0..drawn {
+        let from = Instant::now();
+        let n = h.next().await.unwrap();
+        subject.record(world, from, vec![n], "before".into());
+    }
+    let value = d.peek(name).await.unwrap().value;
+    // A bound somewhere among the numbers issued (below the last one, in the direction).
+    let back = rng.range(1, drawn - 1) * step;
+    let change = if step > 0 {
+        dispenser::Alter::default().with_max(value - back)
+    } else {
+        dispenser::Alter::default().with_min(value - back)
+    };
+    let refused = d.alter(name, change.clone()).await;
+    assert!(
+        matches!(refused, Err(dispenser::Error::InvalidSpec { .. })),
+        "a bound below the last number without force: {refused:?}"
+    );
+    d.alter(name, change.with_force(true)).await.unwrap();
+    let exhausted = h.next().await;
+    assert!(
+        exhausted
+            .as_ref()
+            .is_err_and(dispenser::Error::is_exhausted),
+        "after a forced bound below the last number: {exhausted:?}"
+    );
+    // Raise it again past the last number: the next numbers follow the last one issued.
+    let ahead = rng.range(5, 50) * step;
+    let raise = if step > 0 {
+        dispenser::Alter::default().with_max(value + ahead)
+    } else {
+        dispenser::Alter::default().with_min(value + ahead)
+    };
+    d.alter(name, raise).await.unwrap();
+    for _ in 0..rng.range(3, 5) {
+        let from = Instant::now();
+        let n = h.next().await.unwrap();
+        subject.record(world, from, vec![n], "after the bound was raised".into());
+    }
 }
