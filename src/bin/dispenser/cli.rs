@@ -99,6 +99,10 @@ pub enum Command {
     /// Gap-free sequences (invoices): status, void, issue.
     #[command(subcommand)]
     Gapless(crate::gapless::GaplessCommand),
+    /// Ticket queues: take a ticket, call the next one (never two people waiting with the
+    /// same number). Exit 9 when the queue is full, 10 when nobody waits.
+    #[command(subcommand)]
+    Queue(crate::queue::QueueCommand),
     /// Change the shape of a live sequence (step, bounds, cycle, format) while others draw.
     Alter {
         /// Sequence name.
