@@ -9,7 +9,10 @@
   let timer = null;
 
   function fmtNumber(n) {
-    return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US");
+    if (n === null || n === undefined) return "–";
+    // JSON numbers past 2^53 arrive rounded: shown as such, not as exact digits.
+    if (Math.abs(n) > Number.MAX_SAFE_INTEGER) return "≈ " + Number(n).toExponential(2);
+    return Number(n).toLocaleString("en-US");
   }
 
   function fmtShare(f) {
@@ -24,6 +27,7 @@
   }
 
   function fmtDuration(secs) {
+    if (secs >= 1000 * 365 * 86400) return "over 1000 y";
     const units = [
       ["y", 365 * 86400],
       ["d", 86400],
@@ -33,7 +37,7 @@
     for (const [unit, size] of units) {
       if (secs >= size) return Math.floor(secs / size) + " " + unit;
     }
-    return Math.floor(secs) + " s";
+    return "under a minute";
   }
 
   function forecast(s) {
