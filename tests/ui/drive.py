@@ -75,6 +75,7 @@ def kiosk(driver):
              and text(d, "ticket") not in ("", before), "a ticket")
         out["tickets"].append(text(driver, "ticket"))
         out["ahead"].append(text(driver, "ahead"))
+    time.sleep(0.7)  # let the ticket's animation finish for the screenshot
     driver.save_screenshot(os.path.join(SHOTS, "kiosk.png"))
     return out
 
