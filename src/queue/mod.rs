@@ -361,11 +361,27 @@ impl Inner {
 
 impl Queue {
     /// The queue's name.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// assert_eq!(d.open_queue("lobby").await?.name(), "lobby");
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// The ticket range, as last seen by this handle.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) {
+    /// println!("at most {} wait", lobby.spec().capacity());
+    /// # }
+    /// ```
     pub fn spec(&self) -> QueueSpec {
         self.inner.remembered().spec
     }

@@ -108,6 +108,14 @@ impl QueueSpec {
 
     /// How many distinct tickets the range holds: `max - min + 1`, the most people that may
     /// wait at once. Saturates at `u64::MAX` for a range [`QueueSpec::validate`] refuses.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::queue::QueueSpec;
+    /// assert_eq!(QueueSpec::default().capacity(), 100);
+    /// assert_eq!(QueueSpec::default().with_min(1).with_max(3).capacity(), 3);
+    /// ```
     pub fn capacity(&self) -> u64 {
         u64::try_from(self.capacity_wide().max(0)).unwrap_or(u64::MAX)
     }
@@ -115,6 +123,14 @@ impl QueueSpec {
     /// The ticket the `serial`-th ticket taken shows (`serial` from 1): `min + serial mod
     /// capacity` — `min+1` first, `max` at `capacity - 1`, `min` at `capacity`, and round
     /// again.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::queue::QueueSpec;
+    /// let s = QueueSpec::default(); // 1 … 99, 0
+    /// assert_eq!((s.ticket(1), s.ticket(99), s.ticket(100), s.ticket(101)), (1, 99, 0, 1));
+    /// ```
     pub fn ticket(&self, serial: u64) -> i64 {
         let capacity = self.capacity_wide().max(1);
         let offset = i128::from(serial) % capacity;

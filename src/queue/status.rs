@@ -146,6 +146,16 @@ impl QueueStatus {
     }
 
     /// Whether a take would be refused now ([`Error::QueueFull`](crate::Error::QueueFull)).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// if q.status().await?.is_full() {
+    ///     println!("please wait a moment");
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn is_full(&self) -> bool {
         self.waiting >= self.capacity
     }
