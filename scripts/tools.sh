@@ -6,10 +6,13 @@
 #   .tools/faketime/libfaketimeMT.so.1     (Debian: libfaketime; the gap-free tests run CLI
 #                                           holders with a clock an hour off through LD_PRELOAD)
 #   .tools/ferretdb/bin/ferretdb           (Go module proxy: FerretDB 1.24.2, scripts/ferretdb.sh)
+#   chromium + chromedriver                (Debian: chromium, chromium-driver) and Selenium (PyPI,
+#                                           into .tools/venv): the browser tests of serve's pages
 # Idempotent and cached: a stamp file in each directory records its pinned versions; when it
-# matches, nothing is downloaded. Needs node/npm (>= 18), python3 (>= 3.9, with venv), Go (>= 1.24)
-# and, unless libfaketime is installed already, apt-get and dpkg-deb (`apt-get download` needs no
-# root: the package is unpacked into .tools/, never installed). Prints the time taken.
+# matches, nothing is downloaded. Needs node/npm (>= 18), python3 (>= 3.9, with venv), Go (>= 1.24),
+# apt-get (Chromium, when missing: as root, else through sudo) and, unless libfaketime is installed
+# already, dpkg-deb (`apt-get download` needs no root: the package is unpacked into .tools/, never
+# installed). Prints the time taken.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -84,5 +87,32 @@ if [ "$(cat "$tools/faketime/.stamp" 2>/dev/null)" != "$FAKETIME_VERSION" ] \
   fi
   echo "$FAKETIME_VERSION" >"$tools/faketime/.stamp"
 fi
+
+# --- Chromium and Selenium: the browser tests of the pages `dispenser serve` serves
+# (tests/integration/ui.rs). Debian's chromium and chromium-driver from apt when missing (about
+# 20 s; as root, else through sudo), and Selenium from PyPI into the venv, with a stamp of its own.
+SELENIUM_VERSION=4.51.0
+SELENIUM_STAMP="selenium=$SELENIUM_VERSION"
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  need apt-get "Chromium and its WebDriver (Debian/Ubuntu: apt-get install chromium chromium-driver)"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    need sudo "root rights to apt-get install chromium chromium-driver"
+    sudo="sudo"
+  fi
+  echo "tools.sh: installing chromium and chromium-driver (apt)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  if ! $sudo apt-get install -y -q chromium chromium-driver >&2; then
+    $sudo apt-get update -q >&2
+    $sudo apt-get install -y -q chromium chromium-driver >&2
+  fi
+fi
+if [ "$(cat "$tools/venv/.selenium-stamp" 2>/dev/null)" != "$SELENIUM_STAMP" ]; then
+  echo "tools.sh: installing selenium $SELENIUM_VERSION into $tools/venv" >&2
+  "$tools/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "selenium==$SELENIUM_VERSION" >&2
+  echo "$SELENIUM_STAMP" >"$tools/venv/.selenium-stamp"
+fi
+# --- end of Chromium and Selenium
 
 echo "tools.sh: tools ready in $tools/ ($(($(date +%s) - started)) s)" >&2

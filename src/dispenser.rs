@@ -77,6 +77,20 @@ impl Dispenser {
         &self.options
     }
 
+    /// The driver client this dispenser talks through (its connection pool), to reach other
+    /// collections of the deployment without a second pool.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let names = d.client().database("dispenser").list_collection_names().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn client(&self) -> &Client {
+        self.store.collection().client()
+    }
+
     /// Creates a new sequence.
     ///
     /// # Errors

@@ -179,6 +179,53 @@ pub enum Error {
         source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
     },
 
+    /// [`Queue::take`](crate::queue::Queue::take) found the queue full: as many tickets wait
+    /// as its range holds, so the next ticket would be one that someone waiting still holds.
+    /// Nothing was written; take again once a ticket was called.
+    #[error(
+        "queue {name:?} is full: {waiting} ticket(s) wait and its range holds {capacity}; call the next one before taking more"
+    )]
+    QueueFull {
+        /// The queue's name.
+        name: String,
+        /// How many tickets wait (equal to `capacity`).
+        waiting: u64,
+        /// How many distinct tickets the queue's range holds.
+        capacity: u64,
+    },
+
+    /// [`Queue::call`](crate::queue::Queue::call) found nobody waiting: every ticket taken
+    /// was called. Nothing was written.
+    #[error(
+        "nobody waits in queue {name:?}: all {called} ticket(s) taken were called; take a ticket first"
+    )]
+    NobodyWaiting {
+        /// The queue's name.
+        name: String,
+        /// How many tickets were taken (and called) so far.
+        called: u64,
+    },
+
+    /// The queue does not exist (it was never created, or it was deleted).
+    #[error("no such queue {name:?}")]
+    NoSuchQueue {
+        /// The queue's name.
+        name: String,
+    },
+
+    /// A queue of that name exists already (for
+    /// [`Dispenser::ensure_queue`](crate::Dispenser::ensure_queue): with another range).
+    /// Nothing was written.
+    #[error("queue {name:?} already exists, with tickets {min}..={max}")]
+    QueueExists {
+        /// The queue's name.
+        name: String,
+        /// The stored lower bound.
+        min: i64,
+        /// The stored upper bound.
+        max: i64,
+    },
+
     /// The driver reported an error (unreachable server, network failure, write-concern
     /// failure, …). When this happens on the write that would have reserved numbers, those
     /// numbers are a gap: they are never issued by anyone.

@@ -18,6 +18,7 @@
 //! | unique ids at a high rate, order not needed: one write per block of numbers, handed out from memory | [`block::BlockSequence`] | [`Dispenser::open_blocks`], [`block::Pool`] (one per sequence and process) |
 //! | unique ids beyond what one document sustains: `S` disjoint sequences, optionally with blocks | [`stripe::StripedSequence`] | [`Dispenser::ensure_striped`] |
 //! | numbering per day, per tenant, per any key, restarting without anyone resetting it | [`scope::DailySequence`], or a [`Sequence`] per key | [`Dispenser::open_daily`], [`Dispenser::open_scope`] |
+//! | a ticket queue: take a ticket, call the next one, never two people waiting with the same number | [`queue::Queue`] | [`Dispenser::ensure_queue`], [`Dispenser::open_queue`] |
 //!
 //! Several numbers in one write: [`Sequence::next_n`] returns a [`Run`]. Human-facing serials
 //! (`INV-2026-000123`): [`Format`]. Settings (database, collection, write concern, strategy,
@@ -80,13 +81,15 @@
 //!
 //! ## Modules
 //!
-//! The core lives at the crate root. Three public modules add the other handles:
+//! The core lives at the crate root. These public modules add the other handles:
 //!
 //! - [`block`]: block (hi-lo) allocation — [`block::BlockSequence`], [`block::BlockOptions`],
 //!   [`block::AdaptiveBlocks`].
 //! - [`stripe`]: striped sequences — [`stripe::StripedSequence`].
 //! - [`scope`]: scoped and daily sequences — [`scope::DailySequence`],
 //!   [`scope::ScopedNumber`].
+//! - [`queue`]: ticket queues — [`queue::Queue`], [`queue::QueueSpec`], [`queue::Ticket`],
+//!   [`queue::QueueStatus`].
 //!
 //! The crate also builds the `dispenser` command-line tool (`dispenser bench`, and
 //! `dispenser serve`, an HTTP service) when its default feature `cli` is on; the README
@@ -104,6 +107,7 @@ mod error;
 mod format;
 pub mod gapless;
 mod options;
+pub mod queue;
 mod redact;
 mod retry;
 pub mod scope;

@@ -117,8 +117,28 @@ impl Store {
         usage::tally(update, n, now, prune);
     }
 
+    /// A store over another collection of the same database, with the same write concern,
+    /// read preference and operation timeout (queues keep their documents beside the
+    /// sequences, in `<collection>_queues`).
+    pub(crate) fn sibling(&self, collection: &str) -> Store {
+        let coll_options = CollectionOptions::builder()
+            .write_concern(self.coll.write_concern().cloned())
+            .selection_criteria(self.coll.selection_criteria().cloned())
+            .build();
+        let coll = self
+            .coll
+            .client()
+            .database(self.coll.namespace().db.as_str())
+            .collection_with_options(collection, coll_options);
+        Store {
+            coll,
+            timeout: self.timeout,
+            pruned_day: Arc::new(AtomicI64::new(i64::MIN)),
+        }
+    }
+
     /// Runs one operation under the timeout, mapping driver errors.
-    async fn bounded<T>(
+    pub(crate) async fn bounded<T>(
         &self,
         context: impl FnOnce() -> String,
         op: impl IntoFuture<Output = mongodb::error::Result<T>>,

@@ -20,6 +20,8 @@ mod gate;
 mod hardening;
 mod model;
 mod proxy;
+mod queue;
 mod scope;
 mod serve;
 mod sources;
+mod ui;

@@ -12,6 +12,10 @@ use crate::common::{self, DB};
 
 pub(crate) const ADMIN: &str = "admin-token-for-tests-0001";
 pub(crate) const ORDERS: &str = "orders-token-for-tests-0002";
+/// May only take tickets of the queues `lobby*` (a kiosk).
+pub(crate) const KIOSK: &str = "kiosk-token-for-tests-0003";
+/// May only look at the queues `lobby*` (a board).
+pub(crate) const BOARD: &str = "board-token-for-tests-00004";
 
 pub(crate) struct Service {
     child: Child,
@@ -39,9 +43,11 @@ impl Service {
             &tokens,
             json!({ "tokens": [
                 { "name": "admin", "token": ADMIN, "sequences": ["*"],
-                  "operations": ["next", "create", "peek", "list", "advance", "reset", "delete", "alter", "void"] },
+                  "operations": ["next", "create", "peek", "list", "advance", "reset", "delete", "alter", "void", "take", "call"] },
                 { "name": "orders", "token": ORDERS, "sequences": ["orders", "orders@*"],
                   "operations": ["next", "peek"] },
+                { "name": "kiosk", "token": KIOSK, "sequences": ["lobby*"], "operations": ["take"] },
+                { "name": "board", "token": BOARD, "sequences": ["lobby*"], "operations": ["peek"] },
             ]})
             .to_string(),
         )

@@ -8,6 +8,7 @@ mod cli;
 mod doctor;
 mod gapless;
 mod probe;
+mod queue;
 mod serve;
 
 use std::io::{self, BufWriter, Write};
@@ -30,6 +31,8 @@ mod exit {
     pub const CONFLICT: u8 = 6;
     pub const CORRUPT: u8 = 7;
     pub const DUPLICATE: u8 = 8;
+    pub const QUEUE_FULL: u8 = 9;
+    pub const NOBODY_WAITING: u8 = 10;
 }
 
 fn exit_code(e: &Error) -> u8 {
@@ -37,13 +40,16 @@ fn exit_code(e: &Error) -> u8 {
         Error::InvalidName { .. } | Error::InvalidSpec { .. } | Error::InvalidArgument { .. } => {
             exit::INVALID_INPUT
         }
-        Error::NoSuchSequence { .. } => exit::NO_SUCH_SEQUENCE,
+        Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => exit::NO_SUCH_SEQUENCE,
         Error::Exhausted { .. } => exit::EXHAUSTED,
         Error::Database { .. } | Error::Timeout { .. } => exit::DATABASE,
         Error::AlreadyExists { .. }
         | Error::SpecConflict { .. }
         | Error::WouldGoBackwards { .. }
-        | Error::Contention { .. } => exit::CONFLICT,
+        | Error::Contention { .. }
+        | Error::QueueExists { .. } => exit::CONFLICT,
+        Error::QueueFull { .. } => exit::QUEUE_FULL,
+        Error::NobodyWaiting { .. } => exit::NOBODY_WAITING,
         Error::CorruptDocument { .. } => exit::CORRUPT,
         _ => exit::OTHER,
     }
@@ -187,6 +193,9 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
         gapless::run(&d, cmd, &mut out).await?;
         out.flush().map_err(io_err)?;
         return Ok(Outcome::Done);
+    }
+    if let Command::Queue(cmd) = cli.command {
+        return queue::run(&d, cmd, &mut out).await.map(|()| Outcome::Done);
     }
     match cli.command {
         Command::Create(a) => {
@@ -455,7 +464,8 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
         | Command::Check(_)
         | Command::Audit(_)
         | Command::Doctor(_)
-        | Command::Gapless(_) => {}
+        | Command::Gapless(_)
+        | Command::Queue(_) => {}
     }
     out.flush().map_err(io_err)?;
     Ok(Outcome::Done)

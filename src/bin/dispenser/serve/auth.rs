@@ -31,6 +31,10 @@ pub(super) enum Op {
     Alter,
     /// Void the next number of a gap-free sequence.
     Void,
+    /// Take a ticket of a queue.
+    Take,
+    /// Call the next ticket of a queue.
+    Call,
 }
 
 impl Op {
@@ -45,6 +49,8 @@ impl Op {
             "delete" => Op::Delete,
             "alter" => Op::Alter,
             "void" => Op::Void,
+            "take" => Op::Take,
+            "call" => Op::Call,
             _ => return None,
         })
     }
@@ -169,7 +175,7 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
         for o in &t.operations {
             operations.insert(Op::parse(o).ok_or_else(|| {
                 config_error(format!(
-                    "token {:?} has an unknown operation {o:?} (known: next, create, peek, list, advance, reset, delete, alter, void)",
+                    "token {:?} has an unknown operation {o:?} (known: next, create, peek, list, advance, reset, delete, alter, void, take, call)",
                     t.name
                 ))
             })?);
@@ -223,6 +229,17 @@ impl AppState {
 
     /// Whether `rule` may do `op` (on `name`, when given): 403 if not.
     pub(super) fn permit(rule: &TokenRule, op: Op, name: Option<&str>) -> Result<(), ApiError> {
+        AppState::permit_on(rule, op, name, "sequence")
+    }
+
+    /// [`AppState::permit`] on the name of a `noun` (a sequence, a queue), named so in the
+    /// message.
+    pub(super) fn permit_on(
+        rule: &TokenRule,
+        op: Op,
+        name: Option<&str>,
+        noun: &str,
+    ) -> Result<(), ApiError> {
         if !rule.operations.contains(&op) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
@@ -236,7 +253,7 @@ impl AppState {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden",
-                format!("token {:?} may not use sequence {n:?}", rule.name),
+                format!("token {:?} may not use {noun} {n:?}", rule.name),
             ));
         }
         Ok(())
@@ -249,8 +266,19 @@ impl AppState {
         op: Op,
         name: Option<&str>,
     ) -> Result<&TokenRule, ApiError> {
+        self.authorize_on(headers, op, name, "sequence")
+    }
+
+    /// [`AppState::authorize`] on the name of a `noun` (a sequence, a queue).
+    pub(super) fn authorize_on(
+        &self,
+        headers: &HeaderMap,
+        op: Op,
+        name: Option<&str>,
+        noun: &str,
+    ) -> Result<&TokenRule, ApiError> {
         let rule = self.authenticate(headers)?;
-        AppState::permit(rule, op, name)?;
+        AppState::permit_on(rule, op, name, noun)?;
         Ok(rule)
     }
 }

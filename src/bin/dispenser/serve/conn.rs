@@ -28,6 +28,7 @@ use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::serve::{IncomingStream, Listener};
+use futures::StreamExt;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -225,7 +226,9 @@ impl Connected<IncomingStream<'_, Capped>> for ConnInfo {
     }
 }
 
-/// Middleware: marks the connection busy while a request is served, idle after.
+/// Middleware: marks the connection busy while a request is served, idle after. An event
+/// stream (`text/event-stream`, the boards' live feed) is served until its body ends, so the
+/// connection stays busy until then: neither the idle nor the header timeout cuts it.
 pub(super) async fn track(req: Request, next: Next) -> Response {
     let clock = req
         .extensions()
@@ -235,10 +238,34 @@ pub(super) async fn track(req: Request, next: Next) -> Response {
         c.request_started();
     }
     let resp = next.run(req).await;
-    if let Some(c) = &clock {
-        c.request_answered();
+    let Some(c) = clock else { return resp };
+    if is_event_stream(&resp) {
+        let answered = Answered(c);
+        let (parts, body) = resp.into_parts();
+        let body = body.into_data_stream().map(move |chunk| {
+            let _ = &answered;
+            chunk
+        });
+        return Response::from_parts(parts, axum::body::Body::from_stream(body));
     }
+    c.request_answered();
     resp
+}
+
+fn is_event_stream(resp: &Response) -> bool {
+    resp.headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// Marks its connection's request answered when dropped (with the body of a stream).
+struct Answered(Arc<Clock>);
+
+impl Drop for Answered {
+    fn drop(&mut self) {
+        self.0.request_answered();
+    }
 }
 
 /// One accepted connection: the stream, its clock, and its place under the cap (given back

@@ -68,6 +68,10 @@ pub(super) fn classify(e: &Error) -> (StatusCode, &'static str) {
             (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input")
         }
         Error::NoSuchSequence { .. } => (StatusCode::NOT_FOUND, "no_such_sequence"),
+        Error::NoSuchQueue { .. } => (StatusCode::NOT_FOUND, "no_such_queue"),
+        Error::QueueFull { .. } => (StatusCode::CONFLICT, "queue_full"),
+        Error::NobodyWaiting { .. } => (StatusCode::CONFLICT, "nobody_waiting"),
+        Error::QueueExists { .. } => (StatusCode::CONFLICT, "already_exists"),
         Error::Exhausted { .. } => (StatusCode::CONFLICT, "exhausted"),
         Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),
         Error::SpecConflict { .. } => (StatusCode::CONFLICT, "spec_conflict"),

@@ -56,9 +56,12 @@ mod json;
 mod metrics;
 mod names;
 mod openapi;
+mod overview;
+mod queues;
 mod state;
 #[cfg(test)]
 mod tests;
+mod ui;
 
 /// The largest request body accepted (bodies are small JSON objects); larger is 413.
 pub(super) const MAX_BODY: usize = 64 * 1024;
@@ -73,6 +76,12 @@ fn router(state: Shared) -> Router {
         .route("/v1/sequences/{name}/reset", post(reset))
         .route("/v1/gapless/{name}", get(gapless::status))
         .route("/v1/gapless/{name}/void", post(gapless::void))
+        .route("/v1/queues", post(queues::create))
+        .route("/v1/queues/{name}", get(queues::status))
+        .route("/v1/queues/{name}/take", post(queues::take))
+        .route("/v1/queues/{name}/call", post(queues::call))
+        .route("/v1/overview", get(overview::overview))
+        .merge(ui::routes())
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi::openapi))
@@ -173,6 +182,7 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         slots: Mutex::new(HashMap::new()),
         retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),
+        queues: Default::default(),
     });
     println!("listening on http://{local}");
     tracing::info!("dispenser serve listening on {local}");
@@ -186,7 +196,14 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         Capped::new(listener, limits),
         router(state.clone()).into_make_service_with_connect_info::<ConnInfo>(),
     )
-    .with_graceful_shutdown(shutdown_signal())
+    .with_graceful_shutdown({
+        let state = Arc::clone(&state);
+        async move {
+            shutdown_signal().await;
+            // The boards' event streams end, so their connections close.
+            state.queues.events.stop();
+        }
+    })
     .await;
     // Give back what the block clients still hold (each under its era lock, as an admin
     // operation: no draw of it is in flight).

@@ -24,9 +24,14 @@ pub(super) const CREATED_NAME_PATTERN: &str =
 
 /// Checks `name` as the document declares it (`created`: a name being created).
 pub(super) fn check_name(name: &str, created: bool) -> Result<(), ApiError> {
+    check_name_of("sequence", name, created)
+}
+
+/// [`check_name`] for the name of a `what` (a sequence, a queue), named so in the message.
+pub(super) fn check_name_of(what: &str, name: &str, created: bool) -> Result<(), ApiError> {
     let bad = |reason: String| {
         Err(ApiError::invalid_input(format!(
-            "invalid sequence name {name:?}: {reason}"
+            "invalid {what} name {name:?}: {reason}"
         )))
     };
     let chars = name.chars().count();
@@ -57,7 +62,7 @@ pub(super) fn check_name(name: &str, created: bool) -> Result<(), ApiError> {
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_input",
             format!(
-                "invalid sequence name {name:?}: is {} bytes of UTF-8 long; at most {MAX_NAME_BYTES} are allowed",
+                "invalid {what} name {name:?}: is {} bytes of UTF-8 long; at most {MAX_NAME_BYTES} are allowed",
                 name.len()
             ),
         ));

@@ -16,7 +16,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN};
 use super::state::Shared;
-use super::{gapless, handlers};
+use super::{gapless, handlers, overview, queues};
 
 /// A serial format (JSON Schema, ECMA 262): text without NUL, `{{` and `}}` for braces,
 /// `{scope}`, and at least one `{n}` or `{n:0W}` (W from 1 to 20, as the library parses it).
@@ -121,6 +121,103 @@ pub(super) enum ListEntry {
     Unreadable { name: String, error: ErrorDetail },
 }
 
+/// A queue's status, as `GET /v1/queues/{name}` answers it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct QueueState {
+    name: String,
+    /// The lowest ticket.
+    min: i64,
+    /// The highest ticket.
+    max: i64,
+    /// How many distinct tickets the range holds: the most that may wait.
+    capacity: u64,
+    /// Tickets taken since the queue was created.
+    taken: u64,
+    /// Tickets called since the queue was created.
+    served: u64,
+    /// Tickets waiting (`taken - served`).
+    waiting: u64,
+    /// The ticket called last, `null` before the first call.
+    now_serving: Option<i64>,
+    /// The ticket the next take gets, `null` while the queue is full.
+    next_ticket: Option<i64>,
+    /// Whether a take would be refused now (`waiting == capacity`).
+    full: bool,
+    /// How many times the tickets went all the way round.
+    rounds: u64,
+    /// Goes up by 1 on every write.
+    version: i64,
+    incarnation: String,
+    created_at: Option<String>,
+    updated_at: Option<String>,
+}
+
+/// The status, and whether this request created the queue.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct QueueCreated {
+    #[serde(flatten)]
+    state: QueueState,
+    created: bool,
+}
+
+/// A ticket taken or called, with the queue's counters right after that write.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct TicketAnswer {
+    /// The ticket shown to people.
+    ticket: i64,
+    /// Which ticket of the queue's history it is, from 1 (the order of takes and calls).
+    serial: u64,
+    taken: u64,
+    served: u64,
+    /// Tickets waiting after this write.
+    waiting: u64,
+}
+
+/// A sequence with the numbers the service's block clients hold of it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct HeldSequence {
+    #[serde(flatten)]
+    state: Sequence,
+    /// Numbers reserved in the service's blocks and not handed out yet.
+    held: u64,
+}
+
+/// A sequence in the overview, or one whose document cannot be read, in its place.
+#[derive(ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
+pub(super) enum OverviewSequence {
+    Sequence(HeldSequence),
+    Unreadable { name: String, error: ErrorDetail },
+}
+
+/// A queue in the overview, or one whose document cannot be read, in its place.
+#[derive(ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
+pub(super) enum OverviewQueue {
+    Queue(QueueState),
+    Unreadable { name: String, error: ErrorDetail },
+}
+
+/// What the operators' page shows.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct Overview {
+    sequences: Vec<OverviewSequence>,
+    /// Gap-free sequences, as `GET /v1/gapless/{name}` answers them (at most 50), or
+    /// `{name, error}` for one that cannot be read.
+    #[schema(value_type = Vec<Object>)]
+    gapless: Vec<Value>,
+    /// Whether there are more gap-free sequences than shown.
+    gapless_truncated: bool,
+    queues: Vec<OverviewQueue>,
+}
+
 /// `{"status": "ok"}`.
 #[derive(ToSchema)]
 #[allow(dead_code)]
@@ -172,6 +269,11 @@ impl Modify for BearerAuth {
         handlers::healthz,
         gapless::status,
         gapless::void,
+        queues::create,
+        queues::status,
+        queues::take,
+        queues::call,
+        overview::overview,
     ),
     components(schemas(
         Drawn,
@@ -189,7 +291,15 @@ impl Modify for BearerAuth {
         handlers::AlterBody,
         handlers::AdvanceBody,
         handlers::ResetBody,
-        gapless::VoidBody
+        gapless::VoidBody,
+        QueueState,
+        QueueCreated,
+        TicketAnswer,
+        HeldSequence,
+        OverviewSequence,
+        OverviewQueue,
+        Overview,
+        queues::QueueCreateBody
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))
@@ -204,10 +314,10 @@ fn meaning(status: u16) -> &'static str {
         }
         401 => "`unauthorized`: no token, a malformed `Authorization` header, or an unknown token",
         403 => "`forbidden`: the token may not do this operation, or not on this sequence",
-        404 => "`no_such_sequence`",
+        404 => "`no_such_sequence` (`no_such_queue` for a queue)",
         408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
         409 => {
-            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn)"
+            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (as many tickets wait as its range holds: nothing taken), `nobody_waiting` (nothing called), `already_exists`"
         }
         413 => "`payload_too_large`: a body over 64 KiB",
         414 => "`uri_too_long`: a URI over 65 534 bytes",
@@ -231,7 +341,10 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "next" => &[400, 401, 403, 404, 409, 414, 422, 431, 500, 503],
         "create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
         "peek" | "delete" | "gapless_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
-        "list" => &[400, 401, 403, 414, 431, 500, 503],
+        "list" | "overview" => &[400, 401, 403, 414, 431, 500, 503],
+        "take" | "call" => &[400, 401, 403, 404, 409, 414, 422, 431, 500, 503],
+        "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
+        "queue_create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
         "advance" | "reset" | "alter" | "gapless_void" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
@@ -299,6 +412,14 @@ pub(super) fn document(max_count: u64) -> Value {
                 .unwrap_or_default();
         }
     }
+    if let Some(p) = property(&mut doc, "QueueCreateBody", "name") {
+        p.extend(
+            name_schema(NAME_PATTERN)
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
+    }
     if let Some(p) = property(&mut doc, "VoidBody", "reason") {
         p.insert("minLength".into(), json!(1));
         p.insert("maxLength".into(), json!(1000));
@@ -363,10 +484,12 @@ pub(super) fn document(max_count: u64) -> Value {
                             .entry(status.to_string())
                             .or_insert_with(|| error_response(status));
                     }
-                    if id == "create"
-                        && let Some(created) = responses.get_mut("201")
-                    {
-                        created["links"] = links();
+                    if let Some(created) = responses.get_mut("201") {
+                        match id.as_str() {
+                            "create" => created["links"] = links(),
+                            "queue_create" => created["links"] = queue_links(),
+                            _ => {}
+                        }
                     }
                 }
             }
@@ -382,6 +505,18 @@ pub(super) fn document(max_count: u64) -> Value {
 fn links() -> Value {
     let mut links = Map::new();
     for op in ["next", "peek", "advance", "reset", "alter", "delete"] {
+        links.insert(
+            format!("{op}_created"),
+            json!({ "operationId": op, "parameters": { "name": "$response.body#/name" } }),
+        );
+    }
+    Value::Object(links)
+}
+
+/// From a created queue to the operations on it.
+fn queue_links() -> Value {
+    let mut links = Map::new();
+    for op in ["take", "call", "queue_status"] {
         links.insert(
             format!("{op}_created"),
             json!({ "operationId": op, "parameters": { "name": "$response.body#/name" } }),

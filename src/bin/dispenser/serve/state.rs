@@ -76,6 +76,8 @@ pub(super) struct AppState {
     /// Stats of direct handles already dropped (admin operations), by sequence.
     pub(super) retired: Mutex<HashMap<String, Stats>>,
     pub(super) metrics: Metrics,
+    /// The queues' handles and the boards watching them.
+    pub(super) queues: super::queues::Queues,
 }
 
 pub(super) type Shared = Arc<AppState>;

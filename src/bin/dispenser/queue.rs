@@ -1,0 +1,168 @@
+//! `dispenser queue …`: create a ticket queue, take tickets, call the next one, show it.
+
+use std::io::Write;
+
+use dispenser::queue::{QueueSpec, QueueStatus, Ticket};
+use dispenser::{Dispenser, Error};
+use futures::future::join_all;
+
+use crate::cli::whole;
+
+/// The most tickets one `queue take --count` may take.
+pub const MAX_TAKE: u64 = 10_000;
+
+/// `dispenser queue`.
+#[derive(clap::Subcommand, Debug)]
+pub enum QueueCommand {
+    /// Create a queue: tickets MIN+1 … MAX, then MIN, round again; at most MAX-MIN+1 wait.
+    Create {
+        /// Queue name (1–200 bytes, no control characters, not starting with '$').
+        name: String,
+        /// The lowest ticket (shown last in a round).
+        #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+        min: i64,
+        /// The highest ticket.
+        #[arg(long, default_value_t = 99, allow_negative_numbers = true)]
+        max: i64,
+        /// Succeed without change if the queue exists with the same range.
+        #[arg(long)]
+        if_not_exists: bool,
+    },
+    /// Take the next ticket and print it (exit 9 when the queue is full: nothing taken).
+    Take {
+        /// Queue name.
+        name: String,
+        /// Take this many tickets at once (concurrent takes, each its own write); the tickets
+        /// are printed in the order taken, and the refused ones counted on stderr (exit 9).
+        #[arg(long, default_value_t = 1, value_parser = whole::<u64>(1, MAX_TAKE), allow_negative_numbers = true)]
+        count: u64,
+        /// Print each ticket as JSON: {"ticket", "serial", "taken", "served", "waiting"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call the oldest waiting ticket and print it (exit 10 when nobody waits).
+    Call {
+        /// Queue name.
+        name: String,
+        /// Print the ticket as JSON: {"ticket", "serial", "taken", "served", "waiting"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show what is being served, how many wait, and the next ticket.
+    Status {
+        /// Queue name.
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn io(e: std::io::Error) -> Error {
+    Error::InvalidArgument {
+        what: "standard output".into(),
+        reason: e.to_string(),
+    }
+}
+
+/// A status as one line: `lobby: now serving 7, 3 waiting of 10, next ticket 1; tickets 1…9,
+/// then 0; taken 11 served 8 rounds 1 updated_at …`.
+pub fn describe(s: &QueueStatus) -> String {
+    let serving = s
+        .now_serving
+        .map_or_else(|| "nobody yet".to_owned(), |n| n.to_string());
+    let next = s
+        .next_ticket
+        .map_or_else(|| "none (full)".to_owned(), |n| n.to_string());
+    format!(
+        "{name}: now serving {serving}, {waiting} waiting of {capacity}, next ticket {next}; tickets {first}…{max}, then {min}; taken {taken} served {served} rounds {rounds} updated_at {updated}",
+        name = crate::one_line_name(&s.name),
+        waiting = s.waiting,
+        capacity = s.capacity,
+        first = i128::from(s.min) + 1,
+        max = s.max,
+        min = s.min,
+        taken = s.taken,
+        served = s.served,
+        rounds = s.rounds,
+        updated = s.updated_at.try_to_rfc3339_string().unwrap_or_default(),
+    )
+}
+
+fn ticket_line(t: &Ticket, json: bool) -> String {
+    if json {
+        t.to_json().to_string()
+    } else {
+        t.number.to_string()
+    }
+}
+
+pub async fn run(d: &Dispenser, cmd: QueueCommand, out: &mut impl Write) -> dispenser::Result<()> {
+    match cmd {
+        QueueCommand::Create {
+            name,
+            min,
+            max,
+            if_not_exists,
+        } => {
+            let spec = QueueSpec::default().with_min(min).with_max(max);
+            let q = if if_not_exists {
+                d.ensure_queue(&name, spec).await?
+            } else {
+                d.create_queue(&name, spec).await?
+            };
+            writeln!(out, "{}", describe(&q.status().await?)).map_err(io)?;
+        }
+        QueueCommand::Take { name, count, json } => {
+            let q = d.open_queue(&name).await?;
+            let results = join_all((0..count).map(|_| q.take())).await;
+            let mut tickets = Vec::new();
+            let mut refused = Vec::new();
+            for r in results {
+                match r {
+                    Ok(t) => tickets.push(t),
+                    Err(e) => refused.push(e),
+                }
+            }
+            // In the order taken: the order they will be called in.
+            tickets.sort_by_key(|t| t.serial);
+            for t in &tickets {
+                writeln!(out, "{}", ticket_line(t, json)).map_err(io)?;
+            }
+            out.flush().map_err(io)?;
+            if refused.is_empty() {
+                return Ok(());
+            }
+            let full = refused
+                .iter()
+                .filter(|e| matches!(e, Error::QueueFull { .. }))
+                .count();
+            if count > 1 {
+                eprintln!(
+                    "dispenser: {} of {count} take(s) refused ({full} because the queue was full); {} ticket(s) taken",
+                    refused.len(),
+                    tickets.len()
+                );
+            }
+            // Another error (the database) speaks before "full": it is the one to act on.
+            let worst = refused
+                .iter()
+                .position(|e| !matches!(e, Error::QueueFull { .. }))
+                .unwrap_or(0);
+            return Err(refused.swap_remove(worst));
+        }
+        QueueCommand::Call { name, json } => {
+            let t = d.open_queue(&name).await?.call().await?;
+            writeln!(out, "{}", ticket_line(&t, json)).map_err(io)?;
+        }
+        QueueCommand::Status { name, json } => {
+            let s = d.open_queue(&name).await?.status().await?;
+            if json {
+                writeln!(out, "{}", s.to_json()).map_err(io)?;
+            } else {
+                writeln!(out, "{}", describe(&s)).map_err(io)?;
+            }
+        }
+    }
+    out.flush().map_err(io)
+}

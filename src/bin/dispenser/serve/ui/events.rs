@@ -1,0 +1,181 @@
+//! The board's live feed: `GET /ui/queues/{name}/events`, server-sent events (`event:
+//! status`, `data:` the queue's status JSON, as `GET /v1/queues/{name}` answers it) — one
+//! event at once, then one per change.
+//!
+//! Calls made elsewhere (the CLI, another service, the library) reach no one here, so the
+//! service watches the queue document: one poller per watched queue, however many boards
+//! show it, reads the status every [`POLL`] and sends it when it changed; a take or call
+//! answered by this service wakes the poller at once. The poller stops when its last board
+//! goes. A stream ends on shutdown (so the service can stop) and after [`MAX_STREAM`] (the
+//! page reconnects); a comment every [`KEEP_ALIVE`] keeps proxies from closing it.
+//!
+//! It needs a token with `peek` on the queue, sent as `Authorization: Bearer` like every
+//! other call: the pages read the stream with `fetch` (which can send the header), not
+//! `EventSource` (which cannot), so no token ever travels in a URL.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use tokio::sync::{Notify, watch};
+
+use crate::serve::auth::Op;
+use crate::serve::errors::{ApiError, classify};
+use crate::serve::names::check_name_of;
+use crate::serve::state::{AppState, Shared};
+
+/// How often a watched queue's document is read.
+pub(crate) const POLL: Duration = Duration::from_millis(250);
+/// How often an idle stream carries a comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// How long one stream lasts before the page reconnects.
+const MAX_STREAM: Duration = Duration::from_secs(600);
+
+/// One watched queue: the latest status (as sent) and a way to wake its poller.
+struct Watch {
+    tx: watch::Sender<Option<String>>,
+    wake: Arc<Notify>,
+}
+
+/// The watched queues, and the service's stop signal for the streams.
+pub(crate) struct Events {
+    watches: Mutex<HashMap<String, Watch>>,
+    stop: watch::Sender<bool>,
+}
+
+impl Default for Events {
+    fn default() -> Self {
+        Events {
+            watches: Mutex::default(),
+            stop: watch::channel(false).0,
+        }
+    }
+}
+
+impl Events {
+    fn watches(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watch>> {
+        self.watches.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes the poller of `name`, if a board watches it (after a take or a call).
+    pub(crate) fn nudge(&self, name: &str) {
+        if let Some(w) = self.watches().get(name) {
+            w.wake.notify_one();
+        }
+    }
+
+    /// Ends every stream (the service is stopping).
+    pub(crate) fn stop(&self) {
+        self.stop.send_replace(true);
+    }
+
+    /// The status feed of `name`, starting its poller if no board watches it yet.
+    fn subscribe(&self, st: &Shared, name: &str) -> watch::Receiver<Option<String>> {
+        let mut watches = self.watches();
+        if let Some(w) = watches.get(name) {
+            return w.tx.subscribe();
+        }
+        let (tx, rx) = watch::channel(None);
+        let wake = Arc::new(Notify::new());
+        watches.insert(
+            name.to_owned(),
+            Watch {
+                tx: tx.clone(),
+                wake: Arc::clone(&wake),
+            },
+        );
+        tokio::spawn(poll(Arc::clone(st), name.to_owned(), tx, wake));
+        rx
+    }
+}
+
+/// The status of `name` as an event's data: its JSON, or `{"error": {kind, message}}`.
+async fn read(st: &AppState, name: &str) -> String {
+    let status = match st.queues.handle(st, name).await {
+        Ok(q) => q.status().await,
+        Err(e) => Err(e),
+    };
+    match status {
+        Ok(s) => s.to_json().to_string(),
+        Err(e) => {
+            let (_, kind) = classify(&e);
+            json!({ "error": { "kind": kind, "message": st.scrub(&e.to_string()) } }).to_string()
+        }
+    }
+}
+
+/// Reads the status of `name` every [`POLL`] (or when woken) and publishes it when it
+/// changed, until no board watches it or the service stops.
+async fn poll(st: Shared, name: String, tx: watch::Sender<Option<String>>, wake: Arc<Notify>) {
+    let mut stop = st.queues.events.stop.subscribe();
+    loop {
+        let text = read(&st, &name).await;
+        tx.send_if_modified(|shown| {
+            let changed = shown.as_deref() != Some(text.as_str());
+            if changed {
+                *shown = Some(text);
+            }
+            changed
+        });
+        {
+            // Under the lock: a board subscribing now either finds this poller or starts
+            // a new one.
+            let mut watches = st.queues.events.watches();
+            if tx.receiver_count() == 0 {
+                watches.remove(&name);
+                return;
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(POLL) => {}
+            () = wake.notified() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// `GET /ui/queues/{name}/events`.
+pub(crate) async fn events(
+    State(st): State<Shared>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    st.authorize_on(&headers, Op::Peek, Some(&name), "queue")?;
+    check_name_of("queue", &name, false)?;
+    // A queue that does not exist is 404 before any stream starts.
+    st.queues.handle(&st, &name).await?;
+    let mut rx = st.queues.events.subscribe(&st, &name);
+    // The current status is the first event.
+    rx.mark_changed();
+    let stop = st.queues.events.stop.subscribe();
+    let deadline = tokio::time::Instant::now() + MAX_STREAM;
+    let stream = futures::stream::unfold((rx, stop), move |(mut rx, mut stop)| async move {
+        loop {
+            let changed = tokio::select! {
+                changed = rx.changed() => changed.is_ok(),
+                _ = stop.wait_for(|s| *s) => false,
+                () = tokio::time::sleep_until(deadline) => false,
+            };
+            if !changed {
+                return None;
+            }
+            let shown = rx.borrow_and_update().clone();
+            if let Some(text) = shown {
+                let event = Event::default().event("status").data(text);
+                return Some((Ok::<_, Infallible>(event), (rx, stop)));
+            }
+        }
+    });
+    let mut resp = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}

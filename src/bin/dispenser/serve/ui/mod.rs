@@ -1,0 +1,169 @@
+//! The pages people look at, served by `dispenser serve`: plain HTML, CSS and JavaScript
+//! embedded in the binary (`include_str!`), no front-end build chain.
+//!
+//! - `/ui`: for operators — every sequence (share used, left, rate, forecast, numbers held by
+//!   the service's block clients), the gap-free sequences with their voids, the queues.
+//! - `/ui/queues/{name}/kiosk`: one big "Take a ticket" button that shows the ticket.
+//! - `/ui/queues/{name}/board`: "Now serving 42" and how many wait, live (see
+//!   [`events`]).
+//!
+//! **How pages authenticate.** The pages themselves hold no data and need no token; the data
+//! comes from the API (`/v1/overview`, `/v1/queues/{name}/take`, the board's event stream),
+//! which needs a bearer token like every other call. A page asks for the token once (or
+//! takes it from the address's fragment, `#token=…`, which browsers never send to a server),
+//! keeps it in the tab's `sessionStorage` (gone when the tab closes), removes the fragment
+//! from the address bar, and sends it as `Authorization: Bearer` — never in a URL, so it
+//! appears in no access log or history. A 401 forgets it and asks again. Give each screen
+//! a token of its own with only what it needs: a kiosk `take` on its queue, a board `peek`,
+//! an operator `list`.
+//!
+//! Every page is sent with a Content-Security-Policy that allows only this service's own
+//! scripts, styles and API (no inline script, no other origin, no framing), and the scripts
+//! put text into the page as text, never as HTML.
+
+pub(super) mod events;
+
+use axum::Router;
+use axum::extract::Path;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use super::errors::ApiError;
+use super::state::Shared;
+
+const OVERVIEW_HTML: &str = include_str!("overview.html");
+const KIOSK_HTML: &str = include_str!("kiosk.html");
+const BOARD_HTML: &str = include_str!("board.html");
+
+/// The assets under `/ui/assets/`: name, content type, body.
+const ASSETS: [(&str, &str, &str); 5] = [
+    ("ui.css", "text/css; charset=utf-8", include_str!("ui.css")),
+    (
+        "common.js",
+        "text/javascript; charset=utf-8",
+        include_str!("common.js"),
+    ),
+    (
+        "overview.js",
+        "text/javascript; charset=utf-8",
+        include_str!("overview.js"),
+    ),
+    (
+        "kiosk.js",
+        "text/javascript; charset=utf-8",
+        include_str!("kiosk.js"),
+    ),
+    (
+        "board.js",
+        "text/javascript; charset=utf-8",
+        include_str!("board.js"),
+    ),
+];
+
+/// What a page may load: this service's scripts, styles and API, nothing inline, no frames.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The routes of the pages (merged into the service's router).
+pub(super) fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/ui", get(overview))
+        .route("/ui/queues/{name}/kiosk", get(kiosk))
+        .route("/ui/queues/{name}/board", get(board))
+        .route("/ui/queues/{name}/events", get(events::events))
+        .route("/ui/assets/{file}", get(asset))
+}
+
+/// `body` as `content_type`, with the headers every page and asset carries.
+fn page(content_type: &'static str, body: &'static str) -> Response {
+    let mut resp = body.into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+const HTML: &str = "text/html; charset=utf-8";
+
+async fn overview() -> Response {
+    page(HTML, OVERVIEW_HTML)
+}
+
+/// The kiosk of any queue: the page reads the name from its address.
+async fn kiosk(Path(_name): Path<String>) -> Response {
+    page(HTML, KIOSK_HTML)
+}
+
+/// The board of any queue: the page reads the name from its address.
+async fn board(Path(_name): Path<String>) -> Response {
+    page(HTML, BOARD_HTML)
+}
+
+async fn asset(Path(file): Path<String>) -> Result<Response, ApiError> {
+    ASSETS
+        .iter()
+        .find(|(name, _, _)| *name == file)
+        .map(|(_, content_type, body)| page(content_type, body))
+        .ok_or_else(|| {
+            ApiError::new(
+                axum::http::StatusCode::NOT_FOUND,
+                "not_found",
+                "no such asset",
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pages load only what is served, and put no data into the page as HTML.
+    #[test]
+    fn pages_load_only_served_assets_and_never_write_html() {
+        for html in [OVERVIEW_HTML, KIOSK_HTML, BOARD_HTML] {
+            assert!(!html.contains("<script>"), "no inline script");
+            for src in html
+                .split("src=\"")
+                .skip(1)
+                .chain(html.split("href=\"").skip(1))
+            {
+                let url = &src[..src.find('"').unwrap()];
+                if url == "data:," {
+                    continue; // the empty icon: no request for /favicon.ico
+                }
+                let file = url
+                    .strip_prefix("/ui/assets/")
+                    .unwrap_or_else(|| panic!("{url}"));
+                assert!(ASSETS.iter().any(|(n, _, _)| *n == file), "{url}");
+            }
+        }
+        for (name, _, body) in ASSETS {
+            for forbidden in [
+                "innerHTML",
+                "outerHTML",
+                "insertAdjacentHTML",
+                "document.write",
+                "eval(",
+            ] {
+                assert!(!body.contains(forbidden), "{name} uses {forbidden}");
+            }
+            if name.ends_with(".js") {
+                // No token in a URL, and never printed.
+                assert!(!body.contains("?token"), "{name}");
+                assert!(!body.contains("console.log"), "{name}");
+            }
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Where tickets are written: every MongoDB operation on a queue document, through the
+//! crate's [`Store`] (its write concern, primary reads and operation timeout), on the
+//! collection `<collection>_queues`. Each function is one round trip; results are read
+//! through a projection.
+
+use std::future::IntoFuture;
+
+use bson::oid::ObjectId;
+use bson::{DateTime, Document, doc};
+use futures::TryStreamExt;
+use mongodb::options::{FindOneAndUpdateOptions, FindOneOptions, FindOptions, ReturnDocument};
+
+use super::document::{self, Stored, field};
+use super::spec::{Op, QueueSpec};
+use super::status::QueueStatus;
+use crate::error::{Error, Result};
+use crate::store::{Store, is_duplicate_key};
+
+/// The queue collection.
+#[derive(Clone, Debug)]
+pub(crate) struct QueueStore {
+    store: Store,
+}
+
+/// The update of `op`: the counter it moves, `waiting` with it, and `version`.
+fn update(op: Op) -> Document {
+    let (counter, waiting) = match op {
+        Op::Take => (field::TAKEN, 1_i64),
+        Op::Call => (field::SERVED, -1_i64),
+    };
+    doc! {
+        "$inc": { counter: 1_i64, field::WAITING: waiting, field::VERSION: 1_i64 },
+        "$currentDate": { field::UPDATED_AT: true },
+    }
+}
+
+fn what(op: Op) -> &'static str {
+    match op {
+        Op::Take => "taking a ticket of",
+        Op::Call => "calling the next ticket of",
+    }
+}
+
+impl QueueStore {
+    /// The queues of the dispenser whose sequences `sequences` holds.
+    pub(crate) fn new(sequences: &Store) -> QueueStore {
+        let name = format!("{}_queues", sequences.collection().name());
+        QueueStore {
+            store: sequences.sibling(&name),
+        }
+    }
+
+    fn coll(&self) -> &mongodb::Collection<Document> {
+        self.store.collection()
+    }
+
+    /// Inserts an empty queue. `Ok(Some(incarnation))` when inserted, `Ok(None)` when the name
+    /// exists already.
+    pub(crate) async fn insert(&self, name: &str, spec: &QueueSpec) -> Result<Option<ObjectId>> {
+        let incarnation = ObjectId::new();
+        let d = document::new_document(name, spec, incarnation, DateTime::now());
+        let timeout = self.store.timeout();
+        match tokio::time::timeout(timeout, self.coll().insert_one(d).into_future()).await {
+            Ok(Ok(_)) => Ok(Some(incarnation)),
+            Ok(Err(e)) if is_duplicate_key(&e) => Ok(None),
+            Ok(Err(e)) => Err(Error::database(format!("creating queue {name:?}"), e)),
+            Err(_) => Err(Error::Timeout {
+                context: format!("creating queue {name:?}"),
+                after: timeout,
+            }),
+        }
+    }
+
+    async fn find(&self, name: &str) -> Result<Option<Document>> {
+        let opts = FindOneOptions::builder()
+            .projection(document::projection())
+            .build();
+        self.store
+            .bounded(
+                || format!("reading queue {name:?}"),
+                self.coll()
+                    .find_one(doc! { field::ID: name })
+                    .with_options(opts),
+            )
+            .await
+    }
+
+    /// What the writes need. `Ok(None)` when there is no such queue.
+    pub(crate) async fn load(&self, name: &str) -> Result<Option<Stored>> {
+        let found = self.find(name).await?;
+        found.map(|d| document::decode_stored(name, &d)).transpose()
+    }
+
+    /// The whole state. `Ok(None)` when there is no such queue.
+    pub(crate) async fn load_status(&self, name: &str) -> Result<Option<QueueStatus>> {
+        let found = self.find(name).await?;
+        found.map(|d| document::decode_status(&d)).transpose()
+    }
+
+    /// Every queue, by name; a document that does not decode is an error in its place.
+    pub(crate) async fn list(&self) -> Result<Vec<Result<QueueStatus>>> {
+        let opts = FindOptions::builder()
+            .projection(document::projection())
+            .sort(doc! { field::ID: 1 })
+            .build();
+        let docs: Vec<Document> = self
+            .store
+            .bounded(|| "listing queues".to_owned(), async {
+                self.coll()
+                    .find(doc! {})
+                    .with_options(opts)
+                    .await?
+                    .try_collect()
+                    .await
+            })
+            .await?;
+        Ok(docs.iter().map(document::decode_status).collect())
+    }
+
+    /// The conditional increment: does `op` in one `findAndModify` whose filter admits only a
+    /// state where it is allowed — for a take, fewer than `spec`'s capacity waiting and the
+    /// range `spec` (so the capacity compared is the stored one); for a call, someone
+    /// waiting. Returns the state after the write, `None` when the filter matched nothing
+    /// (full, nobody waiting, another range, no such queue, or fields another client stored
+    /// as another type: the compare-and-set then decides from a fresh read).
+    ///
+    /// Its outcome depends only on the counters and range it matches, so it needs no
+    /// incarnation in its filter.
+    pub(crate) async fn increment(
+        &self,
+        name: &str,
+        spec: &QueueSpec,
+        op: Op,
+    ) -> Result<Option<Stored>> {
+        let filter = match op {
+            Op::Take => doc! {
+                field::ID: name,
+                field::MIN: spec.min,
+                field::MAX: spec.max,
+                field::WAITING: {
+                    "$type": "long",
+                    "$lt": i64::try_from(spec.capacity()).unwrap_or(i64::MAX),
+                },
+                field::TAKEN: { "$type": "long", "$lt": i64::MAX },
+            },
+            Op::Call => doc! {
+                field::ID: name,
+                field::WAITING: { "$type": "long", "$gt": 0_i64 },
+                field::SERVED: { "$type": "long" },
+            },
+        };
+        let opts = FindOneAndUpdateOptions::builder()
+            .return_document(ReturnDocument::After)
+            .projection(document::projection())
+            .build();
+        let found = self
+            .store
+            .bounded(
+                || format!("{} queue {name:?}", what(op)),
+                self.coll()
+                    .find_one_and_update(filter, update(op))
+                    .with_options(opts),
+            )
+            .await?;
+        found.map(|d| document::decode_stored(name, &d)).transpose()
+    }
+
+    /// The compare-and-set: does `op` only if the queue is still exactly the state
+    /// `expected` (same incarnation and version). `Ok(true)` when this write won, `Ok(false)`
+    /// when another writer came first.
+    pub(crate) async fn compare_and_set(
+        &self,
+        name: &str,
+        expected: &Stored,
+        op: Op,
+    ) -> Result<bool> {
+        let filter = doc! {
+            field::ID: name,
+            field::VERSION: expected.version,
+            field::INCARNATION: expected.incarnation,
+        };
+        let res = self
+            .store
+            .bounded(
+                || format!("{} queue {name:?}", what(op)),
+                self.coll().update_one(filter, update(op)),
+            )
+            .await?;
+        Ok(res.matched_count == 1)
+    }
+}
