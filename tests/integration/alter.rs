@@ -165,18 +165,21 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
     assert!(err.to_string().contains("residue class"), "{err}");
 }
 
+/// `dispenser ARGS` on the test server and `coll`.
+fn cli(coll: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", crate::common::uri())
+        .args(["--db", crate::common::DB, "--collection", coll])
+        .args(args)
+        .output()
+        .expect("run dispenser")
+}
+
 #[test]
 fn the_cli_alters_a_sequence() {
     crate::common::ready();
     let coll = crate::common::unique("cli_alter");
-    let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
-            .env("MONGODB_URI", crate::common::uri())
-            .args(["--db", crate::common::DB, "--collection", coll.as_str()])
-            .args(args)
-            .output()
-            .expect("run dispenser")
-    };
+    let run = |args: &[&str]| cli(&coll, args);
     assert!(run(&["create", "tickets", "--max", "9"]).status.success());
     // Turning cycle on repeats numbers after the wrap: refused without --force, nothing
     // written.
@@ -227,14 +230,7 @@ fn the_cli_alters_a_sequence() {
 fn a_step_of_the_other_sign_is_refused_whatever_force_says() {
     crate::common::ready();
     let coll = crate::common::unique("cli_alter_sign");
-    let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
-            .env("MONGODB_URI", crate::common::uri())
-            .args(["--db", crate::common::DB, "--collection", coll.as_str()])
-            .args(args)
-            .output()
-            .expect("run dispenser")
-    };
+    let run = |args: &[&str]| cli(&coll, args);
     let numbers = |out: std::process::Output| -> Vec<i64> {
         assert!(
             out.status.success(),
@@ -315,17 +311,10 @@ async fn a_striped_alter_that_one_stripe_refuses_writes_nothing() {
         assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
     }
     // The CLI takes the striped name.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
-        .env("MONGODB_URI", crate::common::uri())
-        .args([
-            "--db",
-            crate::common::DB,
-            "--collection",
-            f.collection.as_str(),
-        ])
-        .args(["alter", "ids", "--max", &(v1 + 1000).to_string()])
-        .output()
-        .unwrap();
+    let out = cli(
+        &f.collection,
+        &["alter", "ids", "--max", &(v1 + 1000).to_string()],
+    );
     assert!(
         out.status.success(),
         "{}",
