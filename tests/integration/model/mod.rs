@@ -40,8 +40,9 @@
 //!
 //! Each mutation below is a bug that once existed (or a fix of issue 19 reverted). With it
 //! in place, the default 25 s run must fail for at least 19 seeds of 20. Measured by
-//! applying the mutation and running `scripts/test.sh --test integration model::` with 20
-//! seeds (`scripts/mutants.sh` does exactly that):
+//! applying the mutation and running the model test alone with 20 seeds
+//! (`scripts/mutants.sh` does exactly that; `--baseline` runs it without a mutation, where
+//! every seed must pass):
 //!
 //! | mutation | where | caught |
 //! |---|---|---|
@@ -50,10 +51,10 @@
 //! | cycle turned on without force | `src/alter.rs` `plan` | MUTANT_RATE_CYCLE |
 //! | a forced lower bound moves the value to the bound (raising it again re-issues) | `src/alter.rs` `plan` | MUTANT_RATE_FORCED |
 //! | advance-to ignores a stripe's residue class | `src/arith.rs` `advance_value` | MUTANT_RATE_RESIDUE |
-//! | a second stripe layout reopens the stripes | `src/stripe.rs` `ensure_striped` | MUTANT_RATE_LAYOUT |
-//! | `ensure` ignores another start | `src/dispenser.rs` `ensure` | MUTANT_RATE_START |
+//! | a second stripe layout reopens the stripes | `src/dispenser.rs` `ensure_as` (the stripe comparison) | MUTANT_RATE_LAYOUT |
+//! | `ensure` ignores another start | `src/dispenser.rs` `ensure_as` | MUTANT_RATE_START |
 //! | `~` and `@` allowed in plain names | `src/spec.rs` `validate_plain_name` | MUTANT_RATE_NAMES |
-//! | the live daily scope deletable | `src/scope.rs` `delete_scopes_before` | MUTANT_RATE_SCOPE |
+//! | the live daily scope deletable | `src/scope.rs` `delete_scopes_before_day` | MUTANT_RATE_SCOPE |
 
 mod log;
 mod others;
