@@ -172,13 +172,18 @@ async fn increments(
         }))
         .await,
     );
-    let stored = clock
+    Ok((tally, stored_value(store, clock, name).await))
+}
+
+/// The value a probe left in its sequence, read once after its tasks; `None` when it cannot
+/// be read (the probe's verdict then rests on the values the tasks saw).
+async fn stored_value(store: &Store, clock: &Clock, name: &str) -> Option<i64> {
+    clock
         .finish(|| format!("reading {name}"), store.load(name))
         .await
         .ok()
         .flatten()
-        .map(|s| s.value);
-    Ok((tally, stored))
+        .map(|s| s.value)
 }
 
 /// The same increments without a projection (a plain `findOneAndUpdate` `$inc`), for a server
@@ -306,13 +311,7 @@ async fn compare_and_set(
         }))
         .await,
     );
-    let stored = clock
-        .finish(|| format!("reading {name}"), store.load(name))
-        .await
-        .ok()
-        .flatten()
-        .map(|s| s.value);
-    Ok((tally, stored))
+    Ok((tally, stored_value(store, clock, name).await))
 }
 
 /// K racing inserts of one new sequence ([`Store::insert`]): one creates it, the others see
