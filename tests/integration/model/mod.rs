@@ -42,19 +42,19 @@
 //! in place, the default 25 s run must fail for at least 19 seeds of 20. Measured by
 //! applying the mutation and running the model test alone with 20 seeds
 //! (`scripts/mutants.sh` does exactly that; `--baseline` runs it without a mutation, where
-//! every seed must pass):
+//! every seed must pass; it passed 20 of 20). Last measured at commit 9c94219:
 //!
 //! | mutation | where | caught |
 //! |---|---|---|
-//! | the incarnation left out of the pinned filter (compare-and-set, pinned write and give-back) | `src/store.rs` `pinned_filter`, `Some(t)` arm | MUTANT_RATE_INCARNATION |
-//! | a step of the other sign accepted by `alter` | `src/alter.rs` `plan` | MUTANT_RATE_SIGN |
-//! | cycle turned on without force | `src/alter.rs` `plan` | MUTANT_RATE_CYCLE |
-//! | a forced lower bound moves the value to the bound (raising it again re-issues) | `src/alter.rs` `plan` | MUTANT_RATE_FORCED |
-//! | advance-to ignores a stripe's residue class | `src/arith.rs` `advance_value` | MUTANT_RATE_RESIDUE |
-//! | a second stripe layout reopens the stripes | `src/dispenser.rs` `ensure_as` (the stripe comparison) | MUTANT_RATE_LAYOUT |
-//! | `ensure` ignores another start | `src/dispenser.rs` `ensure_as` | MUTANT_RATE_START |
-//! | `~` and `@` allowed in plain names | `src/spec.rs` `validate_plain_name` | MUTANT_RATE_NAMES |
-//! | the live daily scope deletable | `src/scope.rs` `delete_scopes_before_day` | MUTANT_RATE_SCOPE |
+//! | the incarnation left out of the pinned filter (compare-and-set, pinned write and give-back) | `src/store.rs` `pinned_filter`, `Some(t)` arm | 20/20 |
+//! | a step of the other sign accepted by `alter` | `src/alter.rs` `plan` | 20/20 |
+//! | cycle turned on without force | `src/alter.rs` `plan` | 20/20 |
+//! | a forced lower bound moves the value to the bound (raising it again re-issues) | `src/alter.rs` `plan` | 20/20 |
+//! | advance-to ignores a stripe's residue class | `src/arith.rs` `advance_value` | 20/20 |
+//! | a second stripe layout reopens the stripes | `src/dispenser.rs` `ensure_as` (the stripe comparison) | 20/20 |
+//! | `ensure` ignores another start | `src/dispenser.rs` `ensure_as` | 20/20 |
+//! | `~` and `@` allowed in plain names | `src/spec.rs` `validate_plain_name` | 20/20 |
+//! | the live daily scope deletable | `src/scope.rs` `delete_scopes_before_day` | 20/20 |
 
 mod log;
 mod others;
