@@ -5,8 +5,8 @@
 # (scripts/server/DispenserTestServer.java). It listens on 127.0.0.1 only.
 # Needs Java 17+ (JDK) and Maven; jars and classes live in scripts/.server/.
 #
-#   eval "$(scripts/server.sh start)"        # sets MONGODB_URI=mongodb://127.0.0.1:PORT/?directConnection=true
-#   export "$(scripts/server.sh start)"      # same, exported
+#   export "$(scripts/server.sh start)"      # exports MONGODB_URI=mongodb://127.0.0.1:PORT/?directConnection=true
+#   (`eval "$(scripts/server.sh start)"` would set it without exporting it: `dispenser` would not see it)
 #   scripts/server.sh status
 #   scripts/server.sh stop
 #
