@@ -386,6 +386,10 @@ fn bench_blocks_prefetch_by_default_as_the_library_does() {
     let default = run(&[]);
     assert_eq!(default["run"], "inc block 100 prefetch 0.5", "{default}");
     assert_eq!(default["duplicates"], 0, "{default}");
+    assert_eq!(
+        default["numbers"], 20_000,
+        "every number drawn is reported: {default}"
+    );
     let off = run(&["--no-prefetch"]);
     assert_eq!(off["run"], "inc block 100", "{off}");
     assert_eq!(off["block_waits"], off["block_refills"], "{off}");
