@@ -22,7 +22,7 @@ use crate::strategy::Decision;
 /// # Example
 ///
 /// ```
-/// use dispenser::Alter;
+/// use dispenser::sequence::Alter;
 ///
 /// let wider = Alter::default().with_max(9_999).with_cycle(true);
 /// assert_eq!((wider.max, wider.cycle, wider.step), (Some(9_999), Some(true), None));
@@ -87,7 +87,7 @@ impl Alter {
         self
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.step.is_none()
             && self.min.is_none()
             && self.max.is_none()
@@ -164,7 +164,7 @@ fn plan(name: &str, stored: &Stored, change: &Alter) -> Result<(i64, Spec)> {
         if stored.origin.stripe.is_some() {
             return Err(invalid(format!(
                 "its value {value} lies before the new bound; moving a stripe would leave its \
-                 residue class: use advance_striped first"
+                 residue class: advance the striped sequence as a whole first (StripedSequence::advance_to, or `dispenser advance`)"
             )));
         }
         arith::value_before_first(&spec).map_err(|floor| {
@@ -232,7 +232,7 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::Alter;
+    /// use dispenser::sequence::Alter;
     /// let state = d.alter("tickets", Alter::default().with_max(999)).await?;
     /// assert_eq!(state.max, 999);
     /// # Ok(()) }
@@ -267,69 +267,15 @@ impl Dispenser {
             .await?;
         self.peek(name).await
     }
-
-    /// Alters every stripe of the striped sequence `name` (see [`Dispenser::alter`]): its
-    /// bounds, or `force`. The change is planned for every stripe first, from its current
-    /// state, so a change any stripe refuses writes nothing at all; then each stripe is
-    /// altered, each one compare-and-set on its own document. (A draw that moves a stripe
-    /// between the plan and its write can still make that stripe refuse — a bound that would
-    /// strand its new last number — after earlier stripes changed; calling it again with
-    /// `force`, or with the old bound, settles it. No number repeats either way.) Returns the
-    /// stripes' states.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when nothing is to change or a format is given (a striped
-    /// sequence's numbers are not in order: it has none); [`Error::InvalidSpec`] when any
-    /// stripe refuses the change (a new step, cycle, a bound that strands a stripe's last
-    /// number without `force`, `min ≥ max`), nothing written; plus those of
-    /// [`Dispenser::peek_striped`] and [`Dispenser::alter`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future may leave some stripes altered and others not (check with
-    /// [`Dispenser::peek_striped`]); it never issues a number.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::Alter;
-    /// let stripes = d.alter_striped("ids", Alter::default().with_max(1_000_000_000)).await?;
-    /// assert!(stripes.iter().all(|s| s.max == 1_000_000_000));
-    /// # Ok(()) }
-    /// ```
-    pub async fn alter_striped(&self, name: &str, change: Alter) -> Result<Vec<SequenceState>> {
-        validate_name(name)?;
-        if change.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "alter".to_owned(),
-                reason: format!(
-                    "nothing to change for striped sequence {name:?}: give a min, max or force"
-                ),
-            });
-        }
-        if change.format.is_some() {
-            return Err(Error::InvalidArgument {
-                what: "format".to_owned(),
-                reason: format!(
-                    "{name:?} is a striped sequence, which has no format (its numbers are not in \
-                     order)"
-                ),
-            });
-        }
-        let states = self.peek_striped(name).await?;
-        for st in &states {
-            plan(&st.name, &stored_of(st), &change)?;
-        }
-        for st in &states {
-            self.alter(&st.name, change.clone()).await?;
-        }
-        self.peek_striped(name).await
-    }
 }
 
 /// The state a [`SequenceState`] describes, as [`plan`] reads it.
+/// Whether `change` applies to the sequence in state `st` (what [`Dispenser::alter`] would
+/// refuse, without writing).
+pub(crate) fn check(st: &SequenceState, change: &Alter) -> Result<()> {
+    plan(&st.name, &stored_of(st), change).map(|_| ())
+}
+
 fn stored_of(s: &SequenceState) -> Stored {
     Stored {
         spec: s.spec(),

@@ -64,12 +64,12 @@ impl Combiner {
 }
 
 /// Draws `n` numbers for one caller, sharing the write with concurrent callers.
-pub(crate) async fn draw(drawer: &Arc<Drawer>, n: u64) -> Result<Run> {
+pub(crate) async fn draw(drawer: &Arc<Drawer>, combiner: &Arc<Combiner>, n: u64) -> Result<Run> {
     if n == 0 {
         return drawer.draw(0).await; // the drawer's own error for 0
     }
     let rx = {
-        let mut q = drawer.combiner.lock();
+        let mut q = combiner.lock();
         if q.busy {
             let (tx, rx) = oneshot::channel();
             q.waiting.push_back(Waiter { n, tx });
@@ -89,7 +89,7 @@ pub(crate) async fn draw(drawer: &Arc<Drawer>, n: u64) -> Result<Run> {
         None => {
             // Nobody in flight: draw inline. The guard hands the queue on even if this
             // future is dropped mid-draw.
-            let _handoff = Handoff(drawer.clone());
+            let _handoff = Handoff(drawer.clone(), combiner.clone());
             bump(&drawer.stats.batches);
             add(&drawer.stats.batched_calls, 1);
             drawer.stats.max_batch.fetch_max(1, Relaxed);
@@ -99,11 +99,11 @@ pub(crate) async fn draw(drawer: &Arc<Drawer>, n: u64) -> Result<Run> {
 }
 
 /// When the inline drawer finishes (or is dropped): serve whoever queued meanwhile.
-struct Handoff(Arc<Drawer>);
+struct Handoff(Arc<Drawer>, Arc<Combiner>);
 
 impl Drop for Handoff {
     fn drop(&mut self) {
-        let mut q = self.0.combiner.lock();
+        let mut q = self.1.lock();
         if q.waiting.is_empty() {
             q.busy = false;
             return;
@@ -112,7 +112,7 @@ impl Drop for Handoff {
             Ok(rt) => {
                 drop(q);
                 // `busy` stays set: the task owns the queue until it is empty.
-                rt.spawn(drain(self.0.clone()));
+                rt.spawn(drain(self.0.clone(), self.1.clone()));
             }
             Err(_) => {
                 // No runtime to serve them on (only when one is shutting down).
@@ -127,10 +127,10 @@ impl Drop for Handoff {
 }
 
 /// Serves the queue, one write per batch, until it is empty.
-async fn drain(drawer: Arc<Drawer>) {
+async fn drain(drawer: Arc<Drawer>, combiner: Arc<Combiner>) {
     loop {
         let mut batch: VecDeque<Waiter> = {
-            let mut q = drawer.combiner.lock();
+            let mut q = combiner.lock();
             // Callers that gave up while queued reserve nothing.
             q.waiting.retain(|w| !w.tx.is_closed());
             if q.waiting.is_empty() {
@@ -142,7 +142,7 @@ async fn drain(drawer: Arc<Drawer>) {
         let leftover = serve_batch(&drawer, &mut batch).await;
         if !leftover.is_empty() {
             // Cut by a cyclic wrap: first in line for the next write.
-            let mut q = drawer.combiner.lock();
+            let mut q = combiner.lock();
             for w in leftover.into_iter().rev() {
                 q.waiting.push_front(w);
             }

@@ -8,6 +8,7 @@ use mongodb::Client;
 use mongodb::options::ClientOptions;
 
 use crate::arith::{self, Run};
+use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -152,7 +153,7 @@ impl Dispenser {
     /// A plain sequence and a striped one must not share a name (`ids` and `ids~0 …`): both
     /// would start at the same numbers.
     async fn refuse_if_striped(&self, name: &str) -> Result<()> {
-        let stripe0 = crate::stripe::stripe_name(name, 0);
+        let stripe0 = crate::spec::stripe_name(name, 0);
         match self.store.load(&stripe0).await? {
             Some(s) if s.origin.stripe.is_some() => Err(Error::SpecConflict {
                 name: name.to_owned(),
@@ -241,7 +242,8 @@ impl Dispenser {
     /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
     /// writers). Moving a sequence backwards (so that numbers already issued would come again)
     /// needs `force`. A stripe of a striped sequence only accepts a `next` of its own residue
-    /// class (use [`Dispenser::reset_striped`] to move all stripes).
+    /// class (use [`StripedSequence::reset`](crate::stripe::StripedSequence::reset) to move all
+    /// stripes).
     ///
     /// # Errors
     ///
@@ -283,7 +285,7 @@ impl Dispenser {
                     "reset value",
                     format!(
                         "{next} is not a number of stripe {name:?} (its numbers are {} + k·{}); \
-                         reset the striped sequence as a whole (reset_striped), which moves \
+                         reset the striped sequence as a whole (StripedSequence::reset, or `dispenser reset` with its name), which moves \
                          each stripe within its own class",
                         i128::from(stored.value) + i128::from(spec.step),
                         spec.step
@@ -464,9 +466,9 @@ impl Dispenser {
                 stats: Counters::default(),
                 coalesce: self.options.coalesce,
                 increment_retry: self.options.increment_retry,
-                combiner: Default::default(),
                 usage: Mutex::default(),
             }),
+            combiner: Arc::default(),
         }
     }
 }
@@ -542,6 +544,8 @@ pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<Clien
 #[derive(Clone)]
 pub struct Sequence {
     drawer: Arc<Drawer>,
+    /// The queue of callers waiting to share a write (see [`Options::coalesce`]).
+    combiner: Arc<Combiner>,
 }
 
 impl std::fmt::Debug for Sequence {
@@ -622,7 +626,7 @@ impl Sequence {
     /// ```
     pub async fn next_n(&self, n: u64) -> Result<Run> {
         if self.drawer.coalesce {
-            crate::coalesce::draw(&self.drawer, n).await
+            coalesce::draw(&self.drawer, &self.combiner, n).await
         } else {
             self.drawer.draw(n).await
         }

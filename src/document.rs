@@ -22,6 +22,7 @@
 
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
+use jiff::civil::Date;
 
 use crate::arith;
 use crate::error::{Error, Result};
@@ -45,6 +46,8 @@ pub(crate) mod field {
     pub const START: &str = "start";
     pub const STRIPE_INDEX: &str = "stripe_index";
     pub const STRIPE_COUNT: &str = "stripe_count";
+    /// The per-day counters of issued numbers (`{"2026-11-25": 1234, …}`).
+    pub const ISSUED: &str = "issued";
 }
 
 /// Which stripe of a striped sequence a document is: stripe `index` of `count`.
@@ -100,14 +103,44 @@ pub(crate) struct Stored {
     pub origin: Origin,
 }
 
+/// Where a document stood after a write: its version and its incarnation. A write that
+/// must only apply to that exact state (a compare-and-set, a give-back) filters on both,
+/// so it cannot match the document of another incarnation that reached the same version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    pub version: i64,
+    pub incarnation: Option<ObjectId>,
+}
+
 impl Stored {
     /// The version and incarnation of this state.
-    pub(crate) fn stamp(&self) -> crate::store::Stamp {
-        crate::store::Stamp {
+    pub(crate) fn stamp(&self) -> Stamp {
+        Stamp {
             version: self.version,
             incarnation: self.incarnation,
         }
     }
+}
+
+/// The per-day counters of a document, oldest first; entries that are not `date: integer`
+/// are ignored (they carry no rate).
+pub(crate) fn decode_issued(doc: &Document) -> Vec<(Date, i64)> {
+    let Ok(days) = doc.get_document(field::ISSUED) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(Date, i64)> = days
+        .iter()
+        .filter_map(|(k, v)| {
+            let n = match v {
+                Bson::Int64(n) => *n,
+                Bson::Int32(n) => i64::from(*n),
+                _ => return None,
+            };
+            Some((k.parse::<Date>().ok()?, n))
+        })
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 /// The projection that reads a [`Stored`]: only what the strategies need.
@@ -126,7 +159,7 @@ pub(crate) fn state_projection() -> Document {
         field::CYCLE: 1, field::VERSION: 1, field::CYCLES: 1,
         field::CREATED_AT: 1, field::UPDATED_AT: 1, field::FORMAT: 1,
         field::INCARNATION: 1, field::START: 1, field::STRIPE_INDEX: 1, field::STRIPE_COUNT: 1,
-        crate::usage::ISSUED: 1,
+        field::ISSUED: 1,
     }
 }
 
@@ -396,7 +429,7 @@ pub struct SequenceState {
     /// versions that have not been written since).
     pub incarnation: Option<ObjectId>,
     /// Numbers issued per day (UTC), oldest first, over the last
-    /// [`KEPT_DAYS`](crate::KEPT_DAYS) days: the observed rate (see
+    /// [`KEPT_DAYS`](crate::sequence::KEPT_DAYS) days: the observed rate (see
     /// [`SequenceState::usage`]). Empty for documents no counting client wrote.
     pub issued_by_day: Vec<(jiff::civil::Date, i64)>,
 }
@@ -497,7 +530,7 @@ pub(crate) fn decode_state(doc: &Document) -> Result<SequenceState> {
         start: stored.origin.start,
         stripe: stored.origin.stripe,
         incarnation: stored.incarnation,
-        issued_by_day: crate::usage::decode(doc),
+        issued_by_day: decode_issued(doc),
         name,
     })
 }

@@ -289,14 +289,14 @@ impl Error {
 /// refused", "no server reachable at HOST", "authentication failed: …", "invalid argument:
 /// …"), without the driver's debug fields (`Kind:`, `labels:`, `source:`, `server response:`)
 /// or its topology dump. It never adds credentials: the driver's errors about a running
-/// client quote hosts, not the URI (URI errors go through [`scrub`](crate::scrub)).
+/// client quote hosts, not the URI (URI errors go through [`scrub`](crate::redact::scrub)).
 ///
 /// # Example
 ///
 /// ```
 /// let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused (os error 111)");
 /// let e = dispenser::mongodb::error::Error::from(io);
-/// assert_eq!(dispenser::describe_driver_error(&e), "connection refused");
+/// assert_eq!(dispenser::redact::describe_driver_error(&e), "connection refused");
 /// ```
 pub fn describe_driver_error(e: &mongodb::error::Error) -> String {
     use mongodb::error::{ErrorKind, WriteFailure};

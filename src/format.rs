@@ -8,10 +8,8 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 
-/// The widest zero padding accepted (an `i64` has at most 19 digits and a sign).
-pub const MAX_PAD: usize = 20;
-/// The longest format accepted, in bytes.
-pub const MAX_FORMAT_BYTES: usize = 200;
+const MAX_PAD: usize = Format::MAX_PAD;
+const MAX_FORMAT_BYTES: usize = Format::MAX_BYTES;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Piece {
@@ -42,14 +40,19 @@ pub struct Format {
 }
 
 impl Format {
+    /// The widest zero padding accepted (an `i64` has at most 19 digits and a sign).
+    pub const MAX_PAD: usize = 20;
+    /// The longest format accepted, in bytes.
+    pub const MAX_BYTES: usize = 200;
+
     /// Parses a format.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] naming the problem: an unknown placeholder, an unclosed or
-    /// unmatched brace, a padding wider than [`MAX_PAD`], no `{n}` at all (every serial must
+    /// unmatched brace, a padding wider than [`Format::MAX_PAD`], no `{n}` at all (every serial must
     /// contain its number, or two numbers could render the same), or a format longer than
-    /// [`MAX_FORMAT_BYTES`] bytes or containing NUL.
+    /// [`Format::MAX_BYTES`] bytes or containing NUL.
     pub fn parse(source: &str) -> Result<Format> {
         let fail = |reason: String| {
             Err(Error::invalid_argument(

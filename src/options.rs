@@ -9,7 +9,7 @@ use std::time::Duration;
 use mongodb::options::{Acknowledgment, WriteConcern};
 
 use crate::error::{Error, Result};
-use crate::retry::Backoff;
+pub use crate::retry::Backoff;
 
 /// How numbers are drawn from a sequence document. Both issue exactly the same numbers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub enum CasMode {
 /// # Example
 ///
 /// ```
-/// use dispenser::{Options, Strategy};
+/// use dispenser::{Options, options::Strategy};
 ///
 /// let options = Options::default()
 ///     .with_database("shop")
@@ -147,7 +147,7 @@ impl Options {
     /// # Example
     ///
     /// ```
-    /// use dispenser::{Options, Strategy};
+    /// use dispenser::{Options, options::Strategy};
     /// // Every write filtered on `version`, every retry a fresh read.
     /// let pure = Options::default().with_strategy(Strategy::Cas).with_increment_retry(false);
     /// assert!(!pure.increment_retry);

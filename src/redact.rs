@@ -13,6 +13,7 @@
 //! `@` of the **whole** URI. That covers the driver's reading and every reading with a raw
 //! `?`; at worst it hides an option value holding an `@` too.
 
+pub use crate::error::describe_driver_error;
 use crate::error::{Error, Result};
 
 /// The characters that must be percent-encoded in a user name or password (RFC 3986 gen-delims,
@@ -26,7 +27,7 @@ const RESERVED: [char; 7] = [':', '/', '?', '#', '[', ']', '@'];
 /// # Example
 ///
 /// ```
-/// use dispenser::redact_uri;
+/// use dispenser::redact::redact_uri;
 ///
 /// assert_eq!(
 ///     redact_uri("mongodb://app:s3cret@db1,db2/?tls=true"),
@@ -53,7 +54,7 @@ pub fn redact_uri(uri: &str) -> String {
 /// ```
 /// let uri = "mongodb://u:Zq8?Secret91@db1/";
 /// let text = "invalid server address u:Zq8: got Zq8";
-/// assert_eq!(dispenser::scrub(text, uri), "invalid server address u:***: got ***");
+/// assert_eq!(dispenser::redact::scrub(text, uri), "invalid server address u:***: got ***");
 /// ```
 pub fn scrub(text: &str, uri: &str) -> String {
     let secrets = secrets(uri);
@@ -78,8 +79,8 @@ pub fn scrub(text: &str, uri: &str) -> String {
 /// # Example
 ///
 /// ```
-/// assert!(dispenser::check_credentials("mongodb://u:a%2Fb@db1/?appName=x@y").is_ok());
-/// let err = dispenser::check_credentials("mongodb://u:a/b@db1/").unwrap_err();
+/// assert!(dispenser::redact::check_credentials("mongodb://u:a%2Fb@db1/?appName=x@y").is_ok());
+/// let err = dispenser::redact::check_credentials("mongodb://u:a/b@db1/").unwrap_err();
 /// assert!(err.to_string().contains("percent-encode it as %2F"));
 /// assert!(!err.to_string().contains("a/b"));
 /// ```

@@ -42,7 +42,7 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use std::time::Duration;
-/// use dispenser::Backoff;
+/// use dispenser::options::Backoff;
 ///
 /// let patient = Backoff::default()
 ///     .with_max_attempts(1000)

@@ -28,7 +28,7 @@ pub const SCOPE_SEPARATOR: char = '@';
 /// # Errors
 ///
 /// [`Error::InvalidName`] when the template name is not a plain name (see
-/// [`validate_plain_name`](crate::validate_plain_name()): no [`SCOPE_SEPARATOR`], no `~`),
+/// [`validate_plain_name`](crate::sequence::validate_plain_name()): no [`SCOPE_SEPARATOR`], no `~`),
 /// when the scope is empty or contains a control character, or when the result is longer
 /// than a name may be.
 ///

@@ -33,7 +33,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// # Example: code that works with any source
 ///
 /// ```no_run
-/// use dispenser::{NumberSource, Result};
+/// use dispenser::{Result, source::NumberSource};
 ///
 /// async fn label_orders(source: &impl NumberSource, count: usize) -> Result<Vec<String>> {
 ///     let mut out = Vec::with_capacity(count);
@@ -113,7 +113,7 @@ fn zero(name: &str) -> Error {
 /// # Example
 ///
 /// ```no_run
-/// use dispenser::{BoxNumberSource, NumberSource};
+/// use dispenser::{source::{BoxNumberSource, NumberSource}};
 ///
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
 /// let plain: BoxNumberSource = Box::new(d.open("orders").await?);
@@ -245,7 +245,7 @@ impl NumberSource for DailySequence {
 /// # Example
 ///
 /// ```
-/// use dispenser::SourceKind;
+/// use dispenser::source::SourceKind;
 /// use dispenser::block::BlockOptions;
 ///
 /// let kind: SourceKind = "blocks:1000".parse()?;
@@ -312,7 +312,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// Those of [`Dispenser::open`], [`Dispenser::open_blocks`], [`Dispenser::open_striped`]
+    /// Those of [`Dispenser::open`], [`Dispenser::open_blocks`], [`StripedSequence::open`]
     /// and [`Dispenser::open_daily`].
     ///
     /// # Cancel safety
@@ -322,7 +322,7 @@ impl Dispenser {
     /// # Example
     ///
     /// ```no_run
-    /// use dispenser::NumberSource;
+    /// use dispenser::source::NumberSource;
     ///
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// let kind = std::env::var("ORDER_IDS").unwrap_or_else(|_| "blocks:1000".into());
@@ -335,9 +335,9 @@ impl Dispenser {
         Ok(match kind {
             SourceKind::Plain => Box::new(self.open(name).await?),
             SourceKind::Blocks(o) => Box::new(self.open_blocks(name, *o).await?),
-            SourceKind::Striped => Box::new(self.open_striped(name).await?),
+            SourceKind::Striped => Box::new(StripedSequence::open(self, name).await?),
             SourceKind::StripedBlocks(o) => {
-                Box::new(self.open_striped(name).await?.with_blocks(*o)?)
+                Box::new(StripedSequence::open(self, name).await?.with_blocks(*o)?)
             }
             SourceKind::Daily(zone) => Box::new(self.open_daily(name, zone)?),
         })

@@ -178,10 +178,10 @@ impl fmt::Display for Spec {
 /// # Example
 ///
 /// ```
-/// assert!(dispenser::validate_name("orders").is_ok());
-/// assert!(dispenser::validate_name("tickets@2026-11-22").is_ok());
-/// assert!(dispenser::validate_name("$where").is_err());
-/// assert!(dispenser::validate_name("multi\nline").is_err());
+/// assert!(dispenser::sequence::validate_name("orders").is_ok());
+/// assert!(dispenser::sequence::validate_name("tickets@2026-11-22").is_ok());
+/// assert!(dispenser::sequence::validate_name("$where").is_err());
+/// assert!(dispenser::sequence::validate_name("multi\nline").is_err());
 /// ```
 pub fn validate_name(name: &str) -> Result<()> {
     let reason = if name.is_empty() {
@@ -218,10 +218,10 @@ pub fn validate_name(name: &str) -> Result<()> {
 /// # Example
 ///
 /// ```
-/// assert!(dispenser::validate_plain_name("orders").is_ok());
-/// let err = dispenser::validate_plain_name("tickets@acme").unwrap_err();
+/// assert!(dispenser::sequence::validate_plain_name("orders").is_ok());
+/// let err = dispenser::sequence::validate_plain_name("tickets@acme").unwrap_err();
 /// assert!(err.to_string().contains("use open_scope(template, key)"));
-/// assert!(dispenser::validate_plain_name("ids~1").is_err());
+/// assert!(dispenser::sequence::validate_plain_name("ids~1").is_err());
 /// ```
 pub fn validate_plain_name(name: &str) -> Result<()> {
     validate_name(name)?;
@@ -237,7 +237,7 @@ pub fn validate_plain_name(name: &str) -> Result<()> {
         return Err(invalid(
             name,
             "must not contain '~': '~' separates a striped sequence from its stripe number: \
-             use ensure_striped(name, stripes, spec)"
+             use StripedSequence::ensure(dispenser, name, stripes, spec)"
                 .to_owned(),
         ));
     }
@@ -250,6 +250,17 @@ fn invalid(name: &str, reason: String) -> Error {
         name: shown,
         reason,
     }
+}
+
+/// The document name of stripe `i` of `name`.
+///
+/// # Example
+///
+/// ```
+/// assert_eq!(dispenser::stripe::stripe_name("ids", 3), "ids~3");
+/// ```
+pub fn stripe_name(name: &str, i: u32) -> String {
+    format!("{name}~{i}")
 }
 
 #[cfg(test)]
@@ -317,7 +328,7 @@ mod tests {
         let err = validate_plain_name("x@y").unwrap_err().to_string();
         assert!(err.contains("open_scope(template, key)"), "{err}");
         let err = validate_plain_name("q~0").unwrap_err().to_string();
-        assert!(err.contains("ensure_striped"), "{err}");
+        assert!(err.contains("StripedSequence::ensure"), "{err}");
         assert!(validate_plain_name("tickets-2026/01 é").is_ok());
         let long = "é".repeat(101);
         assert!(

@@ -18,7 +18,7 @@ use mongodb::options::{
 };
 use mongodb::{Client, Collection};
 
-use crate::document::{self, Stored, StripeId, field};
+use crate::document::{self, Stamp, Stored, StripeId, field};
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::spec::Spec;
@@ -58,15 +58,6 @@ pub(crate) struct ShapeChange {
     pub spec: Spec,
     /// `None`: keep the format; `Some(None)`: remove it; `Some(Some(f))`: set it.
     pub format: Option<Option<crate::format::Format>>,
-}
-
-/// Where a document stood after a write: its version and its incarnation. A write that
-/// must only apply to that exact state (a compare-and-set, a give-back) filters on both,
-/// so it cannot match the document of another incarnation that reached the same version.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Stamp {
-    pub version: i64,
-    pub incarnation: Option<ObjectId>,
 }
 
 /// The filter that pins a conditional write to one state of one incarnation: `_id`,

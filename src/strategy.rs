@@ -21,12 +21,13 @@ use std::sync::Mutex;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::arith::{self, Run};
+use crate::document::Stamp;
 use crate::document::Stored;
 use crate::error::{Error, Result};
 use crate::options::{CasMode, Strategy};
 use crate::retry::{Backoff, RetryBudget};
 use crate::stats::{Counters, add, bump};
-use crate::store::{ShapeChange, Stamp, Store};
+use crate::store::{ShapeChange, Store};
 use crate::usage;
 
 /// In adaptive mode, how often a pessimistic caller tries optimism again: every 16 calls at
@@ -120,8 +121,6 @@ pub(crate) struct Drawer {
     pub coalesce: bool,
     /// Whether a draw that lost a compare-and-set race retries with the conditional increment.
     pub increment_retry: bool,
-    /// The queue of coalesced callers.
-    pub combiner: crate::coalesce::Combiner,
     /// Numbers issued by this handle that the document's counters do not show yet.
     pub usage: Mutex<usage::Pending>,
 }

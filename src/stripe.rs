@@ -13,12 +13,14 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use futures::future::try_join_all;
 
+use crate::alter::{self, Alter};
 use crate::arith;
 use crate::block::{BlockOptions, BlockSequence, CloseReport};
 use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 pub use crate::document::StripeId;
 use crate::error::{Error, Result};
+pub use crate::spec::stripe_name;
 use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::Stats;
 
@@ -28,22 +30,11 @@ use crate::stats::Stats;
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) {
-/// let err = d.ensure_striped("ids", dispenser::stripe::MAX_STRIPES + 1, Default::default()).await;
+/// let err = dispenser::stripe::StripedSequence::ensure(&d, "ids", dispenser::stripe::MAX_STRIPES + 1, Default::default()).await;
 /// assert!(err.is_err());
 /// # }
 /// ```
 pub const MAX_STRIPES: u32 = 1024;
-
-/// The document name of stripe `i` of `name`.
-///
-/// # Example
-///
-/// ```
-/// assert_eq!(dispenser::stripe::stripe_name("ids", 3), "ids~3");
-/// ```
-pub fn stripe_name(name: &str, i: u32) -> String {
-    format!("{name}~{i}")
-}
 
 /// The spec of stripe `i` of `stripes`, or why there is none.
 fn stripe_spec(name: &str, spec: &Spec, stripes: u32, i: u32) -> Result<Spec> {
@@ -98,6 +89,7 @@ impl Stripe {
 
 #[derive(Debug)]
 struct Inner {
+    dispenser: Dispenser,
     name: String,
     plain: Vec<Sequence>,
     stripes: Vec<Stripe>,
@@ -118,7 +110,7 @@ struct Inner {
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
 /// use dispenser::Spec;
-/// let ids = d.ensure_striped("ids", 4, Spec::default()).await?;
+/// let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, Spec::default()).await?;
 /// let got: Vec<i64> = vec![ids.next().await?, ids.next().await?, ids.next().await?];
 /// // e.g. [3, 4, 1]: all distinct, but 1 came after 4 — there is no global order.
 /// # Ok(()) }
@@ -128,255 +120,23 @@ pub struct StripedSequence {
     inner: Arc<Inner>,
 }
 
-impl Dispenser {
-    /// Creates (or opens, if they exist with the same shape) the `stripes` documents of a
-    /// striped sequence `name`: `name~0` … `name~{stripes-1}`, where stripe `i` starts at
-    /// `spec.start + i·spec.step` and moves by `stripes·spec.step`. Every number the striped
-    /// sequence issues is one the plain sequence `spec` would issue, and no two stripes share
-    /// one; the order across stripes is lost.
-    ///
-    /// `cycle` is refused: a stripe that wraps restarts at `min` (or `max`), which lies in
-    /// stripe 0's residue class rather than its own, so it would issue numbers another stripe
-    /// also issues.
-    ///
-    /// Each stripe document records which stripe it is (`stripe_index`, `stripe_count`) and
-    /// its start, so asking again with another stripe count, start or step is a
-    /// [`Error::SpecConflict`] rather than a second layout over the same documents.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] (`stripes`) unless `1 ≤ stripes ≤ 1024`;
-    /// [`Error::InvalidName`] (also when `name~{stripes-1}` is too long);
-    /// [`Error::InvalidSpec`] for an invalid spec, `cycle`, a stripe whose start falls
-    /// outside the bounds, or `step × stripes` overflowing; [`Error::SpecConflict`] when a
-    /// stripe exists with another shape (for example another stripe count); plus
-    /// [`Error::Database`].
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::{Spec, block::BlockOptions};
-    /// let ids = d
-    ///     .ensure_striped("ids", 8, Spec::default())
-    ///     .await?
-    ///     .with_blocks(BlockOptions::default())?; // optional: blocks per stripe
-    /// let id = ids.next().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn ensure_striped(
-        &self,
-        name: &str,
-        stripes: u32,
-        spec: Spec,
-    ) -> Result<StripedSequence> {
-        if !(1..=MAX_STRIPES).contains(&stripes) {
-            return Err(Error::invalid_argument(
-                "stripes",
-                format!("{stripes} stripes requested for {name:?}; use 1 to {MAX_STRIPES}"),
-            ));
+/// The stored state of every stripe of the striped sequence `name`, stripe 0 first.
+async fn layout(dispenser: &Dispenser, name: &str) -> Result<Vec<SequenceState>> {
+    validate_name(name)?;
+    let first = dispenser.peek(&stripe_name(name, 0)).await?;
+    let count = match first.stripe {
+        Some(st) if st.index == 0 => st.count,
+        _ => return Err(not_striped(name, &first)),
+    };
+    let mut states = vec![first];
+    for i in 1..count {
+        let st = dispenser.peek(&stripe_name(name, i)).await?;
+        if st.stripe != Some(StripeId::new(i, count)) {
+            return Err(not_striped(name, &st));
         }
-        validate_plain_name(name)?;
-        validate_name(&stripe_name(name, stripes - 1))?;
-        spec.validate(name)?;
-        if spec.cycle {
-            return Err(Error::InvalidSpec {
-                name: name.to_owned(),
-                reason: "a striped sequence cannot cycle: a stripe wrapping to its bound would \
-                         leave its residue class and repeat another stripe's numbers"
-                    .to_owned(),
-            });
-        }
-        let specs = (0..stripes)
-            .map(|i| stripe_spec(name, &spec, stripes, i))
-            .collect::<Result<Vec<_>>>()?;
-        // A plain sequence of the same name would issue the same numbers.
-        if self.store().load(name).await?.is_some() {
-            return Err(Error::SpecConflict {
-                name: name.to_owned(),
-                stored: format!("a plain sequence {name:?}"),
-                requested: "a striped sequence of the same name".to_owned(),
-            });
-        }
-        let count = stripes;
-        let ensure = |(s, i): (Spec, u32)| async move {
-            self.ensure_as(
-                &stripe_name(name, i),
-                s,
-                Some(StripeId::new(i, count)),
-                true,
-            )
-            .await
-        };
-        let mut specs = specs.into_iter().zip(0..);
-        // Stripe 0 first: it records the layout, so another layout over the same name is
-        // refused before any other stripe is written.
-        let Some(zero) = specs.next() else {
-            return Err(Error::invalid_argument("stripes", "0 stripes requested"));
-        };
-        let mut plain = vec![ensure(zero).await?];
-        plain.extend(try_join_all(specs.map(ensure)).await?);
-        Ok(StripedSequence::from_plain(name, plain))
+        states.push(st);
     }
-
-    /// Opens an existing striped sequence: reads how many stripes it has from `name~0` and
-    /// opens each (checking that each is the stripe it should be).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoSuchSequence`] when `name~0` does not exist, [`Error::SpecConflict`] when a
-    /// stripe is missing its record or records another stripe (for example a stripe written
-    /// by a version that did not record stripes: open it with
-    /// [`Dispenser::ensure_striped`] and its spec instead), plus those of
-    /// [`Dispenser::open`].
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
-    /// let ids = d.open_striped("ids").await?;
-    /// assert_eq!(ids.stripes(), 4);
-    /// # Ok(()) }
-    /// ```
-    pub async fn open_striped(&self, name: &str) -> Result<StripedSequence> {
-        let states = self.peek_striped(name).await?;
-        let plain = try_join_all(states.iter().map(|st| self.open(&st.name))).await?;
-        Ok(StripedSequence::from_plain(name, plain))
-    }
-
-    /// The stored state of every stripe of the striped sequence `name`, stripe 0 first.
-    ///
-    /// # Errors
-    ///
-    /// As [`Dispenser::open_striped`].
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// for stripe in d.peek_striped("ids").await? {
-    ///     println!("{}: next {:?}", stripe.name, stripe.next_number());
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn peek_striped(&self, name: &str) -> Result<Vec<SequenceState>> {
-        validate_name(name)?;
-        let first = self.peek(&stripe_name(name, 0)).await?;
-        let count = match first.stripe {
-            Some(st) if st.index == 0 => st.count,
-            _ => return Err(not_striped(name, &first)),
-        };
-        let mut states = vec![first];
-        for i in 1..count {
-            let st = self.peek(&stripe_name(name, i)).await?;
-            if st.stripe != Some(StripeId::new(i, count)) {
-                return Err(not_striped(name, &st));
-            }
-            states.push(st);
-        }
-        Ok(states)
-    }
-
-    /// Moves every stripe of `name` past `n` (see [`Dispenser::advance_to`]): each stripe's
-    /// next number is the first of its own residue class beyond `n`, so the stripes stay
-    /// disjoint. Stripes already past `n` are left alone. Returns the stripes' states.
-    ///
-    /// # Errors
-    ///
-    /// Those of [`Dispenser::open_striped`] and [`Dispenser::advance_to`]; on an error after
-    /// some stripes moved, calling it again completes the move.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// d.advance_striped("ids", 1_000_000).await?; // imported ids used ..=1000000
-    /// # Ok(()) }
-    /// ```
-    pub async fn advance_striped(&self, name: &str, n: i64) -> Result<Vec<SequenceState>> {
-        let states = self.peek_striped(name).await?;
-        let mut out = Vec::with_capacity(states.len());
-        for st in states {
-            out.push(self.advance_to(&st.name, n).await?);
-        }
-        Ok(out)
-    }
-
-    /// Resets every stripe of `name` so that the striped sequence issues numbers from `next`
-    /// on: each stripe's next number becomes the first of its own residue class at or beyond
-    /// `next`, so the stripes stay disjoint. Moving backwards needs `force`, as with
-    /// [`Dispenser::reset`]. Returns the stripes' states.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when a stripe has no number of its class between `next`
-    /// and its bound (nothing is written then), plus those of [`Dispenser::reset`]; on an
-    /// error after some stripes moved, calling it again completes the reset.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// d.reset_striped("ids", 5000, false).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn reset_striped(
-        &self,
-        name: &str,
-        next: i64,
-        force: bool,
-    ) -> Result<Vec<SequenceState>> {
-        let states = self.peek_striped(name).await?;
-        let mut targets = Vec::with_capacity(states.len());
-        for st in &states {
-            let target = arith::class_at_or_beyond(st.step, st.value, next)
-                .filter(|t| (st.min..=st.max).contains(t))
-                .ok_or_else(|| {
-                    Error::invalid_argument(
-                        "reset value",
-                        format!(
-                            "stripe {:?} has no number of its class from {next} within its \
-                             bounds {}..={}",
-                            st.name, st.min, st.max
-                        ),
-                    )
-                })?;
-            targets.push((st.name.clone(), target));
-        }
-        let mut out = Vec::with_capacity(targets.len());
-        for (stripe, target) in targets {
-            out.push(self.reset(&stripe, target, force).await?);
-        }
-        Ok(out)
-    }
-
-    /// Deletes every stripe of `name`; returns how many documents were deleted. Like
-    /// [`Dispenser::delete`], the numbers may be issued again if the striped sequence is
-    /// created anew.
-    ///
-    /// # Errors
-    ///
-    /// Those of [`Dispenser::open_striped`] and [`Dispenser::delete`].
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let n = d.delete_striped("ids").await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn delete_striped(&self, name: &str) -> Result<u32> {
-        let states = self.peek_striped(name).await?;
-        let mut n = 0;
-        // Highest stripe first: stripe 0 (which says how many there are) goes last, so an
-        // interrupted delete can be run again.
-        for st in states.iter().rev() {
-            self.delete(&st.name).await?;
-            n += 1;
-        }
-        Ok(n)
-    }
+    Ok(states)
 }
 
 fn not_striped(name: &str, st: &SequenceState) -> Error {
@@ -402,10 +162,300 @@ fn random_start() -> usize {
 }
 
 impl StripedSequence {
-    fn from_plain(name: &str, plain: Vec<Sequence>) -> Self {
+    /// Creates (or opens, if they exist with the same shape) the `stripes` documents of the
+    /// striped sequence `name`: `name~0` … `name~{stripes-1}`, where stripe `i` starts at
+    /// `spec.start + i·spec.step` and moves by `stripes·spec.step`. Every number the striped
+    /// sequence issues is one the plain sequence `spec` would issue, and no two stripes share
+    /// one; the order across stripes is lost.
+    ///
+    /// `cycle` is refused: a stripe that wraps restarts at `min` (or `max`), which lies in
+    /// stripe 0's residue class rather than its own, so it would issue numbers another stripe
+    /// also issues.
+    ///
+    /// Each stripe document records which stripe it is (`stripe_index`, `stripe_count`) and
+    /// its start, so asking again with another stripe count, start or step is a
+    /// [`Error::SpecConflict`] rather than a second layout over the same documents.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] (`stripes`) unless `1 ≤ stripes ≤ 1024`;
+    /// [`Error::InvalidName`] (also when `name~{stripes-1}` is too long);
+    /// [`Error::InvalidSpec`] for an invalid spec, `cycle`, a stripe whose start falls
+    /// outside the bounds, or `step × stripes` overflowing; [`Error::SpecConflict`] when a
+    /// stripe exists with another shape (for example another stripe count) or a plain
+    /// sequence has the name; plus [`Error::Database`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::{Spec, block::BlockOptions, stripe::StripedSequence};
+    /// let ids = StripedSequence::ensure(&d, "ids", 8, Spec::default())
+    ///     .await?
+    ///     .with_blocks(BlockOptions::default())?; // optional: blocks per stripe
+    /// let id = ids.next().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ensure(
+        dispenser: &Dispenser,
+        name: &str,
+        stripes: u32,
+        spec: Spec,
+    ) -> Result<StripedSequence> {
+        if !(1..=MAX_STRIPES).contains(&stripes) {
+            return Err(Error::invalid_argument(
+                "stripes",
+                format!("{stripes} stripes requested for {name:?}; use 1 to {MAX_STRIPES}"),
+            ));
+        }
+        validate_plain_name(name)?;
+        validate_name(&stripe_name(name, stripes - 1))?;
+        spec.validate(name)?;
+        if spec.cycle {
+            return Err(Error::InvalidSpec {
+                name: name.to_owned(),
+                reason: "a striped sequence cannot cycle: a stripe wrapping to its bound would \
+                         leave its residue class and repeat another stripe's numbers"
+                    .to_owned(),
+            });
+        }
+        let specs = (0..stripes)
+            .map(|i| stripe_spec(name, &spec, stripes, i))
+            .collect::<Result<Vec<_>>>()?;
+        // A plain sequence of the same name would issue the same numbers.
+        if dispenser.store().load(name).await?.is_some() {
+            return Err(Error::SpecConflict {
+                name: name.to_owned(),
+                stored: format!("a plain sequence {name:?}"),
+                requested: "a striped sequence of the same name".to_owned(),
+            });
+        }
+        let count = stripes;
+        let ensure = |(s, i): (Spec, u32)| async move {
+            dispenser
+                .ensure_as(
+                    &stripe_name(name, i),
+                    s,
+                    Some(StripeId::new(i, count)),
+                    true,
+                )
+                .await
+        };
+        let mut specs = specs.into_iter().zip(0..);
+        // Stripe 0 first: it records the layout, so another layout over the same name is
+        // refused before any other stripe is written.
+        let Some(zero) = specs.next() else {
+            return Err(Error::invalid_argument("stripes", "0 stripes requested"));
+        };
+        let mut plain = vec![ensure(zero).await?];
+        plain.extend(try_join_all(specs.map(ensure)).await?);
+        Ok(StripedSequence::from_plain(dispenser, name, plain))
+    }
+
+    /// Opens an existing striped sequence: reads how many stripes it has from `name~0` and
+    /// opens each (checking that each is the stripe it should be).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`] when `name~0` does not exist, [`Error::SpecConflict`] when a
+    /// stripe is missing its record or records another stripe (for example a stripe written
+    /// by a version that did not record stripes: open it with [`StripedSequence::ensure`]
+    /// and its spec instead), plus those of [`Dispenser::open`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::stripe::StripedSequence;
+    /// StripedSequence::ensure(&d, "ids", 4, dispenser::Spec::default()).await?;
+    /// let ids = StripedSequence::open(&d, "ids").await?;
+    /// assert_eq!(ids.stripes(), 4);
+    /// # Ok(()) }
+    /// ```
+    pub async fn open(dispenser: &Dispenser, name: &str) -> Result<StripedSequence> {
+        let states = layout(dispenser, name).await?;
+        let plain = try_join_all(states.iter().map(|st| dispenser.open(&st.name))).await?;
+        Ok(StripedSequence::from_plain(dispenser, name, plain))
+    }
+
+    /// The stored state of every stripe, stripe 0 first, read now.
+    ///
+    /// # Errors
+    ///
+    /// As [`StripedSequence::open`] (the stripes may have been deleted since).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// for stripe in ids.peek().await? {
+    ///     println!("{}: next {:?}", stripe.name, stripe.next_number());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn peek(&self) -> Result<Vec<SequenceState>> {
+        layout(&self.inner.dispenser, &self.inner.name).await
+    }
+
+    /// Moves every stripe past `n` (see [`Dispenser::advance_to`]): each stripe's next number
+    /// is the first of its own residue class beyond `n`, so the stripes stay disjoint.
+    /// Stripes already past `n` are left alone. Returns the stripes' states.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`StripedSequence::peek`] and [`Dispenser::advance_to`]; on an error after
+    /// some stripes moved, calling it again completes the move.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// ids.advance_to(1_000_000).await?; // imported ids used ..=1000000
+    /// # Ok(()) }
+    /// ```
+    pub async fn advance_to(&self, n: i64) -> Result<Vec<SequenceState>> {
+        let states = self.peek().await?;
+        let mut out = Vec::with_capacity(states.len());
+        for st in states {
+            out.push(self.inner.dispenser.advance_to(&st.name, n).await?);
+        }
+        Ok(out)
+    }
+
+    /// Resets every stripe so that the striped sequence issues numbers from `next` on: each
+    /// stripe's next number becomes the first of its own residue class at or beyond `next`,
+    /// so the stripes stay disjoint. Moving backwards needs `force`, as with
+    /// [`Dispenser::reset`]. Returns the stripes' states.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when a stripe has no number of its class between `next`
+    /// and its bound (nothing is written then), plus those of [`Dispenser::reset`]; on an
+    /// error after some stripes moved, calling it again completes the reset.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// ids.reset(5000, false).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn reset(&self, next: i64, force: bool) -> Result<Vec<SequenceState>> {
+        let states = self.peek().await?;
+        let mut targets = Vec::with_capacity(states.len());
+        for st in &states {
+            let target = arith::class_at_or_beyond(st.step, st.value, next)
+                .filter(|t| (st.min..=st.max).contains(t))
+                .ok_or_else(|| {
+                    Error::invalid_argument(
+                        "reset value",
+                        format!(
+                            "stripe {:?} has no number of its class from {next} within its \
+                             bounds {}..={}",
+                            st.name, st.min, st.max
+                        ),
+                    )
+                })?;
+            targets.push((st.name.clone(), target));
+        }
+        let mut out = Vec::with_capacity(targets.len());
+        for (stripe, target) in targets {
+            out.push(self.inner.dispenser.reset(&stripe, target, force).await?);
+        }
+        Ok(out)
+    }
+
+    /// Deletes every stripe; returns how many documents were deleted. Like
+    /// [`Dispenser::delete`], the numbers may be issued again if the striped sequence is
+    /// created anew. This handle (and its clones) then fail with [`Error::NoSuchSequence`].
+    ///
+    /// # Errors
+    ///
+    /// Those of [`StripedSequence::peek`] and [`Dispenser::delete`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// let n = ids.delete().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete(&self) -> Result<u32> {
+        let states = self.peek().await?;
+        let mut n = 0;
+        // Highest stripe first: stripe 0 (which says how many there are) goes last, so an
+        // interrupted delete can be run again.
+        for st in states.iter().rev() {
+            self.inner.dispenser.delete(&st.name).await?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Alters every stripe (see [`Dispenser::alter`]): its bounds, or `force`. The change is
+    /// planned for every stripe first, from its current state, so a change any stripe refuses
+    /// writes nothing at all; then each stripe is altered, each one compare-and-set on its
+    /// own document. (A draw that moves a stripe between the plan and its write can still
+    /// make that stripe refuse — a bound that would strand its new last number — after
+    /// earlier stripes changed; calling it again with `force`, or with the old bound, settles
+    /// it. No number repeats either way.) Returns the stripes' states.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when nothing is to change or a format is given (a striped
+    /// sequence's numbers are not in order: it has none); [`Error::InvalidSpec`] when any
+    /// stripe refuses the change (a new step, cycle, a bound that strands a stripe's last
+    /// number without `force`, `min ≥ max`), nothing written; plus those of
+    /// [`StripedSequence::peek`] and [`Dispenser::alter`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave some stripes altered and others not (check with
+    /// [`StripedSequence::peek`]); it never issues a number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// use dispenser::sequence::Alter;
+    /// let stripes = ids.alter(Alter::default().with_max(1_000_000_000)).await?;
+    /// assert!(stripes.iter().all(|s| s.max == 1_000_000_000));
+    /// # Ok(()) }
+    /// ```
+    pub async fn alter(&self, change: Alter) -> Result<Vec<SequenceState>> {
+        let name = &self.inner.name;
+        if change.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "alter".to_owned(),
+                reason: format!(
+                    "nothing to change for striped sequence {name:?}: give a min, max or force"
+                ),
+            });
+        }
+        if change.format.is_some() {
+            return Err(Error::InvalidArgument {
+                what: "format".to_owned(),
+                reason: format!(
+                    "{name:?} is a striped sequence, which has no format (its numbers are not in \
+                     order)"
+                ),
+            });
+        }
+        let states = self.peek().await?;
+        for st in &states {
+            alter::check(st, &change)?;
+        }
+        for st in &states {
+            self.inner.dispenser.alter(&st.name, change.clone()).await?;
+        }
+        self.peek().await
+    }
+
+    fn from_plain(dispenser: &Dispenser, name: &str, plain: Vec<Sequence>) -> Self {
         let stripes = plain.iter().cloned().map(Stripe::Plain).collect();
         StripedSequence {
             inner: Arc::new(Inner {
+                dispenser: dispenser.clone(),
                 name: name.to_owned(),
                 plain,
                 stripes,
@@ -420,7 +470,7 @@ impl StripedSequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let ids = d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
+    /// let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, dispenser::Spec::default()).await?;
     /// assert_eq!(ids.name(), "ids");
     /// # Ok(()) }
     /// ```
@@ -434,7 +484,7 @@ impl StripedSequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let ids = d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
+    /// let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, dispenser::Spec::default()).await?;
     /// assert_eq!(ids.stripes(), 4);
     /// # Ok(()) }
     /// ```
@@ -470,6 +520,7 @@ impl StripedSequence {
             .collect::<Result<Vec<_>>>()?;
         Ok(StripedSequence {
             inner: Arc::new(Inner {
+                dispenser: self.inner.dispenser.clone(),
                 name: self.inner.name.clone(),
                 plain: self.inner.plain.clone(),
                 stripes,

@@ -18,13 +18,13 @@ use jiff::Timestamp;
 use jiff::civil::Date;
 
 use crate::arith;
-use crate::document::SequenceState;
+use crate::document::{SequenceState, field};
 
 /// How many days of counters a document keeps (today included).
 pub const KEPT_DAYS: i64 = 8;
 
 /// The field holding the per-day counters.
-pub(crate) const ISSUED: &str = "issued";
+const ISSUED: &str = field::ISSUED;
 
 fn today(now: Timestamp) -> Date {
     now.to_zoned(jiff::tz::TimeZone::UTC).date()
@@ -119,27 +119,6 @@ impl Pending {
 /// The UTC day of `now`, as a number (for "first write of the day").
 pub(crate) fn day_number(now: Timestamp) -> i64 {
     now.as_second().div_euclid(86_400)
-}
-
-/// The per-day counters of a document, oldest first; entries that are not `date: integer`
-/// are ignored (they carry no rate).
-pub(crate) fn decode(doc: &Document) -> Vec<(Date, i64)> {
-    let Ok(days) = doc.get_document(ISSUED) else {
-        return Vec::new();
-    };
-    let mut out: Vec<(Date, i64)> = days
-        .iter()
-        .filter_map(|(k, v)| {
-            let n = match v {
-                Bson::Int64(n) => *n,
-                Bson::Int32(n) => i64::from(*n),
-                _ => return None,
-            };
-            Some((k.parse::<Date>().ok()?, n))
-        })
-        .collect();
-    out.sort_unstable();
-    out
 }
 
 /// Where a sequence stands and where it is going.
@@ -391,7 +370,7 @@ mod tests {
     #[test]
     fn counters_decode_and_bad_entries_are_ignored() {
         let d = doc! { "issued": { "2026-11-21": 3_i64, "2026-11-20": 2_i32, "x": 1_i64, "2026-11-22": "no" } };
-        let days = decode(&d);
+        let days = crate::document::decode_issued(&d);
         assert_eq!(days.len(), 2);
         assert_eq!(days[0].1, 2);
     }

@@ -45,7 +45,8 @@ pub use options::{
     DEFAULT_RANGE_SHARE,
 };
 pub use pool::Pool;
-use reservation::{Reservation, start};
+use reservation::start;
+use state::Reservation;
 use state::State;
 use window::Window;
 

@@ -1,34 +1,15 @@
 //! Reserving a block: one reservation at a time, run as its own task, its outcome shared by
 //! every caller that waits on it.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::Shared;
-use super::state::Block;
+use super::state::{Block, Reservation};
 use crate::arith::Run;
+use crate::document::Stamp;
 use crate::error::{Error, Result};
 use crate::stats::bump;
-use crate::store::Stamp;
 use crate::strategy::Drawer;
-
-/// One reservation (a block being reserved), shared by the callers that wait on it.
-#[derive(Debug, Default)]
-pub(super) struct Reservation {
-    /// Set (under the state lock, before `inflight` is cleared) when it finished: `Ok` when
-    /// its block is in `next` (or was handed out already), else its error, which every
-    /// caller that waited on it gets. Never set when it was dropped unfinished.
-    pub(super) outcome: OnceLock<Result<()>>,
-}
-
-impl Reservation {
-    /// The error it failed with, for a caller that waited on it.
-    pub(super) fn error(&self) -> Option<Error> {
-        match self.outcome.get() {
-            Some(Err(e)) => Some(e.clone()),
-            _ => None,
-        }
-    }
-}
 
 /// A reservation marked in flight, owned by the future that runs it: dropped before it
 /// finished (never started because no runtime could run it, its runtime shut down, or the

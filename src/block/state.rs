@@ -2,14 +2,14 @@
 //! one, the reservation in flight. Pure (no I/O, no await): each method is one step taken
 //! under the lock.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::options::BlockOptions;
-use super::reservation::Reservation;
 use super::window::{MAX_WINDOW, NO_PREFETCH_CHECK, Params};
 use crate::arith::Run;
-use crate::store::Stamp;
+use crate::document::Stamp;
+use crate::error::{Error, Result};
 
 /// A reserved block and how much of it was handed out.
 #[derive(Clone, Copy, Debug)]
@@ -42,6 +42,25 @@ impl Block {
 
     pub(super) fn left(&self) -> u64 {
         self.run.count() - self.used
+    }
+}
+
+/// One reservation (a block being reserved), shared by the callers that wait on it.
+#[derive(Debug, Default)]
+pub(super) struct Reservation {
+    /// Set (under the state lock, before `inflight` is cleared) when it finished: `Ok` when
+    /// its block is in `next` (or was handed out already), else its error, which every
+    /// caller that waited on it gets. Never set when it was dropped unfinished.
+    pub(super) outcome: OnceLock<Result<()>>,
+}
+
+impl Reservation {
+    /// The error it failed with, for a caller that waited on it.
+    pub(super) fn error(&self) -> Option<Error> {
+        match self.outcome.get() {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use bson::{Bson, Document, doc};
 use futures::TryStreamExt;
-use mongodb::Database;
+use mongodb::Collection;
 use mongodb::options::ReadConcern;
 
 use super::path::at_path;
@@ -17,8 +17,10 @@ pub const AUDIT_LIST_LIMIT: usize = 1000;
 /// # Example
 ///
 /// ```no_run
-/// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let a = d.audit("invoices", "number", None).await?;
+/// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
+/// use dispenser::gapless::{AuditOptions, audit};
+/// let o = g.options();
+/// let a = audit(g.business(), &o.field, &AuditOptions::default().with_void_field(&o.void_field)).await?;
 /// if !a.is_clean() {
 ///     println!("{} missing, {} duplicated", a.missing, a.duplicated);
 /// }
@@ -53,7 +55,7 @@ pub struct Audit {
     pub voids: Vec<i64>,
 }
 
-/// What an [`audit_with`] expects.
+/// What an [`audit`] expects.
 ///
 /// | field | default |
 /// |---|---|
@@ -186,45 +188,16 @@ pub(super) fn integer(v: &Bson) -> Option<i64> {
     }
 }
 
-/// Audits `field` of the documents of `collection` in `db` (see [`audit_with`]), with the
-/// default void field and numbers from `from` (or the smallest found).
+/// Audits `field` of the documents of `business`: every number from `options.from` (or the
+/// smallest found) to the largest found should be carried by exactly one document — a
+/// business document, or a void document (counted in [`Audit::voided`] and listed in
+/// [`Audit::voids`]). Documents without the field are ignored. One scan sorted on the field
+/// (an index on it makes it cheap; without one the server sorts, with `allowDiskUse`), read
+/// with majority read concern: what it reports cannot be rolled back.
 ///
-/// # Errors
-///
-/// As [`audit_with`].
-///
-/// # Cancel safety
-///
-/// Cancel safe: it only reads.
-///
-/// # Example
-///
-/// ```no_run
-/// # async fn f(client: dispenser::mongodb::Client) -> dispenser::Result<()> {
-/// let a = dispenser::gapless::audit(&client.database("shop"), "invoices", "number", Some(1)).await?;
-/// println!("{} numbers, {} missing, {} duplicated", a.numbers, a.missing, a.duplicated);
-/// # Ok(()) }
-/// ```
-pub async fn audit(
-    db: &Database,
-    collection: &str,
-    field: &str,
-    from: Option<i64>,
-) -> Result<Audit> {
-    let options = AuditOptions {
-        from,
-        ..AuditOptions::default()
-    };
-    audit_with(db, collection, field, &options).await
-}
-
-/// Audits `field` of the documents of `collection` in `db`: every number from
-/// `options.from` (or the smallest found) to the largest found should be carried by
-/// exactly one document — a business document, or a void document (counted in
-/// [`Audit::voided`] and listed in [`Audit::voids`]). Documents without the field are
-/// ignored. One scan sorted on the field (an index on it makes it cheap; without one the
-/// server sorts, with `allowDiskUse`), read with majority read concern: what it reports
-/// cannot be rolled back.
+/// This is the one way to audit, whatever wrote the numbers: a [`Gapless`](super::Gapless)
+/// handle names its collection and field ([`Gapless::business`](super::Gapless::business),
+/// [`GaplessOptions::field`](super::GaplessOptions::field)).
 ///
 /// # Errors
 ///
@@ -239,18 +212,20 @@ pub async fn audit(
 ///
 /// ```no_run
 /// # async fn f(client: dispenser::mongodb::Client) -> dispenser::Result<()> {
-/// use dispenser::gapless::{AuditOptions, audit_with};
-/// let o = AuditOptions::default().with_from(1);
-/// let a = audit_with(&client.database("shop"), "invoices", "number", &o).await?;
+/// use dispenser::gapless::{AuditOptions, audit};
+/// use dispenser::mongodb::bson::Document;
+/// let invoices = client.database("shop").collection::<Document>("invoices");
+/// let a = audit(&invoices, "number", &AuditOptions::default().with_from(1)).await?;
 /// println!("{} numbers ({} voided), {} missing", a.numbers, a.voided, a.missing);
+/// assert!(a.is_clean(), "{a:?}");
 /// # Ok(()) }
 /// ```
-pub async fn audit_with(
-    db: &Database,
-    collection: &str,
+pub async fn audit(
+    business: &Collection<Document>,
     field: &str,
     options: &AuditOptions,
 ) -> Result<Audit> {
+    let collection = business.name();
     let void_field = options.void_field.as_deref();
     let bad = |f: &str| f.is_empty() || f.starts_with('$');
     if collection.is_empty() || bad(field) || void_field.is_some_and(bad) {
@@ -261,7 +236,7 @@ pub async fn audit_with(
             ),
         ));
     }
-    let coll = db.collection::<Document>(collection);
+    let coll = business;
     let from = options.from;
     let filter = match from {
         Some(f) => doc! { field: { "$gte": f } },

@@ -81,7 +81,7 @@ where
             let driver = boxed.downcast_ref::<mongodb::error::Error>();
             let duplicate = driver.is_some_and(is_duplicate_key);
             let reason = match driver {
-                Some(d) => crate::describe_driver_error(d),
+                Some(d) => crate::error::describe_driver_error(d),
                 None => boxed.to_string(),
             };
             let f = Failure {

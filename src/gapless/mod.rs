@@ -63,7 +63,7 @@ use crate::stats::Stats;
 use crate::store::is_duplicate_key;
 use index::ensure_unique_index;
 
-pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit, audit_with};
+pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit};
 pub use options::GaplessOptions;
 pub use path::set_field;
 pub use state::{GaplessStatus, Lease, Voided};
@@ -331,66 +331,6 @@ impl Dispenser {
                     .build(),
             )
     }
-
-    /// [`audit`] of a collection in this dispenser's database (voids marked by the default
-    /// void field, `voided`).
-    ///
-    /// # Errors
-    ///
-    /// As [`audit`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let a = d.audit("invoices", "number", Some(1)).await?;
-    /// assert!(a.is_clean(), "{a:?}");
-    /// # Ok(()) }
-    /// ```
-    pub async fn audit(&self, collection: &str, field: &str, from: Option<i64>) -> Result<Audit> {
-        let options = AuditOptions {
-            from,
-            ..AuditOptions::default()
-        };
-        self.audit_with(collection, field, &options).await
-    }
-
-    /// [`audit_with`] of a collection in this dispenser's database.
-    ///
-    /// # Errors
-    ///
-    /// As [`audit_with`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::gapless::AuditOptions;
-    /// let a = d.audit_with("invoices", "meta.number", &AuditOptions::default().with_from(1)).await?;
-    /// println!("{} voided: {:?}", a.voided, a.voids);
-    /// # Ok(()) }
-    /// ```
-    pub async fn audit_with(
-        &self,
-        collection: &str,
-        field: &str,
-        options: &AuditOptions,
-    ) -> Result<Audit> {
-        let db = self
-            .store()
-            .collection()
-            .client()
-            .database(&self.options().database);
-        audit_with(&db, collection, field, options).await
-    }
 }
 
 impl Inner {
@@ -566,43 +506,5 @@ impl Gapless {
     pub async fn flush(&self) -> Result<()> {
         let mut baton = self.inner.baton.clone().lock_owned().await;
         self.inner.settle_all(&mut baton).await
-    }
-
-    /// [`audit_with`] of this sequence's business collection: its field, its void field,
-    /// numbers from `from`.
-    ///
-    /// # Errors
-    ///
-    /// As [`audit_with`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
-    /// let a = g.audit(Some(1)).await?;
-    /// println!("{} numbers, {} of them voided, {} missing", a.numbers, a.voided, a.missing);
-    /// # Ok(()) }
-    /// ```
-    pub async fn audit(&self, from: Option<i64>) -> Result<Audit> {
-        let o = &self.inner.options;
-        let options = AuditOptions {
-            from,
-            void_field: Some(o.void_field.clone()),
-        };
-        audit_with(
-            &self
-                .inner
-                .business
-                .client()
-                .database(self.inner.business.namespace().db.as_str()),
-            &o.collection,
-            &o.field,
-            &options,
-        )
-        .await
     }
 }

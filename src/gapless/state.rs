@@ -176,7 +176,7 @@ pub struct GaplessStatus {
     /// The holder of `next`, if any (also when its lease ran out but no one took over yet).
     pub lease: Option<Lease>,
     /// Voided numbers, in number order (the first [`AUDIT_LIST_LIMIT`](super::AUDIT_LIST_LIMIT);
-    /// [`Gapless::audit`](super::Gapless::audit) counts them all).
+    /// [`audit`](super::audit) counts them all).
     pub voided: Vec<Voided>,
     /// The server's clock when the state was read.
     pub server_time: DateTime,

@@ -19,7 +19,7 @@ impl Gapless {
     /// of the same number, so **a number is never both voided and used**: a holder whose
     /// write comes after the void (one that stalled past its lease) gets a duplicate key and
     /// goes on with the next number; a void that comes after a write is refused. The
-    /// [audit](Gapless::audit) counts void documents as voided, not missing.
+    /// [audit](super::audit) counts void documents as voided, not missing.
     ///
     /// Only the next number can be voided — the one no document carries yet — and not while
     /// a live lease holds it (by the server's clock). A caller that takes the number between

@@ -23,7 +23,6 @@ use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 
 use super::spec::{Counters, QueueSpec};
-use super::status::QueueStatus;
 use crate::document::get_i64;
 use crate::error::{Error, Result};
 
@@ -149,39 +148,10 @@ pub(crate) fn decode_stored(name: &str, d: &Document) -> Result<Stored> {
     })
 }
 
-fn get_date(name: &str, d: &Document, key: &str) -> Result<DateTime> {
-    match d.get(key) {
-        Some(Bson::DateTime(t)) => Ok(*t),
-        Some(_) => Err(Error::corrupt(name, key, "is not a date")),
-        None => Err(Error::corrupt(name, key, "is missing")),
-    }
-}
-
-/// Decodes a whole queue document (with `_id` and the dates).
-pub(crate) fn decode_status(d: &Document) -> Result<QueueStatus> {
-    let name = match d.get(field::ID) {
-        Some(Bson::String(s)) => s.clone(),
-        Some(other) => {
-            return Err(Error::corrupt(
-                &other.to_string(),
-                field::ID,
-                "is not a string",
-            ));
-        }
-        None => return Err(Error::corrupt("?", field::ID, "is missing")),
-    };
-    let stored = decode_stored(&name, d)?;
-    Ok(QueueStatus::new(
-        name.clone(),
-        &stored,
-        get_date(&name, d, field::CREATED_AT)?,
-        get_date(&name, d, field::UPDATED_AT)?,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::status::decode_status;
 
     fn good() -> Document {
         let mut d = new_document(

@@ -66,7 +66,7 @@ use store::QueueStore;
 /// Checks a queue name: the rules of a stored sequence name ([`validate_name`]: 1–200 bytes,
 /// no control character, not starting with `$`).
 ///
-/// [`validate_name`]: crate::validate_name
+/// [`validate_name`]: crate::sequence::validate_name
 fn check_name(name: &str) -> Result<()> {
     crate::spec::validate_name(name).map_err(|e| match e {
         Error::InvalidName { name, reason } => {

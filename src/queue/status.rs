@@ -1,10 +1,11 @@
 //! What a queue shows: a [`Ticket`] from a take or a call, and the [`QueueStatus`].
 
-use bson::DateTime;
 use bson::oid::ObjectId;
+use bson::{Bson, DateTime, Document};
 
-use super::document::Stored;
+use super::document::{Stored, decode_stored, field};
 use super::spec::{Counters, QueueSpec};
+use crate::error::{Error, Result};
 
 fn unsigned(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
@@ -205,4 +206,34 @@ impl QueueStatus {
             "updated_at": self.updated_at.try_to_rfc3339_string().ok(),
         })
     }
+}
+
+fn get_date(name: &str, d: &Document, key: &str) -> Result<DateTime> {
+    match d.get(key) {
+        Some(Bson::DateTime(t)) => Ok(*t),
+        Some(_) => Err(Error::corrupt(name, key, "is not a date")),
+        None => Err(Error::corrupt(name, key, "is missing")),
+    }
+}
+
+/// Decodes a whole queue document (with `_id` and the dates).
+pub(crate) fn decode_status(d: &Document) -> Result<QueueStatus> {
+    let name = match d.get(field::ID) {
+        Some(Bson::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(Error::corrupt(
+                &other.to_string(),
+                field::ID,
+                "is not a string",
+            ));
+        }
+        None => return Err(Error::corrupt("?", field::ID, "is missing")),
+    };
+    let stored = decode_stored(&name, d)?;
+    Ok(QueueStatus::new(
+        name.clone(),
+        &stored,
+        get_date(&name, d, field::CREATED_AT)?,
+        get_date(&name, d, field::UPDATED_AT)?,
+    ))
 }

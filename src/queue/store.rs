@@ -12,7 +12,7 @@ use mongodb::options::{FindOneAndUpdateOptions, FindOneOptions, FindOptions, Ret
 
 use super::document::{self, Stored, field};
 use super::spec::{Op, QueueSpec};
-use super::status::QueueStatus;
+use super::status::{self, QueueStatus};
 use crate::error::{Error, Result};
 use crate::store::{Store, is_duplicate_key};
 
@@ -94,7 +94,7 @@ impl QueueStore {
     /// The whole state. `Ok(None)` when there is no such queue.
     pub(crate) async fn load_status(&self, name: &str) -> Result<Option<QueueStatus>> {
         let found = self.find(name).await?;
-        found.map(|d| document::decode_status(&d)).transpose()
+        found.map(|d| status::decode_status(&d)).transpose()
     }
 
     /// Every queue, by name; a document that does not decode is an error in its place.
@@ -114,7 +114,7 @@ impl QueueStore {
                     .await
             })
             .await?;
-        Ok(docs.iter().map(document::decode_status).collect())
+        Ok(docs.iter().map(status::decode_status).collect())
     }
 
     /// The conditional increment: does `op` in one `findAndModify` whose filter admits only a

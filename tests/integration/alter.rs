@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use dispenser::block::BlockOptions;
-use dispenser::{Alter, Error, Options, Spec, Strategy};
+use dispenser::{Error, Options, Spec, options::Strategy, sequence::Alter};
 use futures::future::join_all;
 
 use crate::common::Fixture;
@@ -157,7 +157,9 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
         .await
         .unwrap();
     assert_eq!(state.next_number(), Some(30));
-    d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
+    dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
+        .await
+        .unwrap();
     let err = d
         .alter("ids~0", Alter::default().with_step(3))
         .await
@@ -281,22 +283,24 @@ fn a_step_of_the_other_sign_is_refused_whatever_force_says() {
 async fn a_striped_alter_that_one_stripe_refuses_writes_nothing() {
     let f = Fixture::new("alter_striped").await;
     let d = f.dispenser(f.options());
-    let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
+    let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
+        .await
+        .unwrap();
     // Stripe 0 issues 1, 3, 5, …; stripe 1 issues 2, 4, 6, …; draw stripe 1 further ahead.
     let stripe1 = d.open("ids~1").await.unwrap();
     for _ in 0..10 {
         stripe1.next().await.unwrap();
     }
     ids.next().await.unwrap();
-    let before = d.peek_striped("ids").await.unwrap();
+    let before = ids.peek().await.unwrap();
     let (v0, v1) = (before[0].value, before[1].value);
     assert!(v0 < v1, "{v0} {v1}");
     // A max between them: fine for stripe 0, strands stripe 1's last number.
     let change = Alter::default().with_max(v0 + 2);
-    let err = d.alter_striped("ids", change.clone()).await.unwrap_err();
+    let err = ids.alter(change.clone()).await.unwrap_err();
     assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
     assert!(err.to_string().contains("ids~1"), "{err}");
-    let after = d.peek_striped("ids").await.unwrap();
+    let after = ids.peek().await.unwrap();
     assert_eq!(
         (after[0].version, after[0].max, after[1].version),
         (before[0].version, before[0].max, before[1].version),
@@ -307,7 +311,7 @@ async fn a_striped_alter_that_one_stripe_refuses_writes_nothing() {
         Alter::default().with_format(None),
         Alter::default().with_force(true),
     ] {
-        let err = d.alter_striped("ids", bad).await.unwrap_err();
+        let err = ids.alter(bad).await.unwrap_err();
         assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
     }
     // The CLI takes the striped name.
@@ -321,13 +325,11 @@ async fn a_striped_alter_that_one_stripe_refuses_writes_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
-    let after = d.peek_striped("ids").await.unwrap();
+    let after = ids.peek().await.unwrap();
     assert!(after.iter().all(|s| s.max == v1 + 1000), "{after:?}");
     // With force, the bound that stranded stripe 1 is accepted: it is exhausted, stripe 0
     // carries on, nothing repeats.
-    d.alter_striped("ids", change.with_force(true))
-        .await
-        .unwrap();
+    ids.alter(change.with_force(true)).await.unwrap();
     let mut seen = std::collections::HashSet::new();
     for _ in 0..3 {
         match ids.next().await {

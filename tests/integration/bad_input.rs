@@ -448,7 +448,7 @@ async fn the_password_never_appears_in_errors_logs_help_or_output() {
             c.args(args);
             async move {
                 let out = c.output().await.expect("run");
-                let what = format!("{args:?} on {}", dispenser::redact_uri(uri));
+                let what = format!("{args:?} on {}", dispenser::redact::redact_uri(uri));
                 assert_eq!(
                     out.status.code(),
                     Some(EXIT_DATABASE),
@@ -630,7 +630,7 @@ async fn nasty_passwords_never_appear_anywhere() {
                     c.args(*args);
                     let what = format!(
                         "{args:?} with {:?} (in env: {env})",
-                        dispenser::redact_uri(uri)
+                        dispenser::redact::redact_uri(uri)
                     );
                     let help = args.contains(&"--help");
                     let (raw, decoded): (&'static str, &'static str) = (raw, decoded);
@@ -791,7 +791,9 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
             ("ensure", d.ensure(name, Spec::default()).await.map(drop)),
             (
                 "ensure_striped",
-                d.ensure_striped(name, 2, Spec::default()).await.map(drop),
+                dispenser::stripe::StripedSequence::ensure(&d, name, 2, Spec::default())
+                    .await
+                    .map(drop),
             ),
             ("open_scope", d.open_scope(name, "k").await.map(drop)),
             ("daily", d.open_daily(name, "UTC").map(drop)),
@@ -810,7 +812,7 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
             // Not even a stored name may hold a control character.
             let err = d.peek(name).await.expect_err("control characters");
             assert!(err.to_string().contains(reason), "{err}");
-            assert!(dispenser::validate_name(name).is_err());
+            assert!(dispenser::sequence::validate_name(name).is_err());
         }
     }
     // A scope key with a control character.
@@ -834,8 +836,7 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
     assert_eq!(d.peek("tickets@acme").await.expect("peek scope").value, 1);
     d.open("tickets@acme").await.expect("open scope");
     d.delete("tickets@acme").await.expect("delete scope");
-    let ids = d
-        .ensure_striped("ids", 2, Spec::default())
+    let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
         .await
         .expect("striped");
     ids.next().await.expect("draw");

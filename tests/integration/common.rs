@@ -115,3 +115,32 @@ pub fn assert_each_exactly(
         );
     }
 }
+
+/// The audit of `field` in the collection `business` of `d`'s database, from `from`, voids
+/// marked by the default void field (`dispenser::gapless::audit` with its default options).
+pub async fn audit(
+    d: &Dispenser,
+    business: &str,
+    field: &str,
+    from: Option<i64>,
+) -> dispenser::Result<dispenser::gapless::Audit> {
+    let coll = d
+        .client()
+        .database(&d.options().database)
+        .collection::<Document>(business);
+    let mut options = dispenser::gapless::AuditOptions::default();
+    options.from = from;
+    dispenser::gapless::audit(&coll, field, &options).await
+}
+
+/// The audit of a gap-free sequence's own collection and field, from `from`, voids marked by
+/// its own void field.
+pub async fn audit_of(
+    g: &dispenser::gapless::Gapless,
+    from: Option<i64>,
+) -> dispenser::Result<dispenser::gapless::Audit> {
+    let o = g.options();
+    let mut options = dispenser::gapless::AuditOptions::default().with_void_field(&o.void_field);
+    options.from = from;
+    dispenser::gapless::audit(g.business(), &o.field, &options).await
+}

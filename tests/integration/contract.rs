@@ -449,7 +449,7 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
     let svc = Service::start("draw_kinds");
     let http = reqwest::Client::new();
     let d = library(&svc).await;
-    d.ensure_striped("ids", 3, dispenser::Spec::default())
+    dispenser::stripe::StripedSequence::ensure(&d, "ids", 3, dispenser::Spec::default())
         .await
         .unwrap();
     let draw = |token: &'static str, name: &str, count: u64| {
@@ -501,7 +501,13 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
         (422, Some("invalid_input")),
         "{body}"
     );
-    for s in d.peek_striped("ids").await.unwrap() {
+    for s in dispenser::stripe::StripedSequence::open(&d, "ids")
+        .await
+        .unwrap()
+        .peek()
+        .await
+        .unwrap()
+    {
         assert_eq!(s.step, 3, "{s:?}");
     }
 

@@ -4,7 +4,11 @@
 use std::time::{Duration, Instant};
 
 use dispenser::mongodb::bson::{Bson, doc};
-use dispenser::{Backoff, CasMode, CasModeUsed, Error, Options, Spec, Strategy};
+use dispenser::{
+    Error, Options, Spec,
+    options::{Backoff, CasMode, Strategy},
+    sequence::CasModeUsed,
+};
 use futures::future::join_all;
 
 use crate::common::{Fixture, assert_each_exactly};

@@ -12,7 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use dispenser::{Backoff, Dispenser, Error, Options, Spec, Strategy, block::BlockOptions};
+use dispenser::{
+    Dispenser, Error, Options, Spec,
+    block::BlockOptions,
+    options::{Backoff, Strategy},
+};
 use futures::future::join_all;
 use tokio::io::AsyncReadExt;
 

@@ -152,7 +152,9 @@ async fn failing_and_panicking_writes_from_eight_tasks_leave_no_gap_and_no_dupli
     let n = i64::from(used.load(SeqCst));
     assert!(n > 0);
     common::assert_each_exactly(all, 1..=n, 1);
-    let a = d.audit(&business, "number", Some(1)).await.unwrap();
+    let a = common::audit(&d, &business, "number", Some(1))
+        .await
+        .unwrap();
     assert!(a.is_clean(), "seed {seed}: {a:?}");
     assert_eq!((a.numbers as i64, a.last), (n, Some(n)));
     let s = g.status().await.unwrap();
@@ -213,7 +215,9 @@ async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplic
         "the stalled holder met the index and took the next"
     );
     assert_eq!(runs.load(SeqCst), 2);
-    let a = d.audit(&business, "number", Some(1)).await.unwrap();
+    let a = common::audit(&d, &business, "number", Some(1))
+        .await
+        .unwrap();
     assert!(a.is_clean() && a.last == Some(2), "{a:?}");
 }
 
@@ -257,7 +261,9 @@ async fn holders_killed_before_and_after_their_write_and_eight_processes_leave_n
         all.extend(got);
     }
     common::assert_each_exactly(all, 1..=46, 1);
-    let a = d.audit(&business, "number", Some(1)).await.unwrap();
+    let a = common::audit(&d, &business, "number", Some(1))
+        .await
+        .unwrap();
     assert!(a.is_clean() && a.last == Some(46), "{a:?}");
     // The same from the command line.
     let out = cli(&f)
@@ -314,7 +320,9 @@ async fn voids_are_kept_with_their_reason_and_misuse_is_refused() {
         (s.voided[0].number, s.voided[0].reason.as_str()),
         (3, "printer jam: form destroyed")
     );
-    let a = d.audit(&business, "number", Some(1)).await.unwrap();
+    let a = common::audit(&d, &business, "number", Some(1))
+        .await
+        .unwrap();
     assert!(a.is_clean(), "a voided number is accounted for: {a:?}");
     assert_eq!((a.numbers, a.voided, a.voids.clone()), (4, 1, vec![3]));
     let void = g
@@ -426,7 +434,7 @@ async fn void_documents_carry_the_configured_void_field_and_extra_fields() {
         s.voided.iter().map(|v| v.number).collect::<Vec<_>>(),
         vec![1, 2]
     );
-    let a = g.audit(Some(1)).await.unwrap();
+    let a = common::audit_of(&g, Some(1)).await.unwrap();
     assert!(a.is_clean(), "{a:?}");
     assert_eq!((a.numbers, a.voids.clone()), (3, vec![1, 2]));
     // Opening it with other void settings is a conflict; nothing changes.
@@ -463,7 +471,7 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
         Error::NoSuchSequence { .. }
     ));
     // The audit works on any collection.
-    let a = d.audit(&business, "number", None).await.unwrap();
+    let a = common::audit(&d, &business, "number", None).await.unwrap();
     assert_eq!(
         (a.duplicates.clone(), a.gaps.clone()),
         (vec![(1, 2)], vec![(2, 2)])
@@ -905,7 +913,7 @@ async fn a_void_meets_a_dead_holders_write_at_the_index_or_takes_its_unwritten_n
     assert!(e.to_string().contains("held by a caller"), "{e}");
     tokio::time::sleep(Duration::from_millis(1100)).await;
     g.void(2, "the holder died before writing").await.unwrap();
-    let a = g.audit(Some(1)).await.unwrap();
+    let a = common::audit_of(&g, Some(1)).await.unwrap();
     assert!(a.is_clean(), "{a:?}");
     assert_eq!((a.numbers, a.voids.clone()), (2, vec![2]));
     assert_eq!(g.status().await.unwrap().next, 3);

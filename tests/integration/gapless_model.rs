@@ -778,7 +778,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
     }
 
     // The audit and the status agree.
-    let a = last.audit(Some(1)).await.unwrap();
+    let a = common::audit_of(&last, Some(1)).await.unwrap();
     assert!(a.is_clean(), "seed {seed}: {a:?}");
     assert_eq!(
         (a.numbers, a.last, a.voided),

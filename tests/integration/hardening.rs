@@ -4,7 +4,7 @@
 //! while live, `ensure` with another start, and documents written before incarnations.
 
 use dispenser::mongodb::bson::{Bson, DateTime, doc};
-use dispenser::{Error, Spec, Strategy, block::BlockOptions};
+use dispenser::{Error, Spec, block::BlockOptions, options::Strategy};
 
 use crate::common::Fixture;
 
@@ -171,23 +171,24 @@ async fn ensure_with_another_start_is_a_conflict() {
 async fn a_second_stripe_layout_over_the_same_documents_is_a_conflict() {
     let f = Fixture::new("stripe_layouts").await;
     let d = f.dispenser(f.options());
-    d.ensure_striped("ids", 2, Spec::default().with_step(2))
+    dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default().with_step(2))
         .await
         .unwrap();
-    let err = d
-        .ensure_striped("ids", 4, Spec::default())
+    let err = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, Spec::default())
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
     assert!(err.to_string().contains("stripe 0 of 2"), "{err}");
     // Stripe 0 is checked first: nothing of the refused layout was written.
     assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 2);
-    let again = d
-        .ensure_striped("ids", 2, Spec::default().with_step(2))
+    let again =
+        dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default().with_step(2))
+            .await
+            .unwrap();
+    assert_eq!(again.stripes(), 2);
+    let opened = dispenser::stripe::StripedSequence::open(&d, "ids")
         .await
         .unwrap();
-    assert_eq!(again.stripes(), 2);
-    let opened = d.open_striped("ids").await.unwrap();
     assert_eq!(opened.stripes(), 2);
 }
 
@@ -198,7 +199,9 @@ async fn a_second_stripe_layout_over_the_same_documents_is_a_conflict() {
 async fn advancing_or_resetting_stripes_keeps_them_disjoint() {
     let f = Fixture::new("stripe_admin").await;
     let d = f.dispenser(f.options());
-    let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
+    let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
+        .await
+        .unwrap();
     for _ in 0..6 {
         ids.next().await.unwrap();
     }
@@ -213,24 +216,24 @@ async fn advancing_or_resetting_stripes_keeps_them_disjoint() {
     // A stripe refuses a reset outside its class.
     let err = d.reset("ids~0", 1000, false).await.unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
-    assert!(err.to_string().contains("reset_striped"), "{err}");
+    assert!(err.to_string().contains("StripedSequence::reset"), "{err}");
     // The striped operations move every stripe within its class.
-    let states = d.advance_striped("ids", 5000).await.unwrap();
+    let states = ids.advance_to(5000).await.unwrap();
     let nexts: Vec<i64> = states.iter().filter_map(|s| s.next_number()).collect();
     assert_eq!(nexts, vec![5001, 5002]);
-    let states = d.reset_striped("ids", 7000, false).await.unwrap();
+    let states = ids.reset(7000, false).await.unwrap();
     let nexts: Vec<i64> = states.iter().filter_map(|s| s.next_number()).collect();
     assert_eq!(nexts, vec![7001, 7000]);
-    let err = d.reset_striped("ids", 10, false).await.unwrap_err();
+    let err = ids.reset(10, false).await.unwrap_err();
     assert!(matches!(err, Error::WouldGoBackwards { .. }), "{err}");
     let mut seen = std::collections::BTreeSet::new();
     for _ in 0..20 {
         let n = ids.next().await.unwrap();
         assert!(n >= 7000 && seen.insert(n), "{n}");
     }
-    assert_eq!(d.delete_striped("ids").await.unwrap(), 2);
+    assert_eq!(ids.delete().await.unwrap(), 2);
     assert!(matches!(
-        d.open_striped("ids").await,
+        dispenser::stripe::StripedSequence::open(&d, "ids").await,
         Err(Error::NoSuchSequence { .. })
     ));
 }
@@ -340,13 +343,14 @@ async fn a_plain_and_a_striped_sequence_never_share_a_name() {
     let f = Fixture::new("plain_vs_striped").await;
     let d = f.dispenser(f.options());
     d.create("ids", Spec::default()).await.unwrap();
-    let err = d
-        .ensure_striped("ids", 4, Spec::default())
+    let err = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, Spec::default())
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
     assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 1);
-    d.ensure_striped("codes", 2, Spec::default()).await.unwrap();
+    dispenser::stripe::StripedSequence::ensure(&d, "codes", 2, Spec::default())
+        .await
+        .unwrap();
     for attempt in [
         d.create("codes", Spec::default()).await.map(drop),
         d.ensure("codes", Spec::default()).await.map(drop),

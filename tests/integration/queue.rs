@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use dispenser::mongodb::bson::{Document, doc};
 use dispenser::queue::{QueueSpec, Ticket};
-use dispenser::{Dispenser, Error, Strategy};
+use dispenser::{Dispenser, Error, options::Strategy};
 use futures::future::join_all;
 use serde_json::{Value, json};
 

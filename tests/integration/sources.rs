@@ -4,7 +4,10 @@
 
 use std::collections::HashSet;
 
-use dispenser::{BoxNumberSource, NumberSource, SourceKind, Spec};
+use dispenser::{
+    Spec,
+    source::{BoxNumberSource, NumberSource, SourceKind},
+};
 
 use crate::common::Fixture;
 
@@ -25,7 +28,9 @@ async fn every_kind_of_source_is_drawn_through_one_trait() {
     let f = Fixture::new("sources").await;
     let d = f.dispenser(f.options());
     d.create("orders", Spec::default()).await.unwrap();
-    d.ensure_striped("ids", 3, Spec::default()).await.unwrap();
+    dispenser::stripe::StripedSequence::ensure(&d, "ids", 3, Spec::default())
+        .await
+        .unwrap();
     d.create("tickets", Spec::default()).await.unwrap();
     let mut orders = HashSet::new();
     for (name, kind) in [

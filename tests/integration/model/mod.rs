@@ -66,7 +66,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use dispenser::{Backoff, Options, Spec, Strategy};
+use dispenser::{
+    Options, Spec,
+    options::{Backoff, Strategy},
+};
 
 use crate::common::Fixture;
 use log::World;
@@ -113,7 +116,9 @@ async fn random_interleavings_of_draws_and_admin_operations_never_duplicate_with
     for d in [&inc, &cas, &ds.cas_optimistic, &ds.inc_optimistic] {
         handles.push(d.open("orders").await.unwrap());
     }
-    inc.ensure_striped("ids", 3, Spec::default()).await.unwrap();
+    dispenser::stripe::StripedSequence::ensure(&inc, "ids", 3, Spec::default())
+        .await
+        .unwrap();
     inc.ensure("tickets", Spec::default()).await.unwrap();
     let clock = Arc::new(AtomicI64::new(1_790_000_000)); // seconds since the epoch
     let clock_fn = {

@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
 use dispenser::scope::DailySequence;
+use dispenser::stripe::StripedSequence;
 use dispenser::stripe::stripe_name;
-use dispenser::{Alter, Dispenser, Error, Spec, block::BlockOptions};
+use dispenser::{Dispenser, Error, Spec, block::BlockOptions, sequence::Alter};
 
 use super::log::World;
 use super::plain::tolerated;
@@ -17,7 +18,7 @@ use super::rng::Rng;
 /// operation. Numbers must be unique within an era across all stripes.
 pub async fn stripes(seed: u64, d: Dispenser, world: Arc<World>, era_changes: bool) {
     let mut rng = Rng(seed);
-    let Ok(ids) = d.open_striped("ids").await else {
+    let Ok(ids) = StripedSequence::open(&d, "ids").await else {
         return;
     };
     let Ok(fast) = ids.with_blocks(BlockOptions::default().with_size(rng.range(2, 20) as u64))
@@ -48,7 +49,10 @@ pub async fn stripes(seed: u64, d: Dispenser, world: Arc<World>, era_changes: bo
 async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: bool, count: u32) {
     let mut rng = Rng(seed);
     tokio::time::sleep(std::time::Duration::from_millis(rng.below(20))).await;
-    let Ok(states) = d.peek_striped("ids").await else {
+    let Ok(striped) = StripedSequence::open(d, "ids").await else {
+        return;
+    };
+    let Ok(states) = striped.peek().await else {
         return;
     };
     let top = states.iter().map(|s| s.value).max().unwrap_or(0);
@@ -56,10 +60,10 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
     match rng.below(if era_changes { 6 } else { 5 }) {
         0 => {
             let n = rng.around(top);
-            let r = d.advance_striped("ids", n).await;
+            let r = striped.advance_to(n).await;
             assert!(
                 r.is_ok() || matches!(r, Err(Error::InvalidArgument { .. })),
-                "advance_striped {n}: {r:?}"
+                "advance_to {n} of the stripes: {r:?}"
             );
             world.count("striped: advance");
         }
@@ -67,7 +71,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             let force = era_changes && rng.chance(50);
             let n = rng.around_any(&[top, low]);
             let from = Instant::now();
-            let r = d.reset_striped("ids", n, force).await;
+            let r = striped.reset(n, force).await;
             // Clearly behind: beyond what a block client's give-back (racing this) can move
             // a stripe back by.
             let margin = 1_000 * states[0].step.abs();
@@ -81,7 +85,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             } else if behind {
                 assert!(
                     r.is_err(),
-                    "reset_striped to {n}, behind every stripe ({low}..={top}), without \
+                    "reset of the stripes to {n}, behind every stripe ({low}..={top}), without \
                      force: {r:?}"
                 );
             }
@@ -146,7 +150,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
                     .with_start(s0.start.unwrap_or_else(|| s0.value.saturating_add(s0.step)));
                 (c, spec)
             };
-            let r = d.ensure_striped("ids", other, spec).await;
+            let r = StripedSequence::ensure(&d, "ids", other, spec).await;
             assert!(
                 matches!(
                     r,
@@ -165,14 +169,14 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             world.count("striped: another layout (conflict)");
         }
         4 => {
-            let r = d.open_striped("ids").await;
+            let r = StripedSequence::open(&d, "ids").await;
             assert!(r.is_ok(), "{:?}", r.err());
             world.count("striped: open");
         }
         _ => {
             // Delete and create again with any layout and direction: a new era.
             let from = Instant::now();
-            let _ = d.delete_striped("ids").await;
+            let _ = striped.delete().await;
             let stripes = rng.range(1, 5) as u32;
             let spec = if rng.chance(30) {
                 Spec::default()
@@ -185,7 +189,9 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
                     .with_step(rng.range(1, 3))
                     .with_start(rng.range(1, 300))
             };
-            d.ensure_striped("ids", stripes, spec).await.unwrap();
+            StripedSequence::ensure(&d, "ids", stripes, spec)
+                .await
+                .unwrap();
             world.ids.era_change(from);
             world.count("striped: delete + re-create with any layout (new era)");
         }

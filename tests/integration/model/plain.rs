@@ -6,7 +6,11 @@ use std::time::{Duration, Instant};
 
 use dispenser::mongodb::Collection;
 use dispenser::mongodb::bson::{Document, doc};
-use dispenser::{Alter, Dispenser, Error, Format, SequenceState, Spec, block::BlockOptions};
+use dispenser::{
+    Dispenser, Error, Format, Spec,
+    block::BlockOptions,
+    sequence::{Alter, SequenceState},
+};
 use futures::future::join_all;
 
 use super::log::World;

@@ -22,7 +22,11 @@ use std::time::Instant;
 
 use dispenser::mongodb::Collection;
 use dispenser::mongodb::bson::{Document, doc};
-use dispenser::{CasMode, Dispenser, Format, Spec, Strategy, block::BlockOptions};
+use dispenser::{
+    Dispenser, Format, Spec,
+    block::BlockOptions,
+    options::{CasMode, Strategy},
+};
 
 use super::log::{Subject, World};
 use super::rng::Rng;
@@ -286,9 +290,9 @@ async fn forced_bound_raised(
     // A bound somewhere among the numbers issued (below the last one, in the direction).
     let back = rng.range(1, drawn - 1) * step;
     let change = if step > 0 {
-        dispenser::Alter::default().with_max(value - back)
+        dispenser::sequence::Alter::default().with_max(value - back)
     } else {
-        dispenser::Alter::default().with_min(value - back)
+        dispenser::sequence::Alter::default().with_min(value - back)
     };
     let refused = d.alter(name, change.clone()).await;
     assert!(
@@ -306,9 +310,9 @@ async fn forced_bound_raised(
     // Raise it again past the last number: the next numbers follow the last one issued.
     let ahead = rng.range(5, 50) * step;
     let raise = if step > 0 {
-        dispenser::Alter::default().with_max(value + ahead)
+        dispenser::sequence::Alter::default().with_max(value + ahead)
     } else {
-        dispenser::Alter::default().with_min(value + ahead)
+        dispenser::sequence::Alter::default().with_min(value + ahead)
     };
     d.alter(name, raise).await.unwrap();
     for _ in 0..rng.range(3, 5) {
