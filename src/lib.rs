@@ -1,31 +1,44 @@
 //! # dispenser
 //!
-//! Unique numbers from MongoDB: order ids, invoice numbers and cyclic serial numbers such as
-//! queue tickets (1 … 99, 0, 1 …), drawn by many processes on many machines at once, never
-//! issued twice.
+//! Unique numbers from MongoDB: order ids, invoice numbers without gaps and cyclic serial
+//! numbers such as queue tickets (1 … 99, 0, 1 …), drawn by many processes on many machines
+//! at once, never issued twice.
 //!
-//! Each sequence is one MongoDB document holding its last value, its bounds and a version.
-//! A number is returned only once the write that reserved it was acknowledged (majority +
-//! journaled by default). Connect once per process with [`Dispenser::connect`], then get a
+//! Each sequence is one MongoDB document holding its last value, its bounds and a version. A
+//! number is returned only once the write that reserved it was acknowledged (majority +
+//! journaled by default). Connect once per process with [`Dispenser::connect`], then open a
 //! handle per sequence and draw from it; every handle is cheap to clone and shared by all
 //! tasks.
 //!
-//! ## Which handle to use
+//! ## Which tool for which job
 //!
-//! | you need | use | from |
+//! | you need | use | opened with |
 //! |---|---|---|
-//! | numbers in order: invoice numbers, queue tickets (bounded, optionally cyclic) | [`Sequence`] | [`Dispenser::ensure`], [`Dispenser::open`] |
-//! | unique ids at a high rate, order not needed: one write per block of numbers, handed out from memory | [`block::BlockSequence`] | [`Dispenser::open_blocks`], [`block::Pool`] (one per sequence and process) |
-//! | unique ids beyond what one document sustains: `S` disjoint sequences, optionally with blocks | [`stripe::StripedSequence`] | [`Dispenser::ensure_striped`] |
-//! | numbering per day, per tenant, per any key, restarting without anyone resetting it | [`scope::DailySequence`], or a [`Sequence`] per key | [`Dispenser::open_daily`], [`Dispenser::open_scope`] |
-//! | a ticket queue: take a ticket, call the next one, never two people waiting with the same number | [`queue::Queue`] | [`Dispenser::ensure_queue`], [`Dispenser::open_queue`] |
+//! | ids in order: order numbers, cyclic serials (bounded, optionally wrapping) | [`Sequence`] | [`Dispenser::ensure`], [`Dispenser::open`] |
+//! | invoice numbers **without gaps**: a number counts only once your business document holding it is written | [`gapless::Gapless`] | [`Dispenser::open_gapless`] |
+//! | unique ids at a high rate, order not needed: one write per block, handed out from memory | [`block::BlockSequence`] | [`Dispenser::open_blocks`], [`block::Pool`] |
+//! | more than one document sustains: `S` disjoint stripes, optionally with blocks | [`stripe::StripedSequence`] | [`stripe::StripedSequence::ensure`] |
+//! | numbering per day, per tenant, per any key | [`scope::DailySequence`], or a [`Sequence`] per key | [`Dispenser::open_daily`], [`Dispenser::open_scope`] |
+//! | a ticket queue: take a ticket, call the next one | [`queue::Queue`] | [`Dispenser::ensure_queue`] |
+//! | code that should not care which of these it draws from | [`source::NumberSource`] | [`Dispenser::open_source`] |
 //!
-//! Several numbers in one write: [`Sequence::next_n`] returns a [`Run`]. Human-facing serials
-//! (`INV-2026-000123`): [`Format`]. Settings (database, collection, write concern, strategy,
-//! timeouts): [`Options`]. Every failure is one [`Error`]. Code that should not care which of these it draws from takes a
-//! [`NumberSource`] (or, chosen from configuration, a [`BoxNumberSource`] from
-//! [`Dispenser::open_source`]). Live changes: [`Dispenser::alter`]; exhaustion forecasts:
-//! [`SequenceState::usage`].
+//! ## The concepts
+//!
+//! - [`Dispenser`]: one collection of sequences; creates, opens and administers them.
+//! - [`Sequence`], [`Spec`] (start, step, bounds, cycle), [`Run`] (several numbers from one
+//!   write, [`Sequence::next_n`]) and [`Format`] (serials such as `INV-2026-000123`).
+//! - [`Options`]: where the documents live, the write concern, the strategy, timeouts; the
+//!   rest of the settings in [`options`].
+//! - [`Error`]: every failure, one enum with matchable kinds; [`Result`].
+//! - [`sequence`]: what a sequence reports and how it changes — its stored state, usage
+//!   forecasts, statistics, live changes ([`sequence::Alter`]) and the naming rules.
+//! - The other handles, each in its module: [`block`], [`stripe`], [`scope`], [`gapless`],
+//!   [`queue`]; one trait over them in [`source`].
+//! - [`doctor`]: checks a server's guarantees; [`redact`]: prints URIs and errors without
+//!   credentials.
+//! - [`guide`]: the user's guide — the document format, strategies, blocks, stripes, scopes,
+//!   gap-free numbers, queues, operations, the command line and HTTP service, benchmarks, the
+//!   full guarantees table and running against a real MongoDB.
 //!
 //! ## Example
 //!
@@ -67,33 +80,15 @@
 //! - **No number is ever issued twice** — across tasks, handles, processes and machines, with
 //!   either strategy, with or without blocks and stripes — as long as the server keeps the
 //!   writes it acknowledged (keep the default write concern `w: majority, j: true`).
-//! - **Gaps are possible**: a call that fails with [`Error::Database`] or [`Error::Timeout`]
-//!   may have reserved its numbers, and a crashed block client loses the rest of its block;
-//!   those numbers are never issued to anyone.
+//! - **Gaps are possible** in a [`Sequence`]: a call that fails with [`Error::Database`] or
+//!   [`Error::Timeout`] may have reserved its numbers, and a crashed block client loses the
+//!   rest of its block; those numbers are never issued to anyone. [`gapless`] leaves none.
 //! - **Order** holds per handle (successive calls return numbers in the sequence's
 //!   direction), not across clients that hold ranges (runs, blocks, stripes).
 //! - Every call returns in bounded time; bad input is rejected before anything is written.
 //!
-//! The README's *Guarantees* section has the full table (each row with the tests that check
-//! it) and what happens when an outcome is unknown; *The sequence document* gives the
-//! on-disk schema, *How numbers are drawn* the two strategies, and *Running against a real
-//! MongoDB* the privileges and replica-set settings.
-//!
-//! ## Modules
-//!
-//! The core lives at the crate root. These public modules add the other handles:
-//!
-//! - [`block`]: block (hi-lo) allocation — [`block::BlockSequence`], [`block::BlockOptions`],
-//!   [`block::AdaptiveBlocks`].
-//! - [`stripe`]: striped sequences — [`stripe::StripedSequence`].
-//! - [`scope`]: scoped and daily sequences — [`scope::DailySequence`],
-//!   [`scope::ScopedNumber`].
-//! - [`queue`]: ticket queues — [`queue::Queue`], [`queue::QueueSpec`], [`queue::Ticket`],
-//!   [`queue::QueueStatus`].
-//!
-//! The crate also builds the `dispenser` command-line tool (`dispenser bench`, and
-//! `dispenser serve`, an HTTP service) when its default feature `cli` is on; the README
-//! describes them.
+//! The guide's [guarantees](guide::guarantees) chapter has the full table, each row with the
+//! tests that check it.
 #![deny(missing_docs)]
 
 mod alter;
@@ -106,12 +101,14 @@ mod document;
 mod error;
 mod format;
 pub mod gapless;
-mod options;
+pub mod guide;
+pub mod options;
 pub mod queue;
-mod redact;
+pub mod redact;
 mod retry;
 pub mod scope;
-mod source;
+pub mod sequence;
+pub mod source;
 mod spec;
 mod stats;
 mod store;
@@ -119,25 +116,19 @@ mod strategy;
 pub mod stripe;
 mod usage;
 
-pub use alter::Alter;
-pub use arith::{Run, RunIter};
-pub use block::CloseReport;
+pub use arith::Run;
 pub use dispenser::{Dispenser, Sequence};
-pub use document::SequenceState;
-pub use error::{Error, Result, describe_driver_error};
-pub use format::{Format, MAX_FORMAT_BYTES, MAX_PAD};
-pub use options::{CasMode, Options, Strategy, safe_write_concern};
-pub use redact::{check_credentials, redact_uri, scrub};
-pub use retry::Backoff;
-pub use source::{BoxFuture, BoxNumberSource, DynNumberSource, NumberSource, SourceKind};
-pub use spec::{MAX_NAME_BYTES, Spec, validate_name, validate_plain_name};
-pub use stats::{CasModeUsed, Stats};
-pub use usage::{KEPT_DAYS, Usage};
+pub use error::{Error, Result};
+pub use format::Format;
+pub use options::Options;
+pub use spec::Spec;
 
 /// The driver, re-exported so callers use the same version.
 pub use mongodb;
 
-/// The README's Rust examples, compiled as doctests so they stay true.
+/// The README's Rust examples (its quick start), compiled as doctests so they stay true; the
+/// guide's examples are compiled where the guide lives, in [`guide`].
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
-pub struct ReadmeDoctests;
+#[allow(dead_code)]
+struct ReadmeDoctests;

@@ -34,23 +34,25 @@ fn mongosh() -> PathBuf {
     tool("npm/node_modules/.bin/mongosh")
 }
 
-/// The body of the fenced code block right after `<!-- client:NAME -->` in README.md.
+/// The body of the fenced code block right after `<!-- client:NAME -->` in the guide's
+/// chapter on the sequence document, which holds the client recipes.
 fn readme_block(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    let readme = std::fs::read_to_string(&path).expect("read README.md");
+    const RECIPES: &str = "src/guide/document.md";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(RECIPES);
+    let readme = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {RECIPES}: {e}"));
     let marker = format!("<!-- client:{name} -->");
     let at = readme
         .find(&marker)
-        .unwrap_or_else(|| panic!("README.md has no {marker} marker"));
+        .unwrap_or_else(|| panic!("{RECIPES} has no {marker} marker"));
     let rest = readme[at + marker.len()..].trim_start();
     assert!(
         rest.starts_with("```"),
-        "README.md: {marker} is not followed by a fenced code block"
+        "{RECIPES}: {marker} is not followed by a fenced code block"
     );
     let body = &rest[rest.find('\n').expect("fence line") + 1..];
     let end = body
         .find("\n```")
-        .unwrap_or_else(|| panic!("README.md: the block after {marker} is not closed"));
+        .unwrap_or_else(|| panic!("{RECIPES}: the block after {marker} is not closed"));
     body[..=end].to_owned()
 }
 

@@ -150,7 +150,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
                     .with_start(s0.start.unwrap_or_else(|| s0.value.saturating_add(s0.step)));
                 (c, spec)
             };
-            let r = StripedSequence::ensure(&d, "ids", other, spec).await;
+            let r = StripedSequence::ensure(d, "ids", other, spec).await;
             assert!(
                 matches!(
                     r,
@@ -169,7 +169,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             world.count("striped: another layout (conflict)");
         }
         4 => {
-            let r = StripedSequence::open(&d, "ids").await;
+            let r = StripedSequence::open(d, "ids").await;
             assert!(r.is_ok(), "{:?}", r.err());
             world.count("striped: open");
         }
@@ -189,7 +189,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
                     .with_step(rng.range(1, 3))
                     .with_start(rng.range(1, 300))
             };
-            StripedSequence::ensure(&d, "ids", stripes, spec)
+            StripedSequence::ensure(d, "ids", stripes, spec)
                 .await
                 .unwrap();
             world.ids.era_change(from);
