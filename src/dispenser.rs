@@ -353,7 +353,7 @@ impl Dispenser {
     /// nothing is written. CAS-safe against concurrent writers.
     ///
     /// Numbers other processes already reserved in blocks before the advance are still
-    /// handed out by those block clients (see the README's "eras").
+    /// handed out by those block clients (see the guide's [eras](crate::guide::guarantees)).
     ///
     /// # Errors
     ///

@@ -90,7 +90,7 @@ pub struct Options {
     pub operation_timeout: Duration,
     /// Whether concurrent calls on one [`Sequence`](crate::Sequence) handle (and its
     /// clones) share writes: while a draw is in flight, new callers queue and are drawn
-    /// together in one write, in arrival order (see the README's "Coalesced draws").
+    /// together in one write, in arrival order (see the guide's [coalesced draws](crate::guide::drawing)).
     /// Defaults to true.
     pub coalesce: bool,
     /// Whether a draw that lost a compare-and-set race retries with the conditional

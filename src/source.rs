@@ -25,7 +25,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// A source of unique numbers: a plain [`Sequence`], a [`BlockSequence`], a
 /// [`StripedSequence`] or a [`DailySequence`].
 ///
-/// What every source promises: no number is returned twice (within an era; see the README's
+/// What every source promises: no number is returned twice (within an era; see the guide's
 /// Guarantees). What differs is order: a plain sequence returns numbers in the order of its
 /// writes (linearizable), blocks, stripes and runs trade global order for throughput, and a
 /// daily sequence restarts every day (its numbers are unique within a day).
@@ -240,7 +240,7 @@ impl NumberSource for DailySequence {
 }
 
 /// Which kind of source [`Dispenser::open_source`] opens, e.g. from a configuration file
-/// (the seeds' `getIDGenerator(name, implClass)`).
+/// (a setting such as `blocks:1000` picks the kind without a code change).
 ///
 /// # Example
 ///

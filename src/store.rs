@@ -62,7 +62,7 @@ pub(crate) struct ShapeChange {
 
 /// The filter that pins a conditional write to one state of one incarnation: `_id`,
 /// `version` and the incarnation. Every write moves `version` (the write rule of every
-/// client, README), so these name one state, its shape and value included; the shape is not
+/// client, in the guide's [document chapter](crate::guide::document)), so these name one state, its shape and value included; the shape is not
 /// repeated (each predicate costs the server time on every draw). For a document written
 /// before incarnations existed: the shape, "no incarnation" and `value` as well (so that the
 /// write is correct for whatever document holds that state, whichever history led there).

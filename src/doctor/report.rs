@@ -480,7 +480,7 @@ impl Report {
     }
 }
 
-/// `n` with its digits in groups of three (`1 600`, `196`), as the README and the reasons
+/// `n` with its digits in groups of three (`1 600`, `196`), as the guide and the reasons
 /// write counts.
 ///
 /// # Example

@@ -1,4 +1,4 @@
-//! The first ten minutes with the `dispenser` binary, driven as a user would (issue 14):
+//! The first ten minutes with the `dispenser` binary, driven as a user would:
 //! exit codes, stdout and stderr kept apart, messages that name the flag and the value, a
 //! refused connection reported at once with what to check, and snapshots of every
 //! subcommand's `--help` and of the text output.

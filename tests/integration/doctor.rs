@@ -1,4 +1,4 @@
-//! `dispenser doctor` (issue 22): it accepts the test server, refuses FerretDB 1.24 / SQLite
+//! `dispenser doctor`: it accepts the test server, refuses FerretDB 1.24 / SQLite
 //! (a real server that loses concurrent updates, built by `scripts/ferretdb.sh`) naming the
 //! lost updates, stays within its time limit on a slow server, removes its scratch
 //! collection, prints JSON, and keeps its exit codes (0 fit, 1 unfit, 2 usage, 5 connection).
@@ -213,7 +213,7 @@ impl Drop for FerretDb {
     }
 }
 
-/// The regression test of issue 22: a server that loses concurrent updates is refused, and
+/// The regression test of doctor's reason to exist: a server that loses concurrent updates is refused, and
 /// the reason names the lost updates. Before doctor, the library ran on FerretDB silently
 /// issuing numbers twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

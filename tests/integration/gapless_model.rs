@@ -40,9 +40,9 @@
 //! real threads and processes is not replayable), `DISPENSER_SOAK_SECS=<s>` runs longer
 //! (default: 12 s of activity, about 20 s in all).
 //!
-//! **Sensitivity**, measured by mutation: each fix of issue 20 reverted in turn, and two
+//! **Sensitivity**, measured by mutation: each fix of the gap-free protocol reverted in turn, and two
 //! protocol mistakes planted, each followed by five default runs (12 s) of this test on the
-//! local server (2026-11-23; the patches are in the report of issue 20):
+//! local server (2026-11-23; each patch is named in the table):
 //!
 //! | mutation | caught | by |
 //! |---|---|---|

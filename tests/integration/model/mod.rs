@@ -38,7 +38,7 @@
 //!
 //! # Sensitivity: known bugs put back
 //!
-//! Each mutation below is a bug that once existed (or a fix of issue 19 reverted). With it
+//! Each mutation below is a bug that once existed (or a fix reverted: an alter refusal, a layout check). With it
 //! in place, the default 25 s run must fail for at least 19 seeds of 20. Measured by
 //! applying the mutation and running the model test alone with 20 seeds
 //! (`scripts/mutants.sh` does exactly that; `--baseline` runs it without a mutation, where
