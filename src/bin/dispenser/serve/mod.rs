@@ -17,6 +17,14 @@
 //! exclusively; under it they retire the sequence's clients (the block client from the [`Pool`],
 //! giving back what it holds), write, and only then let draws open fresh clients. So nothing is served, after an admin operation
 //! returned, from a block reserved before it.
+//!
+//! The files, each using only files named after it: `mod.rs` (router, middleware order,
+//! startup, shutdown); `openapi.rs`; the endpoints `draw.rs`, `handlers.rs`, `gapless.rs`,
+//! `queues.rs`, `overview.rs`, `scrape.rs` (`/metrics`) and `ui/`; the middleware
+//! `observe.rs`; `auth.rs` (who may do what), `classify.rs` (library error to status),
+//! `names.rs`, `json.rs` (request bodies), `errors.rs` (`ApiError`); the state: `state.rs`
+//! over `tokens.rs`, `metrics.rs` and `queue_state.rs`; `schemas.rs` (the answers' shapes
+//! for the document) and `conn.rs` (connections).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -38,16 +46,19 @@ use tower_http::trace::TraceLayer;
 
 use crate::args::{MAX_BLOCK, MAX_COUNT, parse_share, parse_timeout, whole};
 use crate::exit::Outcome;
-use auth::load_tokens;
 use conn::{Capped, ConnInfo, Limits, track};
 use draw::next;
 use errors::{fallback, timed_out};
 use handlers::{advance, alter, create, delete, healthz, list, peek, reset};
-use json::ReadingBody;
-use metrics::{Metrics, metrics, observe};
+use json::{MAX_BODY, ReadingBody};
+use metrics::Metrics;
+use observe::observe;
+use scrape::metrics;
 use state::{AppState, Shared};
+use tokens::load_tokens;
 
 mod auth;
+mod classify;
 mod conn;
 mod draw;
 mod errors;
@@ -56,12 +67,17 @@ mod handlers;
 mod json;
 mod metrics;
 mod names;
+mod observe;
 mod openapi;
 mod overview;
+mod queue_state;
 mod queues;
+mod schemas;
+mod scrape;
 mod state;
 #[cfg(test)]
 mod tests;
+mod tokens;
 mod ui;
 
 /// `dispenser serve`.
@@ -108,9 +124,6 @@ pub struct ServeArgs {
     #[arg(long, value_parser = whole::<u64>(1, 1_000_000), allow_negative_numbers = true)]
     pub max_connections: Option<u64>,
 }
-
-/// The largest request body accepted (bodies are small JSON objects); larger is 413.
-pub(super) const MAX_BODY: usize = 64 * 1024;
 
 fn router(state: Shared) -> Router {
     Router::new()
