@@ -6,6 +6,9 @@ use dispenser::Dispenser;
 use dispenser::gapless::{Audit, AuditOptions};
 use serde_json::json;
 
+use crate::exit::Outcome;
+use crate::output::io_err;
+
 /// `dispenser audit`.
 #[derive(clap::Args, Debug)]
 pub struct AuditArgs {
@@ -40,7 +43,11 @@ fn ranges(gaps: &[(i64, i64)]) -> String {
 }
 
 /// Prints the audit; the exit code is 0 when clean, 1 when gaps or duplicates were found.
-pub async fn run(d: &Dispenser, args: AuditArgs, out: &mut impl Write) -> dispenser::Result<u8> {
+pub async fn run(
+    d: &Dispenser,
+    args: AuditArgs,
+    out: &mut impl Write,
+) -> dispenser::Result<Outcome> {
     let mut options = AuditOptions::default().with_void_field(&args.void_field);
     options.from = args.from;
     let a: Audit = d
@@ -106,5 +113,6 @@ pub async fn run(d: &Dispenser, args: AuditArgs, out: &mut impl Write) -> dispen
             writeln!(out, "duplicated: {}", list.join(", ")).map_err(io)?;
         }
     }
-    Ok(if a.is_clean() { 0 } else { 1 })
+    out.flush().map_err(io_err)?;
+    Ok(Outcome::Exit(if a.is_clean() { 0 } else { 1 }))
 }

@@ -13,7 +13,33 @@ use std::time::Duration;
 
 use dispenser::{Dispenser, Error, SequenceState, Usage};
 
-use crate::cli::CheckArgs;
+use crate::exit::Outcome;
+
+/// `dispenser check`.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Sequences to check.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub names: Vec<String>,
+    /// Check every sequence in the collection.
+    #[arg(long)]
+    pub all: bool,
+    /// WARNING at this share used (e.g. 80% or 0.8).
+    #[arg(long, default_value = "80%", value_parser = parse_share)]
+    pub warn: f64,
+    /// CRITICAL at this share used.
+    #[arg(long, default_value = "95%", value_parser = parse_share)]
+    pub critical: f64,
+    /// WARNING when the forecast runs out within this (30d, 12h, 90m, 3600s); CRITICAL within
+    /// a quarter of it.
+    #[arg(long, default_value = "30d", value_parser = parse_horizon)]
+    pub horizon: Duration,
+    /// Forecast only from a rate observed over at least this long (30d, 12h, 90m, 3600s);
+    /// before that only --warn and --critical apply, and the line says the rate is too early
+    /// to tell.
+    #[arg(long, default_value = "1h", value_parser = parse_horizon)]
+    pub min_history: Duration,
+}
 
 /// A monitoring status, worst last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -164,8 +190,13 @@ pub struct Thresholds {
     pub min_history: Duration,
 }
 
-/// Runs the check; returns the exit code.
-pub async fn run(d: &Dispenser, args: CheckArgs, out: &mut impl Write) -> u8 {
+/// Runs the check; its answer is the exit code of the worst line. A sequence that cannot be
+/// read is a line of its own (UNKNOWN), not a failure of the command.
+pub async fn run(
+    d: &Dispenser,
+    args: CheckArgs,
+    out: &mut impl Write,
+) -> dispenser::Result<Outcome> {
     let thresholds = Thresholds {
         warn: args.warn,
         critical: args.critical,
@@ -211,7 +242,7 @@ pub async fn run(d: &Dispenser, args: CheckArgs, out: &mut impl Write) -> u8 {
         }
     }
     let _ = out.flush();
-    worst.code()
+    Ok(Outcome::Exit(worst.code()))
 }
 
 fn corrupt_name(e: &Error) -> String {

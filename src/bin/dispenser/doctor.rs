@@ -7,15 +7,19 @@ use dispenser::Dispenser;
 use dispenser::doctor::{DoctorOptions, Report, grouped};
 use serde_json::json;
 
+use crate::args::whole;
+use crate::exit::Outcome;
+use crate::output::io_err;
+
 /// `dispenser doctor`.
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
     /// Concurrent tasks of the concurrency probe (2–64).
-    #[arg(long, default_value_t = 8, value_parser = crate::cli::whole::<u32>(2, u64::from(dispenser::doctor::MAX_TASKS)), allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 8, value_parser = whole::<u32>(2, u64::from(dispenser::doctor::MAX_TASKS)), allow_negative_numbers = true)]
     pub tasks: u32,
     /// Conditional increments per task (1–100000); each task also collects half as many
     /// compare-and-set wins.
-    #[arg(long, default_value_t = 200, value_parser = crate::cli::whole::<u32>(1, u64::from(dispenser::doctor::MAX_PER_TASK)), allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 200, value_parser = whole::<u32>(1, u64::from(dispenser::doctor::MAX_PER_TASK)), allow_negative_numbers = true)]
     pub increments: u32,
     /// Seconds the whole examination may take, the removal of its scratch collection
     /// included (more than 0, at most 3600).
@@ -43,7 +47,7 @@ pub async fn run(
     args: DoctorArgs,
     uri: &str,
     out: &mut impl Write,
-) -> dispenser::Result<u8> {
+) -> dispenser::Result<Outcome> {
     let options = DoctorOptions::default()
         .with_tasks(args.tasks)
         .with_increments(args.increments)
@@ -51,18 +55,15 @@ pub async fn run(
         .with_time_limit(Duration::from_secs_f64(args.time_limit));
     let report = d.doctor(options).await?;
     let shown = dispenser::redact_uri(uri);
-    let io = |e: std::io::Error| dispenser::Error::InvalidArgument {
-        what: "standard output".into(),
-        reason: e.to_string(),
-    };
     if args.json {
         let mut v = report.to_json();
         v["uri"] = json!(shown);
-        writeln!(out, "{v}").map_err(io)?;
+        writeln!(out, "{v}").map_err(io_err)?;
     } else {
-        write!(out, "{}", text(&report, &shown)).map_err(io)?;
+        write!(out, "{}", text(&report, &shown)).map_err(io_err)?;
     }
-    Ok(if report.is_fit() { 0 } else { 1 })
+    out.flush().map_err(io_err)?;
+    Ok(Outcome::Exit(if report.is_fit() { 0 } else { 1 }))
 }
 
 fn mark(ok: bool) -> &'static str {

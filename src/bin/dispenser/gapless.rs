@@ -7,6 +7,9 @@ use dispenser::Dispenser;
 use dispenser::gapless::GaplessOptions;
 use dispenser::mongodb::bson::{Bson, Document};
 
+use crate::exit::Outcome;
+use crate::output::io_err;
+
 /// `dispenser gapless`.
 #[derive(clap::Subcommand, Debug)]
 pub enum GaplessCommand {
@@ -71,7 +74,7 @@ pub async fn run(
     d: &Dispenser,
     cmd: GaplessCommand,
     out: &mut impl Write,
-) -> dispenser::Result<()> {
+) -> dispenser::Result<Outcome> {
     match cmd {
         GaplessCommand::Status { name, json } => {
             let s = d.find_gapless(&name).await?.status().await?;
@@ -199,5 +202,6 @@ pub async fn run(
             g.flush().await?;
         }
     }
-    Ok(())
+    out.flush().map_err(io_err)?;
+    Ok(Outcome::Done)
 }

@@ -6,7 +6,9 @@ use dispenser::queue::{QueueSpec, QueueStatus, Ticket};
 use dispenser::{Dispenser, Error};
 use futures::future::join_all;
 
-use crate::cli::whole;
+use crate::args::whole;
+use crate::exit::Outcome;
+use crate::output::{io_err, one_line_name};
 
 /// The most tickets one `queue take --count` may take.
 pub const MAX_TAKE: u64 = 10_000;
@@ -58,13 +60,6 @@ pub enum QueueCommand {
     },
 }
 
-fn io(e: std::io::Error) -> Error {
-    Error::InvalidArgument {
-        what: "standard output".into(),
-        reason: e.to_string(),
-    }
-}
-
 /// A status as one line: `lobby: now serving 7, 3 waiting of 10, next ticket 1; tickets 1…9,
 /// then 0; taken 11 served 8 rounds 1 updated_at …`.
 pub fn describe(s: &QueueStatus) -> String {
@@ -76,7 +71,7 @@ pub fn describe(s: &QueueStatus) -> String {
         .map_or_else(|| "none (full)".to_owned(), |n| n.to_string());
     format!(
         "{name}: now serving {serving}, {waiting} waiting of {capacity}, next ticket {next}; tickets {first}…{max}, then {min}; taken {taken} served {served} rounds {rounds} updated_at {updated}",
-        name = crate::one_line_name(&s.name),
+        name = one_line_name(&s.name),
         waiting = s.waiting,
         capacity = s.capacity,
         first = i128::from(s.min) + 1,
@@ -97,7 +92,11 @@ fn ticket_line(t: &Ticket, json: bool) -> String {
     }
 }
 
-pub async fn run(d: &Dispenser, cmd: QueueCommand, out: &mut impl Write) -> dispenser::Result<()> {
+pub async fn run(
+    d: &Dispenser,
+    cmd: QueueCommand,
+    out: &mut impl Write,
+) -> dispenser::Result<Outcome> {
     match cmd {
         QueueCommand::Create {
             name,
@@ -111,7 +110,7 @@ pub async fn run(d: &Dispenser, cmd: QueueCommand, out: &mut impl Write) -> disp
             } else {
                 d.create_queue(&name, spec).await?
             };
-            writeln!(out, "{}", describe(&q.status().await?)).map_err(io)?;
+            writeln!(out, "{}", describe(&q.status().await?)).map_err(io_err)?;
         }
         QueueCommand::Take { name, count, json } => {
             let q = d.open_queue(&name).await?;
@@ -127,11 +126,11 @@ pub async fn run(d: &Dispenser, cmd: QueueCommand, out: &mut impl Write) -> disp
             // In the order taken: the order they will be called in.
             tickets.sort_by_key(|t| t.serial);
             for t in &tickets {
-                writeln!(out, "{}", ticket_line(t, json)).map_err(io)?;
+                writeln!(out, "{}", ticket_line(t, json)).map_err(io_err)?;
             }
-            out.flush().map_err(io)?;
+            out.flush().map_err(io_err)?;
             if refused.is_empty() {
-                return Ok(());
+                return Ok(Outcome::Done);
             }
             let full = refused
                 .iter()
@@ -153,16 +152,17 @@ pub async fn run(d: &Dispenser, cmd: QueueCommand, out: &mut impl Write) -> disp
         }
         QueueCommand::Call { name, json } => {
             let t = d.open_queue(&name).await?.call().await?;
-            writeln!(out, "{}", ticket_line(&t, json)).map_err(io)?;
+            writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
         }
         QueueCommand::Status { name, json } => {
             let s = d.open_queue(&name).await?.status().await?;
             if json {
-                writeln!(out, "{}", s.to_json()).map_err(io)?;
+                writeln!(out, "{}", s.to_json()).map_err(io_err)?;
             } else {
-                writeln!(out, "{}", describe(&s)).map_err(io)?;
+                writeln!(out, "{}", describe(&s)).map_err(io_err)?;
             }
         }
     }
-    out.flush().map_err(io)
+    out.flush().map_err(io_err)?;
+    Ok(Outcome::Done)
 }

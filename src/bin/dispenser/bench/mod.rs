@@ -11,26 +11,36 @@ use dispenser::mongodb::bson::doc;
 use dispenser::{Dispenser, Options, Strategy};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cli::{BenchArgs, OnOff, StrategyArg};
+use crate::exit::Outcome;
+use args::{BenchArgs, OnOff};
 use print::print_reports;
 use samples::{Sample, report};
 use sources::{Kind, client, prepare_target, raw_collection, source_for};
 use workers::{draw, spawn_workers, worker};
 
+pub mod args;
 mod print;
 mod samples;
 mod sources;
 mod workers;
 
-/// Entry point of `dispenser bench`. `Ok(false)` when a duplicate was found.
-pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Result<bool> {
+/// Entry point of `dispenser bench`: [`Outcome::Duplicate`] when a duplicate was found.
+pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Result<Outcome> {
+    options.validate()?;
+    Ok(if measure(uri, options, args).await? {
+        Outcome::Done
+    } else {
+        Outcome::Duplicate
+    })
+}
+
+/// Runs the benchmark (or, with `--worker`, one worker process of it); `Ok(false)` when a
+/// duplicate was found.
+async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Result<bool> {
     if let Some(spec) = &args.worker {
         return worker(uri, options, &args, spec).await;
     }
-    let chosen = match args.strategy {
-        StrategyArg::Cas => Strategy::Cas,
-        StrategyArg::Inc => Strategy::ConditionalIncrement,
-    };
+    let chosen: Strategy = args.strategy.into();
     let coalesce = args.coalesce == OnOff::On;
     // Blocks take the library's defaults (prefetch 0.5) unless --no-prefetch.
     let measured = if args.block > 1 || args.prefetch.is_some() {

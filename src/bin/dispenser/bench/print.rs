@@ -4,10 +4,10 @@
 //! so they cannot drift apart. The JSON is `{"server", "processes", "tasks", "runs": [..]}`
 //! ([`TOP_KEYS`]), each run an object with the keys [`RUN_KEYS`].
 
+use super::args::BenchArgs;
 #[cfg(test)]
 use super::samples::RUN_KEYS;
 use super::samples::Report;
-use crate::cli::BenchArgs;
 
 /// The keys of the JSON object `bench --json` prints (the tests hold [`json`] to them).
 #[cfg(test)]
@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn coalesce_defaults_to_on() {
-        use crate::cli::OnOff;
+        use crate::bench::args::OnOff;
         assert_eq!(bench_args(&[]).coalesce, OnOff::On);
         assert_eq!(bench_args(&["--coalesce", "off"]).coalesce, OnOff::Off);
     }

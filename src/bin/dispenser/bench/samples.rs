@@ -4,8 +4,8 @@
 use dispenser::Stats;
 use serde::{Deserialize, Serialize};
 
+use super::args::BenchArgs;
 use super::sources::Kind;
-use crate::cli::BenchArgs;
 
 /// What a process measured (also the worker's JSON report).
 #[derive(Debug, Default, Serialize, Deserialize)]

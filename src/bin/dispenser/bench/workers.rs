@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use dispenser::{Error, Options};
 use indicatif::ProgressBar;
 
+use super::args::BenchArgs;
 use super::samples::{Call, Sample, order_violations};
 use super::sources::{Kind, Source, source_for};
-use crate::cli::BenchArgs;
 
 /// With blocks, one call in this many is timed (see [`draw`]).
 pub(super) const SAMPLE_EVERY: u64 = 64;

@@ -13,11 +13,11 @@ use axum::http::{HeaderMap, StatusCode};
 use dispenser::{Error, NumberSource};
 use serde_json::{Value, json};
 
-use super::auth::Op;
 use super::errors::ApiError;
 use super::names::check_name;
-use super::openapi::Drawn;
+use super::schemas::Drawn;
 use super::state::{AppState, Era, Shape, Shared, Slot, Target};
+use super::tokens::Op;
 
 /// Counts up to this many are answered as a list of numbers drawn from the block client;
 /// larger counts as contiguous runs reserved directly (`{first, last, step, count}`).

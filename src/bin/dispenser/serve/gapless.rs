@@ -9,10 +9,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::auth::Op;
-use super::errors::{ApiError, json_body};
-use super::openapi::ErrorBody;
+use super::errors::ApiError;
+use super::json::json_body;
+use super::schemas::ErrorBody;
 use super::state::Shared;
+use super::tokens::Op;
 
 /// `GET /v1/gapless/{name}`: the next number, the lease (the one pending number, if any) and
 /// the voided numbers with their reasons.

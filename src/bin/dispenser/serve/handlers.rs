@@ -9,12 +9,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::auth::Op;
-use super::errors::{ApiError, classify};
+use super::classify::classify;
+use super::errors::ApiError;
 use super::json::{json_body, whole, whole_or_null, whole_some};
 use super::names::check_name;
-use super::openapi::{Created, Health, SequenceList, StateAnswer};
+use super::schemas::{Created, Health, SequenceList, StateAnswer};
 use super::state::{AppState, Shared};
+use super::tokens::Op;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -386,7 +387,7 @@ pub(super) async fn delete(
 }
 
 #[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "ops", security(()),
-    responses((status = 200, description = "The database answers", body = Health), (status = 503, description = "The database does not answer", body = super::openapi::ErrorBody)))]
+    responses((status = 200, description = "The database answers", body = Health), (status = 503, description = "The database does not answer", body = super::schemas::ErrorBody)))]
 pub(super) async fn healthz(State(st): State<Shared>) -> Result<Json<Value>, ApiError> {
     st.dispenser.ping().await?;
     Ok(Json(json!({ "status": "ok" })))

@@ -15,6 +15,9 @@ use serde_json::value::RawValue;
 
 use super::errors::ApiError;
 
+/// The largest request body accepted (bodies are small JSON objects); larger is 413.
+pub(super) const MAX_BODY: usize = 64 * 1024;
+
 /// In a request's extensions: whether its body is being read now (so that the request timeout
 /// can tell a client that does not send its body, 408, from a slow database, 503).
 #[derive(Clone, Debug, Default)]

@@ -1,40 +1,23 @@
-//! `/metrics`: the service's metrics in the OpenMetrics text format (which Prometheus
-//! scrapes), built with `prometheus-client`.
-//!
-//! Long-lived: numbers issued per sequence, requests by status, request latency. Gathered at
-//! each scrape: the counters of the service's clients per sequence (writes, conflicts,
-//! retries, round trips, block refills), the numbers its block clients hold, and, from one
-//! read of every sequence document, each sequence's remaining capacity, fraction used, rate
-//! and forecast. The series of a sequence whose document is gone are left out (so a deleted
-//! sequence's series go away, counters included, and nothing is stale).
+//! The metrics the service keeps for its whole life (numbers issued per sequence, requests
+//! by status, request latency) and the label types of every series; `scrape.rs` builds the
+//! `/metrics` answer from them.
 //!
 //! Label values are escaped as the exposition format says (`\\`, `\"`, `\n`), so any name a
 //! sequence may have keeps the scrape readable (`prometheus-client` writes them as given).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
-use std::time::Instant;
 
-use axum::extract::{Request, State};
-use axum::http::header;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use dispenser::{Error, Stats};
-use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::{EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
-
-use super::errors::as_json_error;
-use super::state::Shared;
 
 /// A label value, escaped when written: `\` as `\\`, `"` as `\"`, a line feed as `\n`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct Escaped(String);
+pub(super) struct Escaped(pub(super) String);
 
 impl EncodeLabelValue for Escaped {
     fn encode(&self, encoder: &mut LabelValueEncoder) -> Result<(), std::fmt::Error> {
@@ -51,10 +34,10 @@ impl EncodeLabelValue for Escaped {
 }
 
 /// A metric's labels: `sequence` (and for some, `cycle`), or `status`.
-type Labels = Vec<(&'static str, Escaped)>;
+pub(super) type Labels = Vec<(&'static str, Escaped)>;
 
 /// A float gauge.
-type FGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
+pub(super) type FGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 /// The request latency histogram's buckets, in seconds.
 const BUCKETS: [f64; 16] = [
@@ -66,11 +49,11 @@ const BUCKETS: [f64; 16] = [
 pub(super) struct Metrics {
     /// Numbers handed out, by sequence document.
     issued: Mutex<BTreeMap<String, u64>>,
-    requests: Family<Labels, Counter>,
-    duration: Histogram,
+    pub(super) requests: Family<Labels, Counter>,
+    pub(super) duration: Histogram,
 }
 
-fn sequence(name: &str) -> Labels {
+pub(super) fn sequence(name: &str) -> Labels {
     vec![("sequence", Escaped(name.to_owned()))]
 }
 
@@ -94,12 +77,12 @@ impl Metrics {
         }
     }
 
-    fn issued_by_sequence(&self) -> Vec<(String, u64)> {
+    pub(super) fn issued_by_sequence(&self) -> Vec<(String, u64)> {
         let issued = self.issued.lock().unwrap_or_else(|p| p.into_inner());
         issued.iter().map(|(k, v)| (k.clone(), *v)).collect()
     }
 
-    fn observe(&self, status: u16, secs: f64) {
+    pub(super) fn observe(&self, status: u16, secs: f64) {
         self.requests
             .get_or_create(&vec![("status", Escaped(status.to_string()))])
             .inc();
@@ -108,219 +91,10 @@ impl Metrics {
 }
 
 /// A counter family with one series per sequence, set from `values`.
-fn counters(values: &[(String, u64)]) -> Family<Labels, Counter> {
+pub(super) fn counters(values: &[(String, u64)]) -> Family<Labels, Counter> {
     let family = Family::<Labels, Counter>::default();
     for (name, v) in values {
         family.get_or_create(&sequence(name)).inc_by(*v);
     }
     family
-}
-
-/// What one scrape reads from the database: each sequence document's usage.
-struct Documents {
-    /// The names of the documents read.
-    names: HashSet<String>,
-    remaining: Family<Labels, FGauge>,
-    fraction_used: Family<Labels, FGauge>,
-    rate: Family<Labels, FGauge>,
-    exhausted_in: Family<Labels, FGauge>,
-    corrupt: Family<Labels, Gauge>,
-}
-
-async fn read_documents(st: &Shared) -> Result<Documents, Error> {
-    let mut docs = Documents {
-        names: HashSet::new(),
-        remaining: Family::default(),
-        fraction_used: Family::default(),
-        rate: Family::default(),
-        exhausted_in: Family::default(),
-        corrupt: Family::default(),
-    };
-    let now = jiff::Timestamp::now();
-    for entry in st.dispenser.list().await? {
-        match entry {
-            Ok(state) => {
-                docs.names.insert(state.name.clone());
-                let usage = state.usage(now);
-                let labels = vec![
-                    ("sequence", Escaped(state.name.clone())),
-                    ("cycle", Escaped(state.cycle.to_string())),
-                ];
-                docs.remaining
-                    .get_or_create(&labels)
-                    .set(usage.remaining as f64);
-                docs.fraction_used
-                    .get_or_create(&labels)
-                    .set(usage.fraction_used);
-                if let Some(r) = usage.rate_per_sec {
-                    docs.rate.get_or_create(&sequence(&state.name)).set(r);
-                }
-                if let Some(left) = usage.exhausted_in {
-                    docs.exhausted_in
-                        .get_or_create(&sequence(&state.name))
-                        .set(left.as_secs_f64());
-                }
-            }
-            Err(Error::CorruptDocument { name, .. }) => {
-                docs.names.insert(name.clone());
-                docs.corrupt.get_or_create(&sequence(&name)).set(1);
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(docs)
-}
-
-/// The registry of one scrape.
-async fn registry(st: &Shared) -> Registry {
-    let m = &st.metrics;
-    let mut r = Registry::default();
-    // The sequences the service knew before the documents are read: those of them without a
-    // document are gone (deleted), and their series are left out. A sequence first used
-    // while the documents are read keeps its series.
-    let before: HashSet<String> = m
-        .issued_by_sequence()
-        .into_iter()
-        .map(|(n, _)| n)
-        .chain(st.stats_by_sequence().await.into_keys())
-        .collect();
-    let read = read_documents(st).await;
-    let gone = |name: &str| match &read {
-        Ok(docs) => before.contains(name) && !docs.names.contains(name),
-        // Without the documents, nothing is known to be gone.
-        Err(_) => false,
-    };
-    let issued: Vec<(String, u64)> = m
-        .issued_by_sequence()
-        .into_iter()
-        .filter(|(n, _)| !gone(n))
-        .collect();
-    r.register(
-        "dispenser_numbers_issued",
-        "Numbers handed out to clients of the service, by sequence",
-        counters(&issued),
-    );
-    let by_sequence: BTreeMap<String, Stats> = st.stats_by_sequence().await;
-    let stat = |f: fn(&Stats) -> u64| -> Vec<(String, u64)> {
-        by_sequence
-            .iter()
-            .filter(|(n, _)| !gone(n))
-            .map(|(n, s)| (n.clone(), f(s)))
-            .collect()
-    };
-    r.register(
-        "dispenser_writes",
-        "Writes the service sent to the database, by sequence",
-        counters(&stat(|s| s.writes)),
-    );
-    r.register(
-        "dispenser_conflicts",
-        "Compare-and-set races the service lost, by sequence",
-        counters(&stat(|s| s.conflicts)),
-    );
-    r.register(
-        "dispenser_retries",
-        "Attempts after a lost race, by sequence",
-        counters(&stat(|s| s.retries)),
-    );
-    r.register(
-        "dispenser_round_trips",
-        "Database round trips of the service, by sequence",
-        counters(&stat(|s| s.round_trips)),
-    );
-    r.register(
-        "dispenser_block_refills",
-        "Blocks the service reserved, by sequence",
-        counters(&stat(|s| s.block_refills)),
-    );
-    let held = Family::<Labels, Gauge>::default();
-    for (name, n) in st.pool.held_by_sequence() {
-        if !gone(&name) {
-            held.get_or_create(&sequence(&name))
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
-        }
-    }
-    r.register(
-        "dispenser_numbers_held",
-        "Numbers reserved in the service's blocks and not handed out yet (a crash now loses them; an alter does not apply to them), by sequence",
-        held,
-    );
-    let up = Gauge::<i64>::default();
-    match read {
-        Ok(docs) => {
-            up.set(1);
-            r.register(
-                "dispenser_sequence_remaining",
-                "Numbers left before the sequence's bound (before the wrap for a cyclic one)",
-                docs.remaining,
-            );
-            r.register(
-                "dispenser_sequence_fraction_used",
-                "Share of the sequence's numbers issued, 0 to 1 (of the current cycle for a cyclic one)",
-                docs.fraction_used,
-            );
-            r.register(
-                "dispenser_sequence_rate_per_second",
-                "Numbers issued per second over the days the document counts",
-                docs.rate,
-            );
-            r.register(
-                "dispenser_sequence_exhausted_in_seconds",
-                "For a non-cyclic sequence with a rate: seconds until it runs out at that rate",
-                docs.exhausted_in,
-            );
-            r.register(
-                "dispenser_sequence_corrupt",
-                "1 for a sequence whose document cannot be read (see `dispenser check`)",
-                docs.corrupt,
-            );
-        }
-        Err(e) => {
-            tracing::warn!(
-                "/metrics: reading the sequences: {}",
-                st.scrub(&e.to_string())
-            );
-        }
-    }
-    r.register(
-        "dispenser_database_up",
-        "1 when this scrape read the sequence documents, 0 when it could not (the sequence_* series are then missing)",
-        up,
-    );
-    r.register(
-        "dispenser_requests",
-        "HTTP requests answered, by status",
-        m.requests.clone(),
-    );
-    r.register(
-        "dispenser_request_duration_seconds",
-        "HTTP request latency",
-        m.duration.clone(),
-    );
-    r
-}
-
-pub(super) async fn metrics(State(st): State<Shared>) -> Response {
-    let r = registry(&st).await;
-    let mut out = String::new();
-    if let Err(e) = encode(&mut out, &r) {
-        tracing::error!("/metrics: encoding failed: {e}");
-        return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        out,
-    )
-        .into_response()
-}
-
-pub(super) async fn observe(State(st): State<Shared>, req: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let resp = as_json_error(&st, next.run(req).await).await;
-    st.metrics
-        .observe(resp.status().as_u16(), started.elapsed().as_secs_f64());
-    resp
 }

@@ -17,6 +17,14 @@
 //! exclusively; under it they retire the sequence's clients (the block client from the [`Pool`],
 //! giving back what it holds), write, and only then let draws open fresh clients. So nothing is served, after an admin operation
 //! returned, from a block reserved before it.
+//!
+//! The files, each using only files named after it: `mod.rs` (router, middleware order,
+//! startup, shutdown); `openapi.rs`; the endpoints `draw.rs`, `handlers.rs`, `gapless.rs`,
+//! `queues.rs`, `overview.rs`, `scrape.rs` (`/metrics`) and `ui/`; the middleware
+//! `observe.rs`; `auth.rs` (who may do what), `classify.rs` (library error to status),
+//! `names.rs`, `json.rs` (request bodies), `errors.rs` (`ApiError`); the state: `state.rs`
+//! over `tokens.rs`, `metrics.rs` and `queue_state.rs`; `schemas.rs` (the answers' shapes
+//! for the document) and `conn.rs` (connections).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -36,17 +44,21 @@ use dispenser::{
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::cli::ServeArgs;
-use auth::load_tokens;
+use crate::args::{MAX_BLOCK, MAX_COUNT, parse_share, parse_timeout, whole};
+use crate::exit::Outcome;
 use conn::{Capped, ConnInfo, Limits, track};
 use draw::next;
 use errors::{fallback, timed_out};
 use handlers::{advance, alter, create, delete, healthz, list, peek, reset};
-use json::ReadingBody;
-use metrics::{Metrics, metrics, observe};
+use json::{MAX_BODY, ReadingBody};
+use metrics::Metrics;
+use observe::observe;
+use scrape::metrics;
 use state::{AppState, Shared};
+use tokens::load_tokens;
 
 mod auth;
+mod classify;
 mod conn;
 mod draw;
 mod errors;
@@ -55,16 +67,63 @@ mod handlers;
 mod json;
 mod metrics;
 mod names;
+mod observe;
 mod openapi;
 mod overview;
+mod queue_state;
 mod queues;
+mod schemas;
+mod scrape;
 mod state;
 #[cfg(test)]
 mod tests;
+mod tokens;
 mod ui;
 
-/// The largest request body accepted (bodies are small JSON objects); larger is 413.
-pub(super) const MAX_BODY: usize = 64 * 1024;
+/// `dispenser serve`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the first line on stdout says which).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// JSON file with the tokens (else the environment variable DISPENSER_TOKENS holds the
+    /// JSON): {"tokens": [{"name", "token", "sequences": [globs], "operations": [...]}]}.
+    #[arg(long)]
+    pub tokens: Option<std::path::PathBuf>,
+    /// The starting block size of the block client each sequence is served through (blocks
+    /// grow to keep ahead of fast callers, up to --max-block).
+    #[arg(long, default_value_t = 1000, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
+    pub block: u64,
+    /// The largest block a sequence's client may reserve (what a crash of the service can
+    /// burn, twice: the current block and the prefetched one); at least --block.
+    #[arg(long, default_value_t = 100_000, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
+    pub max_block: u64,
+    /// The largest share of the numbers left before a sequence's bound (of one cycle, for a
+    /// cyclic sequence) that one block may hold (0 < share ≤ 1; at least one number).
+    #[arg(long, default_value_t = 0.01, value_parser = parse_share, allow_negative_numbers = true)]
+    pub block_share: f64,
+    /// Reserve the next block in the background once this share of the current one is used.
+    #[arg(long, default_value_t = 0.5, value_parser = parse_share, allow_negative_numbers = true)]
+    pub prefetch: f64,
+    /// The largest count one request may ask for.
+    #[arg(long, default_value_t = 100_000, value_parser = whole::<u64>(1, MAX_COUNT), allow_negative_numbers = true)]
+    pub max_count: u64,
+    /// Seconds a request may take before it is answered 503 `timeout` (a draw cut short is a
+    /// gap, never a duplicate), or 408 `request_timeout` when its body had not arrived.
+    #[arg(long, default_value_t = 30.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub request_timeout: f64,
+    /// Seconds a request head may take to arrive: on a new connection from its start, on a
+    /// kept-alive one from the request's first byte. A connection past it is closed.
+    #[arg(long, default_value_t = 10.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub header_timeout: f64,
+    /// Seconds a kept-alive connection may wait for its next request before it is closed.
+    #[arg(long, default_value_t = 60.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub idle_timeout: f64,
+    /// Connections open at once; more wait to be accepted [default: 10000, or what the
+    /// open-file limit allows less 128].
+    #[arg(long, value_parser = whole::<u64>(1, 1_000_000), allow_negative_numbers = true)]
+    pub max_connections: Option<u64>,
+}
 
 fn router(state: Shared) -> Router {
     Router::new()
@@ -132,7 +191,7 @@ async fn shutdown_signal() {
 ///
 /// `uri` is the database URI the dispenser was connected with, only to scrub its password
 /// from error answers.
-pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<()> {
+pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<Outcome> {
     let tokens = load_tokens(args.tokens.as_ref())?;
     if args.max_block < args.block {
         return Err(Error::InvalidArgument {
@@ -230,5 +289,6 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
     served.map_err(|e| Error::InvalidArgument {
         what: "--listen".into(),
         reason: format!("the server failed: {e}"),
-    })
+    })?;
+    Ok(Outcome::Done)
 }

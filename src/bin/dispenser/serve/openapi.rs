@@ -12,11 +12,16 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Map, Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 
 use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN};
+use super::schemas::{
+    Created, Drawn, ErrorBody, ErrorDetail, Health, HeldSequence, ListEntry, Overview,
+    OverviewQueue, OverviewSequence, QueueCreated, QueueState, Run, Sequence, SequenceList,
+    StateAnswer, Striped, TicketAnswer,
+};
 use super::state::Shared;
-use super::{gapless, handlers, overview, queues};
+use super::{draw, gapless, handlers, overview, queues};
 
 /// A serial format (JSON Schema, ECMA 262): text without NUL, `{{` and `}}` for braces,
 /// `{scope}`, and at least one `{n}` or `{n:0W}` (W from 1 to 20, as the library parses it).
@@ -25,221 +30,6 @@ pub(super) const FORMAT_PATTERN: &str = concat!(
     r"(?:\{n\}|\{n:0\+?0*(?:[1-9]|1[0-9]|20)\})",
     r"(?:[^{}\u0000]|\{\{|\}\}|\{scope\}|\{n\}|\{n:0\+?0*(?:[1-9]|1[0-9]|20)\})*$"
 );
-
-/// The numbers drawn: a list for counts up to 1000, contiguous runs above.
-#[derive(ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code)] // only described, never built: the handlers answer `serde_json::Value`
-pub(super) enum Drawn {
-    /// `{"numbers": […]}`, in the order drawn.
-    List { numbers: Vec<i64> },
-    /// `{"count", "runs": [{first, last, step, count}]}`.
-    Runs { count: u64, runs: Vec<Run> },
-}
-
-/// A contiguous run of numbers, `step` apart.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct Run {
-    first: i64,
-    last: i64,
-    step: i64,
-    count: u64,
-}
-
-/// A sequence's state, as `peek`, `create`, `advance`, `reset` and `alter` answer it.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct Sequence {
-    name: String,
-    /// The last number issued.
-    value: i64,
-    /// The next number, `null` when a non-cyclic sequence is exhausted.
-    next: Option<i64>,
-    /// Numbers left before the wrap or exhaustion.
-    remaining: u64,
-    step: i64,
-    min: i64,
-    max: i64,
-    cycle: bool,
-    cycles: i64,
-    /// Goes up by 1 on every write.
-    version: i64,
-    created_at: Option<String>,
-    updated_at: Option<String>,
-    format: Option<String>,
-    /// The first number, as created (`null` for documents older than the field).
-    start: Option<i64>,
-    /// `{index, count}` on the stripes of a striped sequence.
-    #[schema(value_type = Option<Object>)]
-    stripe: Option<Value>,
-    incarnation: Option<String>,
-    /// Share used, remaining, rate, forecast, issued per UTC day.
-    #[schema(value_type = Object)]
-    usage: Value,
-}
-
-/// A striped sequence: its name and the state of each stripe.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct Striped {
-    name: String,
-    stripes: Vec<Sequence>,
-}
-
-/// The state of a sequence, or of every stripe of a striped sequence.
-#[derive(ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
-pub(super) enum StateAnswer {
-    Sequence(Sequence),
-    Striped(Striped),
-}
-
-/// The state, and whether this request created the sequence.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct Created {
-    #[serde(flatten)]
-    state: Sequence,
-    created: bool,
-}
-
-/// `{"sequences": […]}`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct SequenceList {
-    sequences: Vec<ListEntry>,
-}
-
-/// A listed sequence, or one whose document cannot be read, in its place.
-#[derive(ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
-pub(super) enum ListEntry {
-    Sequence(Sequence),
-    Unreadable { name: String, error: ErrorDetail },
-}
-
-/// A queue's status, as `GET /v1/queues/{name}` answers it.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct QueueState {
-    name: String,
-    /// The lowest ticket.
-    min: i64,
-    /// The highest ticket.
-    max: i64,
-    /// How many distinct tickets the range holds: the most that may wait.
-    capacity: u64,
-    /// Tickets taken since the queue was created.
-    taken: u64,
-    /// Tickets called since the queue was created.
-    served: u64,
-    /// Tickets waiting (`taken - served`).
-    waiting: u64,
-    /// The ticket called last, `null` before the first call.
-    now_serving: Option<i64>,
-    /// The ticket the next take gets, `null` while the queue is full.
-    next_ticket: Option<i64>,
-    /// Whether a take would be refused now (`waiting == capacity`).
-    full: bool,
-    /// How many times the tickets went all the way round.
-    rounds: u64,
-    /// Goes up by 1 on every write.
-    version: i64,
-    incarnation: String,
-    created_at: Option<String>,
-    updated_at: Option<String>,
-}
-
-/// The status, and whether this request created the queue.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct QueueCreated {
-    #[serde(flatten)]
-    state: QueueState,
-    created: bool,
-}
-
-/// A ticket taken or called, with the queue's counters right after that write.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct TicketAnswer {
-    /// The ticket shown to people.
-    ticket: i64,
-    /// Which ticket of the queue's history it is, from 1 (the order of takes and calls).
-    serial: u64,
-    taken: u64,
-    served: u64,
-    /// Tickets waiting after this write.
-    waiting: u64,
-}
-
-/// A sequence with the numbers the service's block clients hold of it.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct HeldSequence {
-    #[serde(flatten)]
-    state: Sequence,
-    /// Numbers reserved in the service's blocks and not handed out yet.
-    held: u64,
-}
-
-/// A sequence in the overview, or one whose document cannot be read, in its place.
-#[derive(ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
-pub(super) enum OverviewSequence {
-    Sequence(HeldSequence),
-    Unreadable { name: String, error: ErrorDetail },
-}
-
-/// A queue in the overview, or one whose document cannot be read, in its place.
-#[derive(ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code, clippy::large_enum_variant)] // described only, never built
-pub(super) enum OverviewQueue {
-    Queue(QueueState),
-    Unreadable { name: String, error: ErrorDetail },
-}
-
-/// What the operators' page shows.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct Overview {
-    sequences: Vec<OverviewSequence>,
-    /// Gap-free sequences, as `GET /v1/gapless/{name}` answers them (at most 50), or
-    /// `{name, error}` for one that cannot be read.
-    #[schema(value_type = Vec<Object>)]
-    gapless: Vec<Value>,
-    /// Whether there are more gap-free sequences than shown.
-    gapless_truncated: bool,
-    queues: Vec<OverviewQueue>,
-}
-
-/// `{"status": "ok"}`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct Health {
-    status: String,
-}
-
-/// Every error answer: `{"error": {"kind", "message"}}`.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct ErrorBody {
-    error: ErrorDetail,
-}
-
-/// What went wrong: a stable `kind` (`invalid_input`, `no_such_sequence`, `exhausted`, …)
-/// and a readable message.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct ErrorDetail {
-    kind: String,
-    message: String,
-}
 
 /// The bearer-token scheme every `/v1` endpoint requires.
 struct BearerAuth;
@@ -258,7 +48,7 @@ impl Modify for BearerAuth {
 #[openapi(
     info(title = "dispenser", description = "Unique numbers from MongoDB sequences: never a duplicate."),
     paths(
-        super::draw::next,
+        draw::next,
         handlers::create,
         handlers::list,
         handlers::peek,

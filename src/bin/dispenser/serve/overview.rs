@@ -13,10 +13,11 @@ use dispenser::mongodb::bson::{Document, doc};
 use futures::TryStreamExt;
 use serde_json::{Value, json};
 
-use super::auth::{Op, TokenRule};
-use super::errors::{ApiError, classify};
-use super::openapi::Overview;
+use super::classify::classify;
+use super::errors::ApiError;
+use super::schemas::Overview;
 use super::state::{AppState, Shared};
+use super::tokens::{Op, TokenRule};
 
 /// The most gap-free sequences one answer shows (each costs two reads).
 pub(super) const GAPLESS_SHOWN: usize = 50;

@@ -5,59 +5,24 @@
 //! nothing to what `dispenser::queue` guarantees. A take or call answered here also wakes the
 //! boards watching that queue at once (see `ui/events.rs`).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use axum::Json;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use dispenser::Error;
-use dispenser::queue::{Queue, QueueSpec, QueueStatus};
+use dispenser::queue::{QueueSpec, QueueStatus};
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::auth::Op;
 use super::errors::ApiError;
 use super::json::{json_body, whole_or_null};
 use super::names::check_name_of;
-use super::openapi::{QueueCreated, QueueState, TicketAnswer};
+use super::schemas::{QueueCreated, QueueState, TicketAnswer};
 use super::state::{AppState, Shared};
-use super::ui::events::Events;
+use super::tokens::Op;
 
 /// The noun of queue names in messages.
 const QUEUE: &str = "queue";
-
-/// What the service keeps of queues: a handle per queue used so far (its range, so a take
-/// is one write) and the boards watching them.
-#[derive(Default)]
-pub(super) struct Queues {
-    handles: Mutex<HashMap<String, Queue>>,
-    pub(super) events: Events,
-}
-
-impl Queues {
-    /// The handle of `name`, opened (one read) on first use. A cached handle stays correct
-    /// when the queue is deleted or created again with another range: its writes then find
-    /// the document changed and decide from a fresh read (no such queue, or the new range).
-    pub(super) async fn handle(&self, st: &AppState, name: &str) -> Result<Queue, Error> {
-        let cached = self
-            .handles
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned();
-        if let Some(q) = cached {
-            return Ok(q);
-        }
-        let q = st.dispenser.open_queue(name).await?;
-        self.handles
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_owned(), q.clone());
-        Ok(q)
-    }
-}
 
 /// The body of `POST /v1/queues`.
 #[derive(Deserialize, ToSchema)]
@@ -131,7 +96,7 @@ pub(super) async fn status(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize_on(&headers, Op::Peek, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
-    let q = st.queues.handle(&st, &name).await?;
+    let q = st.queues.handle(&st.dispenser, &name).await?;
     Ok(Json(q.status().await?.to_json()))
 }
 
@@ -146,7 +111,7 @@ pub(super) async fn take(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize_on(&headers, Op::Take, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
-    let q = st.queues.handle(&st, &name).await?;
+    let q = st.queues.handle(&st.dispenser, &name).await?;
     let outcome = q.take().await;
     st.queues.events.nudge(&name);
     Ok(Json(outcome?.to_json()))
@@ -163,7 +128,7 @@ pub(super) async fn call(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize_on(&headers, Op::Call, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
-    let q = st.queues.handle(&st, &name).await?;
+    let q = st.queues.handle(&st.dispenser, &name).await?;
     let outcome = q.call().await;
     st.queues.events.nudge(&name);
     Ok(Json(outcome?.to_json()))

@@ -9,8 +9,9 @@ use std::time::Duration;
 use dispenser::{Dispenser, Error, Sequence, SequenceState, Stats, block::Pool};
 use tokio::sync::{OnceCell, RwLock};
 
-use super::auth::TokenRule;
 use super::metrics::Metrics;
+use super::queue_state::Queues;
+use super::tokens::TokenRule;
 
 /// What the service knows of one sequence between two of its admin operations (its block
 /// client is in the [`Pool`], retired by every admin operation).
@@ -77,12 +78,23 @@ pub(super) struct AppState {
     pub(super) retired: Mutex<HashMap<String, Stats>>,
     pub(super) metrics: Metrics,
     /// The queues' handles and the boards watching them.
-    pub(super) queues: super::queues::Queues,
+    pub(super) queues: Queues,
 }
 
 pub(super) type Shared = Arc<AppState>;
 
 impl AppState {
+    /// `text` without the URI's password or any token.
+    pub(super) fn scrub(&self, text: &str) -> String {
+        let mut out = dispenser::scrub(text, &self.uri);
+        for rule in &self.tokens {
+            if out.contains(&rule.secret) {
+                out = out.replace(&rule.secret, "***");
+            }
+        }
+        out
+    }
+
     /// The slot of `name` (made on first use).
     pub(super) fn slot(&self, name: &str) -> Arc<Slot> {
         Arc::clone(

@@ -11,10 +11,10 @@ use dispenser::{
 };
 use serde_json::json;
 
-use super::auth::{MAX_TOKEN_LEN, Op, PaddedToken, TokenRule, parse_tokens};
 use super::draw::as_runs;
 use super::metrics::Metrics;
 use super::state::AppState;
+use super::tokens::{MAX_TOKEN_LEN, Op, PaddedToken, TokenRule, parse_tokens};
 
 fn tokens() -> Vec<TokenRule> {
     parse_tokens(

@@ -13,9 +13,8 @@
 //! other call: the pages read the stream with `fetch` (which can send the header), not
 //! `EventSource` (which cannot), so no token ever travels in a URL.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -25,79 +24,22 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use tokio::sync::{Notify, watch};
 
-use crate::serve::auth::Op;
-use crate::serve::errors::{ApiError, classify};
+use crate::serve::classify::classify;
+use crate::serve::errors::ApiError;
 use crate::serve::names::check_name_of;
 use crate::serve::state::{AppState, Shared};
+use crate::serve::tokens::Op;
 
 /// How often a watched queue's document is read.
-pub(crate) const POLL: Duration = Duration::from_millis(250);
+const POLL: Duration = Duration::from_millis(250);
 /// How often an idle stream carries a comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How long one stream lasts before the page reconnects.
 const MAX_STREAM: Duration = Duration::from_secs(600);
 
-/// One watched queue: the latest status (as sent) and a way to wake its poller.
-struct Watch {
-    tx: watch::Sender<Option<String>>,
-    wake: Arc<Notify>,
-}
-
-/// The watched queues, and the service's stop signal for the streams.
-pub(crate) struct Events {
-    watches: Mutex<HashMap<String, Watch>>,
-    stop: watch::Sender<bool>,
-}
-
-impl Default for Events {
-    fn default() -> Self {
-        Events {
-            watches: Mutex::default(),
-            stop: watch::channel(false).0,
-        }
-    }
-}
-
-impl Events {
-    fn watches(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watch>> {
-        self.watches.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Wakes the poller of `name`, if a board watches it (after a take or a call).
-    pub(crate) fn nudge(&self, name: &str) {
-        if let Some(w) = self.watches().get(name) {
-            w.wake.notify_one();
-        }
-    }
-
-    /// Ends every stream (the service is stopping).
-    pub(crate) fn stop(&self) {
-        self.stop.send_replace(true);
-    }
-
-    /// The status feed of `name`, starting its poller if no board watches it yet.
-    fn subscribe(&self, st: &Shared, name: &str) -> watch::Receiver<Option<String>> {
-        let mut watches = self.watches();
-        if let Some(w) = watches.get(name) {
-            return w.tx.subscribe();
-        }
-        let (tx, rx) = watch::channel(None);
-        let wake = Arc::new(Notify::new());
-        watches.insert(
-            name.to_owned(),
-            Watch {
-                tx: tx.clone(),
-                wake: Arc::clone(&wake),
-            },
-        );
-        tokio::spawn(poll(Arc::clone(st), name.to_owned(), tx, wake));
-        rx
-    }
-}
-
 /// The status of `name` as an event's data: its JSON, or `{"error": {kind, message}}`.
 async fn read(st: &AppState, name: &str) -> String {
-    let status = match st.queues.handle(st, name).await {
+    let status = match st.queues.handle(&st.dispenser, name).await {
         Ok(q) => q.status().await,
         Err(e) => Err(e),
     };
@@ -113,7 +55,7 @@ async fn read(st: &AppState, name: &str) -> String {
 /// Reads the status of `name` every [`POLL`] (or when woken) and publishes it when it
 /// changed, until no board watches it or the service stops.
 async fn poll(st: Shared, name: String, tx: watch::Sender<Option<String>>, wake: Arc<Notify>) {
-    let mut stop = st.queues.events.stop.subscribe();
+    let mut stop = st.queues.events.stopped();
     loop {
         let text = read(&st, &name).await;
         tx.send_if_modified(|shown| {
@@ -123,14 +65,8 @@ async fn poll(st: Shared, name: String, tx: watch::Sender<Option<String>>, wake:
             }
             changed
         });
-        {
-            // Under the lock: a board subscribing now either finds this poller or starts
-            // a new one.
-            let mut watches = st.queues.events.watches();
-            if tx.receiver_count() == 0 {
-                watches.remove(&name);
-                return;
-            }
+        if st.queues.events.forget_if_unwatched(&name, &tx) {
+            return;
         }
         tokio::select! {
             () = tokio::time::sleep(POLL) => {}
@@ -149,11 +85,13 @@ pub(crate) async fn events(
     st.authorize_on(&headers, Op::Peek, Some(&name), "queue")?;
     check_name_of("queue", &name, false)?;
     // A queue that does not exist is 404 before any stream starts.
-    st.queues.handle(&st, &name).await?;
-    let mut rx = st.queues.events.subscribe(&st, &name);
+    st.queues.handle(&st.dispenser, &name).await?;
+    let mut rx = st.queues.events.subscribe(&name, |tx, wake| {
+        tokio::spawn(poll(Arc::clone(&st), name.clone(), tx, wake));
+    });
     // The current status is the first event.
     rx.mark_changed();
-    let stop = st.queues.events.stop.subscribe();
+    let stop = st.queues.events.stopped();
     let deadline = tokio::time::Instant::now() + MAX_STREAM;
     let stream = futures::stream::unfold((rx, stop), move |(mut rx, mut stop)| async move {
         loop {

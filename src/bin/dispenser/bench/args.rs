@@ -1,0 +1,69 @@
+//! `dispenser bench`'s arguments (every file of the benchmark reads them).
+
+use clap::{Args, ValueEnum};
+
+use crate::args::{MAX_BLOCK, MAX_COUNT, StrategyArg, parse_duration, parse_share, whole};
+
+/// `dispenser bench`.
+#[derive(Clone, Debug, Args)]
+pub struct BenchArgs {
+    /// Concurrent tasks per process.
+    #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 4096), allow_negative_numbers = true)]
+    pub tasks: u32,
+    /// Numbers to draw per run, over all tasks and processes.
+    #[arg(long, default_value_t = 10_000, value_parser = whole::<u64>(1, MAX_COUNT), conflicts_with = "duration", allow_negative_numbers = true)]
+    pub count: u64,
+    /// Run each measurement for this many seconds instead of a fixed count.
+    #[arg(long, value_parser = parse_duration, allow_negative_numbers = true)]
+    pub duration: Option<f64>,
+    /// The strategy measured (with --compare, both are measured).
+    #[arg(long, value_enum, default_value_t = StrategyArg::Inc)]
+    pub strategy: StrategyArg,
+    /// Whether concurrent calls of one process share writes (the library's default). With
+    /// --compare, `inc` is also measured with `off`.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub coalesce: OnOff,
+    /// Block size: reserve this many numbers per write (1 = no blocks).
+    #[arg(long, default_value_t = 1, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
+    pub block: u64,
+    /// With blocks: reserve the next block in the background once this share of the current
+    /// one is used (0 < share ≤ 1) [default: 0.5, the library's].
+    #[arg(long, num_args = 0..=1, default_missing_value = "0.5", value_parser = parse_share, allow_negative_numbers = true)]
+    pub prefetch: Option<f64>,
+    /// With blocks: no prefetch (the call that finds a block empty waits for the next).
+    #[arg(long, conflicts_with = "prefetch")]
+    pub no_prefetch: bool,
+    /// OS processes drawing at once (each runs --tasks tasks).
+    #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 64), allow_negative_numbers = true)]
+    pub processes: u32,
+    /// Also run the raw driver baseline and both strategies, and print ratios to the baseline.
+    #[arg(long)]
+    pub compare: bool,
+    /// Measure gap-free numbers instead: a raw `insert_one` into a collection with a unique
+    /// index beside `Gapless::issue` with the same insert (each run in its own collection).
+    #[arg(long, conflicts_with_all = ["compare", "block", "prefetch", "no_prefetch"])]
+    pub gapless: bool,
+    /// Numbers each run draws on a scratch document first, unmeasured (server and pool
+    /// warm-up).
+    #[arg(long, default_value_t = 2000, value_parser = whole::<u64>(0, MAX_COUNT), allow_negative_numbers = true)]
+    pub warmup: u64,
+    /// Split each run into this many rounds, interleaved across the runs (fairer
+    /// comparisons when the server drifts).
+    #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 1000), allow_negative_numbers = true)]
+    pub rounds: u32,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Internal: run as a worker process of a multi-process bench.
+    #[arg(long, hide = true)]
+    pub worker: Option<String>,
+}
+
+/// `bench --coalesce`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// Concurrent calls on one handle share writes.
+    On,
+    /// One write per call.
+    Off,
+}

@@ -1,0 +1,164 @@
+//! `dispenser next`: issue numbers, one per line on stdout (from a sequence, one of its
+//! scopes or a striped sequence; one at a time, in runs, or through a block client).
+
+use std::io::Write;
+
+use dispenser::block::BlockOptions;
+use dispenser::{CloseReport, Dispenser, Error};
+
+use crate::args::{MAX_BLOCK, MAX_COUNT, StrategyArg, whole};
+use crate::exit::Outcome;
+use crate::output::io_err;
+use crate::sequence::striped;
+
+/// `dispenser next`.
+#[derive(Debug, clap::Args)]
+pub struct NextArgs {
+    /// Sequence name.
+    pub name: String,
+    /// How many numbers to issue.
+    #[arg(long, default_value_t = 1, value_parser = whole::<u64>(1, MAX_COUNT), allow_negative_numbers = true)]
+    pub count: u64,
+    /// How numbers are drawn.
+    #[arg(long, value_enum, default_value_t = StrategyArg::Inc)]
+    pub strategy: StrategyArg,
+    /// Reserve numbers in blocks of this size (1–10000000), one write per block, prefetching
+    /// the next block in the background; the unused rest is given back at the end when no
+    /// one else wrote meanwhile (else it is a gap).
+    #[arg(long, value_parser = whole::<u64>(1, MAX_BLOCK), allow_negative_numbers = true)]
+    pub block: Option<u64>,
+    /// Draw from scope KEY of this template (the sequence NAME@KEY, created on first use).
+    #[arg(long, value_name = "KEY", conflicts_with = "daily")]
+    pub scope: Option<String>,
+    /// Draw from today's scope (YYYY-MM-DD in --tz): numbering restarts every day.
+    #[arg(long)]
+    pub daily: bool,
+    /// Time zone of --daily (an IANA name).
+    #[arg(long, default_value = "UTC", requires = "daily")]
+    pub tz: String,
+    /// Print numbers through the sequence's format (see create --format).
+    #[arg(long)]
+    pub formatted: bool,
+}
+
+pub async fn run(d: &Dispenser, a: NextArgs, out: &mut impl Write) -> dispenser::Result<Outcome> {
+    // `--strategy` is this command's own: the same client, drawing with that strategy.
+    let d = &Dispenser::new(
+        d.client(),
+        d.options().clone().with_strategy(a.strategy.into()),
+    )?;
+    let scope = match (&a.scope, a.daily) {
+        (Some(key), _) => Some(key.clone()),
+        (None, true) => Some(d.open_daily(&a.name, &a.tz)?.scope_now()),
+        (None, false) => None,
+    };
+    let format = if a.formatted {
+        let f = d
+            .peek(&a.name)
+            .await?
+            .format
+            .ok_or_else(|| Error::InvalidArgument {
+                what: "--formatted".into(),
+                reason: format!(
+                    "sequence {:?} has no format (set one with create --format)",
+                    a.name
+                ),
+            })?;
+        // Refused before anything is drawn: `INV--000001` is no serial number.
+        if scope.is_none() && f.uses_scope() {
+            return Err(Error::InvalidArgument {
+                what: "--formatted".into(),
+                reason: format!(
+                    "the format of sequence {:?} is {:?}, which needs a scope: add --scope KEY or --daily",
+                    a.name,
+                    f.as_str()
+                ),
+            });
+        }
+        Some(f)
+    } else {
+        None
+    };
+    let show = |n: i64| match &format {
+        Some(f) => f.try_render(n, scope.as_deref()),
+        None => Ok(n.to_string()),
+    };
+    let opened = match &scope {
+        Some(key) => d.open_scope(&a.name, key).await,
+        None => d.open(&a.name).await,
+    };
+    let seq = match opened {
+        Err(Error::NoSuchSequence { .. }) if scope.is_none() && striped(d, &a.name).await => {
+            let ids = d.open_striped(&a.name).await?;
+            let ids = match a.block {
+                Some(size) => ids.with_blocks(run_blocks(size, a.count))?,
+                None => ids,
+            };
+            for _ in 0..a.count {
+                let n = ids.next().await?;
+                writeln!(out, "{n}").map_err(io_err)?;
+                out.flush().map_err(io_err)?;
+            }
+            let report = ids.close().await?;
+            if let Some(line) = close_line("block clients", &report) {
+                eprintln!("{line}");
+            }
+            return Ok(Outcome::Done);
+        }
+        other => other?,
+    };
+    if let Some(size) = a.block {
+        let blocks = seq.into_blocks(run_blocks(size, a.count))?;
+        for i in 1..=a.count {
+            // Only numbers already issued are printed.
+            let n = blocks.next().await?;
+            writeln!(out, "{}", show(n)?).map_err(io_err)?;
+            if i % size == 0 {
+                out.flush().map_err(io_err)?;
+            }
+        }
+        out.flush().map_err(io_err)?;
+        let report = blocks.close().await?;
+        if let Some(line) = close_line("block client", &report) {
+            eprintln!("{line}");
+        }
+    } else {
+        let mut left = a.count;
+        while left > 0 {
+            let run = seq.next_n(left).await?;
+            for n in run {
+                writeln!(out, "{}", show(n)?).map_err(io_err)?;
+            }
+            // Everything issued is on stdout before the next write is tried.
+            out.flush().map_err(io_err)?;
+            left -= run.count();
+        }
+    }
+    out.flush().map_err(io_err)?;
+    Ok(Outcome::Done)
+}
+
+/// Block options for a `next --block SIZE --count COUNT` run: a prefetched block never grows
+/// past what the run can still use (`max(COUNT, SIZE)`), so a run that knows it needs three
+/// numbers does not reserve thousands (what a killed run would lose).
+fn run_blocks(size: u64, count: u64) -> BlockOptions {
+    BlockOptions::default()
+        .with_size(size)
+        .with_grow_to(Some(count.max(size)))
+}
+
+/// What closing a block client did, for stderr; `None` when there is nothing to say (no
+/// number given back, none lost).
+fn close_line(what: &str, report: &CloseReport) -> Option<String> {
+    let mut parts = Vec::new();
+    if report.given_back > 0 {
+        parts.push(format!("{} unused number(s) given back", report.given_back));
+    }
+    if report.lost > 0 {
+        parts.push(format!(
+            "{} number(s) lost (a gap: reserved, never issued)",
+            report.lost
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("dispenser: {what} closed: {}", parts.join(", ")))
+}

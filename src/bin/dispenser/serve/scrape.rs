@@ -1,0 +1,224 @@
+//! `/metrics`: the service's metrics in the OpenMetrics text format (which Prometheus
+//! scrapes), built with `prometheus-client`.
+//!
+//! Long-lived: numbers issued per sequence, requests by status, request latency. Gathered at
+//! each scrape: the counters of the service's clients per sequence (writes, conflicts,
+//! retries, round trips, block refills), the numbers its block clients hold, and, from one
+//! read of every sequence document, each sequence's remaining capacity, fraction used, rate
+//! and forecast. The series of a sequence whose document is gone are left out (so a deleted
+//! sequence's series go away, counters included, and nothing is stale).
+
+use std::collections::{BTreeMap, HashSet};
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use dispenser::{Error, Stats};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::metrics::{Escaped, FGauge, Labels, counters, sequence};
+use super::state::Shared;
+
+/// What one scrape reads from the database: each sequence document's usage.
+struct Documents {
+    /// The names of the documents read.
+    names: HashSet<String>,
+    remaining: Family<Labels, FGauge>,
+    fraction_used: Family<Labels, FGauge>,
+    rate: Family<Labels, FGauge>,
+    exhausted_in: Family<Labels, FGauge>,
+    corrupt: Family<Labels, Gauge>,
+}
+
+async fn read_documents(st: &Shared) -> Result<Documents, Error> {
+    let mut docs = Documents {
+        names: HashSet::new(),
+        remaining: Family::default(),
+        fraction_used: Family::default(),
+        rate: Family::default(),
+        exhausted_in: Family::default(),
+        corrupt: Family::default(),
+    };
+    let now = jiff::Timestamp::now();
+    for entry in st.dispenser.list().await? {
+        match entry {
+            Ok(state) => {
+                docs.names.insert(state.name.clone());
+                let usage = state.usage(now);
+                let labels = vec![
+                    ("sequence", Escaped(state.name.clone())),
+                    ("cycle", Escaped(state.cycle.to_string())),
+                ];
+                docs.remaining
+                    .get_or_create(&labels)
+                    .set(usage.remaining as f64);
+                docs.fraction_used
+                    .get_or_create(&labels)
+                    .set(usage.fraction_used);
+                if let Some(r) = usage.rate_per_sec {
+                    docs.rate.get_or_create(&sequence(&state.name)).set(r);
+                }
+                if let Some(left) = usage.exhausted_in {
+                    docs.exhausted_in
+                        .get_or_create(&sequence(&state.name))
+                        .set(left.as_secs_f64());
+                }
+            }
+            Err(Error::CorruptDocument { name, .. }) => {
+                docs.names.insert(name.clone());
+                docs.corrupt.get_or_create(&sequence(&name)).set(1);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(docs)
+}
+
+/// The registry of one scrape.
+async fn registry(st: &Shared) -> Registry {
+    let m = &st.metrics;
+    let mut r = Registry::default();
+    // The sequences the service knew before the documents are read: those of them without a
+    // document are gone (deleted), and their series are left out. A sequence first used
+    // while the documents are read keeps its series.
+    let before: HashSet<String> = m
+        .issued_by_sequence()
+        .into_iter()
+        .map(|(n, _)| n)
+        .chain(st.stats_by_sequence().await.into_keys())
+        .collect();
+    let read = read_documents(st).await;
+    let gone = |name: &str| match &read {
+        Ok(docs) => before.contains(name) && !docs.names.contains(name),
+        // Without the documents, nothing is known to be gone.
+        Err(_) => false,
+    };
+    let issued: Vec<(String, u64)> = m
+        .issued_by_sequence()
+        .into_iter()
+        .filter(|(n, _)| !gone(n))
+        .collect();
+    r.register(
+        "dispenser_numbers_issued",
+        "Numbers handed out to clients of the service, by sequence",
+        counters(&issued),
+    );
+    let by_sequence: BTreeMap<String, Stats> = st.stats_by_sequence().await;
+    let stat = |f: fn(&Stats) -> u64| -> Vec<(String, u64)> {
+        by_sequence
+            .iter()
+            .filter(|(n, _)| !gone(n))
+            .map(|(n, s)| (n.clone(), f(s)))
+            .collect()
+    };
+    r.register(
+        "dispenser_writes",
+        "Writes the service sent to the database, by sequence",
+        counters(&stat(|s| s.writes)),
+    );
+    r.register(
+        "dispenser_conflicts",
+        "Compare-and-set races the service lost, by sequence",
+        counters(&stat(|s| s.conflicts)),
+    );
+    r.register(
+        "dispenser_retries",
+        "Attempts after a lost race, by sequence",
+        counters(&stat(|s| s.retries)),
+    );
+    r.register(
+        "dispenser_round_trips",
+        "Database round trips of the service, by sequence",
+        counters(&stat(|s| s.round_trips)),
+    );
+    r.register(
+        "dispenser_block_refills",
+        "Blocks the service reserved, by sequence",
+        counters(&stat(|s| s.block_refills)),
+    );
+    let held = Family::<Labels, Gauge>::default();
+    for (name, n) in st.pool.held_by_sequence() {
+        if !gone(&name) {
+            held.get_or_create(&sequence(&name))
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+    r.register(
+        "dispenser_numbers_held",
+        "Numbers reserved in the service's blocks and not handed out yet (a crash now loses them; an alter does not apply to them), by sequence",
+        held,
+    );
+    let up = Gauge::<i64>::default();
+    match read {
+        Ok(docs) => {
+            up.set(1);
+            r.register(
+                "dispenser_sequence_remaining",
+                "Numbers left before the sequence's bound (before the wrap for a cyclic one)",
+                docs.remaining,
+            );
+            r.register(
+                "dispenser_sequence_fraction_used",
+                "Share of the sequence's numbers issued, 0 to 1 (of the current cycle for a cyclic one)",
+                docs.fraction_used,
+            );
+            r.register(
+                "dispenser_sequence_rate_per_second",
+                "Numbers issued per second over the days the document counts",
+                docs.rate,
+            );
+            r.register(
+                "dispenser_sequence_exhausted_in_seconds",
+                "For a non-cyclic sequence with a rate: seconds until it runs out at that rate",
+                docs.exhausted_in,
+            );
+            r.register(
+                "dispenser_sequence_corrupt",
+                "1 for a sequence whose document cannot be read (see `dispenser check`)",
+                docs.corrupt,
+            );
+        }
+        Err(e) => {
+            tracing::warn!(
+                "/metrics: reading the sequences: {}",
+                st.scrub(&e.to_string())
+            );
+        }
+    }
+    r.register(
+        "dispenser_database_up",
+        "1 when this scrape read the sequence documents, 0 when it could not (the sequence_* series are then missing)",
+        up,
+    );
+    r.register(
+        "dispenser_requests",
+        "HTTP requests answered, by status",
+        m.requests.clone(),
+    );
+    r.register(
+        "dispenser_request_duration_seconds",
+        "HTTP request latency",
+        m.duration.clone(),
+    );
+    r
+}
+
+pub(super) async fn metrics(State(st): State<Shared>) -> Response {
+    let r = registry(&st).await;
+    let mut out = String::new();
+    if let Err(e) = encode(&mut out, &r) {
+        tracing::error!("/metrics: encoding failed: {e}");
+        return axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        out,
+    )
+        .into_response()
+}

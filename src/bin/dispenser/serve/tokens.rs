@@ -1,0 +1,195 @@
+//! The tokens of the service: the tokens file (or DISPENSER_TOKENS), each token's allowed
+//! sequence names (globs) and operations, and tokens held padded for comparisons in constant
+//! time.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use dispenser::Error;
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+use wildmatch::WildMatch;
+
+/// The shortest token accepted.
+pub(super) const MIN_TOKEN_LEN: usize = 16;
+/// The longest token accepted: every comparison covers this many bytes, whatever the lengths.
+pub(super) const MAX_TOKEN_LEN: usize = 256;
+
+/// What a token may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Op {
+    Next,
+    Create,
+    Peek,
+    List,
+    Advance,
+    Reset,
+    Delete,
+    Alter,
+    /// Void the next number of a gap-free sequence.
+    Void,
+    /// Take a ticket of a queue.
+    Take,
+    /// Call the next ticket of a queue.
+    Call,
+}
+
+impl Op {
+    pub(super) fn parse(s: &str) -> Option<Op> {
+        Some(match s {
+            "next" => Op::Next,
+            "create" => Op::Create,
+            "peek" => Op::Peek,
+            "list" => Op::List,
+            "advance" => Op::Advance,
+            "reset" => Op::Reset,
+            "delete" => Op::Delete,
+            "alter" => Op::Alter,
+            "void" => Op::Void,
+            "take" => Op::Take,
+            "call" => Op::Call,
+            _ => return None,
+        })
+    }
+}
+
+/// The tokens file (or `DISPENSER_TOKENS`): `{"tokens": [{"name", "token", "sequences",
+/// "operations"}]}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TokenFile {
+    pub(super) tokens: Vec<TokenEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TokenEntry {
+    pub(super) name: String,
+    pub(super) token: String,
+    pub(super) sequences: Vec<String>,
+    pub(super) operations: Vec<String>,
+}
+
+pub(super) struct TokenRule {
+    pub(super) name: String,
+    pub(super) token: PaddedToken,
+    /// The token itself, only to scrub it from error messages.
+    pub(super) secret: String,
+    pub(super) sequences: Vec<WildMatch>,
+    pub(super) operations: HashSet<Op>,
+}
+
+impl TokenRule {
+    pub(super) fn allows_name(&self, name: &str) -> bool {
+        self.sequences.iter().any(|g| g.matches(name))
+    }
+}
+
+/// A token as compared: zero-padded to [`MAX_TOKEN_LEN`] bytes, with its length beside it, so
+/// that a comparison takes the same time whatever the lengths of the two tokens.
+pub(super) struct PaddedToken {
+    pub(super) bytes: [u8; MAX_TOKEN_LEN],
+    pub(super) len: u64,
+}
+
+impl PaddedToken {
+    /// `token` padded; a token longer than [`MAX_TOKEN_LEN`] keeps its real length, so it
+    /// equals no configured token.
+    pub(super) fn new(token: &[u8]) -> Self {
+        let mut bytes = [0; MAX_TOKEN_LEN];
+        let n = token.len().min(MAX_TOKEN_LEN);
+        bytes[..n].copy_from_slice(&token[..n]);
+        PaddedToken {
+            bytes,
+            len: token.len() as u64,
+        }
+    }
+
+    /// Constant-time equality (contents and length).
+    pub(super) fn matches(&self, other: &PaddedToken) -> bool {
+        bool::from(self.bytes.ct_eq(&other.bytes) & self.len.ct_eq(&other.len))
+    }
+}
+
+pub(super) fn config_error(reason: String) -> Error {
+    Error::InvalidArgument {
+        what: "tokens".into(),
+        reason,
+    }
+}
+
+/// Parses and checks the token configuration. Messages name tokens by their `name`, never
+/// by their value.
+pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
+    let file: TokenFile = serde_json::from_str(text).map_err(|e| {
+        // serde's message may quote a value: keep only where it failed.
+        config_error(format!(
+            "not a valid tokens document (line {}, column {}): expected {{\"tokens\": [{{\"name\", \"token\", \"sequences\", \"operations\"}}]}}",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if file.tokens.is_empty() {
+        return Err(config_error("no tokens configured".into()));
+    }
+    let mut rules = Vec::new();
+    let mut seen = HashSet::new();
+    for t in file.tokens {
+        if t.token.len() < MIN_TOKEN_LEN {
+            return Err(config_error(format!(
+                "token {:?} is shorter than {MIN_TOKEN_LEN} characters",
+                t.name
+            )));
+        }
+        if t.token.len() > MAX_TOKEN_LEN {
+            return Err(config_error(format!(
+                "token {:?} is longer than {MAX_TOKEN_LEN} bytes",
+                t.name
+            )));
+        }
+        if !seen.insert(t.token.clone()) {
+            return Err(config_error(format!(
+                "token {:?} repeats another token",
+                t.name
+            )));
+        }
+        if t.sequences.is_empty() || t.sequences.iter().any(String::is_empty) {
+            return Err(config_error(format!(
+                "token {:?} needs non-empty sequence patterns",
+                t.name
+            )));
+        }
+        let mut operations = HashSet::new();
+        for o in &t.operations {
+            operations.insert(Op::parse(o).ok_or_else(|| {
+                config_error(format!(
+                    "token {:?} has an unknown operation {o:?} (known: next, create, peek, list, advance, reset, delete, alter, void, take, call)",
+                    t.name
+                ))
+            })?);
+        }
+        rules.push(TokenRule {
+            name: t.name,
+            token: PaddedToken::new(t.token.as_bytes()),
+            secret: t.token,
+            sequences: t.sequences.iter().map(|p| WildMatch::new(p)).collect(),
+            operations,
+        });
+    }
+    Ok(rules)
+}
+
+pub(super) fn load_tokens(path: Option<&PathBuf>) -> Result<Vec<TokenRule>, Error> {
+    let text = match path {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| Error::InvalidArgument {
+            what: "--tokens".into(),
+            reason: format!("cannot read {}: {e}", p.display()),
+        })?,
+        None => std::env::var("DISPENSER_TOKENS").map_err(|_| Error::InvalidArgument {
+            what: "tokens".into(),
+            reason: "no tokens configured: pass --tokens FILE or set DISPENSER_TOKENS (JSON)"
+                .into(),
+        })?,
+    };
+    parse_tokens(&text)
+}
