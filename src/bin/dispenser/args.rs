@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use clap::ValueEnum;
-use dispenser::Strategy;
+use dispenser::options::Strategy;
 
 /// The most numbers one `next` invocation may print.
 pub const MAX_COUNT: u64 = 100_000_000;

@@ -3,7 +3,8 @@
 use std::io::Write;
 
 use dispenser::Dispenser;
-use dispenser::gapless::{Audit, AuditOptions};
+use dispenser::gapless::{Audit, AuditOptions, audit};
+use dispenser::mongodb::bson::Document;
 use serde_json::json;
 
 use crate::exit::Outcome;
@@ -50,9 +51,11 @@ pub async fn run(
 ) -> dispenser::Result<Outcome> {
     let mut options = AuditOptions::default().with_void_field(&args.void_field);
     options.from = args.from;
-    let a: Audit = d
-        .audit_with(&args.collection, &args.field, &options)
-        .await?;
+    let business = d
+        .client()
+        .database(&d.options().database)
+        .collection::<Document>(&args.collection);
+    let a: Audit = audit(&business, &args.field, &options).await?;
     let io = |e: std::io::Error| dispenser::Error::InvalidArgument {
         what: "output".into(),
         reason: e.to_string(),

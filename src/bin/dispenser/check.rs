@@ -5,13 +5,16 @@
 //! 1 WARNING, 2 CRITICAL, 3 UNKNOWN (the worst line decides; CRITICAL > WARNING > UNKNOWN >
 //! OK). That convention, not `dispenser`'s own exit codes, because every monitoring system
 //! understands it; a usage error of `check` is UNKNOWN (3) for the same reason. The rate
-//! comes from the per-day counters in each document (see `dispenser::Usage`), so one call
+//! comes from the per-day counters in each document (see `dispenser::sequence::Usage`), so one call
 //! from a cron job is enough.
 
 use std::io::Write;
 use std::time::Duration;
 
-use dispenser::{Dispenser, Error, SequenceState, Usage};
+use dispenser::{
+    Dispenser, Error,
+    sequence::{SequenceState, Usage},
+};
 
 use crate::exit::Outcome;
 

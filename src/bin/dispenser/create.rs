@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use dispenser::stripe::StripedSequence;
 use dispenser::{Dispenser, Error, Format, Spec};
 
 use crate::args::whole;
@@ -60,8 +61,8 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
                 reason: "a striped sequence has no format (its numbers are not in order)".into(),
             });
         }
-        d.ensure_striped(&a.name, stripes, spec).await?;
-        for state in d.peek_striped(&a.name).await? {
+        let ids = StripedSequence::ensure(d, &a.name, stripes, spec).await?;
+        for state in ids.peek().await? {
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }
         out.flush().map_err(io_err)?;

@@ -1,5 +1,5 @@
 //! How a command ends: [`Outcome`] when it did not fail, and the exit code of each kind of
-//! failure (documented in the README).
+//! failure (documented in the guide's command-line chapter, `src/guide/cli.md`).
 
 use dispenser::Error;
 

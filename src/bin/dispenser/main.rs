@@ -88,7 +88,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // The message holds the essential cause (a driver error is one line of it), so
             // the source chain is not appended; it may quote the URI, hence the scrub.
-            let message = dispenser::scrub(&e.to_string(), &uri);
+            let message = dispenser::redact::scrub(&e.to_string(), &uri);
             if unreachable(&e) {
                 eprintln!("dispenser: {message}; {}", probe::HINT);
             } else {

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use dispenser::block::BlockOptions;
-use dispenser::{CloseReport, Dispenser, Error};
+use dispenser::{Dispenser, Error, block::CloseReport};
 
 use crate::args::{MAX_BLOCK, MAX_COUNT, StrategyArg, whole};
 use crate::exit::Outcome;
@@ -87,26 +87,27 @@ pub async fn run(d: &Dispenser, a: NextArgs, out: &mut impl Write) -> dispenser:
         Some(key) => d.open_scope(&a.name, key).await,
         None => d.open(&a.name).await,
     };
-    let seq = match opened {
-        Err(Error::NoSuchSequence { .. }) if scope.is_none() && striped(d, &a.name).await => {
-            let ids = d.open_striped(&a.name).await?;
-            let ids = match a.block {
-                Some(size) => ids.with_blocks(run_blocks(size, a.count))?,
-                None => ids,
-            };
-            for _ in 0..a.count {
-                let n = ids.next().await?;
-                writeln!(out, "{n}").map_err(io_err)?;
-                out.flush().map_err(io_err)?;
-            }
-            let report = ids.close().await?;
-            if let Some(line) = close_line("block clients", &report) {
-                eprintln!("{line}");
-            }
-            return Ok(Outcome::Done);
-        }
-        other => other?,
+    let striped_ids = match &opened {
+        Err(Error::NoSuchSequence { .. }) if scope.is_none() => striped(d, &a.name).await,
+        _ => None,
     };
+    if let Some(ids) = striped_ids {
+        let ids = match a.block {
+            Some(size) => ids.with_blocks(run_blocks(size, a.count))?,
+            None => ids,
+        };
+        for _ in 0..a.count {
+            let n = ids.next().await?;
+            writeln!(out, "{n}").map_err(io_err)?;
+            out.flush().map_err(io_err)?;
+        }
+        let report = ids.close().await?;
+        if let Some(line) = close_line("block clients", &report) {
+            eprintln!("{line}");
+        }
+        return Ok(Outcome::Done);
+    }
+    let seq = opened?;
     if let Some(size) = a.block {
         let blocks = seq.into_blocks(run_blocks(size, a.count))?;
         for i in 1..=a.count {

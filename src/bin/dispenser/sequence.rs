@@ -4,7 +4,11 @@
 
 use std::io::Write;
 
-use dispenser::{Alter, Dispenser, Error, Format, SequenceState};
+use dispenser::stripe::StripedSequence;
+use dispenser::{
+    Dispenser, Error, Format,
+    sequence::{Alter, SequenceState},
+};
 
 use crate::check::{DEFAULT_MIN_HISTORY, usage_text};
 use crate::exit::Outcome;
@@ -112,9 +116,10 @@ pub async fn peek(d: &Dispenser, a: PeekArgs, out: &mut impl Write) -> dispenser
         }
     };
     let states = match d.peek(&a.name).await {
-        Err(Error::NoSuchSequence { .. }) if striped(d, &a.name).await => {
-            d.peek_striped(&a.name).await?
-        }
+        Err(e @ Error::NoSuchSequence { .. }) => match striped(d, &a.name).await {
+            Some(ids) => ids.peek().await?,
+            None => return Err(e),
+        },
         other => vec![other?],
     };
     for state in &states {
@@ -177,10 +182,9 @@ pub async fn alter(
     } else if a.no_format {
         change.format = Some(None);
     }
-    let states = if striped(d, &a.name).await {
-        d.alter_striped(&a.name, change).await?
-    } else {
-        vec![d.alter(&a.name, change).await?]
+    let states = match striped(d, &a.name).await {
+        Some(ids) => ids.alter(change).await?,
+        None => vec![d.alter(&a.name, change).await?],
     };
     print_states(&states, out)
 }
@@ -191,9 +195,10 @@ pub async fn advance_to(
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
     let states = match d.advance_to(&a.name, a.n).await {
-        Err(Error::NoSuchSequence { .. }) if striped(d, &a.name).await => {
-            d.advance_striped(&a.name, a.n).await?
-        }
+        Err(e @ Error::NoSuchSequence { .. }) => match striped(d, &a.name).await {
+            Some(ids) => ids.advance_to(a.n).await?,
+            None => return Err(e),
+        },
         other => vec![other?],
     };
     print_states(&states, out)
@@ -205,9 +210,10 @@ pub async fn reset(
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
     let states = match d.reset(&a.name, a.value, a.force).await {
-        Err(Error::NoSuchSequence { .. }) if striped(d, &a.name).await => {
-            d.reset_striped(&a.name, a.value, a.force).await?
-        }
+        Err(e @ Error::NoSuchSequence { .. }) => match striped(d, &a.name).await {
+            Some(ids) => ids.reset(a.value, a.force).await?,
+            None => return Err(e),
+        },
         other => vec![other?],
     };
     print_states(&states, out)
@@ -231,8 +237,11 @@ pub async fn delete(
         writeln!(out, "deleted {n} scope(s) of {name} before {before}").map_err(io_err)?;
     } else {
         match d.delete(&name).await {
-            Err(Error::NoSuchSequence { .. }) if striped(d, &name).await => {
-                let n = d.delete_striped(&name).await?;
+            Err(e @ Error::NoSuchSequence { .. }) => {
+                let Some(ids) = striped(d, &name).await else {
+                    return Err(e);
+                };
+                let n = ids.delete().await?;
                 writeln!(out, "deleted {name} ({n} stripes)").map_err(io_err)?;
             }
             other => {
@@ -254,10 +263,10 @@ fn print_states(states: &[SequenceState], out: &mut impl Write) -> dispenser::Re
     Ok(Outcome::Done)
 }
 
-/// Whether `name` has no document of its own but is a striped sequence (`name~0` records
-/// its stripes): the admin commands then act on every stripe.
-pub async fn striped(d: &Dispenser, name: &str) -> bool {
-    d.peek_striped(name).await.is_ok()
+/// The striped sequence `name`, when it is one (`name~0` records its stripes): the admin
+/// commands then act on every stripe.
+pub async fn striped(d: &Dispenser, name: &str) -> Option<StripedSequence> {
+    StripedSequence::open(d, name).await.ok()
 }
 
 /// A sequence's state as one line (what `peek`, `list` and the other commands print).

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use dispenser::mongodb::bson::doc;
-use dispenser::{Dispenser, Options, Strategy};
+use dispenser::{Dispenser, Options, options::Strategy};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exit::Outcome;

@@ -45,7 +45,7 @@ pub(super) fn print_reports(uri: &str, args: &BenchArgs, reports: &[Report]) {
         "dispenser bench: {} process(es) x {} task(s) against {}",
         args.processes,
         args.tasks,
-        dispenser::redact_uri(uri)
+        dispenser::redact::redact_uri(uri)
     );
     for line in table(reports) {
         println!("{line}");
@@ -65,7 +65,7 @@ pub(super) fn print_reports(uri: &str, args: &BenchArgs, reports: &[Report]) {
 /// The JSON report: [`TOP_KEYS`], each run with [`RUN_KEYS`].
 pub(super) fn json(uri: &str, args: &BenchArgs, reports: &[Report]) -> serde_json::Value {
     serde_json::json!({
-        "server": dispenser::redact_uri(uri),
+        "server": dispenser::redact::redact_uri(uri),
         "processes": args.processes,
         "tasks": args.tasks,
         "runs": reports,

@@ -1,7 +1,7 @@
 //! What a run measured: latencies and numbers ([`Sample`]), and the figures reported
 //! ([`Report`]: percentiles, rates, duplicates).
 
-use dispenser::Stats;
+use dispenser::sequence::Stats;
 use serde::{Deserialize, Serialize};
 
 use super::args::BenchArgs;
@@ -96,7 +96,7 @@ pub(super) struct Report {
     pub(super) p50_vs_raw: Option<f64>,
 }
 
-/// The keys of one run in `bench --json` (`runs[]`), as documented in the README (the tests
+/// The keys of one run in `bench --json` (`runs[]`), as documented in the guide's benchmarks chapter (the tests
 /// hold [`Report`]'s JSON to them).
 #[cfg(test)]
 pub(super) const RUN_KEYS: &[&str] = &[

@@ -12,8 +12,11 @@ use dispenser::mongodb::IndexModel;
 use dispenser::mongodb::options::IndexOptions;
 
 use dispenser::{
-    BoxNumberSource, Dispenser, Error, NumberSource, Options, SourceKind, Spec, Stats, Strategy,
+    Dispenser, Error, Options, Spec,
     block::{BlockOptions, BlockSequence},
+    options::Strategy,
+    sequence::Stats,
+    source::{BoxNumberSource, NumberSource, SourceKind},
 };
 
 /// What one run measures.
@@ -319,10 +322,10 @@ pub(super) async fn client(
     options: &Options,
 ) -> dispenser::Result<dispenser::mongodb::Client> {
     let invalid = |e: dispenser::mongodb::error::Error| Error::InvalidArgument {
-        what: format!("MongoDB URI {}", dispenser::redact_uri(uri)),
-        reason: dispenser::scrub(&dispenser::describe_driver_error(&e), uri),
+        what: format!("MongoDB URI {}", dispenser::redact::redact_uri(uri)),
+        reason: dispenser::redact::scrub(&dispenser::redact::describe_driver_error(&e), uri),
     };
-    dispenser::check_credentials(uri)?;
+    dispenser::redact::check_credentials(uri)?;
     let mut o = dispenser::mongodb::options::ClientOptions::parse(uri)
         .await
         .map_err(invalid)?;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::{Error, NumberSource};
+use dispenser::{Error, source::NumberSource};
 use serde_json::{Value, json};
 
 use super::errors::ApiError;

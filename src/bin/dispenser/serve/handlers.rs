@@ -4,7 +4,8 @@
 use axum::Json;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::{Error, Format, SequenceState, Spec};
+use dispenser::stripe::{StripedSequence, stripe_name};
+use dispenser::{Error, Format, Spec, sequence::SequenceState};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -102,7 +103,7 @@ pub(super) async fn create(
         .with_max(b.max.unwrap_or(d.max))
         .with_cycle(b.cycle);
     check_name(&b.name, true)?;
-    dispenser::validate_plain_name(&b.name)?;
+    dispenser::sequence::validate_plain_name(&b.name)?;
     spec.validate(&b.name)?;
     let format = b.format.as_deref().map(Format::parse).transpose()?;
     if b.if_not_exists {
@@ -142,20 +143,27 @@ pub(super) async fn peek(
     st.authorize(&headers, Op::Peek, Some(&name))?;
     check_name(&name, false)?;
     match st.dispenser.peek(&name).await {
-        Err(e @ Error::NoSuchSequence { .. }) => match st.dispenser.peek_striped(&name).await {
-            Ok(states) => Ok(Json(striped_json(&name, &states))),
-            Err(_) => Err(e.into()),
-        },
+        Err(e @ Error::NoSuchSequence { .. }) => {
+            let (ids, _) = stripes_or(&st, &name, e).await?;
+            Ok(Json(striped_json(&name, &ids.peek().await?)))
+        }
         other => Ok(Json(SequenceState::to_json(&other?))),
     }
 }
 
-/// When `name` has no document of its own but is a striped sequence, the names of its
-/// stripes (the admin endpoints then act on every stripe, each within its residue class);
-/// otherwise `no_such`, the plain operation's error.
-async fn stripes_or(st: &Shared, name: &str, no_such: Error) -> Result<Vec<String>, ApiError> {
-    match st.dispenser.peek_striped(name).await {
-        Ok(states) => Ok(states.into_iter().map(|s| s.name).collect()),
+/// When `name` has no document of its own but is a striped sequence, the striped sequence and
+/// the names of its stripes (the admin endpoints then act on every stripe, each within its
+/// residue class); otherwise `no_such`, the plain operation's error.
+async fn stripes_or(
+    st: &Shared,
+    name: &str,
+    no_such: Error,
+) -> Result<(StripedSequence, Vec<String>), ApiError> {
+    match StripedSequence::open(&st.dispenser, name).await {
+        Ok(ids) => {
+            let names = (0..ids.stripes()).map(|i| stripe_name(name, i)).collect();
+            Ok((ids, names))
+        }
         Err(_) => Err(no_such.into()),
     }
 }
@@ -253,7 +261,7 @@ pub(super) async fn alter(
             "nothing to change for sequence {name:?}: give a step, min, max, cycle or format"
         )));
     }
-    let mut change = dispenser::Alter::default().with_force(b.force);
+    let mut change = dispenser::sequence::Alter::default().with_force(b.force);
     change.step = b.step;
     change.min = b.min;
     change.max = b.max;
@@ -268,10 +276,8 @@ pub(super) async fn alter(
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let stripes = stripes_or(&st, &name, e).await?;
-            let states = st
-                .exclusive_all(&stripes, st.dispenser.alter_striped(&name, change))
-                .await?;
+            let (ids, stripes) = stripes_or(&st, &name, e).await?;
+            let states = st.exclusive_all(&stripes, ids.alter(change)).await?;
             Ok(Json(striped_json(&name, &states)))
         }
         other => Ok(Json(SequenceState::to_json(&other?))),
@@ -301,10 +307,8 @@ pub(super) async fn advance(
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let stripes = stripes_or(&st, &name, e).await?;
-            let states = st
-                .exclusive_all(&stripes, st.dispenser.advance_striped(&name, b.to))
-                .await?;
+            let (ids, stripes) = stripes_or(&st, &name, e).await?;
+            let states = st.exclusive_all(&stripes, ids.advance_to(b.to)).await?;
             Ok(Json(striped_json(&name, &states)))
         }
         other => Ok(Json(SequenceState::to_json(&other?))),
@@ -356,10 +360,8 @@ pub(super) async fn reset(
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let stripes = stripes_or(&st, &name, e).await?;
-            let states = st
-                .exclusive_all(&stripes, st.dispenser.reset_striped(&name, next, b.force))
-                .await?;
+            let (ids, stripes) = stripes_or(&st, &name, e).await?;
+            let states = st.exclusive_all(&stripes, ids.reset(next, b.force)).await?;
             Ok(Json(striped_json(&name, &states)))
         }
         other => Ok(Json(SequenceState::to_json(&other?))),
@@ -377,9 +379,8 @@ pub(super) async fn delete(
     check_name(&name, false)?;
     match st.exclusive(&name, st.dispenser.delete(&name)).await {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let stripes = stripes_or(&st, &name, e).await?;
-            st.exclusive_all(&stripes, st.dispenser.delete_striped(&name))
-                .await?;
+            let (ids, stripes) = stripes_or(&st, &name, e).await?;
+            st.exclusive_all(&stripes, ids.delete()).await?;
         }
         other => other?,
     }

@@ -2,10 +2,10 @@
 //! else looks at a name: what the document can say is answered 400 (empty, more than 200
 //! characters, a control character, a leading `$`, and in a name being created `@` or `~`);
 //! what it cannot (a name of at most 200 characters but more than 200 bytes of UTF-8) is 422.
-//! The library checks the same rules again ([`dispenser::validate_name`]).
+//! The library checks the same rules again ([`dispenser::sequence::validate_name`]).
 
 use axum::http::StatusCode;
-use dispenser::MAX_NAME_BYTES;
+use dispenser::sequence::MAX_NAME_BYTES;
 
 use super::errors::ApiError;
 
@@ -98,11 +98,15 @@ mod tests {
             wide.as_str(),
         ] {
             let ours = check_name(name, false).is_ok();
-            assert_eq!(ours, dispenser::validate_name(name).is_ok(), "{name:?}");
+            assert_eq!(
+                ours,
+                dispenser::sequence::validate_name(name).is_ok(),
+                "{name:?}"
+            );
             let created = check_name(name, true).is_ok();
             assert_eq!(
                 created,
-                dispenser::validate_plain_name(name).is_ok(),
+                dispenser::sequence::validate_plain_name(name).is_ok(),
                 "{name:?}"
             );
         }

@@ -163,7 +163,7 @@ fn format_schema(nullable: bool) -> Value {
     };
     json!({
         "type": kind,
-        "maxLength": dispenser::MAX_FORMAT_BYTES,
+        "maxLength": dispenser::Format::MAX_BYTES,
         "pattern": FORMAT_PATTERN,
         "description": "Literal text with `{n}` (the number), `{n:0W}` (zero-padded to W characters, W from 1 to 20), `{scope}`; `{{`/`}}` for braces; at least one `{n}`. At most 200 bytes (422 past them)."
     })

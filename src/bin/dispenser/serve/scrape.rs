@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashSet};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use dispenser::{Error, Stats};
+use dispenser::{Error, sequence::Stats};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;

@@ -6,7 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dispenser::{Dispenser, Error, Sequence, SequenceState, Stats, block::Pool};
+use dispenser::stripe::{StripedSequence, stripe_name};
+use dispenser::{
+    Dispenser, Error, Sequence,
+    block::Pool,
+    sequence::{SequenceState, Stats},
+};
 use tokio::sync::{OnceCell, RwLock};
 
 use super::metrics::Metrics;
@@ -86,7 +91,7 @@ pub(super) type Shared = Arc<AppState>;
 impl AppState {
     /// `text` without the URI's password or any token.
     pub(super) fn scrub(&self, text: &str) -> String {
-        let mut out = dispenser::scrub(text, &self.uri);
+        let mut out = dispenser::redact::scrub(text, &self.uri);
         for rule in &self.tokens {
             if out.contains(&rule.secret) {
                 out = out.replace(&rule.secret, "***");
@@ -133,9 +138,9 @@ impl AppState {
                         self.dispenser.peek(name).await?
                     }
                     Err(e @ Error::NoSuchSequence { .. }) => {
-                        return match self.dispenser.peek_striped(name).await {
-                            Ok(states) => Ok(Target::Striped(
-                                states.into_iter().map(|s| s.name).collect(),
+                        return match StripedSequence::open(&self.dispenser, name).await {
+                            Ok(ids) => Ok(Target::Striped(
+                                (0..ids.stripes()).map(|i| stripe_name(name, i)).collect(),
                             )),
                             Err(_) => Err(e),
                         };
@@ -155,7 +160,7 @@ impl AppState {
     /// Whether `state` is a scope template: a plain name whose format uses `{scope}` or that
     /// has a scope already.
     async fn is_template(&self, state: &SequenceState) -> Result<bool, Error> {
-        if dispenser::validate_plain_name(&state.name).is_err() {
+        if dispenser::sequence::validate_plain_name(&state.name).is_err() {
             return Ok(false);
         }
         if state.format.as_ref().is_some_and(|f| f.uses_scope()) {
