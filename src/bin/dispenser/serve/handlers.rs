@@ -239,7 +239,7 @@ fn some_or_null<'de, D: serde::Deserializer<'de>>(
 
 /// `POST /v1/sequences/{name}/alter`: under the sequence's exclusive lock (the service's
 /// block client is retired first, so nothing reserved under the old shape is served after).
-/// A striped sequence is altered as a whole (`Dispenser::alter_striped`: its bounds; a stripe
+/// A striped sequence is altered as a whole (`StripedSequence::alter`: its bounds; a stripe
 /// keeps its step, never cycles and has no format; planned for every stripe before any write).
 #[utoipa::path(post, path = "/v1/sequences/{name}/alter", operation_id = "alter", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AlterBody,
     responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = StateAnswer)))]
