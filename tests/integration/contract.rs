@@ -511,13 +511,27 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
         assert_eq!(s.step, 3, "{s:?}");
     }
 
-    // Scopes: the template exists, the scope not yet; a token for `orders@*` draws it.
+    // Scopes: the template exists, the scope not yet. A token for `orders@*` with `next`
+    // and `peek` draws a scope that exists, but may not make one (that needs `create` on the
+    // scope and `peek` on its template); a token with both makes it on its first draw.
     d.create("orders", dispenser::Spec::default())
         .await
         .unwrap();
     let (status, body) = send(draw(ORDERS, "orders@acme", 3)).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (403, Some("forbidden")),
+        "{body}"
+    );
+    assert!(
+        d.peek("orders@acme").await.is_err(),
+        "a refused draw made the scope"
+    );
+    let (status, body) = send(draw(ADMIN, "orders@acme", 3)).await;
     assert_eq!((status, numbers(&body)), (200, vec![1, 2, 3]), "{body}");
-    let (status, body) = send(draw(ORDERS, "orders@globex", 1)).await;
+    let (status, body) = send(draw(ORDERS, "orders@acme", 1)).await;
+    assert_eq!((status, numbers(&body)), (200, vec![4]), "{body}");
+    let (status, body) = send(draw(ADMIN, "orders@globex", 1)).await;
     assert_eq!(
         (status, numbers(&body)),
         (200, vec![1]),

@@ -36,22 +36,25 @@ impl Service {
 
     /// A service on `uri` with more `serve` arguments.
     pub(crate) fn start_args(test: &str, uri: &str, extra: &[&str]) -> Service {
-        common::ready();
-        let collection = common::unique(test);
-        let tokens = std::env::temp_dir().join(format!("{collection}.tokens.json"));
-        std::fs::write(
-            &tokens,
-            json!({ "tokens": [
+        let tokens = json!({ "tokens": [
                 { "name": "admin", "token": ADMIN, "sequences": ["*"],
                   "operations": ["next", "create", "peek", "list", "advance", "reset", "delete", "alter", "void", "take", "call"] },
                 { "name": "orders", "token": ORDERS, "sequences": ["orders", "orders@*"],
                   "operations": ["next", "peek"] },
                 { "name": "kiosk", "token": KIOSK, "sequences": ["lobby*"], "operations": ["take"] },
                 { "name": "board", "token": BOARD, "sequences": ["lobby*"], "operations": ["peek"] },
-            ]})
-            .to_string(),
-        )
-        .unwrap();
+        ]});
+        Service::start_tokens(test, uri, &tokens, extra)
+    }
+
+    /// A service on `uri` whose tokens file is `tokens` (`{"tokens": [...]}`), with more
+    /// `serve` arguments.
+    pub(crate) fn start_tokens(test: &str, uri: &str, tokens: &Value, extra: &[&str]) -> Service {
+        common::ready();
+        let collection = common::unique(test);
+        let path = std::env::temp_dir().join(format!("{collection}.tokens.json"));
+        std::fs::write(&path, tokens.to_string()).unwrap();
+        let tokens = path;
         let mut child = Command::new(env!("CARGO_BIN_EXE_dispenser"))
             .env("MONGODB_URI", uri)
             .args([

@@ -59,7 +59,7 @@
 mod log;
 mod others;
 mod plain;
-mod rng;
+pub(crate) mod rng;
 mod scripted;
 
 use std::sync::Arc;

@@ -17,7 +17,7 @@ use super::errors::ApiError;
 use super::names::check_name;
 use super::schemas::Drawn;
 use super::state::{AppState, Era, Shape, Shared, Slot, Target};
-use super::tokens::Op;
+use super::tokens::{Op, TokenRule};
 
 /// Counts up to this many are answered as a list of numbers drawn from the block client;
 /// larger counts as contiguous runs reserved directly (`{first, last, step, count}`).
@@ -102,7 +102,7 @@ pub(super) async fn next(
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize(&headers, Op::Next, Some(&name))?;
+    let rule = st.authorize(&headers, Op::Next, Some(&name))?;
     let count = parse_count(&query, st.max_count)?;
     check_name(&name, false)?;
     let mut out = Out {
@@ -114,7 +114,21 @@ pub(super) async fn next(
     let slot = st.slot(&name);
     // Shared: an admin operation of the service waits for this draw, or this draw for it.
     let era = slot.era.read().await;
-    let drawn = match st.target(&era, &name).await? {
+    let target = match st
+        .target(&era, &name, |template, key, already| {
+            may_make_scope(rule, template, key, already, &name)
+        })
+        .await
+    {
+        Ok(target) => target,
+        Err(e) => {
+            // Nothing is kept for a name that does not resolve.
+            drop(era);
+            st.forget_if_unused(&name, slot);
+            return Err(e);
+        }
+    };
+    let drawn = match target {
         Target::Plain(shape) => {
             if shape.template || era.scoped.load(Relaxed) {
                 return Err(ApiError::new(
@@ -144,6 +158,63 @@ pub(super) async fn next(
     Ok(Json(json!({ "count": count, "runs": out.runs })))
 }
 
+/// Whether `rule` may make the scope `name` (`template@key`) on its first draw.
+///
+/// A new scope is a new document, and it starts where its template stands (so making it
+/// shows the template's counter and shape): it needs `create` on the scope and `peek` on the
+/// template. One exception, so that daily numbering needs no administrator each morning:
+/// today's scope of a template that is one already (it has scopes, or its format uses
+/// `{scope}`) — a date key within a day of today's UTC date, today in some time zone — is
+/// made by a draw with `next` alone, as `DailySequence` does. A draw never turns a sequence
+/// into a template.
+fn may_make_scope(
+    rule: &TokenRule,
+    template: &str,
+    key: &str,
+    already: bool,
+    name: &str,
+) -> Result<(), ApiError> {
+    let refuse = |why: &str| {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "token {:?} may not make scope {name:?} on its first draw: {why}; ask for a token with these rights, or have the scope created",
+                rule.name
+            ),
+        ))
+    };
+    if already && is_todays_date(key) {
+        return Ok(());
+    }
+    if AppState::permit(rule, Op::Create, Some(name)).is_err() {
+        return refuse("making a scope needs `create` on it");
+    }
+    if AppState::permit(rule, Op::Peek, Some(template)).is_err() {
+        return refuse(&format!(
+            "a scope starts where its template {template:?} stands, so making it needs `peek` on the template"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `key` is a date (`YYYY-MM-DD`) that is today somewhere: within a day of today's
+/// UTC date.
+fn is_todays_date(key: &str) -> bool {
+    let Ok(date) = key.parse::<jiff::civil::Date>() else {
+        return false;
+    };
+    if date.to_string() != key {
+        return false;
+    }
+    let today = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date();
+    // Between dates, `since` counts whole days.
+    date.since(today)
+        .is_ok_and(|span| span.get_days().abs() <= 1)
+}
+
 /// A striped sequence: `want` numbers from one stripe, the next stripe in turn when one runs
 /// out (numbers of several stripes in one answer then).
 async fn draw_striped(
@@ -162,7 +233,8 @@ async fn draw_striped(
         let name = &stripes[first.wrapping_add(k) % stripes.len()];
         let slot = st.slot(name);
         let era = slot.era.read().await;
-        let Target::Plain(shape) = st.target(&era, name).await? else {
+        // A stripe is never a scope: nothing is made here.
+        let Target::Plain(shape) = st.target(&era, name, |_, _, _| Ok(())).await? else {
             return Err(Error::NoSuchSequence { name: name.clone() }.into());
         };
         match draw_document(st, &slot, &era, name, shape, left, out).await {

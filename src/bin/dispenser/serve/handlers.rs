@@ -15,7 +15,7 @@ use super::errors::ApiError;
 use super::json::{json_body, whole, whole_or_null, whole_some};
 use super::names::check_name;
 use super::schemas::{Created, Health, SequenceList, StateAnswer};
-use super::state::{AppState, Shared};
+use super::state::{AppState, Shared, scope_of};
 use super::tokens::Op;
 
 #[derive(Deserialize, ToSchema)]
@@ -61,11 +61,24 @@ pub(super) fn created_reply(state: &SequenceState, created: bool) -> (StatusCode
 }
 
 /// `if_not_exists` found `state`: it must have the requested shape (the start and format only
-/// apply at creation); nothing is written.
+/// apply at creation); nothing is written. To a token that may not read the sequence
+/// (`peek`), the answer says only that it exists: neither its shape nor its state, nor
+/// whether its shape is the one asked for.
 pub(super) fn existing(
     state: &SequenceState,
     spec: &Spec,
+    may_read: bool,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    if !may_read {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_exists",
+            format!(
+                "sequence {:?} already exists; a token with `peek` on it sees its shape and state (and gets 200 from `if_not_exists` when the shape is the one asked for)",
+                state.name
+            ),
+        ));
+    }
     let stored = Spec::default()
         .with_start(spec.start)
         .with_step(state.step)
@@ -95,6 +108,7 @@ pub(super) async fn create(
     AppState::permit(rule, Op::Create, None)?;
     let b: CreateBody = json_body(req).await?;
     AppState::permit(rule, Op::Create, Some(&b.name))?;
+    let may_read = AppState::permit(rule, Op::Peek, Some(&b.name)).is_ok();
     let d = Spec::default();
     let spec = d
         .with_start(b.start.unwrap_or(d.start))
@@ -108,7 +122,7 @@ pub(super) async fn create(
     let format = b.format.as_deref().map(Format::parse).transpose()?;
     if b.if_not_exists {
         match st.dispenser.peek(&b.name).await {
-            Ok(state) => return existing(&state, &spec),
+            Ok(state) => return existing(&state, &spec, may_read),
             Err(Error::NoSuchSequence { .. }) => {}
             Err(e) => return Err(e.into()),
         }
@@ -129,7 +143,7 @@ pub(super) async fn create(
     match made {
         Some(state) => Ok(created_reply(&state, true)),
         // Another client created it between our look and our insert.
-        None => existing(&st.dispenser.peek(&b.name).await?, &spec),
+        None => existing(&st.dispenser.peek(&b.name).await?, &spec, may_read),
     }
 }
 
@@ -382,7 +396,13 @@ pub(super) async fn delete(
             let (ids, stripes) = stripes_or(&st, &name, e).await?;
             st.exclusive_all(&stripes, ids.delete()).await?;
         }
-        other => other?,
+        other => {
+            other?;
+            // The template's "has scopes" follows the scopes that exist.
+            if let Some((template, _)) = scope_of(&name) {
+                st.rescan_template(template).await;
+            }
+        }
     }
     Ok(StatusCode::NO_CONTENT)
 }

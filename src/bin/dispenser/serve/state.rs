@@ -14,6 +14,7 @@ use dispenser::{
 };
 use tokio::sync::{OnceCell, RwLock};
 
+use super::errors::ApiError;
 use super::metrics::Metrics;
 use super::queue_state::Queues;
 use super::tokens::TokenRule;
@@ -122,18 +123,31 @@ impl AppState {
 
     /// What `name` stands for in this era, found by the era's first draw: its own document
     /// (a plain sequence, a stripe, a scope), a scope `T@KEY` that does not exist yet (made
-    /// now from its template `T`, as `next --scope` does), or a striped sequence.
-    pub(super) async fn target<'e>(&self, era: &'e Era, name: &str) -> Result<&'e Target, Error> {
+    /// now from its template `T`, as `next --scope` does, when `may_make_scope(T, KEY,
+    /// already)` allows it, `already` saying whether `T` is a template already), or a striped
+    /// sequence.
+    ///
+    /// A scope's template is marked as one only once the scope exists: a draw that makes
+    /// nothing changes nothing about the template.
+    pub(super) async fn target<'e>(
+        &self,
+        era: &'e Era,
+        name: &str,
+        may_make_scope: impl FnOnce(&str, &str, bool) -> Result<(), ApiError>,
+    ) -> Result<&'e Target, ApiError> {
         era.target
             .get_or_try_init(|| async {
                 let scope = scope_of(name);
-                if let Some((template, _)) = scope {
-                    self.mark_template(template);
-                }
                 let state = match self.dispenser.peek(name).await {
                     Ok(state) => state,
                     Err(Error::NoSuchSequence { .. }) if scope.is_some() => {
                         let (template, key) = scope.unwrap_or_default();
+                        let already = match self.dispenser.peek(template).await {
+                            Ok(t) => self.is_template(&t).await?,
+                            Err(Error::NoSuchSequence { .. }) => false,
+                            Err(e) => return Err(e.into()),
+                        };
+                        may_make_scope(template, key, already)?;
                         self.dispenser.open_scope(template, key).await?;
                         self.dispenser.peek(name).await?
                     }
@@ -142,11 +156,14 @@ impl AppState {
                             Ok(ids) => Ok(Target::Striped(
                                 (0..ids.stripes()).map(|i| stripe_name(name, i)).collect(),
                             )),
-                            Err(_) => Err(e),
+                            Err(_) => Err(e.into()),
                         };
                     }
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 };
+                if let Some((template, _)) = scope {
+                    self.mark_template(template);
+                }
                 let template = self.is_template(&state).await?;
                 Ok(Target::Plain(Shape {
                     step: state.step,
@@ -170,7 +187,7 @@ impl AppState {
     }
 
     /// Notes that `template` has scopes (when its era is not being replaced right now; the
-    /// next era's first draw looks at the scopes itself).
+    /// next era's first draw looks at the scopes itself). Called only once a scope exists.
     fn mark_template(&self, template: &str) {
         if let Ok(era) = self.slot(template).era.try_read() {
             era.scoped.store(true, Ordering::SeqCst);
@@ -188,7 +205,50 @@ impl AppState {
         let mut era = slot.era.write().await;
         let old = std::mem::take(&mut *era);
         self.retire(name, old).await;
-        op.await
+        let out = op.await;
+        drop(era);
+        // The next draw finds out afresh what the name stands for (if it still exists).
+        self.forget_if_unused(name, slot);
+        out
+    }
+
+    /// Drops the slot of `name` when nothing holds it and its era knows nothing yet (a name
+    /// that did not resolve, or whose era an admin operation just ended): the service keeps
+    /// nothing for names that do not exist. A later use makes a fresh slot.
+    pub(super) fn forget_if_unused(&self, name: &str, slot: Arc<Slot>) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(kept) = slots.get(name) else {
+            return;
+        };
+        // The map's reference and `slot`: nobody else is using it.
+        if !Arc::ptr_eq(kept, &slot) || Arc::strong_count(&slot) != 2 {
+            return;
+        }
+        let unused = slot
+            .era
+            .try_read()
+            .is_ok_and(|era| era.target.get().is_none() && era.direct.get().is_none());
+        if unused {
+            slots.remove(name);
+        }
+    }
+
+    /// After a scope of `template` was deleted: the template's era ends, so its next draw
+    /// looks at the scopes that exist (it is drawable again once it has none).
+    pub(super) async fn rescan_template(&self, template: &str) {
+        let known = self
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(template)
+            .cloned();
+        if let Some(slot) = known {
+            let mut era = slot.era.write().await;
+            let old = std::mem::take(&mut *era);
+            self.retire(template, old).await;
+            drop(era);
+            self.forget_if_unused(template, slot);
+        }
     }
 
     /// Retires the clients of an era: the block client from the pool (closed, what is safe

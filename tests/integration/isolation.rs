@@ -1,0 +1,608 @@
+//! Token isolation, generated: tokens with random globs and operation sets send random
+//! requests to every endpoint of the service (plain names, scopes, stripes, queues, gap-free
+//! sequences, new names, percent-encoded names) while an admin draws. Two properties:
+//!
+//! - **Nothing read past the rights.** No answer to a token carries the name of a sequence it
+//!   has no right on (unless the request named it), nor the shape of one it may not read
+//!   (each sequence's `max` is a unique marker; `peek`, `list`, `alter`, `advance` and `reset`
+//!   answer with the state, so they count as reading).
+//! - **Nothing disturbed past the rights.** A sequence no token has any right on (a
+//!   *protected* one) is drawn by the admin between the tokens' requests: every draw succeeds
+//!   (never `409 template`, never a lost sequence), and at the end its shape is as created.
+//!
+//! It prints its seed; `DISPENSER_ISOLATION_SEED=<seed>` replays one. Sensitivity: with the
+//! service marking a template before the scope exists (the defect this test was written for:
+//! a token drawing `T@KEY`, with no right on `T`, made the admin's draws of `T` answer
+//! `409 template`), it fails within its rounds.
+
+use std::collections::BTreeMap;
+
+use dispenser::mongodb::bson::doc;
+use dispenser::{Dispenser, Options, Spec};
+use reqwest::Method;
+use serde_json::{Value, json};
+use wildmatch::WildMatch;
+
+use crate::common::{self, DB};
+use crate::model::rng::Rng;
+use crate::serve::{ADMIN, Service, send};
+
+/// The operations a token may hold.
+const OPS: [&str; 11] = [
+    "next", "create", "peek", "list", "advance", "reset", "delete", "alter", "void", "take", "call",
+];
+
+/// Operations whose answers show a sequence's state: holding one on a name reads it.
+const READS: [&str; 5] = ["peek", "list", "alter", "advance", "reset"];
+
+/// Plain sequences made by the admin (the first is also a template with a scope `@a`).
+const PLAIN: [&str; 5] = [
+    "tmpl-invoice",
+    "acct-payroll",
+    "acct-billing",
+    "tmpl-ticket",
+    "ledger-main",
+];
+const STRIPED: &str = "ids-fast";
+const QUEUE: &str = "queue-lobby";
+const GAPLESS: &str = "gap-inv";
+
+/// What a token's globs are drawn from.
+const GLOBS: [&str; 16] = [
+    "acct-*",
+    "tmpl-*",
+    "*@a",
+    "*@k1",
+    "*@*",
+    "tmpl-ticket@*",
+    "acct-payroll",
+    "*-billing",
+    "ids-fast",
+    "ids-fast~*",
+    "queue-*",
+    "gap-*",
+    "ledger-*@*",
+    "new-*",
+    "*-main",
+    "*",
+];
+
+struct Token {
+    name: String,
+    secret: String,
+    globs: Vec<String>,
+    ops: Vec<&'static str>,
+}
+
+impl Token {
+    fn may(&self, op: &str, name: &str) -> bool {
+        self.ops.contains(&op) && self.touches(name)
+    }
+
+    fn touches(&self, name: &str) -> bool {
+        self.globs.iter().any(|g| WildMatch::new(g).matches(name))
+    }
+
+    fn reads(&self, name: &str) -> bool {
+        READS.iter().any(|op| self.may(op, name))
+    }
+}
+
+/// The names a base name stands for: itself, its stripes, its existing scopes.
+fn family(base: &str, scopes: &[String]) -> Vec<String> {
+    let mut out = vec![base.to_owned(), format!("{base}~0"), format!("{base}~1")];
+    out.extend(
+        scopes
+            .iter()
+            .filter(|s| s.starts_with(&format!("{base}@")))
+            .cloned(),
+    );
+    out
+}
+
+/// The unique `max` each base's documents carry (scopes and stripes inherit it).
+fn marker(i: usize) -> i64 {
+    9_100_000_000_000 + i as i64 * 1_000_003
+}
+
+fn today() -> String {
+    jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .to_string()
+}
+
+/// A name to send a request about.
+fn pick_name(rng: &mut Rng) -> String {
+    let bases: Vec<&str> = PLAIN.iter().copied().chain([STRIPED]).collect();
+    let base = rng.pick(&bases);
+    match rng.below(9) {
+        0..=2 => base.to_owned(),
+        3 => format!("{base}@a"),
+        4 => format!("{base}@k1"),
+        5 => format!("{base}@{}", today()),
+        6 => format!("{STRIPED}~{}", rng.below(2)),
+        7 => format!("new-{}", rng.below(5)),
+        _ => rng.pick(&[QUEUE, GAPLESS]).to_owned(),
+    }
+}
+
+/// `name` as a path segment: sometimes with `@` and `~` percent-encoded.
+fn segment(rng: &mut Rng, name: &str) -> String {
+    if rng.chance(30) {
+        name.replace('@', "%40").replace('~', "%7E")
+    } else {
+        name.to_owned()
+    }
+}
+
+/// One random request: method, path, body, and the name it is about (if any).
+fn request(rng: &mut Rng) -> (Method, String, Option<Value>, Option<String>) {
+    let n = pick_name(rng);
+    let s = segment(rng, &n);
+    let big = rng.range(1, 1_000_000);
+    match rng.below(14) {
+        0..=2 => (
+            Method::POST,
+            format!("/v1/sequences/{s}/next?count={}", rng.range(1, 3)),
+            None,
+            Some(n),
+        ),
+        3 => (Method::GET, format!("/v1/sequences/{s}"), None, Some(n)),
+        4 => (Method::GET, "/v1/sequences".into(), None, None),
+        5 => {
+            let name = rng.pick(&[PLAIN[1], PLAIN[3], "new-1", "new-2"]).to_owned();
+            let mut body = json!({ "name": name, "if_not_exists": rng.chance(70) });
+            if rng.chance(50) {
+                body["max"] = json!(big);
+            }
+            (Method::POST, "/v1/sequences".into(), Some(body), Some(name))
+        }
+        6 => (
+            Method::POST,
+            format!("/v1/sequences/{s}/alter"),
+            Some(json!({ "max": big })),
+            Some(n),
+        ),
+        7 => (
+            Method::POST,
+            format!("/v1/sequences/{s}/advance"),
+            Some(json!({ "to": big })),
+            Some(n),
+        ),
+        8 => (
+            Method::POST,
+            format!("/v1/sequences/{s}/reset"),
+            Some(json!({ "next": big, "force": rng.chance(50) })),
+            Some(n),
+        ),
+        9 => (Method::DELETE, format!("/v1/sequences/{s}"), None, Some(n)),
+        10 => (Method::GET, "/v1/overview".into(), None, None),
+        11 => {
+            let op = rng.pick(&["", "/take", "/call"]);
+            let method = if op.is_empty() {
+                Method::GET
+            } else {
+                Method::POST
+            };
+            (
+                method,
+                format!("/v1/queues/{QUEUE}{op}"),
+                None,
+                Some(QUEUE.into()),
+            )
+        }
+        12 => (
+            Method::GET,
+            format!("/v1/gapless/{GAPLESS}"),
+            None,
+            Some(GAPLESS.into()),
+        ),
+        _ => (
+            Method::POST,
+            format!("/v1/gapless/{GAPLESS}/void"),
+            Some(json!({ "number": rng.range(1, 5), "reason": "test" })),
+            Some(GAPLESS.into()),
+        ),
+    }
+}
+
+fn tokens(rng: &mut Rng) -> Vec<Token> {
+    (0..3)
+        .map(|i| {
+            let mut globs: Vec<String> = Vec::new();
+            for _ in 0..rng.range(1, 3) {
+                // `*` rarely: it leaves nothing protected.
+                let pool = &GLOBS[..GLOBS.len() - usize::from(!rng.chance(5))];
+                let g = rng.pick(pool);
+                globs.push(g.to_owned());
+            }
+            let mut ops: Vec<&'static str> =
+                OPS.iter().copied().filter(|_| rng.chance(40)).collect();
+            if ops.is_empty() || rng.chance(60) {
+                ops.push("next");
+            }
+            ops.sort_unstable();
+            ops.dedup();
+            Token {
+                name: format!("tenant-{i}"),
+                secret: format!("isolation-token-{i}-{:016x}", rng.next_u64()),
+                globs,
+                ops,
+            }
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_token_reads_or_disturbs_what_its_rights_do_not_cover() {
+    let seed: u64 = std::env::var("DISPENSER_ISOLATION_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    eprintln!("isolation test: seed {seed} (replay: DISPENSER_ISOLATION_SEED={seed})");
+    let mut rng = Rng(seed);
+    for round in 0..8 {
+        round_of(rng.next_u64(), seed, round).await;
+    }
+}
+
+async fn round_of(seed: u64, top: u64, round: u32) {
+    let mut rng = Rng(seed);
+    let tokens = tokens(&mut rng);
+    let mut entries =
+        vec![json!({ "name": "admin", "token": ADMIN, "sequences": ["*"], "operations": OPS })];
+    entries.extend(tokens.iter().map(
+        |t| json!({ "name": t.name, "token": t.secret, "sequences": t.globs, "operations": t.ops }),
+    ));
+    let svc = Service::start_tokens(
+        "isolation",
+        &common::uri(),
+        &json!({ "tokens": entries }),
+        &[],
+    );
+    let d = Dispenser::new(
+        &common::client().await,
+        Options::default()
+            .with_database(DB)
+            .with_collection(svc.collection.as_str()),
+    )
+    .unwrap();
+    let context = |what: &str| {
+        format!(
+            "{what} (round {round}; replay: DISPENSER_ISOLATION_SEED={top}; tokens: {})",
+            tokens
+                .iter()
+                .map(|t| format!("{} {:?} {:?}", t.name, t.globs, t.ops))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+
+    // The world, made by the admin: each base with its unique max.
+    let mut markers: BTreeMap<String, i64> = BTreeMap::new();
+    for (i, name) in PLAIN.iter().enumerate() {
+        d.create(name, Spec::default().with_max(marker(i)))
+            .await
+            .unwrap();
+        markers.insert((*name).to_owned(), marker(i));
+    }
+    dispenser::stripe::StripedSequence::ensure(&d, STRIPED, 2, Spec::default().with_max(marker(9)))
+        .await
+        .unwrap();
+    markers.insert(STRIPED.to_owned(), marker(9));
+    let mut scopes = vec![format!("{}@a", PLAIN[0])];
+    d.open_scope(PLAIN[0], "a").await.unwrap();
+    d.ensure_queue(QUEUE, dispenser::queue::QueueSpec::default())
+        .await
+        .unwrap();
+    let business = format!("{}_inv", svc.collection);
+    let g = d
+        .open_gapless(
+            GAPLESS,
+            dispenser::gapless::GaplessOptions::new(&business, "number"),
+        )
+        .await
+        .unwrap();
+    let coll = g.business().clone();
+    g.issue(|n| {
+        let coll = coll.clone();
+        async move { coll.insert_one(doc! { "number": n }).await }
+    })
+    .await
+    .unwrap();
+    g.flush().await.unwrap();
+
+    // Protected: no token has any right on the base, its stripes or its scopes.
+    let every: Vec<&str> = PLAIN
+        .iter()
+        .copied()
+        .chain([STRIPED, QUEUE, GAPLESS])
+        .collect();
+    let protected: Vec<&str> = every
+        .iter()
+        .copied()
+        .filter(|b| {
+            let names = family(b, &scopes);
+            !tokens.iter().any(|t| names.iter().any(|n| t.touches(n)))
+        })
+        .collect();
+    // What the admin draws to check availability: a template through its scope.
+    let admin_draws: Vec<String> = protected
+        .iter()
+        .filter(|b| PLAIN.contains(b))
+        .map(|b| {
+            if *b == PLAIN[0] {
+                scopes[0].clone()
+            } else {
+                (*b).to_owned()
+            }
+        })
+        .collect();
+
+    let http = reqwest::Client::new();
+    let mut sent = 0;
+    for step in 0..150 {
+        let t = &tokens[rng.below(tokens.len() as u64) as usize];
+        let (method, path, body, about) = request(&mut rng);
+        let mut req = http
+            .request(method.clone(), svc.url(&path))
+            .bearer_auth(&t.secret);
+        if let Some(b) = &body {
+            req = req.json(b);
+        }
+        let (status, answer) = send(req).await;
+        sent += 1;
+        let text = answer.to_string();
+        let asked = format!(
+            "{path} {}",
+            body.as_ref().map(Value::to_string).unwrap_or_default()
+        );
+        // Scopes made by a token's draw from now on inherit their template's marker.
+        if status == 200
+            && method == Method::POST
+            && path.contains("/next?")
+            && let Some(n) = &about
+            && n.contains('@')
+            && !scopes.contains(n)
+        {
+            scopes.push(n.clone());
+        }
+        for (base, max) in &markers {
+            let names = family(base, &scopes);
+            let may_read = names.iter().any(|n| t.reads(n));
+            assert!(
+                may_read || !text.contains(&max.to_string()),
+                "{}",
+                context(&format!(
+                    "step {step}: {} {method} {path} got {status} showing the max of {base:?}, which it may not read: {text}",
+                    t.name
+                ))
+            );
+            let may_name = names.iter().any(|n| t.touches(n)) || asked.contains(base.as_str());
+            assert!(
+                may_name || !text.contains(base.as_str()),
+                "{}",
+                context(&format!(
+                    "step {step}: {} {method} {path} got {status} naming {base:?}, on which it has no right: {text}",
+                    t.name
+                ))
+            );
+        }
+        if step % 5 == 4 {
+            for name in &admin_draws {
+                let (status, answer) = send(
+                    http.post(svc.url(&format!("/v1/sequences/{name}/next")))
+                        .bearer_auth(ADMIN),
+                )
+                .await;
+                assert_eq!(
+                    status,
+                    200,
+                    "{}",
+                    context(&format!(
+                        "step {step}: the admin's draw of protected {name:?} failed: {answer}"
+                    ))
+                );
+            }
+        }
+    }
+    // Protected sequences keep their shape.
+    for base in protected.iter().filter(|b| PLAIN.contains(b)) {
+        let state = d.peek(base).await.unwrap();
+        assert_eq!(
+            (state.max, state.step, state.min, state.cycle),
+            (markers[*base], 1, Spec::default().min, false),
+            "{}",
+            context(&format!("protected {base:?} changed shape"))
+        );
+    }
+    eprintln!(
+        "isolation test: round {round}: {sent} requests from {} tokens, {} protected ({})",
+        tokens.len(),
+        protected.len(),
+        protected.join(", ")
+    );
+}
+
+/// A service whose tokens are the admin and `extra` (`(name, token, globs, operations)`).
+fn service_with(test: &str, extra: &[(&str, &str, &[&str], &[&str])]) -> Service {
+    let mut entries =
+        vec![json!({ "name": "admin", "token": ADMIN, "sequences": ["*"], "operations": OPS })];
+    for (name, token, globs, ops) in extra {
+        entries
+            .push(json!({ "name": name, "token": token, "sequences": globs, "operations": ops }));
+    }
+    Service::start_tokens(test, &common::uri(), &json!({ "tokens": entries }), &[])
+}
+
+const TENANT: &str = "tenant-acme-token-for-tests";
+const MAKER: &str = "creator-only-token-for-tests";
+
+/// Regression: a tenant token (`*@acme`: next, peek) drawing `billing@acme` made a scope from
+/// `billing`, on which it has no right, and the admin's draws of `billing` answered
+/// `409 template` from then on — also when nothing was made (`payroll@acme` before `payroll`
+/// existed) and after the only scope was deleted.
+#[tokio::test]
+async fn a_token_without_rights_on_a_template_neither_makes_its_scopes_nor_stops_its_draws() {
+    let svc = service_with(
+        "isolation_template",
+        &[("tenant-acme", TENANT, &["*@acme"], &["next", "peek"])],
+    );
+    let http = reqwest::Client::new();
+    let post =
+        |path: &str, token: &str| http.post(svc.url(path)).bearer_auth(token).json(&json!({}));
+    let (status, body) = send(
+        http.post(svc.url("/v1/sequences"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "name": "billing", "start": 500 })),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    // The tenant may not make the scope: it would start where `billing` stands.
+    let (status, body) = send(post("/v1/sequences/billing@acme/next", TENANT)).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.to_string().contains("500"), "{body}");
+    let (status, body) = send(post("/v1/sequences/billing/next", ADMIN)).await;
+    assert_eq!((status, &body["numbers"]), (200, &json!([500])), "{body}");
+    // Nothing made when the template does not exist, and nothing remembered about it.
+    let (status, body) = send(post("/v1/sequences/payroll@acme/next", TENANT)).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = send(
+        http.post(svc.url("/v1/sequences"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "name": "payroll" })),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = send(post("/v1/sequences/payroll/next", ADMIN)).await;
+    assert_eq!(status, 200, "{body}");
+    // A scope the admin makes turns the template into one; deleting it turns it back.
+    let (status, body) = send(post("/v1/sequences/billing@acme/next", ADMIN)).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = send(post("/v1/sequences/billing@acme/next", TENANT)).await;
+    assert_eq!(status, 200, "the tenant draws an existing scope: {body}");
+    let (status, body) = send(post("/v1/sequences/billing/next", ADMIN)).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (409, Some("template")),
+        "{body}"
+    );
+    let (status, body) = send(
+        http.delete(svc.url("/v1/sequences/billing@acme"))
+            .bearer_auth(ADMIN),
+    )
+    .await;
+    assert_eq!(status, 204, "{body}");
+    let (status, body) = send(post("/v1/sequences/billing/next", ADMIN)).await;
+    assert_eq!(status, 200, "the template has no scope left: {body}");
+}
+
+/// Regression: a draw-only token made a document, a block client and metric series for every
+/// new key it drew (`a@k1` … `a@k30`). Now a new keyed scope needs `create` on it (and `peek`
+/// on its template); draws of names that do not resolve leave nothing behind.
+#[tokio::test]
+async fn a_draw_only_token_makes_no_documents_and_no_series() {
+    let svc = service_with(
+        "isolation_scopes",
+        &[("a-star", TENANT, &["a*"], &["next", "peek"])],
+    );
+    let http = reqwest::Client::new();
+    let (status, body) = send(
+        http.post(svc.url("/v1/sequences"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "name": "a" })),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let scrape = |http: reqwest::Client| {
+        let url = svc.url("/metrics");
+        async move {
+            let text = http.get(url).send().await.unwrap().text().await.unwrap();
+            // The series about sequences (requests by status come and go with the refusals).
+            text.lines()
+                .filter(|l| l.contains("sequence=\""))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        }
+    };
+    let before = scrape(http.clone()).await.len();
+    for k in 1..=30 {
+        let (status, body) = send(
+            http.post(svc.url(&format!("/v1/sequences/a@k{k}/next")))
+                .bearer_auth(TENANT),
+        )
+        .await;
+        assert_eq!(status, 403, "a@k{k}: {body}");
+        let (status, body) = send(
+            http.post(svc.url(&format!("/v1/sequences/absent{k}/next")))
+                .bearer_auth(TENANT),
+        )
+        .await;
+        assert_eq!(status, 404, "absent{k}: {body}");
+    }
+    let documents = common::client()
+        .await
+        .database(DB)
+        .collection::<dispenser::mongodb::bson::Document>(&svc.collection)
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert_eq!(documents, 1, "only the admin's sequence exists");
+    let after = scrape(http.clone()).await.len();
+    assert_eq!(before, after, "refused draws added metric series");
+}
+
+/// Regression: a `create`-only token got 403 on `GET /v1/sequences/asecret`, but
+/// `if_not_exists` answered 409 naming the stored step, min and max, and with that shape 200
+/// with the whole state. Now it learns only that the name exists.
+#[tokio::test]
+async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
+    let svc = service_with(
+        "isolation_create",
+        &[("maker", MAKER, &["a*"], &["create"])],
+    );
+    let http = reqwest::Client::new();
+    let create = |token: &str, body: Value| {
+        http.post(svc.url("/v1/sequences"))
+            .bearer_auth(token)
+            .json(&body)
+    };
+    let (status, body) = send(create(
+        ADMIN,
+        json!({ "name": "asecret", "step": 7, "min": 3, "max": 987_654_321, "start": 10 }),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = send(
+        http.get(svc.url("/v1/sequences/asecret"))
+            .bearer_auth(MAKER),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    for shape in [
+        json!({ "name": "asecret", "if_not_exists": true }),
+        json!({ "name": "asecret", "if_not_exists": true, "step": 7, "min": 3, "max": 987_654_321, "start": 10 }),
+        json!({ "name": "asecret" }),
+    ] {
+        let (status, body) = send(create(MAKER, shape.clone())).await;
+        let text = body.to_string();
+        assert_eq!(status, 409, "{shape}: {text}");
+        assert_eq!(body["error"]["kind"], "already_exists", "{shape}: {text}");
+        for secret in ["987654321", "step 7", "min 3", "\"value\"", "next"] {
+            assert!(!text.contains(secret), "{shape}: shows {secret:?}: {text}");
+        }
+    }
+    // A token that may read it gets the idempotent answer.
+    let (status, body) = send(create(
+        ADMIN,
+        json!({ "name": "asecret", "if_not_exists": true, "step": 7, "min": 3, "max": 987_654_321, "start": 10 }),
+    ))
+    .await;
+    assert_eq!((status, &body["created"]), (200, &json!(false)), "{body}");
+}
