@@ -183,13 +183,19 @@ pub enum Error {
     /// as its range holds, so the next ticket would be one that someone waiting still holds.
     /// Nothing was written; take again once a ticket was called.
     #[error(
-        "queue {name:?} is full: {waiting} ticket(s) wait and its range holds {capacity}; call the next one before taking more"
+        "queue {name:?} is full: {}; call the next one before taking more",
+        full_reason(*.requested, *.waiting, *.shown, *.capacity)
     )]
     QueueFull {
         /// The queue's name.
         name: String,
-        /// How many tickets wait (equal to `capacity`).
+        /// How many tickets wait.
         waiting: u64,
+        /// The ticket shown as now serving (the last called), which is not handed out again
+        /// while it is shown; `None` before the first call.
+        shown: Option<i64>,
+        /// How many tickets were asked for at once (a family).
+        requested: u64,
         /// How many distinct tickets the queue's range holds.
         capacity: u64,
     },
@@ -240,6 +246,21 @@ pub enum Error {
         #[source]
         source: mongodb::error::Error,
     },
+}
+
+/// Why a take was refused, in words: what was asked, what waits, what is shown.
+fn full_reason(requested: u64, waiting: u64, shown: Option<i64>, capacity: u64) -> String {
+    let asked = if requested > 1 {
+        format!("{requested} tickets asked at once, ")
+    } else {
+        String::new()
+    };
+    match shown {
+        Some(t) => format!(
+            "{asked}{waiting} ticket(s) wait, ticket {t} is shown as now serving, and its range holds {capacity}"
+        ),
+        None => format!("{asked}{waiting} ticket(s) wait and its range holds {capacity}"),
+    }
 }
 
 impl Error {

@@ -294,18 +294,21 @@ impl Inner {
         Ok(stored)
     }
 
-    /// The ticket `op` took or called, from the state after it.
-    fn ticket(after: &Stored, op: Op) -> Ticket {
-        let serial = match op {
-            Op::Take => after.counters.taken,
-            Op::Call => after.counters.served,
+    /// The tickets `op` took (in the order they will be called) or called, from the state
+    /// after it.
+    fn tickets(after: &Stored, op: Op) -> Vec<Ticket> {
+        let (last, n) = match op {
+            Op::Take(n) => (after.counters.taken, i64::try_from(n).unwrap_or(1)),
+            Op::Call => (after.counters.served, 1),
         };
-        Ticket::new(&after.spec, after.counters, serial)
+        (last - n + 1..=last)
+            .map(|serial| Ticket::new(&after.spec, after.counters, serial))
+            .collect()
     }
 
     /// One take or call: the conditional increment first (unless the strategy is the
     /// compare-and-set), the compare-and-set when it does not match.
-    async fn act(&self, op: Op) -> Result<Ticket> {
+    async fn act(&self, op: Op) -> Result<Vec<Ticket>> {
         match self.strategy {
             Strategy::Cas => self.compare_and_set(op, true).await,
             _ => {
@@ -313,7 +316,7 @@ impl Inner {
                 match self.store.increment(&self.name, &known.spec, op).await? {
                     Some(after) => {
                         self.remember(after, false);
-                        Ok(Self::ticket(&after, op))
+                        Ok(Self::tickets(&after, op))
                     }
                     // Full, nobody waiting, another range or no such queue: a fresh read
                     // decides (and only a fresh read may refuse).
@@ -325,7 +328,7 @@ impl Inner {
 
     /// First writer wins: from the remembered state first when `optimistic_first`, else
     /// from a fresh read; a lost race backs off and re-reads, within the retry budget.
-    async fn compare_and_set(&self, op: Op, optimistic_first: bool) -> Result<Ticket> {
+    async fn compare_and_set(&self, op: Op, optimistic_first: bool) -> Result<Vec<Ticket>> {
         let mut budget = RetryBudget::new(&self.backoff);
         let mut guess = optimistic_first.then(|| self.remembered());
         loop {
@@ -350,7 +353,7 @@ impl Inner {
                     ..stored
                 };
                 self.remember(after, false);
-                return Ok(Self::ticket(&after, op));
+                return Ok(Self::tickets(&after, op));
             }
             let delay = budget.after_conflict(&self.name)?;
             tracing::debug!(queue = %self.name, version = stored.version, ?delay, "lost the compare-and-set race; backing off");
@@ -415,7 +418,43 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn take(&self) -> Result<Ticket> {
-        self.inner.act(Op::Take).await
+        let mut tickets = self.take_n(1).await?;
+        tickets.pop().ok_or_else(|| no_such(&self.inner.name))
+    }
+
+    /// Takes `n` tickets at once — a family — all or nothing: `n` consecutive tickets in one
+    /// write, in the order they will be called, or [`Error::QueueFull`] and nothing taken when
+    /// fewer than `n` fit.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `n` is 0; those of [`Queue::take`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Queue::take`]: dropped after its write was sent, the tickets it may have taken
+    /// are a gap.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// let family = lobby.take_n(3).await?;
+    /// assert_eq!(family.len(), 3);
+    /// assert_eq!(family[1].serial, family[0].serial + 1); // consecutive
+    /// # Ok(()) }
+    /// ```
+    pub async fn take_n(&self, n: u64) -> Result<Vec<Ticket>> {
+        if n == 0 {
+            return Err(Error::invalid_argument(
+                "ticket count",
+                format!(
+                    "0 tickets asked of queue {:?}; take at least 1",
+                    self.inner.name
+                ),
+            ));
+        }
+        self.inner.act(Op::Take(n)).await
     }
 
     /// Calls the oldest waiting ticket (the one taken longest ago).
@@ -440,7 +479,8 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn call(&self) -> Result<Ticket> {
-        self.inner.act(Op::Call).await
+        let mut tickets = self.inner.act(Op::Call).await?;
+        tickets.pop().ok_or_else(|| no_such(&self.inner.name))
     }
 
     /// Reads the queue's state: what is being served, how many wait, what comes next.

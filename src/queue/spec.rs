@@ -5,9 +5,12 @@
 //! only grow and never wrap; the ticket a person holds is derived from them and the range,
 //! like a cyclic sequence: tickets `min+1 … max`, then `min`, and round again. The `k`-th
 //! ticket taken (`k` from 1) shows `min + k mod capacity`, where `capacity = max - min + 1`
-//! is the number of distinct tickets. The tickets waiting are those of `served+1 ..= taken`;
-//! a take is allowed only while fewer than `capacity` wait, so the waiting tickets are at
-//! most `capacity` consecutive ones and never show the same number twice.
+//! is the number of distinct tickets. The tickets waiting are those of `served+1 ..= taken`,
+//! and once a ticket was called, the last one called (`served`) is shown as "now serving".
+//! A take is allowed only while the tickets held — those waiting, and the one shown — stay
+//! within `capacity`, so they are at most `capacity` consecutive ones and never show the same
+//! number twice: no one is handed the ticket on the board. A fresh queue (nothing called)
+//! takes its whole range.
 
 use crate::error::{Error, Result};
 
@@ -142,8 +145,8 @@ impl QueueSpec {
 /// What a write does to a queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
-    /// Take the next ticket: `taken + 1`.
-    Take,
+    /// Take the next `n` tickets (a family, consecutive): `taken + n`, `n ≥ 1`.
+    Take(u64),
     /// Call the oldest waiting ticket: `served + 1`.
     Call,
 }
@@ -162,13 +165,24 @@ impl Counters {
     pub(crate) fn waiting(&self) -> i64 {
         self.taken - self.served
     }
+
+    /// How many tickets are held: those waiting, and the one shown as now serving (the last
+    /// called, once one was).
+    pub(crate) fn held(&self) -> u64 {
+        u64::try_from(self.waiting()).unwrap_or(0) + u64::from(self.served > 0)
+    }
 }
 
 /// Why an operation cannot be done from a state (nothing is written).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Refusal {
-    /// As many tickets wait as the range holds.
-    Full { waiting: u64, capacity: u64 },
+    /// The tickets asked for do not fit beside those held (waiting, and shown).
+    Full {
+        waiting: u64,
+        capacity: u64,
+        requested: u64,
+        shown: bool,
+    },
     /// Nobody waits.
     Nobody { called: u64 },
     /// `taken` reached 2⁶³ − 1 (at a million tickets a second, after 292 000 years).
@@ -178,9 +192,16 @@ pub(crate) enum Refusal {
 impl Refusal {
     pub(crate) fn into_error(self, name: &str, spec: &QueueSpec, c: Counters) -> Error {
         match self {
-            Refusal::Full { waiting, capacity } => Error::QueueFull {
+            Refusal::Full {
+                waiting,
+                capacity,
+                requested,
+                shown,
+            } => Error::QueueFull {
                 name: name.to_owned(),
                 waiting,
+                shown: shown.then(|| spec.ticket(u64::try_from(c.served).unwrap_or(0))),
+                requested,
                 capacity,
             },
             Refusal::Nobody { called } => Error::NobodyWaiting {
@@ -204,12 +225,20 @@ impl Refusal {
 pub(crate) fn apply(spec: &QueueSpec, c: Counters, op: Op) -> Result<Counters, Refusal> {
     let waiting = u64::try_from(c.waiting()).unwrap_or(0);
     match op {
-        Op::Take => {
+        Op::Take(n) => {
             let capacity = spec.capacity();
-            if waiting >= capacity {
-                return Err(Refusal::Full { waiting, capacity });
+            if c.held().saturating_add(n) > capacity {
+                return Err(Refusal::Full {
+                    waiting,
+                    capacity,
+                    requested: n,
+                    shown: c.served > 0,
+                });
             }
-            let taken = c.taken.checked_add(1).ok_or(Refusal::Overflow)?;
+            let taken = i64::try_from(n)
+                .ok()
+                .and_then(|n| c.taken.checked_add(n))
+                .ok_or(Refusal::Overflow)?;
             Ok(Counters { taken, ..c })
         }
         Op::Call => {
@@ -281,9 +310,10 @@ mod tests {
         }
     }
 
-    /// Against a plain model (a list of waiting tickets): every admitted take adds a ticket
-    /// no one waiting holds, calls come out in take order, refusals exactly when full or
-    /// empty.
+    /// Against a plain model (a list of waiting tickets and the ticket shown as now serving):
+    /// every admitted take (of a family of 1 to 3) adds consecutive tickets that no one
+    /// waiting holds and that the board does not show; calls come out in take order;
+    /// refusals exactly when the family does not fit or nobody waits.
     #[test]
     fn the_counters_agree_with_a_list_of_waiting_tickets() {
         let spec = QueueSpec::default().with_min(3).with_max(6); // capacity 4
@@ -292,31 +322,48 @@ mod tests {
             served: 0,
         };
         let mut waiting: std::collections::VecDeque<i64> = Default::default();
+        let mut shown: Option<i64> = None;
         let mut x = 0x2545_f491_4f6c_dd1d_u64;
         for _ in 0..10_000 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let op = if x % 5 < 3 { Op::Take } else { Op::Call };
+            let op = if x % 5 < 3 {
+                Op::Take(1 + (x >> 8) % 3)
+            } else {
+                Op::Call
+            };
             match (op, apply(&spec, c, op)) {
-                (Op::Take, Ok(next)) => {
-                    let t = spec.ticket(next.taken as u64);
-                    assert!(!waiting.contains(&t), "{t} handed out while waiting");
-                    waiting.push_back(t);
+                (Op::Take(n), Ok(next)) => {
+                    assert_eq!(next.taken, c.taken + n as i64);
+                    for serial in c.taken + 1..=next.taken {
+                        let t = spec.ticket(serial as u64);
+                        assert!(!waiting.contains(&t), "{t} handed out while waiting");
+                        assert_ne!(Some(t), shown, "{t} handed out while shown");
+                        waiting.push_back(t);
+                    }
                     c = next;
                 }
                 (Op::Call, Ok(next)) => {
-                    assert_eq!(Some(spec.ticket(next.served as u64)), waiting.pop_front());
+                    let called = spec.ticket(next.served as u64);
+                    assert_eq!(Some(called), waiting.pop_front());
+                    shown = Some(called);
                     c = next;
                 }
                 (
-                    Op::Take,
+                    Op::Take(n),
                     Err(Refusal::Full {
                         waiting: w,
                         capacity,
+                        ..
                     }),
                 ) => {
-                    assert_eq!((w, capacity, waiting.len()), (4, 4, 4));
+                    assert_eq!((w, capacity), (waiting.len() as u64, 4));
+                    let held = waiting.len() as u64 + u64::from(shown.is_some());
+                    assert!(
+                        held + n > 4,
+                        "a family of {n} fitted ({held} held) but was refused"
+                    );
                 }
                 (Op::Call, Err(Refusal::Nobody { called })) => {
                     assert!(waiting.is_empty());
@@ -328,6 +375,44 @@ mod tests {
         }
     }
 
+    /// The reproduction: tickets 1, 2, 0; call → 1 is shown; a take would hand out 1 again.
+    #[test]
+    fn the_ticket_shown_is_not_taken_again_and_a_fresh_queue_takes_its_whole_range() {
+        let spec = QueueSpec::default().with_max(2); // 1, 2, 0
+        let mut c = Counters {
+            taken: 0,
+            served: 0,
+        };
+        for _ in 0..3 {
+            c = apply(&spec, c, Op::Take(1)).unwrap();
+        }
+        assert!(matches!(
+            apply(&spec, c, Op::Take(1)),
+            Err(Refusal::Full { .. })
+        ));
+        c = apply(&spec, c, Op::Call).unwrap();
+        assert_eq!(spec.ticket(c.served as u64), 1);
+        assert!(
+            matches!(apply(&spec, c, Op::Take(1)), Err(Refusal::Full { .. })),
+            "ticket 1 is on the board"
+        );
+        c = apply(&spec, c, Op::Call).unwrap(); // 2 shown, 0 waits
+        let next = apply(&spec, c, Op::Take(1)).unwrap();
+        assert_eq!(spec.ticket(next.taken as u64), 1);
+        // A family of 2 does not fit beside 0 waiting and 2 shown: nothing taken.
+        assert!(matches!(
+            apply(&spec, c, Op::Take(2)),
+            Err(Refusal::Full { .. })
+        ));
+        let ten = QueueSpec::default().with_max(9);
+        let fresh = Counters {
+            taken: 0,
+            served: 0,
+        };
+        assert_eq!(apply(&ten, fresh, Op::Take(10)).unwrap().taken, 10);
+        assert!(apply(&ten, fresh, Op::Take(11)).is_err());
+    }
+
     #[test]
     fn taken_never_overflows() {
         let spec = QueueSpec::default();
@@ -335,7 +420,7 @@ mod tests {
             taken: i64::MAX,
             served: i64::MAX,
         };
-        assert_eq!(apply(&spec, c, Op::Take), Err(Refusal::Overflow));
+        assert_eq!(apply(&spec, c, Op::Take(1)), Err(Refusal::Overflow));
         let e = Refusal::Overflow.into_error("q", &spec, c);
         assert!(e.is_exhausted(), "{e}");
     }

@@ -24,19 +24,23 @@ pub(crate) struct QueueStore {
 
 /// The update of `op`: the counter it moves, `waiting` with it, and `version`.
 fn update(op: Op) -> Document {
-    let (counter, waiting) = match op {
-        Op::Take => (field::TAKEN, 1_i64),
-        Op::Call => (field::SERVED, -1_i64),
+    let (counter, by, waiting) = match op {
+        Op::Take(n) => {
+            let n = i64::try_from(n).unwrap_or(i64::MAX);
+            (field::TAKEN, n, n)
+        }
+        Op::Call => (field::SERVED, 1, -1_i64),
     };
     doc! {
-        "$inc": { counter: 1_i64, field::WAITING: waiting, field::VERSION: 1_i64 },
+        "$inc": { counter: by, field::WAITING: waiting, field::VERSION: 1_i64 },
         "$currentDate": { field::UPDATED_AT: true },
     }
 }
 
 fn what(op: Op) -> &'static str {
     match op {
-        Op::Take => "taking a ticket of",
+        Op::Take(1) => "taking a ticket of",
+        Op::Take(_) => "taking tickets of",
         Op::Call => "calling the next ticket of",
     }
 }
@@ -132,21 +136,37 @@ impl QueueStore {
         spec: &QueueSpec,
         op: Op,
     ) -> Result<Option<Stored>> {
+        // Only a document whose counters agree (`waiting = taken - served`, what the decoder
+        // checks) is written: a corrupt one is left alone, and refused after a fresh read.
+        let consistent = doc! {
+            "$eq": [ format!("${}", field::WAITING), { "$subtract": [ format!("${}", field::TAKEN), format!("${}", field::SERVED) ] } ]
+        };
         let filter = match op {
-            Op::Take => doc! {
-                field::ID: name,
-                field::MIN: spec.min,
-                field::MAX: spec.max,
-                field::WAITING: {
-                    "$type": "long",
-                    "$lt": i64::try_from(spec.capacity()).unwrap_or(i64::MAX),
-                },
-                field::TAKEN: { "$type": "long", "$lt": i64::MAX },
-            },
+            Op::Take(n) => {
+                let capacity = i64::try_from(spec.capacity()).unwrap_or(i64::MAX);
+                let n = i64::try_from(n).unwrap_or(i64::MAX);
+                // Room for `n` more: the waiting tickets and, once one was called, the ticket
+                // shown as now serving stay within the capacity.
+                let room = |shown: i64| capacity.saturating_sub(n).saturating_sub(shown);
+                doc! {
+                    field::ID: name,
+                    field::MIN: spec.min,
+                    field::MAX: spec.max,
+                    field::WAITING: { "$type": "long" },
+                    field::TAKEN: { "$type": "long", "$lte": i64::MAX.saturating_sub(n) },
+                    "$or": [
+                        { field::SERVED: 0_i64, field::WAITING: { "$lte": room(0) } },
+                        { field::SERVED: { "$type": "long", "$gt": 0_i64 }, field::WAITING: { "$lte": room(1) } },
+                    ],
+                    "$expr": consistent,
+                }
+            }
             Op::Call => doc! {
                 field::ID: name,
                 field::WAITING: { "$type": "long", "$gt": 0_i64 },
                 field::SERVED: { "$type": "long" },
+                field::TAKEN: { "$type": "long" },
+                "$expr": consistent,
             },
         };
         let opts = FindOneAndUpdateOptions::builder()

@@ -2,9 +2,8 @@
 
 use std::io::Write;
 
+use dispenser::Dispenser;
 use dispenser::queue::{QueueSpec, QueueStatus, Ticket};
-use dispenser::{Dispenser, Error};
-use futures::future::join_all;
 
 use crate::args::whole;
 use crate::exit::Outcome;
@@ -34,8 +33,9 @@ pub enum QueueCommand {
     Take {
         /// Queue name.
         name: String,
-        /// Take this many tickets at once (concurrent takes, each its own write); the tickets
-        /// are printed in the order taken, and the refused ones counted on stderr (exit 9).
+        /// Take this many tickets at once, a family: consecutive tickets in one write, all or
+        /// nothing (exit 9 and nothing taken when fewer fit); printed in the order they will
+        /// be called.
         #[arg(long, default_value_t = 1, value_parser = whole::<u64>(1, MAX_TAKE), allow_negative_numbers = true)]
         count: u64,
         /// Print each ticket as JSON: {"ticket", "serial", "taken", "served", "waiting"}.
@@ -113,42 +113,10 @@ pub async fn run(
             writeln!(out, "{}", describe(&q.status().await?)).map_err(io_err)?;
         }
         QueueCommand::Take { name, count, json } => {
-            let q = d.open_queue(&name).await?;
-            let results = join_all((0..count).map(|_| q.take())).await;
-            let mut tickets = Vec::new();
-            let mut refused = Vec::new();
-            for r in results {
-                match r {
-                    Ok(t) => tickets.push(t),
-                    Err(e) => refused.push(e),
-                }
-            }
-            // In the order taken: the order they will be called in.
-            tickets.sort_by_key(|t| t.serial);
+            let tickets = d.open_queue(&name).await?.take_n(count).await?;
             for t in &tickets {
                 writeln!(out, "{}", ticket_line(t, json)).map_err(io_err)?;
             }
-            out.flush().map_err(io_err)?;
-            if refused.is_empty() {
-                return Ok(Outcome::Done);
-            }
-            let full = refused
-                .iter()
-                .filter(|e| matches!(e, Error::QueueFull { .. }))
-                .count();
-            if count > 1 {
-                eprintln!(
-                    "dispenser: {} of {count} take(s) refused ({full} because the queue was full); {} ticket(s) taken",
-                    refused.len(),
-                    tickets.len()
-                );
-            }
-            // Another error (the database) speaks before "full": it is the one to act on.
-            let worst = refused
-                .iter()
-                .position(|e| !matches!(e, Error::QueueFull { .. }))
-                .unwrap_or(0);
-            return Err(refused.swap_remove(worst));
         }
         QueueCommand::Call { name, json } => {
             let t = d.open_queue(&name).await?.call().await?;
