@@ -4,8 +4,9 @@
 //!
 //! - **Nothing read past the rights.** No answer to a token carries the name of a sequence it
 //!   has no right on (unless the request named it), nor the shape of one it may not read
-//!   (each sequence's `max` is a unique marker; `peek`, `list`, `alter`, `advance` and `reset`
-//!   answer with the state, so they count as reading).
+//!   (each sequence's `max` is a unique marker, and so are the gap-free sequence's numbers;
+//!   `peek`, `list`, `alter`, `advance` and `reset` answer with the state, so they count as
+//!   reading).
 //! - **Nothing disturbed past the rights.** A sequence no token has any right on (a
 //!   *protected* one) is drawn by the admin between the tokens' requests: every draw succeeds
 //!   (never `409 template`, never a lost sequence), and at the end its shape is as created.
@@ -14,8 +15,6 @@
 //! service marking a template before the scope exists (the defect this test was written for:
 //! a token drawing `T@KEY`, with no right on `T`, made the admin's draws of `T` answer
 //! `409 template`), it fails within its rounds.
-
-use std::collections::BTreeMap;
 
 use dispenser::mongodb::bson::doc;
 use dispenser::{Dispenser, Options, Spec};
@@ -285,17 +284,19 @@ async fn round_of(seed: u64, top: u64, round: u32) {
     };
 
     // The world, made by the admin: each base with its unique max.
-    let mut markers: BTreeMap<String, i64> = BTreeMap::new();
+    // What each base's answers may show only to a token that may read it: the plain and
+    // striped sequences' unique max, the gap-free sequence's numbers (it starts at a marker).
+    let mut markers: Vec<(String, i64)> = Vec::new();
     for (i, name) in PLAIN.iter().enumerate() {
         d.create(name, Spec::default().with_max(marker(i)))
             .await
             .unwrap();
-        markers.insert((*name).to_owned(), marker(i));
+        markers.push(((*name).to_owned(), marker(i)));
     }
     dispenser::stripe::StripedSequence::ensure(&d, STRIPED, 2, Spec::default().with_max(marker(9)))
         .await
         .unwrap();
-    markers.insert(STRIPED.to_owned(), marker(9));
+    markers.push((STRIPED.to_owned(), marker(9)));
     let mut scopes = vec![format!("{}@a", PLAIN[0])];
     d.open_scope(PLAIN[0], "a").await.unwrap();
     d.ensure_queue(QUEUE, dispenser::queue::QueueSpec::default())
@@ -305,7 +306,7 @@ async fn round_of(seed: u64, top: u64, round: u32) {
     let g = d
         .open_gapless(
             GAPLESS,
-            dispenser::gapless::GaplessOptions::new(&business, "number"),
+            dispenser::gapless::GaplessOptions::new(&business, "number").with_start(marker(10)),
         )
         .await
         .unwrap();
@@ -317,6 +318,9 @@ async fn round_of(seed: u64, top: u64, round: u32) {
     .await
     .unwrap();
     g.flush().await.unwrap();
+    // The number issued, and the next one.
+    markers.push((GAPLESS.to_owned(), marker(10)));
+    markers.push((GAPLESS.to_owned(), marker(10) + 1));
 
     // Protected: no token has any right on the base, its stripes or its scopes.
     let every: Vec<&str> = PLAIN
@@ -417,7 +421,12 @@ async fn round_of(seed: u64, top: u64, round: u32) {
         let state = d.peek(base).await.unwrap();
         assert_eq!(
             (state.max, state.step, state.min, state.cycle),
-            (markers[*base], 1, Spec::default().min, false),
+            (
+                marker(PLAIN.iter().position(|p| p == base).unwrap_or(0)),
+                1,
+                Spec::default().min,
+                false
+            ),
             "{}",
             context(&format!("protected {base:?} changed shape"))
         );
