@@ -1088,6 +1088,172 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, json!({ "name": "inv", "voided": 3 }));
     assert_eq!(g.status().await.unwrap().next, 4);
+    // Release (token operation `void`) and the longest lease (`alter`).
+    let release = |token: &'static str, body: serde_json::Value| {
+        http.post(svc.url("/v1/gapless/inv/release"))
+            .bearer_auth(token)
+            .json(&body)
+    };
+    let (status, body) = send(release(VOIDER, json!({ "number": 9 }))).await;
+    assert_eq!(status, 422, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        !message.contains('4') && message.contains("peek"),
+        "{message}"
+    );
+    let (status, body) = send(release(ADMIN, json!({ "number": 4 }))).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no holder"),
+        "{body}"
+    );
+    let (status, body) = send(
+        http.post(svc.url(&format!("/v1/gapless/{long}/release")))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "number": 4 })),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let max_lease = |token: &'static str, ms: i64| {
+        http.post(svc.url("/v1/gapless/inv/max-lease"))
+            .bearer_auth(token)
+            .json(&json!({ "max_lease_ms": ms }))
+    };
+    let (status, body) = send(max_lease(VOIDER, 60_000)).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = send(max_lease(ADMIN, 0)).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = send(max_lease(ADMIN, 60_000)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({ "name": "inv", "max_lease_ms": 60_000 }));
+    let (_, body) = send(http.get(svc.url("/v1/gapless/inv")).bearer_auth(ADMIN)).await;
+    assert_eq!(
+        (
+            body["max_lease_ms"].as_i64(),
+            body["unique_index"].as_bool()
+        ),
+        (Some(60_000), Some(true)),
+        "{body}"
+    );
+    for (path, op) in [
+        ("/v1/gapless/{name}/release", "gapless_release"),
+        ("/v1/gapless/{name}/max-lease", "gapless_max_lease"),
+    ] {
+        assert_eq!(doc["paths"][path]["post"]["operationId"], op, "{path}");
+        assert_eq!(name_schema(path, "post"), sequence, "{path}");
+    }
+}
+
+/// A forced release of a holder that is alive after all: its number is voided, and its
+/// business write, landing afterwards, fails on the unique index — the holder moves on to
+/// the next number. No number both used and voided, none twice. Without force the release
+/// is refused while the lease runs; the status shows a dropped index; the longest lease is
+/// checked and refuses a longer lease on open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_fails() {
+    use dispenser::gapless::Released;
+    let f = Fixture::new("gapless_release_live").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let g = d
+        .open_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let runs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let holder = {
+        let (g, go, runs) = (g.clone(), go.clone(), runs.clone());
+        tokio::spawn(async move {
+            let coll = g.business().clone();
+            g.issue(|n| {
+                let (coll, go, runs) = (coll.clone(), go.clone(), runs.clone());
+                async move {
+                    let first = {
+                        let mut r = runs.lock().unwrap();
+                        r.push(n);
+                        r.len() == 1
+                    };
+                    if first {
+                        go.notified().await;
+                    }
+                    coll.insert_one(doc! { "number": n, "by": "holder" }).await
+                }
+            })
+            .await
+        })
+    };
+    let other = d.find_gapless("inv").await.unwrap();
+    while other.status().await.unwrap().lease.is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let e = other.release(1, "x", false).await.unwrap_err();
+    assert!(e.to_string().contains("could still land"), "{e}");
+    let e = other.release(2, "x", true).await.unwrap_err();
+    assert!(e.to_string().contains("1, can be released"), "{e}");
+    assert_eq!(
+        other
+            .release(1, "operator: holder declared dead", true)
+            .await
+            .unwrap(),
+        Released::Voided(1)
+    );
+    go.notify_one();
+    let issued = holder.await.unwrap().unwrap();
+    assert_eq!((issued.number, issued.skipped), (2, 1));
+    assert_eq!(*runs.lock().unwrap(), vec![1, 2]);
+    g.flush().await.unwrap();
+    assert_eq!(
+        g.business()
+            .count_documents(doc! { "number": 1 })
+            .await
+            .unwrap(),
+        1
+    );
+    let a = common::audit_of(&g, Some(1)).await.unwrap();
+    assert!(a.is_clean(), "{a:?}");
+    assert_eq!((a.numbers, a.voids.clone()), (2, vec![1]));
+    // The status shows a dropped index; the next operation that writes creates it again.
+    g.business().drop_index("number_1").await.unwrap();
+    assert!(!g.status().await.unwrap().unique_index);
+    g.void(3, "torn").await.unwrap();
+    assert!(g.status().await.unwrap().unique_index);
+    // The longest lease.
+    assert_eq!(
+        g.status().await.unwrap().max_lease,
+        Duration::from_secs(300)
+    );
+    assert!(
+        g.set_max_lease(Duration::ZERO)
+            .await
+            .unwrap_err()
+            .is_invalid_input()
+    );
+    g.set_max_lease(Duration::from_secs(30)).await.unwrap();
+    let e = d
+        .open_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(31)),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("longest lease"), "{e}");
+    assert_eq!(
+        d.find_gapless("inv").await.unwrap().options().lease,
+        Duration::from_secs(10)
+    );
+    g.set_max_lease(Duration::from_secs(2)).await.unwrap();
+    let found = d.find_gapless("inv").await.unwrap();
+    assert_eq!(found.options().lease, Duration::from_secs(2));
+    assert!(matches!(
+        d.find_gapless("none").await.unwrap_err(),
+        Error::NoSuchSequence { .. }
+    ));
 }
 
 /// A void after someone dropped the unique index never adds a second document for a number
