@@ -13,7 +13,10 @@
 //!   and refuses a partial, sparse or collated one). A business write and a **void
 //!   document** ([`Gapless::void`] inserts one into the business collection) carrying the
 //!   same number meet there: the later one fails with a duplicate key. A caller whose write
-//!   meets the index moves on to the next number.
+//!   meets the index moves on to the next number. The operations that write make sure the
+//!   index is still there (creating it again when it was dropped) before they rely on it.
+//! - **Leases end**: a sequence stores its longest lease (no lease counts for longer), and
+//!   [`Gapless::release`] ends a dead holder's lease at once.
 //! - **No gaps**: the state document's `next` only moves past a number once a document
 //!   carries it, read back with majority read concern when the writer is not the one moving
 //!   it. A write that fails, a closure that panics or returns an error, releases the lease at

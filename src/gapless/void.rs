@@ -65,15 +65,19 @@ impl Gapless {
     /// [audit](super::audit) counts void documents as voided, not missing.
     ///
     /// Only the next number can be voided — the one no document carries yet — and not while
-    /// a live lease holds it (by the server's clock). A caller that takes the number between
-    /// this check and the insert loses it to the void at the index and moves on.
+    /// a live lease holds it (by the server's clock). It first makes sure the unique index is
+    /// there (creating it again if someone dropped it) and looks the number up with majority
+    /// read concern: a number a document carries is never voided, whatever happened to the
+    /// index. A caller that takes the number between this check and the insert loses it to
+    /// the void at the index and moves on.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an empty reason (or over 1000 bytes), a number that is
     /// not the next one (saying which is), a number held by a live lease, or one a document
     /// already carries (a holder that died after its write, or a void that just won: nothing
-    /// is voided, the sequence moves past it); [`Error::Exhausted`] at `i64::MAX`;
+    /// is voided, the sequence moves past it); [`Error::CorruptDocument`] when a document
+    /// holds the number as a `Decimal128` or in an array; [`Error::Exhausted`] at `i64::MAX`;
     /// [`Error::Database`], [`Error::Timeout`] (whether the void document was written is then
     /// unknown: [`status`](Gapless::status) or the audit shows it).
     ///
