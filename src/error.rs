@@ -138,15 +138,16 @@ pub enum Error {
         problem: String,
     },
 
-    /// A database operation did not finish within [`Options::operation_timeout`]. Whether
-    /// the write happened is unknown; numbers it may have reserved are a gap, never issued.
+    /// A database operation did not finish within [`Options::operation_timeout`]. What that
+    /// leaves behind depends on the operation, and `context` says it: a read lost nothing;
+    /// a write's outcome is unknown — numbers a draw may have reserved are a gap, never
+    /// issued, and a gap-free sequence leaves no gap (its number is used only once a
+    /// document carries it).
     ///
     /// [`Options::operation_timeout`]: crate::Options::operation_timeout
-    #[error(
-        "timed out after {after:?} while {context} (the outcome is unknown; any numbers it reserved are a gap)"
-    )]
+    #[error("timed out after {after:?} while {context}")]
     Timeout {
-        /// What the library was doing.
+        /// What the library was doing, and what a timeout there leaves behind.
         context: String,
         /// The configured timeout.
         after: Duration,
@@ -297,11 +298,45 @@ impl Error {
         }
     }
 
+    /// [`Error::Timeout`] of the operation `context` after `after`, saying what the timeout
+    /// left behind.
+    pub(crate) fn timeout(context: impl Into<String>, after: Duration, left: Aftermath) -> Self {
+        Error::Timeout {
+            context: format!("{} ({})", context.into(), left.says()),
+            after,
+        }
+    }
+
     pub(crate) fn corrupt(name: &str, field: &str, problem: impl Into<String>) -> Self {
         Error::CorruptDocument {
             name: name.to_owned(),
             field: field.to_owned(),
             problem: problem.into(),
+        }
+    }
+}
+
+/// What an operation that timed out leaves behind, as [`Error::Timeout`] says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Aftermath {
+    /// A read: nothing was written, nothing is lost.
+    Read,
+    /// A write that may reserve numbers (a draw): its numbers are a gap, never issued.
+    Draw,
+    /// A write of a gap-free sequence: its outcome is unknown, but no number is lost.
+    GapFree,
+}
+
+impl Aftermath {
+    fn says(self) -> &'static str {
+        match self {
+            Aftermath::Read => "a read: nothing was written and nothing is lost; try again",
+            Aftermath::Draw => {
+                "the outcome is unknown; any numbers it reserved are a gap, never issued"
+            }
+            Aftermath::GapFree => {
+                "the outcome is unknown, but a gap-free sequence leaves no gap: a number is used only once a document carries it, and the next caller finds it used or takes it"
+            }
         }
     }
 }
@@ -455,6 +490,27 @@ mod tests {
         assert_eq!(
             describe_selection(unsuitable),
             "server selection timed out: no suitable server (a:1: a RsSecondary server)"
+        );
+    }
+
+    #[test]
+    fn a_timeout_says_what_it_left_behind_by_operation() {
+        let after = Duration::from_secs(1);
+        let read = Error::timeout("reading sequence \"s\"", after, Aftermath::Read).to_string();
+        assert!(
+            read.contains("nothing is lost") && !read.contains("gap"),
+            "{read}"
+        );
+        let draw = Error::timeout("incrementing sequence \"s\"", after, Aftermath::Draw);
+        assert!(draw.to_string().contains("are a gap"), "{draw}");
+        let free = Error::timeout("taking a lease", after, Aftermath::GapFree).to_string();
+        assert!(
+            free.contains("leaves no gap") && !free.contains("are a gap"),
+            "{free}"
+        );
+        assert!(
+            free.starts_with("timed out after 1s while taking a lease ("),
+            "{free}"
         );
     }
 

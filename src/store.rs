@@ -19,7 +19,7 @@ use mongodb::options::{
 use mongodb::{Client, Collection};
 
 use crate::document::{self, Stamp, Stored, StripeId, field};
-use crate::error::{Error, Result};
+use crate::error::{Aftermath, Error, Result};
 use crate::options::Options;
 use crate::spec::Spec;
 use crate::usage;
@@ -128,19 +128,35 @@ impl Store {
         }
     }
 
-    /// Runs one operation under the timeout, mapping driver errors.
+    /// Runs one write under the timeout, mapping driver errors (a timeout: its outcome is
+    /// unknown, and numbers it may have reserved are a gap).
     pub(crate) async fn bounded<T>(
         &self,
+        context: impl FnOnce() -> String,
+        op: impl IntoFuture<Output = mongodb::error::Result<T>>,
+    ) -> Result<T> {
+        self.bounded_as(Aftermath::Draw, context, op).await
+    }
+
+    /// Runs one read under the timeout, mapping driver errors (a timeout lost nothing).
+    pub(crate) async fn bounded_read<T>(
+        &self,
+        context: impl FnOnce() -> String,
+        op: impl IntoFuture<Output = mongodb::error::Result<T>>,
+    ) -> Result<T> {
+        self.bounded_as(Aftermath::Read, context, op).await
+    }
+
+    async fn bounded_as<T>(
+        &self,
+        left: Aftermath,
         context: impl FnOnce() -> String,
         op: impl IntoFuture<Output = mongodb::error::Result<T>>,
     ) -> Result<T> {
         match tokio::time::timeout(self.timeout, op.into_future()).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(Error::database(context(), e)),
-            Err(_) => Err(Error::Timeout {
-                context: context(),
-                after: self.timeout,
-            }),
+            Err(_) => Err(Error::timeout(context(), self.timeout, left)),
         }
     }
 
@@ -159,10 +175,11 @@ impl Store {
             Ok(Ok(_)) => Ok(Some(incarnation)),
             Ok(Err(e)) if is_duplicate_key(&e) => Ok(None),
             Ok(Err(e)) => Err(Error::database(format!("creating sequence {name:?}"), e)),
-            Err(_) => Err(Error::Timeout {
-                context: format!("creating sequence {name:?}"),
-                after: self.timeout,
-            }),
+            Err(_) => Err(Error::timeout(
+                format!("creating sequence {name:?}"),
+                self.timeout,
+                Aftermath::Draw,
+            )),
         }
     }
 
@@ -180,7 +197,7 @@ impl Store {
 
     async fn find(&self, name: &str, projection: Document) -> Result<Option<Document>> {
         let opts = FindOneOptions::builder().projection(projection).build();
-        self.bounded(
+        self.bounded_read(
             || format!("reading sequence {name:?}"),
             self.coll
                 .find_one(doc! { field::ID: name })
@@ -214,7 +231,7 @@ impl Store {
             .sort(doc! { field::ID: 1 })
             .build();
         let docs: Vec<Document> = self
-            .bounded(|| "listing sequences".to_owned(), async {
+            .bounded_read(|| "listing sequences".to_owned(), async {
                 self.coll
                     .find(filter)
                     .with_options(opts)
@@ -233,7 +250,7 @@ impl Store {
             .sort(doc! { field::ID: 1 })
             .build();
         let docs: Vec<Document> = self
-            .bounded(
+            .bounded_read(
                 || format!("listing sequences from {from:?} to {to:?}"),
                 async {
                     self.coll
@@ -470,7 +487,7 @@ impl Store {
             .coll
             .client()
             .database(self.coll.namespace().db.as_str());
-        self.bounded(
+        self.bounded_read(
             || "pinging the server".to_owned(),
             db.run_command(doc! { "ping": 1 }),
         )

@@ -5,7 +5,7 @@ use futures::TryStreamExt;
 use mongodb::Collection;
 use mongodb::options::ReadConcern;
 
-use super::path::at_path;
+use super::path::{at_path, number_in};
 use crate::error::{Error, Result};
 
 /// How many gap ranges and duplicated numbers an [`Audit`] lists (the counts are always
@@ -53,6 +53,14 @@ pub struct Audit {
     pub voided: u64,
     /// The voided numbers, in order (at most [`AUDIT_LIST_LIMIT`]).
     pub voids: Vec<i64>,
+    /// Documents whose field holds a number of another type (a `Decimal128`) or shape (an
+    /// array, or an array on the way to a nested field): the unique index and the queries
+    /// see a number there that a gap-free sequence cannot read, so it would stop at that
+    /// number. A problem: [`is_clean`](Audit::is_clean) is false while there is one.
+    pub malformed: u64,
+    /// The malformed documents: their `_id` (as extended JSON text, such as `"inv-7"` or
+    /// `ObjectId("…")`) and what their field holds (at most [`AUDIT_LIST_LIMIT`]).
+    pub malformed_docs: Vec<(String, String)>,
 }
 
 /// What an [`audit`] expects.
@@ -120,7 +128,7 @@ impl AuditOptions {
 }
 
 impl Audit {
-    /// No gap and no duplicate.
+    /// No gap, no duplicate and no malformed number.
     ///
     /// # Example
     ///
@@ -128,7 +136,7 @@ impl Audit {
     /// assert!(dispenser::gapless::Audit::default().is_clean());
     /// ```
     pub fn is_clean(&self) -> bool {
-        self.missing == 0 && self.duplicated == 0
+        self.missing == 0 && self.duplicated == 0 && self.malformed == 0
     }
 
     /// Whether `n` is in one of the listed gaps.
@@ -178,20 +186,11 @@ impl Audit {
     }
 }
 
-/// An integer held in a BSON value (int32, int64, or a double without a fraction).
-pub(super) fn integer(v: &Bson) -> Option<i64> {
-    match v {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e18 => Some(*d as i64),
-        _ => None,
-    }
-}
-
 /// Audits `field` of the documents of `business`: every number from `options.from` (or the
 /// smallest found) to the largest found should be carried by exactly one document — a
 /// business document, or a void document (counted in [`Audit::voided`] and listed in
-/// [`Audit::voids`]). Documents without the field are ignored. One scan sorted on the field
+/// [`Audit::voids`]). Documents without the field are ignored; a number of another type
+/// (`Decimal128`) or shape (an array) is a problem ([`Audit::malformed`], by `_id`). One scan sorted on the field
 /// (an index on it makes it cheap; without one the server sorts, with `allowDiskUse`), read
 /// with majority read concern: what it reports cannot be rolled back.
 ///
@@ -242,7 +241,7 @@ pub async fn audit(
         Some(f) => doc! { field: { "$gte": f } },
         None => doc! { field: { "$exists": true } },
     };
-    let mut projection = doc! { field: 1, "_id": 0 };
+    let mut projection = doc! { field: 1, "_id": 1 };
     if let Some(v) = void_field {
         projection.insert(v, 1);
     }
@@ -263,14 +262,21 @@ pub async fn audit(
         .await
         .map_err(|e| Error::database(context(), e))?
     {
-        match at_path(&d, field).and_then(integer) {
-            Some(n) => {
+        match number_in(&d, field) {
+            Ok(Some(n)) => {
                 a.add(n, from);
                 if void_field.is_some_and(|v| is_void(&d, v)) {
                     a.add_void(n);
                 }
             }
-            None => a.not_integer += 1,
+            Ok(None) => a.not_integer += 1,
+            Err(problem) => {
+                a.malformed += 1;
+                if a.malformed_docs.len() < AUDIT_LIST_LIMIT {
+                    let id = d.get("_id").map_or_else(|| "?".to_owned(), Bson::to_string);
+                    a.malformed_docs.push((id, problem));
+                }
+            }
         }
     }
     Ok(a)
@@ -331,13 +337,5 @@ mod tests {
         a.add_void(2);
         assert!(a.is_clean());
         assert_eq!((a.voided, a.voids.clone()), (1, vec![2]));
-    }
-
-    #[test]
-    fn integers_come_in_three_types() {
-        assert_eq!(integer(&Bson::Int32(4)), Some(4));
-        assert_eq!(integer(&Bson::Double(4.0)), Some(4));
-        assert_eq!(integer(&Bson::Double(4.5)), None);
-        assert_eq!(integer(&Bson::String("4".into())), None);
     }
 }

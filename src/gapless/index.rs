@@ -51,48 +51,78 @@ fn on_exactly(keys: &Document, field: &str) -> bool {
             .is_some_and(|d| d == 1 || d == -1)
 }
 
-/// Makes sure `business` has a plain unique index on exactly `o.field`: uses one that
-/// exists, refuses (naming it) a unique index on the field that is partial, sparse or
-/// collated when there is no plain one, and otherwise creates `{field: 1}` unique with the
-/// simple collation (so a default collation of the collection does not apply).
-pub(super) async fn ensure_unique_index(
-    business: &Collection<Document>,
-    o: &GaplessOptions,
-) -> Result<()> {
-    let context = || {
-        format!(
-            "making sure collection {:?} has a unique index on {:?} (gap-free numbers need it: it is what keeps two writes from carrying one number)",
-            o.collection, o.field
-        )
-    };
+/// What the business collection's indexes offer on the field.
+enum Offer {
+    /// A plain unique index on exactly the field.
+    Plain,
+    /// Only a unique index on the field that is weaker (its name, why).
+    Weak(String, String),
+    /// No unique index on the field.
+    Nothing,
+}
+
+fn context(o: &GaplessOptions) -> String {
+    format!(
+        "making sure collection {:?} has a unique index on {:?} (gap-free numbers need it: it is what keeps two writes from carrying one number)",
+        o.collection, o.field
+    )
+}
+
+async fn inspect(business: &Collection<Document>, o: &GaplessOptions) -> Result<Offer> {
     let mut weak = None;
     // No collection yet: no indexes (some servers answer an error, others an empty list).
     if let Ok(mut cursor) = business.list_indexes().await {
         while let Some(ix) = cursor
             .try_next()
             .await
-            .map_err(|e| Error::database(context(), e))?
+            .map_err(|e| Error::database(context(o), e))?
         {
             let options = ix.options.clone().unwrap_or_default();
             if !on_exactly(&ix.keys, &o.field) || options.unique != Some(true) {
                 continue;
             }
             match weakness(&options) {
-                None => return Ok(()),
+                None => return Ok(Offer::Plain),
                 Some(why) => {
                     weak.get_or_insert((options.name.clone().unwrap_or_default(), why));
                 }
             }
         }
     }
-    if let Some((name, why)) = weak {
-        return Err(Error::invalid_argument(
-            "gap-free collection",
-            format!(
-                "the unique index {name:?} on {}.{} is {why}; drop it, or add a plain unique index {{{}: 1}}, then open again",
-                o.collection, o.field, o.field
-            ),
-        ));
+    Ok(weak.map_or(Offer::Nothing, |(name, why)| Offer::Weak(name, why)))
+}
+
+/// Whether `business` has a plain unique index on exactly `o.field` (only reads).
+pub(super) async fn has_unique_index(
+    business: &Collection<Document>,
+    o: &GaplessOptions,
+) -> Result<bool> {
+    Ok(matches!(inspect(business, o).await?, Offer::Plain))
+}
+
+/// Makes sure `business` has a plain unique index on exactly `o.field`: uses one that
+/// exists, refuses (naming it) a unique index on the field that is partial, sparse or
+/// collated when there is no plain one, and otherwise creates `{field: 1}` unique with the
+/// simple collation (so a default collation of the collection does not apply). Every
+/// gap-free operation that writes calls it before it relies on the index (one
+/// `listIndexes`), so an index dropped at run time is created again — or, when the
+/// collection now holds a number twice, the operation is refused.
+pub(super) async fn ensure_unique_index(
+    business: &Collection<Document>,
+    o: &GaplessOptions,
+) -> Result<()> {
+    match inspect(business, o).await? {
+        Offer::Plain => return Ok(()),
+        Offer::Weak(name, why) => {
+            return Err(Error::invalid_argument(
+                "gap-free collection",
+                format!(
+                    "the unique index {name:?} on {}.{} is {why}; drop it, or add a plain unique index {{{}: 1}}, then open again",
+                    o.collection, o.field, o.field
+                ),
+            ));
+        }
+        Offer::Nothing => {}
     }
     let model = IndexModel::builder()
         .keys(doc! { &o.field: 1 })
@@ -107,7 +137,7 @@ pub(super) async fn ensure_unique_index(
         .create_index(model)
         .await
         .map(drop)
-        .map_err(|e| Error::database(context(), e))
+        .map_err(|e| Error::database(context(o), e))
 }
 
 #[cfg(test)]

@@ -259,6 +259,7 @@ impl Gapless {
         }
         let mut skipped = 0_u32;
         let mut attempts = 0_u32;
+        let mut index_checked = false;
         // A caller that has not waited leaves a lease alone while another caller waits.
         let mut polite = true;
         // The holder this call said it waits for, and the live holder it saw (since when).
@@ -377,7 +378,15 @@ impl Gapless {
             attempts += 1;
             let me = ObjectId::new();
             turn.inflight = vec![Owed::Release(me)];
-            let taken = match inner.take(me, polite).await {
+            // The unique index decides between this call's write and any other write of
+            // the number (a stalled holder's, a lost reply's): make sure it is still there,
+            // once per call, alongside the first take.
+            let (taken, index) = if index_checked {
+                (inner.take(me, polite).await, Ok(()))
+            } else {
+                futures::join!(inner.take(me, polite), inner.check_index())
+            };
+            let taken = match index.and(taken) {
                 Ok(t) => t,
                 Err(e) => {
                     // The lease may be ours: release it in the background.
@@ -385,6 +394,7 @@ impl Gapless {
                     return Err(e);
                 }
             };
+            index_checked = true;
             let Some(taken) = taken else {
                 turn.inflight.clear();
                 if started.elapsed() >= wait {

@@ -8,9 +8,10 @@ use bson::{Bson, Document, doc};
 use futures::TryStreamExt;
 use mongodb::options::{ReadConcern, ReturnDocument};
 
+use super::path::number_in;
 use super::state::{self, GaplessStatus};
 use super::{Inner, Owed};
-use crate::error::{Error, Result};
+use crate::error::{Aftermath, Error, Result};
 
 /// A lease taken by [`Inner::take`].
 #[derive(Clone, Copy, Debug)]
@@ -56,10 +57,15 @@ impl Inner {
         }
         match tokio::time::timeout(self.timeout, op.into_future()).await {
             Ok(r) => r.map_err(|e| self.db_error(what, e)),
-            Err(_) => Err(Error::Timeout {
-                context: format!("{what} of gap-free sequence {:?}", self.name),
-                after: self.timeout,
-            }),
+            Err(_) => Err(Error::timeout(
+                format!("{what} of gap-free sequence {:?}", self.name),
+                self.timeout,
+                if write {
+                    Aftermath::GapFree
+                } else {
+                    Aftermath::Read
+                },
+            )),
         }
     }
 
@@ -204,6 +210,11 @@ impl Inner {
     /// back does not count, so the sequence never moves past a number that then has no
     /// document. With `or_uncommitted`, a document carrying `n` seen only without majority
     /// (read concern `local`) is reported as [`Found::Uncommitted`] (one more read).
+    ///
+    /// A document whose field holds `n` as a number of another type or shape (a
+    /// `Decimal128`, an array) is [`Error::CorruptDocument`] naming its `_id`: the unique
+    /// index sees the number as taken, and the sequence cannot read it, so it would
+    /// otherwise stop there.
     pub(super) async fn lookup(&self, n: i64, or_uncommitted: bool) -> Result<Found> {
         let field = self.options.field.as_str();
         let what = "looking for a number in the business collection";
@@ -212,7 +223,7 @@ impl Inner {
             self.business
                 .find(doc! { field: { "$gte": n, "$lt": end } })
                 .sort(doc! { field: 1 })
-                .projection(doc! { field: 1, "_id": 0 })
+                .projection(doc! { field: 1, "_id": 1 })
                 .limit(RUN_SCAN)
                 .read_concern(ReadConcern::majority())
                 .await?
@@ -221,8 +232,27 @@ impl Inner {
         };
         let mut last = None;
         for d in self.bounded(what, false, run).await? {
-            let Some(m) = super::path::at_path(&d, field).and_then(super::audit::integer) else {
-                break;
+            let m = match number_in(&d, field) {
+                Ok(Some(m)) => m,
+                Ok(None) => break,
+                // Past the run found so far: the next look-up meets it first.
+                Err(_) if last.is_some() => break,
+                // Whether it holds `n` itself (the server's equality, as the index's).
+                Err(problem) => {
+                    let id = d.get("_id").cloned().unwrap_or(Bson::Null);
+                    let carries = self.bounded(
+                        what,
+                        false,
+                        self.business
+                            .find_one(doc! { "_id": id, field: n })
+                            .projection(doc! { "_id": 1 })
+                            .read_concern(ReadConcern::majority()),
+                    );
+                    if carries.await?.is_some() {
+                        return Err(self.malformed(&d, &problem));
+                    }
+                    break;
+                }
             };
             match last {
                 None if m == n => last = Some(n),
@@ -235,21 +265,36 @@ impl Inner {
             return Ok(Found::Committed(last));
         }
         if or_uncommitted
-            && self
+            && let Some(d) = self
                 .bounded(
                     what,
                     false,
                     self.business
                         .find_one(doc! { field: n })
-                        .projection(doc! { "_id": 1 })
+                        .projection(doc! { field: 1, "_id": 1 })
                         .read_concern(ReadConcern::local()),
                 )
                 .await?
-                .is_some()
         {
+            if let Err(problem) = number_in(&d, field) {
+                return Err(self.malformed(&d, &problem));
+            }
             return Ok(Found::Uncommitted);
         }
         Ok(Found::Nothing)
+    }
+
+    /// A business document whose number field holds a number of another type or shape.
+    fn malformed(&self, d: &Document, problem: &str) -> Error {
+        let id = d.get("_id").map_or_else(|| "?".to_owned(), Bson::to_string);
+        Error::corrupt(
+            &self.name,
+            &self.options.field,
+            format!(
+                "of business document _id {id} in collection {:?} {problem}; the unique index sees a number there that the sequence cannot read — fix or remove that document (`dispenser audit` lists every such document)",
+                self.options.collection
+            ),
+        )
     }
 
     /// The first [`AUDIT_LIST_LIMIT`](super::AUDIT_LIST_LIMIT) void documents, in number order.

@@ -13,7 +13,10 @@
 //!   and refuses a partial, sparse or collated one). A business write and a **void
 //!   document** ([`Gapless::void`] inserts one into the business collection) carrying the
 //!   same number meet there: the later one fails with a duplicate key. A caller whose write
-//!   meets the index moves on to the next number.
+//!   meets the index moves on to the next number. The operations that write make sure the
+//!   index is still there (creating it again when it was dropped) before they rely on it.
+//! - **Leases end**: a sequence stores its longest lease (no lease counts for longer), and
+//!   [`Gapless::release`] ends a dead holder's lease at once.
 //! - **No gaps**: the state document's `next` only moves past a number once a document
 //!   carries it, read back with majority read concern when the writer is not the one moving
 //!   it. A write that fails, a closure that panics or returns an error, releases the lease at
@@ -57,16 +60,17 @@ use mongodb::Collection;
 use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
 
 use crate::dispenser::Dispenser;
-use crate::error::{Error, Result};
+use crate::error::{Aftermath, Error, Result};
 use crate::spec::validate_name;
 use crate::stats::Stats;
 use crate::store::is_duplicate_key;
-use index::ensure_unique_index;
+use index::{ensure_unique_index, has_unique_index};
 
 pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit};
 pub use options::GaplessOptions;
 pub use path::set_field;
 pub use state::{GaplessStatus, Lease, Voided};
+pub use void::{NOT_THE_NEXT, Released};
 
 /// A gap-free sequence (see the [module](self) docs). Cheap to clone; clones share one
 /// queue — concurrent calls through them take turns in call order without asking the
@@ -229,8 +233,15 @@ impl Dispenser {
         validate_name(name)?;
         options.validate()?;
         let business = self.gapless_collection(&options.collection);
-        ensure_unique_index(&business, &options).await?;
         let g = self.gapless(name, business, options);
+        // An existing sequence is compared first: a refused open writes nothing (not even
+        // the index on a field the sequence does not number).
+        match g.inner.read_raw().await {
+            Ok(d) => g.inner.check_stored(&d)?,
+            Err(Error::NoSuchSequence { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        ensure_unique_index(&g.inner.business, &g.inner.options).await?;
         let fresh = state::fresh(name, &g.inner.options);
         match g
             .inner
@@ -240,20 +251,7 @@ impl Dispenser {
             Ok(_) => {}
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) => {
                 let d = g.inner.read_raw().await?;
-                let s = state::stored(name, &d)?;
-                let o = &g.inner.options;
-                if (&s.collection, &s.field, &s.void_field, &s.void_extra)
-                    != (&o.collection, &o.field, &o.void_field, &o.void_extra)
-                {
-                    let show = |c: &str, f: &str, v: &str, x: &Document| {
-                        format!("numbers in {c}.{f}, voids marked {v:?} with {x}")
-                    };
-                    return Err(Error::SpecConflict {
-                        name: name.to_owned(),
-                        stored: show(&s.collection, &s.field, &s.void_field, &s.void_extra),
-                        requested: show(&o.collection, &o.field, &o.void_field, &o.void_extra),
-                    });
-                }
+                g.inner.check_stored(&d)?;
             }
             Err(e) => return Err(e),
         }
@@ -261,8 +259,10 @@ impl Dispenser {
     }
 
     /// Opens the existing gap-free sequence `name` with the collection, field and void
-    /// settings it was created with (and the default lease and wait), without touching the
-    /// business collection's indexes: for status, voids and audits.
+    /// settings it was created with (and the default lease and wait, the lease at most the
+    /// sequence's longest lease), without touching the business collection's indexes: for
+    /// status, voids, releases and audits. (Its operations that write make sure the unique
+    /// index is there before they rely on it.)
     ///
     /// # Errors
     ///
@@ -290,9 +290,11 @@ impl Dispenser {
         );
         let d = probe.inner.read_raw().await?;
         let s = state::stored(name, &d)?;
-        let options = GaplessOptions::new(s.collection, s.field)
+        let mut options = GaplessOptions::new(s.collection, s.field)
             .with_void_field(s.void_field)
-            .with_void_extra(s.void_extra);
+            .with_void_extra(s.void_extra)
+            .with_max_lease(s.max_lease);
+        options.lease = options.lease.min(s.max_lease);
         Ok(self.gapless(name, self.gapless_collection(&options.collection), options))
     }
 
@@ -344,6 +346,47 @@ impl Inner {
         .await?
         .ok_or_else(|| Error::NoSuchSequence {
             name: self.name.clone(),
+        })
+    }
+
+    /// Refuses options that do not fit the stored sequence `d`: another collection, field or
+    /// void settings ([`Error::SpecConflict`]), or a lease longer than its longest lease.
+    fn check_stored(&self, d: &Document) -> Result<()> {
+        let s = state::stored(&self.name, d)?;
+        let o = &self.options;
+        if (&s.collection, &s.field, &s.void_field, &s.void_extra)
+            != (&o.collection, &o.field, &o.void_field, &o.void_extra)
+        {
+            let show = |c: &str, f: &str, v: &str, x: &Document| {
+                format!("numbers in {c}.{f}, voids marked {v:?} with {x}")
+            };
+            return Err(Error::SpecConflict {
+                name: self.name.clone(),
+                stored: show(&s.collection, &s.field, &s.void_field, &s.void_extra),
+                requested: show(&o.collection, &o.field, &o.void_field, &o.void_extra),
+            });
+        }
+        options::check_lease(o.lease, s.max_lease)
+    }
+
+    /// Makes sure the business collection still has the unique index (creating it again
+    /// when it was dropped), bounded by the operation timeout.
+    async fn check_index(&self) -> Result<()> {
+        self.counters.round_trips.fetch_add(1, Relaxed);
+        tokio::time::timeout(
+            self.timeout,
+            ensure_unique_index(&self.business, &self.options),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::timeout(
+                format!(
+                    "checking the unique index of gap-free sequence {:?}",
+                    self.name
+                ),
+                self.timeout,
+                Aftermath::GapFree,
+            ))
         })
     }
 
@@ -429,8 +472,8 @@ impl Gapless {
     }
 
     /// The state: the next number, the lease (timed by the server's clock, which is read
-    /// with it), and the voided numbers (from their void documents in the business
-    /// collection). This handle's own used numbers are confirmed first (waiting for a call of
+    /// with it), the longest lease, whether the unique index is there, and the voided
+    /// numbers (from their void documents in the business collection). This handle's own used numbers are confirmed first (waiting for a call of
     /// the handle that is running, at most the operation timeout), so `next` is past every
     /// number it returned; a holder elsewhere may hold `next` while its numbers from `next` on
     /// are already used and not yet confirmed.
@@ -455,6 +498,22 @@ impl Gapless {
     pub async fn status(&self) -> Result<GaplessStatus> {
         self.settle_own().await;
         let mut s = self.inner.read_state().await?;
+        let inner = &self.inner;
+        s.unique_index = tokio::time::timeout(
+            inner.timeout,
+            has_unique_index(&inner.business, &inner.options),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(Error::timeout(
+                format!(
+                    "listing the indexes of collection {:?}",
+                    inner.options.collection
+                ),
+                inner.timeout,
+                Aftermath::Read,
+            ))
+        })?;
         let (field, void) = (&self.inner.options.field, &self.inner.options.void_field);
         for d in self.inner.read_voids().await? {
             let number = path::at_path(&d, field).and_then(|v| match v {
@@ -506,5 +565,52 @@ impl Gapless {
     pub async fn flush(&self) -> Result<()> {
         let mut baton = self.inner.baton.clone().lock_owned().await;
         self.inner.settle_all(&mut baton).await
+    }
+
+    /// Changes the sequence's **longest lease**: from now on no lease counts for longer,
+    /// by the server's judgement — the leases already taken included. So a holder that died
+    /// with a long lease blocks the others for at most the new longest lease from when it
+    /// took the lease (to end it at once, see [`Gapless::release`]). A live holder whose
+    /// lease is cut short loses nothing: if another caller takes its number over, the
+    /// unique index decides between their writes, and the one that comes later moves on
+    /// to the next number. Handles opened afterwards with a longer `lease` are refused.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a longest lease under 1 ms or over a day (nothing
+    /// written), [`Error::NoSuchSequence`], [`Error::Database`], [`Error::Timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: one write; dropped, it happened or not (the status shows which).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
+    /// use std::time::Duration;
+    /// g.set_max_lease(Duration::from_secs(60)).await?;
+    /// assert_eq!(g.status().await?.max_lease, Duration::from_secs(60));
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_max_lease(&self, max_lease: Duration) -> Result<()> {
+        options::check_max_lease(max_lease)?;
+        let inner = &self.inner;
+        let r = inner
+            .bounded(
+                "setting the longest lease",
+                true,
+                inner.state.update_one(
+                    doc! { "_id": &inner.name },
+                    state::max_lease_update(max_lease),
+                ),
+            )
+            .await?;
+        if r.matched_count == 0 {
+            return Err(Error::NoSuchSequence {
+                name: inner.name.clone(),
+            });
+        }
+        Ok(())
     }
 }

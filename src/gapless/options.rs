@@ -13,7 +13,8 @@ use crate::error::{Error, Result};
 /// | `collection` | — (the business collection, in the dispenser's database) |
 /// | `field` | — (the number field of its documents) |
 /// | `start` | 1 (the first number, when the sequence is created) |
-/// | `lease` | 10 s (how long a holder may take for its business write before the number can go to another caller; timed by the server's clock) |
+/// | `lease` | 10 s (how long a holder may take for its business write before the number can go to another caller; timed by the server's clock; at most the sequence's longest lease) |
+/// | `max_lease` | 5 min (the **longest lease** stored with a new sequence: no holder's lease counts for longer, whatever it asked; change it later with [`Gapless::set_max_lease`]) |
 /// | `wait` | 30 s (how long [`Gapless::issue`] waits for other holders before [`Error::Contention`]) |
 /// | `void_field` | `voided` (the field of a void document that holds `{reason, at, sequence}`) |
 /// | `void_extra` | `{}` (more fields written into every void document, for example `{status: "void"}`) |
@@ -31,6 +32,7 @@ use crate::error::{Error, Result};
 ///
 /// [`Dispenser::open_gapless`]: crate::Dispenser::open_gapless
 /// [`Gapless::issue`]: super::Gapless::issue
+/// [`Gapless::set_max_lease`]: super::Gapless::set_max_lease
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct GaplessOptions {
@@ -42,8 +44,16 @@ pub struct GaplessOptions {
     /// The first number of a new sequence. Defaults to 1.
     pub start: i64,
     /// How long a holder may keep a number before it can go to another caller. Defaults to
-    /// 10 s.
+    /// 10 s. At most the sequence's longest lease: [`validate`](Self::validate) refuses a
+    /// longer one than [`max_lease`](Self::max_lease), and opening an existing sequence one
+    /// longer than its stored longest lease.
     pub lease: Duration,
+    /// The longest lease of a **new** sequence, stored with it (an existing sequence keeps
+    /// its own; change it with [`Gapless::set_max_lease`](super::Gapless::set_max_lease)).
+    /// Every lease is judged by the server as lasting at most the longest lease stored at
+    /// that moment, so a holder that dies blocks the sequence for at most that long.
+    /// Defaults to 5 minutes.
+    pub max_lease: Duration,
     /// How long a call waits for other holders before giving up. Defaults to 30 s.
     pub wait: Duration,
     /// The field (a dotted path) of a **void document** that says why its number was
@@ -74,6 +84,7 @@ impl GaplessOptions {
             field: field.into(),
             start: 1,
             lease: Duration::from_secs(10),
+            max_lease: DEFAULT_MAX_LEASE,
             wait: Duration::from_secs(30),
             void_field: "voided".to_owned(),
             void_extra: Document::new(),
@@ -91,6 +102,24 @@ impl GaplessOptions {
     #[must_use]
     pub fn with_lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
+        self
+    }
+
+    /// Sets the longest lease stored with a new sequence. Defaults to 5 minutes.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use dispenser::gapless::GaplessOptions;
+    /// let o = GaplessOptions::new("invoices", "number").with_max_lease(Duration::from_secs(60));
+    /// o.validate()?;
+    /// assert!(o.with_lease(Duration::from_secs(61)).validate().is_err());
+    /// # Ok::<(), dispenser::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_max_lease(mut self, max_lease: Duration) -> Self {
+        self.max_lease = max_lease;
         self
     }
 
@@ -144,7 +173,8 @@ impl GaplessOptions {
     /// `system.` namespace; a field or void field that is empty, starts with `$` or has an
     /// empty path segment, or that is the other or inside it; `void_extra` keys that are
     /// empty, hold `$` or `.`, or are the number's or the void field's top-level key, or
-    /// `void_extra` over 16 KiB; a lease under 1 ms or a wait of zero; either over a day.
+    /// `void_extra` over 16 KiB; a lease or longest lease under 1 ms or a wait of zero; any
+    /// of them over a day; a lease longer than the longest lease.
     pub fn validate(&self) -> Result<()> {
         crate::options::check_collection_name("gap-free collection", &self.collection)?;
         check_path("gap-free field", &self.field)?;
@@ -180,6 +210,11 @@ impl GaplessOptions {
         }
         for (what, d, min) in [
             ("gap-free lease", self.lease, Duration::from_millis(1)),
+            (
+                "gap-free longest lease",
+                self.max_lease,
+                Duration::from_millis(1),
+            ),
             ("gap-free wait", self.wait, Duration::from_nanos(1)),
         ] {
             if d < min || d > Duration::from_secs(86_400) {
@@ -189,8 +224,35 @@ impl GaplessOptions {
                 ));
             }
         }
-        Ok(())
+        check_lease(self.lease, self.max_lease)
     }
+}
+
+/// The longest lease of a new sequence when none is given.
+pub(super) const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(300);
+
+/// Checks a longest lease (1 ms to a day).
+pub(super) fn check_max_lease(max_lease: Duration) -> Result<()> {
+    if max_lease < Duration::from_millis(1) || max_lease > Duration::from_secs(86_400) {
+        return Err(Error::invalid_argument(
+            "gap-free longest lease",
+            format!("{max_lease:?} must be at least 1ms and at most a day"),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a lease longer than the sequence's longest lease.
+pub(super) fn check_lease(lease: Duration, max_lease: Duration) -> Result<()> {
+    if lease > max_lease {
+        return Err(Error::invalid_argument(
+            "gap-free lease",
+            format!(
+                "{lease:?} is longer than the sequence's longest lease, {max_lease:?}: no holder may keep a number longer (a holder that dies would block every other caller that long); ask for a shorter lease, or raise the longest lease (`Gapless::set_max_lease`, `dispenser gapless max-lease`)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The first segment of a dotted path.
@@ -225,6 +287,15 @@ mod tests {
             (ok.clone().with_lease(Duration::ZERO), "lease"),
             (ok.clone().with_wait(Duration::from_secs(90_000)), "wait"),
             (ok.clone().with_lease(Duration::from_micros(500)), "lease"),
+            (
+                ok.clone().with_lease(Duration::from_secs(301)),
+                "longest lease",
+            ),
+            (ok.clone().with_max_lease(Duration::ZERO), "longest lease"),
+            (
+                ok.clone().with_max_lease(Duration::from_secs(86_401)),
+                "longest lease",
+            ),
             (ok.clone().with_void_field("meta.number"), "void field"),
             (ok.clone().with_void_field("meta"), "void field"),
             (ok.clone().with_void_field("meta.number.x"), "void field"),

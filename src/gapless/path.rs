@@ -14,6 +14,49 @@ pub(super) fn at_path<'d>(doc: &'d Document, path: &str) -> Option<&'d Bson> {
     Some(cur)
 }
 
+/// The number a business document carries at the dotted `path`: `Ok(Some(n))` for an
+/// Int32, an Int64 or a Double without a fraction (the unique index sees all three as the
+/// integer n); `Ok(None)` when the path is missing or holds something no integer equals (a
+/// string, a fraction, a document, null). `Err(problem)` when it holds what the unique index
+/// and the queries may see as a number but a gap-free sequence cannot read as one: a
+/// `Decimal128`, or an array (at the field or on the way to it) — such a document wedges a
+/// sequence at its number, so it is reported, never skipped.
+pub(super) fn number_in(doc: &Document, path: &str) -> std::result::Result<Option<i64>, String> {
+    let mut parts = path.split('.');
+    let Some(first) = parts.next() else {
+        return Ok(None);
+    };
+    let mut cur = doc.get(first);
+    let mut at = first.to_owned();
+    for p in parts {
+        cur = match cur {
+            None => return Ok(None),
+            Some(Bson::Document(d)) => d.get(p),
+            Some(Bson::Array(_)) => {
+                return Err(format!(
+                    "{at:?} holds an array (the number must be one integer, not inside an array)"
+                ));
+            }
+            Some(_) => return Ok(None),
+        };
+        at = format!("{at}.{p}");
+    }
+    match cur {
+        None => Ok(None),
+        Some(Bson::Int32(i)) => Ok(Some(i64::from(*i))),
+        Some(Bson::Int64(i)) => Ok(Some(*i)),
+        Some(Bson::Double(d)) if d.fract() == 0.0 && d.abs() < 9.0e18 => Ok(Some(*d as i64)),
+        Some(Bson::Decimal128(d)) => Err(format!(
+            "holds Decimal128(\"{d}\"), not a 64-bit integer (store numbers as NumberLong or int)"
+        )),
+        Some(Bson::Array(a)) => Err(format!(
+            "holds an array ({}), not one integer",
+            describe(&Bson::Array(a.clone()))
+        )),
+        Some(_) => Ok(None),
+    }
+}
+
 /// Sets the field at the dotted path `field` of `doc` to `value`, creating the documents on
 /// the way (`meta.number` sets `number` inside `meta`, not a top-level key named
 /// `"meta.number"`, which a unique index on the path would see as missing). Other fields of
@@ -111,6 +154,31 @@ mod tests {
         assert_eq!(at_path(&d, "meta.deep.n"), Some(&Bson::Int64(3)));
         assert_eq!(at_path(&d, "meta.x"), None);
         assert_eq!(at_path(&d, "total.x"), None);
+    }
+
+    #[test]
+    fn numbers_of_another_type_or_shape_are_problems_not_numbers() {
+        let dec = "3".parse::<bson::Decimal128>().unwrap();
+        assert_eq!(number_in(&doc! { "n": 3_i64 }, "n"), Ok(Some(3)));
+        assert_eq!(number_in(&doc! { "n": 3 }, "n"), Ok(Some(3)));
+        assert_eq!(number_in(&doc! { "n": 3.0 }, "n"), Ok(Some(3)));
+        assert_eq!(number_in(&doc! { "n": 3.5 }, "n"), Ok(None));
+        assert_eq!(number_in(&doc! { "n": "3" }, "n"), Ok(None));
+        assert_eq!(number_in(&doc! { "m": 3 }, "n"), Ok(None));
+        assert!(
+            number_in(&doc! { "n": dec }, "n")
+                .unwrap_err()
+                .contains("Decimal128")
+        );
+        assert!(
+            number_in(&doc! { "n": [3] }, "n")
+                .unwrap_err()
+                .contains("array")
+        );
+        let e = number_in(&doc! { "a": [{ "n": 3 }] }, "a.n").unwrap_err();
+        assert!(e.contains("\"a\" holds an array"), "{e}");
+        assert_eq!(number_in(&doc! { "a": { "n": 4 } }, "a.n"), Ok(Some(4)));
+        assert_eq!(number_in(&doc! { "a": 1 }, "a.n"), Ok(None));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! { _id, collection, field, void_field, void_extra,   -- what it numbers, fixed at creation
+//!   max_lease_ms: Int64,                              -- the longest lease (absent: 5 min)
 //!   next,                                             -- every number below is used or voided
 //!   lease: { holder: ObjectId | null,                 -- the caller holding `next`, if any
 //!            at: Date, ms: Int64,                     -- taken at (server clock), for how long
@@ -14,14 +15,16 @@
 //!
 //! A lease is **timed by the server's clock**: `at` is set with `$currentDate` by the write
 //! that takes it, and whether it ran out is decided in the filter with `$$NOW`, so a caller
-//! whose clock is wrong neither holds a lease longer nor takes one early.
+//! whose clock is wrong neither holds a lease longer nor takes one early. A lease lasts the
+//! shorter of its own `ms` and the sequence's `max_lease_ms` **as stored when it is judged**:
+//! lowering the longest lease shortens the leases already taken.
 
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 
-use super::options::GaplessOptions;
+use super::options::{DEFAULT_MAX_LEASE, GaplessOptions};
 use crate::error::{Error, Result};
 
 /// The lease's length in milliseconds, as stored.
@@ -37,15 +40,28 @@ pub(super) fn fresh(name: &str, o: &GaplessOptions) -> Document {
         "field": &o.field,
         "void_field": &o.void_field,
         "void_extra": o.void_extra.clone(),
+        "max_lease_ms": lease_ms(o.max_lease),
         "next": o.start,
         "lease": { "holder": Bson::Null, "at": DateTime::from_millis(0), "ms": 0_i64 },
         "created_at": DateTime::now(),
     }
 }
 
-/// Matches a lease that ran out by the server's clock (`at + ms <= $$NOW`).
+/// The length a lease counts for, as an expression: the shorter of its own and the
+/// sequence's longest lease (the default for a document written before it was stored).
+fn counted_ms() -> Bson {
+    let max = doc! { "$ifNull": ["$max_lease_ms", lease_ms(DEFAULT_MAX_LEASE)] };
+    Bson::Document(doc! { "$min": ["$lease.ms", max] })
+}
+
+/// Matches a lease that ran out by the server's clock (`at + min(ms, max_lease_ms) <= $$NOW`).
 fn ran_out() -> Document {
-    doc! { "$expr": { "$lte": [ { "$add": ["$lease.at", "$lease.ms"] }, "$$NOW" ] } }
+    doc! { "$expr": { "$lte": [ { "$add": ["$lease.at", counted_ms()] }, "$$NOW" ] } }
+}
+
+/// Sets the longest lease.
+pub(super) fn max_lease_update(max_lease: Duration) -> Document {
+    doc! { "$set": { "max_lease_ms": lease_ms(max_lease) } }
 }
 
 /// How long a caller's word that it waits (`lease.want`) keeps polite takers off a free
@@ -173,6 +189,14 @@ pub struct GaplessStatus {
     pub void_field: String,
     /// The lowest number not yet used or voided: the next one handed out.
     pub next: i64,
+    /// The sequence's longest lease: no lease counts for longer (see
+    /// [`GaplessOptions::max_lease`]).
+    pub max_lease: Duration,
+    /// Whether the business collection has the plain unique index on the number field that
+    /// keeps two documents from carrying one number. `false` when someone dropped it: every
+    /// gap-free operation that writes creates it again before it relies on it (and refuses
+    /// when it cannot).
+    pub unique_index: bool,
     /// The holder of `next`, if any (also when its lease ran out but no one took over yet).
     pub lease: Option<Lease>,
     /// Voided numbers, in number order (the first [`AUDIT_LIST_LIMIT`](super::AUDIT_LIST_LIMIT);
@@ -184,9 +208,9 @@ pub struct GaplessStatus {
 
 impl GaplessStatus {
     /// The status as JSON, as the CLI (`gapless status --json`) and the service print it:
-    /// `{name, collection, field, void_field, next, lease: {number, holder, expires,
-    /// waiters}|null, lease_expired, server_time, voided: [{number, reason, at}]}` (times in
-    /// RFC 3339).
+    /// `{name, collection, field, void_field, next, max_lease_ms, unique_index, lease:
+    /// {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number,
+    /// reason, at}]}` (times in RFC 3339).
     ///
     /// # Example
     ///
@@ -201,6 +225,8 @@ impl GaplessStatus {
             "name": self.name, "collection": self.collection, "field": self.field,
             "void_field": self.void_field,
             "next": self.next,
+            "max_lease_ms": lease_ms(self.max_lease),
+            "unique_index": self.unique_index,
             "lease": self.lease.as_ref().map(|l| serde_json::json!({
                 "number": l.number, "holder": l.holder.to_hex(), "expires": time(&l.expires),
                 "waiters": l.waiters,
@@ -248,6 +274,7 @@ pub(super) struct Stored {
     pub(super) field: String,
     pub(super) void_field: String,
     pub(super) void_extra: Document,
+    pub(super) max_lease: Duration,
 }
 
 /// Reads the settings of a state document.
@@ -264,6 +291,17 @@ pub(super) fn stored(name: &str, d: &Document) -> Result<Stored> {
         void_extra: match d.get("void_extra") {
             Some(Bson::Document(x)) => x.clone(),
             _ => return Err(Error::corrupt(name, "void_extra", "must be a document")),
+        },
+        max_lease: match d.get("max_lease_ms") {
+            None => DEFAULT_MAX_LEASE,
+            Some(Bson::Int64(ms)) if *ms > 0 => Duration::from_millis(ms.unsigned_abs()),
+            Some(_) => {
+                return Err(Error::corrupt(
+                    name,
+                    "max_lease_ms",
+                    "must be a positive 64-bit integer",
+                ));
+            }
         },
     })
 }
@@ -293,6 +331,7 @@ pub(super) fn decode(name: &str, d: &Document) -> Result<GaplessStatus> {
             let ms = l
                 .get_i64("ms")
                 .map_err(|_| corrupt("lease.ms", "must be a 64-bit integer"))?;
+            let ms = ms.min(lease_ms(s.max_lease));
             Some(Lease {
                 number: next,
                 holder: *holder,
@@ -308,6 +347,8 @@ pub(super) fn decode(name: &str, d: &Document) -> Result<GaplessStatus> {
         field: s.field,
         void_field: s.void_field,
         next,
+        max_lease: s.max_lease,
+        unique_index: true,
         lease,
         voided: Vec::new(),
         server_time,
@@ -362,6 +403,36 @@ mod tests {
         let s = read(&d);
         assert!(s.lease_expired());
         assert_eq!(s.lease_left(), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_lease_counts_for_at_most_the_longest_lease_stored() {
+        let me = ObjectId::new();
+        let mut d = fresh(
+            "inv",
+            &GaplessOptions::new("invoices", "number").with_max_lease(Duration::from_secs(2)),
+        );
+        assert_eq!(d.get_i64("max_lease_ms"), Ok(2_000));
+        d.insert(
+            "lease",
+            doc! { "holder": me, "at": DateTime::from_millis(9_000), "ms": 86_400_000_i64 },
+        );
+        let s = read(&d);
+        assert_eq!(s.max_lease, Duration::from_secs(2));
+        assert_eq!(s.lease.unwrap().expires.timestamp_millis(), 11_000);
+        // A document from before the longest lease was stored: the default.
+        d.remove("max_lease_ms");
+        assert_eq!(read(&d).max_lease, DEFAULT_MAX_LEASE);
+        d.insert("max_lease_ms", 0_i64);
+        let mut bad = d.clone();
+        bad.insert("server_time", DateTime::now());
+        assert!(
+            decode("inv", &bad)
+                .unwrap_err()
+                .to_string()
+                .contains("max_lease_ms")
+        );
+        assert!(ran_out().to_string().contains("$max_lease_ms"));
     }
 
     #[test]

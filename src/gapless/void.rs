@@ -1,13 +1,56 @@
-//! [`Gapless::void`]: a void is a document in the business collection, so the unique index
-//! decides between it and a late business write of the same number.
+//! [`Gapless::void`] and [`Gapless::release`]: a void is a document in the business
+//! collection, so the unique index decides between it and a late business write of the same
+//! number; both make sure the index is there and look the number up before they write.
 
 use bson::doc;
+use bson::oid::ObjectId;
 
-use super::Gapless;
 use super::lease::Found;
 use super::path::set_field;
+use super::{Gapless, GaplessStatus};
 use crate::error::{Error, Result};
 use crate::store::is_duplicate_key;
+
+/// The `what` of the [`Error::InvalidArgument`] that refuses a number other than the next
+/// (or held) one: its message names the next number, which a caller that may void but not
+/// read the sequence is not told (the service answers its own message instead).
+pub const NOT_THE_NEXT: &str = "gap-free number";
+
+/// What [`Gapless::release`] did.
+///
+/// # Example
+///
+/// ```
+/// use dispenser::gapless::Released;
+/// let r = Released::Voided(7);
+/// assert!(matches!(r, Released::Voided(7)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Released {
+    /// The holder had not written the number: it is voided, with the reason.
+    Voided(i64),
+    /// The holder had written `first` to `last` (under one lease): the sequence moved past
+    /// them.
+    Used {
+        /// The held number.
+        first: i64,
+        /// The last number of the run the holder wrote.
+        last: i64,
+    },
+}
+
+/// A void's reason, trimmed: 1 to 1000 bytes.
+fn check_reason(reason: &str) -> Result<&str> {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.len() > 1000 {
+        return Err(Error::invalid_argument(
+            "void reason",
+            "give a reason of 1 to 1000 bytes (it is kept with the voided number)",
+        ));
+    }
+    Ok(reason)
+}
 
 impl Gapless {
     /// Voids `number` on purpose, with a reason (some laws require voided invoice numbers to
@@ -22,15 +65,19 @@ impl Gapless {
     /// [audit](super::audit) counts void documents as voided, not missing.
     ///
     /// Only the next number can be voided — the one no document carries yet — and not while
-    /// a live lease holds it (by the server's clock). A caller that takes the number between
-    /// this check and the insert loses it to the void at the index and moves on.
+    /// a live lease holds it (by the server's clock). It first makes sure the unique index is
+    /// there (creating it again if someone dropped it) and looks the number up with majority
+    /// read concern: a number a document carries is never voided, whatever happened to the
+    /// index. A caller that takes the number between this check and the insert loses it to
+    /// the void at the index and moves on.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an empty reason (or over 1000 bytes), a number that is
     /// not the next one (saying which is), a number held by a live lease, or one a document
     /// already carries (a holder that died after its write, or a void that just won: nothing
-    /// is voided, the sequence moves past it); [`Error::Exhausted`] at `i64::MAX`;
+    /// is voided, the sequence moves past it); [`Error::CorruptDocument`] when a document
+    /// holds the number as a `Decimal128` or in an array; [`Error::Exhausted`] at `i64::MAX`;
     /// [`Error::Database`], [`Error::Timeout`] (whether the void document was written is then
     /// unknown: [`status`](Gapless::status) or the audit shows it).
     ///
@@ -49,13 +96,7 @@ impl Gapless {
     /// ```
     pub async fn void(&self, number: i64, reason: &str) -> Result<()> {
         let inner = &self.inner;
-        let reason = reason.trim();
-        if reason.is_empty() || reason.len() > 1000 {
-            return Err(Error::invalid_argument(
-                "void reason",
-                "give a reason of 1 to 1000 bytes (it is kept with the voided number)",
-            ));
-        }
+        let reason = check_reason(reason)?;
         self.settle_own().await;
         let s = inner.read_state().await?;
         if number != s.next {
@@ -65,17 +106,13 @@ impl Gapless {
                 "is not handed out yet"
             };
             return Err(Error::invalid_argument(
-                "void",
+                NOT_THE_NEXT,
                 format!(
                     "{number} {what}; only the next number of gap-free sequence {:?}, {}, can be voided",
                     inner.name, s.next
                 ),
             ));
         }
-        let to = number
-            .checked_add(1)
-            .filter(|&to| to < i64::MAX)
-            .ok_or_else(|| inner.exhausted(number))?;
         let holder = match &s.lease {
             None => None,
             Some(l) if s.lease_expired() => Some(l.holder),
@@ -90,6 +127,122 @@ impl Gapless {
                 ));
             }
         };
+        match self.void_document(number, holder, reason, &s).await? {
+            Released::Voided(_) => Ok(()),
+            Released::Used { .. } => Err(Error::invalid_argument(
+                "void",
+                format!(
+                    "{number} is already carried by a document of {:?} (used, or voided just now); nothing voided, the sequence moved past it",
+                    inner.options.collection
+                ),
+            )),
+        }
+    }
+
+    /// Ends the lease on `number` of a holder that stopped, at once — instead of waiting
+    /// for its lease to run out: if the holder did not write the number, it is **voided**
+    /// with `reason` (a void document, as [`Gapless::void`] writes); if it did (and maybe
+    /// more numbers after it, under the same lease), the sequence **moves past** them. Either
+    /// way the lease is freed and the next caller goes on at once.
+    ///
+    /// Only the held number can be released (the sequence's `next`, while a holder holds
+    /// it). While its lease has not run out by the server's clock, the holder's write could
+    /// still land, and the release is refused — unless `force`: the operator asserts the
+    /// holder is dead. Even then nothing breaks if it is not: the unique index (made sure of
+    /// first) decides between the void document and the holder's write, so a write that
+    /// lands after a forced release fails with a duplicate key and its holder moves on to the
+    /// next number; a number is never both used and voided, nor used twice.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an empty reason (or over 1000 bytes), a number that is
+    /// not the held one (saying which is), a number no one holds, a live lease without
+    /// `force`, or a number a write of the holder is landing on (not yet committed by a
+    /// majority: try again); [`Error::Exhausted`] at `i64::MAX`; [`Error::Database`] (among
+    /// them a unique index that cannot be created again), [`Error::Timeout`] (the status
+    /// then shows what happened), [`Error::CorruptDocument`] (a document holding the number
+    /// as a `Decimal128` or in an array).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe as far as the numbers go, like [`Gapless::void`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
+    /// use dispenser::gapless::Released;
+    /// let s = g.status().await?;
+    /// if let Some(lease) = s.lease {
+    ///     // The process that held it was killed: end its lease now, not when it runs out.
+    ///     match g.release(lease.number, "holder killed during the upgrade", true).await? {
+    ///         Released::Voided(n) => println!("{n} voided"),
+    ///         Released::Used { first, last } => println!("{first} to {last} were written"),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(&self, number: i64, reason: &str, force: bool) -> Result<Released> {
+        let inner = &self.inner;
+        let reason = check_reason(reason)?;
+        self.settle_own().await;
+        let s = inner.read_state().await?;
+        if number != s.next {
+            return Err(Error::invalid_argument(
+                NOT_THE_NEXT,
+                format!(
+                    "{number} is not held; only the number a holder of gap-free sequence {:?} holds, {}, can be released",
+                    inner.name, s.next
+                ),
+            ));
+        }
+        let Some(l) = &s.lease else {
+            return Err(Error::invalid_argument(
+                "release",
+                format!(
+                    "{number} of gap-free sequence {:?} has no holder: there is no lease to end (to void the number, void it)",
+                    inner.name
+                ),
+            ));
+        };
+        if !s.lease_expired() && !force {
+            return Err(Error::invalid_argument(
+                "release",
+                format!(
+                    "{number} of gap-free sequence {:?} is held by a caller until {} (server time), so its write could still land; wait until then, or force the release if you know the holder is dead (a write that lands afterwards fails on the unique index)",
+                    inner.name,
+                    l.expires.try_to_rfc3339_string().unwrap_or_default()
+                ),
+            ));
+        }
+        self.void_document(number, Some(l.holder), reason, &s).await
+    }
+
+    /// Voids `number` (`next`, free or held by `holder`, whose lease may end) unless a
+    /// document carries it already: makes sure of the unique index, looks the number up
+    /// (majority), inserts the void document (the index decides against a write landing
+    /// meanwhile) and moves the sequence past what carries the number.
+    async fn void_document(
+        &self,
+        number: i64,
+        holder: Option<ObjectId>,
+        reason: &str,
+        s: &GaplessStatus,
+    ) -> Result<Released> {
+        let inner = &self.inner;
+        let to = number
+            .checked_add(1)
+            .filter(|&to| to < i64::MAX)
+            .ok_or_else(|| inner.exhausted(number))?;
+        // The index decides between this void and any write of the number: make sure it is
+        // there (someone may have dropped it), and look before writing, so that a void never
+        // adds a document for a number a business document carries, whatever happened to it.
+        inner.check_index().await?;
+        match inner.lookup(number, true).await? {
+            Found::Nothing => {}
+            found => return self.carried(number, holder, found).await,
+        }
         let o = &inner.options;
         let mut void = o.void_extra.clone();
         set_field(&mut void, &o.field, number)?;
@@ -108,34 +261,8 @@ impl Gapless {
         {
             Ok(_) => {}
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) => {
-                return Err(match inner.lookup(number, true).await? {
-                    Found::Committed(last) => {
-                        let to = last.saturating_add(1);
-                        // Used (its holder stopped before confirming), or voided by a void
-                        // that just won: move past it as a taker would. If this fails, the
-                        // next taker finds the number used and moves past it itself.
-                        if let Err(e) = inner
-                            .settle(holder, number, to, "moving past a used number")
-                            .await
-                        {
-                            tracing::debug!(sequence = %inner.name, number, error = %e, "could not move past a used number; the next taker will");
-                        }
-                        Error::invalid_argument(
-                            "void",
-                            format!(
-                                "{number} is already carried by a document of {:?} (used, or voided just now); nothing voided, the sequence moved past it",
-                                o.collection
-                            ),
-                        )
-                    }
-                    _ => Error::invalid_argument(
-                        "void",
-                        format!(
-                            "{number} is being written by another caller of gap-free sequence {:?}; try again",
-                            inner.name
-                        ),
-                    ),
-                });
+                let found = inner.lookup(number, true).await?;
+                return self.carried(number, holder, found).await;
             }
             Err(e) => return Err(e),
         }
@@ -147,7 +274,43 @@ impl Gapless {
         {
             tracing::warn!(sequence = %inner.name, number, "{e} (the number is voided; the next taker moves past it)");
         }
-        Ok(())
+        Ok(Released::Voided(number))
+    }
+
+    /// A document carries `number` (what the look-up `found`): move past it, or say that a
+    /// write is landing on it.
+    async fn carried(
+        &self,
+        number: i64,
+        holder: Option<ObjectId>,
+        found: Found,
+    ) -> Result<Released> {
+        let inner = &self.inner;
+        match found {
+            Found::Committed(last) => {
+                let to = last.saturating_add(1);
+                // Used (its holder stopped before confirming), or voided by a void that just
+                // won: move past it as a taker would. If this fails, the next taker finds the
+                // number used and moves past it itself.
+                if let Err(e) = inner
+                    .settle(holder, number, to, "moving past a used number")
+                    .await
+                {
+                    tracing::debug!(sequence = %inner.name, number, error = %e, "could not move past a used number; the next taker will");
+                }
+                Ok(Released::Used {
+                    first: number,
+                    last,
+                })
+            }
+            _ => Err(Error::invalid_argument(
+                "void",
+                format!(
+                    "{number} is being written by another caller of gap-free sequence {:?}; try again",
+                    inner.name
+                ),
+            )),
+        }
     }
 
     /// Confirms this handle's own pending number, so that a status or void right after an

@@ -80,7 +80,7 @@ impl QueueStore {
             .projection(document::projection())
             .build();
         self.store
-            .bounded(
+            .bounded_read(
                 || format!("reading queue {name:?}"),
                 self.coll()
                     .find_one(doc! { field::ID: name })
@@ -109,7 +109,7 @@ impl QueueStore {
             .build();
         let docs: Vec<Document> = self
             .store
-            .bounded(|| "listing queues".to_owned(), async {
+            .bounded_read(|| "listing queues".to_owned(), async {
                 self.coll()
                     .find(doc! {})
                     .with_options(opts)

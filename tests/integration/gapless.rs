@@ -918,3 +918,644 @@ async fn a_void_meets_a_dead_holders_write_at_the_index_or_takes_its_unwritten_n
     assert_eq!((a.numbers, a.voids.clone()), (2, vec![2]));
     assert_eq!(g.status().await.unwrap().next, 3);
 }
+
+/// A `dispenser serve` of its own, with an admin token (every operation) and a token that
+/// may only void (and release) the gap-free sequences `inv*`, not read them.
+struct VoidService {
+    child: Child,
+    base: String,
+    collection: String,
+    tokens: std::path::PathBuf,
+}
+
+const ADMIN: &str = "gapless-admin-token-0001";
+const VOIDER: &str = "gapless-voider-token-0002";
+
+impl VoidService {
+    fn start(test: &str) -> VoidService {
+        common::ready();
+        let collection = common::unique(test);
+        let tokens = std::env::temp_dir().join(format!("{collection}.tokens.json"));
+        std::fs::write(
+            &tokens,
+            serde_json::json!({ "tokens": [
+                { "name": "admin", "token": ADMIN, "sequences": ["*"],
+                  "operations": ["next", "create", "peek", "list", "advance", "reset", "delete", "alter", "void", "take", "call"] },
+                { "name": "voider", "token": VOIDER, "sequences": ["inv*"], "operations": ["void"] },
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dispenser"))
+            .env("MONGODB_URI", common::uri())
+            .args(["--db", DB, "--collection", &collection, "serve"])
+            .args(["--listen", "127.0.0.1:0", "--tokens"])
+            .arg(&tokens)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start dispenser serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        VoidService {
+            child,
+            base,
+            collection,
+            tokens,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+impl Drop for VoidService {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.tokens);
+    }
+}
+
+/// The gap-free endpoints check names as the sequence endpoints do (a 201-character name is
+/// 400 everywhere; it was 422 on the gap-free ones), declare the same name schema in the
+/// OpenAPI document, and tell a token only what it may read: one that may void but not
+/// `peek` is refused a wrong number without being told the next one (it used to be named),
+/// and a void answers it what was voided, not the status.
+#[tokio::test]
+async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read() {
+    use crate::serve::send;
+    use serde_json::json;
+    let svc = VoidService::start("gapless_http");
+    let f = Fixture {
+        client: common::client().await,
+        collection: svc.collection.clone(),
+    };
+    let d = f.dispenser(f.options());
+    let business = format!("{}_inv", f.collection);
+    let g = d
+        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let coll = g.business().clone();
+        g.issue(|n| {
+            let coll = coll.clone();
+            async move { coll.insert_one(doc! { "number": n }).await }
+        })
+        .await
+        .unwrap();
+    }
+    g.flush().await.unwrap();
+    let http = reqwest::Client::new();
+    // Names: as the sequence endpoints check them.
+    let long = "a".repeat(201);
+    let (status, body) = send(
+        http.get(svc.url(&format!("/v1/sequences/{long}")))
+            .bearer_auth(ADMIN),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = send(
+        http.get(svc.url(&format!("/v1/gapless/{long}")))
+            .bearer_auth(ADMIN),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = send(
+        http.post(svc.url(&format!("/v1/gapless/{long}/void")))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "number": 3, "reason": "x" })),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let (_, doc) = send(http.get(svc.url("/openapi.json"))).await;
+    let name_schema = |path: &str, method: &str| {
+        doc["paths"][path][method]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "name")
+            .unwrap()["schema"]
+            .clone()
+    };
+    let sequence = name_schema("/v1/sequences/{name}", "get");
+    assert_eq!(sequence["maxLength"], 200, "{sequence}");
+    assert_eq!(name_schema("/v1/gapless/{name}", "get"), sequence);
+    assert_eq!(name_schema("/v1/gapless/{name}/void", "post"), sequence);
+    // A token that may void but not peek: not told the next number (3).
+    let (status, body) = send(http.get(svc.url("/v1/gapless/inv")).bearer_auth(VOIDER)).await;
+    assert_eq!(status, 403, "{body}");
+    for wrong in [1, 7] {
+        let (status, body) = send(
+            http.post(svc.url("/v1/gapless/inv/void"))
+                .bearer_auth(VOIDER)
+                .json(&json!({ "number": wrong, "reason": "x" })),
+        )
+        .await;
+        assert_eq!(status, 422, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(!message.contains('3'), "names the next number: {message}");
+        assert!(message.contains("peek"), "{message}");
+    }
+    // An admin is told.
+    let (status, body) = send(
+        http.post(svc.url("/v1/gapless/inv/void"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "number": 7, "reason": "x" })),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains(", 3,"),
+        "{body}"
+    );
+    // A void by the void-only token answers what it voided, not the status.
+    let (status, body) = send(
+        http.post(svc.url("/v1/gapless/inv/void"))
+            .bearer_auth(VOIDER)
+            .json(&json!({ "number": 3, "reason": "torn" })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({ "name": "inv", "voided": 3 }));
+    assert_eq!(g.status().await.unwrap().next, 4);
+    // Release (token operation `void`) and the longest lease (`alter`).
+    let release = |token: &'static str, body: serde_json::Value| {
+        http.post(svc.url("/v1/gapless/inv/release"))
+            .bearer_auth(token)
+            .json(&body)
+    };
+    let (status, body) = send(release(VOIDER, json!({ "number": 9 }))).await;
+    assert_eq!(status, 422, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        !message.contains('4') && message.contains("peek"),
+        "{message}"
+    );
+    let (status, body) = send(release(ADMIN, json!({ "number": 4 }))).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no holder"),
+        "{body}"
+    );
+    let (status, body) = send(
+        http.post(svc.url(&format!("/v1/gapless/{long}/release")))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "number": 4 })),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let max_lease = |token: &'static str, ms: i64| {
+        http.post(svc.url("/v1/gapless/inv/max-lease"))
+            .bearer_auth(token)
+            .json(&json!({ "max_lease_ms": ms }))
+    };
+    let (status, body) = send(max_lease(VOIDER, 60_000)).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = send(max_lease(ADMIN, 0)).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = send(max_lease(ADMIN, 60_000)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({ "name": "inv", "max_lease_ms": 60_000 }));
+    let (_, body) = send(http.get(svc.url("/v1/gapless/inv")).bearer_auth(ADMIN)).await;
+    assert_eq!(
+        (
+            body["max_lease_ms"].as_i64(),
+            body["unique_index"].as_bool()
+        ),
+        (Some(60_000), Some(true)),
+        "{body}"
+    );
+    for (path, op) in [
+        ("/v1/gapless/{name}/release", "gapless_release"),
+        ("/v1/gapless/{name}/max-lease", "gapless_max_lease"),
+    ] {
+        assert_eq!(doc["paths"][path]["post"]["operationId"], op, "{path}");
+        assert_eq!(name_schema(path, "post"), sequence, "{path}");
+    }
+}
+
+/// A forced release of a holder that is alive after all: its number is voided, and its
+/// business write, landing afterwards, fails on the unique index — the holder moves on to
+/// the next number. No number both used and voided, none twice. Without force the release
+/// is refused while the lease runs; the status shows a dropped index; the longest lease is
+/// checked and refuses a longer lease on open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_fails() {
+    use dispenser::gapless::Released;
+    let f = Fixture::new("gapless_release_live").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let g = d
+        .open_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let runs = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let holder = {
+        let (g, go, runs) = (g.clone(), go.clone(), runs.clone());
+        tokio::spawn(async move {
+            let coll = g.business().clone();
+            g.issue(|n| {
+                let (coll, go, runs) = (coll.clone(), go.clone(), runs.clone());
+                async move {
+                    let first = {
+                        let mut r = runs.lock().unwrap();
+                        r.push(n);
+                        r.len() == 1
+                    };
+                    if first {
+                        go.notified().await;
+                    }
+                    coll.insert_one(doc! { "number": n, "by": "holder" }).await
+                }
+            })
+            .await
+        })
+    };
+    let other = d.find_gapless("inv").await.unwrap();
+    while other.status().await.unwrap().lease.is_none() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let e = other.release(1, "x", false).await.unwrap_err();
+    assert!(e.to_string().contains("could still land"), "{e}");
+    let e = other.release(2, "x", true).await.unwrap_err();
+    assert!(e.to_string().contains("1, can be released"), "{e}");
+    assert_eq!(
+        other
+            .release(1, "operator: holder declared dead", true)
+            .await
+            .unwrap(),
+        Released::Voided(1)
+    );
+    go.notify_one();
+    let issued = holder.await.unwrap().unwrap();
+    assert_eq!((issued.number, issued.skipped), (2, 1));
+    assert_eq!(*runs.lock().unwrap(), vec![1, 2]);
+    g.flush().await.unwrap();
+    assert_eq!(
+        g.business()
+            .count_documents(doc! { "number": 1 })
+            .await
+            .unwrap(),
+        1
+    );
+    let a = common::audit_of(&g, Some(1)).await.unwrap();
+    assert!(a.is_clean(), "{a:?}");
+    assert_eq!((a.numbers, a.voids.clone()), (2, vec![1]));
+    // The status shows a dropped index; the next operation that writes creates it again.
+    g.business().drop_index("number_1").await.unwrap();
+    assert!(!g.status().await.unwrap().unique_index);
+    g.void(3, "torn").await.unwrap();
+    assert!(g.status().await.unwrap().unique_index);
+    // The longest lease.
+    assert_eq!(
+        g.status().await.unwrap().max_lease,
+        Duration::from_secs(300)
+    );
+    assert!(
+        g.set_max_lease(Duration::ZERO)
+            .await
+            .unwrap_err()
+            .is_invalid_input()
+    );
+    g.set_max_lease(Duration::from_secs(30)).await.unwrap();
+    let e = d
+        .open_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(31)),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("longest lease"), "{e}");
+    assert_eq!(
+        d.find_gapless("inv").await.unwrap().options().lease,
+        Duration::from_secs(10)
+    );
+    g.set_max_lease(Duration::from_secs(2)).await.unwrap();
+    let found = d.find_gapless("inv").await.unwrap();
+    assert_eq!(found.options().lease, Duration::from_secs(2));
+    assert!(matches!(
+        d.find_gapless("none").await.unwrap_err(),
+        Error::NoSuchSequence { .. }
+    ));
+}
+
+/// A void after someone dropped the unique index never adds a second document for a number
+/// a business document carries: a holder wrote 3 and was SIGKILLed, the index `number_1`
+/// was dropped, and `gapless void inv 3` used to print "3 voided" — the audit then found 3
+/// both used and voided. Now every gap-free operation makes sure of the index (creating it
+/// again) and a void looks the number up first. An open handle's issue does the same.
+#[tokio::test]
+async fn a_void_after_the_unique_index_was_dropped_never_makes_a_number_both_used_and_voided() {
+    let f = Fixture::new("gapless_dropped_index").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    assert_eq!(
+        numbers(&issue_cmd(&f, &business, 2, "1").output().unwrap()),
+        vec![1, 2]
+    );
+    let (mut after, n) = holder(&f, &business, "after");
+    assert_eq!(n, 3);
+    after.kill().unwrap();
+    after.wait().unwrap();
+    let coll = f
+        .client
+        .database(DB)
+        .collection::<dispenser::mongodb::bson::Document>(&business);
+    coll.drop_index("number_1").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await; // its lease (1 s) runs out
+    let out = cli(&f)
+        .args(["gapless", "void", "inv", "3", "--reason", "x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("already carried"), "{err}");
+    assert_eq!(coll.count_documents(doc! { "number": 3 }).await.unwrap(), 1);
+    let a = common::audit(&d, &business, "number", Some(1))
+        .await
+        .unwrap();
+    assert!(a.is_clean() && a.voided == 0, "{a:?}");
+    let unique_on_number = || async {
+        use futures::TryStreamExt;
+        coll.list_indexes()
+            .await
+            .unwrap()
+            .try_collect::<Vec<_>>()
+            .await
+            .unwrap()
+            .iter()
+            .any(|ix| {
+                ix.keys.contains_key("number")
+                    && ix.options.as_ref().and_then(|o| o.unique) == Some(true)
+            })
+    };
+    assert!(unique_on_number().await, "the void created the index again");
+    // A handle opened before the drop makes sure of it too.
+    let g = d
+        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    coll.drop_index("number_1").await.unwrap();
+    let c = g.business().clone();
+    let issued = g
+        .issue(|n| {
+            let c = c.clone();
+            async move { c.insert_one(doc! { "number": n }).await }
+        })
+        .await
+        .unwrap();
+    assert_eq!(issued.number, 4);
+    assert!(
+        unique_on_number().await,
+        "the issue created the index again"
+    );
+}
+
+/// A document whose number field holds the next number as a `Decimal128` or inside an array
+/// used to wedge the sequence: every issue failed after its whole wait (~2 000 attempts),
+/// a void said "being written by another caller", the audit said OK. Now it is
+/// `CorruptDocument` naming the document's `_id` and the field, at once, and the audit
+/// reports it.
+#[tokio::test]
+async fn a_number_stored_as_decimal128_or_in_an_array_is_reported_at_once_not_a_wedge() {
+    let f = Fixture::new("gapless_malformed").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let g = d
+        .open_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_wait(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+    let issue = |g: dispenser::gapless::Gapless| async move {
+        let c = g.business().clone();
+        g.issue(|n| {
+            let c = c.clone();
+            async move { c.insert_one(doc! { "number": n }).await }
+        })
+        .await
+    };
+    assert_eq!(issue(g.clone()).await.unwrap().number, 1);
+    assert_eq!(issue(g.clone()).await.unwrap().number, 2);
+    g.flush().await.unwrap();
+    let decimal: dispenser::mongodb::bson::Decimal128 = "3".parse().unwrap();
+    for (id, bad) in [
+        (
+            "bad-decimal",
+            dispenser::mongodb::bson::Bson::Decimal128(decimal),
+        ),
+        ("bad-array", dispenser::mongodb::bson::bson!([3, 9])),
+    ] {
+        g.business()
+            .insert_one(doc! { "_id": id, "number": bad.clone() })
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let e = issue(g.clone()).await.unwrap_err();
+        assert!(
+            matches!(e, Error::CorruptDocument { .. }),
+            "{id}: {e} after {:?}",
+            started.elapsed()
+        );
+        let text = e.to_string();
+        assert!(text.contains(id) && text.contains("\"number\""), "{text}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{text}");
+        let e = g.void(3, "x").await.unwrap_err();
+        assert!(matches!(e, Error::CorruptDocument { .. }), "{e}");
+        let out = cli(&f)
+            .args(["audit", &business, "--field", "number", "--from", "1"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        assert!(text.starts_with("PROBLEMS") && text.contains(id), "{text}");
+        g.business().delete_one(doc! { "_id": id }).await.unwrap();
+    }
+    assert_eq!(issue(g.clone()).await.unwrap().number, 3);
+}
+
+/// A refused `gapless issue` (another field, or another collection, than the sequence's)
+/// writes nothing: it used to create a unique index on the field it was refused for.
+#[tokio::test]
+async fn a_refused_issue_writes_nothing_not_even_an_index() {
+    use futures::TryStreamExt;
+    let f = Fixture::new("gapless_refused").await;
+    let business = format!("{}_inv", f.collection);
+    let other = format!("{}_other", f.collection);
+    assert_eq!(
+        numbers(&issue_cmd(&f, &business, 1, "1").output().unwrap()),
+        vec![1]
+    );
+    for (into, field) in [(business.as_str(), "other"), (other.as_str(), "number")] {
+        let out = cli(&f)
+            .args(["gapless", "issue", "inv", "--into", into, "--field", field])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("different spec"), "{err}");
+    }
+    let db = f.client.database(DB);
+    let indexes: Vec<_> = db
+        .collection::<dispenser::mongodb::bson::Document>(&business)
+        .list_indexes()
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(
+        indexes.iter().all(|ix| !ix.keys.contains_key("other")),
+        "{indexes:?}"
+    );
+    let names = db.list_collection_names().await.unwrap();
+    assert!(!names.contains(&other), "{names:?}");
+}
+
+/// A timed-out operation says what it left behind: a read lost nothing, a gap-free
+/// operation leaves no gap (the message used to say "any numbers it reserved are a gap"
+/// for both).
+#[tokio::test]
+async fn timeouts_say_what_they_left_behind_reads_lose_nothing_gap_free_leaves_no_gap() {
+    use crate::proxy::{Faults, Proxy};
+    let f = Fixture::new("gapless_timeouts").await;
+    let business = format!("{}_inv", f.collection);
+    f.dispenser(f.options())
+        .create("s", dispenser::Spec::default())
+        .await
+        .unwrap();
+    f.dispenser(f.options())
+        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    let proxy = Proxy::to_test_server(Faults::default(), 7).await;
+    let uri = proxy.uri("&serverSelectionTimeoutMS=2000&heartbeatFrequencyMS=500");
+    let d = dispenser::Dispenser::connect(
+        &uri,
+        f.options()
+            .with_operation_timeout(Duration::from_millis(400)),
+    )
+    .await
+    .unwrap();
+    let g = d.find_gapless("inv").await.unwrap();
+    proxy.set_faults(Faults {
+        drop_reply: 1.0,
+        stall_share: 1.0,
+        ..Faults::default()
+    });
+    let e = d.peek("s").await.unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, Error::Timeout { .. }), "{text}");
+    assert!(
+        text.contains("nothing is lost") && !text.contains("gap"),
+        "{text}"
+    );
+    let e = g.status().await.unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, Error::Timeout { .. }), "{text}");
+    assert!(!text.contains("are a gap"), "{text}");
+    let e = g.void(1, "x").await.unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, Error::Timeout { .. }), "{text}");
+    assert!(!text.contains("are a gap"), "{text}");
+}
+
+/// A gap-free sequence stores its longest lease (5 minutes unless changed): a longer lease
+/// is refused, nothing written; an admin raises it; a holder killed with a long lease blocks
+/// no one once `gapless release` ends its lease (refused while it runs, unless --force:
+/// an unwritten number is voided, a written one moved past) — or once the longest lease is
+/// lowered below what it asked. It used to block every other caller for up to a day.
+#[tokio::test]
+async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_at_once() {
+    let f = Fixture::new("gapless_release_cli").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let out = issue_cmd(&f, &business, 1, "86400").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("longest lease"), "{err}");
+    assert!(matches!(
+        d.find_gapless("inv").await.unwrap_err(),
+        Error::NoSuchSequence { .. }
+    ));
+    assert_eq!(
+        numbers(&issue_cmd(&f, &business, 1, "10").output().unwrap()),
+        vec![1]
+    );
+    let run = |args: &[&str]| {
+        let out = cli(&f).arg("gapless").args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, _, err) = run(&["max-lease", "inv", "3600"]);
+    assert_eq!(code, Some(0), "{err}");
+    // Killed before writing 2, with an hour's lease.
+    let (mut before, n) = holder_with(issue_cmd(&f, &business, 1, "3600"), "before");
+    assert_eq!(n, 2);
+    before.kill().unwrap();
+    before.wait().unwrap();
+    let (code, _, err) = run(&["release", "inv", "2"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("could still land"), "{err}");
+    let (code, out, err) = run(&["release", "inv", "3", "--force"]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    let (code, out, err) = run(&["release", "inv", "2", "--force"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("2 voided"), "{out}");
+    // Killed after writing 3: a forced release moves past it.
+    let (mut after, n) = holder_with(issue_cmd(&f, &business, 1, "3600"), "after");
+    assert_eq!(n, 3);
+    after.kill().unwrap();
+    after.wait().unwrap();
+    let (code, out, err) = run(&["release", "inv", "3", "--force"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("3 was written"), "{out}");
+    // Killed before writing 4; then the longest lease is lowered to 1 s: its lease counts
+    // for that long, and the next issue gets 4.
+    let (mut before, n) = holder_with(issue_cmd(&f, &business, 1, "3600"), "before");
+    assert_eq!(n, 4);
+    before.kill().unwrap();
+    before.wait().unwrap();
+    let (code, _, err) = run(&["max-lease", "inv", "1"]);
+    assert_eq!(code, Some(0), "{err}");
+    let started = Instant::now();
+    assert_eq!(
+        numbers(&issue_cmd(&f, &business, 1, "1").output().unwrap()),
+        vec![4]
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let (code, out, _) = run(&["status", "inv"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("next 5; no holder; 1 voided"), "{out}");
+    assert!(out.contains("longest lease 1s"), "{out}");
+    let a = common::audit(&d, &business, "number", Some(1))
+        .await
+        .unwrap();
+    assert!(a.is_clean(), "{a:?}");
+    assert_eq!((a.numbers, a.voids.clone()), (4, vec![2]));
+}

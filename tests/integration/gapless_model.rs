@@ -9,11 +9,17 @@
 //!   write), write and then fail (a lost reply), or are **cancelled** midway;
 //! * a voider that **voids the next number** (racing the holders, their hand-overs and the
 //!   stalled writes) and tries numbers that are not the next one;
+//! * an operator that **releases** whoever holds the next number — half the time with
+//!   **force**, so live holders lose their number to a void document and their late write
+//!   meets it at the unique index — and **changes the longest lease**, at times below the
+//!   holders' lease (300 ms → 200 ms: their leases are cut short, by the server);
 //! * **CLI holders** (`dispenser gapless issue --field meta.number`), some with a clock an
 //!   hour ahead or behind (libfaketime), **SIGKILLed** at random moments or held before or
 //!   after their write and then killed; CLI voiders with a skewed clock; three seconds
 //!   before the end, a holder an hour ahead killed holding its number (and no skewed holder
-//!   after it, which could take its lease over by its own wrong clock).
+//!   after it, which could take its lease over by its own wrong clock). In that quiet
+//!   moment, chosen by the seed, the unique index is **dropped**; the next operation must
+//!   create it again before it relies on it.
 //!
 //! The number field is nested (`meta.number`), the lease 300 ms, the wait 30 s.
 //!
@@ -27,11 +33,16 @@
 //!   only where its write may have landed (a lost reply, a cancelled call);
 //! * calls are in order: a call that began after another returned got a larger number;
 //! * nothing waited its `wait` out (`Contention`), and no error other than the business
-//!   write's own came back; a CLI holder not killed exited 0;
+//!   write's own came back; a CLI holder not killed exited 0 (or was refused because the
+//!   operator had lowered the longest lease below its lease);
+//! * every number a release reported voided is a void document with that release's reason;
 //! * every look-up that could move the sequence past a number read with majority read
 //!   concern (from the commands the driver sent);
 //! * `audit` (library and CLI) finds 1…N clean and lists the voids; the status has no lease
 //!   and `next` N + 1.
+//!
+//! The operator's releases, the longest lease and the dropped index were added after the
+//! mutation table below was measured; they are not in it yet.
 //!
 //! Before the run it opens the sequence over a unique index that is partial, sparse or
 //! collated (chosen by the seed) and expects a refusal that names it.
@@ -66,7 +77,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dispenser::gapless::{Gapless, GaplessOptions};
+use dispenser::gapless::{Gapless, GaplessOptions, Released};
 use dispenser::mongodb::bson::{Bson, Document, doc};
 use dispenser::mongodb::event::EventHandler;
 use dispenser::mongodb::event::command::CommandEvent;
@@ -144,6 +155,10 @@ struct Record {
     unexpected: Vec<String>,
     /// CLI holders: tag → numbers printed.
     cli_numbers: HashMap<String, Vec<i64>>,
+    /// Whether the unique index was dropped during the run.
+    index_dropped: bool,
+    /// Releases: voided, moved past used numbers (forced ones among them).
+    released: (u32, u32, u32),
 }
 
 fn seed() -> u64 {
@@ -291,6 +306,65 @@ async fn voider(
     }
 }
 
+/// The operator: now and then ends the lease of whoever holds the next number (forced half
+/// the time: a live holder then loses its number to a void document, and its late write
+/// meets that document at the unique index), and changes the longest lease — at times below
+/// the holders' lease, which cuts the leases short. Leaves the longest lease at 5 minutes
+/// (and stops changing it 4 s before the deadline, before the CLI actors' quiet moment).
+async fn operator(
+    g: Gapless,
+    mut rng: XorShift,
+    deadline: Instant,
+    rec: Arc<Mutex<Record>>,
+    gate: Gate,
+) {
+    let mut k = 0;
+    let unexpected = |e: String| rec.lock().unwrap().unexpected.push(e);
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100 + rng.below(300))).await;
+        let _shared = gate.read().await;
+        k += 1;
+        if rng.chance(0.3) {
+            if deadline.saturating_duration_since(Instant::now()) > Duration::from_secs(4) {
+                let ms = [200, 300, 2_000, 300_000][rng.below(4) as usize];
+                if let Err(e) = g.set_max_lease(Duration::from_millis(ms)).await {
+                    unexpected(format!("max lease {ms} ms: {e}"));
+                }
+            }
+            continue;
+        }
+        let s = match g.status().await {
+            Ok(s) => s,
+            Err(e) => {
+                unexpected(format!("operator's status: {e}"));
+                continue;
+            }
+        };
+        let Some(lease) = s.lease else { continue };
+        let reason = format!("release-{k}");
+        let force = rng.chance(0.5);
+        match g.release(lease.number, &reason, force).await {
+            Ok(r) => {
+                let mut rec = rec.lock().unwrap();
+                match r {
+                    Released::Voided(n) => {
+                        rec.voids.insert(n, reason);
+                        rec.released.0 += 1;
+                    }
+                    _ => rec.released.1 += 1,
+                }
+                rec.released.2 += u32::from(force);
+            }
+            // Raced: the holder finished, or the lease runs (not forced).
+            Err(e) if e.is_invalid_input() => {}
+            Err(e) => unexpected(format!("release {} (force {force}): {e}", lease.number)),
+        }
+    }
+    if let Err(e) = g.set_max_lease(Duration::from_secs(300)).await {
+        unexpected(format!("max lease back to 5 min: {e}"));
+    }
+}
+
 /// Starts a CLI holder; returns it with its tag.
 fn cli_holder(
     f: &Fixture,
@@ -337,6 +411,7 @@ fn cli_actors(
     deadline: Instant,
     rec: Arc<Mutex<Record>>,
     gate: Gate,
+    rt: tokio::runtime::Handle,
 ) {
     let mut rng = XorShift::new(seed ^ 0xC11);
     let mut i = 0;
@@ -357,6 +432,25 @@ fn cli_actors(
                 finish_cli(child, tag, true, &rec);
             }
             std::thread::sleep(LEASE * 2);
+            // The holders' lease fits again (the operator may have lowered the longest lease).
+            let out = cli(f)
+                .args(["gapless", "max-lease", "inv", "300"])
+                .output()
+                .expect("run gapless max-lease");
+            finish_output(out, "cli-max-lease".to_owned(), false, &rec);
+            // Now and then someone drops the unique index: the next issue creates it again.
+            if rng.chance(0.5) {
+                let coll = f.client.database(DB).collection::<Document>(business);
+                if let Err(e) = rt.block_on(std::future::IntoFuture::into_future(
+                    coll.drop_index(format!("{FIELD}_1")),
+                )) {
+                    rec.lock()
+                        .unwrap()
+                        .unexpected
+                        .push(format!("dropping the index: {e}"));
+                }
+                rec.lock().unwrap().index_dropped = true;
+            }
             // One plain issue moves past whatever is used already (a lost reply's document
             // on the released number): the holder ahead then takes an unused number.
             let out = cli(f)
@@ -467,7 +561,11 @@ fn finish_output(out: std::process::Output, tag: String, killed: bool, rec: &Arc
         .filter_map(|l| l.trim().parse().ok())
         .collect();
     let mut r = rec.lock().unwrap();
-    if !killed && !out.status.success() {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Refused, nothing written: the operator had lowered the longest lease below 300 ms.
+    let lease_refused =
+        out.status.code() == Some(2) && stderr.contains("longer than the sequence's longest lease");
+    if !killed && !out.status.success() && !lease_refused {
         r.unexpected.push(format!(
             "{tag} exited {:?}: {}",
             out.status.code(),
@@ -573,6 +671,14 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
             )));
         }
     }
+    let og = d.find_gapless("inv").await.unwrap();
+    tasks.push(tokio::spawn(operator(
+        og,
+        XorShift::new(seed ^ 0x0BE7),
+        deadline,
+        rec.clone(),
+        gate.clone(),
+    )));
     let vg = d.find_gapless("inv").await.unwrap();
     tasks.push(tokio::spawn(voider(
         vg,
@@ -590,8 +696,8 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
             business.clone(),
             rec.clone(),
         );
-        let gate = gate.clone();
-        std::thread::spawn(move || cli_actors(&f2, &business, seed, deadline, rec, gate))
+        let (gate, rt) = (gate.clone(), tokio::runtime::Handle::current());
+        std::thread::spawn(move || cli_actors(&f2, &business, seed, deadline, rec, gate, rt))
     };
     for t in tasks {
         t.await.expect("an actor panicked");
@@ -799,19 +905,21 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
     );
     let s = last.status().await.unwrap();
     assert_eq!(
-        (s.next, s.lease.is_some()),
-        (n + 1, false),
+        (s.next, s.lease.is_some(), s.unique_index),
+        (n + 1, false, true),
         "seed {seed}: {s:?}"
     );
     let kinds = |b: fn(&Behaviour) -> bool| rec.calls.iter().filter(|c| b(&c.behaviour)).count();
     println!(
         "gap-free model: seed {seed}: {n} numbers, {issued} issued in process, {} voided, {} CLI holders \
-         ({} numbers printed), {} stalls, {} cancels, {} lost replies",
+         ({} numbers printed), {} stalls, {} cancels, {} lost replies, releases {:?} (voided, used, forced), index dropped: {}",
         voided.len(),
         rec.cli_numbers.len(),
         rec.cli_numbers.values().map(Vec::len).sum::<usize>(),
         kinds(|b| matches!(b, Behaviour::Stall(_))),
         kinds(|b| matches!(b, Behaviour::Cancel(..))),
         kinds(|b| matches!(b, Behaviour::WriteThenFail)),
+        rec.released,
+        rec.index_dropped,
     );
 }

@@ -43,7 +43,8 @@ fn ranges(gaps: &[(i64, i64)]) -> String {
         .join(", ")
 }
 
-/// Prints the audit; the exit code is 0 when clean, 1 when gaps or duplicates were found.
+/// Prints the audit; the exit code is 0 when clean, 1 when gaps, duplicates or numbers of
+/// another type or shape were found.
 pub async fn run(
     d: &Dispenser,
     args: AuditArgs,
@@ -68,6 +69,8 @@ pub async fn run(
             "duplicated": a.duplicated,
             "duplicates": a.duplicates.iter().map(|(n, c)| json!({"number": n, "count": c})).collect::<Vec<_>>(),
             "not_integer": a.not_integer, "voided": a.voided, "voids": a.voids,
+            "malformed": a.malformed,
+            "malformed_docs": a.malformed_docs.iter().map(|(id, p)| json!({"_id": id, "problem": p})).collect::<Vec<_>>(),
             "void_field": args.void_field, "clean": a.is_clean(),
         });
         writeln!(out, "{v}").map_err(io)?;
@@ -79,7 +82,7 @@ pub async fn run(
         let verdict = if a.is_clean() { "OK" } else { "PROBLEMS" };
         writeln!(
             out,
-            "{verdict} {}.{}: {} number(s), {span}; {} missing, {} duplicated{}{}",
+            "{verdict} {}.{}: {} number(s), {span}; {} missing, {} duplicated{}{}{}",
             args.collection,
             args.field,
             a.numbers,
@@ -97,6 +100,14 @@ pub async fn run(
                 )
             } else {
                 String::new()
+            },
+            if a.malformed > 0 {
+                format!(
+                    "; {} document(s) with a number of another type or shape (Decimal128, array)",
+                    a.malformed
+                )
+            } else {
+                String::new()
             }
         )
         .map_err(io)?;
@@ -106,6 +117,9 @@ pub async fn run(
         if !a.voids.is_empty() {
             let list: Vec<String> = a.voids.iter().map(i64::to_string).collect();
             writeln!(out, "voided: {}", list.join(", ")).map_err(io)?;
+        }
+        for (id, problem) in &a.malformed_docs {
+            writeln!(out, "malformed: _id {id}: {} {problem}", args.field).map_err(io)?;
         }
         if !a.duplicates.is_empty() {
             let list: Vec<String> = a

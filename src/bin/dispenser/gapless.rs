@@ -1,10 +1,11 @@
-//! `dispenser gapless …`: status, voids and issuing of gap-free sequences.
+//! `dispenser gapless …`: status, voids, issuing, releases and the longest lease of gap-free
+//! sequences.
 
 use std::io::Write;
 use std::time::Duration;
 
 use dispenser::Dispenser;
-use dispenser::gapless::GaplessOptions;
+use dispenser::gapless::{GaplessOptions, Released};
 use dispenser::mongodb::bson::{Bson, Document};
 
 use crate::exit::Outcome;
@@ -13,7 +14,7 @@ use crate::output::io_err;
 /// `dispenser gapless`.
 #[derive(clap::Subcommand, Debug)]
 pub enum GaplessCommand {
-    /// Show the next number, the lease and the voided numbers.
+    /// Show the next number, the lease, the longest lease and the voided numbers.
     Status {
         /// The gap-free sequence.
         name: String,
@@ -46,13 +47,50 @@ pub enum GaplessCommand {
         /// The document to insert, as JSON (the number field is set on it).
         #[arg(long, default_value = "{}")]
         doc: String,
-        /// Seconds a holder may take before its number can go to another caller.
+        /// Seconds a holder may take before its number can go to another caller (at most the
+        /// sequence's longest lease: 300 s unless changed with `gapless max-lease`).
         #[arg(long, default_value_t = 10.0)]
         lease: f64,
         /// How many documents to insert, one after the other.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         count: u64,
     },
+    /// End the lease of a holder that stopped, at once: void its number if it did not write
+    /// it, move past what it wrote if it did. Refused while the lease runs (by the server's
+    /// clock) unless --force.
+    Release {
+        /// The gap-free sequence.
+        name: String,
+        /// The held number (the sequence's next one).
+        #[arg(allow_negative_numbers = true)]
+        number: i64,
+        /// Why, kept with the number if it is voided.
+        #[arg(long, default_value = "released: its holder stopped")]
+        reason: String,
+        /// Release a lease that has not run out: you know its holder is dead (if it is not,
+        /// its write fails on the unique index and it moves on to the next number).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Set the longest lease: no holder's lease counts for longer, the leases already taken
+    /// included.
+    MaxLease {
+        /// The gap-free sequence.
+        name: String,
+        /// Seconds (more than 0, at most 86400).
+        seconds: f64,
+    },
+}
+
+/// `seconds` as a duration of 1 ms to a day, else an error naming `what`.
+fn seconds(what: &str, seconds: f64) -> dispenser::Result<Duration> {
+    if !(0.001..=86_400.0).contains(&seconds) {
+        return Err(dispenser::Error::InvalidArgument {
+            what: what.into(),
+            reason: format!("{seconds} must be at least 0.001 and at most 86400 seconds"),
+        });
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -101,6 +139,15 @@ pub async fn run(
                     s.voided.len()
                 )
                 .map_err(io)?;
+                writeln!(out, "  longest lease {:?}", s.max_lease).map_err(io)?;
+                if !s.unique_index {
+                    writeln!(
+                        out,
+                        "  warning: {}.{} has no plain unique index on the number field; the next issue, void or release creates it again (or says why it cannot)",
+                        s.collection, s.field
+                    )
+                    .map_err(io)?;
+                }
                 for v in &s.voided {
                     writeln!(
                         out,
@@ -129,12 +176,7 @@ pub async fn run(
             lease,
             count,
         } => {
-            if !(lease.is_finite() && lease > 0.0 && lease <= 86_400.0) {
-                return Err(dispenser::Error::InvalidArgument {
-                    what: "--lease".into(),
-                    reason: format!("{lease} must be more than 0 and at most 86400 seconds"),
-                });
-            }
+            let lease = seconds("--lease", lease)?;
             let value: serde_json::Value =
                 serde_json::from_str(&body).map_err(|e| dispenser::Error::InvalidArgument {
                     what: "--doc".into(),
@@ -167,9 +209,7 @@ pub async fn run(
                 Err(dispenser::Error::NoSuchSequence { .. }) => GaplessOptions::new(&into, &field),
                 Err(e) => return Err(e),
             };
-            let g = d
-                .open_gapless(&name, options.with_lease(Duration::from_secs_f64(lease)))
-                .await?;
+            let g = d.open_gapless(&name, options.with_lease(lease)).await?;
             let hold = hold_point();
             for _ in 0..count {
                 let coll = g.business().clone();
@@ -200,6 +240,37 @@ pub async fn run(
             }
             // Confirm the last number now: the process is about to exit.
             g.flush().await?;
+        }
+        GaplessCommand::Release {
+            name,
+            number,
+            reason,
+            force,
+        } => {
+            let g = d.find_gapless(&name).await?;
+            match g.release(number, &reason, force).await? {
+                Released::Voided(n) => {
+                    writeln!(out, "{name}: {n} voided; its holder's lease ended").map_err(io)?;
+                }
+                Released::Used { first, last } => {
+                    let run = if first == last {
+                        format!("{first} was")
+                    } else {
+                        format!("{first} to {last} were")
+                    };
+                    writeln!(
+                        out,
+                        "{name}: {run} written by the holder; the sequence moved past, its lease ended"
+                    )
+                    .map_err(io)?;
+                }
+                other => writeln!(out, "{name}: {other:?}").map_err(io)?,
+            }
+        }
+        GaplessCommand::MaxLease { name, seconds: s } => {
+            let max = seconds("longest lease", s)?;
+            d.find_gapless(&name).await?.set_max_lease(max).await?;
+            writeln!(out, "{name}: longest lease {max:?}").map_err(io)?;
         }
     }
     out.flush().map_err(io_err)?;

@@ -59,6 +59,8 @@ impl Modify for BearerAuth {
         handlers::healthz,
         gapless::status,
         gapless::void,
+        gapless::release,
+        gapless::max_lease,
         queues::create,
         queues::status,
         queues::take,
@@ -82,6 +84,8 @@ impl Modify for BearerAuth {
         handlers::AdvanceBody,
         handlers::ResetBody,
         gapless::VoidBody,
+        gapless::ReleaseBody,
+        gapless::MaxLeaseBody,
         QueueState,
         QueueCreated,
         TicketAnswer,
@@ -135,7 +139,8 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "take" | "call" => &[400, 401, 403, 404, 409, 414, 422, 431, 500, 503],
         "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "queue_create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
-        "advance" | "reset" | "alter" | "gapless_void" => &[
+        "advance" | "reset" | "alter" | "gapless_void" | "gapless_release"
+        | "gapless_max_lease" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
         "healthz" => &[400, 414, 431, 503],
@@ -210,9 +215,15 @@ pub(super) fn document(max_count: u64) -> Value {
                 .unwrap_or_default(),
         );
     }
-    if let Some(p) = property(&mut doc, "VoidBody", "reason") {
-        p.insert("minLength".into(), json!(1));
-        p.insert("maxLength".into(), json!(1000));
+    for schema in ["VoidBody", "ReleaseBody"] {
+        if let Some(p) = property(&mut doc, schema, "reason") {
+            p.insert("minLength".into(), json!(1));
+            p.insert("maxLength".into(), json!(1000));
+        }
+    }
+    if let Some(p) = property(&mut doc, "MaxLeaseBody", "max_lease_ms") {
+        p.insert("minimum".into(), json!(1));
+        p.insert("maximum".into(), json!(gapless::MAX_LEASE_MS));
     }
     // A reset takes the next number as `next` or `value` (a whole number, not null), not both.
     for field in ["next", "value"] {
