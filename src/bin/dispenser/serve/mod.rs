@@ -9,8 +9,11 @@
 //! request body is read.
 //!
 //! Connections are capped and timed (`conn.rs`: `--max-connections`, `--header-timeout`,
-//! `--idle-timeout`), requests cut at `--request-timeout` (408 for a body that does not
-//! arrive, 503 otherwise), and every error answer is JSON, hyper's own included.
+//! `--idle-timeout`, `--unauthenticated-idle-timeout`; at the cap a waiting connection that
+//! never sent a valid token makes room for a new one), the boards' event streams capped
+//! (`--max-streams-per-token`, `--max-streams-per-queue`, half of the connections in all),
+//! requests cut at `--request-timeout` (408 for a body that does not arrive, 503 otherwise),
+//! and every error answer is JSON, hyper's own included.
 //!
 //! The service's own admin operations (create, advance, reset, delete) are ordered with the
 //! draws of the same sequence: draws hold the sequence's [`Slot`] lock shared, admin operations
@@ -46,13 +49,14 @@ use tower_http::trace::TraceLayer;
 
 use crate::args::{MAX_BLOCK, MAX_COUNT, parse_share, parse_timeout, whole};
 use crate::exit::Outcome;
-use conn::{Capped, ConnInfo, Limits, track};
+use conn::{Capped, ConnInfo, Limits};
 use draw::next;
 use errors::{fallback, timed_out};
 use handlers::{advance, alter, create, delete, healthz, list, peek, reset};
 use json::{MAX_BODY, ReadingBody};
 use metrics::Metrics;
 use observe::observe;
+use queue_state::{Queues, STREAMS_PER_QUEUE, STREAMS_PER_TOKEN, StreamLimits};
 use scrape::metrics;
 use state::{AppState, Shared};
 use tokens::load_tokens;
@@ -116,13 +120,28 @@ pub struct ServeArgs {
     /// kept-alive one from the request's first byte. A connection past it is closed.
     #[arg(long, default_value_t = 10.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub header_timeout: f64,
-    /// Seconds a kept-alive connection may wait for its next request before it is closed.
+    /// Seconds a kept-alive connection may wait for its next request before it is closed,
+    /// once a request on it carried a valid token.
     #[arg(long, default_value_t = 60.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub idle_timeout: f64,
-    /// Connections open at once; more wait to be accepted [default: 10000, or what the
-    /// open-file limit allows less 128].
+    /// Seconds a connection may wait for a request until one of its requests carried a valid
+    /// token (a new connection's first byte included); at most --idle-timeout.
+    #[arg(long, default_value_t = 5.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub unauthenticated_idle_timeout: f64,
+    /// Connections open at once [default: 10000, or what the open-file limit allows less
+    /// 128]. At the cap, a connection waiting for a request is closed to make room for a new
+    /// one (first those that never sent a valid token, the longest waiting first); new ones
+    /// wait only while every connection is serving a request or stream.
     #[arg(long, value_parser = whole::<u64>(1, 1_000_000), allow_negative_numbers = true)]
     pub max_connections: Option<u64>,
+    /// Board event streams (GET /ui/queues/{name}/events) one token may hold open at once;
+    /// one more is answered 429 `too_many_streams`.
+    #[arg(long, default_value_t = STREAMS_PER_TOKEN, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
+    pub max_streams_per_token: usize,
+    /// Board event streams open at once on one queue; one more is answered 503
+    /// `too_many_streams` (as is one past half of --max-connections, the most streams take).
+    #[arg(long, default_value_t = STREAMS_PER_QUEUE, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
+    pub max_streams_per_queue: usize,
 }
 
 fn router(state: Shared) -> Router {
@@ -147,13 +166,21 @@ fn router(state: Shared) -> Router {
         .fallback(fallback)
         // Innermost first: the body limit and the request timeout answer errors, which
         // `observe` turns into JSON error bodies (and counts); `track` tells the connection
-        // a request is being served; the trace span covers it all.
+        // a request is being served, and whether it carried a valid token; the trace span
+        // covers it all.
         .layer(RequestBodyLimitLayer::new(MAX_BODY))
         .layer(middleware::from_fn_with_state(state.clone(), deadline))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .layer(middleware::from_fn(track))
+        .layer(middleware::from_fn_with_state(state.clone(), track))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Tells the request's connection it is being served, and whether it carried a valid token
+/// (which gives the connection the longer idle timeout and keeps it from eviction).
+async fn track(State(st): State<Shared>, req: Request, next: Next) -> Response {
+    let trusted = st.authenticate(req.headers()).is_ok();
+    conn::track(trusted, req, next).await
 }
 
 /// Cuts a request at `--request-timeout`: 408 when its body had not arrived, else 503.
@@ -222,11 +249,18 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
                 what: "--listen".into(),
                 reason: format!("cannot listen on {addr}: {e}"),
             })?;
+    let idle = Duration::from_secs_f64(args.idle_timeout);
     let limits = Limits {
         header: Duration::from_secs_f64(args.header_timeout),
-        idle: Duration::from_secs_f64(args.idle_timeout),
+        idle,
+        untrusted_idle: Duration::from_secs_f64(args.unauthenticated_idle_timeout).min(idle),
         max_connections: conn::max_connections(args.max_connections)?,
     };
+    let streams = StreamLimits::new(
+        args.max_streams_per_token,
+        args.max_streams_per_queue,
+        limits.max_connections,
+    );
     let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
         what: "--listen".into(),
         reason: e.to_string(),
@@ -241,15 +275,19 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         slots: Mutex::new(HashMap::new()),
         retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),
-        queues: Default::default(),
+        queues: Queues::new(streams),
     });
     println!("listening on http://{local}");
     tracing::info!("dispenser serve listening on {local}");
     tracing::info!(
-        "connections: at most {}, header timeout {:?}, idle timeout {:?}",
+        "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all",
         limits.max_connections,
         limits.header,
-        limits.idle
+        limits.idle,
+        limits.untrusted_idle,
+        streams.per_token,
+        streams.per_queue,
+        streams.total
     );
     let served = axum::serve(
         Capped::new(listener, limits),
