@@ -36,6 +36,16 @@ impl Service {
 
     /// A service on `uri` with more `serve` arguments.
     pub(crate) fn start_args(test: &str, uri: &str, extra: &[&str]) -> Service {
+        Service::start_env(test, uri, extra, &[])
+    }
+
+    /// A service on `uri` with more `serve` arguments and environment variables.
+    pub(crate) fn start_env(
+        test: &str,
+        uri: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Service {
         common::ready();
         let collection = common::unique(test);
         let tokens = std::env::temp_dir().join(format!("{collection}.tokens.json"));
@@ -66,6 +76,7 @@ impl Service {
             .args(["--block", "100", "--max-count", "10000", "--tokens"])
             .arg(&tokens)
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -1793,4 +1804,101 @@ async fn board_streams_are_capped_per_token_and_per_queue() {
     );
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
+}
+
+/// `--metrics-token` (here from `DISPENSER_METRICS_TOKEN`): `/metrics` answers 401 without
+/// it — no token, an API token, another token — and 200 with it; `/openapi.json` declares it;
+/// it is never printed (not by `serve --help`, not in the service's debug log), and a token
+/// that is too short, or is also an API token, is refused at start without being echoed.
+/// Before the fix `/metrics` could not require a token.
+#[tokio::test]
+async fn metrics_can_require_a_token_of_their_own() {
+    const METRICS: &str = "metrics-token-for-tests-0005";
+    let svc = Service::start_env(
+        "metrics_token",
+        &common::uri(),
+        &[],
+        &[
+            ("DISPENSER_METRICS_TOKEN", METRICS),
+            ("DISPENSER_LOG", "dispenser=debug,tower_http=debug"),
+        ],
+    );
+    let http = unpooled();
+    let url = svc.url("/metrics");
+    for (what, req) in [
+        ("no token", http.get(&url)),
+        ("an API token", http.get(&url).bearer_auth(ADMIN)),
+        (
+            "another token",
+            http.get(&url).bearer_auth("not-the-metrics-token-000"),
+        ),
+        (
+            "a malformed header",
+            http.get(&url).header("authorization", METRICS),
+        ),
+    ] {
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 401, "{what}");
+        assert_eq!(resp.headers()["www-authenticate"], "Bearer", "{what}");
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["kind"], "unauthorized", "{what}: {body}");
+    }
+    let resp = http.get(&url).bearer_auth(METRICS).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let text = resp.text().await.unwrap();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    parse_metrics(&text);
+    let (status, doc) = send(http.get(svc.url("/openapi.json"))).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        doc["components"]["securitySchemes"]["metrics_token"]["scheme"], "bearer",
+        "{}",
+        doc["components"]
+    );
+    let get = &doc["paths"]["/metrics"]["get"];
+    assert_eq!(get["security"], json!([{ "metrics_token": [] }]), "{get}");
+    assert!(get["responses"]["401"].is_object(), "{get}");
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains("/metrics needs the metrics token"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(METRICS), "the log shows the metrics token");
+
+    let serve = |env: &[(&str, &str)], args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_dispenser"))
+            .env("MONGODB_URI", common::uri())
+            .env(
+                "DISPENSER_TOKENS",
+                json!({ "tokens": [{ "name": "admin", "token": ADMIN, "sequences": ["*"], "operations": ["next"] }] })
+                    .to_string(),
+            )
+            .envs(env.iter().copied())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let help = serve(&[("DISPENSER_METRICS_TOKEN", METRICS)], &["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("DISPENSER_METRICS_TOKEN"), "{help}");
+    assert!(!help.contains(METRICS), "--help shows the metrics token");
+    for (given, says) in [
+        ("short-secret", "12 bytes long"),
+        (ADMIN, "also the API token \"admin\""),
+        ("a metrics token with spaces", "whitespace"),
+    ] {
+        for out in [
+            serve(&[("DISPENSER_METRICS_TOKEN", given)], &[]),
+            serve(&[], &["--metrics-token", given]),
+        ] {
+            assert_eq!(out.status.code(), Some(2));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("--metrics-token") && err.contains(says) && !err.contains(given),
+                "{err}"
+            );
+        }
+    }
 }

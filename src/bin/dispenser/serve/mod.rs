@@ -3,7 +3,8 @@
 //!
 //! Numbers are drawn through block clients with prefetch (one per sequence, shared by all
 //! requests), so most requests need no database round trip; on shutdown the unused block
-//! tails are given back. Every endpoint except `/healthz` and `/metrics` needs a bearer token;
+//! tails are given back. Every endpoint except `/healthz` and `/metrics` (which takes its own
+//! `--metrics-token` when given one) needs a bearer token;
 //! each token is allowed a set of sequence names (globs) and operations. Tokens are compared
 //! in constant time (over a fixed length) and never logged; the token is checked before the
 //! request body is read.
@@ -34,11 +35,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use dispenser::{
     Dispenser, Error,
     block::{BlockOptions, Pool},
@@ -57,7 +58,7 @@ use json::{MAX_BODY, ReadingBody};
 use metrics::Metrics;
 use observe::observe;
 use queue_state::{Queues, STREAMS_PER_QUEUE, STREAMS_PER_TOKEN, StreamLimits};
-use scrape::metrics;
+use scrape::{MetricsToken, metrics, require_token};
 use state::{AppState, Shared};
 use tokens::load_tokens;
 
@@ -142,9 +143,29 @@ pub struct ServeArgs {
     /// `too_many_streams` (as is one past half of --max-connections, the most streams take).
     #[arg(long, default_value_t = STREAMS_PER_QUEUE, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
     pub max_streams_per_queue: usize,
+    /// A token /metrics then requires (`Authorization: Bearer <it>`, 16 to 256 bytes, not an
+    /// API token); without it /metrics needs none. Prefer the environment variable: a
+    /// command line is visible to other users.
+    #[arg(long, env = "DISPENSER_METRICS_TOKEN", hide_env_values = true, value_parser = secret)]
+    pub metrics_token: Option<Secret>,
 }
 
-fn router(state: Shared) -> Router {
+/// A secret from the command line or the environment, never shown (`Debug` hides it).
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// Never fails: a secret is checked after parsing, where the error cannot echo it.
+fn secret(s: &str) -> Result<Secret, String> {
+    Ok(Secret(s.to_owned()))
+}
+
+fn router(state: Shared, metrics_token: MetricsToken) -> Router {
     Router::new()
         .route("/v1/sequences", get(list).post(create))
         .route("/v1/sequences/{name}", get(peek).delete(delete))
@@ -161,8 +182,17 @@ fn router(state: Shared) -> Router {
         .route("/v1/overview", get(overview::overview))
         .merge(ui::routes())
         .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics))
-        .route("/openapi.json", get(openapi::openapi))
+        .route(
+            "/metrics",
+            get(metrics).route_layer(middleware::from_fn_with_state(
+                metrics_token.clone(),
+                require_token,
+            )),
+        )
+        .route(
+            "/openapi.json",
+            get(openapi::openapi).layer(Extension(metrics_token)),
+        )
         .fallback(fallback)
         // Innermost first: the body limit and the request timeout answer errors, which
         // `observe` turns into JSON error bodies (and counts); `track` tells the connection
@@ -220,6 +250,8 @@ async fn shutdown_signal() {
 /// from error answers.
 pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<Outcome> {
     let tokens = load_tokens(args.tokens.as_ref())?;
+    let metrics_token =
+        MetricsToken::new(args.metrics_token.as_ref().map(|s| s.0.as_str()), &tokens)?;
     if args.max_block < args.block {
         return Err(Error::InvalidArgument {
             what: "--max-block".into(),
@@ -280,18 +312,23 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
     println!("listening on http://{local}");
     tracing::info!("dispenser serve listening on {local}");
     tracing::info!(
-        "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all",
+        "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all; /metrics {}",
         limits.max_connections,
         limits.header,
         limits.idle,
         limits.untrusted_idle,
         streams.per_token,
         streams.per_queue,
-        streams.total
+        streams.total,
+        if metrics_token.is_set() {
+            "needs the metrics token"
+        } else {
+            "needs no token"
+        }
     );
     let served = axum::serve(
         Capped::new(listener, limits),
-        router(state.clone()).into_make_service_with_connect_info::<ConnInfo>(),
+        router(state.clone(), metrics_token).into_make_service_with_connect_info::<ConnInfo>(),
     )
     .with_graceful_shutdown({
         let state = Arc::clone(&state);
