@@ -1,6 +1,6 @@
 //! Connections: a cap on how many are open at once, time limits for a request head and for
-//! an idle connection, room made for new connections by closing unauthenticated ones that
-//! wait, and JSON bodies on the error answers hyper writes itself.
+//! an idle connection, room made for new connections by closing ones that only wait, and
+//! JSON bodies on the error answers hyper writes itself.
 //!
 //! hyper offers one connection timer, `http1::Builder::header_read_timeout`, which runs from
 //! the moment a connection waits for a request to the end of its head: idle time and head
