@@ -245,7 +245,8 @@ async fn half_sent_connections_are_closed_and_never_block_the_service() {
 }
 
 /// Item 2: an idle kept-alive connection is closed after `--idle-timeout`; at
-/// `--max-connections` a new connection waits until one closes.
+/// `--max-connections`, with every place taken by a request being served, a new connection
+/// waits until one closes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_are_closed_and_connections_are_capped() {
     let svc = Service::start_args(
@@ -275,11 +276,16 @@ async fn idle_connections_are_closed_and_connections_are_capped() {
     );
     eprintln!("idle connection closed {idle_for:?} after its answer");
 
-    // Three connections hold the three places; a fourth request waits for one of them.
+    // Three requests being served (each waits for its body) hold the three places; a fourth
+    // request waits for one of them. (Connections that only wait, idle or with a head still
+    // arriving, would be closed to make room: see serve::streams_and_idle_connections_….)
     let mut held = Vec::new();
     for _ in 0..3 {
         let mut c = TcpStream::connect(&addr).await.unwrap();
-        c.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+        let head = format!(
+            "POST /v1/sequences HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n"
+        );
+        c.write_all(head.as_bytes()).await.unwrap();
         held.push(c);
     }
     let http = reqwest::Client::new();
@@ -298,6 +304,8 @@ async fn idle_connections_are_closed_and_connections_are_capped() {
         .expect("served once a place was free")
         .unwrap();
     assert_eq!(status, 200, "{body}");
+    // The requests still waiting for their bodies would hold the shutdown until they time out.
+    drop(held);
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
 }

@@ -36,6 +36,16 @@ impl Service {
 
     /// A service on `uri` with more `serve` arguments.
     pub(crate) fn start_args(test: &str, uri: &str, extra: &[&str]) -> Service {
+        Service::start_env(test, uri, extra, &[])
+    }
+
+    /// A service on `uri` with more `serve` arguments and environment variables.
+    pub(crate) fn start_env(
+        test: &str,
+        uri: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Service {
         let tokens = json!({ "tokens": [
                 { "name": "admin", "token": ADMIN, "sequences": ["*"],
                   "operations": ["next", "create", "peek", "list", "advance", "reset", "delete", "alter", "void", "take", "call"] },
@@ -44,12 +54,23 @@ impl Service {
                 { "name": "kiosk", "token": KIOSK, "sequences": ["lobby*"], "operations": ["take"] },
                 { "name": "board", "token": BOARD, "sequences": ["lobby*"], "operations": ["peek"] },
         ]});
-        Service::start_tokens(test, uri, &tokens, extra)
+        Service::start_tokens_env(test, uri, &tokens, extra, env)
     }
 
     /// A service on `uri` whose tokens file is `tokens` (`{"tokens": [...]}`), with more
     /// `serve` arguments.
     pub(crate) fn start_tokens(test: &str, uri: &str, tokens: &Value, extra: &[&str]) -> Service {
+        Service::start_tokens_env(test, uri, tokens, extra, &[])
+    }
+
+    /// [`Service::start_tokens`] with environment variables.
+    fn start_tokens_env(
+        test: &str,
+        uri: &str,
+        tokens: &Value,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Service {
         common::ready();
         let collection = common::unique(test);
         let path = std::env::temp_dir().join(format!("{collection}.tokens.json"));
@@ -69,6 +90,7 @@ impl Service {
             .args(["--block", "100", "--max-count", "10000", "--tokens"])
             .arg(&tokens)
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -1472,4 +1494,425 @@ async fn a_slow_database_never_makes_the_service_hold_more_than_max_block() {
         burnt <= 2 * MAX_BLOCK,
         "a SIGKILL burnt {burnt} numbers with --max-block {MAX_BLOCK}"
     );
+}
+
+/// The service's `host:port`.
+fn host_port(svc: &Service) -> String {
+    svc.base.trim_start_matches("http://").to_owned()
+}
+
+/// A client that opens a fresh connection for every request (its own idle connections would
+/// otherwise hold places under a small `--max-connections`).
+fn unpooled() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap()
+}
+
+/// Sends `request` on a new connection and reads the answer's head (and, for an answer with
+/// a `content-length`, its body): the connection, the status and what was read.
+async fn raw_answer(addr: &str, request: &str) -> (tokio::net::TcpStream, u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+    c.write_all(request.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if body.len() >= length {
+                let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+                return (c, status, text);
+            }
+        }
+        let n = c.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the connection closed: {text:?}");
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// The head of a request for the board's feed of `queue` with `token`.
+fn stream_request(queue: &str, token: &str) -> String {
+    format!(
+        "GET /ui/queues/{queue}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+}
+
+/// Connections cannot be pinned. With `--max-connections 8`, a token with only `peek` opens
+/// board streams until it is refused (every stream it may hold), keeps the refused
+/// connection and four more idle after one `GET /v1/queues/lobby` each; unauthenticated
+/// clients hold idle connections — four after one `/healthz`, eight that never send a byte
+/// (more than the cap) — and still `/healthz` and an authenticated request answer within 1 s
+/// each. Before the fix eight streams were accepted (none refused), and idle connections kept
+/// `/healthz` waiting for their timeouts (80 s in a manual run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_and_idle_connections_cannot_pin_the_service() {
+    let svc = Service::start_args("pinning", &common::uri(), &["--max-connections", "8"]);
+    let addr = host_port(&svc);
+    let http = unpooled();
+    let (status, body) = send(
+        http.post(svc.url("/v1/queues"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "name": "lobby" })),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+
+    let mut streams = Vec::new();
+    let mut refused = None;
+    for i in 1..=9 {
+        let (c, status, text) = tokio::time::timeout(
+            Duration::from_secs(2),
+            raw_answer(&addr, &stream_request("lobby", BOARD)),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("stream {i} got no answer within 2 s: the service is pinned"));
+        let ok = status == 200;
+        streams.push(c);
+        if !ok {
+            refused = Some((status, text));
+            break;
+        }
+    }
+    let (status, text) = refused.unwrap_or_else(|| {
+        panic!(
+            "{} streams of one peek token were accepted under --max-connections 8, none refused",
+            streams.len()
+        )
+    });
+    assert!(
+        [429, 503].contains(&status) && text.contains("\"too_many_streams\""),
+        "{text}"
+    );
+    eprintln!(
+        "the peek token holds {} streams; the next: {status}",
+        streams.len() - 1
+    );
+    // The peek token's idle keep-alive connections.
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        let peek = format!(
+            "GET /v1/queues/lobby HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {BOARD}\r\n\r\n"
+        );
+        let (c, status, text) =
+            tokio::time::timeout(Duration::from_secs(2), raw_answer(&addr, &peek))
+                .await
+                .expect("a peek got no answer within 2 s");
+        assert_eq!(status, 200, "{text}");
+        idle.push(c);
+    }
+
+    // Unauthenticated clients: four idle after one /healthz, eight that send nothing.
+    for _ in 0..4 {
+        let (c, status, text) = tokio::time::timeout(
+            Duration::from_secs(2),
+            raw_answer(&addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"),
+        )
+        .await
+        .expect("an unauthenticated /healthz got no answer within 2 s");
+        assert_eq!(status, 200, "{text}");
+        idle.push(c);
+    }
+    let mut silent = Vec::new();
+    for _ in 0..8 {
+        silent.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let mut slowest = Duration::ZERO;
+    for _ in 0..3 {
+        let asked = Instant::now();
+        let (status, body) =
+            tokio::time::timeout(Duration::from_secs(1), send(http.get(svc.url("/healthz"))))
+                .await
+                .expect("/healthz did not answer within 1 s");
+        assert_eq!(status, 200, "{body}");
+        slowest = slowest.max(asked.elapsed());
+        let asked = Instant::now();
+        let (status, body) = tokio::time::timeout(
+            Duration::from_secs(1),
+            send(http.get(svc.url("/v1/queues/lobby")).bearer_auth(ADMIN)),
+        )
+        .await
+        .expect("an authenticated request did not answer within 1 s");
+        assert_eq!(status, 200, "{body}");
+        slowest = slowest.max(asked.elapsed());
+    }
+    eprintln!("under the pinning attempt the slowest answer took {slowest:?}");
+    drop((streams, idle, silent));
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// Whether the service closed `conn` (end of stream or reset) within `wait`, reading and
+/// dropping whatever arrives before.
+async fn closed_within(conn: &mut tokio::net::TcpStream, wait: Duration) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, conn.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+/// A connection that has not sent a valid token waits at most `--unauthenticated-idle-timeout`
+/// (5 s by default) for a request — a new one that sends nothing, one kept alive after
+/// `/healthz`, one after a request with an unknown token — while one whose request carried a
+/// valid token keeps `--idle-timeout` (30 s here). Before the fix the connections kept alive
+/// waited the idle timeout whatever they had sent, and a new one the header timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_connections_with_a_valid_token_keep_the_long_idle_timeout() {
+    let svc = Service::start_args("idle_untrusted", &common::uri(), &["--idle-timeout", "30"]);
+    let addr = host_port(&svc);
+    let opened = Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let request = |token: Option<&str>| {
+        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        format!("GET /v1/sequences HTTP/1.1\r\nHost: x\r\n{auth}\r\n")
+    };
+    let (mut health, status, _) =
+        raw_answer(&addr, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert_eq!(status, 200);
+    let (mut unknown, status, _) =
+        raw_answer(&addr, &request(Some("not-a-token-of-this-service"))).await;
+    assert_eq!(status, 401);
+    let (mut trusted, status, text) = raw_answer(&addr, &request(Some(ADMIN))).await;
+    assert_eq!(status, 200, "{text}");
+    let answered = Instant::now();
+    for (what, conn) in [
+        ("a silent new connection", &mut silent),
+        ("a connection idle after /healthz", &mut health),
+        ("a connection idle after an unknown token", &mut unknown),
+    ] {
+        assert!(
+            closed_within(conn, Duration::from_secs(9) - opened.elapsed()).await,
+            "{what} was still open {:?} after it was opened",
+            opened.elapsed()
+        );
+        let after = opened.elapsed();
+        assert!(
+            after >= Duration::from_secs(4),
+            "{what} closed after {after:?}"
+        );
+        eprintln!("{what}: closed {after:?} after it was opened");
+    }
+    assert!(
+        !closed_within(&mut trusted, Duration::from_secs(10) - answered.elapsed()).await,
+        "the connection that sent a valid token was closed {:?} after its answer",
+        answered.elapsed()
+    );
+    // Still usable.
+    use tokio::io::AsyncWriteExt;
+    trusted
+        .write_all(request(Some(ADMIN)).as_bytes())
+        .await
+        .unwrap();
+    drop(trusted);
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// Board streams are capped per token (429) and per queue (503), answered `too_many_streams`
+/// in JSON with a `Retry-After`, and a stream's place comes back when its board goes. Before
+/// the fix there were no such caps (nor their flags).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn board_streams_are_capped_per_token_and_per_queue() {
+    let svc = Service::start_args(
+        "stream_caps",
+        &common::uri(),
+        &[
+            "--max-streams-per-token",
+            "2",
+            "--max-streams-per-queue",
+            "3",
+        ],
+    );
+    let addr = host_port(&svc);
+    let http = unpooled();
+    for name in ["lobby", "lobby2"] {
+        let (status, body) = send(
+            http.post(svc.url("/v1/queues"))
+                .bearer_auth(ADMIN)
+                .json(&json!({ "name": name })),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let open = |queue: &'static str, token: &'static str| {
+        let addr = addr.clone();
+        async move {
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                raw_answer(&addr, &stream_request(queue, token)),
+            )
+            .await
+            .expect("a stream request got no answer within 5 s")
+        }
+    };
+    let body_of = |text: &str| -> Value {
+        serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap()
+    };
+    let (board1, status, _) = open("lobby", BOARD).await;
+    assert_eq!(status, 200);
+    let (_board2, status, _) = open("lobby", BOARD).await;
+    assert_eq!(status, 200);
+    let (_, status, text) = open("lobby2", BOARD).await;
+    assert_eq!(status, 429, "{text}");
+    assert!(text.to_lowercase().contains("retry-after: 10"), "{text}");
+    let message = body_of(&text)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(body_of(&text)["error"]["kind"], "too_many_streams");
+    assert!(
+        message.contains("\"board\"") && message.contains("--max-streams-per-token"),
+        "{message}"
+    );
+    assert!(!text.contains(BOARD), "the answer shows the token: {text}");
+    let (_admin1, status, _) = open("lobby", ADMIN).await;
+    assert_eq!(status, 200);
+    let (_, status, text) = open("lobby", ADMIN).await;
+    assert_eq!(status, 503, "{text}");
+    let message = body_of(&text)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("\"lobby\"") && message.contains("--max-streams-per-queue"),
+        "{message}"
+    );
+    let (_admin2, status, _) = open("lobby2", ADMIN).await;
+    assert_eq!(status, 200);
+    // A board goes: its place comes back once the service sees its connection closed.
+    drop(board1);
+    let freed = Instant::now();
+    loop {
+        let (c, status, text) = open("lobby2", BOARD).await;
+        if status == 200 {
+            drop(c);
+            break;
+        }
+        assert_eq!(status, 429, "{text}");
+        assert!(
+            freed.elapsed() < Duration::from_secs(20),
+            "the closed stream's place did not come back within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "a closed board's place came back after {:?}",
+        freed.elapsed()
+    );
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// `--metrics-token` (here from `DISPENSER_METRICS_TOKEN`): `/metrics` answers 401 without
+/// it — no token, an API token, another token — and 200 with it; `/openapi.json` declares it;
+/// it is never printed (not by `serve --help`, not in the service's debug log), and a token
+/// that is too short, or is also an API token, is refused at start without being echoed.
+/// Before the fix `/metrics` could not require a token.
+#[tokio::test]
+async fn metrics_can_require_a_token_of_their_own() {
+    const METRICS: &str = "metrics-token-for-tests-0005";
+    let svc = Service::start_env(
+        "metrics_token",
+        &common::uri(),
+        &[],
+        &[
+            ("DISPENSER_METRICS_TOKEN", METRICS),
+            ("DISPENSER_LOG", "dispenser=debug,tower_http=debug"),
+        ],
+    );
+    let http = unpooled();
+    let url = svc.url("/metrics");
+    for (what, req) in [
+        ("no token", http.get(&url)),
+        ("an API token", http.get(&url).bearer_auth(ADMIN)),
+        (
+            "another token",
+            http.get(&url).bearer_auth("not-the-metrics-token-000"),
+        ),
+        (
+            "a malformed header",
+            http.get(&url).header("authorization", METRICS),
+        ),
+    ] {
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 401, "{what}");
+        assert_eq!(resp.headers()["www-authenticate"], "Bearer", "{what}");
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["kind"], "unauthorized", "{what}: {body}");
+    }
+    let resp = http.get(&url).bearer_auth(METRICS).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let text = resp.text().await.unwrap();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    parse_metrics(&text);
+    let (status, doc) = send(http.get(svc.url("/openapi.json"))).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        doc["components"]["securitySchemes"]["metrics_token"]["scheme"], "bearer",
+        "{}",
+        doc["components"]
+    );
+    let get = &doc["paths"]["/metrics"]["get"];
+    assert_eq!(get["security"], json!([{ "metrics_token": [] }]), "{get}");
+    assert!(get["responses"]["401"].is_object(), "{get}");
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains("/metrics needs the metrics token"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(METRICS), "the log shows the metrics token");
+
+    let serve = |env: &[(&str, &str)], args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_dispenser"))
+            .env("MONGODB_URI", common::uri())
+            .env(
+                "DISPENSER_TOKENS",
+                json!({ "tokens": [{ "name": "admin", "token": ADMIN, "sequences": ["*"], "operations": ["next"] }] })
+                    .to_string(),
+            )
+            .envs(env.iter().copied())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let help = serve(&[("DISPENSER_METRICS_TOKEN", METRICS)], &["--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("DISPENSER_METRICS_TOKEN"), "{help}");
+    assert!(!help.contains(METRICS), "--help shows the metrics token");
+    for (given, says) in [
+        ("short-secret", "12 bytes long"),
+        (ADMIN, "also the API token \"admin\""),
+        ("a metrics token with spaces", "whitespace"),
+    ] {
+        for out in [
+            serve(&[("DISPENSER_METRICS_TOKEN", given)], &[]),
+            serve(&[], &["--metrics-token", given]),
+        ] {
+            assert_eq!(out.status.code(), Some(2));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("--metrics-token") && err.contains(says) && !err.contains(given),
+                "{err}"
+            );
+        }
+    }
 }

@@ -139,6 +139,33 @@ async fn the_pages_work_in_headless_chromium() {
     assert_eq!(board["next"], "Next ticket: 10");
     let shown = board["shown_after_ms"].as_u64().unwrap();
     assert!(shown < 2000, "the board showed the call after {shown} ms");
+    // The board's link carried another token than the tab's (the kiosk's): the page asked,
+    // kept the kiosk's token and did not start until the answer, then used the board's.
+    let asked = &board["asked"];
+    assert_eq!(
+        asked["title"], "This link carries a different token.",
+        "{asked}"
+    );
+    assert_eq!(asked["kept_while_asking"], true, "{asked}");
+    assert_eq!(asked["waited"], "connecting…", "{asked}");
+    assert_eq!(asked["token_left_in_address"], false, "{asked}");
+    assert_eq!(asked["replaced"], true, "{asked}");
+    // A crafted link to a tab that holds a token: asked, refused, the page goes on with its
+    // own token — from a new address and from a fragment changed in place.
+    let planted = &r["planted"];
+    assert_eq!(
+        planted["title"], "This link carries a different token.",
+        "{planted}"
+    );
+    assert_eq!(planted["kept"], true, "{planted}");
+    assert_eq!(planted["token_left_in_address"], false, "{planted}");
+    assert_eq!(
+        planted["fragment_title"], "This link carries a different token.",
+        "{planted}"
+    );
+    assert_eq!(planted["fragment_kept"], true, "{planted}");
+    assert_eq!(planted["fragment_left_in_address"], false, "{planted}");
+    assert_eq!(planted["question_gone"], true, "{planted}");
     // The overview lists what the CLI created.
     let names = |table: &str| -> Vec<String> {
         r["overview"][table]

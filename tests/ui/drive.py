@@ -6,8 +6,9 @@ DISPENSER (the binary), MONGODB_URI, DB, COLLECTION (for `dispenser queue call`)
 directory for the screenshots overview.png, kiosk.png, board.png).
 
 Prints one JSON object: what each page showed, how long the board took to show a call made
-by the CLI, and the browser's console errors (a CSP violation or a script error lands there).
-Tokens are passed in the address's fragment (never sent to the server) and never printed.
+by the CLI, whether a page asked before replacing the token it held with a link's, and the
+browser's console errors (a CSP violation or a script error lands there). Tokens are passed in
+the address's fragment (never sent to the server) and never printed.
 """
 
 import json
@@ -52,6 +53,23 @@ def console_errors(driver):
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
+def holds(driver, token_env):
+    """Whether the tab holds the token in the environment variable `token_env`."""
+    return driver.execute_script(
+        "return sessionStorage.getItem('dispenser.token') === arguments[0]",
+        os.environ[token_env])
+
+
+def answer_replace(driver, choice):
+    """Waits for the page's "replace the token?" question and answers it: "replace-token" or
+    "keep-token". Returns the question's title."""
+    box = wait(driver, 10, lambda d: d.find_element(By.ID, "replace").is_displayed()
+               and d.find_element(By.ID, "replace"), "the question whether to replace the token")
+    title = box.find_element(By.CLASS_NAME, "title").text
+    driver.find_element(By.ID, choice).click()
+    return title
+
+
 def queue_page(kind):
     return f"{BASE}/ui/queues/{QUEUE}/{kind}"
 
@@ -81,8 +99,16 @@ def kiosk(driver):
 
 
 def board(driver):
+    # The tab holds the kiosk's token: the board's link must ask before replacing it.
     driver.get(queue_page("board") + "#token=" + os.environ["BOARD_TOKEN"])
+    asked = {"token_left_in_address":
+             driver.execute_script("return location.href.includes('token')")}
+    wait(driver, 10, lambda d: d.find_element(By.ID, "replace").is_displayed(), "the question")
+    asked["kept_while_asking"] = holds(driver, "KIOSK_TOKEN")
+    asked["waited"] = text(driver, "connection")
+    asked["title"] = answer_replace(driver, "replace-token")
     wait(driver, 10, lambda d: text(d, "connection") == "live", "the board's live feed")
+    asked["replaced"] = holds(driver, "BOARD_TOKEN")
     before = {"serving": text(driver, "serving"), "waiting": text(driver, "waiting")}
     call = subprocess.run(
         [os.environ["DISPENSER"], "--db", os.environ["DB"], "--collection",
@@ -99,6 +125,7 @@ def board(driver):
         "serving": text(driver, "serving"),
         "waiting": text(driver, "waiting"),
         "next": text(driver, "next"),
+        "asked": asked,
     }
     time.sleep(0.7)  # let the number's animation finish for the screenshot
     driver.save_screenshot(os.path.join(SHOTS, "board.png"))
@@ -107,6 +134,7 @@ def board(driver):
 
 def overview(driver):
     driver.get(BASE + "/ui#token=" + os.environ["ADMIN_TOKEN"])
+    answer_replace(driver, "replace-token")  # the tab held the board's token
     wait(driver, 10, lambda d: d.find_element(By.ID, "content").is_displayed(), "the overview")
 
     def rows(table):
@@ -118,11 +146,29 @@ def overview(driver):
     return out
 
 
+def planted(driver):
+    """A crafted link (another token, here the kiosk's) to a page of a tab that holds one:
+    asked, refused ("Keep"), the page goes on with its own; likewise when only the
+    fragment changes (no reload)."""
+    driver.get(BASE + "/ui#token=" + os.environ["KIOSK_TOKEN"])
+    out = {"title": answer_replace(driver, "keep-token")}
+    wait(driver, 10, lambda d: d.find_element(By.ID, "content").is_displayed(), "the overview")
+    out["kept"] = holds(driver, "ADMIN_TOKEN")
+    out["token_left_in_address"] = driver.execute_script("return location.href.includes('token')")
+    driver.execute_script("location.hash = 'token=' + arguments[0]", os.environ["KIOSK_TOKEN"])
+    out["fragment_title"] = answer_replace(driver, "keep-token")
+    out["fragment_kept"] = holds(driver, "ADMIN_TOKEN")
+    out["fragment_left_in_address"] = driver.execute_script(
+        "return location.href.includes('token')")
+    out["question_gone"] = not driver.find_elements(By.ID, "replace")
+    return out
+
+
 def main():
     driver = browser()
     result = {"console_errors": []}
     try:
-        for page in (kiosk, board, overview):
+        for page in (kiosk, board, overview, planted):
             result[page.__name__] = page(driver)
             result["console_errors"] += console_errors(driver)
     finally:

@@ -1,14 +1,30 @@
-//! Connections: a cap on how many are open at once, a time limit for a request head and one
-//! for an idle keep-alive connection, and JSON bodies on the error answers hyper writes itself.
+//! Connections: a cap on how many are open at once, time limits for a request head and for
+//! an idle connection, room made for new connections by closing ones that only wait, and
+//! JSON bodies on the error answers hyper writes itself.
 //!
-//! The listener ([`Capped`]) takes a permit of a semaphore before it accepts, so at the cap
-//! new connections wait in the kernel's backlog and the service never runs out of file
-//! descriptors. Each connection ([`Conn`]) is timed the way Go's `net/http` times them: a new
-//! connection must deliver its first request head within the header timeout; after an answer
-//! the connection may stay idle for the idle timeout, and once the first byte of the next
-//! request arrives its head must be complete within the header timeout. While a request is
-//! being served (from its head to its answer) the request timeout of the router applies
-//! instead. A connection past its deadline is closed.
+//! hyper offers one connection timer, `http1::Builder::header_read_timeout`, which runs from
+//! the moment a connection waits for a request to the end of its head: idle time and head
+//! time in one budget, fixed per connection. The service needs what it cannot say — a short
+//! wait for connections that never sent a valid token and the longer `--idle-timeout` for
+//! those that did, the head timed from its first byte, and closing a waiting connection to
+//! make room — so each connection ([`Conn`]) keeps its own clock ([`Clock`]):
+//!
+//! - **Idle**: waiting for a request's first byte, until `--unauthenticated-idle-timeout` (a
+//!   new connection, or one on which no request carried a valid token yet) or `--idle-timeout`
+//!   (once one did: the connection is *trusted*).
+//! - **Head**: the first byte arrived; the head must be complete within `--header-timeout` of
+//!   it (of the connection's start, for its first request).
+//! - **Busy**: a request is being served (from its head to the end of its answer, an event
+//!   stream's included); the router's request timeout applies instead.
+//!
+//! A connection past its deadline is closed. The listener ([`Capped`]) keeps at most
+//! `--max-connections` open. At the cap it makes room for a new connection by closing one
+//! that waits — first those that never sent a valid token, then trusted idle ones, then
+//! trusted ones whose head is arriving, the longest waiting first — and only when every
+//! connection is being served (a request, or an event stream: streams take at most half of
+//! the places) does the new one wait, with those after it in the kernel's backlog, until one
+//! closes. So idle or half-sent connections, with a token or without, cannot keep anyone out,
+//! and the service never runs out of file descriptors.
 //!
 //! hyper answers a request it cannot parse (400), a URI longer than 65 534 bytes (414) or a
 //! head larger than its buffer (431) on its own, with an empty body and without calling the
@@ -16,10 +32,11 @@
 //! `content-length: 0`, which no answer of the router has: every error of the router has a
 //! JSON body) and writes the JSON error body instead.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
@@ -40,8 +57,10 @@ use tokio::time::{Instant, Sleep};
 pub(super) struct Limits {
     /// How long a request head may take to arrive.
     pub(super) header: Duration,
-    /// How long a keep-alive connection may wait for its next request.
+    /// How long a trusted connection may wait for its next request.
     pub(super) idle: Duration,
+    /// How long an untrusted connection may wait for a request (at most `idle`).
+    pub(super) untrusted_idle: Duration,
     /// How many connections may be open at once.
     pub(super) max_connections: usize,
 }
@@ -94,10 +113,12 @@ pub(super) fn max_connections(requested: Option<u64>) -> Result<usize, dispenser
     Ok(usize::try_from(cap).unwrap_or(usize::MAX))
 }
 
-/// A TCP listener that accepts a connection only when fewer than the cap are open.
+/// A TCP listener that keeps at most the cap of connections open, closing a waiting one to
+/// make room for a new one.
 pub(super) struct Capped {
     listener: TcpListener,
     permits: Arc<Semaphore>,
+    open: Arc<Open>,
     limits: Limits,
 }
 
@@ -108,25 +129,43 @@ impl Capped {
             permits: Arc::new(Semaphore::new(
                 limits.max_connections.min(Semaphore::MAX_PERMITS),
             )),
+            open: Arc::default(),
             limits,
         }
     }
+
+    /// A place under the cap: a free one, or one made by closing a waiting connection; when
+    /// every connection is being served, the first to close.
+    async fn place(&self) -> OwnedSemaphorePermit {
+        loop {
+            if let Ok(p) = Arc::clone(&self.permits).try_acquire_owned() {
+                return p;
+            }
+            self.open.evict_one();
+            // The evicted connection's place comes back once its task dropped it; until then
+            // (or while there is nothing to evict) look again every [`RETRY`].
+            let wait = Arc::clone(&self.permits).acquire_owned();
+            if let Ok(Ok(p)) = tokio::time::timeout(RETRY, wait).await {
+                return p;
+            }
+        }
+    }
 }
+
+/// How often the listener looks again for a connection to evict when it has none.
+const RETRY: Duration = Duration::from_millis(50);
 
 impl Listener for Capped {
     type Io = Conn;
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Conn, SocketAddr) {
-        // Room first: at the cap, new connections wait in the kernel's backlog.
-        let permit = match Arc::clone(&self.permits).acquire_owned().await {
-            Ok(p) => p,
-            // The semaphore is never closed.
-            Err(_) => std::future::pending().await,
-        };
         loop {
             match self.listener.accept().await {
-                Ok((stream, addr)) => return (Conn::new(stream, permit, self.limits), addr),
+                Ok((stream, addr)) => {
+                    let permit = self.place().await;
+                    return (Conn::new(stream, permit, self.limits, &self.open), addr);
+                }
                 Err(e) => accept_error(e).await,
             }
         }
@@ -151,67 +190,161 @@ async fn accept_error(e: io::Error) {
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
+/// The open connections' clocks, to pick one to evict.
+#[derive(Default)]
+struct Open {
+    clocks: Mutex<HashMap<u64, Weak<Clock>>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl Open {
+    fn clocks(&self) -> MutexGuard<'_, HashMap<u64, Weak<Clock>>> {
+        self.clocks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn add(&self, clock: &Arc<Clock>) -> u64 {
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.clocks().insert(id, Arc::downgrade(clock));
+        id
+    }
+
+    /// Closes the waiting connection that is the first to go (see [`Clock::eviction_rank`]),
+    /// unless one evicted less than [`EVICTING`] ago is still closing.
+    fn evict_one(&self) {
+        let clocks: Vec<Arc<Clock>> = self.clocks().values().filter_map(Weak::upgrade).collect();
+        let now = Instant::now();
+        let mut first: Option<((u8, Instant), &Arc<Clock>)> = None;
+        for clock in &clocks {
+            let s = clock.state();
+            if let Some(at) = s.evicted {
+                if now.duration_since(at) < EVICTING {
+                    return;
+                }
+                continue;
+            }
+            if let Some(rank) = Clock::eviction_rank(&s)
+                && first.is_none_or(|(r, _)| rank < r)
+            {
+                first = Some((rank, clock));
+            }
+        }
+        if let Some((_, clock)) = first {
+            clock.evict(now);
+        }
+    }
+}
+
+/// How long an evicted connection has to close before another is evicted in its place.
+const EVICTING: Duration = Duration::from_secs(1);
+
 /// Where a connection is between requests.
 #[derive(Clone, Copy, Debug)]
 enum Phase {
-    /// Waiting for (the rest of) a request head, until the instant.
+    /// Waiting for the first byte of a request, until the instant.
+    Idle(Instant),
+    /// Waiting for the rest of a request head, until the instant.
     Head(Instant),
     /// A request is being served: the router's request timeout applies.
     Busy,
-    /// Answered; waiting for the next request, until the instant.
-    Idle(Instant),
 }
 
-/// A connection's phase, shared by the connection and the requests served on it.
 #[derive(Debug)]
-pub(super) struct Clock {
-    phase: Mutex<Phase>,
+struct ClockState {
+    phase: Phase,
+    /// Since when the connection waits (for a request, or the rest of its head).
+    since: Instant,
+    /// When a new connection's first head must be complete (until its first byte arrives).
+    first_head: Option<Instant>,
+    /// A request on it carried a valid token.
+    trusted: bool,
+    /// Closed to make room for a new connection, at that instant.
+    evicted: Option<Instant>,
     /// The connection's task, as last seen waiting to read: woken when the phase changes, so
     /// that it sets its timer for the new phase (hyper does not read again on its own).
-    reader: Mutex<Option<Waker>>,
+    reader: Option<Waker>,
+}
+
+/// A connection's phase, shared by the connection, the requests served on it and the
+/// listener (which may evict it).
+#[derive(Debug)]
+pub(super) struct Clock {
+    state: Mutex<ClockState>,
     limits: Limits,
 }
 
 impl Clock {
-    fn phase(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase.lock().unwrap_or_else(PoisonError::into_inner)
+    fn state(&self) -> MutexGuard<'_, ClockState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn deadline(&self) -> Option<Instant> {
-        match *self.phase() {
-            Phase::Head(at) | Phase::Idle(at) => Some(at),
+        match self.state().phase {
+            Phase::Idle(at) | Phase::Head(at) => Some(at),
             Phase::Busy => None,
         }
     }
 
     /// The first byte of a request arrived on an idle connection: its head is now timed.
     fn bytes_arrived(&self) {
-        let mut phase = self.phase();
-        if let Phase::Idle(_) = *phase {
-            *phase = Phase::Head(Instant::now() + self.limits.header);
+        let mut s = self.state();
+        if let Phase::Idle(_) = s.phase {
+            let by = s
+                .first_head
+                .take()
+                .unwrap_or_else(|| Instant::now() + self.limits.header);
+            s.phase = Phase::Head(by);
         }
     }
 
-    fn request_started(&self) {
-        *self.phase() = Phase::Busy;
+    fn request_started(&self, trusted: bool) {
+        let mut s = self.state();
+        s.phase = Phase::Busy;
+        s.trusted |= trusted;
     }
 
     fn request_answered(&self) {
-        *self.phase() = Phase::Idle(Instant::now() + self.limits.idle);
-        let reader = self
-            .reader
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(w) = reader {
+        let mut s = self.state();
+        let now = Instant::now();
+        let idle = if s.trusted {
+            self.limits.idle
+        } else {
+            self.limits.untrusted_idle
+        };
+        s.phase = Phase::Idle(now + idle);
+        s.since = now;
+        if let Some(w) = s.reader.take() {
+            w.wake();
+        }
+    }
+
+    /// In which order waiting connections are closed to make room: those that never sent a
+    /// valid token (idle, or with a head arriving), then trusted idle ones, then trusted ones
+    /// with a head arriving; within each, the one waiting longest first. A connection being
+    /// served is never closed.
+    fn eviction_rank(s: &ClockState) -> Option<(u8, Instant)> {
+        let class = match (s.trusted, s.phase) {
+            (_, Phase::Busy) => return None,
+            (false, _) => 0,
+            (true, Phase::Idle(_)) => 1,
+            (true, Phase::Head(_)) => 2,
+        };
+        Some((class, s.since))
+    }
+
+    fn evict(&self, now: Instant) {
+        let mut s = self.state();
+        s.evicted = Some(now);
+        if let Some(w) = s.reader.take() {
             w.wake();
         }
     }
 
     fn waiting_to_read(&self, waker: &Waker) {
-        let mut reader = self.reader.lock().unwrap_or_else(PoisonError::into_inner);
-        if !reader.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            *reader = Some(waker.clone());
+        let mut s = self.state();
+        if !s.reader.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            s.reader = Some(waker.clone());
         }
     }
 }
@@ -226,16 +359,18 @@ impl Connected<IncomingStream<'_, Capped>> for ConnInfo {
     }
 }
 
-/// Middleware: marks the connection busy while a request is served, idle after. An event
-/// stream (`text/event-stream`, the boards' live feed) is served until its body ends, so the
-/// connection stays busy until then: neither the idle nor the header timeout cuts it.
-pub(super) async fn track(req: Request, next: Next) -> Response {
+/// Middleware (under one that knows whether the request carries a valid token, `trusted`):
+/// marks the connection busy while a request is served, idle after, and trusted from the
+/// first request with a valid token. An event stream (`text/event-stream`, the boards' live
+/// feed) is served until its body ends, so the connection stays busy until then: neither the
+/// idle nor the header timeout cuts it.
+pub(super) async fn track(trusted: bool, req: Request, next: Next) -> Response {
     let clock = req
         .extensions()
         .get::<ConnectInfo<ConnInfo>>()
         .map(|c| Arc::clone(&(c.0).0));
     if let Some(c) = &clock {
-        c.request_started();
+        c.request_started(trusted);
     }
     let resp = next.run(req).await;
     let Some(c) = clock else { return resp };
@@ -278,44 +413,65 @@ pub(super) struct Conn {
     armed: Option<Instant>,
     /// hyper's own error answer, rewritten as JSON, and how much of it was written.
     pending: Option<(Vec<u8>, usize)>,
+    /// Where the connection is listed for eviction, and its id there.
+    open: Arc<Open>,
+    id: u64,
     _permit: OwnedSemaphorePermit,
 }
 
 impl Conn {
-    fn new(stream: TcpStream, permit: OwnedSemaphorePermit, limits: Limits) -> Conn {
-        let first = Instant::now() + limits.header;
+    fn new(
+        stream: TcpStream,
+        permit: OwnedSemaphorePermit,
+        limits: Limits,
+        open: &Arc<Open>,
+    ) -> Conn {
+        let now = Instant::now();
+        let first_byte = now + limits.untrusted_idle.min(limits.header);
+        let clock = Arc::new(Clock {
+            state: Mutex::new(ClockState {
+                phase: Phase::Idle(first_byte),
+                since: now,
+                first_head: Some(now + limits.header),
+                trusted: false,
+                evicted: None,
+                reader: None,
+            }),
+            limits,
+        });
         Conn {
             stream,
-            clock: Arc::new(Clock {
-                phase: Mutex::new(Phase::Head(first)),
-                reader: Mutex::new(None),
-                limits,
-            }),
-            sleep: Box::pin(tokio::time::sleep_until(first)),
-            armed: Some(first),
+            id: open.add(&clock),
+            open: Arc::clone(open),
+            clock,
+            sleep: Box::pin(tokio::time::sleep_until(first_byte)),
+            armed: Some(first_byte),
             pending: None,
             _permit: permit,
         }
     }
 
-    /// Whether the connection's deadline passed (registering a wake-up for it otherwise).
-    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
-        let Some(deadline) = self.clock.deadline() else {
-            return false;
-        };
+    /// Why the connection must close now, if it must (registering a wake-up for its deadline
+    /// otherwise): evicted, or past its deadline.
+    fn ended(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        if self.clock.state().evicted.is_some() {
+            return Some(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "closed to make room for a new connection (the service is at --max-connections)",
+            ));
+        }
+        let deadline = self.clock.deadline()?;
         if self.armed != Some(deadline) {
             self.sleep.as_mut().reset(deadline);
             self.armed = Some(deadline);
         }
-        self.sleep.as_mut().poll(cx).is_ready()
-    }
-
-    fn timed_out(&self) -> io::Error {
-        let what = match *self.clock.phase() {
-            Phase::Idle(_) => "an idle keep-alive connection reached the idle timeout",
-            _ => "a request head did not arrive within the header timeout",
-        };
-        io::Error::new(io::ErrorKind::TimedOut, what)
+        self.sleep.as_mut().poll(cx).is_ready().then(|| {
+            let what = match self.clock.state().phase {
+                Phase::Idle(_) => "an idle connection reached its idle timeout",
+                _ => "a request head did not arrive within the header timeout",
+            };
+            io::Error::new(io::ErrorKind::TimedOut, what)
+        })
     }
 
     /// Writes what is left of the rewritten answer.
@@ -335,6 +491,12 @@ impl Conn {
     }
 }
 
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.open.clocks().remove(&self.id);
+    }
+}
+
 impl AsyncRead for Conn {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -350,11 +512,13 @@ impl AsyncRead for Conn {
                 }
                 Poll::Ready(Ok(()))
             }
-            Poll::Pending if this.expired(cx) => Poll::Ready(Err(this.timed_out())),
-            Poll::Pending => {
-                this.clock.waiting_to_read(cx.waker());
-                Poll::Pending
-            }
+            Poll::Pending => match this.ended(cx) {
+                Some(e) => Poll::Ready(Err(e)),
+                None => {
+                    this.clock.waiting_to_read(cx.waker());
+                    Poll::Pending
+                }
+            },
             other => other,
         }
     }
@@ -383,7 +547,10 @@ impl AsyncWrite for Conn {
             None => buf,
         };
         match Pin::new(&mut this.stream).poll_write(cx, buf) {
-            Poll::Pending if this.expired(cx) => Poll::Ready(Err(this.timed_out())),
+            Poll::Pending => match this.ended(cx) {
+                Some(e) => Poll::Ready(Err(e)),
+                None => Poll::Pending,
+            },
             other => other,
         }
     }
@@ -392,7 +559,10 @@ impl AsyncWrite for Conn {
         let this = self.get_mut();
         ready!(this.poll_pending(cx))?;
         match Pin::new(&mut this.stream).poll_flush(cx) {
-            Poll::Pending if this.expired(cx) => Poll::Ready(Err(this.timed_out())),
+            Poll::Pending => match this.ended(cx) {
+                Some(e) => Poll::Ready(Err(e)),
+                None => Poll::Pending,
+            },
             other => other,
         }
     }

@@ -3,14 +3,18 @@
 //!
 //! Numbers are drawn through block clients with prefetch (one per sequence, shared by all
 //! requests), so most requests need no database round trip; on shutdown the unused block
-//! tails are given back. Every endpoint except `/healthz` and `/metrics` needs a bearer token;
+//! tails are given back. Every endpoint except `/healthz` and `/metrics` (which takes its own
+//! `--metrics-token` when given one) needs a bearer token;
 //! each token is allowed a set of sequence names (globs) and operations. Tokens are compared
 //! in constant time (over a fixed length) and never logged; the token is checked before the
 //! request body is read.
 //!
 //! Connections are capped and timed (`conn.rs`: `--max-connections`, `--header-timeout`,
-//! `--idle-timeout`), requests cut at `--request-timeout` (408 for a body that does not
-//! arrive, 503 otherwise), and every error answer is JSON, hyper's own included.
+//! `--idle-timeout`, `--unauthenticated-idle-timeout`; at the cap a waiting connection that
+//! never sent a valid token makes room for a new one), the boards' event streams capped
+//! (`--max-streams-per-token`, `--max-streams-per-queue`, half of the connections in all),
+//! requests cut at `--request-timeout` (408 for a body that does not arrive, 503 otherwise),
+//! and every error answer is JSON, hyper's own included.
 //!
 //! The service's own admin operations (create, advance, reset, delete) are ordered with the
 //! draws of the same sequence: draws hold the sequence's [`Slot`] lock shared, admin operations
@@ -31,11 +35,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use dispenser::{
     Dispenser, Error,
     block::{BlockOptions, Pool},
@@ -46,14 +50,15 @@ use tower_http::trace::TraceLayer;
 
 use crate::args::{MAX_BLOCK, MAX_COUNT, parse_share, parse_timeout, whole};
 use crate::exit::Outcome;
-use conn::{Capped, ConnInfo, Limits, track};
+use conn::{Capped, ConnInfo, Limits};
 use draw::next;
 use errors::{fallback, timed_out};
 use handlers::{advance, alter, create, delete, healthz, list, peek, reset};
 use json::{MAX_BODY, ReadingBody};
 use metrics::Metrics;
 use observe::observe;
-use scrape::metrics;
+use queue_state::{Queues, STREAMS_PER_QUEUE, STREAMS_PER_TOKEN, StreamLimits};
+use scrape::{MetricsToken, metrics, require_token};
 use state::{AppState, Shared};
 use tokens::load_tokens;
 
@@ -116,16 +121,51 @@ pub struct ServeArgs {
     /// kept-alive one from the request's first byte. A connection past it is closed.
     #[arg(long, default_value_t = 10.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub header_timeout: f64,
-    /// Seconds a kept-alive connection may wait for its next request before it is closed.
+    /// Seconds a kept-alive connection may wait for its next request before it is closed,
+    /// once a request on it carried a valid token.
     #[arg(long, default_value_t = 60.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub idle_timeout: f64,
-    /// Connections open at once; more wait to be accepted [default: 10000, or what the
-    /// open-file limit allows less 128].
+    /// Seconds a connection may wait for a request until one of its requests carried a valid
+    /// token (a new connection's first byte included); at most --idle-timeout.
+    #[arg(long, default_value_t = 5.0, value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub unauthenticated_idle_timeout: f64,
+    /// Connections open at once [default: 10000, or what the open-file limit allows less
+    /// 128]. At the cap, a connection waiting for a request is closed to make room for a new
+    /// one (first those that never sent a valid token, the longest waiting first); new ones
+    /// wait only while every connection is serving a request or stream.
     #[arg(long, value_parser = whole::<u64>(1, 1_000_000), allow_negative_numbers = true)]
     pub max_connections: Option<u64>,
+    /// Board event streams (GET /ui/queues/{name}/events) one token may hold open at once;
+    /// one more is answered 429 `too_many_streams`.
+    #[arg(long, default_value_t = STREAMS_PER_TOKEN, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
+    pub max_streams_per_token: usize,
+    /// Board event streams open at once on one queue; one more is answered 503
+    /// `too_many_streams` (as is one past half of --max-connections, the most streams take).
+    #[arg(long, default_value_t = STREAMS_PER_QUEUE, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
+    pub max_streams_per_queue: usize,
+    /// A token /metrics then requires (`Authorization: Bearer <it>`, 16 to 256 bytes, not an
+    /// API token); without it /metrics needs none. Prefer the environment variable: a
+    /// command line is visible to other users.
+    #[arg(long, env = "DISPENSER_METRICS_TOKEN", hide_env_values = true, value_parser = secret)]
+    pub metrics_token: Option<Secret>,
 }
 
-fn router(state: Shared) -> Router {
+/// A secret from the command line or the environment, never shown (`Debug` hides it).
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
+/// Never fails: a secret is checked after parsing, where the error cannot echo it.
+fn secret(s: &str) -> Result<Secret, String> {
+    Ok(Secret(s.to_owned()))
+}
+
+fn router(state: Shared, metrics_token: MetricsToken) -> Router {
     Router::new()
         .route("/v1/sequences", get(list).post(create))
         .route("/v1/sequences/{name}", get(peek).delete(delete))
@@ -141,18 +181,35 @@ fn router(state: Shared) -> Router {
         .route("/v1/overview", get(overview::overview))
         .merge(ui::routes())
         .route("/healthz", get(healthz))
-        .route("/metrics", get(metrics))
-        .route("/openapi.json", get(openapi::openapi))
+        .route(
+            "/metrics",
+            get(metrics).route_layer(middleware::from_fn_with_state(
+                metrics_token.clone(),
+                require_token,
+            )),
+        )
+        .route(
+            "/openapi.json",
+            get(openapi::openapi).layer(Extension(metrics_token)),
+        )
         .fallback(fallback)
         // Innermost first: the body limit and the request timeout answer errors, which
         // `observe` turns into JSON error bodies (and counts); `track` tells the connection
-        // a request is being served; the trace span covers it all.
+        // a request is being served, and whether it carried a valid token; the trace span
+        // covers it all.
         .layer(RequestBodyLimitLayer::new(MAX_BODY))
         .layer(middleware::from_fn_with_state(state.clone(), deadline))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .layer(middleware::from_fn(track))
+        .layer(middleware::from_fn_with_state(state.clone(), track))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Tells the request's connection it is being served, and whether it carried a valid token
+/// (which gives the connection the longer idle timeout and keeps it from eviction).
+async fn track(State(st): State<Shared>, req: Request, next: Next) -> Response {
+    let trusted = st.authenticate(req.headers()).is_ok();
+    conn::track(trusted, req, next).await
 }
 
 /// Cuts a request at `--request-timeout`: 408 when its body had not arrived, else 503.
@@ -192,6 +249,8 @@ async fn shutdown_signal() {
 /// from error answers.
 pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<Outcome> {
     let tokens = load_tokens(args.tokens.as_ref())?;
+    let metrics_token =
+        MetricsToken::new(args.metrics_token.as_ref().map(|s| s.0.as_str()), &tokens)?;
     if args.max_block < args.block {
         return Err(Error::InvalidArgument {
             what: "--max-block".into(),
@@ -221,11 +280,18 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
                 what: "--listen".into(),
                 reason: format!("cannot listen on {addr}: {e}"),
             })?;
+    let idle = Duration::from_secs_f64(args.idle_timeout);
     let limits = Limits {
         header: Duration::from_secs_f64(args.header_timeout),
-        idle: Duration::from_secs_f64(args.idle_timeout),
+        idle,
+        untrusted_idle: Duration::from_secs_f64(args.unauthenticated_idle_timeout).min(idle),
         max_connections: conn::max_connections(args.max_connections)?,
     };
+    let streams = StreamLimits::new(
+        args.max_streams_per_token,
+        args.max_streams_per_queue,
+        limits.max_connections,
+    );
     let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
         what: "--listen".into(),
         reason: e.to_string(),
@@ -240,19 +306,28 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         slots: Mutex::new(HashMap::new()),
         retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),
-        queues: Default::default(),
+        queues: Queues::new(streams),
     });
     println!("listening on http://{local}");
     tracing::info!("dispenser serve listening on {local}");
     tracing::info!(
-        "connections: at most {}, header timeout {:?}, idle timeout {:?}",
+        "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all; /metrics {}",
         limits.max_connections,
         limits.header,
-        limits.idle
+        limits.idle,
+        limits.untrusted_idle,
+        streams.per_token,
+        streams.per_queue,
+        streams.total,
+        if metrics_token.is_set() {
+            "needs the metrics token"
+        } else {
+            "needs no token"
+        }
     );
     let served = axum::serve(
         Capped::new(listener, limits),
-        router(state.clone()).into_make_service_with_connect_info::<ConnInfo>(),
+        router(state.clone(), metrics_token).into_make_service_with_connect_info::<ConnInfo>(),
     )
     .with_graceful_shutdown({
         let state = Arc::clone(&state);

@@ -6,10 +6,11 @@
 //! range of `count` (1 to the service's `--max-count`, known only at run time), that a reset
 //! takes `next` or `value` (one of them) and an alter at least one change, the status codes
 //! each operation answers (no `4XX`/`5XX` wildcards), links for stateful clients, and
-//! `/metrics` and `/openapi.json` themselves. Served without a token.
+//! `/metrics` (with the `metrics_token` scheme when the service has a `--metrics-token`) and
+//! `/openapi.json` themselves. Served without a token.
 
-use axum::Json;
 use axum::extract::State;
+use axum::{Extension, Json};
 use serde_json::{Map, Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -20,6 +21,7 @@ use super::schemas::{
     OverviewQueue, OverviewSequence, QueueCreated, QueueState, Run, Sequence, SequenceList,
     StateAnswer, Striped, TicketAnswer,
 };
+use super::scrape::MetricsToken;
 use super::state::Shared;
 use super::{draw, gapless, handlers, overview, queues};
 
@@ -184,8 +186,9 @@ fn property<'v>(
         .as_object_mut()
 }
 
-/// The whole document, for a service whose `--max-count` is `max_count`.
-pub(super) fn document(max_count: u64) -> Value {
+/// The whole document, for a service whose `--max-count` is `max_count`, and whose
+/// `/metrics` needs a token when `metrics_token`.
+pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null);
     // Bodies.
     if let Some(p) = property(&mut doc, "CreateBody", "name") {
@@ -295,10 +298,24 @@ pub(super) fn document(max_count: u64) -> Value {
                 }
             }
         }
-        paths.insert("/metrics".into(), metrics_path());
+        paths.insert("/metrics".into(), metrics_path(metrics_token));
         paths.insert("/openapi.json".into(), openapi_path());
     }
     doc["paths"] = paths;
+    if metrics_token
+        && let Some(schemes) = doc
+            .pointer_mut("/components/securitySchemes")
+            .and_then(Value::as_object_mut)
+    {
+        schemes.insert(
+            "metrics_token".into(),
+            json!({
+                "type": "http",
+                "scheme": "bearer",
+                "description": "The service's --metrics-token (DISPENSER_METRICS_TOKEN), which only `/metrics` takes"
+            }),
+        );
+    }
     doc
 }
 
@@ -326,8 +343,9 @@ fn queue_links() -> Value {
     Value::Object(links)
 }
 
-fn metrics_path() -> Value {
-    json!({ "get": {
+/// `/metrics`: without a token, or with the service's metrics token (401 without it).
+fn metrics_path(metrics_token: bool) -> Value {
+    let mut path = json!({ "get": {
         "operationId": "metrics",
         "tags": ["ops"],
         "summary": "The service's metrics in the OpenMetrics text format (no token)",
@@ -342,7 +360,16 @@ fn metrics_path() -> Value {
             "431": error_response(431),
             "500": error_response(500)
         }
-    }})
+    }});
+    if metrics_token {
+        let get = &mut path["get"];
+        get["summary"] = json!(
+            "The service's metrics in the OpenMetrics text format (the service's metrics token)"
+        );
+        get["security"] = json!([{ "metrics_token": [] }]);
+        get["responses"]["401"] = error_response(401);
+    }
+    path
 }
 
 fn openapi_path() -> Value {
@@ -364,6 +391,9 @@ fn openapi_path() -> Value {
 }
 
 /// `GET /openapi.json`.
-pub(super) async fn openapi(State(st): State<Shared>) -> Json<Value> {
-    Json(document(st.max_count))
+pub(super) async fn openapi(
+    State(st): State<Shared>,
+    Extension(metrics_token): Extension<MetricsToken>,
+) -> Json<Value> {
+    Json(document(st.max_count, metrics_token.is_set()))
 }

@@ -1,5 +1,6 @@
 //! What the service keeps of queues: a handle per queue used so far, and the boards watching
-//! them (one status feed per watched queue, fed by a poller in `ui/events.rs`).
+//! them (one status feed per watched queue, fed by a poller in `ui/events.rs`, and how many
+//! streams are open, per token, per queue and in all, under their caps).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,14 @@ pub(super) struct Queues {
 }
 
 impl Queues {
+    /// No queue used yet; event streams under `limits`.
+    pub(super) fn new(limits: StreamLimits) -> Self {
+        Queues {
+            handles: Mutex::default(),
+            events: Events::new(limits),
+        }
+    }
+
     /// The handle of `name`, opened (one read) on first use. A cached handle stays correct
     /// when the queue is deleted or created again with another range: its writes then find
     /// the document changed and decide from a fresh read (no such queue, or the new range).
@@ -45,22 +54,135 @@ struct Watch {
     wake: Arc<Notify>,
 }
 
-/// The watched queues, and the service's stop signal for the streams.
+/// The watched queues, the streams open and the service's stop signal for the streams.
 pub(super) struct Events {
     watches: Mutex<HashMap<String, Watch>>,
+    streams: Arc<Mutex<Streams>>,
     stop: watch::Sender<bool>,
 }
 
 impl Default for Events {
     fn default() -> Self {
-        Events {
-            watches: Mutex::default(),
-            stop: watch::channel(false).0,
+        Events::new(StreamLimits::default())
+    }
+}
+
+/// How many event streams may be open at once.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StreamLimits {
+    /// With one token.
+    pub(super) per_token: usize,
+    /// On one queue.
+    pub(super) per_queue: usize,
+    /// In all (half of the connection cap: the other half is never taken by streams).
+    pub(super) total: usize,
+}
+
+/// The default of `--max-streams-per-token`.
+pub(super) const STREAMS_PER_TOKEN: usize = 16;
+/// The default of `--max-streams-per-queue`.
+pub(super) const STREAMS_PER_QUEUE: usize = 64;
+
+impl StreamLimits {
+    /// The limits under a connection cap of `max_connections`: in all, at most half of it
+    /// (at least one).
+    pub(super) fn new(per_token: usize, per_queue: usize, max_connections: usize) -> Self {
+        StreamLimits {
+            per_token,
+            per_queue,
+            total: (max_connections / 2).max(1),
         }
     }
 }
 
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits::new(STREAMS_PER_TOKEN, STREAMS_PER_QUEUE, 10_000)
+    }
+}
+
+/// The streams open: by token name, by queue, in all.
+struct Streams {
+    limits: StreamLimits,
+    by_token: HashMap<String, usize>,
+    by_queue: HashMap<String, usize>,
+    total: usize,
+}
+
+/// Why a stream was refused: the cap it would pass, and that cap.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refused {
+    Token(usize),
+    Queue(usize),
+    Total(usize),
+}
+
+/// One open stream's place under the caps, given back when dropped.
+pub(super) struct StreamPlace {
+    streams: Arc<Mutex<Streams>>,
+    token: String,
+    queue: String,
+}
+
+impl Drop for StreamPlace {
+    fn drop(&mut self) {
+        let mut guard = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let s = &mut *guard;
+        for (map, key) in [
+            (&mut s.by_token, &self.token),
+            (&mut s.by_queue, &self.queue),
+        ] {
+            if let Some(n) = map.get_mut(key) {
+                *n -= 1;
+                if *n == 0 {
+                    map.remove(key);
+                }
+            }
+        }
+        s.total -= 1;
+    }
+}
+
 impl Events {
+    pub(super) fn new(limits: StreamLimits) -> Self {
+        Events {
+            watches: Mutex::default(),
+            streams: Arc::new(Mutex::new(Streams {
+                limits,
+                by_token: HashMap::new(),
+                by_queue: HashMap::new(),
+                total: 0,
+            })),
+            stop: watch::channel(false).0,
+        }
+    }
+
+    /// A place for one more stream of `token` (its name) on `queue`, unless it would pass a
+    /// cap.
+    pub(super) fn admit(&self, token: &str, queue: &str) -> Result<StreamPlace, Refused> {
+        let mut s = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let limits = s.limits;
+        let of_token = s.by_token.get(token).copied().unwrap_or(0);
+        let of_queue = s.by_queue.get(queue).copied().unwrap_or(0);
+        if of_token >= limits.per_token {
+            return Err(Refused::Token(limits.per_token));
+        }
+        if of_queue >= limits.per_queue {
+            return Err(Refused::Queue(limits.per_queue));
+        }
+        if s.total >= limits.total {
+            return Err(Refused::Total(limits.total));
+        }
+        *s.by_token.entry(token.to_owned()).or_default() += 1;
+        *s.by_queue.entry(queue.to_owned()).or_default() += 1;
+        s.total += 1;
+        Ok(StreamPlace {
+            streams: Arc::clone(&self.streams),
+            token: token.to_owned(),
+            queue: queue.to_owned(),
+        })
+    }
+
     fn watches(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watch>> {
         self.watches.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -120,5 +242,26 @@ impl Events {
     /// Ends when the service stops.
     pub(super) fn stopped(&self) -> watch::Receiver<bool> {
         self.stop.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_are_capped_per_token_per_queue_and_in_all() {
+        let events = Events::new(StreamLimits::new(2, 3, 8));
+        let a1 = events.admit("a", "lobby").unwrap();
+        let _a2 = events.admit("a", "lobby").unwrap();
+        assert_eq!(events.admit("a", "hall").err(), Some(Refused::Token(2)));
+        let _b1 = events.admit("b", "lobby").unwrap();
+        assert_eq!(events.admit("b", "lobby").err(), Some(Refused::Queue(3)));
+        let _b2 = events.admit("b", "hall").unwrap();
+        // Four in all: half of 8 connections.
+        assert_eq!(events.admit("c", "hall").err(), Some(Refused::Total(4)));
+        drop(a1);
+        let _c1 = events.admit("c", "hall").unwrap();
+        assert_eq!(events.admit("a", "lobby").err(), Some(Refused::Total(4)));
     }
 }

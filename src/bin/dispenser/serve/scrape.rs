@@ -7,11 +7,19 @@
 //! read of every sequence document, each sequence's remaining capacity, fraction used, rate
 //! and forecast. The series of a sequence whose document is gone are left out (so a deleted
 //! sequence's series go away, counters included, and nothing is stale).
+//!
+//! With `--metrics-token` (or `DISPENSER_METRICS_TOKEN`) the endpoint needs `Authorization:
+//! Bearer <it>` ([`require_token`]; 401 otherwise, the API's tokens included): a token of its
+//! own, so a scraper's credential allows nothing else. Compared in constant time like the
+//! API's tokens, and never printed or logged.
 
 use std::collections::{BTreeMap, HashSet};
 
-use axum::extract::State;
-use axum::http::header;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use dispenser::{Error, sequence::Stats};
 use prometheus_client::encoding::text::encode;
@@ -19,8 +27,78 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use super::auth::bearer_token;
+use super::errors::ApiError;
 use super::metrics::{Escaped, FGauge, Labels, counters, sequence};
 use super::state::Shared;
+use super::tokens::{MAX_TOKEN_LEN, MIN_TOKEN_LEN, PaddedToken, TokenRule};
+
+/// The token `/metrics` requires, when the service has one (`--metrics-token`).
+#[derive(Clone, Default)]
+pub(super) struct MetricsToken(Option<Arc<PaddedToken>>);
+
+impl MetricsToken {
+    /// The token given to the service, checked like the API's tokens: 16 to 256 bytes, no
+    /// whitespace or control character, none of the API's `tokens`. The error never shows it.
+    pub(super) fn new(given: Option<&str>, tokens: &[TokenRule]) -> Result<MetricsToken, Error> {
+        let Some(token) = given else {
+            return Ok(MetricsToken(None));
+        };
+        let refuse = |reason: String| Error::InvalidArgument {
+            what: "--metrics-token (or DISPENSER_METRICS_TOKEN)".into(),
+            reason,
+        };
+        if !(MIN_TOKEN_LEN..=MAX_TOKEN_LEN).contains(&token.len()) {
+            return Err(refuse(format!(
+                "the token is {} bytes long; a token has {MIN_TOKEN_LEN} to {MAX_TOKEN_LEN} bytes",
+                token.len()
+            )));
+        }
+        if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(refuse(
+                "the token contains whitespace or a control character".into(),
+            ));
+        }
+        let padded = PaddedToken::new(token.as_bytes());
+        if let Some(rule) = tokens.iter().find(|r| r.token.matches(&padded)) {
+            return Err(refuse(format!(
+                "it is also the API token {:?}: give /metrics a token of its own",
+                rule.name
+            )));
+        }
+        Ok(MetricsToken(Some(Arc::new(padded))))
+    }
+
+    /// Whether `/metrics` needs a token.
+    pub(super) fn is_set(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+/// Middleware of `/metrics`: with a metrics token, a request without it is answered 401.
+pub(super) async fn require_token(
+    State(token): State<MetricsToken>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(expected) = &token.0 else {
+        return next.run(req).await;
+    };
+    let refused = match req.headers().get(header::AUTHORIZATION) {
+        None => Some("/metrics needs Authorization: Bearer <the service's metrics token>"),
+        Some(value) => match bearer_token(value) {
+            None => Some("malformed Authorization header: expected Bearer <token>"),
+            Some(presented) if expected.matches(&PaddedToken::new(presented.as_bytes())) => None,
+            Some(_) => Some("not the service's metrics token"),
+        },
+    };
+    match refused {
+        Some(message) => {
+            ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response()
+        }
+        None => next.run(req).await,
+    }
+}
 
 /// What one scrape reads from the database: each sequence document's usage.
 struct Documents {

@@ -71,6 +71,9 @@
 
   async function run() {
     for (;;) {
+      // After a stream that ended, reconnect at once (in a second); when the service has too
+      // many streams open (429, 503 too_many_streams), wait longer.
+      let wait = 1000;
       try {
         await follow();
         Dispenser.text("connection", "reconnecting…");
@@ -79,9 +82,10 @@
           Dispenser.signIn("That token was not accepted.");
           return;
         }
+        if (e.status === 429 || e.status === 503) wait = 10000;
         Dispenser.text("connection", (e.message || "no connection") + " — retrying…");
       }
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
 

@@ -4,25 +4,85 @@
 // The token is asked for once (or read from the address's fragment, `#token=…`, which the
 // browser never sends to a server), kept in this tab's sessionStorage, removed from the
 // address bar, and sent only as `Authorization: Bearer` — never in a URL, never printed.
+// A link whose token differs from the one the tab holds does not replace it silently (a
+// crafted link could plant someone else's token): the page asks first, in the page.
 // Everything shown comes from the API and goes into the page as text (textContent).
 
 const Dispenser = (() => {
   const KEY = "dispenser.token";
 
-  /** A token in the fragment is kept and removed from the address (and history). */
-  function adoptFragmentToken() {
+  /** The token in the address's fragment, if any, taken out of the address (and history). */
+  function takeFragmentToken() {
     const match = /(?:^#|&)token=([^&]*)/.exec(location.hash);
-    if (!match) return;
-    try {
-      sessionStorage.setItem(KEY, decodeURIComponent(match[1]));
-    } catch (_) {
-      // Storage refused (private mode): the sign-in form asks.
-    }
+    if (!match) return null;
     history.replaceState(null, "", location.pathname + location.search);
+    try {
+      return decodeURIComponent(match[1]).trim() || null;
+    } catch (_) {
+      return null; // not a token
+    }
   }
 
   function token() {
     return sessionStorage.getItem(KEY);
+  }
+
+  function store(value) {
+    try {
+      sessionStorage.setItem(KEY, value);
+    } catch (_) {
+      // Storage refused (private mode): the sign-in form asks.
+    }
+  }
+
+  /** The open question "replace the token?": the token offered last, and what to do after. */
+  let question = null;
+
+  /**
+   * Asks, in the page, whether the token a link carried (`offered`) should replace the one
+   * this tab holds; then calls `then` with the token to use instead, or null to keep the
+   * current one. Neither token is shown. A link followed while the question is open only
+   * changes the token offered.
+   */
+  function askToReplace(offered, then) {
+    if (question) {
+      question.offered = offered;
+      return;
+    }
+    question = { offered, then };
+    const keep = el("button", "keep", "Keep the current token");
+    const replace = el("button", "use", "Use the link's token");
+    keep.type = "button";
+    replace.type = "button";
+    keep.id = "keep-token";
+    replace.id = "replace-token";
+    const box = el(
+      "section",
+      "replace",
+      el("p", "title", "This link carries a different token."),
+      el(
+        "p",
+        null,
+        "This tab already has a token. Use the one from the link instead? Only if you trust " +
+          "whoever gave you the link: the page would then show what that token may see, and " +
+          "act with its rights."
+      ),
+      el("p", "actions", keep, replace)
+    );
+    box.id = "replace";
+    box.setAttribute("role", "alertdialog");
+    box.setAttribute("aria-labelledby", "replace-title");
+    box.firstChild.id = "replace-title";
+    const decide = (use) => {
+      const q = question;
+      question = null;
+      box.remove();
+      q.then(use ? q.offered : null);
+    };
+    keep.addEventListener("click", () => decide(false));
+    replace.addEventListener("click", () => decide(true));
+    document.body.prepend(box);
+    keep.focus();
   }
 
   function forget() {
@@ -34,7 +94,7 @@ const Dispenser = (() => {
    * for it if needed. `start` may call `signIn(reason)` again when the token is refused.
    */
   function init(start) {
-    adoptFragmentToken();
+    const offered = takeFragmentToken();
     const form = document.getElementById("signin");
     const input = document.getElementById("token");
     form.addEventListener("submit", (event) => {
@@ -46,11 +106,29 @@ const Dispenser = (() => {
       form.hidden = true;
       start();
     });
-    if (token()) {
-      start();
+    const begin = () => (token() ? start() : signIn(""));
+    const held = token();
+    if (offered && held && offered !== held) {
+      askToReplace(offered, (use) => {
+        if (use) store(use);
+        begin();
+      });
     } else {
-      signIn("");
+      if (offered) store(offered);
+      begin();
     }
+    // A link to this same page with another token only changes the fragment (no reload).
+    window.addEventListener("hashchange", () => {
+      const next = takeFragmentToken();
+      if (!next || next === token()) return;
+      const restart = (use) => {
+        if (!use) return;
+        store(use);
+        location.reload();
+      };
+      if (token()) askToReplace(next, restart);
+      else restart(next);
+    });
   }
 
   /** Forgets the token and shows the form, with `reason` (why the last one failed). */

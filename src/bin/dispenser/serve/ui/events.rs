@@ -12,13 +12,18 @@
 //! It needs a token with `peek` on the queue, sent as `Authorization: Bearer` like every
 //! other call: the pages read the stream with `fetch` (which can send the header), not
 //! `EventSource` (which cannot), so no token ever travels in a URL.
+//!
+//! A stream holds a connection for as long as it lasts, so streams are capped: per token
+//! (`--max-streams-per-token`, 429 past it), per queue (`--max-streams-per-queue`) and in all
+//! (half of `--max-connections`, so streams never take the other half; 503 past these two),
+//! all answered `too_many_streams` with a `Retry-After`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -27,6 +32,7 @@ use tokio::sync::{Notify, watch};
 use crate::serve::classify::classify;
 use crate::serve::errors::ApiError;
 use crate::serve::names::check_name_of;
+use crate::serve::queue_state::Refused;
 use crate::serve::state::{AppState, Shared};
 use crate::serve::tokens::Op;
 
@@ -36,6 +42,37 @@ const POLL: Duration = Duration::from_millis(250);
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How long one stream lasts before the page reconnects.
 const MAX_STREAM: Duration = Duration::from_secs(600);
+
+/// Seconds a client refused for too many streams is asked to wait.
+const RETRY_AFTER: &str = "10";
+
+/// The answer to a stream past a cap (see the module documentation).
+fn too_many_streams(refused: Refused, token: &str, queue: &str) -> Response {
+    let (status, message) = match refused {
+        Refused::Token(n) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "token {token:?} already has {n} event stream(s) open, the most the service's --max-streams-per-token allows: close a board that uses it, or give each screen a token of its own"
+            ),
+        ),
+        Refused::Queue(n) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "queue {queue:?} already has {n} event stream(s) open, the most the service's --max-streams-per-queue allows; try again later"
+            ),
+        ),
+        Refused::Total(n) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the service already has {n} event stream(s) open, the most it allows (half of its --max-connections); try again later"
+            ),
+        ),
+    };
+    let mut resp = ApiError::new(status, "too_many_streams", message).into_response();
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER));
+    resp
+}
 
 /// The status of `name` as an event's data: its JSON, or `{"error": {kind, message}}`.
 async fn read(st: &AppState, name: &str) -> String {
@@ -82,10 +119,14 @@ pub(crate) async fn events(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    st.authorize_on(&headers, Op::Peek, Some(&name), "queue")?;
+    let token = st.authorize_on(&headers, Op::Peek, Some(&name), "queue")?;
     check_name_of("queue", &name, false)?;
     // A queue that does not exist is 404 before any stream starts.
     st.queues.handle(&st.dispenser, &name).await?;
+    let place = match st.queues.events.admit(&token.name, &name) {
+        Ok(place) => place,
+        Err(refused) => return Ok(too_many_streams(refused, &token.name, &name)),
+    };
     let mut rx = st.queues.events.subscribe(&name, |tx, wake| {
         tokio::spawn(poll(Arc::clone(&st), name.clone(), tx, wake));
     });
@@ -93,7 +134,9 @@ pub(crate) async fn events(
     rx.mark_changed();
     let stop = st.queues.events.stopped();
     let deadline = tokio::time::Instant::now() + MAX_STREAM;
-    let stream = futures::stream::unfold((rx, stop), move |(mut rx, mut stop)| async move {
+    // The stream's place under the caps goes with it, and comes back when it ends.
+    let state = (rx, stop, place);
+    let stream = futures::stream::unfold(state, move |(mut rx, mut stop, place)| async move {
         loop {
             let changed = tokio::select! {
                 changed = rx.changed() => changed.is_ok(),
@@ -106,7 +149,7 @@ pub(crate) async fn events(
             let shown = rx.borrow_and_update().clone();
             if let Some(text) = shown {
                 let event = Event::default().event("status").data(text);
-                return Some((Ok::<_, Infallible>(event), (rx, stop)));
+                return Some((Ok::<_, Infallible>(event), (rx, stop, place)));
             }
         }
     });
