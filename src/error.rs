@@ -128,9 +128,11 @@ pub enum Error {
     },
 
     /// The stored document is not one this library (or any valid history) could have written.
-    #[error("corrupt document for sequence {name:?}: field {field:?} {problem}")]
+    #[error("corrupt document for {what} {name:?}: field {field:?} {problem}")]
     CorruptDocument {
-        /// The sequence's name.
+        /// What the document is of: `sequence`, `queue`, `gap-free sequence`, ….
+        what: String,
+        /// The name of the sequence (queue, …) it belongs to.
         name: String,
         /// The field at fault.
         field: String,
@@ -308,7 +310,18 @@ impl Error {
     }
 
     pub(crate) fn corrupt(name: &str, field: &str, problem: impl Into<String>) -> Self {
+        Error::corrupt_of("sequence", name, field, problem)
+    }
+
+    /// [`Error::CorruptDocument`] for the document of a `what` (a queue, …).
+    pub(crate) fn corrupt_of(
+        what: &str,
+        name: &str,
+        field: &str,
+        problem: impl Into<String>,
+    ) -> Self {
         Error::CorruptDocument {
+            what: what.to_owned(),
             name: name.to_owned(),
             field: field.to_owned(),
             problem: problem.into(),

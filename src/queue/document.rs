@@ -85,7 +85,8 @@ pub(crate) fn decode_stored(name: &str, d: &Document) -> Result<Stored> {
     let max = get_i64(name, d, field::MAX)?;
     let spec = QueueSpec::default().with_min(min).with_max(max);
     if spec.validate(name).is_err() {
-        return Err(Error::corrupt(
+        return Err(Error::corrupt_of(
+            "queue",
             name,
             field::MIN,
             format!(
@@ -98,7 +99,8 @@ pub(crate) fn decode_stored(name: &str, d: &Document) -> Result<Stored> {
     let waiting = get_i64(name, d, field::WAITING)?;
     let version = get_i64(name, d, field::VERSION)?;
     if served < 0 || served > taken {
-        return Err(Error::corrupt(
+        return Err(Error::corrupt_of(
+            "queue",
             name,
             field::SERVED,
             format!("({served}) is not between 0 and taken ({taken})"),
@@ -106,14 +108,16 @@ pub(crate) fn decode_stored(name: &str, d: &Document) -> Result<Stored> {
     }
     let counters = Counters { taken, served };
     if waiting != counters.waiting() {
-        return Err(Error::corrupt(
+        return Err(Error::corrupt_of(
+            "queue",
             name,
             field::WAITING,
             format!("({waiting}) is not taken - served ({taken} - {served})"),
         ));
     }
     if u64::try_from(waiting).unwrap_or(u64::MAX) > spec.capacity() {
-        return Err(Error::corrupt(
+        return Err(Error::corrupt_of(
+            "queue",
             name,
             field::WAITING,
             format!(
@@ -123,7 +127,8 @@ pub(crate) fn decode_stored(name: &str, d: &Document) -> Result<Stored> {
         ));
     }
     if version < 0 {
-        return Err(Error::corrupt(
+        return Err(Error::corrupt_of(
+            "queue",
             name,
             field::VERSION,
             format!("({version}) is negative"),
@@ -132,13 +137,21 @@ pub(crate) fn decode_stored(name: &str, d: &Document) -> Result<Stored> {
     let incarnation = match d.get(field::INCARNATION) {
         Some(Bson::ObjectId(t)) => *t,
         Some(_) => {
-            return Err(Error::corrupt(
+            return Err(Error::corrupt_of(
+                "queue",
                 name,
                 field::INCARNATION,
                 "is not an objectId",
             ));
         }
-        None => return Err(Error::corrupt(name, field::INCARNATION, "is missing")),
+        None => {
+            return Err(Error::corrupt_of(
+                "queue",
+                name,
+                field::INCARNATION,
+                "is missing",
+            ));
+        }
     };
     Ok(Stored {
         spec,

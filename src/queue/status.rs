@@ -211,8 +211,8 @@ impl QueueStatus {
 fn get_date(name: &str, d: &Document, key: &str) -> Result<DateTime> {
     match d.get(key) {
         Some(Bson::DateTime(t)) => Ok(*t),
-        Some(_) => Err(Error::corrupt(name, key, "is not a date")),
-        None => Err(Error::corrupt(name, key, "is missing")),
+        Some(_) => Err(Error::corrupt_of("queue", name, key, "is not a date")),
+        None => Err(Error::corrupt_of("queue", name, key, "is missing")),
     }
 }
 
@@ -221,13 +221,14 @@ pub(crate) fn decode_status(d: &Document) -> Result<QueueStatus> {
     let name = match d.get(field::ID) {
         Some(Bson::String(s)) => s.clone(),
         Some(other) => {
-            return Err(Error::corrupt(
+            return Err(Error::corrupt_of(
+                "queue",
                 &other.to_string(),
                 field::ID,
                 "is not a string",
             ));
         }
-        None => return Err(Error::corrupt("?", field::ID, "is missing")),
+        None => return Err(Error::corrupt_of("queue", "?", field::ID, "is missing")),
     };
     let stored = decode_stored(&name, d)?;
     Ok(QueueStatus::new(

@@ -898,6 +898,8 @@ async fn a_corrupt_queue_document_is_refused() {
         err.contains("field \"served\" (3) is not between 0 and taken (0)"),
         "{err}"
     );
+    // The message names a queue, not a sequence.
+    assert!(err.contains("corrupt document for queue \"q\""), "{err}");
     // Listed in its place.
     let listed = d.list_queues().await.unwrap();
     assert!(matches!(

@@ -193,6 +193,7 @@ impl Source {
                     })?
                     .ok_or_else(|| Error::NoSuchSequence { name: id.clone() })?;
                 d.get_i64("value").map_err(|e| Error::CorruptDocument {
+                    what: "sequence".into(),
                     name: id.clone(),
                     field: "value".into(),
                     problem: e.to_string(),
