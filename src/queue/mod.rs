@@ -215,6 +215,33 @@ impl Dispenser {
         self.queues().list().await
     }
 
+    /// Deletes the queue `name`. Handles opened before then fail with
+    /// [`Error::NoSuchQueue`]. A queue created again under the name starts from its first
+    /// ticket: a ticket held from the old queue may then be handed out again, so delete a
+    /// queue only when nobody waits in it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`], [`Error::NoSuchQueue`], [`Error::Database`],
+    /// [`Error::Timeout`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// d.delete_queue("lobby").await?;
+    /// assert!(d.open_queue("lobby").await.is_err());
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_queue(&self, name: &str) -> Result<()> {
+        check_name(name)?;
+        if self.queues().delete(name).await? {
+            Ok(())
+        } else {
+            Err(no_such(name))
+        }
+    }
+
     fn queue_handle(&self, name: &str, store: QueueStore, stored: Stored) -> Queue {
         Queue {
             inner: Arc::new(Inner {

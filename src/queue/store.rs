@@ -185,6 +185,18 @@ impl QueueStore {
         found.map(|d| document::decode_stored(name, &d)).transpose()
     }
 
+    /// Deletes the queue `name`; `Ok(false)` when there was none.
+    pub(crate) async fn delete(&self, name: &str) -> Result<bool> {
+        let res = self
+            .store
+            .bounded(
+                || format!("deleting queue {name:?}"),
+                self.coll().delete_one(doc! { field::ID: name }),
+            )
+            .await?;
+        Ok(res.deleted_count == 1)
+    }
+
     /// The compare-and-set: does `op` only if the queue is still exactly the state
     /// `expected` (same incarnation and version). `Ok(true)` when this write won, `Ok(false)`
     /// when another writer came first.

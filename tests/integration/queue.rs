@@ -986,6 +986,40 @@ fn the_ticket_shown_is_never_handed_out_and_families_are_all_or_nothing() {
     fails(&coll, &["queue", "take", "wrap"], EXIT_FULL);
 }
 
+/// `queue list` shows every queue, `queue delete` removes one (exit 3 when there is none),
+/// and the library's `delete_queue` refuses a bad name, writing nothing.
+#[test]
+fn queues_are_listed_and_deleted() {
+    common::ready();
+    let coll = common::unique("queue_list");
+    let empty = cli(&coll).args(["queue", "list"]).output().unwrap();
+    assert!(empty.status.success());
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("no queues in"));
+    ok(&coll, &["queue", "create", "lobby", "--max", "9"]);
+    ok(&coll, &["queue", "create", "desk", "--max", "5"]);
+    ok(&coll, &["queue", "take", "desk"]);
+    let listed = ok(&coll, &["queue", "list"]);
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(
+        lines[0].starts_with("desk: now serving nobody yet, 1 waiting of 6"),
+        "{listed}"
+    );
+    assert!(lines[1].starts_with("lobby: "), "{listed}");
+    let json: Value = serde_json::from_str(&ok(&coll, &["queue", "list", "--json"])).unwrap();
+    assert_eq!(json[0]["name"], "desk", "{json}");
+    assert_eq!(json[0]["waiting"], 1, "{json}");
+    assert_eq!(
+        ok(&coll, &["queue", "delete", "lobby"]).trim(),
+        "deleted queue lobby"
+    );
+    let err = fails(&coll, &["queue", "delete", "lobby"], 3);
+    assert!(err.contains("no such queue \"lobby\""), "{err}");
+    let err = fails(&coll, &["queue", "status", "lobby"], 3);
+    assert!(err.contains("no such queue"), "{err}");
+    assert_eq!(ok(&coll, &["queue", "list"]).lines().count(), 1);
+}
+
 /// The text of `queue create`, `take`, `call` and `status`.
 #[test]
 fn text_output_of_the_queue_commands() {

@@ -58,6 +58,19 @@ pub enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
+    /// List every queue, one line each (a document that cannot be read is reported on
+    /// stderr, exit 7).
+    List {
+        /// Print one JSON array of statuses.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a queue (exit 3 when there is none). Created again, it starts from its first
+    /// ticket: delete a queue only when nobody waits in it.
+    Delete {
+        /// Queue name.
+        name: String,
+    },
 }
 
 /// A status as one line: `lobby: now serving 7, 3 waiting of 10, next ticket 1; tickets 1…9,
@@ -129,6 +142,40 @@ pub async fn run(
             } else {
                 writeln!(out, "{}", describe(&s)).map_err(io_err)?;
             }
+        }
+        QueueCommand::List { json } => {
+            // As `dispenser list`: one line per queue on stdout (or one JSON array), a
+            // document that cannot be read on stderr, exit 7 then.
+            let mut corrupt = None;
+            let mut rows = Vec::new();
+            for item in d.list_queues().await? {
+                match item {
+                    Ok(s) => rows.push(s),
+                    Err(e) => {
+                        eprintln!("dispenser: {e}");
+                        corrupt = Some(e);
+                    }
+                }
+            }
+            if json {
+                let all: Vec<_> = rows.iter().map(QueueStatus::to_json).collect();
+                writeln!(out, "{}", serde_json::Value::Array(all)).map_err(io_err)?;
+            } else if rows.is_empty() && corrupt.is_none() {
+                let place = format!("{}.{}_queues", d.options().database, d.options().collection);
+                eprintln!("dispenser: no queues in {place}");
+            } else {
+                for s in &rows {
+                    writeln!(out, "{}", describe(s)).map_err(io_err)?;
+                }
+            }
+            out.flush().map_err(io_err)?;
+            if let Some(e) = corrupt {
+                return Err(e);
+            }
+        }
+        QueueCommand::Delete { name } => {
+            d.delete_queue(&name).await?;
+            writeln!(out, "deleted queue {}", one_line_name(&name)).map_err(io_err)?;
         }
     }
     out.flush().map_err(io_err)?;
