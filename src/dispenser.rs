@@ -239,6 +239,54 @@ impl Dispenser {
         self.store.list().await
     }
 
+    /// One page of [`Dispenser::list`]: up to `limit` sequences whose names sort after
+    /// `after` (byte order; from the first when `None`), by name. The next page starts after
+    /// the last name of this one (a corrupt document's name is in its
+    /// [`Error::CorruptDocument`]); a page shorter than `limit` is the last. One query,
+    /// whatever the size of the collection.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] when the collection
+    /// cannot be read.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let mut after: Option<String> = None;
+    /// loop {
+    ///     let page = d.list_after(after.as_deref(), 1000).await?;
+    ///     for s in page.iter().flatten() {
+    ///         println!("{}: next {:?}", s.name, s.next_number());
+    ///     }
+    ///     if page.len() < 1000 {
+    ///         break;
+    ///     }
+    ///     after = page.last().map(|s| match s {
+    ///         Ok(s) => s.name.clone(),
+    ///         Err(dispenser::Error::CorruptDocument { name, .. }) => name.clone(),
+    ///         Err(_) => String::new(),
+    ///     });
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Result<SequenceState>>> {
+        if limit == 0 {
+            return Err(Error::invalid_argument(
+                "limit",
+                "a page of 0 sequences was asked for; ask for at least 1",
+            ));
+        }
+        self.store
+            .list_after(after, u64::try_from(limit).unwrap_or(u64::MAX))
+            .await
+    }
+
     /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
     /// writers). Moving a sequence backwards (so that numbers already issued would come again)
     /// needs `force`. A stripe of a striped sequence only accepts a `next` of its own residue

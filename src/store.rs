@@ -212,6 +212,22 @@ impl Store {
         self.list_matching(doc! {}).await
     }
 
+    /// Up to `limit` sequences whose names sort after `after` (all from the first when
+    /// `None`), sorted by name.
+    pub(crate) async fn list_after(
+        &self,
+        after: Option<&str>,
+        limit: u64,
+    ) -> Result<Vec<Result<document::SequenceState>>> {
+        let filter = match after {
+            Some(a) => doc! { field::ID: { "$gt": a } },
+            // Every name is a string: `$type` keeps the order the cursor relies on.
+            None => doc! { field::ID: { "$type": "string" } },
+        };
+        self.list_limited(filter, Some(i64::try_from(limit).unwrap_or(i64::MAX)))
+            .await
+    }
+
     /// The sequences whose names lie in `[from, to)` (byte order), sorted by name.
     pub(crate) async fn list_range(
         &self,
@@ -226,9 +242,18 @@ impl Store {
         &self,
         filter: Document,
     ) -> Result<Vec<Result<document::SequenceState>>> {
+        self.list_limited(filter, None).await
+    }
+
+    async fn list_limited(
+        &self,
+        filter: Document,
+        limit: Option<i64>,
+    ) -> Result<Vec<Result<document::SequenceState>>> {
         let opts = FindOptions::builder()
             .projection(document::state_projection())
             .sort(doc! { field::ID: 1 })
+            .limit(limit)
             .build();
         let docs: Vec<Document> = self
             .bounded_read(|| "listing sequences".to_owned(), async {

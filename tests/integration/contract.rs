@@ -288,6 +288,9 @@ async fn idle_connections_are_closed_and_connections_are_capped() {
         c.write_all(head.as_bytes()).await.unwrap();
         held.push(c);
     }
+    // Until the service has read their heads they only wait (and may be closed to make room):
+    // give it the time to read them on a busy machine.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let http = reqwest::Client::new();
     let waiting = tokio::spawn({
         let url = svc.url("/healthz");

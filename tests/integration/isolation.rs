@@ -615,3 +615,93 @@ async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
     .await;
     assert_eq!((status, &body["created"]), (200, &json!(false)), "{body}");
 }
+
+/// `GET /v1/sequences` answers in pages (`limit`, `after`, `next`): every name exactly once
+/// over the pages, in order; a token's pages hold only its names, however sparse they are in
+/// the collection; bad paging is 400.
+#[tokio::test]
+async fn the_list_answers_in_pages_and_a_token_pages_through_its_own_names() {
+    let svc = service_with("isolation_pages", &[("b-list", TENANT, &["b*"], &["list"])]);
+    let d = Dispenser::new(
+        &common::client().await,
+        Options::default()
+            .with_database(DB)
+            .with_collection(svc.collection.as_str()),
+    )
+    .unwrap();
+    // 30 names a…, 5 names b… among them, sorted between.
+    let mut all = Vec::new();
+    for i in 0..30 {
+        let name = format!("a{i:02}");
+        d.create(&name, Spec::default()).await.unwrap();
+        all.push(name);
+    }
+    for i in 0..5 {
+        let name = format!("b{i}");
+        d.create(&name, Spec::default()).await.unwrap();
+        all.push(name);
+    }
+    all.sort();
+    let http = reqwest::Client::new();
+    let pages = |token: &'static str, limit: u64| {
+        let http = http.clone();
+        let url = svc.url("/v1/sequences");
+        async move {
+            let mut names = Vec::new();
+            let mut after: Option<String> = None;
+            let mut pages = 0;
+            loop {
+                let mut req = http
+                    .get(&url)
+                    .bearer_auth(token)
+                    .query(&[("limit", limit.to_string())]);
+                if let Some(a) = &after {
+                    req = req.query(&[("after", a)]);
+                }
+                let (status, body) = send(req).await;
+                assert_eq!(status, 200, "{body}");
+                let page: Vec<String> = body["sequences"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s["name"].as_str().unwrap().to_owned())
+                    .collect();
+                assert!(page.len() as u64 <= limit, "{body}");
+                names.extend(page);
+                pages += 1;
+                match body["next"].as_str() {
+                    Some(n) => after = Some(n.to_owned()),
+                    None => break,
+                }
+                assert!(pages < 100, "no end: {body}");
+            }
+            (names, pages)
+        }
+    };
+    let (names, count) = pages(ADMIN, 7).await;
+    assert_eq!(names, all, "every name once, in order");
+    assert!(count >= 5, "{count} pages of 7 for 35 names");
+    let (names, _) = pages(TENANT, 2).await;
+    assert_eq!(names, ["b0", "b1", "b2", "b3", "b4"]);
+    for bad in [
+        "limit=0",
+        "limit=10001",
+        "limit=x",
+        "limit=1&limit=2",
+        "other=1",
+    ] {
+        let (status, body) = send(
+            http.get(svc.url(&format!("/v1/sequences?{bad}")))
+                .bearer_auth(ADMIN),
+        )
+        .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    // Without paging asked for, the first 1000 and the cursor (null: there are fewer).
+    let (status, body) = send(http.get(svc.url("/v1/sequences")).bearer_auth(ADMIN)).await;
+    assert_eq!(
+        (status, body["sequences"].as_array().map(Vec::len)),
+        (200, Some(35))
+    );
+    assert_eq!(body["next"], Value::Null, "{body}");
+}

@@ -2,7 +2,7 @@
 //! is in `draw.rs`.
 
 use axum::Json;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use dispenser::stripe::{StripedSequence, stripe_name};
 use dispenser::{Error, Format, Spec, sequence::SequenceState};
@@ -189,25 +189,86 @@ fn striped_json(name: &str, states: &[SequenceState]) -> Value {
     })
 }
 
+/// The largest page `GET /v1/sequences` answers.
+pub(super) const MAX_PAGE: u64 = 10_000;
+/// The page size when none is asked for.
+const DEFAULT_PAGE: u64 = 1000;
+
+/// `limit` and `after` of a list's query: each at most once, nothing else.
+fn page_query(query: &[(String, String)]) -> Result<(u64, Option<String>), ApiError> {
+    let mut limit = None;
+    let mut after = None;
+    for (k, v) in query {
+        match k.as_str() {
+            "limit" if limit.is_none() => {
+                limit = Some(
+                    super::json::exact_integer(v)
+                        .and_then(|n| u64::try_from(n).ok())
+                        .filter(|n| (1..=MAX_PAGE).contains(n))
+                        .ok_or_else(|| {
+                            ApiError::invalid_input(format!(
+                                "limit {v:?} must be a whole number from 1 to {MAX_PAGE}"
+                            ))
+                        })?,
+                );
+            }
+            "after" if after.is_none() => {
+                if v.chars().count() > super::names::MAX_NAME_CHARS {
+                    return Err(ApiError::invalid_input(format!(
+                        "after must be a sequence name (at most {} characters)",
+                        super::names::MAX_NAME_CHARS
+                    )));
+                }
+                after = Some(v.clone());
+            }
+            "limit" | "after" => {
+                return Err(ApiError::invalid_input(format!(
+                    "{k} is given more than once: give it once"
+                )));
+            }
+            other => {
+                return Err(ApiError::invalid_input(format!(
+                    "unknown query parameter {other:?} (known: limit, after)"
+                )));
+            }
+        }
+    }
+    Ok((limit.unwrap_or(DEFAULT_PAGE), after))
+}
+
 #[utoipa::path(get, path = "/v1/sequences", operation_id = "list", tag = "admin",
-    responses((status = 200, description = "`{\"sequences\": […]}`: the sequences the token may use (a document that cannot be read as `{name, error}` in its place)", body = SequenceList)))]
+    params(("limit" = Option<u64>, Query, description = "How many sequences at most (1 to 10 000; default 1000)"),
+        ("after" = Option<String>, Query, description = "The cursor: list the names after this one (the `next` of the previous page)")),
+    responses((status = 200, description = "`{\"sequences\": […], \"next\"}`: one page of the sequences the token may use, by name (a document that cannot be read as `{name, error}` in its place); `next` is the cursor of the next page, `null` after the last", body = SequenceList)))]
 pub(super) async fn list(
     State(st): State<Shared>,
     headers: HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
     let rule = st.authorize(&headers, Op::List, None)?;
+    let (limit, mut after) = page_query(&query)?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut out = Vec::new();
-    for item in st.dispenser.list().await? {
-        match item {
-            Ok(s) if rule.allows_name(&s.name) => out.push(SequenceState::to_json(&s)),
-            Ok(_) => {}
-            // In its place, as the library and the CLI report it.
-            Err(e) => {
-                let name = match &e {
-                    Error::CorruptDocument { name, .. } => name.as_str(),
-                    _ => "?",
-                };
-                if rule.allows_name(name) {
+    // A token may see few of the names: read on until the page is full, or the end, or a
+    // bounded amount was read (then `next` says where to go on).
+    let mut budget = 10;
+    let next = loop {
+        let page = st.dispenser.list_after(after.as_deref(), limit).await?;
+        let last_page = page.len() < limit;
+        for item in page {
+            let name = match &item {
+                Ok(s) => s.name.clone(),
+                Err(Error::CorruptDocument { name, .. }) => name.clone(),
+                Err(_) => "?".to_owned(),
+            };
+            after = Some(name.clone());
+            if !rule.allows_name(&name) {
+                continue;
+            }
+            match item {
+                Ok(s) => out.push(SequenceState::to_json(&s)),
+                // In its place, as the library and the CLI report it.
+                Err(e) => {
                     let (_, kind) = classify(&e);
                     out.push(json!({
                         "name": name,
@@ -215,9 +276,19 @@ pub(super) async fn list(
                     }));
                 }
             }
+            if out.len() == limit {
+                break;
+            }
         }
-    }
-    Ok(Json(json!({ "sequences": out })))
+        budget -= 1;
+        if last_page && out.len() < limit {
+            break None;
+        }
+        if out.len() == limit || budget == 0 {
+            break after;
+        }
+    };
+    Ok(Json(json!({ "sequences": out, "next": next })))
 }
 
 #[derive(Deserialize, ToSchema)]

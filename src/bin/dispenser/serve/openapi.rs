@@ -277,6 +277,17 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                     "type": "integer", "minimum": 1, "maximum": max_count, "default": 1
                                 });
                             }
+                            Some("limit") => {
+                                p["schema"] = json!({
+                                    "type": "integer", "minimum": 1,
+                                    "maximum": super::handlers::MAX_PAGE, "default": 1000
+                                });
+                            }
+                            Some("after") => {
+                                p["schema"] = json!({
+                                    "type": "string", "maxLength": super::names::MAX_NAME_CHARS
+                                });
+                            }
                             _ => {}
                         }
                     }

@@ -88,6 +88,8 @@ pub(super) struct Created {
 #[allow(dead_code)]
 pub(super) struct SequenceList {
     sequences: Vec<ListEntry>,
+    /// The cursor of the next page (pass it as `after`), `null` after the last page.
+    next: Option<String>,
 }
 
 /// A listed sequence, or one whose document cannot be read, in its place.
