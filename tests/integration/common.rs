@@ -144,3 +144,16 @@ pub async fn audit_of(
     options.from = from;
     dispenser::gapless::audit(g.business(), &o.field, &options).await
 }
+
+/// The seed of a seeded test: `$var` when set (to replay a run), else one from the clock.
+pub fn seed(var: &str) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        })
+}

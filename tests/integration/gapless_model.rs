@@ -161,18 +161,6 @@ struct Record {
     released: (u32, u32, u32),
 }
 
-fn seed() -> u64 {
-    std::env::var("DISPENSER_GAPLESS_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        })
-}
-
 /// One in-process issuing task: random behaviours until the deadline.
 async fn issuer(
     g: Gapless,
@@ -577,7 +565,7 @@ fn finish_output(out: std::process::Output, tag: String, killed: bool, rec: &Arc
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_to_n() {
-    let seed = seed();
+    let seed = crate::common::seed("DISPENSER_GAPLESS_SEED");
     let secs: u64 = std::env::var("DISPENSER_SOAK_SECS")
         .ok()
         .and_then(|s| s.parse().ok())

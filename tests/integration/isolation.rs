@@ -235,15 +235,7 @@ fn tokens(rng: &mut Rng) -> Vec<Token> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_token_reads_or_disturbs_what_its_rights_do_not_cover() {
-    let seed: u64 = std::env::var("DISPENSER_ISOLATION_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
+    let seed = common::seed("DISPENSER_ISOLATION_SEED");
     eprintln!("isolation test: seed {seed} (replay: DISPENSER_ISOLATION_SEED={seed})");
     let mut rng = Rng(seed);
     for round in 0..8 {

@@ -65,19 +65,6 @@ fn fails(collection: &str, args: &[&str], code: i32) -> String {
     err
 }
 
-fn seed(var: &str) -> u64 {
-    std::env::var(var)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                % 1_000_000_000
-        })
-}
-
 /// A ticket as the CLI prints it with `--json`.
 fn parse_ticket(line: &str) -> Seen {
     let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
@@ -596,7 +583,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn seeded_model_of_concurrent_takes_and_calls_from_tasks_and_processes() {
     common::ready();
-    let seed = seed("DISPENSER_QUEUE_SEED");
+    let seed = common::seed("DISPENSER_QUEUE_SEED");
     let rounds: u64 = std::env::var("DISPENSER_QUEUE_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -621,7 +608,7 @@ async fn seeded_model_of_concurrent_takes_and_calls_from_tasks_and_processes() {
 async fn lost_replies_leave_gaps_never_a_ticket_twice() {
     use crate::proxy::{Faults, Proxy};
     common::ready();
-    let seed = seed("DISPENSER_QUEUE_SEED");
+    let seed = common::seed("DISPENSER_QUEUE_SEED");
     eprintln!("queue faults: seed {seed} (replay: DISPENSER_QUEUE_SEED={seed})");
     let f = Fixture::new("queue_faults").await;
     let direct = f.dispenser(f.options());

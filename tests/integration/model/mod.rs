@@ -92,15 +92,7 @@ fn options(f: &Fixture, strategy: Strategy) -> Options {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn random_interleavings_of_draws_and_admin_operations_never_duplicate_within_an_era() {
-    let seed: u64 = std::env::var("DISPENSER_MODEL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
+    let seed = crate::common::seed("DISPENSER_MODEL_SEED");
     let secs: u64 = std::env::var("DISPENSER_SOAK_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
