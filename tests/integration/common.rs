@@ -157,3 +157,20 @@ pub fn seed(var: &str) -> u64 {
                 .unwrap_or(1)
         })
 }
+
+/// Issues the next number of `g` the plainest way: a business document `{<field>: n}`
+/// inserted into its collection. The number issued.
+pub async fn issue_next(g: &dispenser::gapless::Gapless) -> dispenser::Result<i64> {
+    let coll = g.business().clone();
+    let field = g.options().field.clone();
+    g.issue(|n| {
+        let (coll, field) = (coll.clone(), field.clone());
+        async move {
+            let mut d = Document::new();
+            d.insert(field, n);
+            coll.insert_one(d).await
+        }
+    })
+    .await
+    .map(|issued| issued.number)
+}

@@ -288,16 +288,8 @@ async fn voids_are_kept_with_their_reason_and_misuse_is_refused() {
         .open_gapless("inv", GaplessOptions::new(&business, "number"))
         .await
         .unwrap();
-    let insert = |g: dispenser::gapless::Gapless| async move {
-        let coll = g.business().clone();
-        g.issue(|n| {
-            let coll = coll.clone();
-            async move { coll.insert_one(doc! { "number": n }).await }
-        })
-        .await
-        .unwrap()
-        .number
-    };
+    let insert =
+        |g: dispenser::gapless::Gapless| async move { common::issue_next(&g).await.unwrap() };
     assert_eq!(insert(g.clone()).await, 1);
     assert_eq!(insert(g.clone()).await, 2);
     for (n, reason, needle) in [
@@ -714,15 +706,7 @@ async fn look_ups_of_a_number_read_with_majority_read_concern() {
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
     let other = d.find_gapless("inv").await.unwrap();
-    let coll = other.business().clone();
-    let n = other
-        .issue(|n| {
-            let coll = coll.clone();
-            async move { coll.insert_one(doc! { "number": n }).await }
-        })
-        .await
-        .unwrap()
-        .number;
+    let n = common::issue_next(&other).await.unwrap();
     assert_eq!(n, 1);
     assert_eq!(stalled.await.unwrap().unwrap().number, 2);
     // Every find names its read concern; the look-ups that can move the sequence past a
@@ -836,15 +820,8 @@ async fn a_killed_holder_whose_clock_runs_an_hour_ahead_blocks_others_only_for_i
         .await
         .unwrap();
     let started = Instant::now();
-    let coll = g.business().clone();
-    let issued = g
-        .issue(|n| {
-            let coll = coll.clone();
-            async move { coll.insert_one(doc! { "number": n }).await }
-        })
-        .await
-        .unwrap();
-    assert_eq!(issued.number, 1, "the dead holder's number went on");
+    let issued = common::issue_next(&g).await.unwrap();
+    assert_eq!(issued, 1, "the dead holder's number went on");
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
@@ -1006,13 +983,7 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
         .await
         .unwrap();
     for _ in 0..2 {
-        let coll = g.business().clone();
-        g.issue(|n| {
-            let coll = coll.clone();
-            async move { coll.insert_one(doc! { "number": n }).await }
-        })
-        .await
-        .unwrap();
+        common::issue_next(&g).await.unwrap();
     }
     g.flush().await.unwrap();
     let http = reqwest::Client::new();
@@ -1313,15 +1284,8 @@ async fn a_void_after_the_unique_index_was_dropped_never_makes_a_number_both_use
         .await
         .unwrap();
     coll.drop_index("number_1").await.unwrap();
-    let c = g.business().clone();
-    let issued = g
-        .issue(|n| {
-            let c = c.clone();
-            async move { c.insert_one(doc! { "number": n }).await }
-        })
-        .await
-        .unwrap();
-    assert_eq!(issued.number, 4);
+    let issued = common::issue_next(&g).await.unwrap();
+    assert_eq!(issued, 4);
     assert!(
         unique_on_number().await,
         "the issue created the index again"
@@ -1345,16 +1309,8 @@ async fn a_number_stored_as_decimal128_or_in_an_array_is_reported_at_once_not_a_
         )
         .await
         .unwrap();
-    let issue = |g: dispenser::gapless::Gapless| async move {
-        let c = g.business().clone();
-        g.issue(|n| {
-            let c = c.clone();
-            async move { c.insert_one(doc! { "number": n }).await }
-        })
-        .await
-    };
-    assert_eq!(issue(g.clone()).await.unwrap().number, 1);
-    assert_eq!(issue(g.clone()).await.unwrap().number, 2);
+    assert_eq!(common::issue_next(&g).await.unwrap(), 1);
+    assert_eq!(common::issue_next(&g).await.unwrap(), 2);
     g.flush().await.unwrap();
     let decimal: dispenser::mongodb::bson::Decimal128 = "3".parse().unwrap();
     for (id, bad) in [
@@ -1369,7 +1325,7 @@ async fn a_number_stored_as_decimal128_or_in_an_array_is_reported_at_once_not_a_
             .await
             .unwrap();
         let started = Instant::now();
-        let e = issue(g.clone()).await.unwrap_err();
+        let e = common::issue_next(&g).await.unwrap_err();
         assert!(
             matches!(e, Error::CorruptDocument { .. }),
             "{id}: {e} after {:?}",
@@ -1389,7 +1345,7 @@ async fn a_number_stored_as_decimal128_or_in_an_array_is_reported_at_once_not_a_
         assert!(text.starts_with("PROBLEMS") && text.contains(id), "{text}");
         g.business().delete_one(doc! { "_id": id }).await.unwrap();
     }
-    assert_eq!(issue(g.clone()).await.unwrap().number, 3);
+    assert_eq!(common::issue_next(&g).await.unwrap(), 3);
 }
 
 /// A refused `gapless issue` (another field, or another collection, than the sequence's)

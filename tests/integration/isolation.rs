@@ -302,13 +302,7 @@ async fn round_of(seed: u64, top: u64, round: u32) {
         )
         .await
         .unwrap();
-    let coll = g.business().clone();
-    g.issue(|n| {
-        let coll = coll.clone();
-        async move { coll.insert_one(doc! { "number": n }).await }
-    })
-    .await
-    .unwrap();
+    common::issue_next(&g).await.unwrap();
     g.flush().await.unwrap();
     // The number issued, and the next one.
     markers.push((GAPLESS.to_owned(), marker(10)));

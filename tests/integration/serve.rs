@@ -1331,7 +1331,6 @@ fn openapi_json_is_valid_and_a_client_built_on_it_works() {
 #[tokio::test]
 async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
     use dispenser::gapless::GaplessOptions;
-    use dispenser::mongodb::bson::doc;
 
     let svc = Service::start("serve_gapless");
     let d = dispenser::Dispenser::new(
@@ -1347,13 +1346,7 @@ async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
         .await
         .unwrap();
     for _ in 0..2 {
-        let coll = g.business().clone();
-        g.issue(|n| {
-            let coll = coll.clone();
-            async move { coll.insert_one(doc! { "number": n }).await }
-        })
-        .await
-        .unwrap();
+        common::issue_next(&g).await.unwrap();
     }
     // Confirm the handle's numbers now (else about a millisecond later, in the background).
     g.flush().await.unwrap();
