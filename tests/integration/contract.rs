@@ -633,6 +633,24 @@ async fn the_openapi_document_says_what_the_service_does() {
         (Some(1), Some(200))
     );
     assert!(name["pattern"].as_str().unwrap().contains("$"), "{name}");
+    // Read as Python reads it (Schemathesis does): a name ending in a line feed is invalid
+    // there too (`$` would match before it), and a plain name is valid.
+    let python = crate::clients::tool("venv/bin/python");
+    let check = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import re, sys; p = sys.argv[1]; \
+             print(bool(re.search(p, 'orders')), bool(re.search(p, 'orders\\n')), bool(re.search(p, '$x')))",
+            name["pattern"].as_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&check.stdout).trim(),
+        "True False False",
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     let schemas = &doc["components"]["schemas"];
     assert_eq!(
         schemas["ResetBody"]["oneOf"],

@@ -13,14 +13,17 @@ use super::errors::ApiError;
 pub(super) const MAX_NAME_CHARS: usize = MAX_NAME_BYTES;
 
 /// The document's pattern for a name (JSON Schema, ECMA 262): no control character
-/// (Unicode `Cc`: U+0000–U+001F, U+007F–U+009F), not starting with `$`.
+/// (Unicode `Cc`: U+0000–U+001F, U+007F–U+009F), not starting with `$`. It ends with
+/// `(?![\s\S])` (nothing follows), not `$`: in Python's regular expressions, which tools
+/// such as Schemathesis read the document with, `$` also matches before a final line feed,
+/// so `"name\n"` would pass as valid there.
 pub(super) const NAME_PATTERN: &str =
-    "^[^\\u0000-\\u001F\\u007F-\\u009F$][^\\u0000-\\u001F\\u007F-\\u009F]*$";
+    "^[^\\u0000-\\u001F\\u007F-\\u009F$][^\\u0000-\\u001F\\u007F-\\u009F]*(?![\\s\\S])";
 
 /// The pattern for a name being created: as [`NAME_PATTERN`], and no `@` (scopes) or `~`
 /// (stripes).
 pub(super) const CREATED_NAME_PATTERN: &str =
-    "^[^\\u0000-\\u001F\\u007F-\\u009F$@~][^\\u0000-\\u001F\\u007F-\\u009F@~]*$";
+    "^[^\\u0000-\\u001F\\u007F-\\u009F$@~][^\\u0000-\\u001F\\u007F-\\u009F@~]*(?![\\s\\S])";
 
 /// Checks `name` as the document declares it (`created`: a name being created).
 pub(super) fn check_name(name: &str, created: bool) -> Result<(), ApiError> {
