@@ -287,6 +287,39 @@ impl Dispenser {
             .await
     }
 
+    /// The sequences named in `names` that exist, by name, in one query: a name without a
+    /// document is simply not in the answer (so a caller can tell which are gone), a document
+    /// that does not decode is an [`Error::CorruptDocument`] in its place. Invalid names are
+    /// skipped (no document can have them).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Database`] when the collection cannot be read.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// for s in d.list_named(&["orders", "invoices"]).await?.iter().flatten() {
+    ///     println!("{}: next {:?}", s.name, s.next_number());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_named<S: AsRef<str>>(
+        &self,
+        names: &[S],
+    ) -> Result<Vec<Result<SequenceState>>> {
+        let names: Vec<&str> = names
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|n| validate_name(n).is_ok())
+            .collect();
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.store.list_named(&names).await
+    }
+
     /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
     /// writers). Moving a sequence backwards (so that numbers already issued would come again)
     /// needs `force`. A stripe of a striped sequence only accepts a `next` of its own residue

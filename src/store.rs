@@ -228,6 +228,15 @@ impl Store {
             .await
     }
 
+    /// The sequences among `names`, sorted by name.
+    pub(crate) async fn list_named(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<Result<document::SequenceState>>> {
+        self.list_matching(doc! { field::ID: { "$in": names } })
+            .await
+    }
+
     /// The sequences whose names lie in `[from, to)` (byte order), sorted by name.
     pub(crate) async fn list_range(
         &self,

@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::{BlockOptions, BlockSequence, CloseReport};
 use crate::dispenser::Dispenser;
@@ -50,6 +52,8 @@ pub struct Pool {
 
 struct Inner {
     dispenser: Dispenser,
+    /// When the pool was made: the origin of the entries' `last_get`.
+    born: Instant,
     options: BlockOptions,
     /// One entry per name asked for so far (never removed, so that a `get` waiting on an
     /// entry's gate always stores into the entry the others see).
@@ -66,6 +70,9 @@ struct Entry {
     /// The counters of this sequence's clients already retired (or found closed and
     /// replaced).
     retired: Mutex<Stats>,
+    /// When [`Pool::get`] last handed out this name's client, in milliseconds since the
+    /// pool was made.
+    last_get: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -110,6 +117,7 @@ impl Pool {
         Ok(Pool {
             inner: Arc::new(Inner {
                 dispenser,
+                born: Instant::now(),
                 options,
                 entries: Mutex::new(HashMap::new()),
             }),
@@ -127,6 +135,11 @@ impl Pool {
     /// ```
     pub fn options(&self) -> &BlockOptions {
         &self.inner.options
+    }
+
+    /// Milliseconds since the pool was made.
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.inner.born.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     fn entry(&self, name: &str) -> Arc<Entry> {
@@ -162,6 +175,7 @@ impl Pool {
     pub async fn get(&self, name: &str) -> Result<BlockSequence> {
         validate_name(name)?;
         let entry = self.entry(name);
+        entry.last_get.store(self.now_ms(), Ordering::Relaxed);
         if let Some(live) = entry.live() {
             return Ok(live);
         }
@@ -226,6 +240,59 @@ impl Pool {
             *retired += client.stats();
         }
         closed
+    }
+
+    /// The names of the sequences whose live client no [`Pool::get`] asked for during the
+    /// last `for_at_least`, sorted: what a long-running process can retire to give their
+    /// numbers back (see [`Pool::retire_idle`]).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # fn f(pool: dispenser::block::Pool) {
+    /// use std::time::Duration;
+    /// println!("idle: {:?}", pool.idle(Duration::from_secs(300)));
+    /// # }
+    /// ```
+    pub fn idle(&self, for_at_least: Duration) -> Vec<String> {
+        let now = self.now_ms();
+        let idle_ms = u64::try_from(for_at_least.as_millis()).unwrap_or(u64::MAX);
+        let mut names: Vec<String> = lock(&self.inner.entries)
+            .iter()
+            .filter(|(_, e)| {
+                now.saturating_sub(e.last_get.load(Ordering::Relaxed)) >= idle_ms
+                    && e.live().is_some()
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// Retires (see [`Pool::retire`]) the clients that are [`Pool::idle`] for `for_at_least`,
+    /// giving back what they hold: one outcome per sequence, by name. Meant for callers that
+    /// `get` the client for each use rather than keep it: a client kept from before fails
+    /// with [`Error::Closed`](crate::Error::Closed) once retired (never a duplicate).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(pool: dispenser::block::Pool) {
+    /// use std::time::Duration;
+    /// for (name, outcome) in pool.retire_idle(Duration::from_secs(300)).await {
+    ///     if let Ok(r) = outcome {
+    ///         println!("{name}: idle, {} given back", r.given_back);
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub async fn retire_idle(&self, for_at_least: Duration) -> Vec<(String, Result<CloseReport>)> {
+        let mut out = Vec::new();
+        for name in self.idle(for_at_least) {
+            let outcome = self.retire(&name).await;
+            out.push((name, outcome));
+        }
+        out
     }
 
     /// Retires every client (see [`Pool::retire`]), for example on shutdown: one outcome per

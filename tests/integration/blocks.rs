@@ -626,6 +626,33 @@ async fn the_pool_hands_out_one_client_per_sequence_until_it_is_retired() {
     other.close_all().await;
 }
 
+/// `Pool::idle` names the clients no `get` asked for lately; `retire_idle` closes them and
+/// gives their numbers back, and the next `get` goes on from there (no duplicate, no gap).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_clients_are_found_and_retired_with_their_numbers_given_back() {
+    let f = Fixture::new("blocks_pool_idle").await;
+    let d = f.dispenser(f.options());
+    d.create("busy", Spec::default()).await.unwrap();
+    d.create("quiet", Spec::default()).await.unwrap();
+    let options = BlockOptions::default().with_size(10).with_prefetch(None);
+    let pool = Pool::new(d.clone(), options).unwrap();
+    assert_eq!(pool.get("quiet").await.unwrap().next().await.unwrap(), 1);
+    assert_eq!(pool.get("busy").await.unwrap().next().await.unwrap(), 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(pool.get("busy").await.unwrap().next().await.unwrap(), 2);
+    assert_eq!(pool.idle(Duration::from_millis(200)), ["quiet"]);
+    assert!(pool.idle(Duration::from_secs(60)).is_empty());
+    let retired = pool.retire_idle(Duration::from_millis(200)).await;
+    assert_eq!(retired.len(), 1);
+    assert_eq!(retired[0].0, "quiet");
+    let report = retired[0].1.as_ref().unwrap();
+    assert_eq!(report.given_back, 9, "2..=10 given back");
+    assert_eq!(d.peek("quiet").await.unwrap().value, 1);
+    assert_eq!(pool.names(), ["busy"]);
+    assert_eq!(pool.get("quiet").await.unwrap().next().await.unwrap(), 2);
+    pool.close_all().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_retire_racing_gets_never_lets_a_retired_client_serve() {
     let f = Fixture::new("blocks_pool_race").await;

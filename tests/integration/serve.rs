@@ -465,7 +465,7 @@ fn serve_refuses_to_start_without_valid_tokens() {
 }
 
 /// `POST /v1/sequences` with `body`, as the admin.
-async fn create(http: &reqwest::Client, svc: &Service, body: Value) -> (u16, Value) {
+pub(crate) async fn create(http: &reqwest::Client, svc: &Service, body: Value) -> (u16, Value) {
     send(
         http.post(svc.url("/v1/sequences"))
             .bearer_auth(ADMIN)
@@ -475,7 +475,7 @@ async fn create(http: &reqwest::Client, svc: &Service, body: Value) -> (u16, Val
 }
 
 /// `POST /v1/sequences/{name}/next?count=N` with `token`.
-async fn draw(
+pub(crate) async fn draw(
     http: &reqwest::Client,
     svc: &Service,
     token: &str,

@@ -14,9 +14,9 @@ use super::classify::classify;
 use super::errors::ApiError;
 use super::json::{json_body, whole, whole_or_null, whole_some};
 use super::names::check_name;
-use super::schemas::{Created, Health, SequenceList, StateAnswer};
+use super::schemas::{Created, Health, Hourly, SequenceList, StateAnswer};
 use super::state::{AppState, Shared, scope_of};
-use super::tokens::Op;
+use super::tokens::{Op, TokenRule};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -192,10 +192,15 @@ fn striped_json(name: &str, states: &[SequenceState]) -> Value {
 /// The largest page `GET /v1/sequences` answers.
 pub(super) const MAX_PAGE: u64 = 10_000;
 /// The page size when none is asked for.
-const DEFAULT_PAGE: u64 = 1000;
+pub(super) const DEFAULT_PAGE: u64 = 1000;
 
-/// `limit` and `after` of a list's query: each at most once, nothing else.
-fn page_query(query: &[(String, String)]) -> Result<(u64, Option<String>), ApiError> {
+/// `limit` (from 1 to `max`; `default` when not given) and `after` of a list's query: each
+/// at most once, nothing else.
+pub(super) fn page_query(
+    query: &[(String, String)],
+    default: u64,
+    max: u64,
+) -> Result<(u64, Option<String>), ApiError> {
     let mut limit = None;
     let mut after = None;
     for (k, v) in query {
@@ -204,10 +209,10 @@ fn page_query(query: &[(String, String)]) -> Result<(u64, Option<String>), ApiEr
                 limit = Some(
                     super::json::exact_integer(v)
                         .and_then(|n| u64::try_from(n).ok())
-                        .filter(|n| (1..=MAX_PAGE).contains(n))
+                        .filter(|n| (1..=max).contains(n))
                         .ok_or_else(|| {
                             ApiError::invalid_input(format!(
-                                "limit {v:?} must be a whole number from 1 to {MAX_PAGE}"
+                                "limit {v:?} must be a whole number from 1 to {max}"
                             ))
                         })?,
                 );
@@ -233,7 +238,62 @@ fn page_query(query: &[(String, String)]) -> Result<(u64, Option<String>), ApiEr
             }
         }
     }
-    Ok((limit.unwrap_or(DEFAULT_PAGE), after))
+    Ok((limit.unwrap_or(default), after))
+}
+
+/// One page of the sequences `rule` may use, after `after`: up to `limit` entries, each
+/// `show(state)` (a document that cannot be read is `{name, error}` in its place), and the
+/// cursor of the next page (`None` after the last). Names the token may not use are skipped
+/// without a trace; at most ten reads of `limit` documents are made, so a page may be
+/// short while `next` says where to go on.
+pub(super) async fn sequence_page(
+    st: &AppState,
+    rule: &TokenRule,
+    limit: usize,
+    mut after: Option<String>,
+    show: impl Fn(&SequenceState) -> Value,
+) -> Result<(Vec<Value>, Option<String>), ApiError> {
+    let mut out = Vec::new();
+    let mut budget = 10;
+    let next = loop {
+        let page = st.dispenser.list_after(after.as_deref(), limit).await?;
+        let last_page = page.len() < limit;
+        let mut full = false;
+        for item in page {
+            let name = match &item {
+                Ok(s) => s.name.clone(),
+                Err(Error::CorruptDocument { name, .. }) => name.clone(),
+                Err(_) => "?".to_owned(),
+            };
+            after = Some(name.clone());
+            if !rule.allows_name(&name) {
+                continue;
+            }
+            match item {
+                Ok(s) => out.push(show(&s)),
+                // In its place, as the library and the CLI report it.
+                Err(e) => {
+                    let (_, kind) = classify(&e);
+                    out.push(json!({
+                        "name": name,
+                        "error": { "kind": kind, "message": st.scrub(&e.to_string()) },
+                    }));
+                }
+            }
+            if out.len() == limit {
+                full = true;
+                break;
+            }
+        }
+        budget -= 1;
+        if last_page && !full {
+            break None;
+        }
+        if full || budget == 0 {
+            break after;
+        }
+    };
+    Ok((out, next))
 }
 
 #[utoipa::path(get, path = "/v1/sequences", operation_id = "list", tag = "admin",
@@ -246,49 +306,39 @@ pub(super) async fn list(
     Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
     let rule = st.authorize(&headers, Op::List, None)?;
-    let (limit, mut after) = page_query(&query)?;
+    let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut out = Vec::new();
-    // A token may see few of the names: read on until the page is full, or the end, or a
-    // bounded amount was read (then `next` says where to go on).
-    let mut budget = 10;
-    let next = loop {
-        let page = st.dispenser.list_after(after.as_deref(), limit).await?;
-        let last_page = page.len() < limit;
-        for item in page {
-            let name = match &item {
-                Ok(s) => s.name.clone(),
-                Err(Error::CorruptDocument { name, .. }) => name.clone(),
-                Err(_) => "?".to_owned(),
-            };
-            after = Some(name.clone());
-            if !rule.allows_name(&name) {
-                continue;
-            }
-            match item {
-                Ok(s) => out.push(SequenceState::to_json(&s)),
-                // In its place, as the library and the CLI report it.
-                Err(e) => {
-                    let (_, kind) = classify(&e);
-                    out.push(json!({
-                        "name": name,
-                        "error": { "kind": kind, "message": st.scrub(&e.to_string()) },
-                    }));
-                }
-            }
-            if out.len() == limit {
-                break;
-            }
-        }
-        budget -= 1;
-        if last_page && out.len() < limit {
-            break None;
-        }
-        if out.len() == limit || budget == 0 {
-            break after;
-        }
-    };
+    let (out, next) = sequence_page(&st, rule, limit, after, SequenceState::to_json).await?;
     Ok(Json(json!({ "sequences": out, "next": next })))
+}
+
+/// `GET /v1/sequences/{name}/hourly`: the numbers this service handed out from `name` in
+/// each of the last 24 hours (since the service started; other clients' draws are not in
+/// it). 404 when `name` has no document of its own.
+#[utoipa::path(get, path = "/v1/sequences/{name}/hourly", operation_id = "hourly", tag = "admin", params(("name" = String, Path, description = "The sequence name")),
+    responses((status = 200, description = "`{name, hours: [{hour, issued}]}`: every one of the last 24 hours (RFC 3339, start of the hour, UTC), oldest first, with the numbers this service handed out from the sequence in it (0 when none; since the service started)", body = Hourly)))]
+pub(super) async fn hourly(
+    State(st): State<Shared>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    st.authorize(&headers, Op::Peek, Some(&name))?;
+    check_name(&name, false)?;
+    // A name without a document is 404, as for a peek (a deleted sequence's hours go too).
+    st.dispenser.peek(&name).await?;
+    let hours: Vec<Value> = st
+        .metrics
+        .issued_per_hour(&name)
+        .into_iter()
+        .map(|(hour, issued)| {
+            let start = i64::try_from(hour.saturating_mul(3600))
+                .ok()
+                .and_then(|s| jiff::Timestamp::from_second(s).ok())
+                .map(|t| t.to_string());
+            json!({ "hour": start, "issued": issued })
+        })
+        .collect();
+    Ok(Json(json!({ "name": name, "hours": hours })))
 }
 
 #[derive(Deserialize, ToSchema)]

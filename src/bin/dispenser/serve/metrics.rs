@@ -5,7 +5,7 @@
 //! Label values are escaped as the exposition format says (`\\`, `\"`, `\n`), so any name a
 //! sequence may have keeps the scrape readable (`prometheus-client` writes them as given).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
@@ -45,10 +45,28 @@ const BUCKETS: [f64; 16] = [
     5.0, 10.0,
 ];
 
+/// How many hours of numbers issued per hour the service keeps, per sequence.
+pub(super) const HOURS_KEPT: u64 = 24;
+
+/// Numbers handed out from one sequence: in all, and in each of the last [`HOURS_KEPT`]
+/// hours (by hour since the Unix epoch; hours without any are not kept).
+#[derive(Default)]
+struct Issued {
+    total: u64,
+    hours: VecDeque<(u64, u64)>,
+}
+
+/// The current hour, counted from the Unix epoch.
+fn hour_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 3600)
+}
+
 /// The metrics kept for the life of the service (each a handle onto shared atomics).
 pub(super) struct Metrics {
     /// Numbers handed out, by sequence document.
-    issued: Mutex<BTreeMap<String, u64>>,
+    issued: Mutex<BTreeMap<String, Issued>>,
     pub(super) requests: Family<Labels, Counter>,
     pub(super) duration: Histogram,
 }
@@ -68,18 +86,46 @@ impl Metrics {
 
     /// Counts `n` numbers handed out from sequence `name`.
     pub(super) fn issued(&self, name: &str, n: u64) {
+        let hour = hour_now();
         let mut issued = self.issued.lock().unwrap_or_else(|p| p.into_inner());
-        match issued.get_mut(name) {
-            Some(v) => *v += n,
-            None => {
-                issued.insert(name.to_owned(), n);
-            }
+        let entry = match issued.get_mut(name) {
+            Some(v) => v,
+            None => issued.entry(name.to_owned()).or_default(),
+        };
+        entry.total += n;
+        match entry.hours.back_mut() {
+            Some((h, count)) if *h == hour => *count += n,
+            _ => entry.hours.push_back((hour, n)),
+        }
+        while entry
+            .hours
+            .front()
+            .is_some_and(|(h, _)| h + HOURS_KEPT <= hour)
+        {
+            entry.hours.pop_front();
         }
     }
 
     pub(super) fn issued_by_sequence(&self) -> Vec<(String, u64)> {
         let issued = self.issued.lock().unwrap_or_else(|p| p.into_inner());
-        issued.iter().map(|(k, v)| (k.clone(), *v)).collect()
+        issued.iter().map(|(k, v)| (k.clone(), v.total)).collect()
+    }
+
+    /// The numbers handed out from `name` in each of the last [`HOURS_KEPT`] hours, oldest
+    /// first: `(hour since the Unix epoch, numbers)`, every hour listed (0 when none).
+    pub(super) fn issued_per_hour(&self, name: &str) -> Vec<(u64, u64)> {
+        let now = hour_now();
+        let first = now + 1 - HOURS_KEPT;
+        let issued = self.issued.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = issued.get(name).map(|v| &v.hours);
+        (first..=now)
+            .map(|h| {
+                let n = kept
+                    .and_then(|hours| hours.iter().find(|(k, _)| *k == h))
+                    .map_or(0, |(_, n)| *n);
+                (h, n)
+            })
+            .collect()
     }
 
     pub(super) fn observe(&self, status: u16, secs: f64) {
@@ -90,11 +136,39 @@ impl Metrics {
     }
 }
 
-/// A counter family with one series per sequence, set from `values`.
-pub(super) fn counters(values: &[(String, u64)]) -> Family<Labels, Counter> {
-    let family = Family::<Labels, Counter>::default();
-    for (name, v) in values {
-        family.get_or_create(&sequence(name)).inc_by(*v);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+    use prometheus_client::registry::Registry;
+
+    #[test]
+    fn label_values_are_escaped_as_the_exposition_format_says() {
+        let family = Family::<Labels, Counter>::default();
+        family.get_or_create(&sequence("a\\b\"c\nd")).inc();
+        let mut r = Registry::default();
+        r.register("x", "x", family);
+        let mut out = String::new();
+        encode(&mut out, &r).unwrap();
+        assert!(out.contains(r#"x_total{sequence="a\\b\"c\nd"} 1"#), "{out}");
     }
-    family
+
+    #[test]
+    fn hourly_counts_keep_the_current_hour_and_list_every_hour() {
+        let m = Metrics::new();
+        m.issued("orders", 3);
+        m.issued("orders", 4);
+        let hours = m.issued_per_hour("orders");
+        assert_eq!(hours.len() as u64, HOURS_KEPT);
+        assert_eq!(hours.iter().map(|(_, n)| n).sum::<u64>(), 7);
+        assert!(hours.windows(2).all(|w| w[0].0 + 1 == w[1].0));
+        assert_eq!(
+            m.issued_per_hour("other")
+                .iter()
+                .map(|(_, n)| n)
+                .sum::<u64>(),
+            0
+        );
+        assert_eq!(m.issued_by_sequence(), vec![("orders".to_owned(), 7)]);
+    }
 }

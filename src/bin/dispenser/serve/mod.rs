@@ -53,7 +53,7 @@ use crate::exit::Outcome;
 use conn::{Capped, ConnInfo, Limits};
 use draw::next;
 use errors::{fallback, timed_out};
-use handlers::{advance, alter, create, delete, healthz, list, peek, reset};
+use handlers::{advance, alter, create, delete, healthz, hourly, list, peek, reset};
 use json::{MAX_BODY, ReadingBody};
 use metrics::Metrics;
 use observe::observe;
@@ -110,6 +110,10 @@ pub struct ServeArgs {
     /// Reserve the next block in the background once this share of the current one is used.
     #[arg(long, default_value_t = 0.5, value_parser = parse_share, allow_negative_numbers = true)]
     pub prefetch: f64,
+    /// Seconds a sequence's block client may go without a draw before the service closes
+    /// it and gives back the numbers it holds (0: never). The next draw opens a fresh one.
+    #[arg(long, default_value_t = 300.0, value_parser = parse_idle_release, allow_negative_numbers = true)]
+    pub block_idle_release: f64,
     /// The largest count one request may ask for.
     #[arg(long, default_value_t = 100_000, value_parser = whole::<u64>(1, MAX_COUNT), allow_negative_numbers = true)]
     pub max_count: u64,
@@ -143,11 +147,43 @@ pub struct ServeArgs {
     /// `too_many_streams` (as is one past half of --max-connections, the most streams take).
     #[arg(long, default_value_t = STREAMS_PER_QUEUE, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
     pub max_streams_per_queue: usize,
+    /// The most sequences with series of their own on /metrics: those this service drew
+    /// from, the most used first (0: none; the totals always count every sequence).
+    #[arg(long, default_value_t = 1000, value_parser = whole::<usize>(0, 1_000_000), allow_negative_numbers = true)]
+    pub metrics_max_sequences: usize,
     /// A token /metrics then requires (`Authorization: Bearer <it>`, 16 to 256 bytes, not an
     /// API token); without it /metrics needs none. Prefer the environment variable: a
     /// command line is visible to other users.
     #[arg(long, env = "DISPENSER_METRICS_TOKEN", hide_env_values = true, value_parser = secret)]
     pub metrics_token: Option<Secret>,
+}
+
+/// `--block-idle-release`: 0 (never) or a number of seconds up to a day.
+fn parse_idle_release(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(v.is_finite() && (0.0..=86_400.0).contains(&v)) {
+        return Err(format!(
+            "{s} must be 0 (never) or a number of seconds up to 86400"
+        ));
+    }
+    Ok(v)
+}
+
+/// Closes the block clients no draw used for `idle` (checked every quarter of it, at least
+/// every second), each under its sequence's era lock like an admin operation, so that what
+/// they hold is given back. A sequence being drawn right now is not idle and is skipped.
+async fn release_idle_blocks(state: Shared, idle: Duration) {
+    let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        for name in state.pool.idle(idle) {
+            state.release_if_idle(&name, idle).await;
+        }
+    }
 }
 
 /// A secret from the command line or the environment, never shown (`Debug` hides it).
@@ -170,6 +206,7 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/sequences", get(list).post(create))
         .route("/v1/sequences/{name}", get(peek).delete(delete))
         .route("/v1/sequences/{name}/next", post(next))
+        .route("/v1/sequences/{name}/hourly", get(hourly))
         .route("/v1/sequences/{name}/advance", post(advance))
         .route("/v1/sequences/{name}/alter", post(alter))
         .route("/v1/sequences/{name}/reset", post(reset))
@@ -306,7 +343,14 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         slots: Mutex::new(HashMap::new()),
         retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),
+        metrics_max_sequences: args.metrics_max_sequences,
         queues: Queues::new(streams),
+    });
+    let reaper = (args.block_idle_release > 0.0).then(|| {
+        tokio::spawn(release_idle_blocks(
+            Arc::clone(&state),
+            Duration::from_secs_f64(args.block_idle_release),
+        ))
     });
     println!("listening on http://{local}");
     tracing::info!("dispenser serve listening on {local}");
@@ -338,6 +382,9 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         }
     })
     .await;
+    if let Some(reaper) = reaper {
+        reaper.abort();
+    }
     // Give back what the block clients still hold (each under its era lock, as an admin
     // operation: no draw of it is in flight).
     let (mut given_back, mut lost) = (0, 0);

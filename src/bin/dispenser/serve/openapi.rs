@@ -17,9 +17,9 @@ use utoipa::{Modify, OpenApi};
 
 use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN};
 use super::schemas::{
-    Created, Drawn, ErrorBody, ErrorDetail, Health, HeldSequence, ListEntry, Overview,
-    OverviewQueue, OverviewSequence, QueueCreated, QueueState, Run, Sequence, SequenceList,
-    StateAnswer, Striped, TicketAnswer,
+    Created, Drawn, ErrorBody, ErrorDetail, Health, HeldSequence, HourCount, Hourly, ListEntry,
+    Overview, OverviewQueue, OverviewSequence, QueueCreated, QueueState, Run, Sequence,
+    SequenceList, StateAnswer, Striped, TicketAnswer,
 };
 use super::scrape::MetricsToken;
 use super::state::Shared;
@@ -59,6 +59,7 @@ impl Modify for BearerAuth {
         handlers::alter,
         handlers::reset,
         handlers::healthz,
+        handlers::hourly,
         gapless::status,
         gapless::void,
         gapless::release,
@@ -79,6 +80,8 @@ impl Modify for BearerAuth {
         StateAnswer,
         Created,
         SequenceList,
+        Hourly,
+        HourCount,
         ListEntry,
         Health,
         handlers::CreateBody,
@@ -136,7 +139,9 @@ fn error_statuses(operation: &str) -> &'static [u16] {
     match operation {
         "next" => &[400, 401, 403, 404, 409, 414, 422, 431, 500, 503],
         "create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
-        "peek" | "delete" | "gapless_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
+        "peek" | "delete" | "gapless_status" | "hourly" => {
+            &[400, 401, 403, 404, 414, 422, 431, 500, 503]
+        }
         "list" | "overview" => &[400, 401, 403, 414, 431, 500, 503],
         "take" | "call" => &[400, 401, 403, 404, 409, 414, 422, 431, 500, 503],
         "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
@@ -278,9 +283,14 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                 });
                             }
                             Some("limit") => {
+                                let (max, default) = if id == "overview" {
+                                    (super::overview::MAX_PAGE, super::overview::DEFAULT_PAGE)
+                                } else {
+                                    (super::handlers::MAX_PAGE, super::handlers::DEFAULT_PAGE)
+                                };
                                 p["schema"] = json!({
                                     "type": "integer", "minimum": 1,
-                                    "maximum": super::handlers::MAX_PAGE, "default": 1000
+                                    "maximum": max, "default": default
                                 });
                             }
                             Some("after") => {

@@ -1,12 +1,13 @@
-//! `GET /v1/overview`: everything the operators' page (`/ui`) shows, in one answer — every
-//! sequence with its usage and forecast and the numbers the service's block clients hold,
+//! `GET /v1/overview`: everything the operators' page (`/ui`) shows, in one answer — one
+//! page of the sequences (`limit`, `after`: its cost does not grow with the collection) with
+//! their usage and forecast and the numbers the service's block clients hold,
 //! the gap-free sequences with their leases and voids, the queues. Only the names the token
 //! may use; a document that cannot be read is `{name, error}` in its place.
 
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use dispenser::Error;
 use dispenser::mongodb::bson::{Document, doc};
@@ -15,12 +16,18 @@ use serde_json::{Value, json};
 
 use super::classify::classify;
 use super::errors::ApiError;
+use super::handlers::{page_query, sequence_page};
 use super::schemas::Overview;
 use super::state::{AppState, Shared};
 use super::tokens::{Op, TokenRule};
 
 /// The most gap-free sequences one answer shows (each costs two reads).
 pub(super) const GAPLESS_SHOWN: usize = 50;
+/// The most queues one answer shows.
+pub(super) const QUEUES_SHOWN: usize = 100;
+/// The sequences of one page when no `limit` is given, and the most one may ask for.
+pub(super) const DEFAULT_PAGE: u64 = 50;
+pub(super) const MAX_PAGE: u64 = 500;
 
 /// `{name, error: {kind, message}}`: an entry that cannot be read, in its place.
 fn unreadable(st: &AppState, name: &str, e: &Error) -> Value {
@@ -36,29 +43,16 @@ fn corrupt_name(e: &Error) -> &str {
     }
 }
 
-async fn sequences(st: &AppState, rule: &TokenRule) -> Result<Vec<Value>, Error> {
-    let held: HashMap<String, u64> = st.pool.held_by_sequence().into_iter().collect();
+/// The queues the token may use (the first [`QUEUES_SHOWN`] by name), and whether there are
+/// more.
+async fn queues(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), Error> {
     let mut out = Vec::new();
-    for item in st.dispenser.list().await? {
-        match item {
-            Ok(s) if rule.allows_name(&s.name) => {
-                let mut v = s.to_json();
-                v["held"] = json!(held.get(&s.name).copied().unwrap_or(0));
-                out.push(v);
-            }
-            Ok(_) => {}
-            Err(e) if rule.allows_name(corrupt_name(&e)) => {
-                out.push(unreadable(st, corrupt_name(&e), &e));
-            }
-            Err(_) => {}
-        }
-    }
-    Ok(out)
-}
-
-async fn queues(st: &AppState, rule: &TokenRule) -> Result<Vec<Value>, Error> {
-    let mut out = Vec::new();
+    let mut more = false;
     for item in st.dispenser.list_queues().await? {
+        if out.len() == QUEUES_SHOWN {
+            more = true;
+            break;
+        }
         match item {
             Ok(q) if rule.allows_name(&q.name) => out.push(q.to_json()),
             Ok(_) => {}
@@ -68,7 +62,7 @@ async fn queues(st: &AppState, rule: &TokenRule) -> Result<Vec<Value>, Error> {
             Err(_) => {}
         }
     }
-    Ok(out)
+    Ok((out, more))
 }
 
 /// The gap-free sequences the token may use (the first [`GAPLESS_SHOWN`] by name), and
@@ -125,19 +119,32 @@ async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), 
 
 /// `GET /v1/overview`.
 #[utoipa::path(get, path = "/v1/overview", operation_id = "overview", tag = "admin",
-    responses((status = 200, description = "What the operators' page shows: `{sequences: [state + held], gapless: [status], gapless_truncated, queues: [status]}`, only the names the token may use (a document that cannot be read as `{name, error}` in its place)", body = Overview)))]
+    params(("limit" = Option<u64>, Query, description = "How many sequences at most (1 to 500; default 50)"),
+        ("after" = Option<String>, Query, description = "The cursor: the sequences after this name (the `next` of the previous page)")),
+    responses((status = 200, description = "What the operators' page shows: `{sequences: [state + held], next, gapless: [status], gapless_truncated, queues: [status], queues_truncated}` — one page of the sequences, only the names the token may use (a document that cannot be read as `{name, error}` in its place)", body = Overview)))]
 pub(super) async fn overview(
     State(st): State<Shared>,
     headers: HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
     let rule = st.authorize(&headers, Op::List, None)?;
-    let sequences = sequences(&st, rule).await?;
+    let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let held: HashMap<String, u64> = st.pool.held_by_sequence().into_iter().collect();
+    let (sequences, next) = sequence_page(&st, rule, limit, after, |s| {
+        let mut v = s.to_json();
+        v["held"] = json!(held.get(&s.name).copied().unwrap_or(0));
+        v
+    })
+    .await?;
     let (gapless, truncated) = gapless(&st, rule).await?;
-    let queues = queues(&st, rule).await?;
+    let (queues, queues_truncated) = queues(&st, rule).await?;
     Ok(Json(json!({
         "sequences": sequences,
+        "next": next,
         "gapless": gapless,
         "gapless_truncated": truncated,
         "queues": queues,
+        "queues_truncated": queues_truncated,
     })))
 }

@@ -188,14 +188,39 @@ pub(super) enum OverviewQueue {
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub(super) struct Overview {
+    /// One page of the sequences (`limit`, default 50), by name.
     sequences: Vec<OverviewSequence>,
+    /// The cursor of the next page of sequences (pass it as `after`), `null` after the last.
+    next: Option<String>,
     /// Gap-free sequences, as `GET /v1/gapless/{name}` answers them (at most 50), or
     /// `{name, error}` for one that cannot be read.
     #[schema(value_type = Vec<Object>)]
     gapless: Vec<Value>,
     /// Whether there are more gap-free sequences than shown.
     gapless_truncated: bool,
+    /// Queues (at most 100, by name).
     queues: Vec<OverviewQueue>,
+    /// Whether there are more queues than shown.
+    queues_truncated: bool,
+}
+
+/// The numbers the service handed out from one sequence, hour by hour.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct Hourly {
+    name: String,
+    /// The last 24 hours, oldest first.
+    hours: Vec<HourCount>,
+}
+
+/// One hour of [`Hourly`].
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct HourCount {
+    /// The start of the hour (RFC 3339, UTC).
+    hour: String,
+    /// Numbers this service handed out in it.
+    issued: u64,
 }
 
 /// `{"status": "ok"}`.

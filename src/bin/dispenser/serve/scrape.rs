@@ -1,12 +1,17 @@
 //! `/metrics`: the service's metrics in the OpenMetrics text format (which Prometheus
 //! scrapes), built with `prometheus-client`.
 //!
-//! Long-lived: numbers issued per sequence, requests by status, request latency. Gathered at
-//! each scrape: the counters of the service's clients per sequence (writes, conflicts,
-//! retries, round trips, block refills), the numbers its block clients hold, and, from one
-//! read of every sequence document, each sequence's remaining capacity, fraction used, rate
-//! and forecast. The series of a sequence whose document is gone are left out (so a deleted
-//! sequence's series go away, counters included, and nothing is stale).
+//! Its cost stays flat however many sequences the collection holds: per-sequence series
+//! exist only for the sequences this service drew from (at most `--metrics-max-sequences`,
+//! default 1000, the most used first; the others are in the `_all` totals and counted by
+//! `dispenser_sequences_without_series`). Long-lived: numbers issued per sequence, requests
+//! by status, request latency. Gathered at each scrape: the counters of the service's
+//! clients per sequence (writes, conflicts, retries, round trips, block refills), the numbers
+//! its block clients hold, and, from one read of those sequences' documents (one query with
+//! `$in`), each one's remaining capacity, fraction used, rate and forecast. The series of a
+//! sequence whose document is gone are left out (so a deleted sequence's series go away,
+//! counters included, and nothing is stale). Sequences no service draws from are watched by
+//! `dispenser check` (a cron job), which reads every document.
 //!
 //! With `--metrics-token` (or `DISPENSER_METRICS_TOKEN`) the endpoint needs `Authorization:
 //! Bearer <it>` ([`require_token`]; 401 otherwise, the API's tokens included): a token of its
@@ -23,13 +28,14 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use dispenser::{Error, sequence::Stats};
 use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::auth::bearer_token;
 use super::errors::ApiError;
-use super::metrics::{Escaped, FGauge, Labels, counters, sequence};
+use super::metrics::{Escaped, FGauge, Labels, sequence};
 use super::state::Shared;
 use super::tokens::{MAX_TOKEN_LEN, MIN_TOKEN_LEN, PaddedToken, TokenRule};
 
@@ -100,7 +106,8 @@ pub(super) async fn require_token(
     }
 }
 
-/// What one scrape reads from the database: each sequence document's usage.
+/// What one scrape reads from the database: the usage of the documents of the sequences
+/// that have series.
 struct Documents {
     /// The names of the documents read.
     names: HashSet<String>,
@@ -111,7 +118,8 @@ struct Documents {
     corrupt: Family<Labels, Gauge>,
 }
 
-async fn read_documents(st: &Shared) -> Result<Documents, Error> {
+/// Reads the documents of `shown` (one query, whatever the size of the collection).
+async fn read_documents(st: &Shared, shown: &[String]) -> Result<Documents, Error> {
     let mut docs = Documents {
         names: HashSet::new(),
         remaining: Family::default(),
@@ -121,7 +129,7 @@ async fn read_documents(st: &Shared) -> Result<Documents, Error> {
         corrupt: Family::default(),
     };
     let now = jiff::Timestamp::now();
-    for entry in st.dispenser.list().await? {
+    for entry in st.dispenser.list_named(shown).await? {
         match entry {
             Ok(state) => {
                 docs.names.insert(state.name.clone());
@@ -155,79 +163,129 @@ async fn read_documents(st: &Shared) -> Result<Documents, Error> {
     Ok(docs)
 }
 
+/// The sequences that get series of their own: of those this service drew from (or keeps a
+/// client of), the `cap` with the most numbers issued through it (ties by name), by name.
+/// The others are only in the totals.
+fn shown_sequences(
+    issued: &BTreeMap<String, u64>,
+    stats: &BTreeMap<String, Stats>,
+    held: &BTreeMap<String, u64>,
+    cap: usize,
+) -> (Vec<String>, usize) {
+    let mut known: Vec<(&String, u64)> = issued
+        .keys()
+        .chain(stats.keys())
+        .chain(held.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|n| (n, issued.get(n).copied().unwrap_or(0)))
+        .collect();
+    let all = known.len();
+    if all > cap {
+        // Most issued first; `sort_by` is stable, so ties stay in name order.
+        known.sort_by_key(|k| std::cmp::Reverse(k.1));
+        known.truncate(cap);
+    }
+    let mut shown: Vec<String> = known.into_iter().map(|(n, _)| n.clone()).collect();
+    shown.sort_unstable();
+    let left_out = all - shown.len();
+    (shown, left_out)
+}
+
+/// A counter family with one series per shown sequence.
+fn per_sequence(shown: &[String], value: impl Fn(&str) -> u64) -> Family<Labels, Counter> {
+    let family = Family::<Labels, Counter>::default();
+    for name in shown {
+        family.get_or_create(&sequence(name)).inc_by(value(name));
+    }
+    family
+}
+
 /// The registry of one scrape.
 async fn registry(st: &Shared) -> Registry {
     let m = &st.metrics;
     let mut r = Registry::default();
-    // The sequences the service knew before the documents are read: those of them without a
-    // document are gone (deleted), and their series are left out. A sequence first used
-    // while the documents are read keeps its series.
-    let before: HashSet<String> = m
-        .issued_by_sequence()
-        .into_iter()
-        .map(|(n, _)| n)
-        .chain(st.stats_by_sequence().await.into_keys())
-        .collect();
-    let read = read_documents(st).await;
-    let gone = |name: &str| match &read {
-        Ok(docs) => before.contains(name) && !docs.names.contains(name),
-        // Without the documents, nothing is known to be gone.
-        Err(_) => false,
+    // What the service knows before the documents are read: a sequence among them without a
+    // document is gone (deleted), and its series are left out. A sequence first used while
+    // the documents are read has its series from the next scrape on.
+    let issued: BTreeMap<String, u64> = m.issued_by_sequence().into_iter().collect();
+    let by_sequence: BTreeMap<String, Stats> = st.stats_by_sequence().await;
+    let held: BTreeMap<String, u64> = st.pool.held_by_sequence().into_iter().collect();
+    let (candidates, left_out) =
+        shown_sequences(&issued, &by_sequence, &held, st.metrics_max_sequences);
+    let read = read_documents(st, &candidates).await;
+    // Without the documents, nothing is known to be gone.
+    let shown: Vec<String> = match &read {
+        Ok(docs) => candidates
+            .into_iter()
+            .filter(|n| docs.names.contains(n))
+            .collect(),
+        Err(_) => candidates,
     };
-    let issued: Vec<(String, u64)> = m
-        .issued_by_sequence()
-        .into_iter()
-        .filter(|(n, _)| !gone(n))
-        .collect();
+    let total = Counter::<u64>::default();
+    total.inc_by(issued.values().sum());
+    r.register(
+        "dispenser_numbers_issued_all",
+        "Numbers handed out to clients of the service, all sequences together (those without series of their own included)",
+        total,
+    );
+    let without = Gauge::<i64>::default();
+    without.set(i64::try_from(left_out).unwrap_or(i64::MAX));
+    r.register(
+        "dispenser_sequences_without_series",
+        "Sequences this service drew from that have no per-sequence series (beyond --metrics-max-sequences, the most used first); they are counted in dispenser_numbers_issued_all",
+        without,
+    );
     r.register(
         "dispenser_numbers_issued",
         "Numbers handed out to clients of the service, by sequence",
-        counters(&issued),
+        per_sequence(&shown, |n| issued.get(n).copied().unwrap_or(0)),
     );
-    let by_sequence: BTreeMap<String, Stats> = st.stats_by_sequence().await;
-    let stat = |f: fn(&Stats) -> u64| -> Vec<(String, u64)> {
-        by_sequence
-            .iter()
-            .filter(|(n, _)| !gone(n))
-            .map(|(n, s)| (n.clone(), f(s)))
-            .collect()
-    };
+    let stat = |f: fn(&Stats) -> u64| per_sequence(&shown, |n| by_sequence.get(n).map_or(0, f));
     r.register(
         "dispenser_writes",
         "Writes the service sent to the database, by sequence",
-        counters(&stat(|s| s.writes)),
+        stat(|s| s.writes),
     );
     r.register(
         "dispenser_conflicts",
         "Compare-and-set races the service lost, by sequence",
-        counters(&stat(|s| s.conflicts)),
+        stat(|s| s.conflicts),
     );
     r.register(
         "dispenser_retries",
         "Attempts after a lost race, by sequence",
-        counters(&stat(|s| s.retries)),
+        stat(|s| s.retries),
     );
     r.register(
         "dispenser_round_trips",
         "Database round trips of the service, by sequence",
-        counters(&stat(|s| s.round_trips)),
+        stat(|s| s.round_trips),
     );
     r.register(
         "dispenser_block_refills",
         "Blocks the service reserved, by sequence",
-        counters(&stat(|s| s.block_refills)),
+        stat(|s| s.block_refills),
     );
-    let held = Family::<Labels, Gauge>::default();
-    for (name, n) in st.pool.held_by_sequence() {
-        if !gone(&name) {
-            held.get_or_create(&sequence(&name))
-                .set(i64::try_from(n).unwrap_or(i64::MAX));
+    let held_family = Family::<Labels, Gauge>::default();
+    for name in &shown {
+        if let Some(n) = held.get(name) {
+            held_family
+                .get_or_create(&sequence(name))
+                .set(i64::try_from(*n).unwrap_or(i64::MAX));
         }
     }
     r.register(
         "dispenser_numbers_held",
         "Numbers reserved in the service's blocks and not handed out yet (a crash now loses them; an alter does not apply to them), by sequence",
-        held,
+        held_family,
+    );
+    let held_all = Gauge::<i64>::default();
+    held_all.set(i64::try_from(held.values().sum::<u64>()).unwrap_or(i64::MAX));
+    r.register(
+        "dispenser_numbers_held_all",
+        "Numbers reserved in the service's blocks and not handed out yet, all sequences together",
+        held_all,
     );
     let up = Gauge::<i64>::default();
     match read {

@@ -83,6 +83,8 @@ pub(super) struct AppState {
     /// Stats of direct handles already dropped (admin operations), by sequence.
     pub(super) retired: Mutex<HashMap<String, Stats>>,
     pub(super) metrics: Metrics,
+    /// The most sequences with series of their own on `/metrics`.
+    pub(super) metrics_max_sequences: usize,
     /// The queues' handles and the boards watching them.
     pub(super) queues: Queues,
 }
@@ -286,6 +288,36 @@ impl AppState {
                 .unwrap_or_else(|p| p.into_inner())
                 .entry(name.to_owned())
                 .or_default() += s.stats();
+        }
+    }
+
+    /// Closes the block client of `name` when it is still idle (no draw for `idle`) and no
+    /// draw of it is in flight: under the era lock, taken only if free, so a draw never waits
+    /// for this and never holds a client closed under it. The era (what the name stands for)
+    /// stays; the next draw opens a fresh client.
+    pub(super) async fn release_if_idle(&self, name: &str, idle: Duration) {
+        let Some(slot) = self
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
+        else {
+            return;
+        };
+        let Ok(_era) = slot.era.try_write() else {
+            return;
+        };
+        if !self.pool.idle(idle).iter().any(|n| n == name) {
+            return;
+        }
+        match self.pool.retire(name).await {
+            Ok(r) => tracing::debug!(
+                "released the idle block client of {name:?}: {} given back, {} lost",
+                r.given_back,
+                r.lost
+            ),
+            Err(e) => tracing::warn!("closing the idle block client of {name:?}: {e}"),
         }
     }
 

@@ -40,6 +40,7 @@ async fn state() -> AppState {
         slots: Mutex::new(HashMap::new()),
         retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),
+        metrics_max_sequences: 1000,
         queues: Default::default(),
     }
 }
