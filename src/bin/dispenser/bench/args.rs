@@ -51,6 +51,16 @@ pub struct BenchArgs {
     /// comparisons when the server drifts).
     #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 1000), allow_negative_numbers = true)]
     pub rounds: u32,
+    /// Measure the service's cost with this many sequences instead: they are inserted into a
+    /// scratch collection, a `dispenser serve` child serves it, and a scrape of /metrics, a
+    /// page of /v1/overview and of /v1/sequences are timed, its memory read, and the numbers
+    /// its blocks hold counted (before and after the idle release). The collection is
+    /// dropped afterwards.
+    #[arg(long, value_parser = whole::<u64>(1, 10_000_000), conflicts_with_all = ["compare", "gapless"], allow_negative_numbers = true)]
+    pub scale: Option<u64>,
+    /// With --scale: how many of the sequences are drawn once through the service first.
+    #[arg(long, default_value_t = 200, value_parser = whole::<u64>(0, 1_000_000), requires = "scale", allow_negative_numbers = true)]
+    pub scale_drawn: u64,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

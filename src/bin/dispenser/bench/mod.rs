@@ -21,6 +21,7 @@ use workers::{draw, spawn_workers, worker};
 pub mod args;
 mod print;
 mod samples;
+mod scale;
 mod sources;
 mod workers;
 
@@ -39,6 +40,10 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
 async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Result<bool> {
     if let Some(spec) = &args.worker {
         return worker(uri, options, &args, spec).await;
+    }
+    if let Some(n) = args.scale {
+        scale::run(uri, options, &args, n).await?;
+        return Ok(true);
     }
     let chosen: Strategy = args.strategy.into();
     let coalesce = args.coalesce == OnOff::On;
