@@ -1072,7 +1072,7 @@ fn text_output_of_the_queue_commands() {
 #[test]
 fn help_of_every_queue_subcommand() {
     for sub in [
-        "create", "take", "call", "recall", "cancel", "alter", "status",
+        "create", "take", "call", "recall", "release", "cancel", "alter", "status",
     ] {
         let (code, out, err) = run(Command::new(env!("CARGO_BIN_EXE_dispenser"))
             .env("MONGODB_URI", "mongodb://u:hunter2@example.invalid")
