@@ -239,6 +239,19 @@ pub enum Error {
         desk: Option<String>,
     },
 
+    /// [`Queue::set_max`](crate::queue::Queue::set_max) would give a ticket someone holds
+    /// (waiting, or shown by a desk) another number. Nothing was written; change the range once
+    /// nobody holds such a ticket.
+    #[error("cannot change the range of queue {name:?} to max {max}: {reason}")]
+    QueueAlterRefused {
+        /// The queue's name.
+        name: String,
+        /// The highest ticket asked for.
+        max: i64,
+        /// Which held ticket would be remapped.
+        reason: String,
+    },
+
     /// The queue does not exist (it was never created, or it was deleted).
     #[error("no such queue {name:?}")]
     NoSuchQueue {

@@ -871,8 +871,9 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a range [`QueueSpec::validate`] refuses, or one that
-    /// would remap a held ticket (nothing written); those of [`Queue::call`].
+    /// [`Error::InvalidArgument`] for a range [`QueueSpec::validate`] refuses,
+    /// [`Error::QueueAlterRefused`] for one that would remap a held ticket (nothing written);
+    /// those of [`Queue::call`].
     ///
     /// # Example
     ///

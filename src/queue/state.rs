@@ -176,6 +176,11 @@ pub(crate) enum Refusal {
         desk: String,
     },
     Overflow,
+    /// A new range would remap a held ticket.
+    Remap {
+        max: i64,
+        reason: String,
+    },
     /// Bad input for this state (too many desks, a request id reused for another count…).
     Invalid {
         what: &'static str,
@@ -702,8 +707,8 @@ impl State {
         };
         let span = i128::from(self.taken) - i128::from(oldest) + 1;
         if span > i128::from(new.capacity()) {
-            return Err(Refusal::Invalid {
-                what: "max",
+            return Err(Refusal::Remap {
+                max: new.max,
                 reason: format!(
                     "the tickets held (waiting or shown) span {span} tickets and max {} holds only {}; call or cancel them first",
                     new.max,
@@ -720,8 +725,8 @@ impl State {
                 new.ticket(unsigned(serial)),
             );
             if before != after {
-                return Err(Refusal::Invalid {
-                    what: "max",
+                return Err(Refusal::Remap {
+                    max: new.max,
                     reason: format!(
                         "ticket {before} is held (waiting or shown) and would show {after} under max {}; change the range when nobody holds a ticket it would remap",
                         new.max
@@ -798,6 +803,11 @@ impl Refusal {
                 min: s.spec.min,
                 max: s.spec.max,
                 step: 1,
+            },
+            Refusal::Remap { max, reason } => Error::QueueAlterRefused {
+                name: name.to_owned(),
+                max,
+                reason,
             },
             Refusal::Invalid { what, reason } => {
                 Error::invalid_argument(format!("{what} for queue {name:?}"), reason)

@@ -2,8 +2,9 @@
 //!
 //! * the acceptance run: 6 processes taking families of 5 at once on a queue of 10 tickets:
 //!   two families (tickets 1 … 9, 0), four refused with nothing taken, calls in take order;
-//! * a seeded model test: takes and calls from tasks (both strategies, each its own client)
-//!   and CLI processes at random, checked against a model — the history has one order (by
+//! * a seeded model test: takes and calls from tasks (each its own client; the strategy option
+//!   does not apply to queues, whose writes are all one compare-and-set) and CLI processes at
+//!   random, checked against a model — the history has one order (by
 //!   the counters each answer carries) that replays exactly, respects real time, never has
 //!   a ticket waiting twice, calls in take order, and explains every refusal;
 //! * lost replies (a fault-injecting proxy): gaps, never a ticket twice;
@@ -456,9 +457,9 @@ impl Rng {
     }
 }
 
-/// One round of the model test: a fresh queue, 4 library tasks (two compare-and-set, two
-/// conditional increment, each with its own client) and 2 CLI processes at a time, taking and
-/// calling at random.
+/// One round of the model test: a fresh queue, 4 library tasks (each with its own client, two
+/// set to `Strategy::Cas` and two to the default, which queues ignore) and 2 CLI processes at a
+/// time, taking and calling at random.
 async fn model_round(seed: u64) -> Result<String, String> {
     let mut rng = Rng(seed);
     let capacity = 2 + rng.below(5); // 2 … 6

@@ -29,6 +29,7 @@ const EXIT_INVALID: i32 = 2;
 const EXIT_NOBODY: i32 = 10;
 const EXIT_NOT_WAITING: i32 = 11;
 const EXIT_FULL: i32 = 9;
+const EXIT_CONFLICT: i32 = 6;
 
 /// What one acknowledged write did.
 #[derive(Clone, Debug)]
@@ -535,7 +536,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
                         end: Instant::now(),
                         did: Did::Altered { max: new_max },
                     }),
-                    Err(e) if e.is_invalid_input() => round.refusals += 1,
+                    Err(Error::QueueAlterRefused { .. }) => round.refusals += 1,
                     Err(e) => return Err(format!("operator: {e}")),
                 }
             }
@@ -912,12 +913,12 @@ fn alter_max_never_remaps_a_held_ticket() {
         "1\n2\n3\n"
     );
     assert_eq!(ok(&coll, &["queue", "call", "q", "--desk", "1"]), "1\n");
-    let err = fails(&coll, &["queue", "alter", "q", "--max", "2"], EXIT_INVALID);
+    let err = fails(&coll, &["queue", "alter", "q", "--max", "2"], EXIT_CONFLICT);
     assert!(
         err.contains("ticket 3 is held (waiting or shown) and would show 0 under max 2"),
         "{err}"
     );
-    let err = fails(&coll, &["queue", "alter", "q", "--max", "1"], EXIT_INVALID);
+    let err = fails(&coll, &["queue", "alter", "q", "--max", "1"], EXIT_CONFLICT);
     assert!(
         err.contains("span 3 tickets and max 1 holds only 2"),
         "{err}"
@@ -932,7 +933,11 @@ fn alter_max_never_remaps_a_held_ticket() {
     assert_eq!(ok(&coll, &["queue", "take", "q"]), "0\n");
     fails(&coll, &["queue", "take", "q"], EXIT_FULL);
     // 0 (serial 4) waits: under max 99 it would show 4.
-    let err = fails(&coll, &["queue", "alter", "q", "--max", "99"], EXIT_INVALID);
+    let err = fails(
+        &coll,
+        &["queue", "alter", "q", "--max", "99"],
+        EXIT_CONFLICT,
+    );
     assert!(
         err.contains("ticket 0 is held (waiting or shown) and would show 4 under max 99"),
         "{err}"
@@ -1262,7 +1267,7 @@ async fn the_branch_operations_over_http() {
     let (status, body) = send(post("/v1/queues/lobby/alter", ADMIN, json!({ "max": 2 }))).await;
     assert_eq!(
         (status, body["error"]["kind"].as_str()),
-        (422, Some("invalid_input")),
+        (409, Some("would_remap")),
         "{body}"
     );
     let (status, body) = send(post("/v1/queues/lobby/alter", ADMIN, json!({ "max": 199 }))).await;

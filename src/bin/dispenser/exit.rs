@@ -37,7 +37,8 @@ pub fn code(e: &Error) -> u8 {
         | Error::SpecConflict { .. }
         | Error::WouldGoBackwards { .. }
         | Error::Contention { .. }
-        | Error::QueueExists { .. } => CONFLICT,
+        | Error::QueueExists { .. }
+        | Error::QueueAlterRefused { .. } => CONFLICT,
         Error::QueueFull { .. } => QUEUE_FULL,
         Error::NobodyWaiting { .. } | Error::NothingToRecall { .. } => NOBODY_WAITING,
         Error::TicketNotWaiting { .. } => TICKET_NOT_WAITING,

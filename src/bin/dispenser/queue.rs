@@ -108,7 +108,7 @@ pub enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Change the highest ticket; refused (exit 2, nothing changed) when a ticket waiting or
+    /// Change the highest ticket; refused (exit 6, nothing changed) when a ticket waiting or
     /// shown would show another number.
     Alter {
         /// Queue name.

@@ -31,6 +31,7 @@ pub(super) fn classify(e: &Error) -> (StatusCode, &'static str) {
         Error::NobodyWaiting { .. } => (StatusCode::CONFLICT, "nobody_waiting"),
         Error::TicketNotWaiting { .. } => (StatusCode::CONFLICT, "ticket_not_waiting"),
         Error::NothingToRecall { .. } => (StatusCode::CONFLICT, "nothing_to_recall"),
+        Error::QueueAlterRefused { .. } => (StatusCode::CONFLICT, "would_remap"),
         Error::QueueExists { .. } => (StatusCode::CONFLICT, "already_exists"),
         Error::Exhausted { .. } => (StatusCode::CONFLICT, "exhausted"),
         Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),

@@ -133,7 +133,7 @@ fn meaning(status: u16) -> &'static str {
         404 => "`no_such_sequence` (`no_such_queue` for a queue)",
         408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
         409 => {
-            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `already_exists`"
+            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `already_exists`"
         }
         413 => "`payload_too_large`: a body over 64 KiB",
         414 => "`uri_too_long`: a URI over 65 534 bytes",

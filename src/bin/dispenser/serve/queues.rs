@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 use super::classify::classify;
 use super::errors::ApiError;
 use super::handlers::page_query;
-use super::json::{json_body, optional_json_body, whole_or_null};
+use super::json::{json_body, optional_json_body, whole, whole_or_null};
 use super::names::check_name_of;
 use super::schemas::{QueueCreated, QueueList, QueueState, RecallAnswer, TakeAnswer, TicketAnswer};
 use super::state::{AppState, Shared};
@@ -96,6 +96,7 @@ pub(super) struct RecallBody {
 #[serde(deny_unknown_fields)]
 pub(super) struct CancelBody {
     /// The waiting ticket to cancel.
+    #[serde(deserialize_with = "whole")]
     pub(super) ticket: i64,
 }
 
@@ -104,6 +105,7 @@ pub(super) struct CancelBody {
 #[serde(deny_unknown_fields)]
 pub(super) struct QueueAlterBody {
     /// The new highest ticket.
+    #[serde(deserialize_with = "whole")]
     pub(super) max: i64,
 }
 
@@ -335,8 +337,8 @@ pub(super) async fn cancel(
     Ok(Json(body))
 }
 
-/// `POST /v1/queues/{name}/alter`: changes the highest ticket (422 when a ticket waiting or
-/// shown would be remapped; nothing written).
+/// `POST /v1/queues/{name}/alter`: changes the highest ticket (409 `would_remap` when a ticket
+/// waiting or shown would be remapped; nothing written).
 #[utoipa::path(post, path = "/v1/queues/{name}/alter", operation_id = "queue_alter", tag = "queues", request_body = QueueAlterBody,
     params(("name" = String, Path, description = "The queue name")),
     responses((status = 200, description = "The queue's status after the change", body = QueueState)))]
