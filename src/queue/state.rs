@@ -1069,17 +1069,22 @@ mod tests {
         // 1..3 keep their numbers under max 4 and 20.
         assert!(run(&s, Op::SetMax { max: 20 }, 0).is_ok());
         assert!(run(&s, Op::SetMax { max: 3 }, 0).is_ok());
+        // A range validate refuses is bad input, not a remap.
+        assert!(matches!(
+            run(&s, Op::SetMax { max: 0 }, 0),
+            Err(Refusal::Invalid { what: "max", .. })
+        ));
         // max 2 holds 3 tickets, but 3 would show 0.
         assert!(matches!(
             run(&s, Op::SetMax { max: 2 }, 0),
-            Err(Refusal::Invalid { .. })
+            Err(Refusal::Remap { .. })
         ));
         take(&mut s, 7).unwrap(); // up to serial 10 = ticket 0
         call(&mut s, "A", None).unwrap();
         // Serial 10 shows 0 under max 9, 10 under max 10.
         assert!(matches!(
             run(&s, Op::SetMax { max: 10 }, 0),
-            Err(Refusal::Invalid { .. })
+            Err(Refusal::Remap { .. })
         ));
     }
 
