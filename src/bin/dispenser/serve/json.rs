@@ -85,7 +85,7 @@ pub(super) async fn json_body<T: DeserializeOwned>(req: Request) -> Result<T, Ap
 }
 
 /// The JSON body of `req` when it has one, else `T::default()`: an empty body (with or without
-/// a content type) is no body; a non-empty one is read as [`json_body`] reads it.
+/// a content type) or `null` is no body; another is read as [`json_body`] reads it.
 pub(super) async fn optional_json_body<T: DeserializeOwned + Default>(
     req: Request,
 ) -> Result<T, ApiError> {
@@ -117,13 +117,24 @@ pub(super) async fn optional_json_body<T: DeserializeOwned + Default>(
             "expected Content-Type: application/json (or no body)",
         ));
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
+    let malformed = |e: String| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "malformed_json",
             format!("the request body is not the JSON this operation takes: {e}"),
         )
-    })
+    };
+    // `null` is no body too (the document describes these bodies as nullable); anything but an
+    // object is refused (serde would read a struct from an array).
+    match serde_json::from_slice::<serde_json::Value>(&bytes)
+        .map_err(|e| malformed(e.to_string()))?
+    {
+        serde_json::Value::Null => Ok(T::default()),
+        v @ serde_json::Value::Object(_) => {
+            serde_json::from_value(v).map_err(|e| malformed(e.to_string()))
+        }
+        _ => Err(malformed("expected an object".to_owned())),
+    }
 }
 
 /// The integer a JSON number's text stands for, when it is a whole number that fits in 64

@@ -226,6 +226,7 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
     for (schema, field, nullable) in [
         ("CreateBody", "format", true),
         ("AlterBody", "format", true),
+        ("QueueCreateBody", "format", true),
     ] {
         if let Some(p) = property(&mut doc, schema, field) {
             *p = format_schema(nullable)
@@ -307,6 +308,13 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                     "maximum": super::handlers::MAX_PAGE, "default": 1000
                                 });
                             }
+                            Some("Idempotency-Key") => {
+                                // Printable ASCII; no space at either end (HTTP trims them).
+                                p["schema"] = json!({
+                                    "type": "string", "minLength": 1, "maxLength": 64,
+                                    "pattern": "^[!-~]([ -~]{0,62}[!-~])?(?![\\s\\S])"
+                                });
+                            }
                             Some("after") => {
                                 p["schema"] = json!({
                                     "type": "string", "maxLength": super::names::MAX_NAME_CHARS
@@ -369,7 +377,15 @@ fn links() -> Value {
 /// From a created queue to the operations on it.
 fn queue_links() -> Value {
     let mut links = Map::new();
-    for op in ["take", "call", "queue_status"] {
+    for op in [
+        "take",
+        "call",
+        "recall",
+        "release",
+        "cancel",
+        "queue_alter",
+        "queue_status",
+    ] {
         links.insert(
             format!("{op}_created"),
             json!({ "operationId": op, "parameters": { "name": "$response.body#/name" } }),

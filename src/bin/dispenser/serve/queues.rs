@@ -74,7 +74,7 @@ pub(super) struct TakeBody {
 pub(super) struct CallBody {
     /// The desk calling: 1 to 16 letters, digits, spaces, `-`, `_` or `.`.
     #[serde(default)]
-    #[schema(pattern = "^[A-Za-z0-9 ._-]{1,16}$")]
+    #[schema(pattern = r"^[A-Za-z0-9 ._-]{1,16}(?![\s\S])")]
     pub(super) desk: Option<String>,
     /// Call this waiting ticket out of order.
     #[serde(default, deserialize_with = "whole_or_null")]
@@ -87,7 +87,7 @@ pub(super) struct CallBody {
 pub(super) struct RecallBody {
     /// The desk whose ticket is announced again (default: the desk without a name).
     #[serde(default)]
-    #[schema(pattern = "^[A-Za-z0-9 ._-]{1,16}$")]
+    #[schema(pattern = r"^[A-Za-z0-9 ._-]{1,16}(?![\s\S])")]
     pub(super) desk: Option<String>,
 }
 
