@@ -305,7 +305,7 @@
     card.error.textContent = "";
     const f = card.figures;
     f.serving.textContent = q.now_serving === null ? "–" : Dispenser.ticketText(q, "now_serving_label", "now_serving");
-    f.waiting.textContent = q.waiting + " of " + q.capacity + (q.full ? " (full)" : "");
+    f.waiting.textContent = fmtNumber(q.waiting) + " of " + fmtNumber(q.capacity) + (q.full ? " (full)" : "");
     f.cancelled.textContent = fmtNumber(q.cancelled);
     f.taken_today.textContent = fmtNumber(q.taken_today);
     f.served_today.textContent = fmtNumber(q.served_today);
