@@ -194,7 +194,7 @@ pub(crate) fn new_document(
     d
 }
 
-fn bson_type_name(b: &Bson) -> &'static str {
+pub(crate) fn bson_type_name(b: &Bson) -> &'static str {
     match b {
         Bson::Double(_) => "double",
         Bson::String(_) => "string",

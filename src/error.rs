@@ -194,8 +194,8 @@ pub enum Error {
         name: String,
         /// How many tickets wait.
         waiting: u64,
-        /// The ticket shown as now serving (the last called), which is not handed out again
-        /// while it is shown; `None` before the first call.
+        /// The oldest ticket a desk shows (a ticket shown is not handed out again while it is
+        /// shown); `None` when no desk shows one.
         shown: Option<i64>,
         /// How many tickets were asked for at once (a family).
         requested: u64,
@@ -213,6 +213,29 @@ pub enum Error {
         name: String,
         /// How many tickets were taken (and called) so far.
         called: u64,
+    },
+
+    /// A ticket given to [`Queue::cancel`](crate::queue::Queue::cancel) or to a call of a
+    /// given ticket ([`CallOptions::with_ticket`](crate::queue::CallOptions::with_ticket)) does
+    /// not wait (called, cancelled, never taken, outside the range). Nothing was written.
+    #[error("ticket {ticket} of queue {name:?} is not waiting: {reason}; nothing was changed")]
+    TicketNotWaiting {
+        /// The queue's name.
+        name: String,
+        /// The ticket given.
+        ticket: i64,
+        /// Why it does not wait.
+        reason: String,
+    },
+
+    /// [`Queue::recall`](crate::queue::Queue::recall) found the desk showing no ticket (it
+    /// never called one, or the day started again). Nothing was written.
+    #[error("desk {} of queue {name:?} shows no ticket to recall; call one first", desk.as_deref().map_or_else(|| "(unnamed)".to_owned(), |d| format!("{d:?}")))]
+    NothingToRecall {
+        /// The queue's name.
+        name: String,
+        /// The desk, `None` for the desk without a name.
+        desk: Option<String>,
     },
 
     /// The queue does not exist (it was never created, or it was deleted).
@@ -260,7 +283,7 @@ fn full_reason(requested: u64, waiting: u64, shown: Option<i64>, capacity: u64) 
     };
     match shown {
         Some(t) => format!(
-            "{asked}{waiting} ticket(s) wait, ticket {t} is shown as now serving, and its range holds {capacity}"
+            "{asked}{waiting} ticket(s) wait, ticket {t} is shown by a desk, and its range holds {capacity}"
         ),
         None => format!("{asked}{waiting} ticket(s) wait and its range holds {capacity}"),
     }
@@ -338,6 +361,8 @@ pub(crate) enum Aftermath {
     Draw,
     /// A write of a gap-free sequence: its outcome is unknown, but no number is lost.
     GapFree,
+    /// A write of a queue: its outcome is unknown.
+    Queue,
 }
 
 impl Aftermath {
@@ -346,6 +371,9 @@ impl Aftermath {
             Aftermath::Read => "a read: nothing was written and nothing is lost; try again",
             Aftermath::Draw => {
                 "the outcome is unknown; any numbers it reserved are a gap, never issued"
+            }
+            Aftermath::Queue => {
+                "the outcome is unknown: a ticket it may have taken waits with nobody holding it and is called in its turn, never handed to anyone else; a take with a request id can be retried with the same id to learn its tickets"
             }
             Aftermath::GapFree => {
                 "the outcome is unknown, but a gap-free sequence leaves no gap: a number is used only once a document carries it, and the next caller finds it used or takes it"

@@ -147,7 +147,7 @@ impl Store {
         self.bounded_as(Aftermath::Read, context, op).await
     }
 
-    async fn bounded_as<T>(
+    pub(crate) async fn bounded_as<T>(
         &self,
         left: Aftermath,
         context: impl FnOnce() -> String,

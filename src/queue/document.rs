@@ -5,26 +5,37 @@
 //! ```text
 //! { _id: <name: string>, min: Int64, max: Int64, taken: Int64, served: Int64,
 //!   waiting: Int64, version: Int64, incarnation: ObjectId, created_at: Date,
-//!   updated_at: Date }
+//!   updated_at: Date,
+//!   // since issue 31 (absent in older documents: empty, no format, UTC, not daily)
+//!   format: string | null, tz: string, daily: bool, cancelled: Int64, voided: Int64,
+//!   out_of_line: [{from: Int64, to: Int64, kind: "cancelled" | "called" | "void"}],
+//!   desks: [{desk: string, serial: Int64, at: Date}],
+//!   calls: [{serial: Int64, desk: string, at: Date, recall: bool, wait_ms: Int64 | null}],
+//!   takes: [{first: Int64, count: Int64, at: Date}],
+//!   keys: [{key: string, first: Int64, count: Int64, at: Date}],
+//!   hourly: [{hour: Date, taken: Int64, served: Int64, waiting: Int64}],
+//!   day: string, taken_today: Int64, served_today: Int64 }
 //! ```
 //!
-//! `taken` and `served` count the tickets taken and called since creation; they only grow.
-//! `waiting` is always `taken - served`: it is stored as well so that a take can be one
-//! conditional update whose filter says "fewer than capacity wait" (`waiting < max - min + 1`)
-//! without comparing two fields. Every write moves `version` by one; `incarnation` is set at
-//! insert and never changes, so a compare-and-set computed on one incarnation never matches a
-//! queue deleted and created again under the same name.
+//! `taken` is the last serial handed out and `served` the cursor of the line (see `state`);
+//! both only grow. `waiting` is the count of tickets waiting, stored for readers. Every write
+//! replaces the document with the state an operation computed, filtered on `_id`, `version`,
+//! `incarnation` and the counters as read: one compare-and-set. `incarnation` is set at insert
+//! and never changes, so a write computed on one incarnation never matches a queue deleted and
+//! created again under the same name. A desk's label is empty for calls made without one.
 //!
-//! Decoding is strict, as for sequences: a missing field, a wrong BSON type, or counters no
-//! history of takes and calls can produce (`served > taken`, `waiting ≠ taken - served`, more
-//! waiting than the range holds) is [`Error::CorruptDocument`]. Int32 is widened.
+//! Decoding is strict: a missing field, a wrong BSON type, or a state no history of operations
+//! can produce (`served > taken`, `waiting` not what the counters say, spans out of order,
+//! held tickets spanning more than the range holds) is [`Error::CorruptDocument`] naming the
+//! queue and the field. Int32 is widened.
 
-use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 
-use super::spec::{Counters, QueueSpec};
-use crate::document::get_i64;
+use super::spec::QueueSpec;
+use super::state::{Call, Desk, Hour, Key, Kind, Span, State, TakeAt};
+use crate::document::bson_type_name;
 use crate::error::{Error, Result};
+use crate::format::Format;
 
 /// Field names of the queue document.
 pub(crate) mod field {
@@ -38,127 +49,407 @@ pub(crate) mod field {
     pub const INCARNATION: &str = "incarnation";
     pub const CREATED_AT: &str = "created_at";
     pub const UPDATED_AT: &str = "updated_at";
+    pub const FORMAT: &str = "format";
+    pub const TZ: &str = "tz";
+    pub const DAILY: &str = "daily";
+    pub const CANCELLED: &str = "cancelled";
+    pub const VOIDED: &str = "voided";
+    pub const OUT_OF_LINE: &str = "out_of_line";
+    pub const DESKS: &str = "desks";
+    pub const CALLS: &str = "calls";
+    pub const TAKES: &str = "takes";
+    pub const KEYS: &str = "keys";
+    pub const HOURLY: &str = "hourly";
+    pub const DAY: &str = "day";
+    pub const TAKEN_TODAY: &str = "taken_today";
+    pub const SERVED_TODAY: &str = "served_today";
 }
 
-/// What the writes need of a stored queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Stored {
-    pub spec: QueueSpec,
-    pub counters: Counters,
-    pub version: i64,
-    pub incarnation: ObjectId,
+fn date(ms: i64) -> Bson {
+    Bson::DateTime(DateTime::from_millis(ms))
 }
 
-/// The projection that reads a [`Stored`] (and, with the dates, a [`QueueStatus`]).
-pub(crate) fn projection() -> Document {
-    doc! {
-        field::ID: 1, field::MIN: 1, field::MAX: 1, field::TAKEN: 1, field::SERVED: 1,
-        field::WAITING: 1, field::VERSION: 1, field::INCARNATION: 1,
-        field::CREATED_AT: 1, field::UPDATED_AT: 1,
-    }
-}
-
-/// The document of a new, empty queue.
-pub(crate) fn new_document(
-    name: &str,
-    spec: &QueueSpec,
-    incarnation: ObjectId,
-    now: DateTime,
-) -> Document {
+/// The document of a state (what every write stores, whole).
+pub(crate) fn encode(name: &str, s: &State) -> Document {
+    let spans: Vec<Bson> = s
+        .out_of_line
+        .iter()
+        .map(|x| Bson::Document(doc! { "from": x.from, "to": x.to, "kind": x.kind.as_str() }))
+        .collect();
+    let desks: Vec<Bson> = s
+        .desks
+        .iter()
+        .map(|d| Bson::Document(doc! { "desk": &d.desk, "serial": d.serial, "at": date(d.at) }))
+        .collect();
+    let calls: Vec<Bson> = s
+        .calls
+        .iter()
+        .map(|c| {
+            Bson::Document(doc! {
+                "serial": c.serial, "desk": &c.desk, "at": date(c.at), "recall": c.recall,
+                "wait_ms": c.wait_ms.map_or(Bson::Null, Bson::Int64),
+            })
+        })
+        .collect();
+    let takes: Vec<Bson> = s
+        .takes
+        .iter()
+        .map(|t| Bson::Document(doc! { "first": t.first, "count": t.count, "at": date(t.at) }))
+        .collect();
+    let keys: Vec<Bson> = s
+        .keys
+        .iter()
+        .map(|k| {
+            Bson::Document(
+                doc! { "key": &k.key, "first": k.first, "count": k.count, "at": date(k.at) },
+            )
+        })
+        .collect();
+    let hourly: Vec<Bson> = s
+        .hourly
+        .iter()
+        .map(|h| {
+            Bson::Document(doc! {
+                "hour": date(h.hour), "taken": h.taken, "served": h.served, "waiting": h.waiting,
+            })
+        })
+        .collect();
     doc! {
         field::ID: name,
-        field::MIN: spec.min,
-        field::MAX: spec.max,
-        field::TAKEN: 0_i64,
-        field::SERVED: 0_i64,
-        field::WAITING: 0_i64,
-        field::VERSION: 0_i64,
-        field::INCARNATION: incarnation,
-        field::CREATED_AT: now,
-        field::UPDATED_AT: now,
+        field::MIN: s.spec.min,
+        field::MAX: s.spec.max,
+        field::TAKEN: s.taken,
+        field::SERVED: s.served,
+        field::WAITING: s.waiting(),
+        field::VERSION: s.version,
+        field::INCARNATION: s.incarnation,
+        field::CREATED_AT: date(s.created_at),
+        field::UPDATED_AT: date(s.updated_at),
+        field::FORMAT: s.spec.format.as_ref().map_or(Bson::Null, |f| Bson::String(f.as_str().to_owned())),
+        field::TZ: &s.spec.time_zone,
+        field::DAILY: s.spec.daily,
+        field::CANCELLED: s.cancelled,
+        field::VOIDED: s.voided,
+        field::OUT_OF_LINE: spans,
+        field::DESKS: desks,
+        field::CALLS: calls,
+        field::TAKES: takes,
+        field::KEYS: keys,
+        field::HOURLY: hourly,
+        field::DAY: &s.day,
+        field::TAKEN_TODAY: s.taken_today,
+        field::SERVED_TODAY: s.served_today,
     }
 }
 
-/// Decodes and checks what the writes need.
-pub(crate) fn decode_stored(name: &str, d: &Document) -> Result<Stored> {
-    let min = get_i64(name, d, field::MIN)?;
-    let max = get_i64(name, d, field::MAX)?;
-    let spec = QueueSpec::default().with_min(min).with_max(max);
-    if spec.validate(name).is_err() {
-        return Err(Error::corrupt_of(
-            "queue",
-            name,
-            field::MIN,
-            format!(
-                "({min}) and max ({max}) are not a ticket range (min must be below max, at most 2^63-1 tickets)"
-            ),
-        ));
+/// Reads one document's fields, naming the queue in every error.
+struct Reader<'a> {
+    name: &'a str,
+}
+
+impl Reader<'_> {
+    fn corrupt(&self, field: &str, problem: impl Into<String>) -> Error {
+        Error::corrupt_of("queue", self.name, field, problem)
     }
-    let taken = get_i64(name, d, field::TAKEN)?;
-    let served = get_i64(name, d, field::SERVED)?;
-    let waiting = get_i64(name, d, field::WAITING)?;
-    let version = get_i64(name, d, field::VERSION)?;
+
+    fn int(&self, d: &Document, key: &str, at: &str) -> Result<i64> {
+        match d.get(key) {
+            Some(Bson::Int64(v)) => Ok(*v),
+            Some(Bson::Int32(v)) => Ok(i64::from(*v)),
+            Some(other) => Err(self.corrupt(
+                at,
+                format!(
+                    "has BSON type {} ({other}); expected a 64-bit integer (Int64, or Int32)",
+                    bson_type_name(other)
+                ),
+            )),
+            None => Err(self.corrupt(at, "is missing")),
+        }
+    }
+
+    fn opt_int(&self, d: &Document, key: &str, at: &str) -> Result<Option<i64>> {
+        match d.get(key) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(_) => self.int(d, key, at).map(Some),
+        }
+    }
+
+    fn date(&self, d: &Document, key: &str, at: &str) -> Result<i64> {
+        match d.get(key) {
+            Some(Bson::DateTime(t)) => Ok(t.timestamp_millis()),
+            Some(_) => Err(self.corrupt(at, "is not a date")),
+            None => Err(self.corrupt(at, "is missing")),
+        }
+    }
+
+    fn string(&self, d: &Document, key: &str, at: &str) -> Result<String> {
+        match d.get(key) {
+            Some(Bson::String(s)) => Ok(s.clone()),
+            Some(_) => Err(self.corrupt(at, "is not a string")),
+            None => Err(self.corrupt(at, "is missing")),
+        }
+    }
+
+    fn boolean(&self, d: &Document, key: &str, at: &str) -> Result<bool> {
+        match d.get(key) {
+            Some(Bson::Boolean(b)) => Ok(*b),
+            Some(_) => Err(self.corrupt(at, "is not a bool")),
+            None => Err(self.corrupt(at, "is missing")),
+        }
+    }
+
+    /// The entries of an array of documents; an absent array (an older document) is empty.
+    fn list<T>(
+        &self,
+        d: &Document,
+        key: &str,
+        each: impl Fn(&Document, &str) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match d.get(key) {
+            None => Ok(Vec::new()),
+            Some(Bson::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let at = format!("{key}.{i}");
+                    match item {
+                        Bson::Document(e) => each(e, &at),
+                        _ => Err(self.corrupt(&at, "is not a document")),
+                    }
+                })
+                .collect(),
+            Some(_) => Err(self.corrupt(key, "is not an array")),
+        }
+    }
+}
+
+/// Decodes and checks a queue document.
+pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
+    let r = Reader { name };
+    let min = r.int(d, field::MIN, field::MIN)?;
+    let max = r.int(d, field::MAX, field::MAX)?;
+    let mut spec = QueueSpec::default().with_min(min).with_max(max);
+    match d.get(field::FORMAT) {
+        None | Some(Bson::Null) => {}
+        Some(Bson::String(f)) => {
+            spec.format =
+                Some(Format::parse(f).map_err(|e| {
+                    r.corrupt(field::FORMAT, format!("({f:?}) is not a format: {e}"))
+                })?);
+        }
+        Some(_) => return Err(r.corrupt(field::FORMAT, "is not a string")),
+    }
+    if d.contains_key(field::TZ) {
+        spec.time_zone = r.string(d, field::TZ, field::TZ)?;
+    }
+    if d.contains_key(field::DAILY) {
+        spec.daily = r.boolean(d, field::DAILY, field::DAILY)?;
+    }
+    if let Err(e) = spec.validate(name) {
+        let (at, why) = match &e {
+            Error::InvalidArgument { what, .. } if what.starts_with("format") => {
+                (field::FORMAT, e.to_string())
+            }
+            Error::InvalidArgument { what, .. } if what.starts_with("time zone") => {
+                (field::TZ, e.to_string())
+            }
+            _ => (
+                field::MIN,
+                format!(
+                    "({min}) and max ({max}) are not a ticket range (min must be below max, at most 2^63-1 tickets)"
+                ),
+            ),
+        };
+        return Err(r.corrupt(at, why));
+    }
+    let taken = r.int(d, field::TAKEN, field::TAKEN)?;
+    let served = r.int(d, field::SERVED, field::SERVED)?;
+    let waiting = r.int(d, field::WAITING, field::WAITING)?;
+    let version = r.int(d, field::VERSION, field::VERSION)?;
     if served < 0 || served > taken {
-        return Err(Error::corrupt_of(
-            "queue",
-            name,
+        return Err(r.corrupt(
             field::SERVED,
             format!("({served}) is not between 0 and taken ({taken})"),
         ));
     }
-    let counters = Counters { taken, served };
-    if waiting != counters.waiting() {
-        return Err(Error::corrupt_of(
-            "queue",
-            name,
-            field::WAITING,
-            format!("({waiting}) is not taken - served ({taken} - {served})"),
-        ));
-    }
-    if u64::try_from(waiting).unwrap_or(u64::MAX) > spec.capacity() {
-        return Err(Error::corrupt_of(
-            "queue",
-            name,
-            field::WAITING,
-            format!(
-                "({waiting}) is more than the range {min}..={max} holds ({})",
-                spec.capacity()
-            ),
-        ));
-    }
     if version < 0 {
-        return Err(Error::corrupt_of(
-            "queue",
-            name,
-            field::VERSION,
-            format!("({version}) is negative"),
-        ));
+        return Err(r.corrupt(field::VERSION, format!("({version}) is negative")));
     }
     let incarnation = match d.get(field::INCARNATION) {
         Some(Bson::ObjectId(t)) => *t,
-        Some(_) => {
-            return Err(Error::corrupt_of(
-                "queue",
-                name,
-                field::INCARNATION,
-                "is not an objectId",
-            ));
-        }
-        None => {
-            return Err(Error::corrupt_of(
-                "queue",
-                name,
-                field::INCARNATION,
-                "is missing",
-            ));
+        Some(_) => return Err(r.corrupt(field::INCARNATION, "is not an objectId")),
+        None => return Err(r.corrupt(field::INCARNATION, "is missing")),
+    };
+    let created_at = r.date(d, field::CREATED_AT, field::CREATED_AT)?;
+    let updated_at = r.date(d, field::UPDATED_AT, field::UPDATED_AT)?;
+    let zero = |key: &str| -> Result<i64> {
+        if d.contains_key(key) {
+            r.int(d, key, key)
+        } else {
+            Ok(0)
         }
     };
-    Ok(Stored {
+    let cancelled = zero(field::CANCELLED)?;
+    let voided = zero(field::VOIDED)?;
+    let taken_today = zero(field::TAKEN_TODAY)?;
+    let served_today = zero(field::SERVED_TODAY)?;
+    let day = if d.contains_key(field::DAY) {
+        r.string(d, field::DAY, field::DAY)?
+    } else {
+        String::new()
+    };
+    let out_of_line = r.list(d, field::OUT_OF_LINE, |e, at| {
+        let kind = r.string(e, "kind", at)?;
+        Ok(Span {
+            from: r.int(e, "from", at)?,
+            to: r.int(e, "to", at)?,
+            kind: Kind::parse(&kind).ok_or_else(|| {
+                r.corrupt(
+                    at,
+                    format!("has kind {kind:?}; expected cancelled, called or void"),
+                )
+            })?,
+        })
+    })?;
+    let legacy = !d.contains_key(field::DESKS);
+    let mut desks = r.list(d, field::DESKS, |e, at| {
+        Ok(Desk {
+            desk: r.string(e, "desk", at)?,
+            serial: r.int(e, "serial", at)?,
+            at: r.date(e, "at", at)?,
+        })
+    })?;
+    if legacy && served > 0 {
+        // A document written before desks: the last ticket called is shown.
+        desks.push(Desk {
+            desk: String::new(),
+            serial: served,
+            at: updated_at,
+        });
+    }
+    let calls = r.list(d, field::CALLS, |e, at| {
+        Ok(Call {
+            serial: r.int(e, "serial", at)?,
+            desk: r.string(e, "desk", at)?,
+            at: r.date(e, "at", at)?,
+            recall: r.boolean(e, "recall", at)?,
+            wait_ms: r.opt_int(e, "wait_ms", at)?,
+        })
+    })?;
+    let takes = r.list(d, field::TAKES, |e, at| {
+        Ok(TakeAt {
+            first: r.int(e, "first", at)?,
+            count: r.int(e, "count", at)?,
+            at: r.date(e, "at", at)?,
+        })
+    })?;
+    let keys = r.list(d, field::KEYS, |e, at| {
+        Ok(Key {
+            key: r.string(e, "key", at)?,
+            first: r.int(e, "first", at)?,
+            count: r.int(e, "count", at)?,
+            at: r.date(e, "at", at)?,
+        })
+    })?;
+    let hourly = r.list(d, field::HOURLY, |e, at| {
+        Ok(Hour {
+            hour: r.date(e, "hour", at)?,
+            taken: r.int(e, "taken", at)?,
+            served: r.int(e, "served", at)?,
+            waiting: r.int(e, "waiting", at)?,
+        })
+    })?;
+    let s = State {
         spec,
-        counters,
+        taken,
+        served,
+        out_of_line,
+        cancelled,
+        voided,
+        desks,
+        calls,
+        takes,
+        keys,
+        hourly,
+        day,
+        taken_today,
+        served_today,
         version,
         incarnation,
-    })
+        created_at,
+        updated_at,
+    };
+    check(&r, &s, waiting)?;
+    Ok(s)
+}
+
+/// What no history of operations can produce.
+fn check(r: &Reader<'_>, s: &State, waiting: i64) -> Result<()> {
+    let mut after = s.served + 1;
+    for (i, x) in s.out_of_line.iter().enumerate() {
+        // Spans are sorted, disjoint, after the cursor (never right after it) and taken.
+        let first_ok = if i == 0 {
+            x.from > s.served + 1
+        } else {
+            x.from >= after
+        };
+        if !first_ok || x.to < x.from || x.to > s.taken {
+            return Err(r.corrupt(
+                &format!("{}.{i}", field::OUT_OF_LINE),
+                format!(
+                    "({}..={}) is not a span of tickets after served ({}) and up to taken ({}), in order",
+                    x.from, x.to, s.served, s.taken
+                ),
+            ));
+        }
+        after = x.to + 1;
+    }
+    if waiting != s.waiting() {
+        return Err(r.corrupt(
+            field::WAITING,
+            format!(
+                "({waiting}) is not the tickets waiting by the counters (taken {} - served {} - {} out of line = {})",
+                s.taken,
+                s.served,
+                s.taken - s.served - s.waiting(),
+                s.waiting()
+            ),
+        ));
+    }
+    if s.cancelled < 0 || s.voided < 0 || s.called() < 0 {
+        return Err(r.corrupt(
+            field::CANCELLED,
+            format!(
+                "({}) and voided ({}) are more than the tickets done ({})",
+                s.cancelled,
+                s.voided,
+                s.served + (s.taken - s.served - s.waiting())
+            ),
+        ));
+    }
+    for (i, desk) in s.desks.iter().enumerate() {
+        if desk.serial < 1 || desk.serial > s.taken || s.is_waiting(desk.serial) {
+            return Err(r.corrupt(
+                &format!("{}.{i}", field::DESKS),
+                format!("shows serial {} which was not called", desk.serial),
+            ));
+        }
+    }
+    if let Some(oldest) = s.oldest_held() {
+        let span = i128::from(s.taken) - i128::from(oldest) + 1;
+        if span > i128::from(s.spec.capacity()) {
+            return Err(r.corrupt(
+                field::WAITING,
+                format!(
+                    "({waiting}) is more than the range {}..={} holds ({}): the tickets held span {span}",
+                    s.spec.min,
+                    s.spec.max,
+                    s.spec.capacity()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -167,20 +458,26 @@ mod tests {
     use crate::queue::status::decode_status;
 
     fn good() -> Document {
-        let mut d = new_document(
-            "q",
-            &QueueSpec::default().with_max(9),
-            ObjectId::new(),
-            DateTime::from_millis(0),
+        let s = State::new(
+            QueueSpec::default().with_max(9),
+            bson::oid::ObjectId::new(),
+            0,
         );
+        let mut d = encode("q", &s);
         d.insert(field::TAKEN, 25_i64);
         d.insert(field::SERVED, 18_i64);
         d.insert(field::WAITING, 7_i64);
+        d.insert(
+            field::DESKS,
+            vec![Bson::Document(
+                doc! { "desk": "1", "serial": 18_i64, "at": DateTime::from_millis(0) },
+            )],
+        );
         d
     }
 
     #[test]
-    fn a_document_decodes() {
+    fn a_document_decodes_and_round_trips() {
         let s = decode_status(&good()).unwrap();
         assert_eq!((s.taken, s.served, s.waiting, s.capacity), (25, 18, 7, 10));
         assert_eq!(s.now_serving, Some(8));
@@ -188,14 +485,30 @@ mod tests {
         let mut d = good();
         d.insert(field::TAKEN, Bson::Int32(25));
         assert!(decode_status(&d).is_ok(), "Int32 is widened");
+        let state = decode("q", &good()).unwrap();
+        assert_eq!(decode("q", &encode("q", &state)).unwrap(), state);
+        // A document written before desks: the last called is shown.
+        let mut old = good();
+        for key in [
+            field::DESKS,
+            field::CALLS,
+            field::FORMAT,
+            field::TZ,
+            field::DAY,
+        ] {
+            old.remove(key);
+        }
+        let s = decode("q", &old).unwrap();
+        assert_eq!(s.desks.len(), 1);
+        assert_eq!(s.desks[0].serial, 18);
     }
 
     #[test]
-    fn impossible_documents_are_corrupt_and_name_the_field() {
+    fn impossible_documents_are_corrupt_and_name_the_queue_and_the_field() {
         for (key, bad, needle) in [
             (field::SERVED, Bson::Int64(26), "not between 0 and taken"),
             (field::SERVED, Bson::Int64(-1), "not between 0 and taken"),
-            (field::WAITING, Bson::Int64(6), "is not taken - served"),
+            (field::WAITING, Bson::Int64(6), "is not the tickets waiting"),
             (field::MIN, Bson::Int64(9), "not a ticket range"),
             (field::VERSION, Bson::Int64(-1), "negative"),
             (
@@ -205,27 +518,59 @@ mod tests {
             ),
             (field::INCARNATION, Bson::String("x".into()), "objectId"),
             (field::UPDATED_AT, Bson::Null, "not a date"),
+            (field::FORMAT, Bson::String("A-{x}".into()), "not a format"),
+            (field::TZ, Bson::String("Mars/Base".into()), "time zone"),
+            (field::CALLS, Bson::Int64(1), "not an array"),
         ] {
             let mut d = good();
             d.insert(key, bad);
             let e = decode_status(&d).unwrap_err();
             assert!(
-                matches!(&e, Error::CorruptDocument { field, .. } if field == key),
+                matches!(&e, Error::CorruptDocument { field, what, .. } if field == key && what == "queue"),
                 "{key}: {e}"
             );
             assert!(e.to_string().contains(needle), "{e} lacks {needle}");
+            assert!(
+                e.to_string().contains("corrupt document for queue \"q\""),
+                "{e}"
+            );
         }
-        // More waiting than the range holds.
+        // More held than the range holds.
         let mut d = good();
         d.insert(field::TAKEN, 40_i64);
         d.insert(field::SERVED, 29_i64);
         d.insert(field::WAITING, 11_i64);
+        d.insert(field::DESKS, Bson::Array(vec![]));
         assert!(
             decode_status(&d)
                 .unwrap_err()
                 .to_string()
                 .contains("more than the range")
         );
+        // A desk showing a waiting ticket.
+        let mut d = good();
+        d.insert(
+            field::DESKS,
+            vec![Bson::Document(
+                doc! { "desk": "1", "serial": 20_i64, "at": DateTime::from_millis(0) },
+            )],
+        );
+        assert!(
+            decode_status(&d)
+                .unwrap_err()
+                .to_string()
+                .contains("not called")
+        );
+        // Spans out of order.
+        let mut d = good();
+        d.insert(
+            field::OUT_OF_LINE,
+            vec![Bson::Document(
+                doc! { "from": 19_i64, "to": 19_i64, "kind": "cancelled" },
+            )],
+        );
+        d.insert(field::WAITING, 6_i64);
+        assert!(decode_status(&d).unwrap_err().to_string().contains("span"));
         for key in [field::TAKEN, field::INCARNATION, field::CREATED_AT] {
             let mut d = good();
             d.remove(key);

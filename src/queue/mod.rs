@@ -3,64 +3,69 @@
 //!
 //! A cyclic sequence (tickets 1 … 99, 0, 1 …) is half of a ticket machine: it does not know
 //! who is still waiting, so the 101st person to wait gets a number someone waiting holds. A
-//! [`Queue`] also counts the tickets called. [`Queue::take`] hands out the next ticket only
-//! while fewer tickets wait than the range holds (else [`Error::QueueFull`]);
-//! [`Queue::call`] calls the oldest waiting ticket (else [`Error::NobodyWaiting`]);
-//! [`Queue::status`] says what is being served and how many wait.
+//! [`Queue`] also knows what was called. [`Queue::take`] hands out the next ticket only while
+//! it is held by no one — not waiting, not shown by a desk — (else [`Error::QueueFull`]);
+//! [`Queue::call`] calls the oldest waiting ticket (else [`Error::NobodyWaiting`]), or with
+//! [`CallOptions`] a given ticket out of order, from a named desk; [`Queue::recall`]
+//! announces a desk's ticket again; [`Queue::cancel`] takes a waiting ticket out of the line;
+//! [`Queue::status`] says what each desk shows, the last calls, how many wait and for how
+//! long. [`TakeOptions::with_request_id`] makes a take safe to retry after a lost reply.
 //!
 //! How it holds, with single-document writes only:
 //!
-//! - **One document per queue** (in `<collection>_queues`) with two counters that only grow
-//!   — tickets `taken` and `served` since creation — the range and a version. The ticket
-//!   shown is derived: the `k`-th ticket taken shows `min + k mod capacity` (see
-//!   [`QueueSpec::ticket`]). The tickets waiting are the `taken - served` last ones taken,
-//!   consecutive, at most `capacity` of them: no number twice.
-//! - **Every take and call is one atomic write** of that document: with the default
-//!   [`Strategy::ConditionalIncrement`], one `findAndModify` whose filter admits only a state
-//!   where the operation is allowed (`waiting < capacity` for a take, `waiting > 0` for a
-//!   call); when it does not match, or with [`Strategy::Cas`], the compare-and-set of the
-//!   rest of the crate: read, check, write filtered on the version and incarnation, first
+//! - **One document per queue** (in `<collection>_queues`): the range, the serial of the last
+//!   ticket taken, the cursor of the line, the tickets done out of line, each desk's ticket,
+//!   the last calls, the recent request ids, and a version. The ticket shown is derived: the
+//!   `k`-th ticket taken shows `min + k mod capacity` (see [`QueueSpec::ticket`]). A take is
+//!   allowed only while the tickets held (waiting, or shown by a desk) and the new ones span
+//!   at most `capacity` serials: no number twice.
+//! - **Every operation is one compare-and-set** of that document: read, compute the next
+//!   state, replace the document filtered on its version, incarnation and counters; first
 //!   writer wins, losers back off ([`Options::backoff`](crate::Options::backoff)) and try
-//!   again. A refusal (full, nobody waiting) is only ever reported from a fresh read. So the
-//!   operations are linearizable: each takes effect at its write, in the document's version
-//!   order, and calls serve tickets in the order they were taken.
+//!   again ([`Options::strategy`](crate::Options::strategy) does not apply to queues). A
+//!   refusal (full, nobody waiting, not waiting) is only ever reported from a fresh read. So
+//!   the operations are linearizable: each takes effect at its write, in the document's
+//!   version order.
 //! - **A ticket is handed out only once its write was acknowledged** with the dispenser's
 //!   write concern (majority and journaled by default). A take whose reply is lost (a
-//!   network error, a timeout) may still have taken its ticket: that ticket then waits with
-//!   no one holding it — a gap, called in its turn with nobody coming — and is never handed
-//!   to anyone else. Failed writes are never retried as fresh ones.
+//!   network error, a timeout) may still have taken its ticket: without a request id that
+//!   ticket then waits with no one holding it — a gap, called in its turn with nobody coming —
+//!   and is never handed to anyone else; with one, the same take again answers it. Failed
+//!   writes are never retried as fresh ones.
 //!
 //! # Example
 //!
 //! ```no_run
-//! use dispenser::{Dispenser, Options, queue::QueueSpec};
+//! use dispenser::{Dispenser, Options, queue::{CallOptions, QueueSpec}};
 //!
 //! # async fn f() -> dispenser::Result<()> {
 //! let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
 //! let lobby = d.ensure_queue("lobby", QueueSpec::default().with_max(9)).await?; // 1 … 9, 0
 //! let mine = lobby.take().await?;
 //! println!("your ticket: {}", mine.number);
-//! let called = lobby.call().await?; // at the counter
-//! println!("now serving {}", called.number);
+//! let called = lobby.call_with(&CallOptions::new().with_desk("3")).await?; // at desk 3
+//! println!("now serving {} at desk 3", called.label);
 //! # Ok(()) }
 //! ```
 
 mod document;
 mod spec;
+mod state;
 mod status;
 mod store;
 
 use std::sync::{Arc, Mutex};
 
 pub use spec::QueueSpec;
-pub use status::{QueueStatus, Ticket};
+pub use status::{
+    CallEntry, DeskEntry, HourEntry, QueueStatus, Ticket, WAITING_LISTED, WaitingEntry,
+};
 
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
-use crate::options::Strategy;
 use crate::retry::{Backoff, RetryBudget};
-use document::Stored;
-use spec::Op;
+use crate::scope::Clock;
+use state::{Done, Op, State, Step};
 use store::QueueStore;
 
 /// Checks a queue name: the rules of a stored sequence name ([`validate_name`]: 1–200 bytes,
@@ -80,6 +85,46 @@ fn no_such(name: &str) -> Error {
     Error::NoSuchQueue {
         name: name.to_owned(),
     }
+}
+
+/// The longest desk label.
+pub const MAX_DESK_CHARS: usize = 16;
+/// The longest request id, in bytes.
+pub const MAX_REQUEST_ID: usize = 64;
+
+/// Checks a desk label: 1 to 16 characters, letters, digits, space, `-`, `_` or `.`.
+fn check_desk(queue: &str, desk: &str) -> Result<()> {
+    let n = desk.chars().count();
+    let ok = (1..=MAX_DESK_CHARS).contains(&n)
+        && desk
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(
+            format!("desk of queue {queue:?}"),
+            format!(
+                "{desk:?} is not a desk label: 1 to {MAX_DESK_CHARS} letters, digits, spaces, '-', '_' or '.'"
+            ),
+        ))
+    }
+}
+
+/// Checks a request id: 1 to 64 printable ASCII characters.
+fn check_request_id(queue: &str, id: &str) -> Result<()> {
+    if (1..=MAX_REQUEST_ID).contains(&id.len()) && id.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(
+            format!("request id of a take of queue {queue:?}"),
+            format!("{id:?} is not 1 to {MAX_REQUEST_ID} printable ASCII characters"),
+        ))
+    }
+}
+
+fn now_ms(clock: &Clock) -> i64 {
+    clock().as_millisecond()
 }
 
 impl Dispenser {
@@ -103,34 +148,36 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::queue::QueueSpec;
-    /// let lobby = d.create_queue("lobby", QueueSpec::default().with_max(9)).await?;
-    /// assert_eq!(lobby.take().await?.number, 1);
+    /// use dispenser::{Format, queue::QueueSpec};
+    /// let spec = QueueSpec::default().with_max(999).with_format(Format::parse("A-{n:03}")?);
+    /// let lobby = d.create_queue("lobby", spec).await?;
+    /// assert_eq!(lobby.take().await?.label, "A-001");
     /// # Ok(()) }
     /// ```
     pub async fn create_queue(&self, name: &str, spec: QueueSpec) -> Result<Queue> {
         check_name(name)?;
         spec.validate(name)?;
         let queues = self.queues();
-        match queues.insert(name, &spec).await? {
-            Some(incarnation) => Ok(self.queue_handle(name, queues, created(spec, incarnation))),
-            None => {
-                let stored = queues.load(name).await?.map_or(spec, |s| s.spec);
-                Err(Error::QueueExists {
-                    name: name.to_owned(),
-                    min: stored.min,
-                    max: stored.max,
-                })
-            }
+        let clock: Clock = Arc::new(jiff::Timestamp::now);
+        let fresh = State::new(spec, bson::oid::ObjectId::new(), now_ms(&clock));
+        if queues.insert(name, &fresh).await? {
+            return Ok(self.queue_handle(name, queues, fresh, clock));
         }
+        let stored = queues.load(name).await?.map_or(fresh.spec, |s| s.spec);
+        Err(Error::QueueExists {
+            name: name.to_owned(),
+            min: stored.min,
+            max: stored.max,
+        })
     }
 
-    /// Creates the queue if it does not exist, or opens it if it exists with the same range.
-    /// Safe when many processes race: one insert wins, the others read what it wrote.
+    /// Creates the queue if it does not exist, or opens it if it exists with the same spec
+    /// (range, format, time zone, daily). Safe when many processes race: one insert wins, the
+    /// others read what it wrote.
     ///
     /// # Errors
     ///
-    /// [`Error::QueueExists`] when it exists with another range, plus those of
+    /// [`Error::QueueExists`] when it exists with another spec, plus those of
     /// [`Dispenser::create_queue`] and [`Error::CorruptDocument`].
     ///
     /// # Cancel safety
@@ -150,8 +197,10 @@ impl Dispenser {
         check_name(name)?;
         spec.validate(name)?;
         let queues = self.queues();
-        if let Some(incarnation) = queues.insert(name, &spec).await? {
-            return Ok(self.queue_handle(name, queues, created(spec, incarnation)));
+        let clock: Clock = Arc::new(jiff::Timestamp::now);
+        let fresh = State::new(spec.clone(), bson::oid::ObjectId::new(), now_ms(&clock));
+        if queues.insert(name, &fresh).await? {
+            return Ok(self.queue_handle(name, queues, fresh, clock));
         }
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
         if stored.spec != spec {
@@ -161,7 +210,7 @@ impl Dispenser {
                 max: stored.spec.max,
             });
         }
-        Ok(self.queue_handle(name, queues, stored))
+        Ok(self.queue_handle(name, queues, stored, clock))
     }
 
     /// Opens an existing queue (one read).
@@ -187,7 +236,7 @@ impl Dispenser {
         check_name(name)?;
         let queues = self.queues();
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
-        Ok(self.queue_handle(name, queues, stored))
+        Ok(self.queue_handle(name, queues, stored, Arc::new(jiff::Timestamp::now)))
     }
 
     /// Every queue, by name. A document that does not decode is an
@@ -212,7 +261,38 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn list_queues(&self) -> Result<Vec<Result<QueueStatus>>> {
-        self.queues().list().await
+        self.queues().list(None, None).await
+    }
+
+    /// One page of the queues, by name: at most `limit` named after `after` (from the first
+    /// when `None`), in one query. A document that does not decode is an
+    /// [`Error::CorruptDocument`] in its place.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
+    /// [`Error::Timeout`] when the collection cannot be read.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let first = d.list_queues_after(None, 50).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_queues_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Result<QueueStatus>>> {
+        if limit == 0 {
+            return Err(Error::invalid_argument(
+                "limit of a page of queues",
+                "0 queues asked; ask for at least 1",
+            ));
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.queues().list(after, Some(limit)).await
     }
 
     /// Deletes the queue `name`. Handles opened before then fail with
@@ -242,38 +322,116 @@ impl Dispenser {
         }
     }
 
-    fn queue_handle(&self, name: &str, store: QueueStore, stored: Stored) -> Queue {
+    fn queue_handle(&self, name: &str, store: QueueStore, stored: State, clock: Clock) -> Queue {
         Queue {
             inner: Arc::new(Inner {
                 name: name.to_owned(),
                 store,
-                strategy: self.options().strategy,
                 backoff: self.options().backoff,
+                clock,
                 remembered: Mutex::new(stored),
             }),
         }
     }
 }
 
-/// The state of a queue just inserted.
-fn created(spec: QueueSpec, incarnation: bson::oid::ObjectId) -> Stored {
-    Stored {
-        spec,
-        counters: spec::Counters {
-            taken: 0,
-            served: 0,
-        },
-        version: 0,
-        incarnation,
+/// How to take: how many tickets (a family, all or nothing, consecutive) and an optional
+/// request id that makes the take safe to retry.
+///
+/// # Example
+///
+/// ```
+/// use dispenser::queue::TakeOptions;
+/// let family = TakeOptions::new().with_count(3).with_request_id("kiosk-1/000042");
+/// assert_eq!(family.count, 3);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TakeOptions {
+    /// How many tickets (≥ 1). Defaults to 1.
+    pub count: u64,
+    /// A request id (1–64 printable ASCII characters): the same id within 24 hours (and among
+    /// the queue's last 1000 ids) answers the tickets its first take got, marked
+    /// [`Ticket::replayed`], and takes nothing more. Defaults to none.
+    pub request_id: Option<String>,
+}
+
+impl Default for TakeOptions {
+    fn default() -> Self {
+        TakeOptions {
+            count: 1,
+            request_id: None,
+        }
     }
 }
 
-/// A handle on one queue: takes and calls tickets. Cheap to clone; any number of tasks may
-/// use one handle (or many handles, in many processes) at once.
+impl TakeOptions {
+    /// One ticket, no request id.
+    pub fn new() -> Self {
+        TakeOptions::default()
+    }
+
+    /// Takes `count` tickets at once.
+    #[must_use]
+    pub fn with_count(mut self, count: u64) -> Self {
+        self.count = count;
+        self
+    }
+
+    /// Sets the request id.
+    #[must_use]
+    pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
+        self.request_id = Some(id.into());
+        self
+    }
+}
+
+/// How to call: from which desk, and optionally a given waiting ticket out of order.
+///
+/// # Example
+///
+/// ```
+/// use dispenser::queue::CallOptions;
+/// let c = CallOptions::new().with_desk("3").with_ticket(42);
+/// assert_eq!(c.desk.as_deref(), Some("3"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// The desk calling (1–16 letters, digits, spaces, `-`, `_`, `.`); its ticket is shown
+    /// until it calls again. `None`: the desk without a name.
+    pub desk: Option<String>,
+    /// Call this waiting ticket instead of the oldest. `None`: the oldest.
+    pub ticket: Option<i64>,
+}
+
+impl CallOptions {
+    /// The oldest waiting ticket, from the desk without a name.
+    pub fn new() -> Self {
+        CallOptions::default()
+    }
+
+    /// Calls from `desk`.
+    #[must_use]
+    pub fn with_desk(mut self, desk: impl Into<String>) -> Self {
+        self.desk = Some(desk.into());
+        self
+    }
+
+    /// Calls `ticket` (which must wait) out of order.
+    #[must_use]
+    pub fn with_ticket(mut self, ticket: i64) -> Self {
+        self.ticket = Some(ticket);
+        self
+    }
+}
+
+/// A handle on one queue: takes, calls, recalls and cancels tickets. Cheap to clone; any
+/// number of tasks may use one handle (or many handles, in many processes) at once.
 ///
 /// Every ticket returned was fixed by a write the server acknowledged with the dispenser's
-/// write concern; no two people waiting ever hold the same ticket, and calls serve tickets in
-/// the order they were taken.
+/// write concern; no ticket is handed out while someone waits with it or a desk shows it, and
+/// calls serve tickets in the order they were taken, except calls of a given ticket.
 #[derive(Clone)]
 pub struct Queue {
     inner: Arc<Inner>,
@@ -282,109 +440,96 @@ pub struct Queue {
 struct Inner {
     name: String,
     store: QueueStore,
-    strategy: Strategy,
     backoff: Backoff,
+    clock: Clock,
     /// The state after this handle's last write or read: the guess of the compare-and-set.
-    remembered: Mutex<Stored>,
+    remembered: Mutex<State>,
 }
 
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Queue")
             .field("name", &self.inner.name)
-            .field("strategy", &self.inner.strategy)
             .finish_non_exhaustive()
     }
 }
 
+fn what(op: &Op) -> &'static str {
+    match op {
+        Op::Take { count: 1, .. } => "taking a ticket of",
+        Op::Take { .. } => "taking tickets of",
+        Op::Call { ticket: None, .. } => "calling the next ticket of",
+        Op::Call { .. } => "calling a given ticket of",
+        Op::Recall { .. } => "recalling a ticket of",
+        Op::Cancel { .. } => "cancelling a ticket of",
+        Op::SetMax { .. } => "changing the range of",
+    }
+}
+
 impl Inner {
-    fn remembered(&self) -> Stored {
-        *self.remembered.lock().unwrap_or_else(|p| p.into_inner())
+    fn remembered(&self) -> State {
+        self.remembered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Remembers a state: a fresh read always; a state after our own write only when it is
     /// newer (another task of this handle may have written after us).
-    fn remember(&self, s: Stored, fresh_read: bool) {
+    fn remember(&self, s: &State, fresh_read: bool) {
         let mut r = self.remembered.lock().unwrap_or_else(|p| p.into_inner());
         if fresh_read || r.incarnation != s.incarnation || s.version > r.version {
-            *r = s;
+            *r = s.clone();
         }
     }
 
-    async fn read(&self) -> Result<Stored> {
+    async fn read(&self) -> Result<State> {
         let stored = self
             .store
             .load(&self.name)
             .await?
             .ok_or_else(|| no_such(&self.name))?;
-        self.remember(stored, true);
+        self.remember(&stored, true);
         Ok(stored)
     }
 
-    /// The tickets `op` took (in the order they will be called) or called, from the state
-    /// after it.
-    fn tickets(after: &Stored, op: Op) -> Vec<Ticket> {
-        let (last, n) = match op {
-            Op::Take(n) => (after.counters.taken, i64::try_from(n).unwrap_or(1)),
-            Op::Call => (after.counters.served, 1),
-        };
-        (last - n + 1..=last)
-            .map(|serial| Ticket::new(&after.spec, after.counters, serial))
-            .collect()
-    }
-
-    /// One take or call: the conditional increment first (unless the strategy is the
-    /// compare-and-set), the compare-and-set when it does not match.
-    async fn act(&self, op: Op) -> Result<Vec<Ticket>> {
-        match self.strategy {
-            Strategy::Cas => self.compare_and_set(op, true).await,
-            _ => {
-                let known = self.remembered();
-                match self.store.increment(&self.name, &known.spec, op).await? {
-                    Some(after) => {
-                        self.remember(after, false);
-                        Ok(Self::tickets(&after, op))
-                    }
-                    // Full, nobody waiting, another range or no such queue: a fresh read
-                    // decides (and only a fresh read may refuse).
-                    None => self.compare_and_set(op, false).await,
-                }
-            }
-        }
-    }
-
-    /// First writer wins: from the remembered state first when `optimistic_first`, else
-    /// from a fresh read; a lost race backs off and re-reads, within the retry budget.
-    async fn compare_and_set(&self, op: Op, optimistic_first: bool) -> Result<Vec<Ticket>> {
+    /// One operation: computed from the remembered state first, written with the
+    /// compare-and-set; a lost race (or a refusal from memory) re-reads, within the retry
+    /// budget. Returns the state the answer is read from and what the operation did.
+    async fn act(&self, op: Op) -> Result<(State, Done, i64)> {
         let mut budget = RetryBudget::new(&self.backoff);
-        let mut guess = optimistic_first.then(|| self.remembered());
+        let mut guess = Some(self.remembered());
         loop {
             let from_memory = guess.is_some();
             let stored = match guess.take() {
                 Some(s) => s,
                 None => self.read().await?,
             };
-            let counters = match spec::apply(&stored.spec, stored.counters, op) {
-                Ok(c) => c,
-                // The remembered state may be stale: only a fresh read may refuse.
-                Err(_) if from_memory => continue,
-                Err(refusal) => {
-                    return Err(refusal.into_error(&self.name, &stored.spec, stored.counters));
+            let now = now_ms(&self.clock);
+            match stored.apply(&op, now) {
+                Ok(Step::Write(next, done)) => {
+                    budget.attempted();
+                    if self
+                        .store
+                        .replace(&self.name, &stored, &next, what(&op))
+                        .await?
+                    {
+                        self.remember(&next, false);
+                        return Ok((*next, done, now));
+                    }
+                    if from_memory {
+                        // The remembered state was stale: read, no back-off yet.
+                        continue;
+                    }
+                    let delay = budget.after_conflict(&self.name)?;
+                    tracing::debug!(queue = %self.name, version = stored.version, ?delay, "lost the compare-and-set race; backing off");
+                    tokio::time::sleep(delay).await;
                 }
-            };
-            budget.attempted();
-            if self.store.compare_and_set(&self.name, &stored, op).await? {
-                let after = Stored {
-                    counters,
-                    version: stored.version + 1,
-                    ..stored
-                };
-                self.remember(after, false);
-                return Ok(Self::tickets(&after, op));
+                // Only a fresh read may refuse or answer without writing.
+                Ok(Step::Answer(_)) | Err(_) if from_memory => {}
+                Ok(Step::Answer(done)) => return Ok((stored, done, now)),
+                Err(refusal) => return Err(refusal.into_error(&self.name, &stored)),
             }
-            let delay = budget.after_conflict(&self.name)?;
-            tracing::debug!(queue = %self.name, version = stored.version, ?delay, "lost the compare-and-set race; backing off");
-            tokio::time::sleep(delay).await;
         }
     }
 }
@@ -403,7 +548,7 @@ impl Queue {
         &self.inner.name
     }
 
-    /// The ticket range, as last seen by this handle.
+    /// The queue's spec, as last seen by this handle.
     ///
     /// # Example
     ///
@@ -416,7 +561,32 @@ impl Queue {
         self.inner.remembered().spec
     }
 
-    /// Takes the next ticket, if fewer tickets wait than the range holds.
+    /// The same queue read with another clock (for tests and simulations: the local day, the
+    /// hours, the times of calls and the estimates follow it). Defaults to the system clock.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) {
+    /// use std::sync::Arc;
+    /// let tomorrow = lobby.with_clock(Arc::new(|| "2026-11-22T08:00:00Z".parse().expect("a timestamp")));
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_clock(&self, clock: Clock) -> Queue {
+        let i = &self.inner;
+        Queue {
+            inner: Arc::new(Inner {
+                name: i.name.clone(),
+                store: i.store.clone(),
+                backoff: i.backoff,
+                clock,
+                remembered: Mutex::new(i.remembered()),
+            }),
+        }
+    }
+
+    /// Takes the next ticket, if it is held by no one (not waiting, not shown by a desk).
     ///
     /// # Errors
     ///
@@ -424,7 +594,8 @@ impl Queue {
     /// [`Error::NoSuchQueue`] (deleted meanwhile), [`Error::Contention`] (the
     /// compare-and-set's retry budget ran out), [`Error::CorruptDocument`],
     /// [`Error::Database`] or [`Error::Timeout`] (the ticket the write may have taken is
-    /// then a gap: it waits with no one holding it, and is never handed to anyone else).
+    /// then a gap: it waits with no one holding it, and is never handed to anyone else; take
+    /// with a request id to be able to ask again, see [`Queue::take_with`]).
     ///
     /// # Cancel safety
     ///
@@ -436,7 +607,7 @@ impl Queue {
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
     /// match lobby.take().await {
-    ///     Ok(t) => println!("your ticket: {}", t.number),
+    ///     Ok(t) => println!("your ticket: {}", t.label),
     ///     Err(dispenser::Error::QueueFull { waiting, .. }) => {
     ///         println!("{waiting} people wait already; please come back later")
     ///     }
@@ -445,7 +616,7 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn take(&self) -> Result<Ticket> {
-        let mut tickets = self.take_n(1).await?;
+        let mut tickets = self.take_with(&TakeOptions::new()).await?;
         tickets.pop().ok_or_else(|| no_such(&self.inner.name))
     }
 
@@ -457,11 +628,6 @@ impl Queue {
     ///
     /// [`Error::InvalidArgument`] when `n` is 0; those of [`Queue::take`].
     ///
-    /// # Cancel safety
-    ///
-    /// As [`Queue::take`]: dropped after its write was sent, the tickets it may have taken
-    /// are a gap.
-    ///
     /// # Example
     ///
     /// ```no_run
@@ -472,19 +638,73 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn take_n(&self, n: u64) -> Result<Vec<Ticket>> {
-        if n == 0 {
-            return Err(Error::invalid_argument(
-                "ticket count",
-                format!(
-                    "0 tickets asked of queue {:?}; take at least 1",
-                    self.inner.name
-                ),
-            ));
-        }
-        self.inner.act(Op::Take(n)).await
+        self.take_with(&TakeOptions::new().with_count(n)).await
     }
 
-    /// Calls the oldest waiting ticket (the one taken longest ago).
+    /// Takes tickets as `options` say: a family of `count`, all or nothing, and with a
+    /// request id, safely retried: the same id again (within 24 hours, among the queue's last
+    /// 1000 ids) answers the same tickets, [`Ticket::replayed`] set, and takes nothing more.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `count` is 0, the request id is not 1–64 printable
+    /// ASCII characters, or it was used for a take of another count; those of
+    /// [`Queue::take`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Queue::take`]; with a request id, call it again with the same id to learn.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// use dispenser::queue::TakeOptions;
+    /// let ask = TakeOptions::new().with_request_id("kiosk-1/000042");
+    /// let first = match lobby.take_with(&ask).await {
+    ///     Ok(t) => t,
+    ///     Err(e) if e.is_database() => lobby.take_with(&ask).await?, // the reply was lost
+    ///     Err(e) => return Err(e),
+    /// };
+    /// let again = lobby.take_with(&ask).await?;
+    /// assert_eq!(again[0].number, first[0].number);
+    /// assert!(again[0].replayed);
+    /// # Ok(()) }
+    /// ```
+    pub async fn take_with(&self, options: &TakeOptions) -> Result<Vec<Ticket>> {
+        let name = &self.inner.name;
+        if options.count == 0 {
+            return Err(Error::invalid_argument(
+                "ticket count",
+                format!("0 tickets asked of queue {name:?}; take at least 1"),
+            ));
+        }
+        if let Some(id) = &options.request_id {
+            check_request_id(name, id)?;
+        }
+        let op = Op::Take {
+            count: options.count,
+            key: options.request_id.clone(),
+        };
+        let (s, done, now) = self.inner.act(op).await?;
+        match done {
+            Done::Took {
+                first,
+                count,
+                replayed,
+            } => Ok((first..first + count)
+                .map(|serial| {
+                    let mut t = Ticket::new(&s, serial, None, now);
+                    t.replayed = replayed;
+                    t
+                })
+                .collect()),
+            _ => Err(no_such(name)),
+        }
+    }
+
+    /// Calls the oldest waiting ticket (the one taken longest ago), from the desk without a
+    /// name. See [`Queue::call_with`] for desks and calling a given ticket.
     ///
     /// # Errors
     ///
@@ -506,11 +726,125 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn call(&self) -> Result<Ticket> {
-        let mut tickets = self.inner.act(Op::Call).await?;
-        tickets.pop().ok_or_else(|| no_such(&self.inner.name))
+        self.call_with(&CallOptions::new()).await
     }
 
-    /// Reads the queue's state: what is being served, how many wait, what comes next.
+    /// Calls as `options` say: from a desk (which then shows that ticket, held, until it calls
+    /// again), the oldest waiting ticket or a given one out of order (once: it no longer
+    /// waits). Cancelled tickets are passed over.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TicketNotWaiting`] when the given ticket does not wait (nothing written),
+    /// [`Error::InvalidArgument`] for a bad desk label (or a hundredth-and-first desk), those
+    /// of [`Queue::call`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// use dispenser::queue::CallOptions;
+    /// let t = lobby.call_with(&CallOptions::new().with_desk("2").with_ticket(17)).await?;
+    /// assert_eq!((t.number, t.desk.as_deref()), (17, Some("2")));
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_with(&self, options: &CallOptions) -> Result<Ticket> {
+        let name = &self.inner.name;
+        if let Some(d) = &options.desk {
+            check_desk(name, d)?;
+        }
+        let desk = options.desk.clone().unwrap_or_default();
+        let op = Op::Call {
+            desk,
+            ticket: options.ticket,
+        };
+        let (s, done, now) = self.inner.act(op).await?;
+        match done {
+            Done::Called { serial } => Ok(Ticket::new(&s, serial, options.desk.clone(), now)),
+            _ => Err(no_such(name)),
+        }
+    }
+
+    /// Announces again the ticket `desk` shows (`None`: the desk without a name): a new entry
+    /// in [`QueueStatus::recent_calls`] with `recall` set. Nobody is served.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NothingToRecall`] when the desk shows no ticket (nothing written),
+    /// [`Error::InvalidArgument`] for a bad desk label, and those of [`Queue::call`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// let again = lobby.recall(Some("3")).await?;
+    /// println!("ticket {} to desk 3, please", again.label);
+    /// # Ok(()) }
+    /// ```
+    pub async fn recall(&self, desk: Option<&str>) -> Result<Ticket> {
+        let name = &self.inner.name;
+        if let Some(d) = desk {
+            check_desk(name, d)?;
+        }
+        let op = Op::Recall {
+            desk: desk.unwrap_or_default().to_owned(),
+        };
+        let (s, done, _) = self.inner.act(op).await?;
+        match done {
+            Done::Recalled { serial, at } => {
+                Ok(Ticket::new(&s, serial, desk.map(str::to_owned), at))
+            }
+            _ => Err(no_such(name)),
+        }
+    }
+
+    /// Cancels a waiting ticket (a no-show, or its holder left): calls pass over it. It stays
+    /// out of the line; its number comes round again like any other.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TicketNotWaiting`] when the ticket does not wait (called, cancelled, never
+    /// taken): nothing written. Those of [`Queue::call`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// let gone = lobby.cancel(17).await?;
+    /// assert_eq!(gone.position, None);
+    /// # Ok(()) }
+    /// ```
+    pub async fn cancel(&self, ticket: i64) -> Result<Ticket> {
+        let (s, done, now) = self.inner.act(Op::Cancel { ticket }).await?;
+        match done {
+            Done::Cancelled { serial } => Ok(Ticket::new(&s, serial, None, now)),
+            _ => Err(no_such(&self.inner.name)),
+        }
+    }
+
+    /// Changes the highest ticket to `max`, refused when a ticket held (waiting, or shown by
+    /// a desk) would show another number under the new range. Returns the new status.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a range [`QueueSpec::validate`] refuses, or one that
+    /// would remap a held ticket (nothing written); those of [`Queue::call`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// let s = lobby.set_max(199).await?;
+    /// assert_eq!(s.capacity, 200);
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_max(&self, max: i64) -> Result<QueueStatus> {
+        let (s, _, now) = self.inner.act(Op::SetMax { max }).await?;
+        Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
+    }
+
+    /// Reads the queue's state: what each desk shows, the last calls, how many wait and for
+    /// how long, what comes next.
     ///
     /// # Errors
     ///
@@ -530,10 +864,8 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn status(&self) -> Result<QueueStatus> {
-        let i = &self.inner;
-        i.store
-            .load_status(&i.name)
-            .await?
-            .ok_or_else(|| no_such(&i.name))
+        let s = self.inner.read().await?;
+        let now = now_ms(&self.inner.clock);
+        Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
     }
 }

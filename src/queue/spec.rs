@@ -1,5 +1,5 @@
-//! What a queue is, computed: its ticket range, the ticket a counter shows, and what a take
-//! or a call does to the counters. No database here.
+//! What a queue is: its ticket range, how tickets are labelled, its time zone, and the
+//! ticket a serial shows. No database here (what operations do is in `state`).
 //!
 //! A queue counts the tickets **taken** and **served** since it was created. Both counters
 //! only grow and never wrap; the ticket a person holds is derived from them and the range,
@@ -12,13 +12,23 @@
 //! number twice: no one is handed the ticket on the board. A fresh queue (nothing called)
 //! takes its whole range.
 
+use jiff::tz::TimeZone;
+
 use crate::error::{Error, Result};
+use crate::format::Format;
 
 /// The ticket range of a queue: tickets `min+1 … max`, then `min`, round again.
 ///
+/// Beside the range: an optional label [`Format`] (`A-{n:03}` shows ticket 7 as `A-007`; the
+/// numbers stay integers), the time zone of the queue's local day and hours (today's counters,
+/// the hourly activity), and whether the queue is **daily**: each local day it starts again at
+/// its first ticket, never handing out a number still held by someone waiting from the day
+/// before.
+///
 /// # Default
 ///
-/// `min 0, max 99`: tickets 1 … 99, 0, 1 …, at most 100 people waiting.
+/// `min 0, max 99`: tickets 1 … 99, 0, 1 …, at most 100 people waiting; no format, UTC, not
+/// daily.
 ///
 /// # Example
 ///
@@ -33,18 +43,30 @@ use crate::error::{Error, Result};
 /// assert_eq!(ten.ticket(11), 1);
 /// # Ok::<(), dispenser::Error>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct QueueSpec {
     /// The lowest ticket (shown last in a round). Defaults to 0.
     pub min: i64,
     /// The highest ticket. Defaults to 99.
     pub max: i64,
+    /// How tickets are shown (`label` in the answers); `None` shows the number.
+    pub format: Option<Format>,
+    /// The IANA time zone of the queue's local day and hours. Defaults to `UTC`.
+    pub time_zone: String,
+    /// Whether each local day starts again at the first ticket. Defaults to false.
+    pub daily: bool,
 }
 
 impl Default for QueueSpec {
     fn default() -> Self {
-        QueueSpec { min: 0, max: 99 }
+        QueueSpec {
+            min: 0,
+            max: 99,
+            format: None,
+            time_zone: "UTC".to_owned(),
+            daily: false,
+        }
     }
 }
 
@@ -61,6 +83,58 @@ impl QueueSpec {
     pub const fn with_max(mut self, max: i64) -> Self {
         self.max = max;
         self
+    }
+
+    /// Sets the label format (see [`Format`]; `{scope}` is not allowed in a queue's).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::{Format, queue::QueueSpec};
+    /// let spec = QueueSpec::default().with_format(Format::parse("A-{n:03}")?);
+    /// assert_eq!(spec.label(7), "A-007");
+    /// # Ok::<(), dispenser::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_format(mut self, format: Format) -> Self {
+        self.format = Some(format);
+        self
+    }
+
+    /// Sets the IANA time zone of the local day and hours (checked by
+    /// [`QueueSpec::validate`]).
+    #[must_use]
+    pub fn with_time_zone(mut self, time_zone: impl Into<String>) -> Self {
+        self.time_zone = time_zone.into();
+        self
+    }
+
+    /// Makes the queue daily: each local day (in its time zone) starts again at the first
+    /// ticket.
+    #[must_use]
+    pub fn with_daily(mut self, daily: bool) -> Self {
+        self.daily = daily;
+        self
+    }
+
+    /// The ticket as people see it: the format applied, or the number.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::queue::QueueSpec;
+    /// assert_eq!(QueueSpec::default().label(7), "7");
+    /// ```
+    pub fn label(&self, ticket: i64) -> String {
+        match &self.format {
+            Some(f) => f.render(ticket, None),
+            None => ticket.to_string(),
+        }
+    }
+
+    /// The time zone, `None` when the name is not a known zone.
+    pub(crate) fn zone(&self) -> Option<TimeZone> {
+        TimeZone::get(&self.time_zone).ok()
     }
 
     /// Checks the range for the queue `name` (the name is only used in the message).
@@ -102,6 +176,26 @@ impl QueueSpec {
                 self.capacity_wide()
             ));
         }
+        if let Some(f) = &self.format
+            && f.uses_scope()
+        {
+            return Err(Error::invalid_argument(
+                format!("format of queue {name:?}"),
+                format!(
+                    "{:?} has {{scope}}, which a queue has not; use {{n}} with text around it, such as A-{{n:03}}",
+                    f.as_str()
+                ),
+            ));
+        }
+        if self.zone().is_none() {
+            return Err(Error::invalid_argument(
+                format!("time zone of queue {name:?}"),
+                format!(
+                    "{:?} is not a known IANA time zone (such as UTC or Europe/Paris)",
+                    self.time_zone
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -139,119 +233,6 @@ impl QueueSpec {
         let offset = i128::from(serial) % capacity;
         // Within min..=max by construction.
         i64::try_from(i128::from(self.min) + offset).unwrap_or(self.min)
-    }
-}
-
-/// What a write does to a queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Op {
-    /// Take the next `n` tickets (a family, consecutive): `taken + n`, `n ≥ 1`.
-    Take(u64),
-    /// Call the oldest waiting ticket: `served + 1`.
-    Call,
-}
-
-/// The two counters of a queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Counters {
-    /// Tickets taken since the queue was created.
-    pub taken: i64,
-    /// Tickets called since the queue was created (`0 ≤ served ≤ taken`).
-    pub served: i64,
-}
-
-impl Counters {
-    /// How many tickets wait: `taken - served`.
-    pub(crate) fn waiting(&self) -> i64 {
-        self.taken - self.served
-    }
-
-    /// How many tickets are held: those waiting, and the one shown as now serving (the last
-    /// called, once one was).
-    pub(crate) fn held(&self) -> u64 {
-        u64::try_from(self.waiting()).unwrap_or(0) + u64::from(self.served > 0)
-    }
-}
-
-/// Why an operation cannot be done from a state (nothing is written).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Refusal {
-    /// The tickets asked for do not fit beside those held (waiting, and shown).
-    Full {
-        waiting: u64,
-        capacity: u64,
-        requested: u64,
-        shown: bool,
-    },
-    /// Nobody waits.
-    Nobody { called: u64 },
-    /// `taken` reached 2⁶³ − 1 (at a million tickets a second, after 292 000 years).
-    Overflow,
-}
-
-impl Refusal {
-    pub(crate) fn into_error(self, name: &str, spec: &QueueSpec, c: Counters) -> Error {
-        match self {
-            Refusal::Full {
-                waiting,
-                capacity,
-                requested,
-                shown,
-            } => Error::QueueFull {
-                name: name.to_owned(),
-                waiting,
-                shown: shown.then(|| spec.ticket(u64::try_from(c.served).unwrap_or(0))),
-                requested,
-                capacity,
-            },
-            Refusal::Nobody { called } => Error::NobodyWaiting {
-                name: name.to_owned(),
-                called,
-            },
-            Refusal::Overflow => Error::Exhausted {
-                name: name.to_owned(),
-                value: c.taken,
-                requested: 1,
-                remaining: 0,
-                min: spec.min,
-                max: spec.max,
-                step: 1,
-            },
-        }
-    }
-}
-
-/// The counters after `op` from `c`, or why it is refused.
-pub(crate) fn apply(spec: &QueueSpec, c: Counters, op: Op) -> Result<Counters, Refusal> {
-    let waiting = u64::try_from(c.waiting()).unwrap_or(0);
-    match op {
-        Op::Take(n) => {
-            let capacity = spec.capacity();
-            if c.held().saturating_add(n) > capacity {
-                return Err(Refusal::Full {
-                    waiting,
-                    capacity,
-                    requested: n,
-                    shown: c.served > 0,
-                });
-            }
-            let taken = i64::try_from(n)
-                .ok()
-                .and_then(|n| c.taken.checked_add(n))
-                .ok_or(Refusal::Overflow)?;
-            Ok(Counters { taken, ..c })
-        }
-        Op::Call => {
-            if waiting == 0 {
-                return Err(Refusal::Nobody {
-                    called: u64::try_from(c.served).unwrap_or(0),
-                });
-            }
-            Ok(Counters {
-                served: c.served + 1,
-                ..c
-            })
-        }
     }
 }
 
@@ -308,120 +289,5 @@ mod tests {
             assert!(e.to_string().contains(needle), "{e} lacks {needle}");
             assert!(e.to_string().contains("\"lobby\""), "{e}");
         }
-    }
-
-    /// Against a plain model (a list of waiting tickets and the ticket shown as now serving):
-    /// every admitted take (of a family of 1 to 3) adds consecutive tickets that no one
-    /// waiting holds and that the board does not show; calls come out in take order;
-    /// refusals exactly when the family does not fit or nobody waits.
-    #[test]
-    fn the_counters_agree_with_a_list_of_waiting_tickets() {
-        let spec = QueueSpec::default().with_min(3).with_max(6); // capacity 4
-        let mut c = Counters {
-            taken: 0,
-            served: 0,
-        };
-        let mut waiting: std::collections::VecDeque<i64> = Default::default();
-        let mut shown: Option<i64> = None;
-        let mut x = 0x2545_f491_4f6c_dd1d_u64;
-        for _ in 0..10_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let op = if x % 5 < 3 {
-                Op::Take(1 + (x >> 8) % 3)
-            } else {
-                Op::Call
-            };
-            match (op, apply(&spec, c, op)) {
-                (Op::Take(n), Ok(next)) => {
-                    assert_eq!(next.taken, c.taken + n as i64);
-                    for serial in c.taken + 1..=next.taken {
-                        let t = spec.ticket(serial as u64);
-                        assert!(!waiting.contains(&t), "{t} handed out while waiting");
-                        assert_ne!(Some(t), shown, "{t} handed out while shown");
-                        waiting.push_back(t);
-                    }
-                    c = next;
-                }
-                (Op::Call, Ok(next)) => {
-                    let called = spec.ticket(next.served as u64);
-                    assert_eq!(Some(called), waiting.pop_front());
-                    shown = Some(called);
-                    c = next;
-                }
-                (
-                    Op::Take(n),
-                    Err(Refusal::Full {
-                        waiting: w,
-                        capacity,
-                        ..
-                    }),
-                ) => {
-                    assert_eq!((w, capacity), (waiting.len() as u64, 4));
-                    let held = waiting.len() as u64 + u64::from(shown.is_some());
-                    assert!(
-                        held + n > 4,
-                        "a family of {n} fitted ({held} held) but was refused"
-                    );
-                }
-                (Op::Call, Err(Refusal::Nobody { called })) => {
-                    assert!(waiting.is_empty());
-                    assert_eq!(called, c.taken as u64);
-                }
-                other => panic!("{other:?}"),
-            }
-            assert_eq!(c.waiting() as usize, waiting.len());
-        }
-    }
-
-    /// The reproduction: tickets 1, 2, 0; call → 1 is shown; a take would hand out 1 again.
-    #[test]
-    fn the_ticket_shown_is_not_taken_again_and_a_fresh_queue_takes_its_whole_range() {
-        let spec = QueueSpec::default().with_max(2); // 1, 2, 0
-        let mut c = Counters {
-            taken: 0,
-            served: 0,
-        };
-        for _ in 0..3 {
-            c = apply(&spec, c, Op::Take(1)).unwrap();
-        }
-        assert!(matches!(
-            apply(&spec, c, Op::Take(1)),
-            Err(Refusal::Full { .. })
-        ));
-        c = apply(&spec, c, Op::Call).unwrap();
-        assert_eq!(spec.ticket(c.served as u64), 1);
-        assert!(
-            matches!(apply(&spec, c, Op::Take(1)), Err(Refusal::Full { .. })),
-            "ticket 1 is on the board"
-        );
-        c = apply(&spec, c, Op::Call).unwrap(); // 2 shown, 0 waits
-        let next = apply(&spec, c, Op::Take(1)).unwrap();
-        assert_eq!(spec.ticket(next.taken as u64), 1);
-        // A family of 2 does not fit beside 0 waiting and 2 shown: nothing taken.
-        assert!(matches!(
-            apply(&spec, c, Op::Take(2)),
-            Err(Refusal::Full { .. })
-        ));
-        let ten = QueueSpec::default().with_max(9);
-        let fresh = Counters {
-            taken: 0,
-            served: 0,
-        };
-        assert_eq!(apply(&ten, fresh, Op::Take(10)).unwrap().taken, 10);
-        assert!(apply(&ten, fresh, Op::Take(11)).is_err());
-    }
-
-    #[test]
-    fn taken_never_overflows() {
-        let spec = QueueSpec::default();
-        let c = Counters {
-            taken: i64::MAX,
-            served: i64::MAX,
-        };
-        assert_eq!(apply(&spec, c, Op::Take(1)), Err(Refusal::Overflow));
-        let e = Refusal::Overflow.into_error("q", &spec, c);
-        assert!(e.is_exhausted(), "{e}");
     }
 }

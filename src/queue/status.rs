@@ -1,58 +1,108 @@
-//! What a queue shows: a [`Ticket`] from a take or a call, and the [`QueueStatus`].
+//! What a queue shows: a [`Ticket`] from a take, a call, a recall or a cancel, and the
+//! [`QueueStatus`].
+
+use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document};
+use serde_json::{Value, json};
 
-use super::document::{Stored, decode_stored, field};
-use super::spec::{Counters, QueueSpec};
+use super::document::{decode, field};
+use super::spec::QueueSpec;
+use super::state::State;
 use crate::error::{Error, Result};
 
 fn unsigned(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-/// A ticket taken ([`Queue::take`](super::Queue::take)) or called
-/// ([`Queue::call`](super::Queue::call)), with the queue's counters right after that write.
+fn rfc3339(t: DateTime) -> Option<String> {
+    t.try_to_rfc3339_string().ok()
+}
+
+fn desk_json(desk: &Option<String>) -> Value {
+    desk.as_ref()
+        .map_or(Value::Null, |d| Value::String(d.clone()))
+}
+
+fn seconds(d: Option<Duration>) -> Value {
+    d.map_or(Value::Null, |d| json!(d.as_secs()))
+}
+
+/// The desk label as stored (empty: no desk named) → as shown.
+fn shown_desk(desk: &str) -> Option<String> {
+    (!desk.is_empty()).then(|| desk.to_owned())
+}
+
+/// A ticket taken ([`Queue::take`](super::Queue::take)), called
+/// ([`Queue::call`](super::Queue::call)), recalled or cancelled, with the queue's counters
+/// right after that operation.
 ///
 /// # Example
 ///
 /// ```no_run
 /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
 /// let t = q.take().await?;
-/// println!("your ticket: {} ({} ahead of you)", t.number, t.waiting - 1);
+/// println!("your ticket: {} ({:?} ahead of you)", t.label, t.position);
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Ticket {
-    /// The ticket shown to people: `min+1 … max`, then `min`, round again.
+    /// The ticket's number: `min+1 … max`, then `min`, round again.
     pub number: i64,
-    /// Which ticket of the queue's history this is, from 1: the `serial`-th taken (a call
-    /// serves tickets in this order).
+    /// The ticket as people see it: the queue's format applied (`A-007`), or the number.
+    pub label: String,
+    /// Which ticket of the queue's history this is, from 1: the `serial`-th taken (calls
+    /// serve tickets in this order, except calls of a given ticket).
     pub serial: u64,
-    /// Tickets taken since the queue was created, after this write.
+    /// Tickets taken since the queue was created, after this operation.
     pub taken: u64,
-    /// Tickets called since the queue was created, after this write.
+    /// Tickets called since the queue was created, after this operation.
     pub served: u64,
-    /// Tickets waiting after this write (`taken - served`): after a take, this ticket and the
-    /// ones before it.
+    /// Tickets waiting after this operation.
     pub waiting: u64,
+    /// How many tickets wait before this one (0: the next called); `None` when it does not
+    /// wait (called, cancelled).
+    pub position: Option<u64>,
+    /// The estimated wait until this ticket is called, from the recent pace of calls; `None`
+    /// when it does not wait or too few calls were made to tell.
+    pub estimated_wait: Option<Duration>,
+    /// The desk that called (or recalled) it; `None` for a take or a cancel, or a call made
+    /// without naming a desk.
+    pub desk: Option<String>,
+    /// True when a take's request id was seen before: these are the tickets that take made,
+    /// and nothing more was taken.
+    pub replayed: bool,
+    /// When the operation was done (for a replayed take: when the queue was read).
+    pub at: DateTime,
 }
 
 impl Ticket {
-    pub(crate) fn new(spec: &QueueSpec, c: Counters, serial: i64) -> Ticket {
-        let serial = unsigned(serial);
+    pub(crate) fn new(s: &State, serial: i64, desk: Option<String>, at: i64) -> Ticket {
+        let number = s.spec.ticket(unsigned(serial));
+        let position = s.position(serial);
         Ticket {
-            number: spec.ticket(serial),
-            serial,
-            taken: unsigned(c.taken),
-            served: unsigned(c.served),
-            waiting: unsigned(c.waiting()),
+            number,
+            label: s.spec.label(number),
+            serial: unsigned(serial),
+            taken: unsigned(s.taken_tickets()),
+            served: unsigned(s.called()),
+            waiting: unsigned(s.waiting()),
+            position,
+            estimated_wait: position
+                .and_then(|p| s.estimate_s(p, at))
+                .map(Duration::from_secs),
+            desk,
+            replayed: false,
+            at: DateTime::from_millis(at),
         }
     }
 
     /// The ticket as JSON, as `queue take --json`, `queue call --json` and the service answer
-    /// it: `{"ticket", "serial", "taken", "served", "waiting"}`.
+    /// it: `{"ticket", "label", "serial", "taken", "served", "waiting", "position",
+    /// "estimated_wait_seconds", "desk", "replayed", "at"}` (`position`,
+    /// `estimated_wait_seconds` and `desk` may be `null`).
     ///
     /// # Example
     ///
@@ -61,16 +111,87 @@ impl Ticket {
     /// println!("{}", q.call().await?.to_json());
     /// # Ok(()) }
     /// ```
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+    pub fn to_json(&self) -> Value {
+        json!({
             "ticket": self.number,
+            "label": self.label,
             "serial": self.serial,
             "taken": self.taken,
             "served": self.served,
             "waiting": self.waiting,
+            "position": self.position,
+            "estimated_wait_seconds": seconds(self.estimated_wait),
+            "desk": desk_json(&self.desk),
+            "replayed": self.replayed,
+            "at": rfc3339(self.at),
         })
     }
 }
+
+/// A call (or a recall) as a board lists it ([`QueueStatus::recent_calls`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallEntry {
+    /// The ticket called.
+    pub ticket: i64,
+    /// As people see it.
+    pub label: String,
+    /// Its serial.
+    pub serial: u64,
+    /// The desk that called it, `None` when the call named none.
+    pub desk: Option<String>,
+    /// When.
+    pub at: DateTime,
+    /// True for a recall: the ticket announced again.
+    pub recall: bool,
+    /// From its take to this call, when known (`None` for a recall).
+    pub wait: Option<Duration>,
+}
+
+/// A desk and the ticket it shows ([`QueueStatus::desks`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeskEntry {
+    /// The desk, `None` for calls made without naming one.
+    pub desk: Option<String>,
+    /// The ticket it shows (held: never handed out again while shown).
+    pub ticket: i64,
+    /// As people see it.
+    pub label: String,
+    /// Its serial.
+    pub serial: u64,
+    /// When it was called or last recalled.
+    pub at: DateTime,
+}
+
+/// A waiting ticket ([`QueueStatus::waiting_list`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WaitingEntry {
+    /// The ticket.
+    pub ticket: i64,
+    /// As people see it.
+    pub label: String,
+    /// Its serial.
+    pub serial: u64,
+}
+
+/// Activity of one local hour ([`QueueStatus::hourly`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HourEntry {
+    /// The start of the hour.
+    pub hour: DateTime,
+    /// Tickets taken in it.
+    pub taken: u64,
+    /// Tickets called in it.
+    pub served: u64,
+    /// Waiting after its last write.
+    pub waiting: u64,
+}
+
+/// At most this many waiting tickets are listed in a status.
+pub const WAITING_LISTED: usize = 50;
 
 /// The state of a queue (see [`Queue::status`](super::Queue::status)).
 ///
@@ -94,20 +215,49 @@ pub struct QueueStatus {
     pub min: i64,
     /// The highest ticket.
     pub max: i64,
-    /// How many distinct tickets the range holds: the most that may wait at once.
+    /// How many distinct tickets the range holds: the most that may be held at once.
     pub capacity: u64,
+    /// The label format, if any.
+    pub label_format: Option<String>,
+    /// The IANA time zone of the local day and hours.
+    pub time_zone: String,
+    /// Whether each local day starts again at the first ticket.
+    pub daily: bool,
+    /// The local date of the last write (`YYYY-MM-DD`): for a daily queue, the day whose
+    /// tickets are being handed out.
+    pub day: String,
     /// Tickets taken since the queue was created.
     pub taken: u64,
     /// Tickets called since the queue was created.
     pub served: u64,
-    /// Tickets waiting: `taken - served`.
+    /// Tickets waiting.
     pub waiting: u64,
+    /// Tickets cancelled since the queue was created.
+    pub cancelled: u64,
     /// The ticket called last, `None` before the first call.
     pub now_serving: Option<i64>,
     /// The ticket the next take gets, `None` while the queue is full.
     pub next_ticket: Option<i64>,
-    /// How many times the tickets went all the way round (`taken / capacity`).
+    /// How many times the tickets went all the way round.
     pub rounds: u64,
+    /// The last calls and recalls, newest first (at least 10 kept).
+    pub recent_calls: Vec<CallEntry>,
+    /// Each desk's current ticket.
+    pub desks: Vec<DeskEntry>,
+    /// The first waiting tickets (at most [`WAITING_LISTED`]), in call order.
+    pub waiting_list: Vec<WaitingEntry>,
+    /// The estimated wait of a ticket taken now; `None` while too few calls were made.
+    pub estimated_wait: Option<Duration>,
+    /// The average wait (take to call) over the recent calls; `None` when unknown.
+    pub average_wait: Option<Duration>,
+    /// The 90th percentile of the wait over the recent calls; `None` when unknown.
+    pub p90_wait: Option<Duration>,
+    /// Tickets taken today (local day of the queue's time zone).
+    pub taken_today: u64,
+    /// Tickets called today.
+    pub served_today: u64,
+    /// The last 24 local hours that saw activity, oldest first.
+    pub hourly: Vec<HourEntry>,
     /// Goes up by one on every write.
     pub version: i64,
     /// Set once when the queue was created.
@@ -119,30 +269,123 @@ pub struct QueueStatus {
 }
 
 impl QueueStatus {
-    pub(crate) fn new(
-        name: String,
-        s: &Stored,
-        created_at: DateTime,
-        updated_at: DateTime,
-    ) -> QueueStatus {
-        let (taken, served) = (unsigned(s.counters.taken), unsigned(s.counters.served));
-        let waiting = taken - served;
-        let capacity = s.spec.capacity();
+    /// The status of `s` seen at `now` (ms since the epoch).
+    pub(crate) fn new(name: String, s: &State, now: i64) -> QueueStatus {
+        let spec: &QueueSpec = &s.spec;
+        let capacity = spec.capacity();
+        let ticket_of = |serial: i64| spec.ticket(unsigned(serial));
+        let recent_calls: Vec<CallEntry> = s
+            .calls
+            .iter()
+            .map(|c| CallEntry {
+                ticket: ticket_of(c.serial),
+                label: spec.label(ticket_of(c.serial)),
+                serial: unsigned(c.serial),
+                desk: shown_desk(&c.desk),
+                at: DateTime::from_millis(c.at),
+                recall: c.recall,
+                wait: c.wait_ms.map(|ms| Duration::from_millis(unsigned(ms))),
+            })
+            .collect();
+        let desks = s
+            .desks
+            .iter()
+            .map(|d| DeskEntry {
+                desk: shown_desk(&d.desk),
+                ticket: ticket_of(d.serial),
+                label: spec.label(ticket_of(d.serial)),
+                serial: unsigned(d.serial),
+                at: DateTime::from_millis(d.at),
+            })
+            .collect::<Vec<_>>();
+        let mut waiting_list = Vec::new();
+        let mut serial = s.served + 1;
+        let mut spans = s.out_of_line.iter().peekable();
+        while serial <= s.taken && waiting_list.len() < WAITING_LISTED {
+            if let Some(x) = spans.peek()
+                && x.from <= serial
+            {
+                serial = x.to + 1;
+                spans.next();
+                continue;
+            }
+            waiting_list.push(WaitingEntry {
+                ticket: ticket_of(serial),
+                label: spec.label(ticket_of(serial)),
+                serial: unsigned(serial),
+            });
+            serial += 1;
+        }
+        let mut waits: Vec<i64> = s.calls.iter().filter_map(|c| c.wait_ms).collect();
+        waits.sort_unstable();
+        let ms = |v: i64| Duration::from_millis(unsigned(v));
+        let average_wait = (!waits.is_empty())
+            .then(|| ms(waits.iter().sum::<i64>() / i64::try_from(waits.len()).unwrap_or(1)));
+        let p90_wait = (!waits.is_empty()).then(|| {
+            let i = (waits.len() * 9).div_ceil(10).saturating_sub(1);
+            ms(waits[i.min(waits.len() - 1)])
+        });
+        let now_serving = s
+            .calls
+            .iter()
+            .find(|c| !c.recall)
+            .map(|c| c.serial)
+            .or_else(|| s.desks.iter().map(|d| d.serial).max())
+            .map(ticket_of);
+        // What a take of one would get now (the next day's first ticket is not foreseen).
+        let lower = s.oldest_held().unwrap_or(s.taken + 1);
+        let fits = i128::from(s.taken) + 1 - i128::from(lower) < i128::from(capacity);
+        let next_ticket = fits.then(|| ticket_of(s.taken.saturating_add(1)));
+        let today = spec
+            .zone()
+            .map(|tz| super::state::local(&tz, now).1)
+            .unwrap_or_default();
+        let same_day = today == s.day;
         QueueStatus {
             name,
-            min: s.spec.min,
-            max: s.spec.max,
+            min: spec.min,
+            max: spec.max,
             capacity,
-            taken,
-            served,
-            waiting,
-            now_serving: (served > 0).then(|| s.spec.ticket(served)),
-            next_ticket: (waiting < capacity).then(|| s.spec.ticket(taken.saturating_add(1))),
-            rounds: taken / capacity.max(1),
+            label_format: spec.format.as_ref().map(|f| f.as_str().to_owned()),
+            time_zone: spec.time_zone.clone(),
+            daily: spec.daily,
+            day: s.day.clone(),
+            taken: unsigned(s.taken_tickets()),
+            served: unsigned(s.called()),
+            waiting: unsigned(s.waiting()),
+            cancelled: unsigned(s.cancelled),
+            now_serving,
+            next_ticket,
+            rounds: unsigned(s.taken) / capacity.max(1),
+            recent_calls,
+            desks,
+            waiting_list,
+            estimated_wait: s
+                .estimate_s(unsigned(s.waiting()), now)
+                .map(Duration::from_secs),
+            average_wait,
+            p90_wait,
+            taken_today: if same_day { unsigned(s.taken_today) } else { 0 },
+            served_today: if same_day {
+                unsigned(s.served_today)
+            } else {
+                0
+            },
+            hourly: s
+                .hourly
+                .iter()
+                .filter(|h| h.hour + 25 * 3_600_000 > now)
+                .map(|h| HourEntry {
+                    hour: DateTime::from_millis(h.hour),
+                    taken: unsigned(h.taken),
+                    served: unsigned(h.served),
+                    waiting: unsigned(h.waiting),
+                })
+                .collect(),
             version: s.version,
             incarnation: s.incarnation,
-            created_at,
-            updated_at,
+            created_at: DateTime::from_millis(s.created_at),
+            updated_at: DateTime::from_millis(s.updated_at),
         }
     }
 
@@ -158,10 +401,10 @@ impl QueueStatus {
     /// # Ok(()) }
     /// ```
     pub fn is_full(&self) -> bool {
-        self.waiting >= self.capacity
+        self.next_ticket.is_none()
     }
 
-    /// The tickets waiting, oldest (the next called) first.
+    /// The first waiting tickets (at most [`WAITING_LISTED`]), the next called first.
     ///
     /// # Example
     ///
@@ -171,14 +414,28 @@ impl QueueStatus {
     /// # Ok(()) }
     /// ```
     pub fn waiting_tickets(&self) -> impl Iterator<Item = i64> + '_ {
-        let spec = QueueSpec::default().with_min(self.min).with_max(self.max);
-        (self.served + 1..=self.taken).map(move |k| spec.ticket(k))
+        self.waiting_list.iter().map(|w| w.ticket)
+    }
+
+    fn label(&self, ticket: Option<i64>) -> Value {
+        let spec = QueueSpec {
+            format: self
+                .label_format
+                .as_deref()
+                .and_then(|f| crate::format::Format::parse(f).ok()),
+            ..QueueSpec::default()
+        };
+        ticket.map_or(Value::Null, |t| Value::String(spec.label(t)))
     }
 
     /// The status as JSON, as `queue status --json` and the service show it: `{name, min, max,
-    /// capacity, taken, served, waiting, now_serving, next_ticket, full, rounds, version,
-    /// incarnation, created_at, updated_at}` (`now_serving` and `next_ticket` may be `null`;
-    /// dates in RFC 3339).
+    /// capacity, label_format, tz, daily, day, taken, served, waiting, cancelled, now_serving,
+    /// now_serving_label, next_ticket, next_ticket_label, full, rounds, recent_calls: [{ticket,
+    /// label, serial, desk, at, recall, wait_seconds}], desks: [{desk, ticket, label, serial,
+    /// at}], waiting_list: [{ticket, label, serial}], estimated_wait_seconds,
+    /// average_wait_seconds, p90_wait_seconds, taken_today, served_today, hourly: [{hour,
+    /// taken, served, waiting}], version, incarnation, created_at, updated_at}` (dates in RFC
+    /// 3339; a desk named by no one is `null`).
     ///
     /// # Example
     ///
@@ -187,36 +444,80 @@ impl QueueStatus {
     /// println!("{}", q.status().await?.to_json());
     /// # Ok(()) }
     /// ```
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+    pub fn to_json(&self) -> Value {
+        let calls: Vec<Value> = self
+            .recent_calls
+            .iter()
+            .map(|c| {
+                json!({
+                    "ticket": c.ticket, "label": c.label, "serial": c.serial,
+                    "desk": desk_json(&c.desk), "at": rfc3339(c.at), "recall": c.recall,
+                    "wait_seconds": seconds(c.wait),
+                })
+            })
+            .collect();
+        let desks: Vec<Value> = self
+            .desks
+            .iter()
+            .map(|d| {
+                json!({
+                    "desk": desk_json(&d.desk), "ticket": d.ticket, "label": d.label,
+                    "serial": d.serial, "at": rfc3339(d.at),
+                })
+            })
+            .collect();
+        let waiting_list: Vec<Value> = self
+            .waiting_list
+            .iter()
+            .map(|w| json!({ "ticket": w.ticket, "label": w.label, "serial": w.serial }))
+            .collect();
+        let hourly: Vec<Value> = self
+            .hourly
+            .iter()
+            .map(|h| {
+                json!({
+                    "hour": rfc3339(h.hour), "taken": h.taken, "served": h.served,
+                    "waiting": h.waiting,
+                })
+            })
+            .collect();
+        json!({
             "name": self.name,
             "min": self.min,
             "max": self.max,
             "capacity": self.capacity,
+            "label_format": self.label_format,
+            "tz": self.time_zone,
+            "daily": self.daily,
+            "day": self.day,
             "taken": self.taken,
             "served": self.served,
             "waiting": self.waiting,
+            "cancelled": self.cancelled,
             "now_serving": self.now_serving,
+            "now_serving_label": self.label(self.now_serving),
             "next_ticket": self.next_ticket,
+            "next_ticket_label": self.label(self.next_ticket),
             "full": self.is_full(),
             "rounds": self.rounds,
+            "recent_calls": calls,
+            "desks": desks,
+            "waiting_list": waiting_list,
+            "estimated_wait_seconds": seconds(self.estimated_wait),
+            "average_wait_seconds": seconds(self.average_wait),
+            "p90_wait_seconds": seconds(self.p90_wait),
+            "taken_today": self.taken_today,
+            "served_today": self.served_today,
+            "hourly": hourly,
             "version": self.version,
             "incarnation": self.incarnation.to_hex(),
-            "created_at": self.created_at.try_to_rfc3339_string().ok(),
-            "updated_at": self.updated_at.try_to_rfc3339_string().ok(),
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
         })
     }
 }
 
-fn get_date(name: &str, d: &Document, key: &str) -> Result<DateTime> {
-    match d.get(key) {
-        Some(Bson::DateTime(t)) => Ok(*t),
-        Some(_) => Err(Error::corrupt_of("queue", name, key, "is not a date")),
-        None => Err(Error::corrupt_of("queue", name, key, "is missing")),
-    }
-}
-
-/// Decodes a whole queue document (with `_id` and the dates).
+/// Decodes a whole queue document (with `_id`), seen now.
 pub(crate) fn decode_status(d: &Document) -> Result<QueueStatus> {
     let name = match d.get(field::ID) {
         Some(Bson::String(s)) => s.clone(),
@@ -230,11 +531,10 @@ pub(crate) fn decode_status(d: &Document) -> Result<QueueStatus> {
         }
         None => return Err(Error::corrupt_of("queue", "?", field::ID, "is missing")),
     };
-    let stored = decode_stored(&name, d)?;
+    let state = decode(&name, d)?;
     Ok(QueueStatus::new(
-        name.clone(),
-        &stored,
-        get_date(&name, d, field::CREATED_AT)?,
-        get_date(&name, d, field::UPDATED_AT)?,
+        name,
+        &state,
+        jiff::Timestamp::now().as_millisecond(),
     ))
 }

@@ -65,6 +65,15 @@ fn fails(collection: &str, args: &[&str], code: i32) -> String {
     err
 }
 
+/// The fields `keys` of the object `v` (those it lacks as `null`).
+fn pick(v: &Value, keys: &[&str]) -> Value {
+    Value::Object(
+        keys.iter()
+            .map(|k| ((*k).to_owned(), v.get(*k).cloned().unwrap_or(Value::Null)))
+            .collect(),
+    )
+}
+
 /// A ticket as the CLI prints it with `--json`.
 fn parse_ticket(line: &str) -> Seen {
     let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
@@ -758,7 +767,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
         ),
     ] {
         for result in [
-            d.create_queue(name, spec).await,
+            d.create_queue(name, spec.clone()).await,
             d.ensure_queue(name, spec).await,
         ] {
             let e = result.unwrap_err();
@@ -950,7 +959,7 @@ fn the_ticket_shown_is_never_handed_out_and_families_are_all_or_nothing() {
     assert_eq!(ok(&coll, &["queue", "call", "wrap"]).trim(), "1");
     let err = fails(&coll, &["queue", "take", "wrap"], EXIT_FULL);
     assert!(
-        err.contains("2 ticket(s) wait, ticket 1 is shown as now serving, and its range holds 3"),
+        err.contains("2 ticket(s) wait, ticket 1 is shown by a desk, and its range holds 3"),
         "{err}"
     );
     assert_eq!(ok(&coll, &["queue", "call", "wrap"]).trim(), "2");
@@ -1038,17 +1047,28 @@ fn text_output_of_the_queue_commands() {
     let called: Value =
         serde_json::from_str(&ok(&coll, &["queue", "call", "lobby", "--json"])).unwrap();
     assert_eq!(
-        called,
-        json!({"ticket": 1, "serial": 1, "taken": 3, "served": 1, "waiting": 2})
+        pick(
+            &called,
+            &[
+                "ticket", "label", "serial", "taken", "served", "waiting", "desk"
+            ]
+        ),
+        json!({"ticket": 1, "label": "1", "serial": 1, "taken": 3, "served": 1, "waiting": 2, "desk": null})
     );
     let out = ok(&coll, &["queue", "status", "lobby"]);
-    assert!(out.contains("now serving 1, 2 waiting of 3, next ticket 1; tickets 1…2, then 0; taken 3 served 1 rounds 1"), "{out}");
+    // 1 is shown, 2 and 0 wait: the next ticket would be 1 again, so none (the status said
+    // "next ticket 1" before desks were held).
+    assert!(out.contains("now serving 1, 2 waiting of 3, next ticket none (full); tickets 1…2, then 0; taken 3 served 1 rounds 1"), "{out}");
+    assert!(out.contains("\n  desk (unnamed): 1\n"), "{out}");
+    assert!(out.contains("\n  called 1 at desk (unnamed) "), "{out}");
 }
 
 /// `--help` of every `queue` subcommand (snapshots next to the other help texts).
 #[test]
 fn help_of_every_queue_subcommand() {
-    for sub in ["create", "take", "call", "status"] {
+    for sub in [
+        "create", "take", "call", "recall", "cancel", "alter", "status",
+    ] {
         let (code, out, err) = run(Command::new(env!("CARGO_BIN_EXE_dispenser"))
             .env("MONGODB_URI", "mongodb://u:hunter2@example.invalid")
             .args(["queue", sub, "--help"]));
@@ -1144,8 +1164,18 @@ async fn queues_over_http_and_the_boards_live_feed() {
     let (status, body) = send(post("/v1/queues/lobby/take", KIOSK)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
-        body,
-        json!({ "ticket": 1, "serial": 1, "taken": 1, "served": 0, "waiting": 1 })
+        pick(
+            &body,
+            &[
+                "ticket", "label", "serial", "taken", "served", "waiting", "position", "replayed"
+            ]
+        ),
+        json!({ "ticket": 1, "label": "1", "serial": 1, "taken": 1, "served": 0, "waiting": 1, "position": 0, "replayed": false })
+    );
+    assert_eq!(
+        body["estimated_wait_seconds"],
+        Value::Null,
+        "too early to tell: {body}"
     );
     for (path, token, method) in [
         ("/v1/queues/lobby/call", KIOSK, "post"),

@@ -93,10 +93,11 @@ pub enum Command {
     Gapless(GaplessCommand),
     /// Ticket queues: take a ticket, call the next one; never two waiting with one number.
     ///
-    /// A queue's tickets are MIN+1 … MAX, then MIN, round again. The tickets waiting and the
-    /// one shown as now serving are never handed out again: a take is refused when it would
-    /// not fit beside them (exit 9), a call when nobody waits (exit 10). Queues are kept in the
-    /// collection COLLECTION_queues (dispensers_queues by default).
+    /// A queue's tickets are MIN+1 … MAX, then MIN, round again. The tickets waiting and those
+    /// the desks show are never handed out again: a take is refused when it would not fit
+    /// beside them (exit 9), a call when nobody waits (exit 10), a cancel or a call of a
+    /// given ticket when it does not wait (exit 11). Queues are kept in the collection
+    /// COLLECTION_queues (dispensers_queues by default).
     #[command(subcommand)]
     Queue(QueueCommand),
     /// Change the shape of a live sequence (step, bounds, cycle, format) while others draw.

@@ -13,6 +13,7 @@ pub const CORRUPT: u8 = 7;
 pub const DUPLICATE: u8 = 8;
 pub const QUEUE_FULL: u8 = 9;
 pub const NOBODY_WAITING: u8 = 10;
+pub const TICKET_NOT_WAITING: u8 = 11;
 
 /// How a command ended when it did not fail.
 pub enum Outcome {
@@ -38,7 +39,8 @@ pub fn code(e: &Error) -> u8 {
         | Error::Contention { .. }
         | Error::QueueExists { .. } => CONFLICT,
         Error::QueueFull { .. } => QUEUE_FULL,
-        Error::NobodyWaiting { .. } => NOBODY_WAITING,
+        Error::NobodyWaiting { .. } | Error::NothingToRecall { .. } => NOBODY_WAITING,
+        Error::TicketNotWaiting { .. } => TICKET_NOT_WAITING,
         Error::CorruptDocument { .. } => CORRUPT,
         _ => OTHER,
     }

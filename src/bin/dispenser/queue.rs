@@ -1,9 +1,10 @@
-//! `dispenser queue …`: create a ticket queue, take tickets, call the next one, show it.
+//! `dispenser queue …`: create a ticket queue, take tickets, call the next one (from a desk,
+//! or a given ticket), recall, cancel, change the range, show it.
 
 use std::io::Write;
 
-use dispenser::Dispenser;
-use dispenser::queue::{QueueSpec, QueueStatus, Ticket};
+use dispenser::queue::{CallOptions, QueueSpec, QueueStatus, TakeOptions, Ticket};
+use dispenser::{Dispenser, Format};
 
 use crate::args::whole;
 use crate::exit::Outcome;
@@ -25,7 +26,18 @@ pub enum QueueCommand {
         /// The highest ticket.
         #[arg(long, default_value_t = 99, allow_negative_numbers = true)]
         max: i64,
-        /// Succeed without change if the queue exists with the same range.
+        /// How tickets are shown, e.g. 'A-{n:03}'; the numbers stay in --json.
+        #[arg(long)]
+        format: Option<String>,
+        /// Start again at the first ticket each local day (in --tz), never handing out a
+        /// number still held by someone waiting from the day before.
+        #[arg(long)]
+        daily: bool,
+        /// The IANA time zone of the queue's local day and hours (today's counts, --daily).
+        #[arg(long, default_value = "UTC")]
+        tz: String,
+        /// Succeed without change if the queue exists with the same range, format, zone and
+        /// --daily.
         #[arg(long)]
         if_not_exists: bool,
     },
@@ -38,17 +50,63 @@ pub enum QueueCommand {
         /// be called.
         #[arg(long, default_value_t = 1, value_parser = whole::<u64>(1, MAX_TAKE), allow_negative_numbers = true)]
         count: u64,
-        /// Print each ticket as JSON: {"ticket", "serial", "taken", "served", "waiting"}.
+        /// A request id (1-64 printable ASCII): the same id again within 24 hours prints the
+        /// tickets the first take got ("replayed": true in --json) and takes nothing more, so a
+        /// take whose answer was lost can be retried.
+        #[arg(long)]
+        request_id: Option<String>,
+        /// Print each ticket as JSON: {"ticket", "label", "serial", "position",
+        /// "estimated_wait_seconds", "taken", "served", "waiting", "replayed", …}.
         #[arg(long)]
         json: bool,
     },
-    /// Call the oldest waiting ticket and print it (exit 10 when nobody waits).
+    /// Call the oldest waiting ticket (or --ticket T) and print it (exit 10 when nobody
+    /// waits). The desk shows it until it calls again; a ticket shown is never handed out.
     Call {
         /// Queue name.
         name: String,
-        /// Print the ticket as JSON: {"ticket", "serial", "taken", "served", "waiting"}.
+        /// The desk calling: 1-16 letters, digits, spaces, '-', '_' or '.'.
+        #[arg(long)]
+        desk: Option<String>,
+        /// Call this waiting ticket out of order (exit 11 when it does not wait).
+        #[arg(long, allow_negative_numbers = true)]
+        ticket: Option<i64>,
+        /// Print the ticket as JSON: {"ticket", "label", "serial", "desk", "taken", "served",
+        /// "waiting", …}.
         #[arg(long)]
         json: bool,
+    },
+    /// Announce again the ticket a desk shows (exit 10 when it shows none); nobody is served.
+    Recall {
+        /// Queue name.
+        name: String,
+        /// The desk (the one without a name when left out).
+        #[arg(long)]
+        desk: Option<String>,
+        /// Print the ticket as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel a waiting ticket: calls pass over it (exit 11 when it does not wait; nothing
+    /// changed).
+    Cancel {
+        /// Queue name.
+        name: String,
+        /// The ticket.
+        #[arg(allow_negative_numbers = true)]
+        ticket: i64,
+        /// Print the ticket as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change the highest ticket; refused (exit 2, nothing changed) when a ticket waiting or
+    /// shown would show another number.
+    Alter {
+        /// Queue name.
+        name: String,
+        /// The new highest ticket.
+        #[arg(long, allow_negative_numbers = true)]
+        max: i64,
     },
     /// Show what is being served, how many wait, and the next ticket.
     Status {
@@ -73,15 +131,23 @@ pub enum QueueCommand {
     },
 }
 
+/// A ticket as people see it, by the queue's format.
+fn label(s: &QueueStatus, ticket: i64) -> String {
+    match s.label_format.as_deref().map(Format::parse) {
+        Some(Ok(f)) => f.render(ticket, None),
+        _ => ticket.to_string(),
+    }
+}
+
 /// A status as one line: `lobby: now serving 7, 3 waiting of 10, next ticket 1; tickets 1…9,
 /// then 0; taken 11 served 8 rounds 1 updated_at …`.
 pub fn describe(s: &QueueStatus) -> String {
     let serving = s
         .now_serving
-        .map_or_else(|| "nobody yet".to_owned(), |n| n.to_string());
+        .map_or_else(|| "nobody yet".to_owned(), |n| label(s, n));
     let next = s
         .next_ticket
-        .map_or_else(|| "none (full)".to_owned(), |n| n.to_string());
+        .map_or_else(|| "none (full)".to_owned(), |n| label(s, n));
     format!(
         "{name}: now serving {serving}, {waiting} waiting of {capacity}, next ticket {next}; tickets {first}…{max}, then {min}; taken {taken} served {served} rounds {rounds} updated_at {updated}",
         name = one_line_name(&s.name),
@@ -97,11 +163,49 @@ pub fn describe(s: &QueueStatus) -> String {
     )
 }
 
+/// The lines `queue status` prints after the first: each desk, the last calls, the waits.
+fn details(s: &QueueStatus) -> Vec<String> {
+    let secs = |d: Option<std::time::Duration>| {
+        d.map_or_else(|| "unknown".to_owned(), |d| format!("{} s", d.as_secs()))
+    };
+    let mut lines = Vec::new();
+    for d in &s.desks {
+        lines.push(format!(
+            "  desk {}: {}",
+            d.desk
+                .as_deref()
+                .map_or_else(|| "(unnamed)".to_owned(), one_line_name),
+            d.label
+        ));
+    }
+    for c in s.recent_calls.iter().take(10) {
+        lines.push(format!(
+            "  {} {} at desk {} {}",
+            if c.recall { "recalled" } else { "called" },
+            c.label,
+            c.desk
+                .as_deref()
+                .map_or_else(|| "(unnamed)".to_owned(), one_line_name),
+            c.at.try_to_rfc3339_string().unwrap_or_default()
+        ));
+    }
+    lines.push(format!(
+        "  wait: estimated {} for a ticket taken now, average {}, p90 {}; today taken {} served {}; cancelled {}",
+        secs(s.estimated_wait),
+        secs(s.average_wait),
+        secs(s.p90_wait),
+        s.taken_today,
+        s.served_today,
+        s.cancelled
+    ));
+    lines
+}
+
 fn ticket_line(t: &Ticket, json: bool) -> String {
     if json {
         t.to_json().to_string()
     } else {
-        t.number.to_string()
+        t.label.clone()
     }
 }
 
@@ -115,9 +219,19 @@ pub async fn run(
             name,
             min,
             max,
+            format,
+            daily,
+            tz,
             if_not_exists,
         } => {
-            let spec = QueueSpec::default().with_min(min).with_max(max);
+            let mut spec = QueueSpec::default()
+                .with_min(min)
+                .with_max(max)
+                .with_daily(daily)
+                .with_time_zone(tz);
+            if let Some(f) = format {
+                spec = spec.with_format(Format::parse(&f)?);
+            }
             let q = if if_not_exists {
                 d.ensure_queue(&name, spec).await?
             } else {
@@ -125,15 +239,60 @@ pub async fn run(
             };
             writeln!(out, "{}", describe(&q.status().await?)).map_err(io_err)?;
         }
-        QueueCommand::Take { name, count, json } => {
-            let tickets = d.open_queue(&name).await?.take_n(count).await?;
+        QueueCommand::Take {
+            name,
+            count,
+            request_id,
+            json,
+        } => {
+            let mut options = TakeOptions::new().with_count(count);
+            if let Some(id) = request_id {
+                options = options.with_request_id(id);
+            }
+            let tickets = d.open_queue(&name).await?.take_with(&options).await?;
             for t in &tickets {
                 writeln!(out, "{}", ticket_line(t, json)).map_err(io_err)?;
             }
         }
-        QueueCommand::Call { name, json } => {
-            let t = d.open_queue(&name).await?.call().await?;
+        QueueCommand::Call {
+            name,
+            desk,
+            ticket,
+            json,
+        } => {
+            let mut options = CallOptions::new();
+            if let Some(desk) = desk {
+                options = options.with_desk(desk);
+            }
+            if let Some(t) = ticket {
+                options = options.with_ticket(t);
+            }
+            let t = d.open_queue(&name).await?.call_with(&options).await?;
             writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
+        }
+        QueueCommand::Recall { name, desk, json } => {
+            let t = d.open_queue(&name).await?.recall(desk.as_deref()).await?;
+            writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
+        }
+        QueueCommand::Cancel { name, ticket, json } => {
+            let t = d.open_queue(&name).await?.cancel(ticket).await?;
+            if json {
+                let mut v = t.to_json();
+                v["cancelled"] = serde_json::Value::Bool(true);
+                writeln!(out, "{v}").map_err(io_err)?;
+            } else {
+                writeln!(
+                    out,
+                    "cancelled ticket {} of queue {}",
+                    t.label,
+                    one_line_name(&name)
+                )
+                .map_err(io_err)?;
+            }
+        }
+        QueueCommand::Alter { name, max } => {
+            let s = d.open_queue(&name).await?.set_max(max).await?;
+            writeln!(out, "{}", describe(&s)).map_err(io_err)?;
         }
         QueueCommand::Status { name, json } => {
             let s = d.open_queue(&name).await?.status().await?;
@@ -141,6 +300,9 @@ pub async fn run(
                 writeln!(out, "{}", s.to_json()).map_err(io_err)?;
             } else {
                 writeln!(out, "{}", describe(&s)).map_err(io_err)?;
+                for line in details(&s) {
+                    writeln!(out, "{line}").map_err(io_err)?;
+                }
             }
         }
         QueueCommand::List { json } => {

@@ -29,6 +29,8 @@ pub(super) fn classify(e: &Error) -> (StatusCode, &'static str) {
         Error::NoSuchQueue { .. } => (StatusCode::NOT_FOUND, "no_such_queue"),
         Error::QueueFull { .. } => (StatusCode::CONFLICT, "queue_full"),
         Error::NobodyWaiting { .. } => (StatusCode::CONFLICT, "nobody_waiting"),
+        Error::TicketNotWaiting { .. } => (StatusCode::CONFLICT, "ticket_not_waiting"),
+        Error::NothingToRecall { .. } => (StatusCode::CONFLICT, "nothing_to_recall"),
         Error::QueueExists { .. } => (StatusCode::CONFLICT, "already_exists"),
         Error::Exhausted { .. } => (StatusCode::CONFLICT, "exhausted"),
         Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),

@@ -195,7 +195,7 @@ pub(super) const MAX_PAGE: u64 = 10_000;
 const DEFAULT_PAGE: u64 = 1000;
 
 /// `limit` and `after` of a list's query: each at most once, nothing else.
-fn page_query(query: &[(String, String)]) -> Result<(u64, Option<String>), ApiError> {
+pub(super) fn page_query(query: &[(String, String)]) -> Result<(u64, Option<String>), ApiError> {
     let mut limit = None;
     let mut after = None;
     for (k, v) in query {

@@ -84,6 +84,48 @@ pub(super) async fn json_body<T: DeserializeOwned>(req: Request) -> Result<T, Ap
     })
 }
 
+/// The JSON body of `req` when it has one, else `T::default()`: an empty body (with or without
+/// a content type) is no body; a non-empty one is read as [`json_body`] reads it.
+pub(super) async fn optional_json_body<T: DeserializeOwned + Default>(
+    req: Request,
+) -> Result<T, ApiError> {
+    let json = is_json(req.headers());
+    let reading = req.extensions().get::<ReadingBody>().cloned();
+    if let Some(r) = &reading {
+        r.0.store(true, SeqCst);
+    }
+    let bytes = Bytes::from_request(req, &()).await;
+    if let Some(r) = &reading {
+        r.0.store(false, SeqCst);
+    }
+    let bytes = bytes.map_err(|rejection| {
+        let status = rejection.status();
+        let kind = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "payload_too_large"
+        } else {
+            "bad_request"
+        };
+        ApiError::new(status, kind, rejection.body_text())
+    })?;
+    if bytes.is_empty() {
+        return Ok(T::default());
+    }
+    if !json {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "expected Content-Type: application/json (or no body)",
+        ));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            format!("the request body is not the JSON this operation takes: {e}"),
+        )
+    })
+}
+
 /// The integer a JSON number's text stands for, when it is a whole number that fits in 64
 /// bits: `10`, `10.0`, `1e1`, `1.5e1`, `-0`; `None` for `10.5`, `1e-1` or `1e19`. Exact for
 /// every digit (no floating point in between).

@@ -174,10 +174,16 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/sequences/{name}/alter", post(alter))
         .route("/v1/sequences/{name}/reset", post(reset))
         .merge(gapless::routes())
-        .route("/v1/queues", post(queues::create))
-        .route("/v1/queues/{name}", get(queues::status))
+        .route("/v1/queues", post(queues::create).get(queues::list))
+        .route(
+            "/v1/queues/{name}",
+            get(queues::status).delete(queues::delete),
+        )
         .route("/v1/queues/{name}/take", post(queues::take))
         .route("/v1/queues/{name}/call", post(queues::call))
+        .route("/v1/queues/{name}/recall", post(queues::recall))
+        .route("/v1/queues/{name}/cancel", post(queues::cancel))
+        .route("/v1/queues/{name}/alter", post(queues::alter))
         .route("/v1/overview", get(overview::overview))
         .merge(ui::routes())
         .route("/healthz", get(healthz))

@@ -17,9 +17,10 @@ use utoipa::{Modify, OpenApi};
 
 use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN};
 use super::schemas::{
-    Created, Drawn, ErrorBody, ErrorDetail, Health, HeldSequence, ListEntry, Overview,
-    OverviewQueue, OverviewSequence, QueueCreated, QueueState, Run, Sequence, SequenceList,
-    StateAnswer, Striped, TicketAnswer,
+    Created, Drawn, ErrorBody, ErrorDetail, FamilyTicket, Health, HeldSequence, ListEntry,
+    Overview, OverviewQueue, OverviewSequence, QueueCallEntry, QueueCreated, QueueDeskEntry,
+    QueueHourEntry, QueueList, QueueState, QueueWaitingEntry, RecallAnswer, Run, Sequence,
+    SequenceList, StateAnswer, Striped, TakeAnswer, TicketAnswer,
 };
 use super::scrape::MetricsToken;
 use super::state::Shared;
@@ -67,6 +68,11 @@ impl Modify for BearerAuth {
         queues::status,
         queues::take,
         queues::call,
+        queues::recall,
+        queues::cancel,
+        queues::alter,
+        queues::list,
+        queues::delete,
         overview::overview,
     ),
     components(schemas(
@@ -91,6 +97,19 @@ impl Modify for BearerAuth {
         QueueState,
         QueueCreated,
         TicketAnswer,
+        TakeAnswer,
+        RecallAnswer,
+        FamilyTicket,
+        QueueList,
+        QueueCallEntry,
+        QueueDeskEntry,
+        QueueWaitingEntry,
+        QueueHourEntry,
+        queues::TakeBody,
+        queues::CallBody,
+        queues::RecallBody,
+        queues::CancelBody,
+        queues::QueueAlterBody,
         HeldSequence,
         OverviewSequence,
         OverviewQueue,
@@ -113,7 +132,7 @@ fn meaning(status: u16) -> &'static str {
         404 => "`no_such_sequence` (`no_such_queue` for a queue)",
         408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
         409 => {
-            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (as many tickets wait as its range holds: nothing taken), `nobody_waiting` (nothing called), `already_exists`"
+            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `already_exists`"
         }
         413 => "`payload_too_large`: a body over 64 KiB",
         414 => "`uri_too_long`: a URI over 65 534 bytes",
@@ -138,7 +157,11 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
         "peek" | "delete" | "gapless_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "list" | "overview" => &[400, 401, 403, 414, 431, 500, 503],
-        "take" | "call" => &[400, 401, 403, 404, 409, 414, 422, 431, 500, 503],
+        "take" | "call" | "recall" | "cancel" | "queue_alter" => &[
+            400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
+        ],
+        "queue_list" => &[400, 401, 403, 414, 431, 500, 503],
+        "queue_delete" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "queue_create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
         "advance" | "reset" | "alter" | "gapless_void" | "gapless_release"

@@ -1,23 +1,26 @@
-//! Ticket queues over HTTP: create (`POST /v1/queues`), take (`POST
-//! /v1/queues/{name}/take`), call (`POST /v1/queues/{name}/call`) and status (`GET
-//! /v1/queues/{name}`). Each take and call is one write of the queue's document by the
+//! Ticket queues over HTTP: create (`POST /v1/queues`), list (`GET /v1/queues`), take,
+//! call, recall, cancel, alter (`POST /v1/queues/{name}/…`), status (`GET
+//! /v1/queues/{name}`) and delete. Each operation is one write of the queue's document by the
 //! library (no block client, no cache: the queue document is the state), so the service adds
-//! nothing to what `dispenser::queue` guarantees. A take or call answered here also wakes the
-//! boards watching that queue at once (see `ui/events.rs`).
+//! nothing to what `dispenser::queue` guarantees. A take with an `Idempotency-Key` header is
+//! the library's take with a request id: the same key again answers the same tickets. A write
+//! answered here also wakes the boards watching that queue at once (see `ui/events.rs`).
 
 use axum::Json;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::Error;
-use dispenser::queue::{QueueSpec, QueueStatus};
+use dispenser::queue::{CallOptions, QueueSpec, QueueStatus, TakeOptions, Ticket};
+use dispenser::{Error, Format};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use utoipa::ToSchema;
 
+use super::classify::classify;
 use super::errors::ApiError;
-use super::json::{json_body, whole_or_null};
+use super::handlers::page_query;
+use super::json::{json_body, optional_json_body, whole_or_null};
 use super::names::check_name_of;
-use super::schemas::{QueueCreated, QueueState, TicketAnswer};
+use super::schemas::{QueueCreated, QueueList, QueueState, RecallAnswer, TakeAnswer, TicketAnswer};
 use super::state::{AppState, Shared};
 use super::tokens::Op;
 
@@ -36,9 +39,89 @@ pub(super) struct QueueCreateBody {
     /// The highest ticket (default 99).
     #[serde(default, deserialize_with = "whole_or_null")]
     pub(super) max: Option<i64>,
+    /// How tickets are shown (`label`), e.g. `A-{n:03}`; default none (the number).
+    #[serde(default)]
+    #[schema(max_length = 200)]
+    pub(super) format: Option<String>,
+    /// Start again at the first ticket each local day (in `tz`).
+    #[serde(default)]
+    pub(super) daily: bool,
+    /// The IANA time zone of the local day and hours (default `UTC`).
+    #[serde(default)]
+    #[schema(max_length = 64)]
+    pub(super) tz: Option<String>,
     /// An existing queue with the same range is no error (nothing is written).
     #[serde(default)]
     pub(super) if_not_exists: bool,
+}
+
+/// The most tickets one take may ask for.
+const MAX_TAKE: i64 = 10_000;
+
+/// The body of `POST /v1/queues/{name}/take` (optional).
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TakeBody {
+    /// How many tickets, all or nothing, consecutive (1 to 10 000; default 1).
+    #[serde(default, deserialize_with = "whole_or_null")]
+    #[schema(minimum = 1, maximum = 10000)]
+    pub(super) count: Option<i64>,
+}
+
+/// The body of `POST /v1/queues/{name}/call` (optional).
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CallBody {
+    /// The desk calling: 1 to 16 letters, digits, spaces, `-`, `_` or `.`.
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9 ._-]{1,16}$")]
+    pub(super) desk: Option<String>,
+    /// Call this waiting ticket out of order.
+    #[serde(default, deserialize_with = "whole_or_null")]
+    pub(super) ticket: Option<i64>,
+}
+
+/// The body of `POST /v1/queues/{name}/recall` (optional).
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RecallBody {
+    /// The desk whose ticket is announced again (default: the desk without a name).
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9 ._-]{1,16}$")]
+    pub(super) desk: Option<String>,
+}
+
+/// The body of `POST /v1/queues/{name}/cancel`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CancelBody {
+    /// The waiting ticket to cancel.
+    pub(super) ticket: i64,
+}
+
+/// The body of `POST /v1/queues/{name}/alter`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct QueueAlterBody {
+    /// The new highest ticket.
+    pub(super) max: i64,
+}
+
+fn check_desk(desk: Option<&str>) -> Result<(), ApiError> {
+    match desk {
+        Some(d)
+            if d.is_empty()
+                || d.chars().count() > 16
+                || !d
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '.' | '_' | '-')) =>
+        {
+            Err(ApiError::invalid_input(format!(
+                "desk {d:?} must be 1 to 16 letters, digits, spaces, '-', '_' or '.'"
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn created_reply(s: &QueueStatus, created: bool) -> (StatusCode, Json<Value>) {
@@ -67,13 +150,19 @@ pub(super) async fn create(
     AppState::permit_on(rule, Op::Create, Some(&b.name), QUEUE)?;
     check_name_of(QUEUE, &b.name, false)?;
     let d = QueueSpec::default();
-    let spec = d
-        .with_min(b.min.unwrap_or(d.min))
-        .with_max(b.max.unwrap_or(d.max));
+    let (min, max) = (b.min.unwrap_or(d.min), b.max.unwrap_or(d.max));
+    let mut spec = d
+        .with_min(min)
+        .with_max(max)
+        .with_daily(b.daily)
+        .with_time_zone(b.tz.clone().unwrap_or_else(|| "UTC".to_owned()));
+    if let Some(f) = &b.format {
+        spec = spec.with_format(Format::parse(f)?);
+    }
     let (queue, created) = if b.if_not_exists {
         // Whether this request made it: the version of a queue just made is 0, but so is
         // that of one another client made and nobody used yet; ask for the insert first.
-        match st.dispenser.create_queue(&b.name, spec).await {
+        match st.dispenser.create_queue(&b.name, spec.clone()).await {
             Ok(q) => (q, true),
             Err(Error::QueueExists { .. }) => {
                 (st.dispenser.ensure_queue(&b.name, spec).await?, false)
@@ -100,36 +189,218 @@ pub(super) async fn status(
     Ok(Json(q.status().await?.to_json()))
 }
 
-/// `POST /v1/queues/{name}/take`: takes the next ticket (409 `queue_full` when as many wait
-/// as the range holds; nothing is taken).
-#[utoipa::path(post, path = "/v1/queues/{name}/take", operation_id = "take", tag = "queues", params(("name" = String, Path, description = "The queue name")),
-    responses((status = 200, description = "The ticket taken, with the counters after it", body = TicketAnswer)))]
+/// A ticket in a family's `tickets`.
+fn brief(t: &Ticket) -> Value {
+    json!({ "ticket": t.number, "label": t.label, "serial": t.serial, "position": t.position })
+}
+
+/// The `Idempotency-Key` header: `None` when absent; 400 when not printable ASCII.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = v
+        .to_str()
+        .ok()
+        .filter(|k| (1..=64).contains(&k.len()) && k.bytes().all(|b| (0x20..=0x7e).contains(&b)));
+    match key {
+        Some(k) => Ok(Some(k.to_owned())),
+        None => Err(ApiError::invalid_input(
+            "Idempotency-Key must be 1 to 64 printable ASCII characters",
+        )),
+    }
+}
+
+/// `POST /v1/queues/{name}/take`: takes the next ticket, or a family of `count` (409
+/// `queue_full` when they do not fit beside the tickets held; nothing is taken).
+#[utoipa::path(post, path = "/v1/queues/{name}/take", operation_id = "take", tag = "queues", request_body(content = Option<TakeBody>, description = "Optional: `{\"count\": N}`"),
+    params(("name" = String, Path, description = "The queue name"),
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters: the same key again (within 24 hours, among the queue's last 1000) answers the same tickets, `replayed: true`, and takes nothing more")),
+    responses((status = 200, description = "The ticket taken (the first of a family, and `tickets`), with its position, estimated wait and the counters after it", body = TakeAnswer)))]
 pub(super) async fn take(
     State(st): State<Shared>,
-    headers: HeaderMap,
     Path(name): Path<String>,
+    req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize_on(&headers, Op::Take, Some(&name), QUEUE)?;
+    st.authorize_on(req.headers(), Op::Take, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
+    let key = idempotency_key(req.headers())?;
+    let b: TakeBody = optional_json_body(req).await?;
+    let count = b.count.unwrap_or(1);
+    if !(1..=MAX_TAKE).contains(&count) {
+        return Err(ApiError::invalid_input(format!(
+            "count {count} must be from 1 to {MAX_TAKE}"
+        )));
+    }
+    let mut options = TakeOptions::new().with_count(u64::try_from(count).unwrap_or(1));
+    if let Some(k) = key {
+        options = options.with_request_id(k);
+    }
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.take().await;
+    let outcome = q.take_with(&options).await;
+    st.queues.events.nudge(&name);
+    let tickets = outcome?;
+    let mut body = tickets.first().map(Ticket::to_json).unwrap_or(Value::Null);
+    if tickets.len() > 1 {
+        body["tickets"] = Value::Array(tickets.iter().map(brief).collect());
+    }
+    Ok(Json(body))
+}
+
+/// `POST /v1/queues/{name}/call`: calls the oldest waiting ticket, or `ticket` out of order,
+/// from `desk` (409 `nobody_waiting` when none waits, `ticket_not_waiting` when the ticket
+/// does not wait; nothing is called).
+#[utoipa::path(post, path = "/v1/queues/{name}/call", operation_id = "call", tag = "queues", request_body(content = Option<CallBody>, description = "Optional: `{\"desk\": \"3\", \"ticket\": 42}`"),
+    params(("name" = String, Path, description = "The queue name")),
+    responses((status = 200, description = "The ticket called, with the desk and the counters after it", body = TicketAnswer)))]
+pub(super) async fn call(
+    State(st): State<Shared>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<Json<Value>, ApiError> {
+    st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
+    check_name_of(QUEUE, &name, false)?;
+    let b: CallBody = optional_json_body(req).await?;
+    check_desk(b.desk.as_deref())?;
+    let mut options = CallOptions::new();
+    if let Some(d) = b.desk {
+        options = options.with_desk(d);
+    }
+    if let Some(t) = b.ticket {
+        options = options.with_ticket(t);
+    }
+    let q = st.queues.handle(&st.dispenser, &name).await?;
+    let outcome = q.call_with(&options).await;
     st.queues.events.nudge(&name);
     Ok(Json(outcome?.to_json()))
 }
 
-/// `POST /v1/queues/{name}/call`: calls the oldest waiting ticket (409 `nobody_waiting`
-/// when none waits; nothing is called).
-#[utoipa::path(post, path = "/v1/queues/{name}/call", operation_id = "call", tag = "queues", params(("name" = String, Path, description = "The queue name")),
-    responses((status = 200, description = "The ticket called, with the counters after it", body = TicketAnswer)))]
-pub(super) async fn call(
+/// `POST /v1/queues/{name}/recall`: announces again the ticket a desk shows (409
+/// `nothing_to_recall` when it shows none). Nobody is served.
+#[utoipa::path(post, path = "/v1/queues/{name}/recall", operation_id = "recall", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
+    params(("name" = String, Path, description = "The queue name")),
+    responses((status = 200, description = "The ticket announced again", body = RecallAnswer)))]
+pub(super) async fn recall(
+    State(st): State<Shared>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<Json<Value>, ApiError> {
+    st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
+    check_name_of(QUEUE, &name, false)?;
+    let b: RecallBody = optional_json_body(req).await?;
+    check_desk(b.desk.as_deref())?;
+    let q = st.queues.handle(&st.dispenser, &name).await?;
+    let outcome = q.recall(b.desk.as_deref()).await;
+    st.queues.events.nudge(&name);
+    Ok(Json(outcome?.to_json()))
+}
+
+/// `POST /v1/queues/{name}/cancel`: cancels a waiting ticket (409 `ticket_not_waiting`).
+#[utoipa::path(post, path = "/v1/queues/{name}/cancel", operation_id = "cancel", tag = "queues", request_body = CancelBody,
+    params(("name" = String, Path, description = "The queue name")),
+    responses((status = 200, description = "The ticket cancelled, `cancelled: true`", body = TicketAnswer)))]
+pub(super) async fn cancel(
+    State(st): State<Shared>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<Json<Value>, ApiError> {
+    st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
+    check_name_of(QUEUE, &name, false)?;
+    let b: CancelBody = json_body(req).await?;
+    let q = st.queues.handle(&st.dispenser, &name).await?;
+    let outcome = q.cancel(b.ticket).await;
+    st.queues.events.nudge(&name);
+    let mut body = outcome?.to_json();
+    body["cancelled"] = Value::Bool(true);
+    Ok(Json(body))
+}
+
+/// `POST /v1/queues/{name}/alter`: changes the highest ticket (422 when a ticket waiting or
+/// shown would be remapped; nothing written).
+#[utoipa::path(post, path = "/v1/queues/{name}/alter", operation_id = "queue_alter", tag = "queues", request_body = QueueAlterBody,
+    params(("name" = String, Path, description = "The queue name")),
+    responses((status = 200, description = "The queue's status after the change", body = QueueState)))]
+pub(super) async fn alter(
+    State(st): State<Shared>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<Json<Value>, ApiError> {
+    st.authorize_on(req.headers(), Op::Alter, Some(&name), QUEUE)?;
+    check_name_of(QUEUE, &name, false)?;
+    let b: QueueAlterBody = json_body(req).await?;
+    let q = st.queues.handle(&st.dispenser, &name).await?;
+    let outcome = q.set_max(b.max).await;
+    st.queues.events.nudge(&name);
+    Ok(Json(outcome?.to_json()))
+}
+
+/// `GET /v1/queues`: one page of the queues, by name.
+#[utoipa::path(get, path = "/v1/queues", operation_id = "queue_list", tag = "queues",
+    params(("limit" = Option<u64>, Query, description = "How many queues at most (1 to 10 000; default 1000)"),
+        ("after" = Option<String>, Query, description = "The cursor: list the names after this one (the `next` of the previous page)")),
+    responses((status = 200, description = "`{\"queues\": […], \"next\"}`: one page of the queues the token may use, by name (a document that cannot be read as `{name, error}` in its place); `next` is the cursor of the next page, `null` after the last", body = QueueList)))]
+pub(super) async fn list(
+    State(st): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    let rule = st.authorize_on(&headers, Op::List, None, QUEUE)?;
+    let (limit, mut after) = page_query(&query)?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut out = Vec::new();
+    let mut budget = 10;
+    let next = loop {
+        let page = st
+            .dispenser
+            .list_queues_after(after.as_deref(), limit)
+            .await?;
+        let last_page = page.len() < limit;
+        for item in page {
+            let name = match &item {
+                Ok(s) => s.name.clone(),
+                Err(Error::CorruptDocument { name, .. }) => name.clone(),
+                Err(_) => "?".to_owned(),
+            };
+            after = Some(name.clone());
+            if !rule.allows_name(&name) {
+                continue;
+            }
+            match item {
+                Ok(s) => out.push(s.to_json()),
+                Err(e) => {
+                    let (_, kind) = classify(&e);
+                    out.push(json!({
+                        "name": name,
+                        "error": { "kind": kind, "message": st.scrub(&e.to_string()) },
+                    }));
+                }
+            }
+            if out.len() == limit {
+                break;
+            }
+        }
+        budget -= 1;
+        if last_page && out.len() < limit {
+            break None;
+        }
+        if out.len() == limit || budget == 0 {
+            break after;
+        }
+    };
+    Ok(Json(json!({ "queues": out, "next": next })))
+}
+
+/// `DELETE /v1/queues/{name}`.
+#[utoipa::path(delete, path = "/v1/queues/{name}", operation_id = "queue_delete", tag = "queues", params(("name" = String, Path, description = "The queue name")),
+    responses((status = 204, description = "Deleted")))]
+pub(super) async fn delete(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    st.authorize_on(&headers, Op::Call, Some(&name), QUEUE)?;
+) -> Result<StatusCode, ApiError> {
+    st.authorize_on(&headers, Op::Delete, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
-    let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.call().await;
+    st.dispenser.delete_queue(&name).await?;
     st.queues.events.nudge(&name);
-    Ok(Json(outcome?.to_json()))
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -101,6 +101,55 @@ pub(super) enum ListEntry {
     Unreadable { name: String, error: ErrorDetail },
 }
 
+/// A call or recall as a board lists it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct QueueCallEntry {
+    ticket: i64,
+    label: String,
+    serial: u64,
+    /// The desk, `null` for a call that named none.
+    desk: Option<String>,
+    /// When (RFC 3339).
+    at: Option<String>,
+    /// True for a recall (the ticket announced again).
+    recall: bool,
+    /// From the take to this call, when known.
+    wait_seconds: Option<u64>,
+}
+
+/// A desk and the ticket it shows.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct QueueDeskEntry {
+    desk: Option<String>,
+    ticket: i64,
+    label: String,
+    serial: u64,
+    at: Option<String>,
+}
+
+/// A waiting ticket.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct QueueWaitingEntry {
+    ticket: i64,
+    label: String,
+    serial: u64,
+}
+
+/// Activity in one local hour.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct QueueHourEntry {
+    /// The start of the hour (RFC 3339).
+    hour: Option<String>,
+    taken: u64,
+    served: u64,
+    /// Waiting after the last write of that hour.
+    waiting: u64,
+}
+
 /// A queue's status, as `GET /v1/queues/{name}` answers it.
 #[derive(ToSchema)]
 #[allow(dead_code)]
@@ -110,22 +159,52 @@ pub(super) struct QueueState {
     min: i64,
     /// The highest ticket.
     max: i64,
-    /// How many distinct tickets the range holds: the most that may wait.
+    /// How many distinct tickets the range holds: the most that may be held.
     capacity: u64,
+    /// The label format (`A-{n:03}`), `null` for none.
+    label_format: Option<String>,
+    /// The IANA time zone of the local day and hours.
+    tz: String,
+    /// Whether each local day starts again at the first ticket.
+    daily: bool,
+    /// The local date of the last write (`YYYY-MM-DD`).
+    day: String,
     /// Tickets taken since the queue was created.
     taken: u64,
     /// Tickets called since the queue was created.
     served: u64,
-    /// Tickets waiting (`taken - served`).
+    /// Tickets waiting.
     waiting: u64,
+    /// Tickets cancelled since the queue was created.
+    cancelled: u64,
     /// The ticket called last, `null` before the first call.
     now_serving: Option<i64>,
+    now_serving_label: Option<String>,
     /// The ticket the next take gets, `null` while the queue is full.
     next_ticket: Option<i64>,
-    /// Whether a take would be refused now (`waiting == capacity`).
+    next_ticket_label: Option<String>,
+    /// Whether a take would be refused now.
     full: bool,
     /// How many times the tickets went all the way round.
     rounds: u64,
+    /// The last calls and recalls, newest first (at least 10).
+    recent_calls: Vec<QueueCallEntry>,
+    /// Each desk's current ticket.
+    desks: Vec<QueueDeskEntry>,
+    /// The first waiting tickets (at most 50), in call order.
+    waiting_list: Vec<QueueWaitingEntry>,
+    /// The estimated wait of a ticket taken now; `null` while too early to tell.
+    estimated_wait_seconds: Option<u64>,
+    /// The average wait over the recent calls; `null` when unknown.
+    average_wait_seconds: Option<u64>,
+    /// The 90th percentile wait over the recent calls; `null` when unknown.
+    p90_wait_seconds: Option<u64>,
+    /// Tickets taken today (local day in `tz`).
+    taken_today: u64,
+    /// Tickets called today.
+    served_today: u64,
+    /// The last 24 local hours that saw activity, oldest first.
+    hourly: Vec<QueueHourEntry>,
     /// Goes up by 1 on every write.
     version: i64,
     incarnation: String,
@@ -142,18 +221,71 @@ pub(super) struct QueueCreated {
     created: bool,
 }
 
-/// A ticket taken or called, with the queue's counters right after that write.
+/// One page of the queues.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct QueueList {
+    /// Statuses, or `{name, error}` for a document that cannot be read.
+    #[schema(value_type = Vec<Object>)]
+    queues: Vec<Value>,
+    /// The `after` of the next page, `null` after the last.
+    next: Option<String>,
+}
+
+/// A ticket taken, called or cancelled, with the queue's counters right after that write.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub(super) struct TicketAnswer {
-    /// The ticket shown to people.
+    /// The ticket's number.
     ticket: i64,
-    /// Which ticket of the queue's history it is, from 1 (the order of takes and calls).
+    /// The ticket as people see it (the queue's format, or the number).
+    label: String,
+    /// Which ticket of the queue's history it is, from 1 (the order of takes).
     serial: u64,
     taken: u64,
     served: u64,
     /// Tickets waiting after this write.
     waiting: u64,
+    /// How many wait before this ticket (0: next); `null` when it does not wait.
+    position: Option<u64>,
+    /// The estimated wait until it is called; `null` when unknown or not waiting.
+    estimated_wait_seconds: Option<u64>,
+    /// The desk that called it, `null` otherwise.
+    desk: Option<String>,
+    /// True when a take's `Idempotency-Key` was seen before (nothing more was taken).
+    replayed: bool,
+    /// When (RFC 3339).
+    at: Option<String>,
+    /// `true` in the answer of a cancel.
+    cancelled: Option<bool>,
+}
+
+/// A ticket in a family.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct FamilyTicket {
+    ticket: i64,
+    label: String,
+    serial: u64,
+    position: Option<u64>,
+}
+
+/// The answer of a take: the (first) ticket; for a family also `tickets`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct TakeAnswer {
+    #[serde(flatten)]
+    first: TicketAnswer,
+    /// Every ticket of a family of more than one, in call order.
+    tickets: Option<Vec<FamilyTicket>>,
+}
+
+/// The answer of a recall.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct RecallAnswer {
+    #[serde(flatten)]
+    ticket: TicketAnswer,
 }
 
 /// A sequence with the numbers the service's block clients hold of it.
