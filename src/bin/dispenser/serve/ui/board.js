@@ -56,7 +56,8 @@
    * ticket says its queue: "lobby 42"). */
   function ticketOf(call) {
     const shown = Dispenser.ticketText(call);
-    return several && !(typeof call.label === "string" && call.label) ? call.queue + " " + shown : shown;
+    const labelled = typeof call.label === "string" && call.label !== "" && call.label !== String(call.ticket);
+    return several && !labelled ? call.queue + " " + shown : shown;
   }
 
   /** The announcement of a call: "Ticket A 42, desk 3" ("…, again" for a recall). */
