@@ -173,7 +173,7 @@ def kiosk(driver):
     def ticket_shown(before):
         wait(driver, 10, lambda d: d.find_element(By.ID, "result").is_displayed()
              and text(d, "ticket") not in ("", before), "a ticket")
-        return {k: text(driver, k) for k in ("ticket", "ticket-queue", "ahead", "estimate")}
+        return {k: text(driver, k) for k in ("ticket", "ahead", "estimate")}
 
     # A double tap, fast: one request, one ticket.
     taken_before = taken()
@@ -215,6 +215,7 @@ def kiosk(driver):
     out["print"] = {
         "button_shown": button.is_displayed(),
         "ticket_shown": driver.find_element(By.ID, "ticket").is_displayed(),
+        "queue": text(driver, "ticket-queue"),
         "taken_at": text(driver, "taken-at"),
     }
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
@@ -355,14 +356,14 @@ def overview(driver):
             lambda d: d.find_element(By.ID, "sequence-chart").is_displayed())
         out["sequence_chart"] = {
             "for": driver.find_element(By.ID, "chart-sequence").get_attribute("value"),
-            "bars": len(driver.find_elements(By.CSS_SELECTOR, "#sequence-chart-svg rect.bar")),
+            "bars": len(driver.find_elements(By.CSS_SELECTOR, "#sequence-chart-svg rect.column")),
             "label": driver.find_element(By.CSS_SELECTOR, "#sequence-chart-svg svg")
             .get_attribute("aria-label"),
         }
     except Exception:
         out["sequence_chart"] = "not shown"
     out["queue_chart"] = {
-        "bars": len(card.find_elements(By.CSS_SELECTOR, "figure.chart rect.bar")),
+        "bars": len(card.find_elements(By.CSS_SELECTOR, "figure.chart rect.column")),
         "label": card.find_element(By.CSS_SELECTOR, "figure.chart svg").get_attribute("aria-label"),
     }
     out["phone_overflow"] = shoot(driver, "overview")

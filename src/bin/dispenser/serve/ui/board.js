@@ -104,7 +104,10 @@
       }
       shownKey = currentKey;
     }
-    Dispenser.text("current-queue", current && several ? current.queue : "");
+    Dispenser.text(
+      "current-queue",
+      current ? [several ? current.queue : "", current.recall ? "called again" : ""].filter(Boolean).join(" · ") : ""
+    );
     const recent = calls.slice(1, 1 + RECENT_SHOWN).map((c) =>
       el(
         "li",
@@ -125,7 +128,7 @@
       row.append(el("span", "wait-count", s.waiting === 1 ? "1 waiting" : s.waiting + " waiting"));
       if ("estimated_wait_seconds" in s) {
         const wait = Dispenser.waitText(s.estimated_wait_seconds);
-        row.append(el("span", "wait-time", wait ? "wait " + wait : "wait: not known yet"));
+        row.append(el("span", "wait-time", "estimated wait: " + (wait || "not known yet")));
       }
       if (s.next_ticket === null) row.append(el("span", "wait-full", "the queue is full"));
       waits.push(row);

@@ -6,7 +6,7 @@
 const Chart = (() => {
   const NS = "http://www.w3.org/2000/svg";
   const W = 480;
-  const H = 150;
+  const H = 120;
   const TOP = 16;
   const BOTTOM = 20;
   const LEFT = 4;
@@ -60,8 +60,11 @@ const Chart = (() => {
     return String(d.getHours()).padStart(2, "0") + ":00";
   }
 
-  /** An SVG bar chart of `points` ({hour: Date, value}); `unit` names the values. */
-  function bars(points, unit) {
+  /**
+   * An SVG bar chart of `points` ({hour: Date, value}); `unit` names the values; `counts`:
+   * the values add up (numbers issued), else they are levels (tickets waiting).
+   */
+  function bars(points, unit, counts) {
     const max = Math.max(1, ...points.map((p) => p.value));
     const slot = (W - LEFT) / points.length;
     const svg = node("svg", {
@@ -75,7 +78,7 @@ const Chart = (() => {
       "aria-label",
       peak.value === 0
         ? "nothing in the last 24 hours"
-        : "highest " + peak.value + " " + unit + " at " + hourLabel(peak.hour) + "; " + total + " in all"
+        : "highest " + peak.value + " " + unit + " at " + hourLabel(peak.hour) + (counts ? "; " + total + " in all" : "")
     );
     svg.append(node("line", { x1: LEFT, x2: W, y1: H - BOTTOM, y2: H - BOTTOM, class: "axis" }));
     svg.append(node("text", { x: LEFT, y: 11, class: "max" }, "max " + max + " " + unit));
@@ -87,12 +90,13 @@ const Chart = (() => {
         y: (H - BOTTOM - h).toFixed(1),
         width: Math.max(1, slot - 2).toFixed(1),
         height: h.toFixed(1),
-        class: "bar",
+        class: "column",
       });
       bar.append(node("title", {}, hourLabel(p.hour) + ": " + p.value + " " + unit));
       svg.append(bar);
       if (i % 3 === 0) {
-        svg.append(node("text", { x: x.toFixed(1), y: H - 6, class: "hour" }, hourLabel(p.hour)));
+        const every6 = i % 6 === 0 ? "hour" : "hour minor";
+        svg.append(node("text", { x: x.toFixed(1), y: H - 6, class: every6 }, hourLabel(p.hour)));
       }
     });
     return svg;

@@ -286,14 +286,23 @@
     return card;
   }
 
+  /** A wait, short: "< 1 min", "4 min", "1 h 5 min"; "–" when unknown. */
   function fmtWait(seconds) {
-    if (seconds === undefined || seconds === null) return "–";
-    return Dispenser.waitText(seconds) || "–";
+    if (typeof seconds !== "number" || !isFinite(seconds) || seconds < 0) return "–";
+    if (seconds < 60) return "< 1 min";
+    const minutes = Math.round(seconds / 60);
+    if (minutes < 60) return minutes + " min";
+    return Math.floor(minutes / 60) + " h" + (minutes % 60 ? " " + (minutes % 60) + " min" : "");
   }
 
   function fmtTime(at) {
     const t = Date.parse(at);
     return isNaN(t) ? "" : new Date(t).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+  }
+
+  /** A desk's name ("" for the desk without one). */
+  function deskOf(d) {
+    return d.desk === null || d.desk === undefined ? "" : String(d.desk);
   }
 
   function updateCard(card, q) {
@@ -325,15 +334,18 @@
           el(
             "tr",
             "",
-            el("td", "name", String(d.desk)),
+            el("td", "name", deskOf(d) || "(no name)"),
             el("td", "num", d.ticket === null || d.ticket === undefined ? "–" : Dispenser.ticketText(d)),
             el("td", "num", fmtTime(d.at)),
             el(
               "td",
               "actions",
-              button("Call next", "call", () => callFrom(card, String(d.desk))),
-              " ",
-              button("Recall", "recall", () => recallFrom(card, String(d.desk)))
+              el(
+                "span",
+                "row-actions",
+                button("Call next", "call", () => callFrom(card, deskOf(d))),
+                button("Recall", "recall", () => recallFrom(card, deskOf(d)))
+              )
             )
           )
         );
@@ -358,7 +370,7 @@
       if (key !== card.chartKey) {
         card.chartKey = key;
         const points = Chart.lastDay(hourly, (e) => e.waiting, true);
-        card.chart.replaceChildren(Chart.bars(points, "waiting"));
+        card.chart.replaceChildren(Chart.bars(points, "waiting", false));
       }
     }
   }
@@ -412,7 +424,7 @@
     try {
       const h = await Dispenser.api("GET", "/v1/sequences/" + encodeURIComponent(chartShown) + "/hourly");
       const points = Chart.lastDay(h.hours, (e) => e.issued, false);
-      document.getElementById("sequence-chart-svg").replaceChildren(Chart.bars(points, "issued"));
+      document.getElementById("sequence-chart-svg").replaceChildren(Chart.bars(points, "issued", true));
       box.hidden = false;
     } catch (e) {
       if (e.status === 404 && e.kind !== "no_such_sequence") hourlyServed = false; // an older service
