@@ -181,6 +181,7 @@
     refresh();
   }
 
+  /** Calls the next ticket at `desk` ("": the desk without a name). */
   function callFrom(card, desk) {
     const body = desk ? { desk } : {};
     act(card, "call", body, (a) => {
@@ -189,12 +190,11 @@
     });
   }
 
+  /** Recalls at `desk` ("": the desk without a name). */
   function recallFrom(card, desk) {
-    if (!desk) {
-      card.result.textContent = "Give a desk to recall from.";
-      return;
-    }
-    act(card, "recall", { desk }, (a) => "Recalled " + Dispenser.ticketText(a) + " to desk " + desk + ".");
+    act(card, "recall", desk ? { desk } : {}, (a) =>
+      desk ? "Recalled " + Dispenser.ticketText(a) + " to desk " + desk + "." : "Recalled " + Dispenser.ticketText(a) + "."
+    );
   }
 
   function cancelTicket(card) {
