@@ -20,8 +20,8 @@
 //! keeps it in the tab's `sessionStorage` (gone when the tab closes), removes the fragment
 //! from the address bar, and sends it as `Authorization: Bearer` — never in a URL, so it
 //! appears in no access log or history. A 401 forgets it and asks again. Give each screen
-//! a token of its own with only what it needs: a kiosk `take` on its queue, a board `peek`,
-//! an operator `list`.
+//! a token of its own with only what it needs: a kiosk `take` on its queue, a board `peek`
+//! on the queues it shows, an operator `list` (and `call` for the desk buttons).
 //!
 //! Every page is sent with a Content-Security-Policy that allows only this service's own
 //! scripts, styles and API (no inline script, no other origin, no framing), and the scripts
