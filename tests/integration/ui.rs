@@ -322,6 +322,13 @@ async fn the_pages_work_in_headless_chromium() {
     assert_eq!(o["gapless"][0][4], "4: printer jam");
     assert_eq!(o["queues"], json!(["lobby", "lobby-b", "lobby-full"]));
     assert_eq!(
+        o["board_of_all"],
+        format!(
+            "{}/ui/board?queue=lobby&queue=lobby-b&queue=lobby-full",
+            svc.base
+        )
+    );
+    assert_eq!(
         o["desks_before"],
         json!([["1", "A-003"], ["2", "A-004"], ["3", "A-005"]]),
         "{o}"

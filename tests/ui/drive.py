@@ -329,6 +329,7 @@ def overview(driver):
     out = {t: rows(t) for t in ("sequences", "gapless")}
     out["queues"] = [c.get_attribute("data-queue")
                      for c in driver.find_elements(By.CSS_SELECTOR, "article.queue-card")]
+    out["board_of_all"] = driver.find_element(By.ID, "all-boards").get_attribute("href")
     out["desks_before"] = desks()
     # Call next from desk 7, then cancel a waiting ticket by its label.
     desk = card.find_element(By.CSS_SELECTOR, "input.desk-input")

@@ -33,9 +33,11 @@
 
   function queueNames() {
     if (location.pathname.replace(/\/+$/, "") === "/ui/board") {
-      const list = new URLSearchParams(location.search).get("queues") || "";
+      // `?queues=a,b`, or `?queue=a&queue=b` for names with a comma.
+      const params = new URLSearchParams(location.search);
+      const given = (params.get("queues") || "").split(",").concat(params.getAll("queue"));
       const unique = [];
-      for (const part of list.split(",")) {
+      for (const part of given) {
         const name = part.trim();
         if (name && !unique.includes(name)) unique.push(name);
       }

@@ -393,6 +393,12 @@
       box.replaceChildren(...names.map((n) => cards.get(n).root));
     }
     if (names.length === 0) box.replaceChildren(el("p", "muted", "no queues"));
+    // One board for the queues shown (the board follows at most 8).
+    const all = document.getElementById("all-boards");
+    all.hidden = names.length < 2;
+    const query = new URLSearchParams();
+    names.slice(0, 8).forEach((n) => query.append("queue", n));
+    all.href = "/ui/board?" + query.toString();
     document.getElementById("queues-more").hidden = !truncated;
   }
 
