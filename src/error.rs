@@ -228,9 +228,10 @@ pub enum Error {
         reason: String,
     },
 
-    /// [`Queue::recall`](crate::queue::Queue::recall) found the desk showing no ticket (it
-    /// never called one, or the day started again). Nothing was written.
-    #[error("desk {} of queue {name:?} shows no ticket to recall; call one first", desk.as_deref().map_or_else(|| "(unnamed)".to_owned(), |d| format!("{d:?}")))]
+    /// [`Queue::recall`](crate::queue::Queue::recall) (or
+    /// [`Queue::release`](crate::queue::Queue::release)) found the desk showing no ticket (it
+    /// never called one, was released, or the day started again). Nothing was written.
+    #[error("desk {} of queue {name:?} shows no ticket; call one first", desk.as_deref().map_or_else(|| "(unnamed)".to_owned(), |d| format!("{d:?}")))]
     NothingToRecall {
         /// The queue's name.
         name: String,

@@ -12,7 +12,7 @@
 //!   desks: [{desk: string, serial: Int64, at: Date}],
 //!   calls: [{serial: Int64, desk: string, at: Date, recall: bool, wait_ms: Int64 | null}],
 //!   takes: [{first: Int64, count: Int64, at: Date}],
-//!   keys: [{key: string, first: Int64, count: Int64, at: Date}],
+//!   keys: [{key: string, first: Int64, count: Int64, at: Date, version: Int64, max: Int64}],
 //!   hourly: [{hour: Date, taken: Int64, served: Int64, waiting: Int64}],
 //!   day: string, taken_today: Int64, served_today: Int64 }
 //! ```
@@ -101,7 +101,7 @@ pub(crate) fn encode(name: &str, s: &State) -> Document {
         .iter()
         .map(|k| {
             Bson::Document(
-                doc! { "key": &k.key, "first": k.first, "count": k.count, "at": date(k.at) },
+                doc! { "key": &k.key, "first": k.first, "count": k.count, "at": date(k.at), "version": k.version, "max": k.max },
             )
         })
         .collect();
@@ -349,6 +349,8 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
             first: r.int(e, "first", at)?,
             count: r.int(e, "count", at)?,
             at: r.date(e, "at", at)?,
+            version: r.int(e, "version", at)?,
+            max: r.int(e, "max", at)?,
         })
     })?;
     let hourly = r.list(d, field::HOURLY, |e, at| {

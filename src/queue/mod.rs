@@ -461,6 +461,7 @@ fn what(op: &Op) -> &'static str {
         Op::Call { ticket: None, .. } => "calling the next ticket of",
         Op::Call { .. } => "calling a given ticket of",
         Op::Recall { .. } => "recalling a ticket of",
+        Op::Release { .. } => "releasing a desk of",
         Op::Cancel { .. } => "cancelling a ticket of",
         Op::SetMax { .. } => "changing the range of",
     }
@@ -692,13 +693,22 @@ impl Queue {
                 first,
                 count,
                 replayed,
-            } => Ok((first..first + count)
-                .map(|serial| {
-                    let mut t = Ticket::new(&s, serial, None, now);
-                    t.replayed = replayed;
-                    t
-                })
-                .collect()),
+                version,
+                max,
+            } => {
+                // The numbers as handed out, under the range of then.
+                let then = s.spec.clone().with_max(max);
+                Ok((first..first + count)
+                    .map(|serial| {
+                        let mut t = Ticket::new(&s, serial, None, now);
+                        t.number = then.ticket(u64::try_from(serial).unwrap_or(0));
+                        t.label = then.label(t.number);
+                        t.replayed = replayed;
+                        t.version = version;
+                        t
+                    })
+                    .collect())
+            }
             _ => Err(no_such(name)),
         }
     }
@@ -798,6 +808,40 @@ impl Queue {
         }
     }
 
+    /// The desk `desk` (`None`: the desk without a name) is done with the ticket it shows —
+    /// it closes, or serves nobody next — and shows none: that ticket is no longer held, and
+    /// its number may be handed out again in its turn. Returns the ticket it showed.
+    ///
+    /// A desk's ticket is held until it calls another one or is released, so a desk that
+    /// stops calling keeps the queue from handing out that number: release it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NothingToRecall`] when the desk shows no ticket (nothing written),
+    /// [`Error::InvalidArgument`] for a bad desk label, and those of [`Queue::call`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// lobby.release(Some("3")).await?; // desk 3 closes for lunch
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(&self, desk: Option<&str>) -> Result<Ticket> {
+        let name = &self.inner.name;
+        if let Some(d) = desk {
+            check_desk(name, d)?;
+        }
+        let op = Op::Release {
+            desk: desk.unwrap_or_default().to_owned(),
+        };
+        let (s, done, now) = self.inner.act(op).await?;
+        match done {
+            Done::Released { serial } => Ok(Ticket::new(&s, serial, desk.map(str::to_owned), now)),
+            _ => Err(no_such(name)),
+        }
+    }
+
     /// Cancels a waiting ticket (a no-show, or its holder left): calls pass over it. It stays
     /// out of the line; its number comes round again like any other.
     ///
@@ -867,5 +911,42 @@ impl Queue {
         let s = self.inner.read().await?;
         let now = now_ms(&self.inner.clock);
         Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::error::{Aftermath, Error};
+
+    /// Regression (issue 31, found 6): a queue write that timed out said "any numbers it
+    /// reserved are a gap". It names the queue and says what happens to a ticket.
+    #[test]
+    fn a_queue_timeout_names_the_queue_and_speaks_of_tickets() {
+        let e = Error::timeout(
+            "taking a ticket of queue \"lobby\"",
+            Duration::from_secs(10),
+            Aftermath::Queue,
+        );
+        let m = e.to_string();
+        assert!(m.contains("queue \"lobby\""), "{m}");
+        assert!(m.contains("ticket"), "{m}");
+        assert!(!m.contains("numbers"), "{m}");
+    }
+
+    #[test]
+    fn desk_labels_and_request_ids_are_checked() {
+        for ok in ["1", "Desk 12", "a-b_c.d", "0123456789abcdef"] {
+            assert!(super::check_desk("q", ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "0123456789abcdefg", "a/b", "é", "a\n"] {
+            let e = super::check_desk("q", bad).unwrap_err();
+            assert!(e.to_string().contains("queue \"q\""), "{e}");
+        }
+        assert!(super::check_request_id("q", "kiosk-1/000042 x").is_ok());
+        for bad in ["", "é", "a\tb", &"x".repeat(65)] {
+            assert!(super::check_request_id("q", bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -113,6 +113,11 @@ pub(crate) struct Key {
     pub first: i64,
     pub count: i64,
     pub at: i64,
+    /// The version the take wrote.
+    pub version: i64,
+    /// The highest ticket then (a later `set_max` may remap tickets no longer held; a replay
+    /// answers the numbers the take handed out).
+    pub max: i64,
 }
 
 /// Activity in one local hour.
@@ -181,11 +186,27 @@ pub(crate) enum Refusal {
 /// What an operation does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
-    Take { count: u64, key: Option<String> },
-    Call { desk: String, ticket: Option<i64> },
-    Recall { desk: String },
-    Cancel { ticket: i64 },
-    SetMax { max: i64 },
+    Take {
+        count: u64,
+        key: Option<String>,
+    },
+    Call {
+        desk: String,
+        ticket: Option<i64>,
+    },
+    Recall {
+        desk: String,
+    },
+    /// The desk is done with its ticket (closes, or serves no one next): it shows none.
+    Release {
+        desk: String,
+    },
+    Cancel {
+        ticket: i64,
+    },
+    SetMax {
+        max: i64,
+    },
 }
 
 /// What an operation did: the serials it concerns.
@@ -196,6 +217,10 @@ pub(crate) enum Done {
         first: i64,
         count: i64,
         replayed: bool,
+        /// The version the take wrote.
+        version: i64,
+        /// The highest ticket when it was written.
+        max: i64,
     },
     /// Called (or recalled) `serial`.
     Called {
@@ -204,6 +229,9 @@ pub(crate) enum Done {
     Recalled {
         serial: i64,
         at: i64,
+    },
+    Released {
+        serial: i64,
     },
     Cancelled {
         serial: i64,
@@ -514,6 +542,8 @@ impl State {
                 first: k.first,
                 count: k.count,
                 replayed: true,
+                version: k.version,
+                max: k.max,
             }));
         }
         let mut s = self.clone();
@@ -547,6 +577,8 @@ impl State {
                         first,
                         count: n,
                         at: now,
+                        version: self.version + 1,
+                        max: s.spec.max,
                     });
                     if s.keys.len() > KEPT_KEYS {
                         let extra = s.keys.len() - KEPT_KEYS;
@@ -559,6 +591,8 @@ impl State {
                     first,
                     count: n,
                     replayed: false,
+                    version: self.version + 1,
+                    max: s.spec.max,
                 }
             }
             Op::Call { desk, ticket } => {
@@ -623,6 +657,14 @@ impl State {
                 s.calls.truncate(KEPT_CALLS);
                 s.note_hour(now, 0, 0);
                 Done::Recalled { serial, at: now }
+            }
+            Op::Release { desk } => {
+                let Some(i) = s.desks.iter().position(|d| &d.desk == desk) else {
+                    return Err(Refusal::NothingToRecall { desk: desk.clone() });
+                };
+                let serial = s.desks.remove(i).serial;
+                s.note_hour(now, 0, 0);
+                Done::Released { serial }
             }
             Op::Cancel { ticket } => {
                 let serial = s.waiting_serial(*ticket)?;
@@ -980,6 +1022,7 @@ mod tests {
                 first: 1,
                 count: 2,
                 replayed: false,
+                ..
             },
         )) = s.apply(&op, 10)
         else {
@@ -990,7 +1033,9 @@ mod tests {
             Ok(Step::Answer(Done::Took {
                 first: 1,
                 count: 2,
-                replayed: true
+                replayed: true,
+                version: 1,
+                max: 9
             }))
         ));
         let other = Op::Take {

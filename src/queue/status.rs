@@ -76,6 +76,9 @@ pub struct Ticket {
     pub replayed: bool,
     /// When the operation was done (for a replayed take: when the queue was read).
     pub at: DateTime,
+    /// The queue's version after the write that did it (for a replayed take: the version
+    /// its first take wrote). Every write moves it by one, so it orders the operations.
+    pub version: i64,
 }
 
 impl Ticket {
@@ -96,12 +99,13 @@ impl Ticket {
             desk,
             replayed: false,
             at: DateTime::from_millis(at),
+            version: s.version,
         }
     }
 
     /// The ticket as JSON, as `queue take --json`, `queue call --json` and the service answer
     /// it: `{"ticket", "label", "serial", "taken", "served", "waiting", "position",
-    /// "estimated_wait_seconds", "desk", "replayed", "at"}` (`position`,
+    /// "estimated_wait_seconds", "desk", "replayed", "at", "version"}` (`position`,
     /// `estimated_wait_seconds` and `desk` may be `null`).
     ///
     /// # Example
@@ -124,6 +128,7 @@ impl Ticket {
             "desk": desk_json(&self.desk),
             "replayed": self.replayed,
             "at": rfc3339(self.at),
+            "version": self.version,
         })
     }
 }

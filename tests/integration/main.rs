@@ -22,6 +22,7 @@ mod isolation;
 mod model;
 mod proxy;
 mod queue;
+mod queue_desks;
 mod scope;
 mod serve;
 mod sources;

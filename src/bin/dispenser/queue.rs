@@ -87,6 +87,15 @@ pub enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
+    /// A desk is done with its ticket (closes, or serves no one next): it shows none, and the
+    /// ticket's number may come round again (exit 10 when it shows none).
+    Release {
+        /// Queue name.
+        name: String,
+        /// The desk (the one without a name when left out).
+        #[arg(long)]
+        desk: Option<String>,
+    },
     /// Cancel a waiting ticket: calls pass over it (exit 11 when it does not wait; nothing
     /// changed).
     Cancel {
@@ -273,6 +282,18 @@ pub async fn run(
         QueueCommand::Recall { name, desk, json } => {
             let t = d.open_queue(&name).await?.recall(desk.as_deref()).await?;
             writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
+        }
+        QueueCommand::Release { name, desk } => {
+            let t = d.open_queue(&name).await?.release(desk.as_deref()).await?;
+            writeln!(
+                out,
+                "desk {} of queue {} released ticket {}",
+                desk.as_deref()
+                    .map_or_else(|| "(unnamed)".to_owned(), one_line_name),
+                one_line_name(&name),
+                t.label
+            )
+            .map_err(io_err)?;
         }
         QueueCommand::Cancel { name, ticket, json } => {
             let t = d.open_queue(&name).await?.cancel(ticket).await?;

@@ -182,6 +182,7 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/queues/{name}/take", post(queues::take))
         .route("/v1/queues/{name}/call", post(queues::call))
         .route("/v1/queues/{name}/recall", post(queues::recall))
+        .route("/v1/queues/{name}/release", post(queues::release))
         .route("/v1/queues/{name}/cancel", post(queues::cancel))
         .route("/v1/queues/{name}/alter", post(queues::alter))
         .route("/v1/overview", get(overview::overview))

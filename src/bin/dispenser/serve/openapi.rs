@@ -69,6 +69,7 @@ impl Modify for BearerAuth {
         queues::take,
         queues::call,
         queues::recall,
+        queues::release,
         queues::cancel,
         queues::alter,
         queues::list,
@@ -157,7 +158,7 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
         "peek" | "delete" | "gapless_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "list" | "overview" => &[400, 401, 403, 414, 431, 500, 503],
-        "take" | "call" | "recall" | "cancel" | "queue_alter" => &[
+        "take" | "call" | "recall" | "release" | "cancel" | "queue_alter" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
         "queue_list" => &[400, 401, 403, 414, 431, 500, 503],

@@ -295,6 +295,26 @@ pub(super) async fn recall(
     Ok(Json(outcome?.to_json()))
 }
 
+/// `POST /v1/queues/{name}/release`: the desk is done with its ticket and shows none (409
+/// `nothing_to_recall` when it shows none).
+#[utoipa::path(post, path = "/v1/queues/{name}/release", operation_id = "release", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
+    params(("name" = String, Path, description = "The queue name")),
+    responses((status = 200, description = "The ticket the desk showed", body = RecallAnswer)))]
+pub(super) async fn release(
+    State(st): State<Shared>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<Json<Value>, ApiError> {
+    st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
+    check_name_of(QUEUE, &name, false)?;
+    let b: RecallBody = optional_json_body(req).await?;
+    check_desk(b.desk.as_deref())?;
+    let q = st.queues.handle(&st.dispenser, &name).await?;
+    let outcome = q.release(b.desk.as_deref()).await;
+    st.queues.events.nudge(&name);
+    Ok(Json(outcome?.to_json()))
+}
+
 /// `POST /v1/queues/{name}/cancel`: cancels a waiting ticket (409 `ticket_not_waiting`).
 #[utoipa::path(post, path = "/v1/queues/{name}/cancel", operation_id = "cancel", tag = "queues", request_body = CancelBody,
     params(("name" = String, Path, description = "The queue name")),

@@ -256,6 +256,9 @@ pub(super) struct TicketAnswer {
     replayed: bool,
     /// When (RFC 3339).
     at: Option<String>,
+    /// The queue's version after the write that did it (for a replayed take: the version its
+    /// first take wrote).
+    version: i64,
     /// `true` in the answer of a cancel.
     cancelled: Option<bool>,
 }
