@@ -1,16 +1,21 @@
-//! The pages `dispenser serve` serves (`/ui`, a queue's kiosk and board), in a real browser:
-//! Debian's Chromium, headless, driven by Selenium (`tests/ui/drive.py`; both installed by
-//! `scripts/tools.sh`). A click on "Take a ticket" shows the ticket; a `dispenser queue call`
-//! from the command line shows on the board within 2 s; `/ui` lists what the CLI created.
+//! The pages `dispenser serve` serves (`/ui`, a queue's kiosk and board, the board of several
+//! queues), in a real browser: Debian's Chromium, headless, driven by Selenium
+//! (`tests/ui/drive.py`; both installed by `scripts/tools.sh`). A double tap on "Take a
+//! ticket" takes one ticket, and a tap retried after the network came back sends the same
+//! request id; calls from two desks through the command line show on the board with their
+//! desks within 2 s, the last calls in order, each call and recall announced in the aria-live
+//! region in order and spoken one after the other; `/ui` shows a queue's desks, calls and
+//! cancels from a desk, and draws its charts; no page logs an error or a CSP violation.
 //!
-//! The screenshots in the README come from this test: `DISPENSER_UI_SCREENSHOTS=tests/ui/screenshots
-//! scripts/test.sh --test integration ui::` writes them there (by default they go to a scratch
-//! directory and are only checked to be images).
+//! The screenshots in the README and the guide come from this test:
+//! `DISPENSER_UI_SCREENSHOTS=.github/screenshots scripts/test.sh --test integration ui::`
+//! writes them there (by default they go to a scratch directory and are only checked to be
+//! images).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::{self, DB};
 use crate::serve::{ADMIN, BOARD, KIOSK, Service, send};
@@ -40,25 +45,33 @@ fn screenshots(collection: &str) -> PathBuf {
     }
 }
 
+/// `POST path` with `body` as the admin; the answer, which must be `expected`.
+async fn admin(svc: &Service, path: &str, body: Value, expected: u16) -> Value {
+    let (status, answer) = send(
+        reqwest::Client::new()
+            .post(svc.url(path))
+            .bearer_auth(ADMIN)
+            .json(&body),
+    )
+    .await;
+    assert_eq!(status, expected, "{path} {body}: {answer}");
+    answer
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pages_work_in_headless_chromium() {
     let svc = Service::start("ui");
     let coll = svc.collection.clone();
-    // The scene (the README's screenshots show it).
+    // The scene (the screenshots show it).
     cli(&coll, &["create", "orders"]);
     cli(&coll, &["next", "orders", "--count", "1234"]);
     cli(&coll, &["create", "tickets", "--max", "99", "--cycle"]);
     cli(&coll, &["next", "tickets", "--count", "42"]);
     cli(&coll, &["create", "serials", "--max", "1000"]);
     cli(&coll, &["next", "serials", "--count", "870"]);
-    let http = reqwest::Client::new();
-    let (status, body) = send(
-        http.post(svc.url("/v1/sequences/orders/next?count=3"))
-            .bearer_auth(ADMIN),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    // The business collection is the test's own (the database is shared); for the README's
+    // Numbers the service issues (the chart of numbers issued per hour counts these).
+    admin(&svc, "/v1/sequences/orders/next?count=3", json!({}), 200).await;
+    // The business collection is the test's own (the database is shared); for the
     // screenshots, on a fresh server, a plain name.
     let business = match std::env::var("DISPENSER_UI_SCREENSHOTS") {
         Ok(_) => "invoices".to_owned(),
@@ -83,11 +96,40 @@ async fn the_pages_work_in_headless_chromium() {
             "printer jam",
         ],
     );
-    cli(&coll, &["queue", "create", "lobby", "--max", "99"]);
-    cli(&coll, &["queue", "take", "lobby", "--count", "7"]);
+    // The queues: `lobby` (tickets A-001…, three called at desk 1, four waiting), `lobby-b`
+    // (B-001…) and `lobby-full` (as many wait as it holds).
+    let create = |name: &str, body: Value| {
+        let mut body = body;
+        body["name"] = json!(name);
+        body
+    };
+    admin(
+        &svc,
+        "/v1/queues",
+        create("lobby", json!({"max": 999, "format": "A-{n:03}"})),
+        201,
+    )
+    .await;
+    admin(&svc, "/v1/queues/lobby/take", json!({"count": 7}), 200).await;
     for _ in 0..3 {
-        cli(&coll, &["queue", "call", "lobby"]);
+        admin(&svc, "/v1/queues/lobby/call", json!({"desk": "1"}), 200).await;
     }
+    admin(
+        &svc,
+        "/v1/queues",
+        create("lobby-b", json!({"format": "B-{n:03}"})),
+        201,
+    )
+    .await;
+    admin(&svc, "/v1/queues/lobby-b/take", json!({"count": 3}), 200).await;
+    admin(
+        &svc,
+        "/v1/queues",
+        create("lobby-full", json!({"max": 1})),
+        201,
+    )
+    .await;
+    admin(&svc, "/v1/queues/lobby-full/take", json!({"count": 2}), 200).await;
 
     let shots = screenshots(&coll);
     std::fs::create_dir_all(&shots).unwrap();
@@ -97,6 +139,8 @@ async fn the_pages_work_in_headless_chromium() {
         .arg(&script)
         .env("BASE", &svc.base)
         .env("QUEUE", "lobby")
+        .env("QUEUE_B", "lobby-b")
+        .env("FULL", "lobby-full")
         .env("KIOSK_TOKEN", KIOSK)
         .env("BOARD_TOKEN", BOARD)
         .env("ADMIN_TOKEN", ADMIN)
@@ -114,31 +158,117 @@ async fn the_pages_work_in_headless_chromium() {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     eprintln!("ui: headless Chromium in {elapsed:?}: {r}");
 
-    assert_eq!(
-        r["console_errors"],
-        serde_json::json!([]),
-        "script errors or CSP violations"
-    );
-    // The kiosk: the button shows the ticket (7 taken before: 8, then 9).
+    // The kiosk: a double tap sends one request (with a request id) and takes one ticket,
+    // A-008 with four before it; the same id again answers A-008 again and takes nothing.
     let kiosk = &r["kiosk"];
     assert_eq!(kiosk["button"], "Take a ticket");
-    assert_eq!(kiosk["tickets"], serde_json::json!(["8", "9"]));
-    assert_eq!(
-        kiosk["ahead"],
-        serde_json::json!(["4 people before you.", "5 people before you."])
-    );
     assert_eq!(kiosk["token_left_in_address"], false);
     assert_eq!(kiosk["token_kept_in_session_storage"], true);
-    // The board: a call from the CLI shows within 2 s.
+    let double = &kiosk["double_tap"];
+    assert_eq!(double["ticket"], "A-008", "{double}");
+    assert_eq!(double["ahead"], "4 people before you.", "{double}");
+    assert!(
+        double["estimate"]
+            .as_str()
+            .unwrap()
+            .starts_with("Estimated wait: "),
+        "{double}"
+    );
+    assert_eq!(
+        double["requests"], 1,
+        "one request for a double tap: {double}"
+    );
+    assert_eq!(double["taken"], 1, "one ticket for a double tap: {double}");
+    assert_eq!(double["key_length"], 32, "a request id: {double}");
+    assert_eq!(
+        kiosk["same_key_again"],
+        json!({"status": 200, "label": "A-008", "replayed": true, "taken": 1})
+    );
+    // A tap while offline says so in plain words; the tap after sends the same request id,
+    // and one ticket is taken for both.
+    assert!(
+        kiosk["offline_message"]
+            .as_str()
+            .unwrap()
+            .contains("you will not get two tickets"),
+        "{kiosk}"
+    );
+    let retried = &kiosk["after_offline"];
+    assert_eq!(retried["ticket"], "A-009", "{retried}");
+    assert_eq!(retried["ahead"], "5 people before you.", "{retried}");
+    assert_eq!(retried["one_key"], true, "{retried}");
+    assert_eq!(retried["taken"], 1, "{retried}");
+    // Printed: the ticket, without the buttons; the date and time.
+    assert_eq!(kiosk["print"]["button_shown"], false, "{kiosk}");
+    assert_eq!(kiosk["print"]["ticket_shown"], true, "{kiosk}");
+    assert_eq!(kiosk["print"]["queue"], "lobby", "{kiosk}");
+    assert_ne!(kiosk["print"]["taken_at"], "", "{kiosk}");
+    assert_eq!(
+        kiosk["full"],
+        "The queue is full right now. Please wait a moment and try again."
+    );
+    assert_eq!(kiosk["full_result_hidden"], true);
+    assert_eq!(kiosk["phone_overflow"], 0, "the kiosk fits a phone");
+
+    // The board: calls from desks 2 and 3 through the CLI, then a recall at desk 2.
     let board = &r["board"];
-    assert_eq!(board["before"]["serving"], "3");
-    assert_eq!(board["before"]["waiting"], "6 waiting");
-    assert_eq!(board["called_by_cli"], "4");
-    assert_eq!(board["serving"], "4");
-    assert_eq!(board["waiting"], "5 waiting");
-    assert_eq!(board["next"], "Next ticket: 10");
+    assert_eq!(board["before"]["current"], "A-003 Desk 1", "{board}");
+    assert_eq!(
+        board["before"]["calls"],
+        json!([["A-002", "Desk 1"], ["A-001", "Desk 1"]]),
+        "{board}"
+    );
+    assert_eq!(
+        board["before"]["announced"],
+        json!([]),
+        "nothing announced at first"
+    );
+    assert_eq!(
+        board["sound"],
+        json!({"pressed": "true", "label": "Sound on"})
+    );
+    assert_eq!(board["called_by_cli"], json!(["A-004", "A-005"]));
     let shown = board["shown_after_ms"].as_u64().unwrap();
     assert!(shown < 2000, "the board showed the call after {shown} ms");
+    assert_eq!(board["current"], "A-004 Desk 2", "the recall: {board}");
+    assert_eq!(
+        board["calls"],
+        json!([
+            ["A-005", "Desk 3"],
+            ["A-004", "Desk 2"],
+            ["A-003", "Desk 1"],
+            ["A-002", "Desk 1"],
+            ["A-001", "Desk 1"]
+        ]),
+        "the last calls, newest first: {board}"
+    );
+    let said = json!([
+        "Ticket A 4, desk 2",
+        "Ticket A 5, desk 3",
+        "Ticket A 4, desk 2, again"
+    ]);
+    assert_eq!(board["announced"], said, "the aria-live region: {board}");
+    assert_eq!(board["spoken"], said, "the spoken queue: {board}");
+    assert_eq!(board["spoken_in_turn"], true, "none cut off: {board}");
+    let waiting = board["waiting"][0].as_str().unwrap();
+    assert!(waiting.starts_with("4 waiting"), "{board}");
+    assert!(waiting.contains("estimated wait: "), "{board}");
+    assert_eq!(board["phone_overflow"], 0, "the board fits a phone");
+    // The board of two queues.
+    let several = &board["several"];
+    assert_eq!(several["title"], "lobby · lobby-b", "{several}");
+    assert_eq!(several["current"], "B-001 Desk 4", "{several}");
+    assert_eq!(
+        several["calls"][0],
+        json!(["A-004", "Desk 2 (again)"]),
+        "{several}"
+    );
+    assert_eq!(
+        several["announced"],
+        json!(["Ticket B 1, desk 4"]),
+        "{several}"
+    );
+    assert_eq!(several["waiting"].as_array().unwrap().len(), 2, "{several}");
     // The board's link carried another token than the tab's (the kiosk's): the page asked,
     // kept the kiosk's token and did not start until the answer, then used the board's.
     let asked = &board["asked"];
@@ -166,9 +296,11 @@ async fn the_pages_work_in_headless_chromium() {
     assert_eq!(planted["fragment_kept"], true, "{planted}");
     assert_eq!(planted["fragment_left_in_address"], false, "{planted}");
     assert_eq!(planted["question_gone"], true, "{planted}");
-    // The overview lists what the CLI created.
+    // The overview: what the CLI created, the queue's desks, a call and a cancel from it,
+    // the charts.
+    let o = &r["overview"];
     let names = |table: &str| -> Vec<String> {
-        r["overview"][table]
+        o[table]
             .as_array()
             .unwrap()
             .iter()
@@ -176,7 +308,7 @@ async fn the_pages_work_in_headless_chromium() {
             .collect()
     };
     assert_eq!(names("sequences"), ["orders", "serials", "tickets"]);
-    let orders = &r["overview"]["sequences"][0];
+    let orders = &o["sequences"][0];
     assert_eq!(
         orders[1], "1,335",
         "next (past the service's block): {orders}"
@@ -186,16 +318,76 @@ async fn the_pages_work_in_headless_chromium() {
         "held by the service's block of 100: {orders}"
     );
     assert_eq!(names("gapless"), ["invoices"]);
-    assert_eq!(r["overview"]["gapless"][0][1], format!("{business}.number"));
-    assert_eq!(r["overview"]["gapless"][0][4], "4: printer jam");
-    assert_eq!(names("queues"), ["lobby"]);
-    assert_eq!(r["overview"]["queues"][0][1], "4", "now serving");
+    assert_eq!(o["gapless"][0][1], format!("{business}.number"));
+    assert_eq!(o["gapless"][0][4], "4: printer jam");
+    assert_eq!(o["queues"], json!(["lobby", "lobby-b", "lobby-full"]));
+    assert_eq!(
+        o["board_of_all"],
+        format!(
+            "{}/ui/board?queue=lobby&queue=lobby-b&queue=lobby-full",
+            svc.base
+        )
+    );
+    assert_eq!(
+        o["desks_before"],
+        json!([["1", "A-003"], ["2", "A-004"], ["3", "A-005"]]),
+        "{o}"
+    );
+    assert_eq!(o["call_result"], "Called A-006 to desk 7.", "{o}");
+    assert_eq!(
+        o["desks"],
+        json!([
+            ["1", "A-003"],
+            ["2", "A-004"],
+            ["3", "A-005"],
+            ["7", "A-006"]
+        ]),
+        "{o}"
+    );
+    assert_eq!(
+        o["cancel_result"],
+        json!(["A-009", "Cancelled A-009."]),
+        "{o}"
+    );
+    let figures = &o["figures"];
+    assert_eq!(figures["now serving"], "A-006", "{figures}");
+    assert_eq!(figures["waiting"], "2 of 1,000", "{figures}");
+    assert_eq!(figures["cancelled"], "1", "{figures}");
+    assert_eq!(figures["taken today"], "9", "{figures}");
+    assert_eq!(figures["served today"], "6", "{figures}");
+    assert_eq!(o["queue_chart"]["bars"], 24, "{o}");
+    assert!(
+        o["queue_chart"]["label"]
+            .as_str()
+            .unwrap()
+            .starts_with("highest "),
+        "{o}"
+    );
+    assert_eq!(o["phone_overflow"], 0, "the overview fits a phone");
+    assert_eq!(o["sequence_chart"]["for"], "orders", "{o}");
+    assert_eq!(o["sequence_chart"]["bars"], 24, "{o}");
+    assert!(
+        o["sequence_chart"]["label"]
+            .as_str()
+            .unwrap()
+            .starts_with("highest "),
+        "the service issued numbers of orders this hour: {o}"
+    );
+    assert_eq!(
+        r["console_errors"],
+        json!([]),
+        "script errors or CSP violations"
+    );
     for page in ["overview", "kiosk", "board"] {
-        let png = std::fs::read(shots.join(format!("{page}.png"))).unwrap();
-        assert!(
-            png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 5_000,
-            "{page}.png"
-        );
+        for size in ["", "-phone"] {
+            let name = format!("{page}{size}.png");
+            let png = std::fs::read(shots.join(&name)).unwrap();
+            assert!(
+                png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 5_000,
+                "{name}"
+            );
+            assert!(png.len() < 300_000, "{name} is {} bytes", png.len());
+        }
     }
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
@@ -211,6 +403,13 @@ async fn pages_are_plain_files_with_a_strict_policy_and_data_needs_a_token() {
         ("/ui", "text/html", "Gap-free sequences"),
         ("/ui/queues/lobby/kiosk", "text/html", "Take a ticket"),
         ("/ui/queues/lobby%2Fwest/board", "text/html", "Now serving"),
+        ("/ui/board?queues=lobby,lobby-b", "text/html", "aria-live"),
+        (
+            "/ui/assets/announce.js",
+            "text/javascript",
+            "speechSynthesis",
+        ),
+        ("/ui/assets/chart.js", "text/javascript", "createElementNS"),
         ("/ui/assets/ui.css", "text/css", "body.board"),
         (
             "/ui/assets/board.js",

@@ -1,14 +1,18 @@
 """Drives the pages of `dispenser serve` in headless Chromium (Selenium), for
 tests/integration/ui.rs, which prepares the service and checks what this prints.
 
-Environment: BASE (the service's URL), KIOSK_TOKEN, BOARD_TOKEN, ADMIN_TOKEN, QUEUE,
+Environment: BASE (the service's URL), KIOSK_TOKEN, BOARD_TOKEN, ADMIN_TOKEN, QUEUE (the
+queue with desks), QUEUE_B (a second queue, for the board of several), FULL (a full queue),
 DISPENSER (the binary), MONGODB_URI, DB, COLLECTION (for `dispenser queue call`), SHOTS (a
-directory for the screenshots overview.png, kiosk.png, board.png).
+directory for the screenshots: board, kiosk and overview, each at 1920×1080 and, as
+`*-phone.png`, at 390×844).
 
-Prints one JSON object: what each page showed, how long the board took to show a call made
-by the CLI, whether a page asked before replacing the token it held with a link's, and the
-browser's console errors (a CSP violation or a script error lands there). Tokens are passed in
-the address's fragment (never sent to the server) and never printed.
+Prints one JSON object: what each page showed, the requests the kiosk sent (from the
+browser's network log), how long the board took to show a call made by the CLI, what it
+announced (the aria-live region, and the spoken queue's start and end times), whether a page
+asked before replacing the token it held with a link's, and the browser's console errors (a
+CSP violation or a script error lands there). Tokens are passed in the address's fragment
+(never sent to the server) and never printed.
 """
 
 import json
@@ -16,9 +20,11 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -26,15 +32,43 @@ BASE = os.environ["BASE"]
 QUEUE = os.environ["QUEUE"]
 SHOTS = os.environ["SHOTS"]
 
+WIDE = (1920, 1080)
+PHONE = (390, 844)
+
 
 def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1100,760", "--hide-scrollbars", "--force-device-scale-factor=1"):
+                "--window-size=1920,1080", "--hide-scrollbars", "--force-device-scale-factor=1",
+                "--autoplay-policy=no-user-gesture-required"):
         options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    viewport(driver, WIDE)
+    return driver
+
+
+def viewport(driver, size):
+    width, height = size
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600})
+
+
+def shoot(driver, name):
+    """Screenshots of the page as it is, at 1920×1080 (`name.png`) and 390×844
+    (`name-phone.png`); the page's layout at the phone's size is reported too."""
+    time.sleep(0.7)  # let the last animation finish
+    driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
+    viewport(driver, PHONE)
+    time.sleep(0.5)
+    driver.save_screenshot(os.path.join(SHOTS, name + "-phone.png"))
+    # Responsive: nothing wider than the phone's screen.
+    overflow = driver.execute_script(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    viewport(driver, WIDE)
+    time.sleep(0.3)
+    return overflow
 
 
 def text(driver, element_id):
@@ -46,11 +80,56 @@ def wait(driver, seconds, condition, what):
         return WebDriverWait(driver, seconds, poll_frequency=0.05).until(lambda d: condition(d))
     except Exception:
         raise SystemExit(f"timed out after {seconds} s waiting for {what}; page: "
-                         + driver.find_element(By.TAG_NAME, "body").text[:500])
+                         + driver.find_element(By.TAG_NAME, "body").text[:800])
 
 
-def console_errors(driver):
-    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+def console_errors(driver, expected=()):
+    """The browser's errors, but those that contain one of `expected` (errors the test
+    caused on purpose, such as a request sent while the network was cut)."""
+    return [e["message"] for e in driver.get_log("browser")
+            if e["level"] == "SEVERE" and not any(x in e["message"] for x in expected)]
+
+
+def sent(driver, path_end):
+    """The requests the page sent since the last call whose URL ends with `path_end`:
+    (method, headers) each, from the browser's network log."""
+    out = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") != "Network.requestWillBeSent":
+            continue
+        request = message["params"]["request"]
+        if request["url"].endswith(path_end):
+            out.append((request["method"], {k.lower(): v for k, v in request["headers"].items()}))
+    return out
+
+
+def api(method, path, token, body=None, headers=None):
+    """Calls the service from here (not the page): (status, JSON answer)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(BASE + path, data=data, method=method)
+    request.add_header("Authorization", "Bearer " + os.environ[token])
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    for k, v in (headers or {}).items():
+        request.add_header(k, v)
+    try:
+        with urllib.request.urlopen(request) as resp:
+            return resp.status, json.load(resp)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def cli(*args):
+    """`dispenser queue ARGS… --json` on the test's collection: the label of the ticket it
+    printed."""
+    done = subprocess.run(
+        [os.environ["DISPENSER"], "--db", os.environ["DB"], "--collection",
+         os.environ["COLLECTION"], "queue", *args, "--json"],
+        capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"dispenser queue {' '.join(args)}: {done.stderr}")
+    return json.loads(done.stdout)["label"]
 
 
 def holds(driver, token_env):
@@ -70,8 +149,12 @@ def answer_replace(driver, choice):
     return title
 
 
-def queue_page(kind):
-    return f"{BASE}/ui/queues/{QUEUE}/{kind}"
+def queue_page(kind, queue=QUEUE):
+    return f"{BASE}/ui/queues/{queue}/{kind}"
+
+
+def taken():
+    return api("GET", f"/v1/queues/{QUEUE}", "ADMIN_TOKEN")[1]["taken"]
 
 
 def kiosk(driver):
@@ -83,22 +166,91 @@ def kiosk(driver):
         "token_left_in_address": driver.execute_script("return location.href.includes('token')"),
         "token_kept_in_session_storage":
             driver.execute_script("return sessionStorage.getItem('dispenser.token') !== null"),
-        "tickets": [],
-        "ahead": [],
     }
-    for _ in range(2):
-        before = text(driver, "ticket") if driver.find_element(By.ID, "result").is_displayed() else None
-        button.click()
+    take_path = f"/v1/queues/{QUEUE}/take"
+    sent(driver, take_path)  # forget the log so far
+
+    def ticket_shown(before):
         wait(driver, 10, lambda d: d.find_element(By.ID, "result").is_displayed()
              and text(d, "ticket") not in ("", before), "a ticket")
-        out["tickets"].append(text(driver, "ticket"))
-        out["ahead"].append(text(driver, "ahead"))
-    time.sleep(0.7)  # let the ticket's animation finish for the screenshot
-    driver.save_screenshot(os.path.join(SHOTS, "kiosk.png"))
+        return {k: text(driver, k) for k in ("ticket", "ahead", "estimate")}
+
+    # A double tap, fast: one request, one ticket.
+    taken_before = taken()
+    ActionChains(driver).double_click(button).perform()
+    out["double_tap"] = ticket_shown(None)
+    requests = sent(driver, take_path)
+    out["double_tap"]["requests"] = len(requests)
+    out["double_tap"]["taken"] = taken() - taken_before
+    key = requests[0][1].get("idempotency-key") if requests else None
+    out["double_tap"]["key_length"] = len(key or "")
+    # The same request id again (a retry whose first answer was lost): the same ticket,
+    # nothing more taken.
+    status, again = api("POST", take_path, "KIOSK_TOKEN", headers={"Idempotency-Key": key})
+    out["same_key_again"] = {"status": status, "label": again.get("label"),
+                             "replayed": again.get("replayed"), "taken": taken() - taken_before}
+
+    # A tap while the network is down, then a tap once it is back: the second tap sends the
+    # same request id (the first never got an answer), and one ticket is taken.
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    first = text(driver, "ticket")
+    taken_before = taken()
+    button.click()
+    wait(driver, 10, lambda d: "cannot reach" in text(d, "message"), "the no-connection message")
+    out["offline_message"] = text(driver, "message")
+    driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    button.click()
+    out["after_offline"] = ticket_shown(first)
+    keys = [h.get("idempotency-key") for m, h in sent(driver, take_path) if m == "POST"]
+    out["after_offline"]["requests"] = len(keys)
+    out["after_offline"]["one_key"] = len(set(keys)) == 1
+    out["after_offline"]["taken"] = taken() - taken_before
+    errors = console_errors(driver, ("ERR_INTERNET_DISCONNECTED",))
+
+    # The printed ticket: only the ticket, the queue, the date and time.
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    out["print"] = {
+        "button_shown": button.is_displayed(),
+        "ticket_shown": driver.find_element(By.ID, "ticket").is_displayed(),
+        "queue": text(driver, "ticket-queue"),
+        "taken_at": text(driver, "taken-at"),
+    }
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+    out["phone_overflow"] = shoot(driver, "kiosk")
+
+    # A full queue says so.
+    driver.get(queue_page("kiosk", os.environ["FULL"]))
+    button = wait(driver, 10, lambda d: d.find_element(By.ID, "take").is_displayed()
+                  and d.find_element(By.ID, "take"), "the full queue's kiosk")
+    button.click()
+    wait(driver, 10, lambda d: text(d, "message") != "", "the full queue's message")
+    out["full"] = text(driver, "message")
+    out["full_result_hidden"] = not driver.find_element(By.ID, "result").is_displayed()
+    # The browser reports the 409 answer itself (not the page).
+    out["console_errors"] = errors + console_errors(driver, (
+        f"/v1/queues/{os.environ['FULL']}/take - Failed to load resource: "
+        "the server responded with a status of 409",))
     return out
 
 
-def board(driver):
+def calls_shown(driver):
+    return [[li.find_element(By.CLASS_NAME, "ticket").text, li.find_element(By.CLASS_NAME, "desk").text]
+            for li in driver.find_elements(By.CSS_SELECTOR, "#recent li:not(.none)")]
+
+
+def current(driver):
+    return text(driver, "serving") + " " + text(driver, "desk")
+
+
+def announced(driver):
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#announcements p')].map(p => p.textContent)")
+
+
+def board(driver, out_console):
     # The tab holds the kiosk's token: the board's link must ask before replacing it.
     driver.get(queue_page("board") + "#token=" + os.environ["BOARD_TOKEN"])
     asked = {"token_left_in_address":
@@ -109,26 +261,49 @@ def board(driver):
     asked["title"] = answer_replace(driver, "replace-token")
     wait(driver, 10, lambda d: text(d, "connection") == "live", "the board's live feed")
     asked["replaced"] = holds(driver, "BOARD_TOKEN")
-    before = {"serving": text(driver, "serving"), "waiting": text(driver, "waiting")}
-    call = subprocess.run(
-        [os.environ["DISPENSER"], "--db", os.environ["DB"], "--collection",
-         os.environ["COLLECTION"], "queue", "call", QUEUE],
-        capture_output=True, text=True, check=True)
-    called = call.stdout.strip()
+    out = {"asked": asked, "before": {"current": current(driver), "calls": calls_shown(driver),
+                                      "announced": announced(driver)}}
+    # Sound on (a click: the gesture browsers ask for).
+    sound = driver.find_element(By.ID, "sound")
+    sound.click()
+    out["sound"] = {"pressed": sound.get_attribute("aria-pressed"), "label": sound.text}
+
+    # Two desks call through the CLI, then the first recalls.
+    called = [cli("call", QUEUE, "--desk", "2")]
     after_call = time.monotonic()
-    wait(driver, 10, lambda d: text(d, "serving") == called, f"the board to show {called}")
-    latency = time.monotonic() - after_call
-    out = {
-        "before": before,
-        "called_by_cli": called,
-        "shown_after_ms": round(latency * 1000),
-        "serving": text(driver, "serving"),
-        "waiting": text(driver, "waiting"),
-        "next": text(driver, "next"),
-        "asked": asked,
-    }
-    time.sleep(0.7)  # let the number's animation finish for the screenshot
-    driver.save_screenshot(os.path.join(SHOTS, "board.png"))
+    wait(driver, 10, lambda d: current(d).startswith(called[0]),
+         f"the board to show {called[0]}")
+    out["shown_after_ms"] = round((time.monotonic() - after_call) * 1000)
+    called.append(cli("call", QUEUE, "--desk", "3"))
+    cli("recall", QUEUE, "--desk", "2")
+    wait(driver, 10, lambda d: len(announced(d)) >= 3, "three announcements")
+    out["called_by_cli"] = called
+    out["current"] = current(driver)
+    out["calls"] = calls_shown(driver)
+    out["announced"] = announced(driver)
+    out["waiting"] = [p.text for p in driver.find_elements(By.CSS_SELECTOR, "#waits .wait-row")]
+    # The spoken queue: one after the other, none cut off (headless Chromium has no voice:
+    # each ends at once with an error, or at the time limit).
+    wait(driver, 30, lambda d: d.execute_script(
+        "return Announcer.history.length >= 3 && Announcer.history.every(e => e.ended !== null)"),
+        "the announcements to be spoken")
+    spoken = driver.execute_script(
+        "return Announcer.history.map(e => [e.text, e.started, e.ended, e.outcome])")
+    out["spoken"] = [s[0] for s in spoken]
+    out["spoken_in_turn"] = all(spoken[i][1] >= spoken[i - 1][2] for i in range(1, len(spoken)))
+    out["phone_overflow"] = shoot(driver, "board")
+    out_console += console_errors(driver)
+
+    # The board of several queues: a call on the second shows with its desk, above the
+    # calls of the first.
+    driver.get(f"{BASE}/ui/board?queues={QUEUE},{os.environ['QUEUE_B']}")
+    wait(driver, 10, lambda d: text(d, "connection") == "live", "the board of two queues")
+    called_b = cli("call", os.environ["QUEUE_B"], "--desk", "4")
+    wait(driver, 10, lambda d: current(d).startswith(called_b), f"the board to show {called_b}")
+    out["several"] = {"title": text(driver, "queue-name"), "current": current(driver),
+                      "calls": calls_shown(driver)[:2], "announced": announced(driver),
+                      "waiting": [p.text for p in
+                                  driver.find_elements(By.CSS_SELECTOR, "#waits .wait-row")]}
     return out
 
 
@@ -136,13 +311,63 @@ def overview(driver):
     driver.get(BASE + "/ui#token=" + os.environ["ADMIN_TOKEN"])
     answer_replace(driver, "replace-token")  # the tab held the board's token
     wait(driver, 10, lambda d: d.find_element(By.ID, "content").is_displayed(), "the overview")
+    card_css = f"article.queue-card[data-queue='{QUEUE}']"
+    card = wait(driver, 10, lambda d: d.find_element(By.CSS_SELECTOR, card_css), "the queue's card")
 
     def rows(table):
         return [[c.text for c in r.find_elements(By.TAG_NAME, "td")]
                 for r in driver.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")]
 
-    out = {t: rows(t) for t in ("sequences", "gapless", "queues")}
-    driver.save_screenshot(os.path.join(SHOTS, "overview.png"))
+    def desks():
+        return [[c.text for c in r.find_elements(By.TAG_NAME, "td")][:2]
+                for r in card.find_elements(By.CSS_SELECTOR, "table.desks tbody tr")]
+
+    def figures():
+        return {f.find_element(By.TAG_NAME, "dt").text.lower(): f.find_element(By.TAG_NAME, "dd").text
+                for f in card.find_elements(By.CSS_SELECTOR, ".figure")}
+
+    out = {t: rows(t) for t in ("sequences", "gapless")}
+    out["queues"] = [c.get_attribute("data-queue")
+                     for c in driver.find_elements(By.CSS_SELECTOR, "article.queue-card")]
+    out["board_of_all"] = driver.find_element(By.ID, "all-boards").get_attribute("href")
+    out["desks_before"] = desks()
+    # Call next from desk 7, then cancel a waiting ticket by its label.
+    desk = card.find_element(By.CSS_SELECTOR, "input.desk-input")
+    desk.clear()
+    desk.send_keys("7")
+    card.find_element(By.CSS_SELECTOR, ".controls button.call").click()
+    result = lambda d: card.find_element(By.CSS_SELECTOR, ".action-result").text
+    wait(driver, 10, lambda d: result(d).startswith("Called"), "the call's result")
+    out["call_result"] = result(driver)
+    wait(driver, 10, lambda d: any(r[0] == "7" for r in desks()), "desk 7 in the table")
+    out["desks"] = desks()
+    waiting = api("GET", f"/v1/queues/{QUEUE}", "ADMIN_TOKEN")[1].get("waiting_list") or []
+    victim = waiting[-1]["label"] if waiting else "?"
+    ticket = card.find_element(By.CSS_SELECTOR, "input.ticket-input")
+    ticket.send_keys(victim)
+    card.find_element(By.CSS_SELECTOR, ".controls button.cancel").click()
+    wait(driver, 10, lambda d: result(d).startswith("Cancelled"), "the cancel's result")
+    out["cancel_result"] = [victim, result(driver)]
+    wait(driver, 10, lambda d: figures().get("cancelled") == "1", "cancelled 1")
+    out["figures"] = figures()
+    # The charts: 24 bars each (the sequence chart only where the service answers GET
+    # /v1/sequences/{name}/hourly).
+    try:
+        WebDriverWait(driver, 10, poll_frequency=0.05).until(
+            lambda d: d.find_element(By.ID, "sequence-chart").is_displayed())
+        out["sequence_chart"] = {
+            "for": driver.find_element(By.ID, "chart-sequence").get_attribute("value"),
+            "bars": len(driver.find_elements(By.CSS_SELECTOR, "#sequence-chart-svg rect.column")),
+            "label": driver.find_element(By.CSS_SELECTOR, "#sequence-chart-svg svg")
+            .get_attribute("aria-label"),
+        }
+    except Exception:
+        out["sequence_chart"] = "not shown"
+    out["queue_chart"] = {
+        "bars": len(card.find_elements(By.CSS_SELECTOR, "figure.chart rect.column")),
+        "label": card.find_element(By.CSS_SELECTOR, "figure.chart svg").get_attribute("aria-label"),
+    }
+    out["phone_overflow"] = shoot(driver, "overview")
     return out
 
 
@@ -168,7 +393,11 @@ def main():
     driver = browser()
     result = {"console_errors": []}
     try:
-        for page in (kiosk, board, overview, planted):
+        result["kiosk"] = kiosk(driver)
+        result["console_errors"] += result["kiosk"].pop("console_errors")
+        result["board"] = board(driver, result["console_errors"])
+        result["console_errors"] += console_errors(driver)
+        for page in (overview, planted):
             result[page.__name__] = page(driver)
             result["console_errors"] += console_errors(driver)
     finally:

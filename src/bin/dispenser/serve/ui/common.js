@@ -150,12 +150,24 @@ const Dispenser = (() => {
     }
   }
 
-  /** Calls the API with the token; the JSON answer, or an ApiError. */
-  async function api(method, path) {
-    const headers = { Authorization: "Bearer " + token(), Accept: "application/json" };
+  /**
+   * Calls the API with the token; the JSON answer, or an ApiError (status 0: no answer).
+   * `options.body` (an object) is sent as JSON; `options.headers` are added.
+   */
+  async function api(method, path, options) {
+    const opts = options || {};
+    const headers = Object.assign(
+      { Authorization: "Bearer " + token(), Accept: "application/json" },
+      opts.headers || {}
+    );
+    const init = { method, headers, cache: "no-store" };
+    if (opts.body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(opts.body);
+    }
     let resp;
     try {
-      resp = await fetch(path, { method, headers, cache: "no-store" });
+      resp = await fetch(path, init);
     } catch (e) {
       throw new ApiError(0, "network", "the service does not answer");
     }
@@ -198,5 +210,37 @@ const Dispenser = (() => {
     document.getElementById(id).textContent = value;
   }
 
-  return { init, signIn, token, forget, api, ApiError, queueName, queuePath, el, text };
+  /** A ticket as people read it: its label ("A-042") when the queue has a format, else the number. */
+  function ticketText(entry, labelKey, numberKey) {
+    const label = entry[labelKey || "label"];
+    if (typeof label === "string" && label !== "") return label;
+    const n = entry[numberKey || "ticket"];
+    return n === null || n === undefined ? "–" : String(n);
+  }
+
+  /** A wait in plain words ("about 4 min"), or null when unknown. */
+  function waitText(seconds) {
+    if (typeof seconds !== "number" || !isFinite(seconds) || seconds < 0) return null;
+    if (seconds < 60) return "under a minute";
+    const minutes = Math.round(seconds / 60);
+    if (minutes < 60) return "about " + minutes + " min";
+    const h = Math.floor(minutes / 60);
+    const m = minutes % 60;
+    return "about " + h + " h" + (m ? " " + m + " min" : "");
+  }
+
+  return {
+    init,
+    signIn,
+    token,
+    forget,
+    api,
+    ApiError,
+    queueName,
+    queuePath,
+    el,
+    text,
+    ticketText,
+    waitText,
+  };
 })();

@@ -1,11 +1,17 @@
 //! The pages people look at, served by `dispenser serve`: plain HTML, CSS and JavaScript
 //! embedded in the binary (`include_str!`), no front-end build chain.
 //!
-//! - `/ui`: for operators — every sequence (share used, left, rate, forecast, numbers held by
-//!   the service's block clients), the gap-free sequences with their voids, the queues.
-//! - `/ui/queues/{name}/kiosk`: one big "Take a ticket" button that shows the ticket.
-//! - `/ui/queues/{name}/board`: "Now serving 42" and how many wait, live (see
-//!   [`events`]).
+//! - `/ui`: for operators — each queue's desks and what each serves, waiting, cancelled,
+//!   today's counts, average and p90 wait, buttons to call next, recall and cancel from a
+//!   desk, a chart of waiting per hour; every sequence (share used, left, rate, forecast,
+//!   numbers held by the service's block clients) with a chart of numbers issued per hour;
+//!   the gap-free sequences with their voids. Charts are SVG drawn by the page.
+//! - `/ui/queues/{name}/kiosk`: one big "Take a ticket" button that shows the ticket, its
+//!   position and estimated wait, printable; one ticket per tap (a request id per tap).
+//! - `/ui/queues/{name}/board`, and `/ui/board?queues=a,b` for several queues: the current
+//!   call large ("A-042 → Desk 3"), the last calls, how many wait and the estimated wait,
+//!   live (see [`events`]), each call announced (a chime and speech, queued, once sound is
+//!   switched on) and mirrored as text in an aria-live region.
 //!
 //! **How pages authenticate.** The pages themselves hold no data and need no token; the data
 //! comes from the API (`/v1/overview`, `/v1/queues/{name}/take`, the board's event stream),
@@ -14,8 +20,8 @@
 //! keeps it in the tab's `sessionStorage` (gone when the tab closes), removes the fragment
 //! from the address bar, and sends it as `Authorization: Bearer` — never in a URL, so it
 //! appears in no access log or history. A 401 forgets it and asks again. Give each screen
-//! a token of its own with only what it needs: a kiosk `take` on its queue, a board `peek`,
-//! an operator `list`.
+//! a token of its own with only what it needs: a kiosk `take` on its queue, a board `peek`
+//! on the queues it shows, an operator `list` (and `call` for the desk buttons).
 //!
 //! Every page is sent with a Content-Security-Policy that allows only this service's own
 //! scripts, styles and API (no inline script, no other origin, no framing), and the scripts
@@ -37,7 +43,7 @@ const KIOSK_HTML: &str = include_str!("kiosk.html");
 const BOARD_HTML: &str = include_str!("board.html");
 
 /// The assets under `/ui/assets/`: name, content type, body.
-const ASSETS: [(&str, &str, &str); 5] = [
+const ASSETS: [(&str, &str, &str); 7] = [
     ("ui.css", "text/css; charset=utf-8", include_str!("ui.css")),
     (
         "common.js",
@@ -59,6 +65,16 @@ const ASSETS: [(&str, &str, &str); 5] = [
         "text/javascript; charset=utf-8",
         include_str!("board.js"),
     ),
+    (
+        "announce.js",
+        "text/javascript; charset=utf-8",
+        include_str!("announce.js"),
+    ),
+    (
+        "chart.js",
+        "text/javascript; charset=utf-8",
+        include_str!("chart.js"),
+    ),
 ];
 
 /// What a page may load: this service's scripts, styles and API, nothing inline, no frames.
@@ -70,6 +86,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/ui", get(overview))
         .route("/ui/queues/{name}/kiosk", get(kiosk))
         .route("/ui/queues/{name}/board", get(board))
+        .route("/ui/board", get(boards))
         .route("/ui/queues/{name}/events", get(events::events))
         .route("/ui/assets/{file}", get(asset))
 }
@@ -108,6 +125,12 @@ async fn kiosk(Path(_name): Path<String>) -> Response {
 
 /// The board of any queue: the page reads the name from its address.
 async fn board(Path(_name): Path<String>) -> Response {
+    page(HTML, BOARD_HTML)
+}
+
+/// The board of several queues (`/ui/board?queues=a,b`): the page reads the names from its
+/// address.
+async fn boards() -> Response {
     page(HTML, BOARD_HTML)
 }
 
