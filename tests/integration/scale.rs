@@ -226,3 +226,95 @@ async fn an_idle_block_client_gives_its_numbers_back() {
     assert_eq!(body["numbers"][0].as_i64(), Some(last + 1), "{body}");
     svc.stop();
 }
+
+/// Queue series on `/metrics`: waiting, taken, served, cancelled, and the wait histogram of
+/// the calls made since the service started (by any client); a deleted queue's series go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queues_have_series_and_a_wait_histogram() {
+    let svc = Service::start("scale_queue_metrics");
+    let http = reqwest::Client::new();
+    let (status, body) = send(
+        http.post(svc.url("/v1/queues"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "name": "lobby", "max": 9 })),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    for _ in 0..4 {
+        let (status, body) = send(
+            http.post(svc.url("/v1/queues/lobby/take"))
+                .bearer_auth(ADMIN),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = send(
+        http.post(svc.url("/v1/queues/lobby/cancel"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "ticket": 4 })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    for desk in ["1", "2"] {
+        let (status, body) = send(
+            http.post(svc.url("/v1/queues/lobby/call"))
+                .bearer_auth(ADMIN)
+                .json(&json!({ "desk": desk })),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let text = http
+        .get(svc.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let m = parse_metrics(&text);
+    let lobby = [("queue", "lobby")];
+    assert_eq!(
+        sample(&m, "dispenser_queue_waiting", &lobby),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(sample(&m, "dispenser_queue_taken_total", &lobby), Some(4.0));
+    assert_eq!(
+        sample(&m, "dispenser_queue_served_total", &lobby),
+        Some(2.0)
+    );
+    assert_eq!(
+        sample(&m, "dispenser_queue_cancelled_total", &lobby),
+        Some(1.0)
+    );
+    assert!(
+        text.contains("dispenser_queue_wait_seconds_count{queue=\"lobby\"} 2"),
+        "{text}"
+    );
+    // A second scrape observes nothing twice.
+    let again = http
+        .get(svc.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        again.contains("dispenser_queue_wait_seconds_count{queue=\"lobby\"} 2"),
+        "{again}"
+    );
+    let (status, body) = send(http.delete(svc.url("/v1/queues/lobby")).bearer_auth(ADMIN)).await;
+    assert_eq!(status, 204, "{body}");
+    let gone = http
+        .get(svc.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!gone.contains("queue=\"lobby\""), "{gone}");
+    svc.stop();
+}

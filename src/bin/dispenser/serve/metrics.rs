@@ -5,7 +5,9 @@
 //! Label values are escaped as the exposition format says (`\\`, `\"`, `\n`), so any name a
 //! sequence may have keeps the scrape readable (`prometheus-client` writes them as given).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use dispenser::queue::CallEntry;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
@@ -63,12 +65,33 @@ fn hour_now() -> u64 {
         .map_or(0, |d| d.as_secs() / 3600)
 }
 
+/// The buckets of the queues' wait histogram, in seconds (30 s to 2 h).
+const WAIT_BUCKETS: [f64; 11] = [
+    30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1200.0, 1800.0, 2700.0, 3600.0, 7200.0,
+];
+
+fn wait_histogram() -> Histogram {
+    Histogram::new(WAIT_BUCKETS)
+}
+
 /// The metrics kept for the life of the service (each a handle onto shared atomics).
 pub(super) struct Metrics {
+    /// How long each ticket called waited, by queue (observed from the queue documents at
+    /// each scrape: every call made since the service started, by any client).
+    pub(super) queue_waits: Family<Labels, Histogram, fn() -> Histogram>,
+    /// By queue: the time (ms since the epoch) of the newest call already observed.
+    queue_seen: Mutex<HashMap<String, i64>>,
+    /// When the service started (ms since the epoch): older calls are not observed.
+    started_ms: i64,
     /// Numbers handed out, by sequence document.
     issued: Mutex<BTreeMap<String, Issued>>,
     pub(super) requests: Family<Labels, Counter>,
     pub(super) duration: Histogram,
+}
+
+/// The labels of a queue's series.
+pub(super) fn queue(name: &str) -> Labels {
+    vec![("queue", Escaped(name.to_owned()))]
 }
 
 pub(super) fn sequence(name: &str) -> Labels {
@@ -78,6 +101,9 @@ pub(super) fn sequence(name: &str) -> Labels {
 impl Metrics {
     pub(super) fn new() -> Self {
         Metrics {
+            queue_waits: Family::new_with_constructor(wait_histogram),
+            queue_seen: Mutex::new(HashMap::new()),
+            started_ms: dispenser::mongodb::bson::DateTime::now().timestamp_millis(),
             issued: Mutex::new(BTreeMap::new()),
             requests: Family::default(),
             duration: Histogram::new(BUCKETS),
@@ -126,6 +152,40 @@ impl Metrics {
                 (h, n)
             })
             .collect()
+    }
+
+    /// Observes the waits of the calls of queue `name` not observed yet (`calls` newest
+    /// first, as a queue's status lists them; recalls are not calls).
+    pub(super) fn observe_queue_calls(&self, name: &str, calls: &[CallEntry]) {
+        let mut seen = self.queue_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let last = seen.get(name).copied().unwrap_or(self.started_ms);
+        let mut newest = last;
+        let histogram = self.queue_waits.get_or_create(&queue(name));
+        for call in calls.iter().filter(|c| !c.recall) {
+            let at = call.at.timestamp_millis();
+            if at <= last {
+                continue;
+            }
+            newest = newest.max(at);
+            if let Some(wait) = call.wait {
+                histogram.observe(wait.as_secs_f64());
+            }
+        }
+        seen.insert(name.to_owned(), newest);
+    }
+
+    /// Forgets the queues not in `kept` (deleted): their series go.
+    pub(super) fn keep_queues(&self, kept: &HashSet<String>) {
+        let mut seen = self.queue_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let gone: Vec<String> = seen
+            .keys()
+            .filter(|n| !kept.contains(*n))
+            .cloned()
+            .collect();
+        for name in gone {
+            seen.remove(&name);
+            self.queue_waits.remove(&queue(&name));
+        }
     }
 
     pub(super) fn observe(&self, status: u16, secs: f64) {

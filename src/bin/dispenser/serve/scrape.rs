@@ -35,7 +35,7 @@ use prometheus_client::registry::Registry;
 
 use super::auth::bearer_token;
 use super::errors::ApiError;
-use super::metrics::{Escaped, FGauge, Labels, sequence};
+use super::metrics::{Escaped, FGauge, Labels, queue, sequence};
 use super::state::Shared;
 use super::tokens::{MAX_TOKEN_LEN, MIN_TOKEN_LEN, PaddedToken, TokenRule};
 
@@ -201,6 +201,67 @@ fn per_sequence(shown: &[String], value: impl Fn(&str) -> u64) -> Family<Labels,
     family
 }
 
+/// The most queues with series of their own (by name).
+const QUEUES_WITH_SERIES: usize = 1000;
+
+/// The queues' series: waiting, taken, served and cancelled tickets from each queue
+/// document (one query), and the wait histogram the service keeps from the calls it sees.
+async fn queue_series(st: &Shared, r: &mut Registry) {
+    let queues = match st
+        .dispenser
+        .list_queues_after(None, QUEUES_WITH_SERIES)
+        .await
+    {
+        Ok(q) => q,
+        Err(e) => {
+            tracing::warn!("/metrics: reading the queues: {}", st.scrub(&e.to_string()));
+            return;
+        }
+    };
+    let waiting = Family::<Labels, Gauge>::default();
+    let taken = Family::<Labels, Counter>::default();
+    let served = Family::<Labels, Counter>::default();
+    let cancelled = Family::<Labels, Counter>::default();
+    let mut names = HashSet::new();
+    for q in queues.iter().flatten() {
+        let labels = queue(&q.name);
+        waiting
+            .get_or_create(&labels)
+            .set(i64::try_from(q.waiting).unwrap_or(i64::MAX));
+        taken.get_or_create(&labels).inc_by(q.taken);
+        served.get_or_create(&labels).inc_by(q.served);
+        cancelled.get_or_create(&labels).inc_by(q.cancelled);
+        st.metrics.observe_queue_calls(&q.name, &q.recent_calls);
+        names.insert(q.name.clone());
+    }
+    st.metrics.keep_queues(&names);
+    r.register(
+        "dispenser_queue_waiting",
+        "Tickets waiting in the queue",
+        waiting,
+    );
+    r.register(
+        "dispenser_queue_taken",
+        "Tickets taken since the queue was created",
+        taken,
+    );
+    r.register(
+        "dispenser_queue_served",
+        "Tickets called since the queue was created",
+        served,
+    );
+    r.register(
+        "dispenser_queue_cancelled",
+        "Tickets cancelled since the queue was created",
+        cancelled,
+    );
+    r.register(
+        "dispenser_queue_wait_seconds",
+        "How long each called ticket waited, from its take to its call (every call since the service started, by any client, seen in the queue document at a scrape; at most the last 20 calls between two scrapes)",
+        st.metrics.queue_waits.clone(),
+    );
+}
+
 /// The registry of one scrape.
 async fn registry(st: &Shared) -> Registry {
     let m = &st.metrics;
@@ -324,6 +385,7 @@ async fn registry(st: &Shared) -> Registry {
             );
         }
     }
+    queue_series(st, &mut r).await;
     r.register(
         "dispenser_database_up",
         "1 when this scrape read the sequence documents, 0 when it could not (the sequence_* series are then missing)",
