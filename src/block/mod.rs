@@ -291,10 +291,11 @@ impl BlockSequence {
                     Step::Issued(n, st.prefetch_due(&shared.options))
                 } else if let Some(e) = waiting_on.as_ref().and_then(|r| r.error()) {
                     Step::Failed(e)
-                } else if let Some(r) = &st.inflight {
+                } else if let Some(r) = st.inflight.clone() {
                     // The one in flight (the same again, or a newer one when ours delivered
                     // numbers others took first, or was dropped unfinished).
-                    waiting_on = Some(Arc::clone(r));
+                    st.waiting_on(&r);
+                    waiting_on = Some(r);
                     Step::Wait(None)
                 } else {
                     let r = st.begin();

@@ -52,6 +52,9 @@ pub(super) struct Reservation {
     /// its block is in `next` (or was handed out already), else its error, which every
     /// caller that waited on it gets. Never set when it was dropped unfinished.
     pub(super) outcome: OnceLock<Result<()>>,
+    /// A caller found the current block used up while this (a prefetch) was still in
+    /// flight: it came too late, and the blocks now keep further ahead (counted once).
+    pub(super) late: std::sync::atomic::AtomicBool,
 }
 
 impl Reservation {
@@ -87,7 +90,14 @@ pub(super) struct State {
     pub(super) latency: Option<Duration>,
     /// Numbers per second at which the latest used-up block was handed out.
     pub(super) rate: Option<f64>,
+    /// How much further ahead than [`KEEP_AHEAD`] and [`LEAD`] say the blocks are kept: 1 at
+    /// first, doubled (up to [`MAX_AHEAD`]) each time a prefetch came too late, so a
+    /// client whose round trips vary more than the measured latency shows stops waiting.
+    pub(super) ahead: f64,
 }
+
+/// The most [`State::ahead`] grows to.
+const MAX_AHEAD: f64 = 16.0;
 
 /// How many numbers of a block of `count` are handed out when its prefetch is due.
 /// How many reservation latencies the part of a block after its prefetch point should last
@@ -116,6 +126,7 @@ impl State {
             reservation_started: None,
             latency: None,
             rate: None,
+            ahead: 1.0,
         }
     }
 
@@ -182,7 +193,7 @@ impl State {
         let rate = b.used as f64 / elapsed;
         let tail = (1.0 - share).max(0.1);
         // `as` saturates.
-        let needed = (KEEP_AHEAD * latency.as_secs_f64() * rate / tail).ceil() as u64;
+        let needed = (KEEP_AHEAD * self.ahead * latency.as_secs_f64() * rate / tail).ceil() as u64;
         needed.clamp(self.size, cap.max(self.size))
     }
 
@@ -198,8 +209,17 @@ impl State {
             return at_share;
         };
         // `as` saturates.
-        let lead = (LEAD * latency.as_secs_f64() * rate).ceil() as u64;
+        let lead = (LEAD * self.ahead * latency.as_secs_f64() * rate).ceil() as u64;
         at_share.min(b.run.count().saturating_sub(lead))
+    }
+
+    /// A caller found no number while `r` is in flight. When a block was in use (so `r` is a
+    /// prefetch that has not arrived in time, not the first reservation), the blocks keep
+    /// further ahead from now on: [`State::ahead`] doubles, once per late reservation.
+    pub(super) fn waiting_on(&mut self, r: &Reservation) {
+        if self.current.is_some() && !r.late.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            self.ahead = (self.ahead * 2.0).min(MAX_AHEAD);
+        }
     }
 
     /// Marks a new reservation in flight and returns it.
@@ -327,5 +347,41 @@ mod tests {
             st.prefetch_due(&options).is_some(),
             "due at the first number"
         );
+    }
+
+    #[test]
+    fn a_late_prefetch_makes_the_blocks_keep_further_ahead_once_per_reservation() {
+        let options = BlockOptions::default()
+            .with_size(1000)
+            .with_prefetch(Some(0.5));
+        let mut st = State::new(1000);
+        st.latency = Some(Duration::from_micros(200));
+        st.rate = Some(1e6);
+        // The first reservation: nobody is late yet.
+        let first = st.begin();
+        st.waiting_on(&first);
+        assert_eq!(st.ahead, 1.0);
+        st.end(&first);
+        let b = Block::new(Run::new(1, 1000, 1), stamp(1));
+        st.next = Some(b);
+        assert_eq!(st.take_number(&options, Instant::now()), Some(1));
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 200);
+        // A prefetch that has not come when the block is used up: twice as far ahead.
+        let late = st.begin();
+        st.waiting_on(&late);
+        st.waiting_on(&late);
+        assert_eq!(st.ahead, 2.0, "counted once per reservation");
+        assert_eq!(
+            st.prefetch_point(&options, 0.5, &b),
+            0,
+            "4 × 2 × 200 ≥ 1000 − 200"
+        );
+        st.end(&late);
+        for _ in 0..10 {
+            let r = st.begin();
+            st.waiting_on(&r);
+            st.end(&r);
+        }
+        assert_eq!(st.ahead, MAX_AHEAD);
     }
 }
