@@ -51,6 +51,24 @@ pub struct BenchArgs {
     /// comparisons when the server drifts).
     #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 1000), allow_negative_numbers = true)]
     pub rounds: u32,
+    /// Measure the HTTP service instead: `POST /v1/sequences/{name}/next` of a service
+    /// started in this process (or the one at --url) beside the floor, the same HTTP stack
+    /// answering a constant JSON body, driven by the same keep-alive HTTP/1.1 load
+    /// (--connections, --duration or --count, --rounds).
+    #[arg(long, conflicts_with_all = ["gapless", "processes", "block", "prefetch", "no_prefetch"])]
+    pub http: bool,
+    /// With --http: the service to measure (such as http://127.0.0.1:8080), connected to the
+    /// same database, with a token (--token) that may draw `bench-http-*`; without it the
+    /// service is started in this process.
+    #[arg(long, requires = "http")]
+    pub url: Option<String>,
+    /// With --http --url: the bearer token. Prefer the environment variable: a command line
+    /// is visible to other users.
+    #[arg(long, env = "DISPENSER_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// With --http: keep-alive HTTP/1.1 connections, each sending one request at a time.
+    #[arg(long, default_value_t = 32, value_parser = whole::<u32>(1, 4096), allow_negative_numbers = true)]
+    pub connections: u32,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -19,6 +19,7 @@ use sources::{Kind, client, prepare_target, raw_collection, source_for};
 use workers::{draw, spawn_workers, worker};
 
 pub mod args;
+mod http;
 mod print;
 mod samples;
 mod sources;
@@ -39,6 +40,9 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
 async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Result<bool> {
     if let Some(spec) = &args.worker {
         return worker(uri, options, &args, spec).await;
+    }
+    if args.http {
+        return http::run(uri, options, &args).await;
     }
     let chosen: Strategy = args.strategy.into();
     let coalesce = args.coalesce == OnOff::On;

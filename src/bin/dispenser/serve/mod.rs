@@ -248,121 +248,171 @@ async fn shutdown_signal() {
 /// `uri` is the database URI the dispenser was connected with, only to scrub its password
 /// from error answers.
 pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<Outcome> {
-    let tokens = load_tokens(args.tokens.as_ref())?;
-    let metrics_token =
-        MetricsToken::new(args.metrics_token.as_ref().map(|s| s.0.as_str()), &tokens)?;
-    if args.max_block < args.block {
-        return Err(Error::InvalidArgument {
-            what: "--max-block".into(),
+    let service = Service::bind(dispenser, &args, uri, None).await?;
+    println!("listening on http://{}", service.local);
+    service.serve(shutdown_signal()).await
+}
+
+/// A service bound to its address, not yet serving (`dispenser serve`, and `bench --http`,
+/// which starts one in its own process).
+pub struct Service {
+    listener: tokio::net::TcpListener,
+    /// The address it listens on.
+    pub local: SocketAddr,
+    limits: Limits,
+    state: Shared,
+    metrics_token: MetricsToken,
+}
+
+impl Service {
+    /// Checks the arguments, binds `--listen` and builds the service's state. `tokens` is
+    /// the tokens document itself, or `None` to read it as `dispenser serve` does (`--tokens`,
+    /// else `DISPENSER_TOKENS`).
+    pub async fn bind(
+        dispenser: Dispenser,
+        args: &ServeArgs,
+        uri: &str,
+        tokens: Option<&str>,
+    ) -> dispenser::Result<Service> {
+        let tokens = match tokens {
+            Some(text) => tokens::parse_tokens(text)?,
+            None => load_tokens(args.tokens.as_ref())?,
+        };
+        let metrics_token =
+            MetricsToken::new(args.metrics_token.as_ref().map(|s| s.0.as_str()), &tokens)?;
+        if args.max_block < args.block {
+            return Err(Error::InvalidArgument {
+                what: "--max-block".into(),
+                reason: format!(
+                    "{} is below --block {}: the largest block must be at least the starting one",
+                    args.max_block, args.block
+                ),
+            });
+        }
+        let block_options = BlockOptions::default()
+            .with_size(args.block)
+            .with_grow_to(Some(args.max_block))
+            .with_range_share(Some(args.block_share))
+            .with_prefetch(Some(args.prefetch));
+        let pool = Pool::new(dispenser.clone(), block_options)?;
+        let addr: SocketAddr = args.listen.parse().map_err(|e| Error::InvalidArgument {
+            what: "--listen".into(),
             reason: format!(
-                "{} is below --block {}: the largest block must be at least the starting one",
-                args.max_block, args.block
+                "{:?} is not an address such as 127.0.0.1:8080: {e}",
+                args.listen
             ),
+        })?;
+        let listener =
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| Error::InvalidArgument {
+                    what: "--listen".into(),
+                    reason: format!("cannot listen on {addr}: {e}"),
+                })?;
+        let idle = Duration::from_secs_f64(args.idle_timeout);
+        let limits = Limits {
+            header: Duration::from_secs_f64(args.header_timeout),
+            idle,
+            untrusted_idle: Duration::from_secs_f64(args.unauthenticated_idle_timeout).min(idle),
+            max_connections: conn::max_connections(args.max_connections)?,
+        };
+        let streams = StreamLimits::new(
+            args.max_streams_per_token,
+            args.max_streams_per_queue,
+            limits.max_connections,
+        );
+        let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
+            what: "--listen".into(),
+            reason: e.to_string(),
+        })?;
+        let state = Arc::new(AppState {
+            dispenser,
+            uri: uri.to_owned(),
+            tokens,
+            pool,
+            max_count: args.max_count,
+            request_timeout: Duration::from_secs_f64(args.request_timeout),
+            slots: Mutex::new(HashMap::new()),
+            retired: Mutex::new(HashMap::new()),
+            metrics: Metrics::new(),
+            queues: Queues::new(streams),
         });
-    }
-    let block_options = BlockOptions::default()
-        .with_size(args.block)
-        .with_grow_to(Some(args.max_block))
-        .with_range_share(Some(args.block_share))
-        .with_prefetch(Some(args.prefetch));
-    let pool = Pool::new(dispenser.clone(), block_options)?;
-    let addr: SocketAddr = args.listen.parse().map_err(|e| Error::InvalidArgument {
-        what: "--listen".into(),
-        reason: format!(
-            "{:?} is not an address such as 127.0.0.1:8080: {e}",
-            args.listen
-        ),
-    })?;
-    let listener =
-        tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| Error::InvalidArgument {
-                what: "--listen".into(),
-                reason: format!("cannot listen on {addr}: {e}"),
-            })?;
-    let idle = Duration::from_secs_f64(args.idle_timeout);
-    let limits = Limits {
-        header: Duration::from_secs_f64(args.header_timeout),
-        idle,
-        untrusted_idle: Duration::from_secs_f64(args.unauthenticated_idle_timeout).min(idle),
-        max_connections: conn::max_connections(args.max_connections)?,
-    };
-    let streams = StreamLimits::new(
-        args.max_streams_per_token,
-        args.max_streams_per_queue,
-        limits.max_connections,
-    );
-    let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
-        what: "--listen".into(),
-        reason: e.to_string(),
-    })?;
-    let state = Arc::new(AppState {
-        dispenser,
-        uri: uri.to_owned(),
-        tokens,
-        pool,
-        max_count: args.max_count,
-        request_timeout: Duration::from_secs_f64(args.request_timeout),
-        slots: Mutex::new(HashMap::new()),
-        retired: Mutex::new(HashMap::new()),
-        metrics: Metrics::new(),
-        queues: Queues::new(streams),
-    });
-    println!("listening on http://{local}");
-    tracing::info!("dispenser serve listening on {local}");
-    tracing::info!(
-        "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all; /metrics {}",
-        limits.max_connections,
-        limits.header,
-        limits.idle,
-        limits.untrusted_idle,
-        streams.per_token,
-        streams.per_queue,
-        streams.total,
-        if metrics_token.is_set() {
-            "needs the metrics token"
-        } else {
-            "needs no token"
-        }
-    );
-    let served = axum::serve(
-        Capped::new(listener, limits),
-        router(state.clone(), metrics_token).into_make_service_with_connect_info::<ConnInfo>(),
-    )
-    .with_graceful_shutdown({
-        let state = Arc::clone(&state);
-        async move {
-            shutdown_signal().await;
-            // The boards' event streams end, so their connections close.
-            state.queues.events.stop();
-        }
-    })
-    .await;
-    // Give back what the block clients still hold (each under its era lock, as an admin
-    // operation: no draw of it is in flight).
-    let (mut given_back, mut lost) = (0, 0);
-    for (name, slot) in state.all_slots() {
-        let era = slot.era.write().await;
-        let outcome = state.pool.retire(&name).await;
-        drop(era);
-        match outcome {
-            Ok(r) => {
-                given_back += r.given_back;
-                lost += r.lost;
+        tracing::info!("dispenser serve listening on {local}");
+        tracing::info!(
+            "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all; /metrics {}",
+            limits.max_connections,
+            limits.header,
+            limits.idle,
+            limits.untrusted_idle,
+            streams.per_token,
+            streams.per_queue,
+            streams.total,
+            if metrics_token.is_set() {
+                "needs the metrics token"
+            } else {
+                "needs no token"
             }
-            Err(e) => eprintln!("dispenser: closing the block client of {name:?}: {e}"),
-        }
+        );
+        Ok(Service {
+            listener,
+            local,
+            limits,
+            state,
+            metrics_token,
+        })
     }
-    // A loss is named only when there is one ("0 lost (a gap)" read as if something were).
-    let lost = if lost > 0 {
-        format!(", {lost} number(s) lost (a gap: reserved, never issued)")
-    } else {
-        String::new()
-    };
-    eprintln!("dispenser: stopped; {given_back} unused number(s) given back{lost}");
-    served.map_err(|e| Error::InvalidArgument {
-        what: "--listen".into(),
-        reason: format!("the server failed: {e}"),
-    })?;
-    Ok(Outcome::Done)
+
+    /// Serves until `shutdown` completes, then gives back what the block clients hold.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> dispenser::Result<Outcome> {
+        let Service {
+            listener,
+            limits,
+            state,
+            metrics_token,
+            ..
+        } = self;
+        let served = axum::serve(
+            Capped::new(listener, limits),
+            router(state.clone(), metrics_token).into_make_service_with_connect_info::<ConnInfo>(),
+        )
+        .with_graceful_shutdown({
+            let state = Arc::clone(&state);
+            async move {
+                shutdown.await;
+                // The boards' event streams end, so their connections close.
+                state.queues.events.stop();
+            }
+        })
+        .await;
+        // Give back what the block clients still hold (each under its era lock, as an admin
+        // operation: no draw of it is in flight).
+        let (mut given_back, mut lost) = (0, 0);
+        for (name, slot) in state.all_slots() {
+            let era = slot.era.write().await;
+            let outcome = state.pool.retire(&name).await;
+            drop(era);
+            match outcome {
+                Ok(r) => {
+                    given_back += r.given_back;
+                    lost += r.lost;
+                }
+                Err(e) => eprintln!("dispenser: closing the block client of {name:?}: {e}"),
+            }
+        }
+        // A loss is named only when there is one ("0 lost (a gap)" read as if something were).
+        let lost = if lost > 0 {
+            format!(", {lost} number(s) lost (a gap: reserved, never issued)")
+        } else {
+            String::new()
+        };
+        eprintln!("dispenser: stopped; {given_back} unused number(s) given back{lost}");
+        served.map_err(|e| Error::InvalidArgument {
+            what: "--listen".into(),
+            reason: format!("the server failed: {e}"),
+        })?;
+        Ok(Outcome::Done)
+    }
 }
