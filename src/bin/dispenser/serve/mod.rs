@@ -166,7 +166,7 @@ fn secret(s: &str) -> Result<Secret, String> {
 }
 
 fn router(state: Shared, metrics_token: MetricsToken) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/v1/sequences", get(list).post(create))
         .route("/v1/sequences/{name}", get(peek).delete(delete))
         .route("/v1/sequences/{name}/next", post(next))
@@ -193,33 +193,37 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
             get(openapi::openapi).layer(Extension(metrics_token)),
         )
         .fallback(fallback)
-        // Innermost first: the body limit and the request timeout answer errors, which
-        // `observe` turns into JSON error bodies (and counts); `track` tells the connection
-        // a request is being served, and whether it carried a valid token; the trace span
-        // covers it all.
+        // Innermost first: the body limit answers errors, which `guard` turns into JSON
+        // error bodies (see there). The trace span (when asked for) covers it all.
         .layer(RequestBodyLimitLayer::new(MAX_BODY))
-        .layer(middleware::from_fn_with_state(state.clone(), deadline))
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .layer(middleware::from_fn_with_state(state.clone(), track))
-        .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(state.clone(), guard));
+    let router = if observe::traced() {
+        router.layer(TraceLayer::new_for_http())
+    } else {
+        router
+    };
+    router.with_state(state)
 }
 
-/// Tells the request's connection it is being served, and whether it carried a valid token
-/// (which gives the connection the longer idle timeout and keeps it from eviction).
-async fn track(State(st): State<Shared>, req: Request, next: Next) -> Response {
-    let trusted = st.authenticate(req.headers()).is_ok();
-    conn::track(trusted, req, next).await
-}
-
-/// Cuts a request at `--request-timeout`: 408 when its body had not arrived, else 503.
-async fn deadline(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
+/// What every request passes, in one middleware (each `from_fn` layer costs a clone of the
+/// router's service and a boxed future per request, so the concerns share one), from the
+/// outside in:
+/// - its connection is told a request is being served, and whether it carried a valid token
+///   (which gives the connection the longer idle timeout and keeps it from eviction);
+/// - the request is counted and timed, and its error answers become the JSON error body,
+///   scrubbed (`observe`);
+/// - it is cut at `--request-timeout`: 408 when its body had not arrived, else 503.
+async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let clock = conn::started(&req, || st.authenticate(req.headers()).is_ok());
     let reading = ReadingBody::default();
     req.extensions_mut().insert(reading.clone());
-    match tokio::time::timeout(st.request_timeout, next.run(req)).await {
+    let resp = match tokio::time::timeout(st.request_timeout, next.run(req)).await {
         Ok(resp) => resp,
         Err(_) => timed_out(reading.now(), st.request_timeout),
-    }
+    };
+    let resp = observe(&st, started, resp).await;
+    conn::answered(clock, resp)
 }
 
 async fn shutdown_signal() {
