@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use dispenser::{Error, source::NumberSource};
 use serde_json::{Value, json};
 
@@ -98,11 +98,13 @@ impl Out {
     responses((status = 200, description = "The numbers drawn: `{numbers}` for counts up to 1000, `{count, runs}` above", body = Drawn)))]
 pub(super) async fn next(
     State(st): State<Shared>,
-    headers: HeaderMap,
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
+    // The request itself (its body is empty), so that its headers are read where they are:
+    // the `HeaderMap` extractor copies them.
+    req: axum::extract::Request,
 ) -> Result<Json<Value>, ApiError> {
-    let rule = st.authorize(&headers, Op::Next, Some(&name))?;
+    let rule = st.authorize(req.headers(), Op::Next, Some(&name))?;
     let count = parse_count(&query, st.max_count)?;
     check_name(&name, false)?;
     let mut out = Out {
