@@ -403,3 +403,59 @@ fn bench_blocks_prefetch_by_default_as_the_library_does() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+/// Issue 30: `bench --http` measures the service started in its own process beside the floor
+/// (the same stack answering a constant), over the same load: both runs answer every request
+/// with one number, none twice, and the ratios are to the floor (the last run). With `--count`
+/// the requests are shared out over the connections and rounds exactly.
+#[test]
+fn bench_http_measures_the_service_beside_its_floor() {
+    let cli = Cli::new("cli_bench_http");
+    let out = cli.ok(&[
+        "bench",
+        "--http",
+        "--connections",
+        "4",
+        "--count",
+        "600",
+        "--rounds",
+        "3",
+        "--warmup",
+        "40",
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&out).expect("bench prints JSON");
+    assert_eq!(report["connections"], 4, "{report}");
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{report}");
+    assert!(
+        runs[0]["run"].as_str().unwrap().starts_with("service"),
+        "{report}"
+    );
+    assert!(
+        runs[1]["run"].as_str().unwrap().starts_with("floor"),
+        "{report}"
+    );
+    for run in runs {
+        assert_eq!(run["requests"], 600, "{run}");
+        assert_eq!(run["numbers"], 600, "one number per request: {run}");
+        assert_eq!(run["errors"], 0, "{run}");
+        assert_eq!(run["duplicates"], 0, "{run}");
+        assert!(run["requests_per_s"].as_f64().unwrap() > 0.0, "{run}");
+    }
+    assert_eq!(runs[1]["throughput_vs_floor"], 1.0, "{report}");
+    assert!(
+        runs[0]["throughput_vs_floor"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    // --url needs the service's token.
+    let refused = cli.run(&[
+        "bench",
+        "--http",
+        "--url",
+        "http://127.0.0.1:9",
+        "--count",
+        "1",
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+}

@@ -56,11 +56,29 @@ pub struct BenchArgs {
     /// page of /v1/overview and of /v1/sequences are timed, its memory read, and the numbers
     /// its blocks hold counted (before and after the idle release). The collection is
     /// dropped afterwards.
-    #[arg(long, value_parser = whole::<u64>(1, 10_000_000), conflicts_with_all = ["compare", "gapless"], allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole::<u64>(1, 10_000_000), conflicts_with_all = ["compare", "gapless", "http"], allow_negative_numbers = true)]
     pub scale: Option<u64>,
     /// With --scale: how many of the sequences are drawn once through the service first.
     #[arg(long, default_value_t = 200, value_parser = whole::<u64>(0, 1_000_000), requires = "scale", allow_negative_numbers = true)]
     pub scale_drawn: u64,
+    /// Measure the HTTP service instead: `POST /v1/sequences/{name}/next` of a service
+    /// started in this process (or the one at --url) beside the floor, the same HTTP stack
+    /// answering a constant JSON body, driven by the same keep-alive HTTP/1.1 load
+    /// (--connections, --duration or --count, --rounds).
+    #[arg(long, conflicts_with_all = ["gapless", "processes", "block", "prefetch", "no_prefetch"])]
+    pub http: bool,
+    /// With --http: the service to measure (such as http://127.0.0.1:8080), connected to the
+    /// same database, with a token (--token) that may draw `bench-http-*`; without it the
+    /// service is started in this process.
+    #[arg(long, requires = "http")]
+    pub url: Option<String>,
+    /// With --http --url: the bearer token. Prefer the environment variable: a command line
+    /// is visible to other users.
+    #[arg(long, env = "DISPENSER_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// With --http: keep-alive HTTP/1.1 connections, each sending one request at a time.
+    #[arg(long, default_value_t = 32, value_parser = whole::<u32>(1, 4096), allow_negative_numbers = true)]
+    pub connections: u32,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -19,6 +19,7 @@ use sources::{Kind, client, prepare_target, raw_collection, source_for};
 use workers::{draw, spawn_workers, worker};
 
 pub mod args;
+mod http;
 mod print;
 mod samples;
 mod scale;
@@ -44,6 +45,9 @@ async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
     if let Some(n) = args.scale {
         scale::run(uri, options, &args, n).await?;
         return Ok(true);
+    }
+    if args.http {
+        return http::run(uri, options, &args).await;
     }
     let chosen: Strategy = args.strategy.into();
     let coalesce = args.coalesce == OnOff::On;

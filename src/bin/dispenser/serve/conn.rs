@@ -42,7 +42,6 @@ use std::time::Duration;
 
 use axum::extract::Request;
 use axum::extract::connect_info::{ConnectInfo, Connected};
-use axum::middleware::Next;
 use axum::response::Response;
 use axum::serve::{IncomingStream, Listener};
 use futures::StreamExt;
@@ -279,13 +278,6 @@ impl Clock {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        match self.state().phase {
-            Phase::Idle(at) | Phase::Head(at) => Some(at),
-            Phase::Busy => None,
-        }
-    }
-
     /// The first byte of a request arrived on an idle connection: its head is now timed.
     fn bytes_arrived(&self) {
         let mut s = self.state();
@@ -298,10 +290,12 @@ impl Clock {
         }
     }
 
-    fn request_started(&self, trusted: bool) {
+    fn request_started(&self, trusted: impl FnOnce() -> bool) {
         let mut s = self.state();
         s.phase = Phase::Busy;
-        s.trusted |= trusted;
+        if !s.trusted {
+            s.trusted = trusted();
+        }
     }
 
     fn request_answered(&self) {
@@ -359,20 +353,24 @@ impl Connected<IncomingStream<'_, Capped>> for ConnInfo {
     }
 }
 
-/// Middleware (under one that knows whether the request carries a valid token, `trusted`):
-/// marks the connection busy while a request is served, idle after, and trusted from the
-/// first request with a valid token. An event stream (`text/event-stream`, the boards' live
-/// feed) is served until its body ends, so the connection stays busy until then: neither the
-/// idle nor the header timeout cuts it.
-pub(super) async fn track(trusted: bool, req: Request, next: Next) -> Response {
+/// A request's start (called by the service's one middleware, before the router): marks its
+/// connection busy while it is served, and trusted from the first request with a valid token
+/// (`trusted` is asked only while the connection is not trusted yet, so a kept-alive trusted
+/// connection does not check its token twice per request). Gives back the connection's clock,
+/// for [`answered`].
+pub(super) fn started(req: &Request, trusted: impl FnOnce() -> bool) -> Option<Arc<Clock>> {
     let clock = req
         .extensions()
         .get::<ConnectInfo<ConnInfo>>()
-        .map(|c| Arc::clone(&(c.0).0));
-    if let Some(c) = &clock {
-        c.request_started(trusted);
-    }
-    let resp = next.run(req).await;
+        .map(|c| Arc::clone(&(c.0).0))?;
+    clock.request_started(trusted);
+    Some(clock)
+}
+
+/// A request's answer: its connection is idle again — at once, or for an event stream
+/// (`text/event-stream`, the boards' live feed) when its body ends, so that the connection
+/// stays busy until then and neither the idle nor the header timeout cuts it.
+pub(super) fn answered(clock: Option<Arc<Clock>>, resp: Response) -> Response {
     let Some(c) = clock else { return resp };
     if is_event_stream(&resp) {
         let answered = Answered(c);
@@ -453,25 +451,44 @@ impl Conn {
 
     /// Why the connection must close now, if it must (registering a wake-up for its deadline
     /// otherwise): evicted, or past its deadline.
+    ///
+    /// The timer is moved only to an earlier deadline. A later one — the idle deadline moves
+    /// on with every request — is taken up when the armed one fires, so a kept-alive
+    /// connection does not register its timer anew for every request.
     fn ended(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
-        if self.clock.state().evicted.is_some() {
+        let (evicted, phase) = {
+            let s = self.clock.state();
+            (s.evicted.is_some(), s.phase)
+        };
+        if evicted {
             return Some(io::Error::new(
                 io::ErrorKind::ConnectionAborted,
                 "closed to make room for a new connection (the service is at --max-connections)",
             ));
         }
-        let deadline = self.clock.deadline()?;
-        if self.armed != Some(deadline) {
+        let (deadline, what) = match phase {
+            Phase::Idle(at) => (at, "an idle connection reached its idle timeout"),
+            Phase::Head(at) => (
+                at,
+                "a request head did not arrive within the header timeout",
+            ),
+            Phase::Busy => return None,
+        };
+        if self.armed.is_none_or(|armed| deadline < armed) {
             self.sleep.as_mut().reset(deadline);
             self.armed = Some(deadline);
         }
-        self.sleep.as_mut().poll(cx).is_ready().then(|| {
-            let what = match self.clock.state().phase {
-                Phase::Idle(_) => "an idle connection reached its idle timeout",
-                _ => "a request head did not arrive within the header timeout",
-            };
-            io::Error::new(io::ErrorKind::TimedOut, what)
-        })
+        loop {
+            if self.sleep.as_mut().poll(cx).is_pending() {
+                return None;
+            }
+            if Instant::now() >= deadline {
+                return Some(io::Error::new(io::ErrorKind::TimedOut, what));
+            }
+            // The armed deadline passed, but the connection's moved on since.
+            self.sleep.as_mut().reset(deadline);
+            self.armed = Some(deadline);
+        }
     }
 
     /// Writes what is left of the rewritten answer.

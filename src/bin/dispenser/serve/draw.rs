@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use dispenser::{Error, source::NumberSource};
 use serde_json::{Value, json};
 
@@ -98,11 +98,13 @@ impl Out {
     responses((status = 200, description = "The numbers drawn: `{numbers}` for counts up to 1000, `{count, runs}` above", body = Drawn)))]
 pub(super) async fn next(
     State(st): State<Shared>,
-    headers: HeaderMap,
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
+    // The request itself (its body is empty), so that its headers are read where they are:
+    // the `HeaderMap` extractor copies them.
+    req: axum::extract::Request,
 ) -> Result<Json<Value>, ApiError> {
-    let rule = st.authorize(&headers, Op::Next, Some(&name))?;
+    let rule = st.authorize(req.headers(), Op::Next, Some(&name))?;
     let count = parse_count(&query, st.max_count)?;
     check_name(&name, false)?;
     let mut out = Out {
@@ -114,12 +116,20 @@ pub(super) async fn next(
     let slot = st.slot(&name);
     // Shared: an admin operation of the service waits for this draw, or this draw for it.
     let era = slot.era.read().await;
-    let target = match st
-        .target(&era, &name, |template, key, already| {
-            may_make_scope(rule, template, key, already, &name)
-        })
-        .await
-    {
+    // The rare paths (the era's first draw, which reads the database; a striped sequence; a
+    // cyclic one; runs) are boxed, so that the future of the common draw stays small (axum
+    // moves it into a box of its own for every request).
+    let known = era.target.get().map(Ok);
+    let resolved = match known {
+        Some(known) => known,
+        None => {
+            Box::pin(st.target(&era, &name, |template, key, already| {
+                may_make_scope(rule, template, key, already, &name)
+            }))
+            .await
+        }
+    };
+    let target = match resolved {
         Ok(target) => target,
         Err(e) => {
             // Nothing is kept for a name that does not resolve.
@@ -144,7 +154,7 @@ pub(super) async fn next(
         Target::Striped(stripes) => {
             let stripes = stripes.clone();
             drop(era);
-            draw_striped(&st, &stripes, count, &mut out).await
+            Box::pin(draw_striped(&st, &stripes, count, &mut out)).await
         }
     };
     // Numbers drawn before a failure are a gap: never answered, not counted.
@@ -259,43 +269,9 @@ async fn draw_document(
     want: u64,
     out: &mut Out,
 ) -> Result<(), ApiError> {
+    // The cyclic and the runs paths are boxed: the common draw's future stays small.
     if let Some(cycle) = shape.cycle {
-        if want > cycle {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_input",
-                format!(
-                    "count {want} is more than one cycle of sequence {name:?} holds: ask for at most {cycle}"
-                ),
-            ));
-        }
-        let blocks = st.pool.get(name).await?;
-        // One request of a cyclic sequence at a time, so that the numbers of one answer
-        // follow each other in the block client (and so repeat nothing within a cycle).
-        let _serial = slot.serial.lock().await;
-        let mut numbers = Vec::new();
-        let mut seen = HashSet::new();
-        for _ in 0..want {
-            let n = NumberSource::next(&blocks).await?;
-            if !seen.insert(n) {
-                // Other clients of the sequence drew a whole cycle while this request drew.
-                return Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "contention",
-                    format!(
-                        "other clients drew a whole cycle of sequence {name:?} during this request, so {n} came round again; the numbers drawn are a gap; try again"
-                    ),
-                ));
-            }
-            numbers.push(n);
-        }
-        out.took(name, want);
-        if out.list {
-            out.numbers.extend(numbers);
-        } else {
-            out.runs.extend(as_runs(&numbers, shape.step));
-        }
-        return Ok(());
+        return Box::pin(draw_cyclic(st, slot, name, shape, cycle, want, out)).await;
     }
     if out.list {
         let blocks = st.pool.get(name).await?;
@@ -311,6 +287,66 @@ async fn draw_document(
         out.took(name, taken);
         return result.map_err(ApiError::from);
     }
+    Box::pin(draw_runs(st, era, name, want, out)).await
+}
+
+/// [`draw_document`] of a cyclic sequence: one request at a time, nothing repeated within an
+/// answer.
+async fn draw_cyclic(
+    st: &AppState,
+    slot: &Slot,
+    name: &str,
+    shape: &Shape,
+    cycle: u64,
+    want: u64,
+    out: &mut Out,
+) -> Result<(), ApiError> {
+    if want > cycle {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_input",
+            format!(
+                "count {want} is more than one cycle of sequence {name:?} holds: ask for at most {cycle}"
+            ),
+        ));
+    }
+    let blocks = st.pool.get(name).await?;
+    // One request of a cyclic sequence at a time, so that the numbers of one answer
+    // follow each other in the block client (and so repeat nothing within a cycle).
+    let _serial = slot.serial.lock().await;
+    let mut numbers = Vec::new();
+    let mut seen = HashSet::new();
+    for _ in 0..want {
+        let n = NumberSource::next(&blocks).await?;
+        if !seen.insert(n) {
+            // Other clients of the sequence drew a whole cycle while this request drew.
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "contention",
+                format!(
+                    "other clients drew a whole cycle of sequence {name:?} during this request, so {n} came round again; the numbers drawn are a gap; try again"
+                ),
+            ));
+        }
+        numbers.push(n);
+    }
+    out.took(name, want);
+    if out.list {
+        out.numbers.extend(numbers);
+    } else {
+        out.runs.extend(as_runs(&numbers, shape.step));
+    }
+    Ok(())
+}
+
+/// [`draw_document`] of a large count: contiguous runs reserved directly.
+async fn draw_runs(
+    st: &AppState,
+    era: &Era,
+    name: &str,
+    want: u64,
+    out: &mut Out,
+) -> Result<(), ApiError> {
     let seq = era
         .direct
         .get_or_try_init(|| st.dispenser.open(name))

@@ -202,7 +202,7 @@ fn secret(s: &str) -> Result<Secret, String> {
 }
 
 fn router(state: Shared, metrics_token: MetricsToken) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/v1/sequences", get(list).post(create))
         .route("/v1/sequences/{name}", get(peek).delete(delete))
         .route("/v1/sequences/{name}/next", post(next))
@@ -237,33 +237,37 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
             get(openapi::openapi).layer(Extension(metrics_token)),
         )
         .fallback(fallback)
-        // Innermost first: the body limit and the request timeout answer errors, which
-        // `observe` turns into JSON error bodies (and counts); `track` tells the connection
-        // a request is being served, and whether it carried a valid token; the trace span
-        // covers it all.
+        // Innermost first: the body limit answers errors, which `guard` turns into JSON
+        // error bodies (see there). The trace span (when asked for) covers it all.
         .layer(RequestBodyLimitLayer::new(MAX_BODY))
-        .layer(middleware::from_fn_with_state(state.clone(), deadline))
-        .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .layer(middleware::from_fn_with_state(state.clone(), track))
-        .layer(TraceLayer::new_for_http())
-        .with_state(state)
+        .layer(middleware::from_fn_with_state(state.clone(), guard));
+    let router = if observe::traced() {
+        router.layer(TraceLayer::new_for_http())
+    } else {
+        router
+    };
+    router.with_state(state)
 }
 
-/// Tells the request's connection it is being served, and whether it carried a valid token
-/// (which gives the connection the longer idle timeout and keeps it from eviction).
-async fn track(State(st): State<Shared>, req: Request, next: Next) -> Response {
-    let trusted = st.authenticate(req.headers()).is_ok();
-    conn::track(trusted, req, next).await
-}
-
-/// Cuts a request at `--request-timeout`: 408 when its body had not arrived, else 503.
-async fn deadline(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
+/// What every request passes, in one middleware (each `from_fn` layer costs a clone of the
+/// router's service and a boxed future per request, so the concerns share one), from the
+/// outside in:
+/// - its connection is told a request is being served, and whether it carried a valid token
+///   (which gives the connection the longer idle timeout and keeps it from eviction);
+/// - the request is counted and timed, and its error answers become the JSON error body,
+///   scrubbed (`observe`);
+/// - it is cut at `--request-timeout`: 408 when its body had not arrived, else 503.
+async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let clock = conn::started(&req, || st.authenticate(req.headers()).is_ok());
     let reading = ReadingBody::default();
     req.extensions_mut().insert(reading.clone());
-    match tokio::time::timeout(st.request_timeout, next.run(req)).await {
+    let resp = match tokio::time::timeout(st.request_timeout, next.run(req)).await {
         Ok(resp) => resp,
         Err(_) => timed_out(reading.now(), st.request_timeout),
-    }
+    };
+    let resp = observe(&st, started, resp).await;
+    conn::answered(clock, resp)
 }
 
 async fn shutdown_signal() {
@@ -292,131 +296,182 @@ async fn shutdown_signal() {
 /// `uri` is the database URI the dispenser was connected with, only to scrub its password
 /// from error answers.
 pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<Outcome> {
-    let tokens = load_tokens(args.tokens.as_ref())?;
-    let metrics_token =
-        MetricsToken::new(args.metrics_token.as_ref().map(|s| s.0.as_str()), &tokens)?;
-    if args.max_block < args.block {
-        return Err(Error::InvalidArgument {
-            what: "--max-block".into(),
+    let service = Service::bind(dispenser, &args, uri, None).await?;
+    println!("listening on http://{}", service.local);
+    service.serve(shutdown_signal()).await
+}
+
+/// A service bound to its address, not yet serving (`dispenser serve`, and `bench --http`,
+/// which starts one in its own process).
+pub struct Service {
+    listener: tokio::net::TcpListener,
+    /// The address it listens on.
+    pub local: SocketAddr,
+    limits: Limits,
+    state: Shared,
+    metrics_token: MetricsToken,
+    /// `--block-idle-release`, when not 0.
+    idle_release: Option<Duration>,
+}
+
+impl Service {
+    /// Checks the arguments, binds `--listen` and builds the service's state. `tokens` is
+    /// the tokens document itself, or `None` to read it as `dispenser serve` does (`--tokens`,
+    /// else `DISPENSER_TOKENS`).
+    pub async fn bind(
+        dispenser: Dispenser,
+        args: &ServeArgs,
+        uri: &str,
+        tokens: Option<&str>,
+    ) -> dispenser::Result<Service> {
+        let tokens = match tokens {
+            Some(text) => tokens::parse_tokens(text)?,
+            None => load_tokens(args.tokens.as_ref())?,
+        };
+        let metrics_token =
+            MetricsToken::new(args.metrics_token.as_ref().map(|s| s.0.as_str()), &tokens)?;
+        if args.max_block < args.block {
+            return Err(Error::InvalidArgument {
+                what: "--max-block".into(),
+                reason: format!(
+                    "{} is below --block {}: the largest block must be at least the starting one",
+                    args.max_block, args.block
+                ),
+            });
+        }
+        let block_options = BlockOptions::default()
+            .with_size(args.block)
+            .with_grow_to(Some(args.max_block))
+            .with_range_share(Some(args.block_share))
+            .with_prefetch(Some(args.prefetch));
+        let pool = Pool::new(dispenser.clone(), block_options)?;
+        let addr: SocketAddr = args.listen.parse().map_err(|e| Error::InvalidArgument {
+            what: "--listen".into(),
             reason: format!(
-                "{} is below --block {}: the largest block must be at least the starting one",
-                args.max_block, args.block
+                "{:?} is not an address such as 127.0.0.1:8080: {e}",
+                args.listen
             ),
+        })?;
+        let listener =
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| Error::InvalidArgument {
+                    what: "--listen".into(),
+                    reason: format!("cannot listen on {addr}: {e}"),
+                })?;
+        let idle = Duration::from_secs_f64(args.idle_timeout);
+        let limits = Limits {
+            header: Duration::from_secs_f64(args.header_timeout),
+            idle,
+            untrusted_idle: Duration::from_secs_f64(args.unauthenticated_idle_timeout).min(idle),
+            max_connections: conn::max_connections(args.max_connections)?,
+        };
+        let streams = StreamLimits::new(
+            args.max_streams_per_token,
+            args.max_streams_per_queue,
+            limits.max_connections,
+        );
+        let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
+            what: "--listen".into(),
+            reason: e.to_string(),
+        })?;
+        let state = Arc::new(AppState {
+            dispenser,
+            uri: uri.to_owned(),
+            tokens,
+            pool,
+            max_count: args.max_count,
+            request_timeout: Duration::from_secs_f64(args.request_timeout),
+            slots: Mutex::new(HashMap::new()),
+            retired: Mutex::new(HashMap::new()),
+            metrics: Metrics::new(),
+            metrics_max_sequences: args.metrics_max_sequences,
+            queues: Queues::new(streams),
         });
-    }
-    let block_options = BlockOptions::default()
-        .with_size(args.block)
-        .with_grow_to(Some(args.max_block))
-        .with_range_share(Some(args.block_share))
-        .with_prefetch(Some(args.prefetch));
-    let pool = Pool::new(dispenser.clone(), block_options)?;
-    let addr: SocketAddr = args.listen.parse().map_err(|e| Error::InvalidArgument {
-        what: "--listen".into(),
-        reason: format!(
-            "{:?} is not an address such as 127.0.0.1:8080: {e}",
-            args.listen
-        ),
-    })?;
-    let listener =
-        tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| Error::InvalidArgument {
-                what: "--listen".into(),
-                reason: format!("cannot listen on {addr}: {e}"),
-            })?;
-    let idle = Duration::from_secs_f64(args.idle_timeout);
-    let limits = Limits {
-        header: Duration::from_secs_f64(args.header_timeout),
-        idle,
-        untrusted_idle: Duration::from_secs_f64(args.unauthenticated_idle_timeout).min(idle),
-        max_connections: conn::max_connections(args.max_connections)?,
-    };
-    let streams = StreamLimits::new(
-        args.max_streams_per_token,
-        args.max_streams_per_queue,
-        limits.max_connections,
-    );
-    let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
-        what: "--listen".into(),
-        reason: e.to_string(),
-    })?;
-    let state = Arc::new(AppState {
-        dispenser,
-        uri: uri.to_owned(),
-        tokens,
-        pool,
-        max_count: args.max_count,
-        request_timeout: Duration::from_secs_f64(args.request_timeout),
-        slots: Mutex::new(HashMap::new()),
-        retired: Mutex::new(HashMap::new()),
-        metrics: Metrics::new(),
-        metrics_max_sequences: args.metrics_max_sequences,
-        queues: Queues::new(streams),
-    });
-    let reaper = (args.block_idle_release > 0.0).then(|| {
-        tokio::spawn(release_idle_blocks(
-            Arc::clone(&state),
-            Duration::from_secs_f64(args.block_idle_release),
-        ))
-    });
-    println!("listening on http://{local}");
-    tracing::info!("dispenser serve listening on {local}");
-    tracing::info!(
-        "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all; /metrics {}",
-        limits.max_connections,
-        limits.header,
-        limits.idle,
-        limits.untrusted_idle,
-        streams.per_token,
-        streams.per_queue,
-        streams.total,
-        if metrics_token.is_set() {
-            "needs the metrics token"
-        } else {
-            "needs no token"
-        }
-    );
-    let served = axum::serve(
-        Capped::new(listener, limits),
-        router(state.clone(), metrics_token).into_make_service_with_connect_info::<ConnInfo>(),
-    )
-    .with_graceful_shutdown({
-        let state = Arc::clone(&state);
-        async move {
-            shutdown_signal().await;
-            // The boards' event streams end, so their connections close.
-            state.queues.events.stop();
-        }
-    })
-    .await;
-    if let Some(reaper) = reaper {
-        reaper.abort();
-    }
-    // Give back what the block clients still hold (each under its era lock, as an admin
-    // operation: no draw of it is in flight).
-    let (mut given_back, mut lost) = (0, 0);
-    for (name, slot) in state.all_slots() {
-        let era = slot.era.write().await;
-        let outcome = state.pool.retire(&name).await;
-        drop(era);
-        match outcome {
-            Ok(r) => {
-                given_back += r.given_back;
-                lost += r.lost;
+        tracing::info!("dispenser serve listening on {local}");
+        tracing::info!(
+            "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all; /metrics {}",
+            limits.max_connections,
+            limits.header,
+            limits.idle,
+            limits.untrusted_idle,
+            streams.per_token,
+            streams.per_queue,
+            streams.total,
+            if metrics_token.is_set() {
+                "needs the metrics token"
+            } else {
+                "needs no token"
             }
-            Err(e) => eprintln!("dispenser: closing the block client of {name:?}: {e}"),
-        }
+        );
+        Ok(Service {
+            listener,
+            local,
+            limits,
+            state,
+            metrics_token,
+            idle_release: (args.block_idle_release > 0.0)
+                .then(|| Duration::from_secs_f64(args.block_idle_release)),
+        })
     }
-    // A loss is named only when there is one ("0 lost (a gap)" read as if something were).
-    let lost = if lost > 0 {
-        format!(", {lost} number(s) lost (a gap: reserved, never issued)")
-    } else {
-        String::new()
-    };
-    eprintln!("dispenser: stopped; {given_back} unused number(s) given back{lost}");
-    served.map_err(|e| Error::InvalidArgument {
-        what: "--listen".into(),
-        reason: format!("the server failed: {e}"),
-    })?;
-    Ok(Outcome::Done)
+
+    /// Serves until `shutdown` completes, then gives back what the block clients hold.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> dispenser::Result<Outcome> {
+        let Service {
+            listener,
+            limits,
+            state,
+            metrics_token,
+            idle_release,
+            ..
+        } = self;
+        let reaper =
+            idle_release.map(|idle| tokio::spawn(release_idle_blocks(Arc::clone(&state), idle)));
+        let served = axum::serve(
+            Capped::new(listener, limits),
+            router(state.clone(), metrics_token).into_make_service_with_connect_info::<ConnInfo>(),
+        )
+        .with_graceful_shutdown({
+            let state = Arc::clone(&state);
+            async move {
+                shutdown.await;
+                // The boards' event streams end, so their connections close.
+                state.queues.events.stop();
+            }
+        })
+        .await;
+        if let Some(reaper) = reaper {
+            reaper.abort();
+        }
+        // Give back what the block clients still hold (each under its era lock, as an admin
+        // operation: no draw of it is in flight).
+        let (mut given_back, mut lost) = (0, 0);
+        for (name, slot) in state.all_slots() {
+            let era = slot.era.write().await;
+            let outcome = state.pool.retire(&name).await;
+            drop(era);
+            match outcome {
+                Ok(r) => {
+                    given_back += r.given_back;
+                    lost += r.lost;
+                }
+                Err(e) => eprintln!("dispenser: closing the block client of {name:?}: {e}"),
+            }
+        }
+        // A loss is named only when there is one ("0 lost (a gap)" read as if something were).
+        let lost = if lost > 0 {
+            format!(", {lost} number(s) lost (a gap: reserved, never issued)")
+        } else {
+            String::new()
+        };
+        eprintln!("dispenser: stopped; {given_back} unused number(s) given back{lost}");
+        served.map_err(|e| Error::InvalidArgument {
+            what: "--listen".into(),
+            reason: format!("the server failed: {e}"),
+        })?;
+        Ok(Outcome::Done)
+    }
 }

@@ -3,22 +3,32 @@
 
 use std::time::Instant;
 
-use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::errors::ApiError;
 use super::json::MAX_BODY;
-use super::state::{AppState, Shared};
+use super::state::AppState;
 
-/// Counts and times the request; see [`as_json_error`] for what its error answers become.
-pub(super) async fn observe(State(st): State<Shared>, req: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let resp = as_json_error(&st, next.run(req).await).await;
+/// Counts and times the answer of a request that started at `started`; see
+/// [`as_json_error`] for what its error answers become. A server error (5xx) is logged as an
+/// error unless tower-http's trace layer is on (it logs them then).
+pub(super) async fn observe(st: &AppState, started: Instant, resp: Response) -> Response {
+    let resp = as_json_error(st, resp).await;
+    let status = resp.status();
     st.metrics
-        .observe(resp.status().as_u16(), started.elapsed().as_secs_f64());
+        .observe(status.as_u16(), started.elapsed().as_secs_f64());
+    if status.is_server_error() && !traced() {
+        tracing::error!(status = status.as_u16(), "answered a server error");
+    }
     resp
+}
+
+/// Whether requests are traced by tower-http's trace layer (`DISPENSER_LOG=tower_http=debug`):
+/// only then is it in the service's stack (see `mod.rs`), since a span per request costs
+/// even when no one reads it.
+pub(super) fn traced() -> bool {
+    tracing::enabled!(target: "tower_http", tracing::Level::DEBUG)
 }
 
 /// Every error answer leaves here as the JSON error body, its message scrubbed of the URI's

@@ -105,13 +105,12 @@ impl AppState {
 
     /// The slot of `name` (made on first use).
     pub(super) fn slot(&self, name: &str) -> Arc<Slot> {
-        Arc::clone(
-            self.slots
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .entry(name.to_owned())
-                .or_default(),
-        )
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        // Looked up first: the name is copied only for a new slot.
+        if let Some(slot) = slots.get(name) {
+            return Arc::clone(slot);
+        }
+        Arc::clone(slots.entry(name.to_owned()).or_default())
     }
 
     pub(super) fn all_slots(&self) -> Vec<(String, Arc<Slot>)> {

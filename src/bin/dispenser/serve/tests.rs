@@ -131,6 +131,18 @@ fn tokens_compare_over_a_fixed_length() {
     ] {
         assert!(!real.matches(&PaddedToken::new(other)), "{other:?}");
     }
+    // Compared eight bytes at a time: a difference in any one byte, whichever word and
+    // place in it, makes two tokens of the same length differ.
+    let full = [b'k'; MAX_TOKEN_LEN];
+    for i in 0..MAX_TOKEN_LEN {
+        let mut other = full;
+        other[i] ^= 1;
+        assert!(
+            !PaddedToken::new(&full).matches(&PaddedToken::new(&other)),
+            "byte {i}"
+        );
+    }
+    assert!(PaddedToken::new(&full).matches(&PaddedToken::new(&full)));
     // Longer than the limit: never equal to a shorter prefix of it.
     let long = [b'x'; MAX_TOKEN_LEN + 1];
     assert!(!PaddedToken::new(&long[..MAX_TOKEN_LEN]).matches(&PaddedToken::new(&long)));

@@ -105,9 +105,17 @@ impl PaddedToken {
         }
     }
 
-    /// Constant-time equality (contents and length).
+    /// Constant-time equality (contents and length): the differences of all the bytes, eight
+    /// at a time, are gathered with OR into one word, without a branch, and that word (and
+    /// the lengths) compared with `subtle`. (`subtle` over the 256 bytes one by one costs a
+    /// fence per byte, twice per request.)
     pub(super) fn matches(&self, other: &PaddedToken) -> bool {
-        bool::from(self.bytes.ct_eq(&other.bytes) & self.len.ct_eq(&other.len))
+        let mut diff = 0_u64;
+        for (a, b) in self.bytes.chunks_exact(8).zip(other.bytes.chunks_exact(8)) {
+            let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or([0xff; 8]));
+            diff |= word(a) ^ word(b);
+        }
+        bool::from(diff.ct_eq(&0) & self.len.ct_eq(&other.len))
     }
 }
 
