@@ -404,6 +404,40 @@ fn bench_blocks_prefetch_by_default_as_the_library_does() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
 
+/// Issue 30: `bench --scale` fills a scratch collection, serves it from a child service and
+/// reports each read beside its anchor and goal, the service's memory, and the numbers its
+/// blocks hold before and after the idle release (given back: 0); the collection is dropped.
+#[test]
+fn bench_scale_reports_the_reads_the_memory_and_the_numbers_given_back() {
+    let cli = Cli::new("cli_bench_scale");
+    let out = cli.ok(&["bench", "--scale", "300", "--scale-drawn", "3", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).expect("bench prints JSON");
+    assert_eq!(report["sequences"], 300, "{report}");
+    assert_eq!(report["drawn_through_the_service"], 3, "{report}");
+    let reads = report["reads"].as_array().expect("reads");
+    let names: Vec<&str> = reads.iter().map(|r| r["read"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "raw driver: page of 50",
+            "/metrics",
+            "/v1/overview (first page)",
+            "/v1/overview (middle page)",
+            "/v1/sequences?limit=1000"
+        ],
+        "{report}"
+    );
+    for r in reads {
+        assert!(r["median_ms"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["bytes"].as_u64().unwrap() > 0, "{r}");
+    }
+    assert_eq!(reads[1]["goal_ms"], 100.0, "{report}");
+    assert!(report["peak_memory_mb"].as_f64().unwrap() > 0.0, "{report}");
+    // Three sequences drawn once through blocks: they hold numbers, then give them back.
+    assert!(report["numbers_held"].as_f64().unwrap() > 0.0, "{report}");
+    assert_eq!(report["numbers_held_after_idle_release"], 0.0, "{report}");
+}
+
 /// Issue 30: `bench --http` measures the service started in its own process beside the floor
 /// (the same stack answering a constant), over the same load: both runs answer every request
 /// with one number, none twice, and the ratios are to the floor (the last run). With `--count`

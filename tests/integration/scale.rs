@@ -14,16 +14,18 @@ use crate::serve::{ADMIN, ORDERS, Service, create, draw, parse_metrics, sample, 
 /// May only list `orders` and its scopes.
 const LISTER: &str = "lister-token-for-tests-0005";
 
-async fn scrape(http: &reqwest::Client, svc: &Service) -> prometheus_parse::Scrape {
-    let text = http
-        .get(svc.url("/metrics"))
+async fn scrape_text(http: &reqwest::Client, svc: &Service) -> String {
+    http.get(svc.url("/metrics"))
         .send()
         .await
         .unwrap()
         .text()
         .await
-        .unwrap();
-    parse_metrics(&text)
+        .unwrap()
+}
+
+async fn scrape(http: &reqwest::Client, svc: &Service) -> prometheus_parse::Scrape {
+    parse_metrics(&scrape_text(http, svc).await)
 }
 
 /// Five sequences exist, three are drawn (3, 2 and 1 numbers); with a cap of 2 only the two
@@ -264,14 +266,7 @@ async fn queues_have_series_and_a_wait_histogram() {
         .await;
         assert_eq!(status, 200, "{body}");
     }
-    let text = http
-        .get(svc.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = scrape_text(&http, &svc).await;
     let m = parse_metrics(&text);
     let lobby = [("queue", "lobby")];
     assert_eq!(
@@ -293,28 +288,14 @@ async fn queues_have_series_and_a_wait_histogram() {
         "{text}"
     );
     // A second scrape observes nothing twice.
-    let again = http
-        .get(svc.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let again = scrape_text(&http, &svc).await;
     assert!(
         again.contains("dispenser_queue_wait_seconds_count{queue=\"lobby\"} 2"),
         "{again}"
     );
     let (status, body) = send(http.delete(svc.url("/v1/queues/lobby")).bearer_auth(ADMIN)).await;
     assert_eq!(status, 204, "{body}");
-    let gone = http
-        .get(svc.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let gone = scrape_text(&http, &svc).await;
     assert!(!gone.contains("queue=\"lobby\""), "{gone}");
     svc.stop();
 }

@@ -46,12 +46,23 @@ fn bench_error(reason: String) -> Error {
     }
 }
 
-/// A `GET path` on a fresh connection (HTTP/1.1, `Connection: close`): status and body.
+/// A `GET path` on a fresh connection: status and body.
 async fn get(addr: &str, path: &str) -> Result<(u16, Vec<u8>), Error> {
-    let io = |e: std::io::Error| bench_error(format!("GET {path} from the service: {e}"));
+    request(addr, "GET", path).await
+}
+
+/// A `POST path` with an empty body on a fresh connection: status and body.
+async fn post(addr: &str, path: &str) -> Result<(u16, Vec<u8>), Error> {
+    request(addr, "POST", path).await
+}
+
+/// `method path` with the bench's token and an empty body, on a fresh connection (HTTP/1.1,
+/// `Connection: close`): the status and the body.
+async fn request(addr: &str, method: &str, path: &str) -> Result<(u16, Vec<u8>), Error> {
+    let io = |e: std::io::Error| bench_error(format!("{method} {path} on the service: {e}"));
     let mut conn = tokio::net::TcpStream::connect(addr).await.map_err(io)?;
     let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     );
     conn.write_all(request.as_bytes()).await.map_err(io)?;
     let mut raw = Vec::new();
@@ -59,13 +70,13 @@ async fn get(addr: &str, path: &str) -> Result<(u16, Vec<u8>), Error> {
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| bench_error(format!("GET {path}: no HTTP answer")))?;
+        .ok_or_else(|| bench_error(format!("{method} {path}: no HTTP answer")))?;
     let head = String::from_utf8_lossy(&raw[..split]).into_owned();
     let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| bench_error(format!("GET {path}: no status in {head:?}")))?;
+        .ok_or_else(|| bench_error(format!("{method} {path}: no status in {head:?}")))?;
     let mut body = raw[split + 4..].to_vec();
     if head
         .to_ascii_lowercase()
@@ -349,25 +360,6 @@ async fn raw_page(d: &Dispenser, after: &str) -> Result<Read, Error> {
         bytes,
         goal: None,
     })
-}
-
-/// A `POST path` with an empty body on a fresh connection: status and body.
-async fn post(addr: &str, path: &str) -> Result<(u16, Vec<u8>), Error> {
-    let io = |e: std::io::Error| bench_error(format!("POST {path} to the service: {e}"));
-    let mut conn = tokio::net::TcpStream::connect(addr).await.map_err(io)?;
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    conn.write_all(request.as_bytes()).await.map_err(io)?;
-    let mut raw = Vec::new();
-    conn.read_to_end(&mut raw).await.map_err(io)?;
-    let head = String::from_utf8_lossy(&raw[..raw.len().min(64)]).into_owned();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Ok((status, raw))
 }
 
 fn ms(d: Duration) -> f64 {
