@@ -241,27 +241,53 @@ pub(super) fn page_query(
     Ok((limit.unwrap_or(default), after))
 }
 
-/// One page of the sequences `rule` may use, after `after`: up to `limit` entries, each
-/// `show(state)` (a document that cannot be read is `{name, error}` in its place), and the
-/// cursor of the next page (`None` after the last). Names the token may not use are skipped
-/// without a trace; at most ten reads of `limit` documents are made, so a page may be
-/// short while `next` says where to go on.
+/// One page of the sequences `rule` may use, after `after` (see [`page_of`]).
 pub(super) async fn sequence_page(
     st: &AppState,
     rule: &TokenRule,
     limit: usize,
-    mut after: Option<String>,
+    after: Option<String>,
     show: impl Fn(&SequenceState) -> Value,
 ) -> Result<(Vec<Value>, Option<String>), ApiError> {
+    let d = &st.dispenser;
+    page_of(
+        st,
+        rule,
+        limit,
+        after,
+        |a| async move { d.list_after(a.as_deref(), limit).await },
+        |s: &SequenceState| &s.name,
+        show,
+    )
+    .await
+}
+
+/// One page of a listing by name, for the names `rule` may use, after `after`: up to `limit`
+/// entries, each `show(item)` (a document that cannot be read is `{name, error}` in its
+/// place), and the cursor of the next page (`None` after the last). `fetch(after)` reads the
+/// next `limit` documents by name. Names the token may not use are skipped without a trace;
+/// at most ten reads are made, so a page may be short while the cursor says where to go on.
+pub(super) async fn page_of<T, Fut>(
+    st: &AppState,
+    rule: &TokenRule,
+    limit: usize,
+    mut after: Option<String>,
+    fetch: impl Fn(Option<String>) -> Fut,
+    name_of: impl Fn(&T) -> &str,
+    show: impl Fn(&T) -> Value,
+) -> Result<(Vec<Value>, Option<String>), ApiError>
+where
+    Fut: Future<Output = Result<Vec<Result<T, Error>>, Error>>,
+{
     let mut out = Vec::new();
     let mut budget = 10;
     let next = loop {
-        let page = st.dispenser.list_after(after.as_deref(), limit).await?;
+        let page = fetch(after.clone()).await?;
         let last_page = page.len() < limit;
         let mut full = false;
         for item in page {
             let name = match &item {
-                Ok(s) => s.name.clone(),
+                Ok(t) => name_of(t).to_owned(),
                 Err(Error::CorruptDocument { name, .. }) => name.clone(),
                 Err(_) => "?".to_owned(),
             };
@@ -270,7 +296,7 @@ pub(super) async fn sequence_page(
                 continue;
             }
             match item {
-                Ok(s) => out.push(show(&s)),
+                Ok(t) => out.push(show(&t)),
                 // In its place, as the library and the CLI report it.
                 Err(e) => {
                     let (_, kind) = classify(&e);

@@ -15,9 +15,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::classify::classify;
 use super::errors::ApiError;
-use super::handlers::{DEFAULT_PAGE, MAX_PAGE, page_query};
+use super::handlers::{DEFAULT_PAGE, MAX_PAGE, page_of, page_query};
 use super::json::{json_body, optional_json_body, whole, whole_or_null};
 use super::names::check_name_of;
 use super::schemas::{QueueCreated, QueueList, QueueState, RecallAnswer, TakeAnswer, TicketAnswer};
@@ -367,48 +366,19 @@ pub(super) async fn list(
     Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
     let rule = st.authorize_on(&headers, Op::List, None, QUEUE)?;
-    let (limit, mut after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
+    let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut out = Vec::new();
-    let mut budget = 10;
-    let next = loop {
-        let page = st
-            .dispenser
-            .list_queues_after(after.as_deref(), limit)
-            .await?;
-        let last_page = page.len() < limit;
-        for item in page {
-            let name = match &item {
-                Ok(s) => s.name.clone(),
-                Err(Error::CorruptDocument { name, .. }) => name.clone(),
-                Err(_) => "?".to_owned(),
-            };
-            after = Some(name.clone());
-            if !rule.allows_name(&name) {
-                continue;
-            }
-            match item {
-                Ok(s) => out.push(s.to_json()),
-                Err(e) => {
-                    let (_, kind) = classify(&e);
-                    out.push(json!({
-                        "name": name,
-                        "error": { "kind": kind, "message": st.scrub(&e.to_string()) },
-                    }));
-                }
-            }
-            if out.len() == limit {
-                break;
-            }
-        }
-        budget -= 1;
-        if last_page && out.len() < limit {
-            break None;
-        }
-        if out.len() == limit || budget == 0 {
-            break after;
-        }
-    };
+    let d = &st.dispenser;
+    let (out, next) = page_of(
+        &st,
+        rule,
+        limit,
+        after,
+        |a| async move { d.list_queues_after(a.as_deref(), limit).await },
+        |q: &QueueStatus| &q.name,
+        QueueStatus::to_json,
+    )
+    .await?;
     Ok(Json(json!({ "queues": out, "next": next })))
 }
 
