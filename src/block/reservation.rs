@@ -1,6 +1,7 @@
 //! Reserving a block: one reservation at a time, run as its own task, its outcome shared by
 //! every caller that waits on it.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
 use super::Shared;
@@ -78,12 +79,14 @@ async fn reserve_run(drawer: &Drawer, size: u64, share: Option<f64>) -> Result<(
 
 /// Starts reservation `r` (already marked in flight) in the background on the current tokio
 /// runtime. Outside any runtime nothing can be spawned: returns it to be run inline by a
-/// caller that waits for it anyway, or dropped (which clears `inflight`).
+/// caller that waits for it anyway, or dropped (which clears `inflight`). Boxed: a database
+/// write's future is large, and the caller's future would hold it inline otherwise (every
+/// `next` future as large), for a path taken only outside a tokio runtime.
 pub(super) fn start(
     shared: &Arc<Shared>,
     r: Arc<Reservation>,
     size: u64,
-) -> Option<impl Future<Output = ()> + use<>> {
+) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> {
     let run = reserve(
         InflightGuard {
             shared: Arc::clone(shared),
@@ -97,6 +100,6 @@ pub(super) fn start(
             drop(handle.spawn(run));
             None
         }
-        Err(_) => Some(run),
+        Err(_) => Some(Box::pin(run)),
     }
 }
