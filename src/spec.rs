@@ -161,6 +161,16 @@ impl fmt::Display for Spec {
     }
 }
 
+/// The first control character of `name` (Unicode `Cc`: U+0000–U+001F, U+007F–U+009F), if
+/// it has one: what [`validate_name`] refuses. An ASCII name (the usual one) is scanned byte
+/// by byte, which is cheaper than decoding characters on every draw.
+fn control_char(name: &str) -> Option<char> {
+    if name.is_ascii() {
+        return name.bytes().find(u8::is_ascii_control).map(char::from);
+    }
+    name.chars().find(|c| c.is_control())
+}
+
 /// Checks a **stored** name, one that may be read, drawn from, reset or deleted: non-empty, at
 /// most [`MAX_NAME_BYTES`] bytes, no control character (no `\n`, `\t`, `\r`, NUL, DEL or any
 /// other Unicode control character: they would break line-oriented output such as `list`),
@@ -191,7 +201,7 @@ pub fn validate_name(name: &str) -> Result<()> {
             "is {} bytes long; at most {MAX_NAME_BYTES} are allowed",
             name.len()
         )
-    } else if let Some(c) = name.chars().find(|c| c.is_control()) {
+    } else if let Some(c) = control_char(name) {
         format!(
             "must not contain a control character (found {})",
             c.escape_unicode()

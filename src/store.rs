@@ -221,8 +221,11 @@ impl Store {
     ) -> Result<Vec<Result<document::SequenceState>>> {
         let filter = match after {
             Some(a) => doc! { field::ID: { "$gt": a } },
-            // Every name is a string: `$type` keeps the order the cursor relies on.
-            None => doc! { field::ID: { "$type": "string" } },
+            // Every name is a string, and `$gte: ""` matches exactly the strings (a comparison
+            // matches values of its own type only), in the order the cursor relies on: the
+            // same range query as the later pages, which a server reads from the `_id` index
+            // (a `$type` filter costs mongo-java-server a second pass over every document).
+            None => doc! { field::ID: { "$gte": "" } },
         };
         self.list_limited(filter, Some(i64::try_from(limit).unwrap_or(i64::MAX)))
             .await
