@@ -295,6 +295,37 @@ async fn idle_connections_are_closed_and_connections_are_capped() {
     );
     eprintln!("idle connection closed {idle_for:?} after its answer");
 
+    // A request served for longer than the connection's timer was set for (its body comes
+    // 1.5 s after its head, so the timer fires while the request is served), then silence:
+    // closed at the idle timeout all the same. (The connection's task is woken after an
+    // answer only when its timer cannot take up the idle deadline by itself.)
+    let mut slow = TcpStream::connect(&addr).await.unwrap();
+    let body = r#"{"name": "slow-body"}"#;
+    let head = format!(
+        "POST /v1/sequences HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    slow.write_all(body.as_bytes()).await.unwrap();
+    let n = slow.read(&mut buf).await.unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 201"),
+        "{}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    let answered = Instant::now();
+    assert!(
+        closed_within(&mut slow, Duration::from_secs(10)).await,
+        "a connection idle after a long request was still open 10 s after its answer"
+    );
+    let idle_for = answered.elapsed();
+    assert!(
+        idle_for >= Duration::from_millis(900),
+        "closed after {idle_for:?}"
+    );
+    eprintln!("idle connection after a long request closed {idle_for:?} after its answer");
+
     // Three requests being served (each waits for its body) hold the three places; a fourth
     // request waits for one of them. (Connections that only wait, idle or with a head still
     // arriving, would be closed to make room: see serve::streams_and_idle_connections_….)

@@ -40,10 +40,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker, ready};
 use std::time::Duration;
 
-use axum::extract::Request;
-use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::response::Response;
-use axum::serve::{IncomingStream, Listener};
+use axum::serve::Listener;
 use futures::StreamExt;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -260,8 +258,13 @@ struct ClockState {
     trusted: bool,
     /// Closed to make room for a new connection, at that instant.
     evicted: Option<Instant>,
-    /// The connection's task, as last seen waiting to read: woken when the phase changes, so
-    /// that it sets its timer for the new phase (hyper does not read again on its own).
+    /// The deadline the connection's timer is set for (it wakes the connection's task then,
+    /// which sets it for the deadline of the phase it is in).
+    armed: Instant,
+    /// The connection's task, as last seen waiting to read: woken when a request is answered
+    /// and the timer cannot take up the new idle deadline by itself (it already fired, or is
+    /// set for later), and when the connection is evicted (hyper does not read again on its
+    /// own).
     reader: Option<Waker>,
 }
 
@@ -306,9 +309,14 @@ impl Clock {
         } else {
             self.limits.untrusted_idle
         };
-        s.phase = Phase::Idle(now + idle);
+        let deadline = now + idle;
+        s.phase = Phase::Idle(deadline);
         s.since = now;
-        if let Some(w) = s.reader.take() {
+        // Woken only when needed: a wake-up per request costs the connection's task one more
+        // poll for every request.
+        if (s.armed <= now || deadline < s.armed)
+            && let Some(w) = s.reader.take()
+        {
             w.wake();
         }
     }
@@ -343,35 +351,18 @@ impl Clock {
     }
 }
 
-/// What a request knows of its connection (in its extensions as [`ConnectInfo`]).
-#[derive(Clone, Debug)]
-pub(super) struct ConnInfo(Arc<Clock>);
-
-impl Connected<IncomingStream<'_, Capped>> for ConnInfo {
-    fn connect_info(stream: IncomingStream<'_, Capped>) -> Self {
-        ConnInfo(Arc::clone(&stream.io().clock))
-    }
-}
-
-/// A request's start (called by the service's one middleware, before the router): marks its
+/// A request's start (called by the service's guard, before the router): marks its
 /// connection busy while it is served, and trusted from the first request with a valid token
 /// (`trusted` is asked only while the connection is not trusted yet, so a kept-alive trusted
-/// connection does not check its token twice per request). Gives back the connection's clock,
-/// for [`answered`].
-pub(super) fn started(req: &Request, trusted: impl FnOnce() -> bool) -> Option<Arc<Clock>> {
-    let clock = req
-        .extensions()
-        .get::<ConnectInfo<ConnInfo>>()
-        .map(|c| Arc::clone(&(c.0).0))?;
+/// connection does not check its token twice per request).
+pub(super) fn started(clock: &Clock, trusted: impl FnOnce() -> bool) {
     clock.request_started(trusted);
-    Some(clock)
 }
 
 /// A request's answer: its connection is idle again — at once, or for an event stream
 /// (`text/event-stream`, the boards' live feed) when its body ends, so that the connection
 /// stays busy until then and neither the idle nor the header timeout cuts it.
-pub(super) fn answered(clock: Option<Arc<Clock>>, resp: Response) -> Response {
-    let Some(c) = clock else { return resp };
+pub(super) fn answered(c: Arc<Clock>, resp: Response) -> Response {
     if is_event_stream(&resp) {
         let answered = Answered(c);
         let (parts, body) = resp.into_parts();
@@ -406,9 +397,8 @@ impl Drop for Answered {
 pub(super) struct Conn {
     stream: TcpStream,
     clock: Arc<Clock>,
+    /// Set for the clock's `armed` deadline.
     sleep: Pin<Box<Sleep>>,
-    /// The deadline `sleep` is set for.
-    armed: Option<Instant>,
     /// hyper's own error answer, rewritten as JSON, and how much of it was written.
     pending: Option<(Vec<u8>, usize)>,
     /// Where the connection is listed for eviction, and its id there.
@@ -433,6 +423,7 @@ impl Conn {
                 first_head: Some(now + limits.header),
                 trusted: false,
                 evicted: None,
+                armed: first_byte,
                 reader: None,
             }),
             limits,
@@ -443,7 +434,6 @@ impl Conn {
             open: Arc::clone(open),
             clock,
             sleep: Box::pin(tokio::time::sleep_until(first_byte)),
-            armed: Some(first_byte),
             pending: None,
             _permit: permit,
         }
@@ -456,28 +446,28 @@ impl Conn {
     /// on with every request — is taken up when the armed one fires, so a kept-alive
     /// connection does not register its timer anew for every request.
     fn ended(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
-        let (evicted, phase) = {
-            let s = self.clock.state();
-            (s.evicted.is_some(), s.phase)
+        let (deadline, what) = {
+            let mut s = self.clock.state();
+            if s.evicted.is_some() {
+                return Some(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "closed to make room for a new connection (the service is at --max-connections)",
+                ));
+            }
+            let (deadline, what) = match s.phase {
+                Phase::Idle(at) => (at, "an idle connection reached its idle timeout"),
+                Phase::Head(at) => (
+                    at,
+                    "a request head did not arrive within the header timeout",
+                ),
+                Phase::Busy => return None,
+            };
+            if deadline < s.armed {
+                self.sleep.as_mut().reset(deadline);
+                s.armed = deadline;
+            }
+            (deadline, what)
         };
-        if evicted {
-            return Some(io::Error::new(
-                io::ErrorKind::ConnectionAborted,
-                "closed to make room for a new connection (the service is at --max-connections)",
-            ));
-        }
-        let (deadline, what) = match phase {
-            Phase::Idle(at) => (at, "an idle connection reached its idle timeout"),
-            Phase::Head(at) => (
-                at,
-                "a request head did not arrive within the header timeout",
-            ),
-            Phase::Busy => return None,
-        };
-        if self.armed.is_none_or(|armed| deadline < armed) {
-            self.sleep.as_mut().reset(deadline);
-            self.armed = Some(deadline);
-        }
         loop {
             if self.sleep.as_mut().poll(cx).is_pending() {
                 return None;
@@ -487,7 +477,7 @@ impl Conn {
             }
             // The armed deadline passed, but the connection's moved on since.
             self.sleep.as_mut().reset(deadline);
-            self.armed = Some(deadline);
+            self.clock.state().armed = deadline;
         }
     }
 
@@ -505,6 +495,13 @@ impl Conn {
             *at += n;
         }
         Poll::Ready(Ok(()))
+    }
+}
+
+impl Conn {
+    /// The connection's clock, for the service that serves its requests.
+    pub(super) fn clock(&self) -> Arc<Clock> {
+        Arc::clone(&self.clock)
     }
 }
 

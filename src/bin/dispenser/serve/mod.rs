@@ -22,10 +22,11 @@
 //! giving back what it holds), write, and only then let draws open fresh clients. So nothing is served, after an admin operation
 //! returned, from a block reserved before it.
 //!
-//! The files, each using only files named after it: `mod.rs` (router, middleware order,
-//! startup, shutdown); `openapi.rs`; the endpoints `draw.rs`, `handlers.rs`, `gapless.rs`,
-//! `queues.rs`, `overview.rs`, `scrape.rs` (`/metrics`) and `ui/`; the middleware
-//! `observe.rs`; `auth.rs` (who may do what), `classify.rs` (library error to status),
+//! The files, each using only files named after it: `mod.rs` (router, startup, shutdown);
+//! `openapi.rs`; the endpoints `draw.rs`, `handlers.rs`, `gapless.rs`, `queues.rs`,
+//! `overview.rs`, `scrape.rs` (`/metrics`) and `ui/`; `guard.rs` (what every request passes
+//! before the router: one service per connection) and `observe.rs` (counting, timing and the
+//! JSON error answers); `auth.rs` (who may do what), `classify.rs` (library error to status),
 //! `names.rs`, `json.rs` (request bodies), `errors.rs` (`ApiError`); the state: `state.rs`
 //! over `tokens.rs`, `metrics.rs` and `queue_state.rs`; `schemas.rs` (the answers' shapes
 //! for the document) and `conn.rs` (connections).
@@ -35,9 +36,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::middleware;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use dispenser::{
@@ -45,18 +44,16 @@ use dispenser::{
     block::{BlockOptions, Pool},
 };
 
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::args::{MAX_BLOCK, MAX_COUNT, parse_share, parse_timeout, whole};
 use crate::exit::Outcome;
-use conn::{Capped, ConnInfo, Limits};
+use conn::{Capped, Limits};
 use draw::next;
-use errors::{fallback, timed_out};
+use errors::fallback;
+use guard::PerConnection;
 use handlers::{advance, alter, create, delete, healthz, hourly, list, peek, reset};
-use json::{MAX_BODY, ReadingBody};
 use metrics::Metrics;
-use observe::observe;
 use queue_state::{Queues, STREAMS_PER_QUEUE, STREAMS_PER_TOKEN, StreamLimits};
 use scrape::{MetricsToken, metrics, require_token};
 use state::{AppState, Shared};
@@ -68,6 +65,7 @@ mod conn;
 mod draw;
 mod errors;
 mod gapless;
+mod guard;
 mod handlers;
 mod json;
 mod metrics;
@@ -236,38 +234,15 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
             "/openapi.json",
             get(openapi::openapi).layer(Extension(metrics_token)),
         )
-        .fallback(fallback)
-        // Innermost first: the body limit answers errors, which `guard` turns into JSON
-        // error bodies (see there). The trace span (when asked for) covers it all.
-        .layer(RequestBodyLimitLayer::new(MAX_BODY))
-        .layer(middleware::from_fn_with_state(state.clone(), guard));
+        .fallback(fallback);
+    // What every request passes before the router is `guard.rs`, around the whole router;
+    // the trace span (when asked for) covers the router.
     let router = if observe::traced() {
         router.layer(TraceLayer::new_for_http())
     } else {
         router
     };
     router.with_state(state)
-}
-
-/// What every request passes, in one middleware (each `from_fn` layer costs a clone of the
-/// router's service and a boxed future per request, so the concerns share one), from the
-/// outside in:
-/// - its connection is told a request is being served, and whether it carried a valid token
-///   (which gives the connection the longer idle timeout and keeps it from eviction);
-/// - the request is counted and timed, and its error answers become the JSON error body,
-///   scrubbed (`observe`);
-/// - it is cut at `--request-timeout`: 408 when its body had not arrived, else 503.
-async fn guard(State(st): State<Shared>, mut req: Request, next: Next) -> Response {
-    let started = std::time::Instant::now();
-    let clock = conn::started(&req, || st.authenticate(req.headers()).is_ok());
-    let reading = ReadingBody::default();
-    req.extensions_mut().insert(reading.clone());
-    let resp = match tokio::time::timeout(st.request_timeout, next.run(req)).await {
-        Ok(resp) => resp,
-        Err(_) => timed_out(reading.now(), st.request_timeout),
-    };
-    let resp = observe(&st, started, resp).await;
-    conn::answered(clock, resp)
 }
 
 async fn shutdown_signal() {
@@ -432,7 +407,7 @@ impl Service {
             idle_release.map(|idle| tokio::spawn(release_idle_blocks(Arc::clone(&state), idle)));
         let served = axum::serve(
             Capped::new(listener, limits),
-            router(state.clone(), metrics_token).into_make_service_with_connect_info::<ConnInfo>(),
+            PerConnection::new(router(state.clone(), metrics_token), Arc::clone(&state)),
         )
         .with_graceful_shutdown({
             let state = Arc::clone(&state);

@@ -1,0 +1,137 @@
+//! What every request passes on its way to the router, in one service per connection
+//! ([`Guarded`], made by [`PerConnection`] as each connection is accepted), from the outside
+//! in:
+//! - its connection is told a request is being served, and whether it carried a valid token
+//!   (which gives the connection the longer idle timeout and keeps it from eviction);
+//! - its body is limited to [`MAX_BODY`] bytes (413 at once when it declares more);
+//! - it is cut at `--request-timeout`: 408 when its body had not arrived, else 503;
+//! - the request is counted and timed, and its error answers become the JSON error body,
+//!   scrubbed (`observe`).
+//!
+//! One hand-written service rather than layers on the router: axum puts a layer around each
+//! route, so every layer cost a clone of a boxed service and a boxed future per request, and
+//! the connection's clock had to travel in the request's extensions. Here the clock is held by
+//! the connection's service, and a request costs one boxed future.
+
+use std::convert::Infallible;
+use std::future::{Future, Ready, ready};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, HttpBody};
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::serve::IncomingStream;
+use tower_service::Service;
+
+use super::conn::{self, Capped, Clock};
+use super::errors::{ApiError, timed_out};
+use super::json::{MAX_BODY, ReadingBody};
+use super::observe::observe;
+use super::state::Shared;
+
+/// Makes the service of each accepted connection.
+#[derive(Clone)]
+pub(super) struct PerConnection {
+    router: Router,
+    state: Shared,
+}
+
+impl PerConnection {
+    pub(super) fn new(router: Router, state: Shared) -> Self {
+        PerConnection { router, state }
+    }
+}
+
+impl Service<IncomingStream<'_, Capped>> for PerConnection {
+    type Response = Guarded;
+    type Error = Infallible;
+    type Future = Ready<Result<Guarded, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, stream: IncomingStream<'_, Capped>) -> Self::Future {
+        ready(Ok(Guarded {
+            router: self.router.clone(),
+            state: Arc::clone(&self.state),
+            clock: stream.io().clock(),
+        }))
+    }
+}
+
+/// The service of one connection: the router behind [`guard`].
+#[derive(Clone)]
+pub(super) struct Guarded {
+    router: Router,
+    state: Shared,
+    clock: Arc<Clock>,
+}
+
+impl Service<Request> for Guarded {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(guard(this, req).await) })
+    }
+}
+
+/// One request, as the module documentation says.
+async fn guard(g: Guarded, req: Request) -> Response {
+    let Guarded {
+        mut router,
+        state: st,
+        clock,
+    } = g;
+    let started = Instant::now();
+    conn::started(&clock, || st.authenticate(req.headers()).is_ok());
+    let resp = match limit_body(req) {
+        Err(too_large) => too_large.into_response(),
+        Ok((req, reading)) => {
+            let call = Service::call(&mut router, req);
+            match tokio::time::timeout(st.request_timeout, call).await {
+                Ok(Ok(resp)) => resp,
+                Ok(Err(never)) => match never {},
+                Err(_) => timed_out(reading.is_some_and(|r| r.now()), st.request_timeout),
+            }
+        }
+    };
+    let resp = observe(&st, started, resp).await;
+    conn::answered(clock, resp)
+}
+
+/// The request with its body limited to [`MAX_BODY`] bytes, and the flag its body's reader
+/// raises while it waits for the body (none when the request has no body): 413 at once when
+/// it declares a longer body.
+fn limit_body(req: Request) -> Result<(Request, Option<ReadingBody>), ApiError> {
+    if req.body().is_end_stream() {
+        return Ok((req, None));
+    }
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the request body is larger than {MAX_BODY} bytes"),
+        ));
+    }
+    let reading = ReadingBody::default();
+    let mut req = req.map(|body| Body::new(http_body_util::Limited::new(body, MAX_BODY)));
+    req.extensions_mut().insert(reading.clone());
+    Ok((req, Some(reading)))
+}
