@@ -50,7 +50,7 @@ impl AppState {
         name: Option<&str>,
         noun: &str,
     ) -> Result<(), ApiError> {
-        if !rule.operations.contains(&op) {
+        if !rule.operations.contains(op) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden",

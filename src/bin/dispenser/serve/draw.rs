@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use dispenser::{Error, source::NumberSource};
 use serde_json::{Value, json};
 
@@ -70,26 +71,51 @@ pub(super) fn parse_count(query: &[(String, String)], max: u64) -> Result<u64, A
     }
 }
 
-/// What one request draws, as it will be answered.
-struct Out {
+/// What one request draws, as it will be answered (`'n`: the names of the documents drawn
+/// from, held by the request).
+struct Out<'n> {
     /// Whether the answer is a list of numbers (else runs).
     list: bool,
     numbers: Vec<i64>,
     runs: Vec<Value>,
     /// How many numbers came from each document, for the metrics.
-    by_document: Vec<(String, u64)>,
+    by_document: Vec<(&'n str, u64)>,
 }
 
-impl Out {
+impl<'n> Out<'n> {
     fn drawn(&self) -> u64 {
         self.by_document.iter().map(|(_, n)| n).sum()
     }
 
-    fn took(&mut self, name: &str, n: u64) {
+    fn took(&mut self, name: &'n str, n: u64) {
         if n > 0 {
-            self.by_document.push((name.to_owned(), n));
+            self.by_document.push((name, n));
         }
     }
+}
+
+/// The answer `{"numbers":[…]}`, written as `serde_json` would write it, without building a
+/// `serde_json::Value` first (this is the answer of almost every draw).
+fn numbers_answer(numbers: &[i64]) -> Response {
+    use std::fmt::Write as _;
+    let mut body = String::with_capacity(14 + 21 * numbers.len());
+    body.push_str("{\"numbers\":[");
+    for (i, n) in numbers.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        // Writing to a `String` cannot fail.
+        let _ = write!(body, "{n}");
+    }
+    body.push_str("]}");
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 #[utoipa::path(post, path = "/v1/sequences/{name}/next", operation_id = "next", tag = "draw",
@@ -103,10 +129,13 @@ pub(super) async fn next(
     // The request itself (its body is empty), so that its headers are read where they are:
     // the `HeaderMap` extractor copies them.
     req: axum::extract::Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let rule = st.authorize(req.headers(), Op::Next, Some(&name))?;
     let count = parse_count(&query, st.max_count)?;
     check_name(&name, false)?;
+    // The stripes of a striped sequence, when it is one (declared before `out`, which
+    // borrows their names).
+    let stripes: Vec<String>;
     let mut out = Out {
         list: count <= LIST_LIMIT,
         numbers: Vec::new(),
@@ -151,8 +180,8 @@ pub(super) async fn next(
             }
             draw_document(&st, &slot, &era, &name, shape, count, &mut out).await
         }
-        Target::Striped(stripes) => {
-            let stripes = stripes.clone();
+        Target::Striped(names) => {
+            stripes = names.clone();
             drop(era);
             Box::pin(draw_striped(&st, &stripes, count, &mut out)).await
         }
@@ -163,9 +192,9 @@ pub(super) async fn next(
         st.metrics.issued(doc, *n);
     }
     if out.list {
-        return Ok(Json(json!({ "numbers": out.numbers })));
+        return Ok(numbers_answer(&out.numbers));
     }
-    Ok(Json(json!({ "count": count, "runs": out.runs })))
+    Ok(Json(json!({ "count": count, "runs": out.runs })).into_response())
 }
 
 /// Whether `rule` may make the scope `name` (`template@key`) on its first draw.
@@ -227,11 +256,11 @@ fn is_todays_date(key: &str) -> bool {
 
 /// A striped sequence: `want` numbers from one stripe, the next stripe in turn when one runs
 /// out (numbers of several stripes in one answer then).
-async fn draw_striped(
+async fn draw_striped<'n>(
     st: &AppState,
-    stripes: &[String],
+    stripes: &'n [String],
     want: u64,
-    out: &mut Out,
+    out: &mut Out<'n>,
 ) -> Result<(), ApiError> {
     let first = STRIPE_CURSOR.fetch_add(1, Relaxed);
     let mut exhausted = None;
@@ -260,14 +289,14 @@ async fn draw_striped(
 
 /// `want` numbers from the sequence document `name` (under its era lock, held shared by the
 /// caller), added to `out`. On an error, what was drawn stays in `out`.
-async fn draw_document(
+async fn draw_document<'n>(
     st: &AppState,
     slot: &Slot,
     era: &Era,
-    name: &str,
+    name: &'n str,
     shape: &Shape,
     want: u64,
-    out: &mut Out,
+    out: &mut Out<'n>,
 ) -> Result<(), ApiError> {
     // The cyclic and the runs paths are boxed: the common draw's future stays small.
     if let Some(cycle) = shape.cycle {
@@ -292,14 +321,14 @@ async fn draw_document(
 
 /// [`draw_document`] of a cyclic sequence: one request at a time, nothing repeated within an
 /// answer.
-async fn draw_cyclic(
+async fn draw_cyclic<'n>(
     st: &AppState,
     slot: &Slot,
-    name: &str,
+    name: &'n str,
     shape: &Shape,
     cycle: u64,
     want: u64,
-    out: &mut Out,
+    out: &mut Out<'n>,
 ) -> Result<(), ApiError> {
     if want > cycle {
         return Err(ApiError::new(
@@ -340,12 +369,12 @@ async fn draw_cyclic(
 }
 
 /// [`draw_document`] of a large count: contiguous runs reserved directly.
-async fn draw_runs(
+async fn draw_runs<'n>(
     st: &AppState,
     era: &Era,
-    name: &str,
+    name: &'n str,
     want: u64,
-    out: &mut Out,
+    out: &mut Out<'n>,
 ) -> Result<(), ApiError> {
     let seq = era
         .direct

@@ -207,3 +207,69 @@ fn token_files_are_checked_without_echoing_tokens() {
         assert!(!err.contains("0123456789abcdefg"), "{err}");
     }
 }
+
+/// The glob fast paths (`*`, a plain name, `prefix*`) answer as the general matcher does, for
+/// patterns and names drawn from a small alphabet with the wildcards in every position.
+#[test]
+fn globs_match_as_the_general_matcher_does() {
+    use super::tokens::Glob;
+    let alphabet = ['a', 'b', '*', '?', '@', 'é'];
+    // Every string of up to 3 characters over the alphabet, as pattern and as name.
+    let mut strings = vec![String::new()];
+    let mut last = vec![String::new()];
+    for _ in 0..3 {
+        let next: Vec<String> = last
+            .iter()
+            .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+            .collect();
+        strings.extend(next.iter().cloned());
+        last = next;
+    }
+    let mut fast = 0;
+    for pattern in strings.iter().filter(|p| !p.is_empty()) {
+        let glob = Glob::new(pattern);
+        if !matches!(glob, Glob::Pattern(_)) {
+            fast += 1;
+        }
+        let general = wildmatch::WildMatch::new(pattern);
+        for name in &strings {
+            assert_eq!(
+                glob.matches(name),
+                general.matches(name),
+                "pattern {pattern:?}, name {name:?} ({glob:?})"
+            );
+        }
+    }
+    assert!(fast > 50, "the fast paths were taken for {fast} patterns");
+}
+
+/// A token's operations are a set: each one it lists, no other.
+#[test]
+fn a_tokens_operations_are_exactly_those_it_lists() {
+    use super::tokens::Ops;
+    let all = [
+        Op::Next,
+        Op::Create,
+        Op::Peek,
+        Op::List,
+        Op::Advance,
+        Op::Reset,
+        Op::Delete,
+        Op::Alter,
+        Op::Void,
+        Op::Take,
+        Op::Call,
+    ];
+    for (i, listed) in all.iter().enumerate() {
+        let mut ops = Ops::default();
+        ops.insert(*listed);
+        ops.insert(all[(i + 3) % all.len()]);
+        for op in all {
+            assert_eq!(
+                ops.contains(op),
+                op == *listed || op == all[(i + 3) % all.len()],
+                "{listed:?}: {op:?}"
+            );
+        }
+    }
+}

@@ -75,13 +75,64 @@ pub(super) struct TokenRule {
     pub(super) token: PaddedToken,
     /// The token itself, only to scrub it from error messages.
     pub(super) secret: String,
-    pub(super) sequences: Vec<WildMatch>,
-    pub(super) operations: HashSet<Op>,
+    pub(super) sequences: Vec<Glob>,
+    pub(super) operations: Ops,
 }
 
 impl TokenRule {
     pub(super) fn allows_name(&self, name: &str) -> bool {
         self.sequences.iter().any(|g| g.matches(name))
+    }
+}
+
+/// A set of operations (one bit each): asked on every request, so no hashing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Ops(u16);
+
+impl Ops {
+    pub(super) fn insert(&mut self, op: Op) {
+        self.0 |= 1 << op as u16;
+    }
+
+    pub(super) fn contains(self, op: Op) -> bool {
+        self.0 & (1 << op as u16) != 0
+    }
+}
+
+/// A pattern of sequence names (`*` any run of characters, `?` one character), with the
+/// common shapes — `*`, a name without wildcards, `prefix*` — matched without the general
+/// matcher, since a pattern is matched on every request.
+#[derive(Debug)]
+pub(super) enum Glob {
+    Any,
+    Exact(String),
+    Prefix(String),
+    Pattern(WildMatch),
+}
+
+impl Glob {
+    pub(super) fn new(pattern: &str) -> Glob {
+        let wild = |c: char| c == '*' || c == '?';
+        match pattern.find(wild) {
+            None => Glob::Exact(pattern.to_owned()),
+            Some(at) if at + 1 == pattern.len() && pattern.ends_with('*') => {
+                if at == 0 {
+                    Glob::Any
+                } else {
+                    Glob::Prefix(pattern[..at].to_owned())
+                }
+            }
+            Some(_) => Glob::Pattern(WildMatch::new(pattern)),
+        }
+    }
+
+    pub(super) fn matches(&self, name: &str) -> bool {
+        match self {
+            Glob::Any => true,
+            Glob::Exact(n) => n == name,
+            Glob::Prefix(p) => name.starts_with(p.as_str()),
+            Glob::Pattern(w) => w.matches(name),
+        }
     }
 }
 
@@ -167,7 +218,7 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
                 t.name
             )));
         }
-        let mut operations = HashSet::new();
+        let mut operations = Ops::default();
         for o in &t.operations {
             operations.insert(Op::parse(o).ok_or_else(|| {
                 config_error(format!(
@@ -180,7 +231,7 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
             name: t.name,
             token: PaddedToken::new(t.token.as_bytes()),
             secret: t.token,
-            sequences: t.sequences.iter().map(|p| WildMatch::new(p)).collect(),
+            sequences: t.sequences.iter().map(|p| Glob::new(p)).collect(),
             operations,
         });
     }
