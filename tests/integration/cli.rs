@@ -419,7 +419,8 @@ fn bench_scale_reports_the_reads_the_memory_and_the_numbers_given_back() {
     assert_eq!(
         names,
         [
-            "raw driver: page of 50",
+            "raw driver: first page of 50",
+            "raw driver: middle page of 50",
             "/metrics",
             "/v1/overview (first page)",
             "/v1/overview (middle page)",
@@ -431,7 +432,18 @@ fn bench_scale_reports_the_reads_the_memory_and_the_numbers_given_back() {
         assert!(r["median_ms"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["bytes"].as_u64().unwrap() > 0, "{r}");
     }
-    assert_eq!(reads[1]["goal_ms"], 100.0, "{report}");
+    assert_eq!(reads[2]["goal_ms"], 100.0, "{report}");
+    // Each page of the overview is held to what it adds to the raw read of the same page.
+    for (page, raw) in [(3, 0), (4, 1)] {
+        let (median, anchor) = (
+            reads[page]["median_ms"].as_f64().unwrap(),
+            reads[raw]["median_ms"].as_f64().unwrap(),
+        );
+        assert_eq!(reads[page]["anchor_ms"].as_f64(), Some(anchor), "{report}");
+        let over = reads[page]["over_anchor_ms"].as_f64().unwrap();
+        assert!((over - (median - anchor).max(0.0)).abs() < 1e-6, "{report}");
+        assert_eq!(reads[page]["goal_ms"], 50.0, "{report}");
+    }
     assert!(report["peak_memory_mb"].as_f64().unwrap() > 0.0, "{report}");
     // Three sequences drawn once through blocks: they hold numbers, then give them back.
     assert!(report["numbers_held"].as_f64().unwrap() > 0.0, "{report}");
