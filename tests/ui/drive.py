@@ -236,9 +236,21 @@ def kiosk(driver):
     return out
 
 
+def texts(driver, css, cells=None, root=None):
+    """The visible text of each element matching `css` (under `root`), or of each of its
+    `cells`, read in one script: the pages replace these elements whenever fresh data comes
+    (a board's status, the overview's refresh), so elements found by one WebDriver call may
+    be gone by the next."""
+    return driver.execute_script(
+        "const [css, cells, root] = arguments;"
+        "const text = (e) => e.innerText.trim();"
+        "return [...(root || document).querySelectorAll(css)].map("
+        " (e) => cells ? [...e.querySelectorAll(cells)].map(text) : text(e));",
+        css, cells, root)
+
+
 def calls_shown(driver):
-    return [[li.find_element(By.CLASS_NAME, "ticket").text, li.find_element(By.CLASS_NAME, "desk").text]
-            for li in driver.find_elements(By.CSS_SELECTOR, "#recent li:not(.none)")]
+    return texts(driver, "#recent li:not(.none)", ".ticket, .desk")
 
 
 def current(driver):
@@ -281,7 +293,7 @@ def board(driver, out_console):
     out["current"] = current(driver)
     out["calls"] = calls_shown(driver)
     out["announced"] = announced(driver)
-    out["waiting"] = [p.text for p in driver.find_elements(By.CSS_SELECTOR, "#waits .wait-row")]
+    out["waiting"] = texts(driver, "#waits .wait-row")
     # The spoken queue: one after the other, none cut off (headless Chromium has no voice:
     # each ends at once with an error, or at the time limit).
     wait(driver, 30, lambda d: d.execute_script(
@@ -302,8 +314,7 @@ def board(driver, out_console):
     wait(driver, 10, lambda d: current(d).startswith(called_b), f"the board to show {called_b}")
     out["several"] = {"title": text(driver, "queue-name"), "current": current(driver),
                       "calls": calls_shown(driver)[:2], "announced": announced(driver),
-                      "waiting": [p.text for p in
-                                  driver.find_elements(By.CSS_SELECTOR, "#waits .wait-row")]}
+                      "waiting": texts(driver, "#waits .wait-row")}
     return out
 
 
@@ -315,16 +326,13 @@ def overview(driver):
     card = wait(driver, 10, lambda d: d.find_element(By.CSS_SELECTOR, card_css), "the queue's card")
 
     def rows(table):
-        return [[c.text for c in r.find_elements(By.TAG_NAME, "td")]
-                for r in driver.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr")]
+        return texts(driver, f"#{table} tbody tr", "td")
 
     def desks():
-        return [[c.text for c in r.find_elements(By.TAG_NAME, "td")][:2]
-                for r in card.find_elements(By.CSS_SELECTOR, "table.desks tbody tr")]
+        return [r[:2] for r in texts(driver, "table.desks tbody tr", "td", card)]
 
     def figures():
-        return {f.find_element(By.TAG_NAME, "dt").text.lower(): f.find_element(By.TAG_NAME, "dd").text
-                for f in card.find_elements(By.CSS_SELECTOR, ".figure")}
+        return {dt.lower(): dd for dt, dd in texts(driver, ".figure", "dt, dd", card)}
 
     out = {t: rows(t) for t in ("sequences", "gapless")}
     out["queues"] = [c.get_attribute("data-queue")
