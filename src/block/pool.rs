@@ -57,7 +57,9 @@ struct Inner {
     options: BlockOptions,
     /// One entry per name asked for so far (never removed, so that a `get` waiting on an
     /// entry's gate always stores into the entry the others see).
-    entries: Mutex<HashMap<String, Arc<Entry>>>,
+    /// Looked up on every `get`: hashed with foldhash (randomly seeded per process), which is
+    /// several times cheaper than SipHash for short names.
+    entries: Mutex<HashMap<String, Arc<Entry>, foldhash::fast::RandomState>>,
 }
 
 /// One sequence's place in the pool.
@@ -119,7 +121,7 @@ impl Pool {
                 dispenser,
                 born: Instant::now(),
                 options,
-                entries: Mutex::new(HashMap::new()),
+                entries: Mutex::new(HashMap::default()),
             }),
         })
     }
@@ -176,7 +178,12 @@ impl Pool {
     pub async fn get(&self, name: &str) -> Result<BlockSequence> {
         validate_name(name)?;
         let entry = self.entry(name);
-        entry.last_get.store(self.now_ms(), Ordering::Relaxed);
+        // Written only when it changes (once a millisecond at most): callers on other threads
+        // then share the cache line rather than pass it to and fro on every `get`.
+        let now = self.now_ms();
+        if entry.last_get.load(Ordering::Relaxed) != now {
+            entry.last_get.store(now, Ordering::Relaxed);
+        }
         if let Some(live) = entry.live() {
             return Ok(live);
         }
