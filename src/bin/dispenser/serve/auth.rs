@@ -10,10 +10,22 @@ use super::tokens::{Op, PaddedToken, TokenRule};
 /// The token of an `Authorization` header value: the scheme `Bearer` (any case), whitespace,
 /// the token.
 pub(super) fn bearer_token(value: &HeaderValue) -> Option<&str> {
-    let value = value.to_str().ok()?.trim();
-    let (scheme, rest) = value.split_once([' ', '\t'])?;
-    let token = rest.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+    // On the bytes (read on every request): visible ASCII, spaces and tabs only, as
+    // `HeaderValue::to_str` asks, so trimming ASCII whitespace is trimming all of it.
+    let bytes = value.as_bytes();
+    if !bytes
+        .iter()
+        .all(|&b| b == b'\t' || (0x20..0x7f).contains(&b))
+    {
+        return None;
+    }
+    let bytes = bytes.trim_ascii();
+    let at = bytes.iter().position(|&b| b == b' ' || b == b'\t')?;
+    let (scheme, token) = (&bytes[..at], bytes[at + 1..].trim_ascii());
+    if !scheme.eq_ignore_ascii_case(b"bearer") || token.is_empty() {
+        return None;
+    }
+    std::str::from_utf8(token).ok()
 }
 
 impl AppState {

@@ -362,9 +362,9 @@ pub(super) fn started(clock: &Clock, trusted: impl FnOnce() -> bool) {
 /// A request's answer: its connection is idle again — at once, or for an event stream
 /// (`text/event-stream`, the boards' live feed) when its body ends, so that the connection
 /// stays busy until then and neither the idle nor the header timeout cuts it.
-pub(super) fn answered(c: Arc<Clock>, resp: Response) -> Response {
+pub(super) fn answered(c: &Arc<Clock>, resp: Response) -> Response {
     if is_event_stream(&resp) {
-        let answered = Answered(c);
+        let answered = Answered(Arc::clone(c));
         let (parts, body) = resp.into_parts();
         let body = body.into_data_stream().map(move |chunk| {
             let _ = &answered;

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use axum::Json;
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -108,14 +109,12 @@ fn numbers_answer(numbers: &[i64]) -> Response {
         let _ = write!(body, "{n}");
     }
     body.push_str("]}");
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response()
+    let mut resp = Response::new(Body::from(body));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
 }
 
 #[utoipa::path(post, path = "/v1/sequences/{name}/next", operation_id = "next", tag = "draw",
@@ -125,13 +124,19 @@ fn numbers_answer(numbers: &[i64]) -> Response {
 pub(super) async fn next(
     State(st): State<Shared>,
     Path(name): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
-    // The request itself (its body is empty), so that its headers are read where they are:
-    // the `HeaderMap` extractor copies them.
+    // The request itself (its body is empty), so that its headers are read where they are
+    // (the `HeaderMap` extractor copies them) and its query only when it has one.
     req: axum::extract::Request,
 ) -> Result<Response, ApiError> {
     let rule = st.authorize(req.headers(), Op::Next, Some(&name))?;
-    let count = parse_count(&query, st.max_count)?;
+    // The query is parsed only when there is one (most draws have none).
+    let count = match req.uri().query() {
+        None => 1,
+        Some(_) => match Query::<Vec<(String, String)>>::try_from_uri(req.uri()) {
+            Ok(Query(query)) => parse_count(&query, st.max_count)?,
+            Err(rejection) => return Ok(rejection.into_response()),
+        },
+    };
     check_name(&name, false)?;
     // The stripes of a striped sequence, when it is one (declared before `out`, which
     // borrows their names).
@@ -189,7 +194,12 @@ pub(super) async fn next(
     // Numbers drawn before a failure are a gap: never answered, not counted.
     drawn?;
     for (doc, n) in &out.by_document {
-        st.metrics.issued(doc, *n);
+        if *doc == name {
+            slot.issued(&st.metrics, &name, *n);
+        } else {
+            // A stripe of a striped sequence.
+            st.metrics.issued(doc, *n);
+        }
     }
     if out.list {
         return Ok(numbers_answer(&out.numbers));
@@ -300,14 +310,23 @@ async fn draw_document<'n>(
 ) -> Result<(), ApiError> {
     // The cyclic and the runs paths are boxed: the common draw's future stays small.
     if let Some(cycle) = shape.cycle {
-        return Box::pin(draw_cyclic(st, slot, name, shape, cycle, want, out)).await;
+        return Box::pin(draw_cyclic(st, slot, era, name, shape, cycle, want, out)).await;
     }
     if out.list {
-        let blocks = st.pool.get(name).await?;
+        slot.touch(st.now_ms());
+        let blocks = st.blocks(era, name).await?;
         let mut taken = 0;
         let result = async {
             for _ in 0..want {
-                out.numbers.push(NumberSource::next(&blocks).await?);
+                let n = match blocks.next().await {
+                    Err(Error::Closed { .. }) => {
+                        // Closed by another way than the service's own (which clear what the
+                        // era keeps): the pool's fresh client, for this draw.
+                        Box::pin(async { st.pool.get(name).await?.next().await }).await?
+                    }
+                    other => other?,
+                };
+                out.numbers.push(n);
                 taken += 1;
             }
             Ok::<(), Error>(())
@@ -321,9 +340,11 @@ async fn draw_document<'n>(
 
 /// [`draw_document`] of a cyclic sequence: one request at a time, nothing repeated within an
 /// answer.
+#[allow(clippy::too_many_arguments)]
 async fn draw_cyclic<'n>(
     st: &AppState,
     slot: &Slot,
+    era: &Era,
     name: &'n str,
     shape: &Shape,
     cycle: u64,
@@ -339,14 +360,22 @@ async fn draw_cyclic<'n>(
             ),
         ));
     }
-    let blocks = st.pool.get(name).await?;
+    slot.touch(st.now_ms());
+    let kept = st.blocks(era, name).await?;
+    // Closed by another way than the service's own (which clear what the era keeps): the
+    // pool's fresh client, for this draw.
+    let blocks = if kept.is_closed() {
+        std::borrow::Cow::Owned(st.pool.get(name).await?)
+    } else {
+        std::borrow::Cow::Borrowed(kept)
+    };
     // One request of a cyclic sequence at a time, so that the numbers of one answer
     // follow each other in the block client (and so repeat nothing within a cycle).
     let _serial = slot.serial.lock().await;
     let mut numbers = Vec::new();
     let mut seen = HashSet::new();
     for _ in 0..want {
-        let n = NumberSource::next(&blocks).await?;
+        let n = blocks.next().await?;
         if !seen.insert(n) {
             // Other clients of the sequence drew a whole cycle while this request drew.
             return Err(ApiError::new(

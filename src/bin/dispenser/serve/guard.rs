@@ -16,7 +16,7 @@
 use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -57,18 +57,25 @@ impl Service<IncomingStream<'_, Capped>> for PerConnection {
     }
 
     fn call(&mut self, stream: IncomingStream<'_, Capped>) -> Self::Future {
-        ready(Ok(Guarded {
-            router: self.router.clone(),
+        ready(Ok(Guarded(Arc::new(Connection {
+            router: Mutex::new(self.router.clone()),
             state: Arc::clone(&self.state),
             clock: stream.io().clock(),
-        }))
+        }))))
     }
 }
 
-/// The service of one connection: the router behind [`guard`].
+/// The service of one connection: the router behind [`guard`]. hyper clones it for every
+/// request, and so does its `call`: only the connection's own reference count moves, not
+/// those of the router and the state, which every connection shares (on two cores, a count
+/// that both move is passed to and fro).
 #[derive(Clone)]
-pub(super) struct Guarded {
-    router: Router,
+pub(super) struct Guarded(Arc<Connection>);
+
+struct Connection {
+    /// The connection's own handle on the router (`Service::call` takes it `&mut`; one
+    /// request at a time on an HTTP/1.1 connection, so the lock is never waited for).
+    router: Mutex<Router>,
     state: Shared,
     clock: Arc<Clock>,
 }
@@ -83,33 +90,41 @@ impl Service<Request> for Guarded {
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        let this = self.clone();
-        Box::pin(async move { Ok(guard(this, req).await) })
+        let connection = Arc::clone(&self.0);
+        Box::pin(async move { Ok(guard(connection, req).await) })
     }
 }
 
 /// One request, as the module documentation says.
-async fn guard(g: Guarded, req: Request) -> Response {
-    let Guarded {
-        mut router,
-        state: st,
-        clock,
-    } = g;
+async fn guard(c: Arc<Connection>, req: Request) -> Response {
+    let st = &c.state;
     let started = Instant::now();
-    conn::started(&clock, || st.authenticate(req.headers()).is_ok());
+    conn::started(&c.clock, || st.authenticate(req.headers()).is_ok());
     let resp = match limit_body(req) {
         Err(too_large) => too_large.into_response(),
         Ok((req, reading)) => {
-            let call = Service::call(&mut router, req);
-            match tokio::time::timeout(st.request_timeout, call).await {
-                Ok(Ok(resp)) => resp,
-                Ok(Err(never)) => match never {},
-                Err(_) => timed_out(reading.is_some_and(|r| r.now()), st.request_timeout),
+            let call = {
+                let mut router = c.router.lock().unwrap_or_else(PoisonError::into_inner);
+                Service::call(&mut *router, req)
+            };
+            let mut call = std::pin::pin!(call);
+            // Most requests are answered when first polled (a draw from memory): the
+            // request timeout's timer is set, in a box of its own, only for those that wait.
+            match std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await {
+                Poll::Ready(Ok(resp)) => resp,
+                Poll::Ready(Err(never)) => match never {},
+                Poll::Pending => {
+                    match Box::pin(tokio::time::timeout(st.request_timeout, call)).await {
+                        Ok(Ok(resp)) => resp,
+                        Ok(Err(never)) => match never {},
+                        Err(_) => timed_out(reading.is_some_and(|r| r.now()), st.request_timeout),
+                    }
+                }
             }
         }
     };
-    let resp = observe(&st, started, resp).await;
-    conn::answered(clock, resp)
+    let resp = observe(st, started, resp).await;
+    conn::answered(&c.clock, resp)
 }
 
 /// The request with its body limited to [`MAX_BODY`] bytes, and the flag its body's reader

@@ -178,9 +178,7 @@ async fn release_idle_blocks(state: Shared, idle: Duration) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        for name in state.pool.idle(idle) {
-            state.release_if_idle(&name, idle).await;
-        }
+        state.release_idle(idle).await;
     }
 }
 
@@ -357,11 +355,12 @@ impl Service {
             pool,
             max_count: args.max_count,
             request_timeout: Duration::from_secs_f64(args.request_timeout),
-            slots: Mutex::new(HashMap::new()),
+            slots: Mutex::new(HashMap::default()),
             retired: Mutex::new(HashMap::new()),
             metrics: Metrics::new(),
             metrics_max_sequences: args.metrics_max_sequences,
             queues: Queues::new(streams),
+            born: std::time::Instant::now(),
         });
         tracing::info!("dispenser serve listening on {local}");
         tracing::info!(

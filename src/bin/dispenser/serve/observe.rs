@@ -14,16 +14,16 @@ use super::state::AppState;
 /// [`as_json_error`] for what its error answers become. A server error (5xx) is logged as an
 /// error unless tower-http's trace layer is on (it logs them then).
 pub(super) async fn observe(st: &AppState, started: Instant, resp: Response) -> Response {
-    let mut status = resp.status();
-    let mut resp = resp;
-    if status.is_client_error() || status.is_server_error() {
+    let status = resp.status();
+    let resp = if status.is_client_error() || status.is_server_error() {
         // Boxed: reading an error body makes a large future, which every request's future
         // would carry otherwise.
-        resp = Box::pin(as_json_error(st, resp)).await;
-        status = resp.status();
-    }
-    st.metrics
-        .observe(status.as_u16(), started.elapsed().as_secs_f64());
+        Box::pin(as_json_error(st, resp)).await
+    } else {
+        resp
+    };
+    let status = resp.status();
+    st.metrics.observe(status.as_u16(), started.elapsed());
     if status.is_server_error() && !traced() {
         tracing::error!(status = status.as_u16(), "answered a server error");
     }

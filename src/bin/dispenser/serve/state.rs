@@ -2,20 +2,20 @@
 //! operations exclusive) and retiring a sequence's clients under it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dispenser::stripe::{StripedSequence, stripe_name};
 use dispenser::{
     Dispenser, Error, Sequence,
-    block::Pool,
+    block::{BlockSequence, Pool},
     sequence::{SequenceState, Stats},
 };
 use tokio::sync::{OnceCell, RwLock};
 
 use super::errors::ApiError;
-use super::metrics::Metrics;
+use super::metrics::{Issued, Metrics};
 use super::queue_state::Queues;
 use super::tokens::TokenRule;
 
@@ -30,6 +30,9 @@ pub(super) struct Era {
     /// Set when the service drew a scope `name@KEY` of this sequence: it is a template, and
     /// drawing it is refused from then on (besides what the era's first draw found).
     pub(super) scoped: AtomicBool,
+    /// The block client draws use: the pool's, kept here so that a draw neither looks it up
+    /// in the pool nor clones it. Taken when the idle release closes it.
+    pub(super) blocks: OnceCell<BlockSequence>,
 }
 
 /// What a name drawn from stands for.
@@ -65,6 +68,35 @@ pub(super) struct Slot {
     /// Draws of a cyclic sequence one at a time, so that the numbers of one response follow
     /// each other in the block client (and so repeat nothing when there are at most a cycle).
     pub(super) serial: tokio::sync::Mutex<()>,
+    /// The count of the numbers handed out from this sequence (kept by the metrics, which
+    /// outlive the slot), found on the slot's first draw.
+    pub(super) issued: std::sync::OnceLock<Arc<Issued>>,
+    /// When a draw last used the block client (ms since the service started): the idle
+    /// release looks at it. Written only when it changes.
+    last_draw: AtomicU64,
+}
+
+impl Slot {
+    /// Notes that a draw uses the block client now (`now`: ms since the service started).
+    pub(super) fn touch(&self, now: u64) {
+        if self.last_draw.load(Ordering::Relaxed) != now {
+            self.last_draw.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether no draw used the block client for `idle` (`now`: ms since the service started).
+    fn idle_for(&self, now: u64, idle: Duration) -> bool {
+        let idle_ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+        now.saturating_sub(self.last_draw.load(Ordering::Relaxed)) >= idle_ms
+    }
+
+    /// Counts `n` numbers handed out from this slot's sequence `name`: without a lock or a
+    /// lookup once the slot has its count.
+    pub(super) fn issued(&self, metrics: &Metrics, name: &str, n: u64) {
+        self.issued
+            .get_or_init(|| metrics.issued_counter(name))
+            .add(n);
+    }
 }
 
 /// The service's shared state.
@@ -78,8 +110,9 @@ pub(super) struct AppState {
     pub(super) max_count: u64,
     /// How long a request may take (`--request-timeout`).
     pub(super) request_timeout: Duration,
-    /// One slot per sequence name used so far.
-    pub(super) slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// One slot per sequence name used so far (looked up on every draw: foldhash, randomly
+    /// seeded per process, several times cheaper than SipHash for short names).
+    pub(super) slots: Mutex<HashMap<String, Arc<Slot>, foldhash::fast::RandomState>>,
     /// Stats of direct handles already dropped (admin operations), by sequence.
     pub(super) retired: Mutex<HashMap<String, Stats>>,
     pub(super) metrics: Metrics,
@@ -87,6 +120,8 @@ pub(super) struct AppState {
     pub(super) metrics_max_sequences: usize,
     /// The queues' handles and the boards watching them.
     pub(super) queues: Queues,
+    /// When the service started: the origin of the slots' `last_draw`.
+    pub(super) born: std::time::Instant,
 }
 
 pub(super) type Shared = Arc<AppState>;
@@ -290,26 +325,46 @@ impl AppState {
         }
     }
 
+    /// Milliseconds since the service started: the clock of the slots' `last_draw`.
+    pub(super) fn now_ms(&self) -> u64 {
+        u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The block client of `name` for a draw under `era`: the one the era keeps (no lookup,
+    /// no clone), else the pool's (opened if need be), which the era keeps from then on.
+    pub(super) async fn blocks<'e>(
+        &self,
+        era: &'e Era,
+        name: &str,
+    ) -> Result<&'e BlockSequence, Error> {
+        era.blocks.get_or_try_init(|| self.pool.get(name)).await
+    }
+
+    /// Closes the block clients that no draw used for `idle`.
+    pub(super) async fn release_idle(&self, idle: Duration) {
+        let now = self.now_ms();
+        let idle_slots: Vec<(String, Arc<Slot>)> = self
+            .all_slots()
+            .into_iter()
+            .filter(|(_, slot)| slot.idle_for(now, idle))
+            .collect();
+        for (name, slot) in idle_slots {
+            self.release_if_idle(&name, &slot, idle).await;
+        }
+    }
+
     /// Closes the block client of `name` when it is still idle (no draw for `idle`) and no
     /// draw of it is in flight: under the era lock, taken only if free, so a draw never waits
     /// for this and never holds a client closed under it. The era (what the name stands for)
     /// stays; the next draw opens a fresh client.
-    pub(super) async fn release_if_idle(&self, name: &str, idle: Duration) {
-        let Some(slot) = self
-            .slots
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(name)
-            .cloned()
-        else {
+    async fn release_if_idle(&self, name: &str, slot: &Slot, idle: Duration) {
+        let Ok(mut era) = slot.era.try_write() else {
             return;
         };
-        let Ok(_era) = slot.era.try_write() else {
-            return;
-        };
-        if !self.pool.idle(idle).iter().any(|n| n == name) {
+        if era.blocks.get().is_none() || !slot.idle_for(self.now_ms(), idle) {
             return;
         }
+        era.blocks.take();
         match self.pool.retire(name).await {
             Ok(r) => tracing::debug!(
                 "released the idle block client of {name:?}: {} given back, {} lost",

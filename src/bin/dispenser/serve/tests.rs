@@ -37,11 +37,12 @@ async fn state() -> AppState {
         pool: Pool::new(dispenser.clone(), BlockOptions::default()).unwrap(),
         max_count: 10,
         request_timeout: std::time::Duration::from_secs(30),
-        slots: Mutex::new(HashMap::new()),
+        slots: Mutex::new(HashMap::default()),
         retired: Mutex::new(HashMap::new()),
         metrics: Metrics::new(),
         metrics_max_sequences: 1000,
         queues: Default::default(),
+        born: std::time::Instant::now(),
     }
 }
 
@@ -272,4 +273,49 @@ fn a_tokens_operations_are_exactly_those_it_lists() {
             );
         }
     }
+}
+
+/// `bearer_token` reads the bytes of the header as `HeaderValue::to_str` and `str::trim`
+/// would: the same token, or none, for every value over an alphabet of the scheme's letters
+/// in both cases, spaces, tabs, a control and non-ASCII bytes.
+#[test]
+fn bearer_tokens_are_read_as_the_text_would_be() {
+    use super::auth::bearer_token;
+    fn by_text(value: &axum::http::HeaderValue) -> Option<&str> {
+        let value = value.to_str().ok()?.trim();
+        let (scheme, rest) = value.split_once([' ', '\t'])?;
+        let token = rest.trim();
+        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+    }
+    let pieces: [&[u8]; 9] = [
+        b"Bearer",
+        b"bEaReR",
+        b"bear",
+        b" ",
+        b"\t",
+        b"tok",
+        b"\x7f",
+        "é".as_bytes(),
+        b"\x01",
+    ];
+    let mut values: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut last = values.clone();
+    for _ in 0..4 {
+        let next: Vec<Vec<u8>> = last
+            .iter()
+            .flat_map(|v| pieces.iter().map(move |p| [v.as_slice(), p].concat()))
+            .collect();
+        values.extend(next.iter().cloned());
+        last = next;
+    }
+    let mut tokens = 0;
+    for v in &values {
+        let Ok(value) = axum::http::HeaderValue::from_bytes(v) else {
+            continue;
+        };
+        let expected = by_text(&value);
+        tokens += usize::from(expected.is_some());
+        assert_eq!(bearer_token(&value), expected, "{v:?}");
+    }
+    assert!(tokens > 100, "{tokens} values carried a token");
 }
