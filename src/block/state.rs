@@ -108,6 +108,16 @@ const KEEP_AHEAD: f64 = 16.0;
 /// least (see [`State::prefetch_point`]).
 const LEAD: f64 = 4.0;
 
+/// How long before the end of a growing block its prefetch starts, at the least, whatever
+/// the latencies measured: a round trip's tail (a garbage-collection pause of the server, a
+/// CPU the callers keep busy) is longer than the round trips seen so far. A fast caller's
+/// next block is then reserved as soon as the current one is in use; a slow caller's
+/// prefetch point does not move (20 ms of its numbers are few).
+const LEAD_FLOOR: Duration = Duration::from_millis(20);
+
+/// The fewest numbers of a block handed out before its pace is taken as the caller's rate.
+const MIN_PACE_SAMPLE: u64 = 64;
+
 fn threshold(share: f64, count: u64) -> u64 {
     // `as` saturates; the share is in (0, 1].
     ((share * count as f64).ceil() as u64).clamp(1, count)
@@ -179,37 +189,45 @@ impl State {
     }
 
     /// The size of a prefetch, so that the *next* block's part left after its own prefetch
-    /// point lasts [`KEEP_AHEAD`] times the reservation latency at the rate the current block is being
-    /// used: at least `size`, at most `grow_to` (`size` when `grow_to` is `None`, or nothing
+    /// point lasts [`KEEP_AHEAD`] times the reservation latency (and at least [`LEAD_FLOOR`])
+    /// at the rate the current block is being used — or the previous one was, when the
+    /// current one is too young to tell (a prefetch due at its first numbers), whichever is
+    /// faster: at least `size`, at most `grow_to` (`size` when `grow_to` is `None`, or nothing
     /// was measured yet).
     fn keep_ahead_size(&self, options: &BlockOptions, b: &Block, share: f64, now: Instant) -> u64 {
         let (Some(cap), Some(latency)) = (options.grow_to, self.latency) else {
             return self.size;
         };
         let elapsed = now.saturating_duration_since(b.started).as_secs_f64();
-        if elapsed <= 0.0 {
-            return self.size;
-        }
-        let rate = b.used as f64 / elapsed;
+        let current = (elapsed > 0.0 && b.used >= MIN_PACE_SAMPLE).then(|| b.used as f64 / elapsed);
+        let rate = match (current, self.rate) {
+            (Some(c), Some(p)) => c.max(p),
+            (Some(r), None) | (None, Some(r)) => r,
+            (None, None) => return self.size,
+        };
         let tail = (1.0 - share).max(0.1);
+        let lasting =
+            (KEEP_AHEAD * self.ahead * latency.as_secs_f64()).max(LEAD_FLOOR.as_secs_f64());
         // `as` saturates.
-        let needed = (KEEP_AHEAD * self.ahead * latency.as_secs_f64() * rate / tail).ceil() as u64;
+        let needed = (lasting * rate / tail).ceil() as u64;
         needed.clamp(self.size, cap.max(self.size))
     }
 
     /// How many numbers of `b` are handed out when its prefetch starts: at the share of the
     /// block, or — with growing blocks (`grow_to`), the default — earlier when the rest would
-    /// not last [`LEAD`] times the reservation latency at the rate the previous block was
-    /// used (so a fast caller does not wait at the block boundary while the blocks are still
-    /// growing, or after a slow round trip). Fixed-size blocks keep exactly the share.
+    /// not last [`LEAD`] times the reservation latency (and at least [`LEAD_FLOOR`]) at the
+    /// rate the previous block was used (so a fast caller does not wait at the block boundary
+    /// while the blocks are still growing, or after a slow round trip). Fixed-size blocks keep
+    /// exactly the share.
     fn prefetch_point(&self, options: &BlockOptions, share: f64, b: &Block) -> u64 {
         let at_share = threshold(share, b.run.count());
         let (Some(_), Some(latency), Some(rate)) = (options.grow_to, self.latency, self.rate)
         else {
             return at_share;
         };
+        let ahead = (LEAD * self.ahead * latency.as_secs_f64()).max(LEAD_FLOOR.as_secs_f64());
         // `as` saturates.
-        let lead = (LEAD * self.ahead * latency.as_secs_f64() * rate).ceil() as u64;
+        let lead = (ahead * rate).ceil() as u64;
         at_share.min(b.run.count().saturating_sub(lead))
     }
 
@@ -331,10 +349,20 @@ mod tests {
         let b = Block::new(Run::new(1, 1000, 1), stamp(1));
         // Nothing measured: at the share.
         assert_eq!(st.prefetch_point(&options, 0.5, &b), 500);
-        // 1 M numbers/s and 200 µs round trips: the last 4 × 200 numbers must be ahead.
-        st.latency = Some(Duration::from_micros(200));
-        st.rate = Some(1e6);
+        // 10 ms round trips at 20 000 numbers/s: the last 4 × 10 ms (800 numbers) must be
+        // ahead.
+        st.latency = Some(Duration::from_millis(10));
+        st.rate = Some(20_000.0);
         assert_eq!(st.prefetch_point(&options, 0.5, &b), 200);
+        // 200 µs round trips at 40 000 numbers/s: 4 round trips are 32 numbers, but 20 ms
+        // (the floor: a round trip's tail is longer than those seen) are 800.
+        st.latency = Some(Duration::from_micros(200));
+        st.rate = Some(40_000.0);
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 200);
+        // 1 M numbers/s: 20 ms of them are more than the block: the next one is reserved as
+        // soon as this one is in use.
+        st.rate = Some(1e6);
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 0);
         // A slow caller keeps the share.
         st.rate = Some(100.0);
         assert_eq!(st.prefetch_point(&options, 0.5, &b), 500);
@@ -355,8 +383,9 @@ mod tests {
             .with_size(1000)
             .with_prefetch(Some(0.5));
         let mut st = State::new(1000);
-        st.latency = Some(Duration::from_micros(200));
-        st.rate = Some(1e6);
+        // 4 round trips of 10 ms at 20 000 numbers/s: 800 numbers ahead.
+        st.latency = Some(Duration::from_millis(10));
+        st.rate = Some(20_000.0);
         // The first reservation: nobody is late yet.
         let first = st.begin();
         st.waiting_on(&first);
@@ -374,7 +403,7 @@ mod tests {
         assert_eq!(
             st.prefetch_point(&options, 0.5, &b),
             0,
-            "4 × 2 × 200 ≥ 1000 − 200"
+            "4 × 2 × 10 ms × 20 000/s ≥ 1000 − 200"
         );
         st.end(&late);
         for _ in 0..10 {
