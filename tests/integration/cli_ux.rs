@@ -350,15 +350,16 @@ fn next_with_a_block_reserves_no_more_than_the_run_can_use() {
     common::ready();
     let coll = common::unique("ux_block_cap");
     ok(&coll, &["create", "s"]);
-    for (block, count) in [("5", 3_u64), ("5", 40), ("100", 7)] {
+    for (block, count) in [("5", 3_u64), ("5", 40), ("100", 7), ("10", 3000)] {
         let size: u64 = block.parse().expect("size");
         let (out, err) = ok(
             &coll,
             &["next", "s", "--block", block, "--count", &count.to_string()],
         );
         assert_eq!(out.lines().count() as u64, count, "{out}");
-        // At most the current block's rest and one prefetched block of max(count, size).
-        let most = size + count.max(size);
+        // At most the current block's rest and one prefetched block, each at most
+        // max(size, count / 2).
+        let most = (2 * size).max(count);
         assert!(
             given_back(&err) <= most,
             "--block {block} --count {count}: {err}"

@@ -140,12 +140,14 @@ pub async fn run(d: &Dispenser, a: NextArgs, out: &mut impl Write) -> dispenser:
 }
 
 /// Block options for a `next --block SIZE --count COUNT` run: a prefetched block never grows
-/// past what the run can still use (`max(COUNT, SIZE)`), so a run that knows it needs three
-/// numbers does not reserve thousands (what a killed run would lose).
+/// past half of what the run uses (and never below `SIZE`), so a run that knows it needs
+/// three numbers does not reserve thousands (what a killed run would lose). The client holds
+/// at most the rest of its current block and one prefetched block, both at most that large:
+/// what it gives back is at most `max(2 × SIZE, COUNT)`.
 fn run_blocks(size: u64, count: u64) -> BlockOptions {
     BlockOptions::default()
         .with_size(size)
-        .with_grow_to(Some(count.max(size)))
+        .with_grow_to(Some(count.div_ceil(2).max(size)))
 }
 
 /// What closing a block client did, for stderr; `None` when there is nothing to say (no
