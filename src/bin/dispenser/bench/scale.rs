@@ -26,8 +26,9 @@ use super::args::BenchArgs;
 const SCRAPE_GOAL: Duration = Duration::from_millis(100);
 const OVERVIEW_GOAL: Duration = Duration::from_millis(50);
 const MEMORY_GOAL_MB: f64 = 200.0;
-/// How many times each read is timed (the median is reported).
-const TRIES: usize = 5;
+/// How many times each read is timed (the median is reported): a page of the overview in
+/// as many pairs with its raw read.
+const TRIES: usize = 7;
 /// The idle release the child runs with, so that the run can see it happen.
 const IDLE_RELEASE_SECS: f64 = 2.0;
 /// The token of the child service (a scratch service on loopback only).
@@ -39,16 +40,18 @@ struct Read {
     median: Duration,
     max: Duration,
     bytes: usize,
-    /// The median of the raw driver's read of the same page, when the read is a page: the
-    /// goal then bounds what the service adds to it.
-    anchor: Option<Duration>,
+    /// When the read is a page: the median of the raw driver's reads of the same page, and
+    /// the median of what each read of the service took more than the raw read just before
+    /// it (the goal then bounds that).
+    anchor: Option<(Duration, Duration)>,
     goal: Option<Duration>,
 }
 
 impl Read {
-    /// What the goal bounds: the median, less the anchor's when there is one.
+    /// What the goal bounds: what the service adds to the raw read when the read is a page,
+    /// else its median.
     fn own(&self) -> Duration {
-        self.median.saturating_sub(self.anchor.unwrap_or_default())
+        self.anchor.map_or(self.median, |(_, over)| over)
     }
 
     fn met(&self) -> Option<bool> {
@@ -121,38 +124,95 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Times `TRIES` reads of `path` (each must answer 200); the goal bounds what it adds to
-/// `anchor`, when given.
+/// One read of `path` (it must answer 200): how long it took and the body's size.
+async fn get_once(addr: &str, path: &str) -> Result<(Duration, usize), Error> {
+    let start = Instant::now();
+    let (status, body) = get(addr, path).await?;
+    let took = start.elapsed();
+    if status != 200 {
+        return Err(bench_error(format!(
+            "GET {path} answered {status}: {}",
+            String::from_utf8_lossy(&body)
+        )));
+    }
+    Ok((took, body.len()))
+}
+
+/// The median and the largest of `times`.
+fn median_max(mut times: Vec<Duration>) -> (Duration, Duration) {
+    times.sort_unstable();
+    (times[times.len() / 2], times[times.len() - 1])
+}
+
+/// Times `TRIES` reads of `path`.
 async fn timed(
     addr: &str,
     what: &'static str,
     path: &str,
-    anchor: Option<&Read>,
     goal: Option<Duration>,
 ) -> Result<Read, Error> {
     let mut times = Vec::with_capacity(TRIES);
     let mut bytes = 0;
     for _ in 0..TRIES {
-        let start = Instant::now();
-        let (status, body) = get(addr, path).await?;
-        times.push(start.elapsed());
-        if status != 200 {
-            return Err(bench_error(format!(
-                "GET {path} answered {status}: {}",
-                String::from_utf8_lossy(&body)
-            )));
-        }
-        bytes = body.len();
+        let (took, size) = get_once(addr, path).await?;
+        times.push(took);
+        bytes = size;
     }
-    times.sort_unstable();
+    let (median, max) = median_max(times);
     Ok(Read {
         what,
-        median: times[TRIES / 2],
-        max: times[TRIES - 1],
+        median,
+        max,
         bytes,
-        anchor: anchor.map(|a| a.median),
+        anchor: None,
         goal,
     })
+}
+
+/// Times `TRIES` pairs of reads of one page by name, after `after` or from the first: the raw
+/// driver's, then the service's `path`, one pair after the other (so that both see the
+/// server as it is then). Gives the raw reads (`raw`) and the service's, held to `goal` over
+/// the raw read of its pair.
+async fn paired(
+    d: &Dispenser,
+    addr: &str,
+    (raw, what): (&'static str, &'static str),
+    path: &str,
+    after: Option<&str>,
+    goal: Duration,
+) -> Result<(Read, Read), Error> {
+    let (mut raws, mut pages, mut over) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut raw_bytes, mut page_bytes) = (0, 0);
+    for _ in 0..TRIES {
+        let (r, size) = raw_page(d, after).await?;
+        raw_bytes = size;
+        let (p, size) = get_once(addr, path).await?;
+        page_bytes = size;
+        raws.push(r);
+        pages.push(p);
+        over.push(p.saturating_sub(r));
+    }
+    let (raw_median, raw_max) = median_max(raws);
+    let (median, max) = median_max(pages);
+    let (over, _) = median_max(over);
+    Ok((
+        Read {
+            what: raw,
+            median: raw_median,
+            max: raw_max,
+            bytes: raw_bytes,
+            anchor: None,
+            goal: None,
+        },
+        Read {
+            what,
+            median,
+            max,
+            bytes: page_bytes,
+            anchor: Some((raw_median, over)),
+            goal: Some(goal),
+        },
+    ))
 }
 
 /// A value of the scrape (`name value` on a line of its own).
@@ -307,35 +367,37 @@ async fn measure(uri: &str, d: &Dispenser, args: &BenchArgs, n: u64) -> Result<(
     )
     .unwrap_or(f64::NAN);
     let middle = &names[names.len() / 2];
-    let first_raw = raw_page(d, "raw driver: first page of 50", None).await?;
-    let middle_raw = raw_page(d, "raw driver: middle page of 50", Some(middle)).await?;
-    let first = timed(
+    let (first_raw, first) = paired(
+        d,
         &addr,
-        "/v1/overview (first page)",
+        ("raw driver: first page of 50", "/v1/overview (first page)"),
         "/v1/overview",
-        Some(&first_raw),
-        Some(OVERVIEW_GOAL),
+        None,
+        OVERVIEW_GOAL,
     )
     .await?;
-    let middle = timed(
+    let (middle_raw, middle) = paired(
+        d,
         &addr,
-        "/v1/overview (middle page)",
+        (
+            "raw driver: middle page of 50",
+            "/v1/overview (middle page)",
+        ),
         &format!("/v1/overview?after={middle}"),
-        Some(&middle_raw),
-        Some(OVERVIEW_GOAL),
+        Some(middle),
+        OVERVIEW_GOAL,
     )
     .await?;
     let reads = vec![
         first_raw,
         middle_raw,
-        timed(&addr, "/metrics", "/metrics", None, Some(SCRAPE_GOAL)).await?,
+        timed(&addr, "/metrics", "/metrics", Some(SCRAPE_GOAL)).await?,
         first,
         middle,
         timed(
             &addr,
             "/v1/sequences?limit=1000",
             "/v1/sequences?limit=1000",
-            None,
             None,
         )
         .await?,
@@ -354,44 +416,31 @@ async fn measure(uri: &str, d: &Dispenser, args: &BenchArgs, n: u64) -> Result<(
 }
 
 /// An anchor: the driver alone reading a page of 50 documents by name, after `after` or from
-/// the first (the query a page of the overview makes), timed like the service's reads.
-async fn raw_page(d: &Dispenser, what: &'static str, after: Option<&str>) -> Result<Read, Error> {
+/// the first (the query a page of the overview makes): how long it took and its size.
+async fn raw_page(d: &Dispenser, after: Option<&str>) -> Result<(Duration, usize), Error> {
     let o = d.options();
     let coll = d
         .client()
         .database(&o.database)
         .collection::<Document>(&o.collection);
-    let mut times = Vec::with_capacity(TRIES);
-    let mut bytes = 0;
-    for _ in 0..TRIES {
-        let start = Instant::now();
-        let db_error = |e| Error::Database {
-            context: "bench --scale: the raw page".into(),
-            source: e,
-        };
-        let filter = match after {
-            Some(a) => doc! { "_id": { "$gt": a } },
-            None => doc! { "_id": { "$gte": "" } },
-        };
-        let cursor = coll
-            .find(filter)
-            .sort(doc! { "_id": 1 })
-            .limit(50)
-            .await
-            .map_err(db_error)?;
-        let page: Vec<Document> = cursor.try_collect().await.map_err(db_error)?;
-        times.push(start.elapsed());
-        bytes = page.iter().map(|d| d.to_string().len()).sum();
-    }
-    times.sort_unstable();
-    Ok(Read {
-        what,
-        median: times[TRIES / 2],
-        max: times[TRIES - 1],
-        bytes,
-        anchor: None,
-        goal: None,
-    })
+    let db_error = |e| Error::Database {
+        context: "bench --scale: the raw page".into(),
+        source: e,
+    };
+    let filter = match after {
+        Some(a) => doc! { "_id": { "$gt": a } },
+        None => doc! { "_id": { "$gte": "" } },
+    };
+    let start = Instant::now();
+    let cursor = coll
+        .find(filter)
+        .sort(doc! { "_id": 1 })
+        .limit(50)
+        .await
+        .map_err(db_error)?;
+    let page: Vec<Document> = cursor.try_collect().await.map_err(db_error)?;
+    let took = start.elapsed();
+    Ok((took, page.iter().map(|d| d.to_string().len()).sum()))
 }
 
 fn ms(d: Duration) -> f64 {
@@ -418,7 +467,7 @@ fn report(
                     "median_ms": ms(r.median),
                     "max_ms": ms(r.max),
                     "bytes": r.bytes,
-                    "anchor_ms": r.anchor.map(ms),
+                    "anchor_ms": r.anchor.map(|(raw, _)| ms(raw)),
                     "over_anchor_ms": r.anchor.map(|_| ms(r.own())),
                     "goal_ms": r.goal.map(ms),
                     "goal_met": r.met(),
