@@ -301,9 +301,9 @@ impl Clock {
         }
     }
 
-    fn request_answered(&self) {
+    /// `now`: when the answer was made (read once by the guard for the metrics and for this).
+    fn request_answered(&self, now: Instant) {
         let mut s = self.state();
-        let now = Instant::now();
         let idle = if s.trusted {
             self.limits.idle
         } else {
@@ -362,7 +362,7 @@ pub(super) fn started(clock: &Clock, trusted: impl FnOnce() -> bool) {
 /// A request's answer: its connection is idle again — at once, or for an event stream
 /// (`text/event-stream`, the boards' live feed) when its body ends, so that the connection
 /// stays busy until then and neither the idle nor the header timeout cuts it.
-pub(super) fn answered(c: &Arc<Clock>, resp: Response) -> Response {
+pub(super) fn answered(c: &Arc<Clock>, resp: Response, now: std::time::Instant) -> Response {
     if is_event_stream(&resp) {
         let answered = Answered(Arc::clone(c));
         let (parts, body) = resp.into_parts();
@@ -372,7 +372,7 @@ pub(super) fn answered(c: &Arc<Clock>, resp: Response) -> Response {
         });
         return Response::from_parts(parts, axum::body::Body::from_stream(body));
     }
-    c.request_answered();
+    c.request_answered(Instant::from_std(now));
     resp
 }
 
@@ -388,7 +388,7 @@ struct Answered(Arc<Clock>);
 
 impl Drop for Answered {
     fn drop(&mut self) {
-        self.0.request_answered();
+        self.0.request_answered(Instant::now());
     }
 }
 

@@ -98,15 +98,14 @@ impl<'n> Out<'n> {
 /// The answer `{"numbers":[…]}`, written as `serde_json` would write it, without building a
 /// `serde_json::Value` first (this is the answer of almost every draw).
 fn numbers_answer(numbers: &[i64]) -> Response {
-    use std::fmt::Write as _;
     let mut body = String::with_capacity(14 + 21 * numbers.len());
     body.push_str("{\"numbers\":[");
-    for (i, n) in numbers.iter().enumerate() {
+    let mut digits = itoa::Buffer::new();
+    for (i, &n) in numbers.iter().enumerate() {
         if i > 0 {
             body.push(',');
         }
-        // Writing to a `String` cannot fail.
-        let _ = write!(body, "{n}");
+        body.push_str(digits.format(n));
     }
     body.push_str("]}");
     let mut resp = Response::new(Body::from(body));
@@ -425,4 +424,51 @@ async fn draw_runs<'n>(
     }
     out.took(name, want);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The answer written by hand is the one `serde_json` writes, for every sign and size.
+    #[test]
+    fn the_numbers_answer_is_what_serde_json_writes() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut lists: Vec<Vec<i64>> = vec![
+            vec![],
+            vec![0],
+            vec![i64::MIN, -1, 1, i64::MAX],
+            vec![9, 10, 99, 100, -9, -10],
+        ];
+        for len in 1..40 {
+            lists.push(
+                (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        // Every magnitude: shift a random word by a random amount.
+                        (x as i64) >> (x % 64)
+                    })
+                    .collect(),
+            );
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        for numbers in lists {
+            let resp = numbers_answer(&numbers);
+            assert_eq!(
+                resp.headers()[header::CONTENT_TYPE],
+                "application/json",
+                "{numbers:?}"
+            );
+            let body = rt
+                .block_on(axum::body::to_bytes(resp.into_body(), usize::MAX))
+                .expect("body");
+            let expected =
+                serde_json::to_string(&serde_json::json!({ "numbers": numbers })).expect("json");
+            assert_eq!(std::str::from_utf8(&body).expect("utf-8"), expected);
+        }
+    }
 }

@@ -123,8 +123,8 @@ async fn guard(c: Arc<Connection>, req: Request) -> Response {
             }
         }
     };
-    let resp = observe(st, started, resp).await;
-    conn::answered(&c.clock, resp)
+    let (resp, done) = observe(st, started, resp).await;
+    conn::answered(&c.clock, resp, done)
 }
 
 /// The request with its body limited to [`MAX_BODY`] bytes, and the flag its body's reader

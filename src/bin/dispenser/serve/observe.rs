@@ -13,7 +13,11 @@ use super::state::AppState;
 /// Counts and times the answer of a request that started at `started`; see
 /// [`as_json_error`] for what its error answers become. A server error (5xx) is logged as an
 /// error unless tower-http's trace layer is on (it logs them then).
-pub(super) async fn observe(st: &AppState, started: Instant, resp: Response) -> Response {
+pub(super) async fn observe(
+    st: &AppState,
+    started: Instant,
+    resp: Response,
+) -> (Response, Instant) {
     let status = resp.status();
     let resp = if status.is_client_error() || status.is_server_error() {
         // Boxed: reading an error body makes a large future, which every request's future
@@ -23,11 +27,12 @@ pub(super) async fn observe(st: &AppState, started: Instant, resp: Response) -> 
         resp
     };
     let status = resp.status();
-    st.metrics.observe(status.as_u16(), started.elapsed());
+    let done = Instant::now();
+    st.metrics.observe(status.as_u16(), done - started);
     if status.is_server_error() && !traced() {
         tracing::error!(status = status.as_u16(), "answered a server error");
     }
-    resp
+    (resp, done)
 }
 
 /// Whether requests are traced by tower-http's trace layer (`DISPENSER_LOG=tower_http=debug`):
