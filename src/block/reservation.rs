@@ -3,6 +3,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 
 use super::Shared;
 use super::state::{Block, Reservation};
@@ -25,7 +26,12 @@ struct InflightGuard {
 impl Drop for InflightGuard {
     fn drop(&mut self) {
         if self.armed {
-            self.shared.lock().end(&self.reservation);
+            {
+                // Under the lock: a reservation begun after this one ended sets it again.
+                let mut st = self.shared.lock();
+                st.end(&self.reservation);
+                self.shared.reserving.store(false, Relaxed);
+            }
             self.shared.done.notify_waiters();
         }
     }
@@ -39,6 +45,8 @@ async fn reserve(mut guard: InflightGuard, size: u64) {
     {
         let mut st = shared.lock();
         st.end(&guard.reservation);
+        // Under the lock: a reservation begun after this one ended sets it again.
+        shared.reserving.store(false, Relaxed);
         let outcome = match result {
             Ok((run, version)) => {
                 st.measured(std::time::Instant::now());
@@ -87,6 +95,7 @@ pub(super) fn start(
     r: Arc<Reservation>,
     size: u64,
 ) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> {
+    shared.reserving.store(true, Relaxed);
     let run = reserve(
         InflightGuard {
             shared: Arc::clone(shared),

@@ -113,6 +113,45 @@ async fn four_processes_and_eight_tasks_share_blocks_without_duplicates() {
     assert!(all.iter().all(|&n| (1..=value).contains(&n)));
 }
 
+/// A caller that only ever draws from memory, on a single-threaded runtime (tokio's test
+/// runtime), still lets each prefetch run before its block is used up: the client spends
+/// the caller's cooperative budget (on every call while a reservation is in flight), so the
+/// caller yields and the reservation's task runs. Without that, the prefetch's task would
+/// run only when the caller waits, at every block boundary.
+#[tokio::test]
+async fn a_busy_caller_on_a_single_threaded_runtime_still_gets_its_prefetches() {
+    let f = Fixture::new("blocks_busy_single").await;
+    let d = f.dispenser(f.options());
+    d.create("s", Spec::default()).await.unwrap();
+    // Fixed blocks of 5000, the next one reserved at half of each: 2500 draws from memory
+    // (milliseconds, even in a debug build) for a round trip.
+    let blocks = d
+        .open_blocks(
+            "s",
+            BlockOptions::default()
+                .with_size(5000)
+                .with_grow_to(None)
+                .with_range_share(None),
+        )
+        .await
+        .unwrap();
+    let mut last = 0;
+    for _ in 0..200_000 {
+        let n = blocks.next().await.unwrap();
+        assert!(n > last, "{n} after {last}");
+        last = n;
+    }
+    let stats = blocks.stats();
+    eprintln!("busy caller, single-threaded runtime: {stats:?}");
+    assert!(stats.block_refills >= 40, "{stats:?}");
+    assert!(
+        stats.waits * 2 <= stats.block_refills,
+        "the caller waited at {} of {} block boundaries: {stats:?}",
+        stats.waits,
+        stats.block_refills
+    );
+}
+
 #[tokio::test]
 async fn blocks_stop_at_the_wrap() {
     let f = Fixture::new("blocks_wrap").await;
