@@ -34,16 +34,24 @@ pub(super) async fn draw(
     every_call: bool,
     bar: &ProgressBar,
 ) -> Sample {
+    // Where each task keeps its numbers, made before the clock starts: a run of a fixed count
+    // has its whole quota allocated and written once, so that the memory's first touch (a
+    // page fault per 512 numbers) is not timed as the draws'.
+    let quotas: Vec<u64> = (0..u64::from(tasks))
+        .map(|t| count / u64::from(tasks) + u64::from(t < count % u64::from(tasks)))
+        .collect();
+    let kept: Vec<Chunked> = quotas
+        .iter()
+        .map(|&q| Chunked::new(q, duration.is_none()))
+        .collect();
     let started = Instant::now();
     let deadline = duration.map(|d| started + d);
     let mut handles = Vec::new();
-    for t in 0..u64::from(tasks) {
-        let quota = count / u64::from(tasks) + u64::from(t < count % u64::from(tasks));
+    for (t, (quota, mut numbers)) in (0_u64..).zip(quotas.into_iter().zip(kept)) {
         let source = source.clone();
         let bar = bar.clone();
         handles.push(tokio::spawn(async move {
             let mut s = Sample::default();
-            let mut numbers = Chunked::new(quota);
             let mut calls = Vec::new();
             // xorshift64 state: any non-zero seed, different per task.
             let mut rng = 0x9E37_79B9_7F4A_7C15_u64 ^ (t + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -134,13 +142,31 @@ impl Chunked {
     /// The numbers per chunk once the first is full.
     const CHUNK: usize = 1 << 20;
 
-    /// The first chunk holds `quota` numbers when that is less than a chunk (a short run then
-    /// allocates just its size).
-    fn new(quota: u64) -> Self {
-        let first = usize::try_from(quota).map_or(Self::CHUNK, |q| q.clamp(1, Self::CHUNK));
+    /// The most numbers a task's first chunk holds when the whole quota is made ahead
+    /// (`whole`): 1 GiB.
+    const WHOLE_AT_MOST: usize = 1 << 27;
+
+    /// With `whole` (a run of a fixed count), the first chunk holds the whole `quota` (at most
+    /// [`Self::WHOLE_AT_MOST`]) and is written once, so that its pages are mapped before the
+    /// clock starts; else it holds `quota` numbers when that is less than a chunk (a short run
+    /// then allocates just its size).
+    fn new(quota: u64, whole: bool) -> Self {
+        let most = if whole {
+            Self::WHOLE_AT_MOST
+        } else {
+            Self::CHUNK
+        };
+        let first = usize::try_from(quota).map_or(most, |q| q.clamp(1, most));
+        let mut current = Vec::with_capacity(first);
+        if whole {
+            // Touched, then emptied: the capacity (and its mapped pages) stays.
+            current.resize(first, 0);
+            std::hint::black_box(&mut current);
+            current.clear();
+        }
         Chunked {
             full: Vec::new(),
-            current: Vec::with_capacity(first),
+            current,
         }
     }
 
@@ -154,6 +180,9 @@ impl Chunked {
 
     /// Every number, in the order pushed.
     fn into_vec(mut self) -> Vec<i64> {
+        if self.full.is_empty() {
+            return self.current;
+        }
         self.full.push(self.current);
         self.full.concat()
     }
@@ -259,17 +288,21 @@ mod tests {
     /// every number comes back once, in order.
     #[test]
     fn chunked_numbers_come_back_in_order() {
-        for (quota, n) in [(0_u64, 0_i64), (3, 3), (3, 10), (5, 2 * 1024 * 1024 + 7)] {
-            let mut c = Chunked::new(quota);
-            for i in 0..n {
-                c.push(i);
+        for whole in [false, true] {
+            for (quota, n) in [(0_u64, 0_i64), (3, 3), (3, 10), (5, 2 * 1024 * 1024 + 7)] {
+                let mut c = Chunked::new(quota, whole);
+                // Made ahead, a chunk holds nothing yet (its zeros are not numbers).
+                assert!(c.current.is_empty());
+                for i in 0..n {
+                    c.push(i);
+                }
+                let v = c.into_vec();
+                assert_eq!(v.len(), usize::try_from(n).unwrap(), "quota {quota}");
+                assert!(
+                    v.iter().copied().eq(0..n),
+                    "quota {quota}, whole {whole}: numbers out of order"
+                );
             }
-            let v = c.into_vec();
-            assert_eq!(v.len(), usize::try_from(n).unwrap(), "quota {quota}");
-            assert!(
-                v.iter().copied().eq(0..n),
-                "quota {quota}: numbers out of order"
-            );
         }
     }
 }
