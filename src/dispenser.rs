@@ -78,6 +78,37 @@ impl Dispenser {
         &self.options
     }
 
+    /// The same dispenser (the same connection pool and options) acting as `caller`: the
+    /// name its queue takes scope their request ids to (see [`Options::caller`]). Cheap: the
+    /// service makes one per request, named after the request's token.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] unless `caller` is 1 to 128 printable ASCII characters.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let kiosk = d.with_caller("kiosk-3")?;
+    /// assert_eq!(kiosk.caller(), Some("kiosk-3"));
+    /// # Ok(()) }
+    /// ```
+    pub fn with_caller(&self, caller: &str) -> Result<Dispenser> {
+        crate::options::check_caller(caller)?;
+        let mut options = (*self.options).clone();
+        options.caller = Some(caller.to_owned());
+        Ok(Dispenser {
+            store: self.store.clone(),
+            options: Arc::new(options),
+        })
+    }
+
+    /// Who this dispenser acts as ([`Options::caller`]); `None` for the unnamed caller.
+    pub fn caller(&self) -> Option<&str> {
+        self.options.caller.as_deref()
+    }
+
     /// The driver client this dispenser talks through (its connection pool), to reach other
     /// collections of the deployment without a second pool.
     ///

@@ -57,6 +57,7 @@ pub enum CasMode {
 /// | `backoff` | [`Backoff::default()`] |
 /// | `write_concern` | `w: "majority", j: true` |
 /// | `operation_timeout` | 10 s per database operation |
+/// | `caller` | none |
 ///
 /// # Example
 ///
@@ -99,6 +100,14 @@ pub struct Options {
     /// not many. With `false` every retry re-reads and compares-and-sets, the loop of the
     /// source documents (every write filtered on `version`). Defaults to true.
     pub increment_retry: bool,
+    /// Who is acting: the name request ids are scoped to (a queue take's request id belongs
+    /// to its caller, so two callers that pick the same id never share a take) and the name
+    /// the service and the command line act under. Set it per client (a kiosk, a process
+    /// role), stable across restarts, so a retry from a restarted process still finds its
+    /// request ids. 1 to 128 printable ASCII characters. Defaults to none (the unnamed
+    /// caller). [`Dispenser::with_caller`](crate::Dispenser::with_caller) changes it for one
+    /// handle.
+    pub caller: Option<String>,
 }
 
 impl Default for Options {
@@ -113,6 +122,7 @@ impl Default for Options {
             operation_timeout: Duration::from_secs(10),
             coalesce: true,
             increment_retry: true,
+            caller: None,
         }
     }
 }
@@ -201,6 +211,20 @@ impl Options {
         self
     }
 
+    /// Sets who is acting (see [`Options::caller`]). Defaults to none.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let kiosk = dispenser::Options::default().with_caller("kiosk-3");
+    /// assert_eq!(kiosk.caller.as_deref(), Some("kiosk-3"));
+    /// ```
+    #[must_use]
+    pub fn with_caller(mut self, caller: impl Into<String>) -> Self {
+        self.caller = Some(caller.into());
+        self
+    }
+
     /// Sets the per-operation timeout. Defaults to 10 s.
     #[must_use]
     pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
@@ -230,7 +254,27 @@ impl Options {
                 "must be longer than 0",
             ));
         }
+        if let Some(c) = &self.caller {
+            check_caller(c)?;
+        }
         self.backoff.validate()
+    }
+}
+
+/// The longest caller name, in bytes.
+pub const MAX_CALLER: usize = 128;
+
+/// Checks a caller name: 1 to [`MAX_CALLER`] printable ASCII characters.
+pub(crate) fn check_caller(caller: &str) -> Result<()> {
+    if (1..=MAX_CALLER).contains(&caller.len())
+        && caller.bytes().all(|b| (0x20..=0x7e).contains(&b))
+    {
+        Ok(())
+    } else {
+        Err(Error::invalid_argument(
+            "caller",
+            format!("{caller:?} is not 1 to {MAX_CALLER} printable ASCII characters"),
+        ))
     }
 }
 
@@ -268,6 +312,9 @@ mod tests {
             Options::default().with_collection("x$y"),
             Options::default().with_collection("system.users"),
             Options::default().with_operation_timeout(Duration::ZERO),
+            Options::default().with_caller(""),
+            Options::default().with_caller("a\nb"),
+            Options::default().with_caller("x".repeat(129)),
         ] {
             assert!(
                 matches!(o.validate(), Err(Error::InvalidArgument { .. })),
