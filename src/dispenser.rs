@@ -307,14 +307,47 @@ impl Dispenser {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Result<SequenceState>>> {
+        self.list_after_matching(&["*"], after, limit).await
+    }
+
+    /// One page of the sequences whose names match one of `patterns` (`*` any run of
+    /// characters, `?` one character, everything else itself; `"*"` every name): as
+    /// [`Dispenser::list_after`], but the server returns only the matching names, so a page
+    /// is full whenever enough of them exist, and no other document is read. This is how the
+    /// service lists for a token: what the token may not see is never read, and the next
+    /// page's cursor (the last name of this one) is always a name the token may see.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
+    /// [`Error::Timeout`] when the collection cannot be read.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let invoices = d.list_after_matching(&["invoices-*"], None, 100).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_after_matching(
+        &self,
+        patterns: &[&str],
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Result<SequenceState>>> {
         if limit == 0 {
             return Err(Error::invalid_argument(
                 "limit",
                 "a page of 0 sequences was asked for; ask for at least 1",
             ));
         }
+        let names = crate::spec::names_regex(patterns);
         self.store
-            .list_after(after, u64::try_from(limit).unwrap_or(u64::MAX))
+            .list_after(
+                after,
+                u64::try_from(limit).unwrap_or(u64::MAX),
+                names.as_deref(),
+            )
             .await
     }
 

@@ -262,7 +262,7 @@ pub enum Error {
     /// A queue of that name exists already (for
     /// [`Dispenser::ensure_queue`](crate::Dispenser::ensure_queue): with another range).
     /// Nothing was written.
-    #[error("queue {name:?} already exists, with tickets {min}..={max}")]
+    #[error("queue {name:?} already exists, with tickets {min}..={max}{}", .differs.as_deref().map_or_else(String::new, |d| format!("; it differs from the spec asked: {d}")))]
     QueueExists {
         /// The queue's name.
         name: String,
@@ -270,6 +270,9 @@ pub enum Error {
         min: i64,
         /// The stored upper bound.
         max: i64,
+        /// What differs from the spec asked for (range, format, daily, time zone), when
+        /// something does: `range (asked 0..=19), format "A-{n}" (asked "B-{n}")`.
+        differs: Option<String>,
     },
 
     /// The driver reported an error (unreachable server, network failure, write-concern

@@ -52,7 +52,7 @@ impl Format {
     /// [`Error::InvalidArgument`] naming the problem: an unknown placeholder, an unclosed or
     /// unmatched brace, a padding wider than [`Format::MAX_PAD`], no `{n}` at all (every serial must
     /// contain its number, or two numbers could render the same), or a format longer than
-    /// [`Format::MAX_BYTES`] bytes or containing NUL.
+    /// [`Format::MAX_BYTES`] bytes or containing a control character (NUL, a newline, an escape).
     pub fn parse(source: &str) -> Result<Format> {
         let fail = |reason: String| {
             Err(Error::invalid_argument(
@@ -63,8 +63,13 @@ impl Format {
         if source.len() > MAX_FORMAT_BYTES {
             return fail(format!("is longer than {MAX_FORMAT_BYTES} bytes"));
         }
-        if source.contains('\0') {
-            return fail("contains NUL".into());
+        // A label is printed on terminals, boards and receipts: a control character (an
+        // escape sequence, a newline) would repaint a terminal or split a line.
+        if let Some(c) = source.chars().find(|c| c.is_control()) {
+            return fail(format!(
+                "contains the control character {:?}; a format is one line of printable text",
+                c
+            ));
         }
         let mut pieces = Vec::new();
         let mut text = String::new();
@@ -246,6 +251,11 @@ mod tests {
             ("A-{n:6}", "unknown placeholder"),
             ("plain", "has no {n}"),
             ("{scope}", "has no {n}"),
+            // Regression (issue 37, 10): terminal escapes and line breaks in a label.
+            ("A\u{1b}[31mRED\u{1b}[0m-{n}", "control character"),
+            ("A-{n}\nB", "control character"),
+            ("A-{n}\u{0}", "control character"),
+            ("A-{n}\u{85}", "control character"),
         ] {
             let err = Format::parse(bad).unwrap_err();
             assert!(err.to_string().contains(needle), "{bad}: {err}");

@@ -94,6 +94,7 @@
 mod alter;
 mod arith;
 pub mod block;
+mod clock;
 mod coalesce;
 mod dispenser;
 pub mod doctor;

@@ -262,6 +262,41 @@ fn invalid(name: &str, reason: String) -> Error {
     }
 }
 
+/// The MongoDB regular expression of the names matched by any of `patterns` — `*` any run
+/// of characters, `?` one character, everything else itself (the patterns of the service's
+/// tokens) — or `None` when a pattern is `*` alone (every name). Anchored at both ends, so a
+/// listing filtered by it returns exactly the names the patterns match, read by the server
+/// from the `_id` index: what a caller may not see is never read.
+pub(crate) fn names_regex(patterns: &[&str]) -> Option<String> {
+    if patterns.contains(&"*") {
+        return None;
+    }
+    let mut out = String::from("^(?:");
+    for (i, p) in patterns.iter().enumerate() {
+        if i > 0 {
+            out.push('|');
+        }
+        for c in p.chars() {
+            match c {
+                '*' => out.push_str("[\\s\\S]*"),
+                '?' => out.push_str("[\\s\\S]"),
+                '\\' | '^' | '$' | '.' | '|' | '+' | '(' | ')' | '[' | ']' | '{' | '}' | '#'
+                | '-' | ' ' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c => out.push(c),
+            }
+        }
+    }
+    // A pattern list that matches nothing still yields a valid expression.
+    if patterns.is_empty() {
+        out.push_str("(?!)");
+    }
+    out.push_str(")\\z");
+    Some(out)
+}
+
 /// The document name of stripe `i` of `name`.
 ///
 /// # Example

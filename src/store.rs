@@ -18,6 +18,7 @@ use mongodb::options::{
 };
 use mongodb::{Client, Collection};
 
+use crate::clock::ServerClock;
 use crate::document::{self, Stamp, Stored, StripeId, field};
 use crate::error::{Aftermath, Error, Result};
 use crate::options::Options;
@@ -38,6 +39,8 @@ pub(crate) struct Store {
     /// The UTC day (see [`usage::day_number`]) of the last write that pruned old per-day
     /// counters; shared by the clones, so one write a day per dispenser prunes.
     pruned_day: Arc<AtomicI64>,
+    /// The server's clock, shared by every store of one dispenser (its siblings included).
+    clock: Arc<ServerClock>,
 }
 
 /// The filter that pins a document to the shape a computation assumed.
@@ -92,7 +95,18 @@ impl Store {
             coll,
             timeout: options.operation_timeout,
             pruned_day: Arc::new(AtomicI64::new(i64::MIN)),
+            clock: Arc::default(),
         }
+    }
+
+    /// The server's time now, in ms since the epoch (see [`ServerClock`]): what every rule
+    /// shared by many clients reads, never the client machine's own clock.
+    pub(crate) async fn server_now(&self) -> Result<i64> {
+        let db = self
+            .coll
+            .client()
+            .database(self.coll.namespace().db.as_str());
+        self.clock.now_ms(&db, self.timeout).await
     }
 
     /// With `Some(n)`: sets `updated_at` in `update` and adds `n` to today's issued counter,
@@ -125,6 +139,7 @@ impl Store {
             coll,
             timeout: self.timeout,
             pruned_day: Arc::new(AtomicI64::new(i64::MIN)),
+            clock: self.clock.clone(),
         }
     }
 
@@ -218,15 +233,9 @@ impl Store {
         &self,
         after: Option<&str>,
         limit: u64,
+        names: Option<&str>,
     ) -> Result<Vec<Result<document::SequenceState>>> {
-        let filter = match after {
-            Some(a) => doc! { field::ID: { "$gt": a } },
-            // Every name is a string, and `$gte: ""` matches exactly the strings (a comparison
-            // matches values of its own type only), in the order the cursor relies on: the
-            // same range query as the later pages, which a server reads from the `_id` index
-            // (a `$type` filter costs mongo-java-server a second pass over every document).
-            None => doc! { field::ID: { "$gte": "" } },
-        };
+        let filter = doc! { field::ID: page_filter(after, names) };
         self.list_limited(filter, Some(i64::try_from(limit).unwrap_or(i64::MAX)))
             .await
     }
@@ -542,6 +551,24 @@ impl Store {
             .await?;
         Ok(res.deleted_count == 1)
     }
+}
+
+/// The condition on `_id` of one page of a listing by name: the names after `after` (from
+/// the first when `None`), matching the regular expression `names` when given (see
+/// `spec::names_regex`).
+pub(crate) fn page_filter(after: Option<&str>, names: Option<&str>) -> Document {
+    let mut cond = match after {
+        Some(a) => doc! { "$gt": a },
+        // Every name is a string, and `$gte: ""` matches exactly the strings (a comparison
+        // matches values of its own type only), in the order the cursor relies on: the same
+        // range query as the later pages, which a server reads from the `_id` index (a
+        // `$type` filter costs mongo-java-server a second pass over every document).
+        None => doc! { "$gte": "" },
+    };
+    if let Some(r) = names {
+        cond.insert("$regex", r);
+    }
+    cond
 }
 
 pub(crate) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {

@@ -298,6 +298,61 @@ impl Dispenser {
         Ok(self.gapless(name, self.gapless_collection(&options.collection), options))
     }
 
+    /// The names of one page of the gap-free sequences whose names match one of `patterns`
+    /// (`*` any run of characters, `?` one character; `"*"` every name), after `after` (from
+    /// the first when `None`), at most `limit`, by name: one query on the `_id` index of
+    /// `<collection>_gapless`, reading no other document.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
+    /// [`Error::Timeout`] when the collection cannot be read.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// for name in d.list_gapless_after_matching(&["invoices-*"], None, 50).await? {
+    ///     println!("{name}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_gapless_after_matching(
+        &self,
+        patterns: &[&str],
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        if limit == 0 {
+            return Err(Error::invalid_argument(
+                "limit of a page of gap-free sequences",
+                "0 asked; ask for at least 1",
+            ));
+        }
+        let names = crate::spec::names_regex(patterns);
+        let store = self
+            .store()
+            .sibling(&format!("{}_gapless", self.options().collection));
+        let opts = mongodb::options::FindOptions::builder()
+            .projection(bson::doc! { "_id": 1 })
+            .sort(bson::doc! { "_id": 1 })
+            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
+            .build();
+        let filter = bson::doc! { "_id": crate::store::page_filter(after, names.as_deref()) };
+        let docs: Vec<bson::Document> = store
+            .bounded_read(|| "listing the gap-free sequences".to_owned(), async {
+                futures::TryStreamExt::try_collect(
+                    store.collection().find(filter).with_options(opts).await?,
+                )
+                .await
+            })
+            .await?;
+        Ok(docs
+            .iter()
+            .filter_map(|d| d.get_str("_id").ok().map(str::to_owned))
+            .collect())
+    }
+
     fn gapless(
         &self,
         name: &str,

@@ -12,10 +12,16 @@
 //!   desks: [{desk: string, serial: Int64, at: Date}],
 //!   calls: [{serial: Int64, desk: string, at: Date, recall: bool, wait_ms: Int64 | null}],
 //!   takes: [{first: Int64, count: Int64, at: Date}],
-//!   keys: [{key: string, first: Int64, count: Int64, at: Date, version: Int64, max: Int64}],
+//!   keys: [{caller: string, key: string, first: Int64, count: Int64, at: Date,
+//!           version: Int64, max: Int64}],          // the ring: at most 64 (`caller`
+//!                                                  // since issue 37; absent: "")
+//!   spilled: Int64,                                // since issue 37 (absent: 0)
 //!   hourly: [{hour: Date, taken: Int64, served: Int64, waiting: Int64}],
 //!   day: string, taken_today: Int64, served_today: Int64 }
 //! ```
+//!
+//! The request ids that leave the ring are in the collection `<collection>_queue_requests`
+//! (see `store`), one document each, kept 24 hours.
 //!
 //! `taken` is the last serial handed out and `served` the cursor of the line (see `state`);
 //! both only grow. `waiting` is the count of tickets waiting, stored for readers. Every write
@@ -24,15 +30,18 @@
 //! and never changes, so a write computed on one incarnation never matches a queue deleted and
 //! created again under the same name. A desk's label is empty for calls made without one.
 //!
-//! Decoding is strict: a missing field, a wrong BSON type, or a state no history of operations
-//! can produce (`served > taken`, `waiting` not what the counters say, spans out of order,
-//! held tickets spanning more than the range holds) is [`Error::CorruptDocument`] naming the
-//! queue and the field. Int32 is widened.
+//! Decoding is strict: a missing field, a wrong BSON type, `waiting` not what the counters
+//! say, or a state no history of operations can produce ([`State::check`]: `served > taken`,
+//! spans out of order, held tickets spanning more than the range holds, …) is
+//! [`Error::CorruptDocument`] naming the queue and the field. Int32 is widened. Every state
+//! is checked by the same rules before it is written, so no write produces a document this
+//! decoder refuses.
 
 use bson::{Bson, DateTime, Document, doc};
 
 use super::spec::QueueSpec;
 use super::state::{Call, Desk, Hour, Key, Kind, Span, State, TakeAt};
+use super::status::QueueCounters;
 use crate::document::bson_type_name;
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -59,6 +68,7 @@ pub(crate) mod field {
     pub const CALLS: &str = "calls";
     pub const TAKES: &str = "takes";
     pub const KEYS: &str = "keys";
+    pub const SPILLED: &str = "spilled";
     pub const HOURLY: &str = "hourly";
     pub const DAY: &str = "day";
     pub const TAKEN_TODAY: &str = "taken_today";
@@ -101,7 +111,7 @@ pub(crate) fn encode(name: &str, s: &State) -> Document {
         .iter()
         .map(|k| {
             Bson::Document(
-                doc! { "key": &k.key, "first": k.first, "count": k.count, "at": date(k.at), "version": k.version, "max": k.max },
+                doc! { "caller": &k.caller, "key": &k.key, "first": k.first, "count": k.count, "at": date(k.at), "version": k.version, "max": k.max },
             )
         })
         .collect();
@@ -135,6 +145,7 @@ pub(crate) fn encode(name: &str, s: &State) -> Document {
         field::CALLS: calls,
         field::TAKES: takes,
         field::KEYS: keys,
+        field::SPILLED: s.spilled,
         field::HOURLY: hourly,
         field::DAY: &s.day,
         field::TAKEN_TODAY: s.taken_today,
@@ -223,9 +234,77 @@ impl Reader<'_> {
     }
 }
 
-/// Decodes and checks a queue document.
-pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
-    let r = Reader { name };
+/// The fields [`decode_counters`] reads: the counters, the range and format (for the
+/// calls' labels) and the last calls — never the lists that grow with the history.
+pub(crate) fn counters_projection() -> Document {
+    doc! {
+        field::MIN: 1, field::MAX: 1, field::FORMAT: 1, field::TAKEN: 1, field::WAITING: 1,
+        field::CANCELLED: 1, field::VOIDED: 1, field::CALLS: 1,
+    }
+}
+
+/// Decodes a document read through [`counters_projection`] (with `_id`).
+pub(crate) fn decode_counters(d: &Document) -> Result<QueueCounters> {
+    let name = match d.get(field::ID) {
+        Some(Bson::String(s)) => s.clone(),
+        _ => {
+            return Err(Error::corrupt_of(
+                "queue",
+                "?",
+                field::ID,
+                "is not a string",
+            ));
+        }
+    };
+    let r = Reader { name: &name };
+    let spec = read_spec(&r, d)?;
+    let taken = r.int(d, field::TAKEN, field::TAKEN)?;
+    let waiting = r.int(d, field::WAITING, field::WAITING)?;
+    let zero = |key: &str| -> Result<i64> {
+        if d.contains_key(key) {
+            r.int(d, key, key)
+        } else {
+            Ok(0)
+        }
+    };
+    let cancelled = zero(field::CANCELLED)?;
+    let voided = zero(field::VOIDED)?;
+    // Called = taken - waiting - cancelled - voided (every serial is one of the four).
+    let called =
+        i128::from(taken) - i128::from(waiting) - i128::from(cancelled) - i128::from(voided);
+    if taken < 0 || waiting < 0 || cancelled < 0 || voided < 0 || called < 0 {
+        return Err(r.corrupt(
+            field::WAITING,
+            format!(
+                "({waiting}), cancelled ({cancelled}) and voided ({voided}) are more than taken ({taken})"
+            ),
+        ));
+    }
+    let calls = r.list(d, field::CALLS, |e, at| read_call(&r, e, at))?;
+    let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
+    Ok(QueueCounters {
+        recent_calls: super::status::call_entries(&spec, &calls),
+        name,
+        taken: unsigned(taken - voided),
+        served: u64::try_from(called).unwrap_or(0),
+        waiting: unsigned(waiting),
+        cancelled: unsigned(cancelled),
+    })
+}
+
+fn read_call(r: &Reader<'_>, e: &Document, at: &str) -> Result<Call> {
+    Ok(Call {
+        serial: r.int(e, "serial", at)?,
+        desk: r.string(e, "desk", at)?,
+        at: r.date(e, "at", at)?,
+        recall: r.boolean(e, "recall", at)?,
+        wait_ms: r.opt_int(e, "wait_ms", at)?,
+    })
+}
+
+/// The spec fields: range, format, time zone and daily (absent in older documents).
+fn read_spec(r: &Reader<'_>, d: &Document) -> Result<QueueSpec> {
+    let name = r.name;
     let min = r.int(d, field::MIN, field::MIN)?;
     let max = r.int(d, field::MAX, field::MAX)?;
     let mut spec = QueueSpec::default().with_min(min).with_max(max);
@@ -262,6 +341,13 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
         };
         return Err(r.corrupt(at, why));
     }
+    Ok(spec)
+}
+
+/// Decodes and checks a queue document.
+pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
+    let r = Reader { name };
+    let spec = read_spec(&r, d)?;
     let taken = r.int(d, field::TAKEN, field::TAKEN)?;
     let served = r.int(d, field::SERVED, field::SERVED)?;
     let waiting = r.int(d, field::WAITING, field::WAITING)?;
@@ -291,6 +377,7 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
     };
     let cancelled = zero(field::CANCELLED)?;
     let voided = zero(field::VOIDED)?;
+    let spilled = zero(field::SPILLED)?;
     let taken_today = zero(field::TAKEN_TODAY)?;
     let served_today = zero(field::SERVED_TODAY)?;
     let day = if d.contains_key(field::DAY) {
@@ -327,15 +414,7 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
             at: updated_at,
         });
     }
-    let calls = r.list(d, field::CALLS, |e, at| {
-        Ok(Call {
-            serial: r.int(e, "serial", at)?,
-            desk: r.string(e, "desk", at)?,
-            at: r.date(e, "at", at)?,
-            recall: r.boolean(e, "recall", at)?,
-            wait_ms: r.opt_int(e, "wait_ms", at)?,
-        })
-    })?;
+    let calls = r.list(d, field::CALLS, |e, at| read_call(&r, e, at))?;
     let takes = r.list(d, field::TAKES, |e, at| {
         Ok(TakeAt {
             first: r.int(e, "first", at)?,
@@ -345,6 +424,11 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
     })?;
     let keys = r.list(d, field::KEYS, |e, at| {
         Ok(Key {
+            caller: if e.contains_key("caller") {
+                r.string(e, "caller", at)?
+            } else {
+                String::new()
+            },
             key: r.string(e, "key", at)?,
             first: r.int(e, "first", at)?,
             count: r.int(e, "count", at)?,
@@ -372,6 +456,7 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
         calls,
         takes,
         keys,
+        spilled,
         hourly,
         day,
         taken_today,
@@ -385,27 +470,10 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
     Ok(s)
 }
 
-/// What no history of operations can produce.
+/// Every rule of [`State::check`], then the stored `waiting` against the counters.
 fn check(r: &Reader<'_>, s: &State, waiting: i64) -> Result<()> {
-    let mut after = s.served + 1;
-    for (i, x) in s.out_of_line.iter().enumerate() {
-        // Spans are sorted, disjoint, after the cursor (never right after it) and taken.
-        let first_ok = if i == 0 {
-            x.from > s.served + 1
-        } else {
-            x.from >= after
-        };
-        if !first_ok || x.to < x.from || x.to > s.taken {
-            return Err(r.corrupt(
-                &format!("{}.{i}", field::OUT_OF_LINE),
-                format!(
-                    "({}..={}) is not a span of tickets after served ({}) and up to taken ({}), in order",
-                    x.from, x.to, s.served, s.taken
-                ),
-            ));
-        }
-        after = x.to + 1;
-    }
+    // The rules first: they bound the spans, so the counters below cannot overflow.
+    s.check().map_err(|v| r.corrupt(&v.field, v.problem))?;
     if waiting != s.waiting() {
         return Err(r.corrupt(
             field::WAITING,
@@ -417,39 +485,6 @@ fn check(r: &Reader<'_>, s: &State, waiting: i64) -> Result<()> {
                 s.waiting()
             ),
         ));
-    }
-    if s.cancelled < 0 || s.voided < 0 || s.called() < 0 {
-        return Err(r.corrupt(
-            field::CANCELLED,
-            format!(
-                "({}) and voided ({}) are more than the tickets done ({})",
-                s.cancelled,
-                s.voided,
-                s.served + (s.taken - s.served - s.waiting())
-            ),
-        ));
-    }
-    for (i, desk) in s.desks.iter().enumerate() {
-        if desk.serial < 1 || desk.serial > s.taken || s.is_waiting(desk.serial) {
-            return Err(r.corrupt(
-                &format!("{}.{i}", field::DESKS),
-                format!("shows serial {} which was not called", desk.serial),
-            ));
-        }
-    }
-    if let Some(oldest) = s.oldest_held() {
-        let span = i128::from(s.taken) - i128::from(oldest) + 1;
-        if span > i128::from(s.spec.capacity()) {
-            return Err(r.corrupt(
-                field::WAITING,
-                format!(
-                    "({waiting}) is more than the range {}..={} holds ({}): the tickets held span {span}",
-                    s.spec.min,
-                    s.spec.max,
-                    s.spec.capacity()
-                ),
-            ));
-        }
     }
     Ok(())
 }

@@ -58,14 +58,15 @@ use std::sync::{Arc, Mutex};
 
 pub use spec::QueueSpec;
 pub use status::{
-    CallEntry, DeskEntry, HourEntry, QueueStatus, Ticket, WAITING_LISTED, WaitingEntry,
+    CallEntry, DeskEntry, HourEntry, QueueCounters, QueueStatus, Ticket, WAITING_LISTED,
+    WaitingEntry,
 };
 
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
 use crate::retry::{Backoff, RetryBudget};
 use crate::scope::Clock;
-use state::{Done, Op, State, Step};
+use state::{Done, Op, RequestId, State, Step};
 use store::QueueStore;
 
 /// Checks a queue name: the rules of a stored sequence name ([`validate_name`]: 1–200 bytes,
@@ -123,8 +124,43 @@ fn check_request_id(queue: &str, id: &str) -> Result<()> {
     }
 }
 
-fn now_ms(clock: &Clock) -> i64 {
-    clock().as_millisecond()
+/// [`Error::QueueExists`] for `name`, stored with `stored`, asked with `asked`: the
+/// message names what differs.
+fn exists(name: &str, stored: &QueueSpec, asked: &QueueSpec) -> Error {
+    let mut differs = Vec::new();
+    if (stored.min, stored.max) != (asked.min, asked.max) {
+        differs.push(format!("range (asked {}..={})", asked.min, asked.max));
+    }
+    let format = |f: &Option<crate::Format>| {
+        f.as_ref()
+            .map_or_else(|| "none".to_owned(), |f| format!("{:?}", f.as_str()))
+    };
+    if stored.format != asked.format {
+        differs.push(format!(
+            "format {} (asked {})",
+            format(&stored.format),
+            format(&asked.format)
+        ));
+    }
+    if stored.daily != asked.daily {
+        differs.push(format!(
+            "{} (asked {})",
+            if stored.daily { "daily" } else { "not daily" },
+            if asked.daily { "daily" } else { "not daily" }
+        ));
+    }
+    if stored.time_zone != asked.time_zone {
+        differs.push(format!(
+            "time zone {:?} (asked {:?})",
+            stored.time_zone, asked.time_zone
+        ));
+    }
+    Error::QueueExists {
+        name: name.to_owned(),
+        min: stored.min,
+        max: stored.max,
+        differs: (!differs.is_empty()).then(|| differs.join(", ")),
+    }
 }
 
 impl Dispenser {
@@ -158,17 +194,15 @@ impl Dispenser {
         check_name(name)?;
         spec.validate(name)?;
         let queues = self.queues();
-        let clock: Clock = Arc::new(jiff::Timestamp::now);
-        let fresh = State::new(spec, bson::oid::ObjectId::new(), now_ms(&clock));
+        let fresh = State::new(spec, bson::oid::ObjectId::new(), queues.now().await?);
         if queues.insert(name, &fresh).await? {
-            return Ok(self.queue_handle(name, queues, fresh, clock));
+            return Ok(self.queue_handle(name, queues, fresh));
         }
-        let stored = queues.load(name).await?.map_or(fresh.spec, |s| s.spec);
-        Err(Error::QueueExists {
-            name: name.to_owned(),
-            min: stored.min,
-            max: stored.max,
-        })
+        let stored = queues
+            .load(name)
+            .await?
+            .map_or(fresh.spec.clone(), |s| s.spec);
+        Err(exists(name, &stored, &fresh.spec))
     }
 
     /// Creates the queue if it does not exist, or opens it if it exists with the same spec
@@ -197,20 +231,19 @@ impl Dispenser {
         check_name(name)?;
         spec.validate(name)?;
         let queues = self.queues();
-        let clock: Clock = Arc::new(jiff::Timestamp::now);
-        let fresh = State::new(spec.clone(), bson::oid::ObjectId::new(), now_ms(&clock));
+        let fresh = State::new(
+            spec.clone(),
+            bson::oid::ObjectId::new(),
+            queues.now().await?,
+        );
         if queues.insert(name, &fresh).await? {
-            return Ok(self.queue_handle(name, queues, fresh, clock));
+            return Ok(self.queue_handle(name, queues, fresh));
         }
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
         if stored.spec != spec {
-            return Err(Error::QueueExists {
-                name: name.to_owned(),
-                min: stored.spec.min,
-                max: stored.spec.max,
-            });
+            return Err(exists(name, &stored.spec, &spec));
         }
-        Ok(self.queue_handle(name, queues, stored, clock))
+        Ok(self.queue_handle(name, queues, stored))
     }
 
     /// Opens an existing queue (one read).
@@ -236,7 +269,7 @@ impl Dispenser {
         check_name(name)?;
         let queues = self.queues();
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
-        Ok(self.queue_handle(name, queues, stored, Arc::new(jiff::Timestamp::now)))
+        Ok(self.queue_handle(name, queues, stored))
     }
 
     /// Every queue, by name. A document that does not decode is an
@@ -261,7 +294,7 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn list_queues(&self) -> Result<Vec<Result<QueueStatus>>> {
-        self.queues().list(None, None).await
+        self.queues().list(None, None, None).await
     }
 
     /// One page of the queues, by name: at most `limit` named after `after` (from the first
@@ -285,6 +318,32 @@ impl Dispenser {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Result<QueueStatus>>> {
+        self.list_queues_after_matching(&["*"], after, limit).await
+    }
+
+    /// One page of the queues whose names match one of `patterns` (`*` any run of
+    /// characters, `?` one character; `"*"` every name), as
+    /// [`Dispenser::list_after_matching`] for sequences: the server returns only the
+    /// matching names, and no other document is read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
+    /// [`Error::Timeout`] when the collection cannot be read.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let branch = d.list_queues_after_matching(&["paris-*"], None, 50).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_queues_after_matching(
+        &self,
+        patterns: &[&str],
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Result<QueueStatus>>> {
         if limit == 0 {
             return Err(Error::invalid_argument(
                 "limit of a page of queues",
@@ -292,7 +351,46 @@ impl Dispenser {
             ));
         }
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.queues().list(after, Some(limit)).await
+        let names = crate::spec::names_regex(patterns);
+        self.queues()
+            .list(after, Some(limit), names.as_deref())
+            .await
+    }
+
+    /// One page of the queues' counters (taken, called, waiting, cancelled and the last
+    /// calls), by name, after `after` (from the first when `None`), at most `limit`: read
+    /// through a projection of those fields only, so its cost does not grow with the queues'
+    /// histories (what a metrics scrape reads). A document that does not decode is an
+    /// [`Error::CorruptDocument`] in its place.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
+    /// [`Error::Timeout`] when the collection cannot be read.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// for q in d.list_queue_counters_after(None, 100).await?.into_iter().flatten() {
+    ///     println!("{}: {} waiting", q.name, q.waiting);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_queue_counters_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Result<QueueCounters>>> {
+        if limit == 0 {
+            return Err(Error::invalid_argument(
+                "limit of a page of queues",
+                "0 queues asked; ask for at least 1",
+            ));
+        }
+        self.queues()
+            .list_counters(after, i64::try_from(limit).unwrap_or(i64::MAX))
+            .await
     }
 
     /// Deletes the queue `name`. Handles opened before then fail with
@@ -322,13 +420,14 @@ impl Dispenser {
         }
     }
 
-    fn queue_handle(&self, name: &str, store: QueueStore, stored: State, clock: Clock) -> Queue {
+    fn queue_handle(&self, name: &str, store: QueueStore, stored: State) -> Queue {
         Queue {
             inner: Arc::new(Inner {
                 name: name.to_owned(),
                 store,
                 backoff: self.options().backoff,
-                clock,
+                clock: TimeSource::Server,
+                caller: self.caller().map(str::to_owned),
                 remembered: Mutex::new(stored),
             }),
         }
@@ -350,10 +449,14 @@ impl Dispenser {
 pub struct TakeOptions {
     /// How many tickets (≥ 1). Defaults to 1.
     pub count: u64,
-    /// A request id (1–64 printable ASCII characters): the same id within 24 hours (and among
-    /// the queue's last 1000 ids) answers the tickets its first take got, marked
+    /// A request id (1–64 printable ASCII characters): the same id from the same caller
+    /// within 24 hours (by the server's clock) answers the tickets its first take got, marked
     /// [`Ticket::replayed`], and takes nothing more. Defaults to none.
     pub request_id: Option<String>,
+    /// Whose request id it is: ids are scoped to their caller, so two callers (two kiosks)
+    /// that pick the same id never share a take. Defaults to none: the handle's caller
+    /// ([`Options::caller`](crate::Options::caller), or the unnamed caller).
+    pub caller: Option<String>,
 }
 
 impl Default for TakeOptions {
@@ -361,6 +464,7 @@ impl Default for TakeOptions {
         TakeOptions {
             count: 1,
             request_id: None,
+            caller: None,
         }
     }
 }
@@ -382,6 +486,14 @@ impl TakeOptions {
     #[must_use]
     pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
         self.request_id = Some(id.into());
+        self
+    }
+
+    /// Sets whose request id it is (1–128 printable ASCII characters; see
+    /// [`TakeOptions::caller`]).
+    #[must_use]
+    pub fn with_caller(mut self, caller: impl Into<String>) -> Self {
+        self.caller = Some(caller.into());
         self
     }
 }
@@ -437,11 +549,23 @@ pub struct Queue {
     inner: Arc<Inner>,
 }
 
+/// Where a queue handle reads the time.
+#[derive(Clone)]
+enum TimeSource {
+    /// The server's clock (the default): every client of the queue agrees on the day and on
+    /// how old a request id is, whatever their machines' clocks say.
+    Server,
+    /// A clock the caller gave ([`Queue::with_clock`]), for tests and simulations.
+    Given(Clock),
+}
+
 struct Inner {
     name: String,
     store: QueueStore,
     backoff: Backoff,
-    clock: Clock,
+    clock: TimeSource,
+    /// Who takes: the scope of request ids ([`Options::caller`](crate::Options::caller)).
+    caller: Option<String>,
     /// The state after this handle's last write or read: the guess of the compare-and-set.
     remembered: Mutex<State>,
 }
@@ -494,22 +618,66 @@ impl Inner {
         Ok(stored)
     }
 
+    /// The time now, by the handle's clock (the server's, unless a test gave another).
+    async fn now(&self) -> Result<i64> {
+        match &self.clock {
+            TimeSource::Server => self.store.now().await,
+            TimeSource::Given(c) => Ok(c().as_millisecond()),
+        }
+    }
+
     /// One operation: computed from the remembered state first, written with the
     /// compare-and-set; a lost race (or a refusal from memory) re-reads, within the retry
     /// budget. Returns the state the answer is read from and what the operation did.
+    ///
+    /// A take with a request id that the ring does not hold, on a queue whose ring ever
+    /// moved ids out, first asks the request collection. That answer holds for the state it
+    /// was asked beside as long as no more ids moved out — which changes `spilled` and the
+    /// version, so the compare-and-set would fail and the question is asked again.
     async fn act(&self, op: Op) -> Result<(State, Done, i64)> {
         let mut budget = RetryBudget::new(&self.backoff);
         let mut guess = Some(self.remembered());
+        // The request collection was asked about this take's id as of this many spills.
+        let mut asked: Option<i64> = None;
         loop {
             let from_memory = guess.is_some();
             let stored = match guess.take() {
                 Some(s) => s,
                 None => self.read().await?,
             };
-            let now = now_ms(&self.clock);
+            let now = self.now().await?;
+            if let Op::Take {
+                count,
+                key: Some(id),
+            } = &op
+                && stored.spilled > 0
+                && asked != Some(stored.spilled)
+                && stored.find_key(id, now).is_none()
+            {
+                let found = self
+                    .store
+                    .find_request(&self.name, stored.incarnation, id, now)
+                    .await?;
+                match found {
+                    // Answered only from a fresh read (the queue may have been deleted and
+                    // created again since the remembered state).
+                    Some(_) if from_memory => continue,
+                    Some(k) => {
+                        let done = State::replay(&k, id, *count)
+                            .map_err(|r| r.into_error(&self.name, &stored))?;
+                        return Ok((stored, done, now));
+                    }
+                    None => asked = Some(stored.spilled),
+                }
+            }
             match stored.apply(&op, now) {
-                Ok(Step::Write(next, done)) => {
+                Ok(Step::Write(next, done, spill)) => {
                     budget.attempted();
+                    if !spill.is_empty() {
+                        self.store
+                            .spill(&self.name, stored.incarnation, &spill)
+                            .await?;
+                    }
                     if self
                         .store
                         .replace(&self.name, &stored, &next, what(&op))
@@ -581,7 +749,8 @@ impl Queue {
                 name: i.name.clone(),
                 store: i.store.clone(),
                 backoff: i.backoff,
-                clock,
+                clock: TimeSource::Given(clock),
+                caller: i.caller.clone(),
                 remembered: Mutex::new(i.remembered()),
             }),
         }
@@ -683,9 +852,20 @@ impl Queue {
         if let Some(id) = &options.request_id {
             check_request_id(name, id)?;
         }
+        if let Some(c) = &options.caller {
+            crate::options::check_caller(c)?;
+        }
+        let key = options.request_id.as_ref().map(|id| RequestId {
+            caller: options
+                .caller
+                .clone()
+                .or_else(|| self.inner.caller.clone())
+                .unwrap_or_default(),
+            id: id.clone(),
+        });
         let op = Op::Take {
             count: options.count,
-            key: options.request_id.clone(),
+            key,
         };
         let (s, done, now) = self.inner.act(op).await?;
         match done {
@@ -910,7 +1090,7 @@ impl Queue {
     /// ```
     pub async fn status(&self) -> Result<QueueStatus> {
         let s = self.inner.read().await?;
-        let now = now_ms(&self.inner.clock);
+        let now = self.inner.now().await?;
         Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
     }
 }

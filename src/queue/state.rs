@@ -28,10 +28,16 @@ pub(crate) const KEPT_CALLS: usize = 20;
 pub(crate) const MAX_DESKS: usize = 100;
 /// At most this many spans of tickets done out of line (cancelled or called out of order).
 pub(crate) const MAX_SPANS: usize = 1000;
-/// At most this many request ids are remembered …
-pub(crate) const KEPT_KEYS: usize = 1000;
-/// … and each for at least this long (milliseconds): 24 hours.
+/// The most request ids a queue document keeps (its ring); the oldest [`SPILL`] then move
+/// to the request collection (see `store`), so the document's size does not grow with the
+/// history of request ids.
+pub(crate) const RING: usize = 64;
+/// How many of the ring's oldest request ids move out at once.
+pub(crate) const SPILL: usize = 32;
+/// How long a request id is remembered (milliseconds, by the server's clock): 24 hours.
 pub(crate) const KEY_RETENTION_MS: i64 = 24 * 3600 * 1000;
+/// At most this many hours of activity are kept.
+pub(crate) const KEPT_HOURS: usize = 25;
 /// At most this many takes' times are kept (for the waiting time of each call).
 pub(crate) const KEPT_TAKES: usize = 1000;
 /// Calls used to estimate the pace of the line; fewer than [`PACE_MIN`] and the estimate
@@ -106,9 +112,19 @@ pub(crate) struct TakeAt {
     pub at: i64,
 }
 
+/// A request id: the caller's name (empty for the unnamed caller) and the id the caller
+/// chose. Two callers never share an id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RequestId {
+    pub caller: String,
+    pub id: String,
+}
+
 /// A request id and the take it made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Key {
+    /// Whose request id it is.
+    pub caller: String,
     pub key: String,
     pub first: i64,
     pub count: i64,
@@ -147,8 +163,11 @@ pub(crate) struct State {
     pub calls: Vec<Call>,
     /// Oldest first.
     pub takes: Vec<TakeAt>,
-    /// Oldest first.
+    /// The most recent takes made with a request id, oldest first: at most [`RING`] (a
+    /// document written before the ring may hold more, moved out by its next write).
     pub keys: Vec<Key>,
+    /// Request ids moved from the ring to the request collection, since creation.
+    pub spilled: i64,
     /// Oldest first.
     pub hourly: Vec<Hour>,
     /// The local date (`YYYY-MM-DD`, in the queue's time zone) of the last write.
@@ -166,6 +185,11 @@ pub(crate) struct State {
 pub(crate) enum Refusal {
     Full {
         requested: u64,
+        /// Tickets waiting, in the state the take was refused from (after a new day's
+        /// restart, when there was one).
+        waiting: i64,
+        /// The oldest serial a desk shows there.
+        shown: Option<i64>,
     },
     Nobody,
     NotWaiting {
@@ -186,6 +210,15 @@ pub(crate) enum Refusal {
         what: &'static str,
         reason: String,
     },
+    /// The state computed breaks a rule of [`State::check`]: a bug, refused before the write.
+    Broken(Violation),
+}
+
+/// A rule of [`State::check`] a state breaks: the field and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Violation {
+    pub field: String,
+    pub problem: String,
 }
 
 /// What an operation does.
@@ -193,7 +226,7 @@ pub(crate) enum Refusal {
 pub(crate) enum Op {
     Take {
         count: u64,
-        key: Option<String>,
+        key: Option<RequestId>,
     },
     Call {
         desk: String,
@@ -247,8 +280,9 @@ pub(crate) enum Done {
 /// What to do after computing an operation.
 #[derive(Debug)]
 pub(crate) enum Step {
-    /// Write this state (version + 1), then answer.
-    Write(Box<State>, Done),
+    /// Write this state (version + 1), then answer. The request ids in the `Vec` leave the
+    /// ring in this write: they must be in the request collection before it is sent.
+    Write(Box<State>, Done, Vec<Key>),
     /// Nothing to write: answer from the state read (a replayed request id).
     Answer(Done),
 }
@@ -272,6 +306,30 @@ pub(crate) fn local(tz: &TimeZone, at_ms: i64) -> (i64, String) {
     (hour, z.date().to_string())
 }
 
+/// The first serial of `first ..= last` that shows another ticket under `new` than under
+/// `old` (two ranges with the same `min`), in constant time: `min + k mod capacity` agrees
+/// for every serial of the run exactly when it agrees for the first and neither range wraps
+/// inside the run (after a wrap of one range only, the two numbers differ).
+pub(crate) fn first_remapped(
+    old: &QueueSpec,
+    new: &QueueSpec,
+    first: i64,
+    last: i64,
+) -> Option<i64> {
+    let (c1, c2) = (i128::from(old.capacity()), i128::from(new.capacity()));
+    if c1 == c2 && old.min == new.min {
+        return None;
+    }
+    let (a, b) = (i128::from(first), i128::from(last));
+    let (r1, r2) = (a.rem_euclid(c1), a.rem_euclid(c2));
+    if i128::from(old.min) + r1 != i128::from(new.min) + r2 {
+        return Some(first);
+    }
+    // Both keep counting up together until the first wrap of either.
+    let wrap = a + (c1 - r1).min(c2 - r2);
+    (wrap <= b).then(|| i64::try_from(wrap).unwrap_or(last))
+}
+
 impl State {
     /// The state of a queue just created at `now`.
     pub(crate) fn new(spec: QueueSpec, incarnation: bson::oid::ObjectId, now: i64) -> State {
@@ -287,6 +345,7 @@ impl State {
             calls: Vec::new(),
             takes: Vec::new(),
             keys: Vec::new(),
+            spilled: 0,
             hourly: Vec::new(),
             day,
             taken_today: 0,
@@ -348,6 +407,186 @@ impl State {
             .into_iter()
             .chain(self.desks.iter().map(|d| d.serial))
             .min()
+    }
+
+    /// The newest waiting serial, if any: `taken`, unless spans of tickets done out of line
+    /// (or a new day's void serials) end the line.
+    fn newest_waiting(&self) -> Option<i64> {
+        let mut newest = self.taken;
+        for x in self.out_of_line.iter().rev() {
+            if x.from <= newest && newest <= x.to {
+                newest = x.from - 1;
+            } else {
+                break;
+            }
+        }
+        (newest > self.served).then_some(newest)
+    }
+
+    /// The newest serial held (waiting or shown by a desk), if any.
+    pub(crate) fn newest_held(&self) -> Option<i64> {
+        self.newest_waiting()
+            .into_iter()
+            .chain(self.desks.iter().map(|d| d.serial))
+            .max()
+    }
+
+    /// The serials held, as runs `(first, last)`: the waiting ones between the spans, then
+    /// each desk's. At most [`MAX_SPANS`] + 1 + [`MAX_DESKS`] runs, whatever the range.
+    fn held_runs(&self) -> Vec<(i64, i64)> {
+        let mut runs = Vec::with_capacity(self.out_of_line.len() + 1 + self.desks.len());
+        let mut from = self.served + 1;
+        for x in &self.out_of_line {
+            if x.from > from {
+                runs.push((from, (x.from - 1).min(self.taken)));
+            }
+            from = from.max(x.to + 1);
+        }
+        if from <= self.taken {
+            runs.push((from, self.taken));
+        }
+        runs.extend(self.desks.iter().map(|d| (d.serial, d.serial)));
+        runs
+    }
+
+    /// What no history of operations can produce: the rules every state read is checked
+    /// against, and every state computed is checked against before it is written — so no
+    /// write produces a document a reader refuses. Work bounded by the lists' bounds, never
+    /// by the range or the serials.
+    pub(crate) fn check(&self) -> Result<(), Violation> {
+        let bad = |field: &str, problem: String| {
+            Err(Violation {
+                field: field.to_owned(),
+                problem,
+            })
+        };
+        if self.served < 0 || self.served > self.taken {
+            return bad(
+                "served",
+                format!(
+                    "({}) is not between 0 and taken ({})",
+                    self.served, self.taken
+                ),
+            );
+        }
+        if self.version < 0 {
+            return bad("version", format!("({}) is negative", self.version));
+        }
+        let mut after = self.served + 1;
+        for (i, x) in self.out_of_line.iter().enumerate() {
+            // Sorted, disjoint, after the cursor (never right after it), and taken.
+            let first_ok = if i == 0 {
+                x.from > self.served + 1
+            } else {
+                x.from >= after
+            };
+            if !first_ok || x.to < x.from || x.to > self.taken {
+                return bad(
+                    &format!("out_of_line.{i}"),
+                    format!(
+                        "({}..={}) is not a span of tickets after served ({}) and up to taken ({}), in order",
+                        x.from, x.to, self.served, self.taken
+                    ),
+                );
+            }
+            after = x.to + 1;
+        }
+        if self.cancelled < 0 || self.voided < 0 || self.called() < 0 {
+            return bad(
+                "cancelled",
+                format!(
+                    "({}) and voided ({}) are more than the tickets done ({})",
+                    self.cancelled,
+                    self.voided,
+                    self.served + self.out_of_line_count()
+                ),
+            );
+        }
+        if self.desks.len() > MAX_DESKS {
+            return bad(
+                "desks",
+                format!(
+                    "has {} desks; at most {MAX_DESKS} show a ticket",
+                    self.desks.len()
+                ),
+            );
+        }
+        for (i, desk) in self.desks.iter().enumerate() {
+            let void = self
+                .out_of_line
+                .iter()
+                .any(|x| x.kind == Kind::Void && x.from <= desk.serial && desk.serial <= x.to);
+            if desk.serial < 1 || desk.serial > self.taken || self.is_waiting(desk.serial) || void {
+                return bad(
+                    &format!("desks.{i}"),
+                    format!("shows serial {} which was not called", desk.serial),
+                );
+            }
+            if self.desks[..i].iter().any(|d| d.desk == desk.desk) {
+                return bad(
+                    &format!("desks.{i}"),
+                    format!("names desk {:?} a second time", desk.desk),
+                );
+            }
+        }
+        if let (Some(oldest), Some(newest)) = (self.oldest_held(), self.newest_held()) {
+            // No two tickets held show the same number.
+            let span = i128::from(newest) - i128::from(oldest) + 1;
+            if span > i128::from(self.spec.capacity()) {
+                return bad(
+                    "waiting",
+                    format!(
+                        "({}) with the desks' tickets is more than the range {}..={} holds ({}): the tickets held span {span} serials, from {oldest} to {newest}",
+                        self.waiting(),
+                        self.spec.min,
+                        self.spec.max,
+                        self.spec.capacity()
+                    ),
+                );
+            }
+        }
+        for (i, k) in self.keys.iter().enumerate() {
+            if k.count < 1
+                || k.first < 1
+                || i128::from(k.first) + i128::from(k.count) - 1 > i128::from(self.taken)
+            {
+                return bad(
+                    &format!("keys.{i}"),
+                    format!(
+                        "records a take of serials {}..+{} which were not taken (taken {})",
+                        k.first, k.count, self.taken
+                    ),
+                );
+            }
+        }
+        for (i, t) in self.takes.iter().enumerate() {
+            if t.count < 1
+                || t.first < 1
+                || i128::from(t.first) + i128::from(t.count) - 1 > i128::from(self.taken)
+            {
+                return bad(
+                    &format!("takes.{i}"),
+                    format!(
+                        "records a take of serials {}..+{} which were not taken (taken {})",
+                        t.first, t.count, self.taken
+                    ),
+                );
+            }
+        }
+        for (what, len, most) in [
+            ("calls", self.calls.len(), KEPT_CALLS),
+            ("takes", self.takes.len(), KEPT_TAKES),
+            ("hourly", self.hourly.len(), KEPT_HOURS),
+            ("out_of_line", self.out_of_line.len(), MAX_SPANS),
+        ] {
+            if len > most {
+                return bad(what, format!("has {len} entries; at most {most} are kept"));
+            }
+        }
+        if self.spilled < 0 {
+            return bad("spilled", format!("({}) is negative", self.spilled));
+        }
+        Ok(())
     }
 
     /// The waiting serial showing `ticket`, or why there is none.
@@ -457,26 +696,28 @@ impl State {
     /// A daily queue's new day: the next ticket taken is the first of the range again
     /// (`min + 1`). The serials skipped to get there are void, never handed out; tickets still
     /// waiting from yesterday stay held, so today's tickets stop before reaching any of their
-    /// numbers (the span rule). The desks' boards are cleared.
+    /// numbers (the span rule: a take needs the held tickets and its own to span at most the
+    /// range). The desks' boards are cleared. When the spans of tickets done out of line are
+    /// at their bound ([`MAX_SPANS`]), the numbering goes on from where it is instead.
     fn restart(&mut self) {
         self.desks.clear();
-        let cap = i64::try_from(self.spec.capacity()).unwrap_or(i64::MAX);
-        let rem = self.taken.rem_euclid(cap);
+        let cap = i128::from(self.spec.capacity());
+        let rem = i128::from(self.taken).rem_euclid(cap);
         if rem == 0 {
             return;
         }
-        let Some(next) = self.taken.checked_add(cap - rem) else {
+        let Ok(next) = i64::try_from(i128::from(self.taken) + cap - rem) else {
             return;
         };
         let (from, to) = (self.taken + 1, next);
-        self.taken = next;
-        self.voided += to - from + 1;
         if self.served == from - 1 {
             // Nobody waits: the cursor moves past the void serials at once.
             self.served = to;
         } else {
+            let full = self.out_of_line.len() >= MAX_SPANS;
             match self.out_of_line.last_mut() {
                 Some(l) if l.kind == Kind::Void && l.to + 1 == from => l.to = to,
+                _ if full => return,
                 _ => self.out_of_line.push(Span {
                     from,
                     to,
@@ -484,6 +725,8 @@ impl State {
                 }),
             }
         }
+        self.taken = next;
+        self.voided += to - from + 1;
         // Takes' times of the void serials do not exist; nothing else to do.
     }
 
@@ -506,7 +749,7 @@ impl State {
         }
         let oldest = now - 24 * 3_600_000;
         self.hourly.retain(|h| h.hour + 3_600_000 > oldest);
-        while self.hourly.len() > 25 {
+        while self.hourly.len() > KEPT_HOURS {
             self.hourly.remove(0);
         }
     }
@@ -519,40 +762,51 @@ impl State {
             .map(|t| t.at)
     }
 
-    fn find_key(&self, key: &str, now: i64) -> Option<&Key> {
-        self.keys
-            .iter()
-            .find(|k| k.key == key && k.at + KEY_RETENTION_MS > now)
+    /// The take a request id made, if the ring still holds it and it is younger than
+    /// [`KEY_RETENTION_MS`] at `now`.
+    pub(crate) fn find_key(&self, id: &RequestId, now: i64) -> Option<&Key> {
+        self.keys.iter().rev().find(|k| {
+            k.key == id.id && k.caller == id.caller && k.at.saturating_add(KEY_RETENTION_MS) > now
+        })
     }
 
-    /// What `op` does from this state at `now` (ms since the epoch).
+    /// The answer to a take with request id `id` of `count` tickets that made `k` before.
+    pub(crate) fn replay(k: &Key, id: &RequestId, count: u64) -> Result<Done, Refusal> {
+        if unsigned(k.count) != count {
+            return Err(Refusal::Invalid {
+                what: "request id",
+                reason: format!(
+                    "{:?} was used for a take of {} ticket(s), not {count}; use a new request id for another take",
+                    id.id, k.count
+                ),
+            });
+        }
+        Ok(Done::Took {
+            first: k.first,
+            count: k.count,
+            replayed: true,
+            version: k.version,
+            max: k.max,
+        })
+    }
+
+    /// What `op` does from this state at `now` (ms since the epoch, by the server's clock).
+    ///
+    /// Every state it returns to write passes [`State::check`]; a computation that would
+    /// break a rule is refused ([`Refusal::Broken`]) and nothing is written.
     pub(crate) fn apply(&self, op: &Op, now: i64) -> Result<Step, Refusal> {
         // A replayed request id answers from the state as it is, and writes nothing.
         if let Op::Take {
             count,
-            key: Some(key),
+            key: Some(id),
         } = op
-            && let Some(k) = self.find_key(key, now)
+            && let Some(k) = self.find_key(id, now)
         {
-            if unsigned(k.count) != *count {
-                return Err(Refusal::Invalid {
-                    what: "request id",
-                    reason: format!(
-                        "{key:?} was used for a take of {} ticket(s), not {count}; use a new request id for another take",
-                        k.count
-                    ),
-                });
-            }
-            return Ok(Step::Answer(Done::Took {
-                first: k.first,
-                count: k.count,
-                replayed: true,
-                version: k.version,
-                max: k.max,
-            }));
+            return State::replay(k, id, *count).map(Step::Answer);
         }
         let mut s = self.clone();
         s.roll(now);
+        let mut spill = Vec::new();
         let done = match op {
             Op::Take { count, key } => {
                 let n = i64::try_from(*count).map_err(|_| Refusal::Overflow)?;
@@ -560,7 +814,11 @@ impl State {
                 let lower = s.oldest_held().unwrap_or(s.taken + 1);
                 let span = i128::from(last) - i128::from(lower) + 1;
                 if span > i128::from(s.spec.capacity()) {
-                    return Err(Refusal::Full { requested: *count });
+                    return Err(Refusal::Full {
+                        requested: *count,
+                        waiting: s.waiting(),
+                        shown: s.desks.iter().map(|d| d.serial).min(),
+                    });
                 }
                 let first = s.taken + 1;
                 s.taken = last;
@@ -575,19 +833,22 @@ impl State {
                     let extra = s.takes.len() - KEPT_TAKES;
                     s.takes.drain(..extra);
                 }
-                if let Some(key) = key {
-                    s.keys.retain(|k| k.at + KEY_RETENTION_MS > now);
+                if let Some(id) = key {
                     s.keys.push(Key {
-                        key: key.clone(),
+                        caller: id.caller.clone(),
+                        key: id.id.clone(),
                         first,
                         count: n,
                         at: now,
                         version: self.version + 1,
                         max: s.spec.max,
                     });
-                    if s.keys.len() > KEPT_KEYS {
-                        let extra = s.keys.len() - KEPT_KEYS;
-                        s.keys.drain(..extra);
+                    // The ring never forgets by time (whose clock would it be?): its oldest
+                    // ids move to the request collection, which keeps them 24 hours.
+                    if s.keys.len() > RING {
+                        let out = s.keys.len() - (RING - SPILL);
+                        spill = s.keys.drain(..out).collect();
+                        s.spilled += i64::try_from(spill.len()).unwrap_or(i64::MAX);
                     }
                 }
                 s.taken_today += n;
@@ -696,16 +957,19 @@ impl State {
         };
         s.version += 1;
         s.updated_at = now;
-        Ok(Step::Write(Box::new(s), done))
+        s.check().map_err(Refusal::Broken)?;
+        Ok(Step::Write(Box::new(s), done, spill))
     }
 
     /// Refuses a new range under which a held ticket would show another number (or two held
-    /// tickets the same one).
+    /// tickets the same one). Decided from the runs of held serials (at most
+    /// [`MAX_SPANS`] + 1 + [`MAX_DESKS`] of them), never serial by serial: the work does not
+    /// grow with the range.
     fn check_remap(&self, new: &QueueSpec) -> Result<(), Refusal> {
-        let Some(oldest) = self.oldest_held() else {
+        let (Some(oldest), Some(newest)) = (self.oldest_held(), self.newest_held()) else {
             return Ok(());
         };
-        let span = i128::from(self.taken) - i128::from(oldest) + 1;
+        let span = i128::from(newest) - i128::from(oldest) + 1;
         if span > i128::from(new.capacity()) {
             return Err(Refusal::Remap {
                 max: new.max,
@@ -716,15 +980,12 @@ impl State {
                 ),
             });
         }
-        let held = (oldest..=self.taken)
-            .filter(|&s| self.is_waiting(s))
-            .chain(self.desks.iter().map(|d| d.serial));
-        for serial in held {
-            let (before, after) = (
-                self.spec.ticket(unsigned(serial)),
-                new.ticket(unsigned(serial)),
-            );
-            if before != after {
+        for (first, last) in self.held_runs() {
+            if let Some(serial) = first_remapped(&self.spec, new, first, last) {
+                let (before, after) = (
+                    self.spec.ticket(unsigned(serial)),
+                    new.ticket(unsigned(serial)),
+                );
                 return Err(Refusal::Remap {
                     max: new.max,
                     reason: format!(
@@ -771,14 +1032,14 @@ impl State {
 impl Refusal {
     pub(crate) fn into_error(self, name: &str, s: &State) -> Error {
         match self {
-            Refusal::Full { requested } => Error::QueueFull {
+            Refusal::Full {
+                requested,
+                waiting,
+                shown,
+            } => Error::QueueFull {
                 name: name.to_owned(),
-                waiting: unsigned(s.waiting()),
-                shown: s
-                    .desks
-                    .iter()
-                    .min_by_key(|d| d.serial)
-                    .map(|d| s.spec.ticket(unsigned(d.serial))),
+                waiting: unsigned(waiting),
+                shown: shown.map(|serial| s.spec.ticket(unsigned(serial))),
                 requested,
                 capacity: s.spec.capacity(),
             },
@@ -812,6 +1073,15 @@ impl Refusal {
             Refusal::Invalid { what, reason } => {
                 Error::invalid_argument(format!("{what} for queue {name:?}"), reason)
             }
+            Refusal::Broken(v) => Error::corrupt_of(
+                "queue",
+                name,
+                &v.field,
+                format!(
+                    "{} in the state an operation computed; nothing was written (a bug: please report it with the queue's document)",
+                    v.problem
+                ),
+            ),
         }
     }
 }
@@ -830,7 +1100,7 @@ mod tests {
 
     fn run(s: &State, op: Op, now: i64) -> Result<(State, Done), Refusal> {
         match s.apply(&op, now)? {
-            Step::Write(s, d) => Ok((*s, d)),
+            Step::Write(s, d, _) => Ok((*s, d)),
             Step::Answer(d) => Ok((s.clone(), d)),
         }
     }
@@ -952,6 +1222,7 @@ mod tests {
                     other => panic!("{other:?}"),
                 },
             }
+            assert_eq!(s.check(), Ok(()));
             assert_eq!(s.waiting() as usize, waiting.len());
             let listed: Vec<i64> = (s.served + 1..=s.taken)
                 .filter(|&k| s.is_waiting(k))
@@ -1019,12 +1290,19 @@ mod tests {
         );
     }
 
+    fn id(caller: &str, id: &str) -> RequestId {
+        RequestId {
+            caller: caller.into(),
+            id: id.into(),
+        }
+    }
+
     #[test]
     fn a_request_id_answers_the_same_tickets_and_takes_nothing_more() {
         let s = fresh(9);
         let op = Op::Take {
             count: 2,
-            key: Some("k1".into()),
+            key: Some(id("kiosk-a", "k1")),
         };
         let Ok(Step::Write(
             s,
@@ -1034,6 +1312,7 @@ mod tests {
                 replayed: false,
                 ..
             },
+            _,
         )) = s.apply(&op, 10)
         else {
             panic!()
@@ -1050,14 +1329,123 @@ mod tests {
         ));
         let other = Op::Take {
             count: 1,
-            key: Some("k1".into()),
+            key: Some(id("kiosk-a", "k1")),
         };
         assert!(matches!(s.apply(&other, 20), Err(Refusal::Invalid { .. })));
         // After the retention window, the id is a new take.
         assert!(matches!(
             s.apply(&op, 10 + KEY_RETENTION_MS),
-            Ok(Step::Write(_, Done::Took { first: 3, .. }))
+            Ok(Step::Write(_, Done::Took { first: 3, .. }, _))
         ));
+    }
+
+    /// Regression (issue 37, 3): two kiosks whose request ids collide each get their own
+    /// tickets; an id belongs to its caller.
+    #[test]
+    fn the_same_request_id_from_two_callers_is_two_takes() {
+        let s = fresh(9);
+        let a = Op::Take {
+            count: 1,
+            key: Some(id("ka", "k-1")),
+        };
+        let b = Op::Take {
+            count: 1,
+            key: Some(id("kb", "k-1")),
+        };
+        let (s, first) = run(&s, a.clone(), 0).unwrap();
+        let (s, second) = run(&s, b.clone(), 0).unwrap();
+        assert!(matches!(
+            first,
+            Done::Took {
+                first: 1,
+                replayed: false,
+                ..
+            }
+        ));
+        assert!(
+            matches!(
+                second,
+                Done::Took {
+                    first: 2,
+                    replayed: false,
+                    ..
+                }
+            ),
+            "{second:?}"
+        );
+        // Each caller's retry answers its own take.
+        assert!(matches!(
+            run(&s, a, 0).unwrap().1,
+            Done::Took {
+                first: 1,
+                replayed: true,
+                ..
+            }
+        ));
+        assert!(matches!(
+            run(&s, b, 0).unwrap().1,
+            Done::Took {
+                first: 2,
+                replayed: true,
+                ..
+            }
+        ));
+    }
+
+    /// Regression (issue 37, 4): a take written with a clock two days ahead does not make
+    /// the queue forget the other callers' request ids.
+    #[test]
+    fn a_clock_days_ahead_forgets_no_request_id() {
+        let s = fresh(99);
+        let mine = Op::Take {
+            count: 1,
+            key: Some(id("", "kiosk-1/0001")),
+        };
+        let (s, _) = run(&s, mine.clone(), 1_000).unwrap();
+        let ahead = Op::Take {
+            count: 1,
+            key: Some(id("", "other/1")),
+        };
+        let (s, _) = run(&s, ahead, 1_000 + 2 * 86_400_000).unwrap();
+        assert!(
+            matches!(
+                run(&s, mine, 2_000).unwrap().1,
+                Done::Took {
+                    first: 1,
+                    replayed: true,
+                    ..
+                }
+            ),
+            "the first id is still answered"
+        );
+    }
+
+    /// The ring of request ids stays bounded: past [`RING`] ids the oldest [`SPILL`] leave it
+    /// in the write (for the request collection), counted in `spilled`.
+    #[test]
+    fn the_ring_of_request_ids_is_bounded_and_spills_its_oldest() {
+        let mut s = fresh(i64::MAX - 1);
+        let mut spilled = Vec::new();
+        for i in 0..(3 * RING) {
+            let op = Op::Take {
+                count: 1,
+                key: Some(id("k", &format!("{i}"))),
+            };
+            let Ok(Step::Write(next, _, out)) = s.apply(&op, 0) else {
+                panic!()
+            };
+            spilled.extend(out);
+            s = *next;
+            assert!(s.keys.len() <= RING);
+        }
+        assert_eq!(s.spilled as usize, spilled.len());
+        assert_eq!(spilled.len() + s.keys.len(), 3 * RING);
+        // Spilled oldest first, the ring holds the newest.
+        assert_eq!(spilled[0].key, "0");
+        assert_eq!(
+            s.keys.last().map(|k| k.key.as_str()),
+            Some(&*format!("{}", 3 * RING - 1))
+        );
     }
 
     #[test]
@@ -1155,5 +1543,216 @@ mod tests {
         assert_eq!(call(&mut s, "A", None).unwrap(), 5);
         assert_eq!(call(&mut s, "A", None).unwrap(), 1);
         assert_eq!(s.called(), 6);
+    }
+
+    fn take_at(s: &mut State, n: u64, now: i64) -> Result<Vec<i64>, Refusal> {
+        let (next, d) = run(
+            s,
+            Op::Take {
+                count: n,
+                key: None,
+            },
+            now,
+        )?;
+        *s = next;
+        match d {
+            Done::Took { first, count, .. } => Ok((first..first + count)
+                .map(|k| s.spec.ticket(k as u64))
+                .collect()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn call_at(s: &mut State, now: i64) -> Result<i64, Refusal> {
+        let (next, d) = run(
+            s,
+            Op::Call {
+                desk: "1".into(),
+                ticket: None,
+            },
+            now,
+        )?;
+        *s = next;
+        match d {
+            Done::Called { serial } => Ok(s.spec.ticket(serial as u64)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Regression (issue 37, 1): yesterday's waiting tickets crossing the wrap (8 9 0 1 2 of
+    /// 0..=9), then a new day: every state written passes the reader's rules, and the queue
+    /// goes on — yesterday's tickets first, today's from 1 once they fit.
+    #[test]
+    fn a_new_day_after_waiting_tickets_crossed_the_wrap_writes_a_valid_state() {
+        let spec = QueueSpec::default()
+            .with_max(9)
+            .with_daily(true)
+            .with_time_zone("Europe/Paris");
+        let day1 = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 9 * 3_600_000;
+        let mut s = State::new(spec, bson::oid::ObjectId::new(), day1);
+        assert_eq!(take_at(&mut s, 9, day1).unwrap().len(), 9);
+        for _ in 0..7 {
+            call_at(&mut s, day1).unwrap();
+        }
+        assert_eq!(take_at(&mut s, 3, day1).unwrap(), vec![0, 1, 2]);
+        let day2 = day1 + 86_400_000;
+        assert_eq!(call_at(&mut s, day2).unwrap(), 8);
+        assert_eq!(s.check(), Ok(()), "the new day's state");
+        assert_eq!(call_at(&mut s, day2).unwrap(), 9);
+        // 0 1 2 still wait: today's first ticket (1) is held, so takes are refused, and the
+        // refusal speaks of the new day's state (no desk shows yesterday's ticket).
+        match take_at(&mut s, 1, day2) {
+            Err(Refusal::Full { shown, waiting, .. }) => {
+                assert_eq!(waiting, 3);
+                assert_eq!(shown.map(|x| s.spec.ticket(x as u64)), Some(9));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(call_at(&mut s, day2).unwrap(), 0);
+        assert_eq!(call_at(&mut s, day2).unwrap(), 1);
+        // Desk 1 shows 1: still held.
+        assert!(matches!(
+            take_at(&mut s, 1, day2),
+            Err(Refusal::Full { .. })
+        ));
+        assert_eq!(call_at(&mut s, day2).unwrap(), 2);
+        assert_eq!(
+            take_at(&mut s, 1, day2).unwrap(),
+            vec![1],
+            "today starts at 1"
+        );
+        assert_eq!(call_at(&mut s, day2).unwrap(), 1);
+        assert_eq!(s.check(), Ok(()));
+    }
+
+    /// Regression (issue 11, second part): the first refused take after a new day names
+    /// no desk, since the new day cleared them.
+    #[test]
+    fn a_refusal_after_a_new_day_speaks_of_the_new_day() {
+        let spec = QueueSpec::default().with_max(2).with_daily(true);
+        let day1 = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 9 * 3_600_000;
+        let mut s = State::new(spec, bson::oid::ObjectId::new(), day1);
+        take_at(&mut s, 3, day1).unwrap(); // 1 2 0
+        call_at(&mut s, day1).unwrap(); // desk 1 shows 1; 2 0 wait
+        match take_at(&mut s, 1, day1) {
+            Err(Refusal::Full { shown: Some(1), .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        // A new day clears the desks: a family of two does not fit beside 2 and 0.
+        match take_at(&mut s, 2, day1 + 86_400_000) {
+            Err(Refusal::Full {
+                shown: None,
+                waiting: 2,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Regression (issue 37, 2): changing the range of a queue of 10^13 tickets after a new
+    /// day decides from the runs of held tickets: it returns at once.
+    #[test]
+    fn alter_is_bounded_whatever_the_range() {
+        let spec = QueueSpec::default()
+            .with_max(10_000_000_000_000)
+            .with_daily(true);
+        let day1 = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 9 * 3_600_000;
+        let mut s = State::new(spec, bson::oid::ObjectId::new(), day1);
+        take_at(&mut s, 5, day1).unwrap();
+        call_at(&mut s, day1).unwrap();
+        let day2 = day1 + 86_400_000;
+        // The new day voids the serials up to the wrap; ticket 1 (the desk cleared) is free.
+        assert_eq!(take_at(&mut s, 1, day2).unwrap(), vec![1]);
+        let started = std::time::Instant::now();
+        let (next, _) = run(
+            &s,
+            Op::SetMax {
+                max: 10_000_000_000_000,
+            },
+            day2,
+        )
+        .unwrap();
+        assert!(matches!(
+            run(
+                &s,
+                Op::SetMax {
+                    max: 20_000_000_000_000
+                },
+                day2
+            ),
+            Err(Refusal::Remap { .. })
+        ));
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(next.check(), Ok(()));
+    }
+
+    /// `first_remapped` agrees with comparing every serial of every run, for small ranges.
+    #[test]
+    fn first_remapped_agrees_with_comparing_each_serial() {
+        for min in [-3_i64, 0, 2] {
+            for c1 in 2..9_i64 {
+                for c2 in 2..9_i64 {
+                    let old = QueueSpec::default().with_min(min).with_max(min + c1 - 1);
+                    let new = QueueSpec::default().with_min(min).with_max(min + c2 - 1);
+                    for a in 1..30_i64 {
+                        for b in a..a + 12 {
+                            let brute =
+                                (a..=b).find(|&k| old.ticket(k as u64) != new.ticket(k as u64));
+                            assert_eq!(
+                                first_remapped(&old, &new, a, b),
+                                brute,
+                                "{min} {c1} {c2} {a} {b}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A daily queue driven over many days, with takes, calls and cancels at random: every
+    /// state computed passes the reader's rules (the cross-cutting check the integration
+    /// model makes with real documents, here exhaustively cheap).
+    #[test]
+    fn many_days_of_random_operations_keep_every_rule() {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for cap in [1_i64, 2, 3, 7, 10] {
+            let spec = QueueSpec::default()
+                .with_max(cap - 1)
+                .with_daily(true)
+                .with_time_zone("America/New_York");
+            let mut now = 1_710_000_000_000; // around a daylight-saving change
+            let mut s = State::new(spec, bson::oid::ObjectId::new(), now);
+            for _ in 0..3000 {
+                now += [60_000, 3_600_000, 7 * 3_600_000, 86_400_000][rnd(4) as usize];
+                let op = match rnd(4) {
+                    0 | 1 => Op::Take {
+                        count: 1 + rnd(2),
+                        key: None,
+                    },
+                    2 => Op::Call {
+                        desk: ["1", "2"][rnd(2) as usize].into(),
+                        ticket: None,
+                    },
+                    _ => Op::Cancel {
+                        ticket: rnd(cap as u64) as i64,
+                    },
+                };
+                match s.apply(&op, now) {
+                    Ok(Step::Write(next, _, _)) => {
+                        assert_eq!(next.check(), Ok(()), "after {op:?}");
+                        s = *next;
+                    }
+                    Err(Refusal::Broken(v)) => panic!("{op:?} computed a broken state: {v:?}"),
+                    _ => {}
+                }
+            }
+        }
     }
 }

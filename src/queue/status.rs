@@ -153,6 +153,26 @@ pub struct CallEntry {
     pub wait: Option<Duration>,
 }
 
+/// A queue's counters and its last calls, read without the rest of its document (see
+/// [`Dispenser::list_queue_counters_after`](crate::Dispenser::list_queue_counters_after)):
+/// what a metrics scrape needs, at a cost that does not grow with the queue's history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueCounters {
+    /// The queue's name.
+    pub name: String,
+    /// Tickets taken since the queue was created.
+    pub taken: u64,
+    /// Tickets called since the queue was created.
+    pub served: u64,
+    /// Tickets waiting.
+    pub waiting: u64,
+    /// Tickets cancelled since the queue was created.
+    pub cancelled: u64,
+    /// The last calls, newest first (as [`QueueStatus::recent_calls`]).
+    pub recent_calls: Vec<CallEntry>,
+}
+
 /// A desk and the ticket it shows ([`QueueStatus::desks`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -279,19 +299,7 @@ impl QueueStatus {
         let spec: &QueueSpec = &s.spec;
         let capacity = spec.capacity();
         let ticket_of = |serial: i64| spec.ticket(unsigned(serial));
-        let recent_calls: Vec<CallEntry> = s
-            .calls
-            .iter()
-            .map(|c| CallEntry {
-                ticket: ticket_of(c.serial),
-                label: spec.label(ticket_of(c.serial)),
-                serial: unsigned(c.serial),
-                desk: shown_desk(&c.desk),
-                at: DateTime::from_millis(c.at),
-                recall: c.recall,
-                wait: c.wait_ms.map(|ms| Duration::from_millis(unsigned(ms))),
-            })
-            .collect();
+        let recent_calls = call_entries(spec, &s.calls);
         let desks = s
             .desks
             .iter()
@@ -520,6 +528,23 @@ impl QueueStatus {
             "updated_at": rfc3339(self.updated_at),
         })
     }
+}
+
+/// The calls of a state as the boards list them.
+pub(crate) fn call_entries(spec: &QueueSpec, calls: &[super::state::Call]) -> Vec<CallEntry> {
+    let ticket_of = |serial: i64| spec.ticket(unsigned(serial));
+    calls
+        .iter()
+        .map(|c| CallEntry {
+            ticket: ticket_of(c.serial),
+            label: spec.label(ticket_of(c.serial)),
+            serial: unsigned(c.serial),
+            desk: shown_desk(&c.desk),
+            at: DateTime::from_millis(c.at),
+            recall: c.recall,
+            wait: c.wait_ms.map(|ms| Duration::from_millis(unsigned(ms))),
+        })
+        .collect()
 }
 
 /// Decodes a whole queue document (with `_id`), seen now.

@@ -17,15 +17,31 @@ use futures::TryStreamExt;
 use mongodb::options::{FindOneOptions, FindOptions};
 
 use super::document::{self, field};
-use super::state::State;
-use super::status::{self, QueueStatus};
+use super::state::{KEY_RETENTION_MS, Key, RequestId, State};
+use super::status::{self, QueueCounters, QueueStatus};
 use crate::error::{Aftermath, Error, Result};
 use crate::store::{Store, is_duplicate_key};
 
-/// The queue collection.
+/// The queue collection, and beside it the request ids that left the queues' rings.
 #[derive(Clone, Debug)]
 pub(crate) struct QueueStore {
     store: Store,
+    /// `<collection>_queue_requests`: one document per request id that left a queue
+    /// document's ring, `{_id, queue, incarnation, caller, key, first, count, version, max,
+    /// at}`, never changed once written; a TTL index on `at` removes it after 24 hours on
+    /// MongoDB, and a reader ignores it after 24 hours by the server's clock on any server.
+    requests: Store,
+}
+
+/// A request document's `_id`: the queue, its incarnation, the caller and the id, joined
+/// by U+001F (which none of them may contain), so one caller's id is never another's.
+fn request_key(name: &str, incarnation: bson::oid::ObjectId, id: &RequestId) -> String {
+    format!(
+        "{name}\u{1f}{}\u{1f}{}\u{1f}{}",
+        incarnation.to_hex(),
+        id.caller,
+        id.id
+    )
 }
 
 impl QueueStore {
@@ -34,7 +50,144 @@ impl QueueStore {
         let name = format!("{}_queues", sequences.collection().name());
         QueueStore {
             store: sequences.sibling(&name),
+            requests: sequences
+                .sibling(&format!("{}_queue_requests", sequences.collection().name())),
         }
+    }
+
+    /// The server's time now (ms since the epoch), from the dispenser's reading of the
+    /// server's clock.
+    pub(crate) async fn now(&self) -> Result<i64> {
+        self.store.server_now().await
+    }
+
+    /// The take that request id `id` made on the queue `name` of `incarnation`, if it left
+    /// the ring and is younger than 24 hours at `now`.
+    pub(crate) async fn find_request(
+        &self,
+        name: &str,
+        incarnation: bson::oid::ObjectId,
+        id: &RequestId,
+        now: i64,
+    ) -> Result<Option<Key>> {
+        let found = self
+            .requests
+            .bounded_read(
+                || format!("reading a request id of queue {name:?}"),
+                self.requests
+                    .collection()
+                    .find_one(doc! { field::ID: request_key(name, incarnation, id) })
+                    .projection(doc! { "first": 1, "count": 1, "version": 1, "max": 1, "at": 1 }),
+            )
+            .await?;
+        let Some(d) = found else { return Ok(None) };
+        let int = |k: &str| match d.get(k) {
+            Some(bson::Bson::Int64(v)) => Ok(*v),
+            Some(bson::Bson::Int32(v)) => Ok(i64::from(*v)),
+            _ => Err(Error::corrupt_of(
+                "queue request id",
+                &format!("{name}/{}/{}", id.caller, id.id),
+                k,
+                "is not a 64-bit integer",
+            )),
+        };
+        let at = match d.get("at") {
+            Some(bson::Bson::DateTime(t)) => t.timestamp_millis(),
+            _ => {
+                return Err(Error::corrupt_of(
+                    "queue request id",
+                    &format!("{name}/{}/{}", id.caller, id.id),
+                    "at",
+                    "is not a date",
+                ));
+            }
+        };
+        if at.saturating_add(KEY_RETENTION_MS) <= now {
+            return Ok(None);
+        }
+        Ok(Some(Key {
+            caller: id.caller.clone(),
+            key: id.id.clone(),
+            first: int("first")?,
+            count: int("count")?,
+            at,
+            version: int("version")?,
+            max: int("max")?,
+        }))
+    }
+
+    /// Writes request ids leaving the ring of queue `name` into the request collection,
+    /// before the write that takes them out of the ring: inserted unordered, and an id
+    /// already there (another writer spilled it first) is no error — its document says the
+    /// same. Makes sure the TTL index exists (a no-op once it does).
+    pub(crate) async fn spill(
+        &self,
+        name: &str,
+        incarnation: bson::oid::ObjectId,
+        keys: &[Key],
+    ) -> Result<()> {
+        let coll = self.requests.collection();
+        self.requests
+            .bounded_read(
+                || format!("indexing the request ids of queue {name:?}"),
+                coll.create_index(
+                    mongodb::IndexModel::builder()
+                        .keys(doc! { "at": 1 })
+                        .options(
+                            mongodb::options::IndexOptions::builder()
+                                .expire_after(std::time::Duration::from_millis(
+                                    KEY_RETENTION_MS.unsigned_abs(),
+                                ))
+                                .build(),
+                        )
+                        .build(),
+                ),
+            )
+            .await?;
+        let docs: Vec<Document> = keys
+            .iter()
+            .map(|k| {
+                let id = RequestId {
+                    caller: k.caller.clone(),
+                    id: k.key.clone(),
+                };
+                doc! {
+                    field::ID: request_key(name, incarnation, &id),
+                    "queue": name, "incarnation": incarnation, "caller": &k.caller,
+                    "key": &k.key, "first": k.first, "count": k.count, "version": k.version,
+                    "max": k.max, "at": bson::DateTime::from_millis(k.at),
+                }
+            })
+            .collect();
+        let timeout = self.requests.timeout();
+        let sent = coll.insert_many(docs).ordered(false).into_future();
+        match tokio::time::timeout(timeout, sent).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) if only_duplicates(&e) => Ok(()),
+            Ok(Err(e)) => Err(Error::database(
+                format!("moving request ids of queue {name:?} out of its document"),
+                e,
+            )),
+            Err(_) => Err(Error::Timeout {
+                context: format!(
+                    "moving request ids of queue {name:?} out of its document (nothing was taken)"
+                ),
+                after: timeout,
+            }),
+        }
+    }
+
+    /// Deletes the request ids of queue `name` (all incarnations).
+    async fn delete_requests(&self, name: &str) -> Result<()> {
+        self.requests
+            .bounded_read(
+                || format!("deleting the request ids of queue {name:?}"),
+                self.requests
+                    .collection()
+                    .delete_many(doc! { "queue": name }),
+            )
+            .await
+            .map(|_| ())
     }
 
     fn coll(&self) -> &mongodb::Collection<Document> {
@@ -89,18 +242,17 @@ impl QueueStore {
     }
 
     /// Every queue named after `after` (all when `None`), by name, at most `limit` (all when
-    /// `None`); a document that does not decode is an error in its place.
+    /// `None`), only those whose names match the regular expression `names` when given; a
+    /// document that does not decode is an error in its place.
     pub(crate) async fn list(
         &self,
         after: Option<&str>,
         limit: Option<i64>,
+        names: Option<&str>,
     ) -> Result<Vec<Result<QueueStatus>>> {
         let mut opts = FindOptions::builder().sort(doc! { field::ID: 1 }).build();
         opts.limit = limit;
-        let filter = match after {
-            Some(a) => doc! { field::ID: { "$gt": a } },
-            None => doc! {},
-        };
+        let filter = doc! { field::ID: crate::store::page_filter(after, names) };
         let docs: Vec<Document> = self
             .store
             .bounded_read(|| "listing queues".to_owned(), async {
@@ -115,7 +267,34 @@ impl QueueStore {
         Ok(docs.iter().map(status::decode_status).collect())
     }
 
-    /// Deletes the queue `name`; `Ok(false)` when there was none.
+    /// The counters of the queues named after `after` (from the first when `None`), by
+    /// name, at most `limit`, read through a projection of the fields they need.
+    pub(crate) async fn list_counters(
+        &self,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<Result<QueueCounters>>> {
+        let opts = FindOptions::builder()
+            .sort(doc! { field::ID: 1 })
+            .projection(document::counters_projection())
+            .limit(limit)
+            .build();
+        let filter = doc! { field::ID: crate::store::page_filter(after, None) };
+        let docs: Vec<Document> = self
+            .store
+            .bounded_read(|| "listing the queues' counters".to_owned(), async {
+                self.coll()
+                    .find(filter)
+                    .with_options(opts)
+                    .await?
+                    .try_collect()
+                    .await
+            })
+            .await?;
+        Ok(docs.iter().map(document::decode_counters).collect())
+    }
+
+    /// Deletes the queue `name`, then its request ids; `Ok(false)` when there was none.
     pub(crate) async fn delete(&self, name: &str) -> Result<bool> {
         let res = self
             .store
@@ -125,6 +304,9 @@ impl QueueStore {
                 self.coll().delete_one(doc! { field::ID: name }),
             )
             .await?;
+        // The request ids carry the incarnation, so none could answer for a queue created
+        // again under the name; they are deleted only to leave nothing behind.
+        self.delete_requests(name).await?;
         Ok(res.deleted_count == 1)
     }
 
@@ -156,5 +338,18 @@ impl QueueStore {
             )
             .await?;
         Ok(res.matched_count == 1)
+    }
+}
+
+/// Whether an `insert_many` failed only on ids that exist already.
+fn only_duplicates(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        mongodb::error::ErrorKind::InsertMany(m) => {
+            m.write_concern_error.is_none()
+                && m.write_errors
+                    .as_ref()
+                    .is_some_and(|w| !w.is_empty() && w.iter().all(|x| x.code == 11000))
+        }
+        _ => is_duplicate_key(e),
     }
 }

@@ -835,21 +835,40 @@ async fn bad_input_is_named_and_nothing_is_written() {
     d.create_queue("lobby", QueueSpec::default().with_max(9))
         .await
         .unwrap();
-    for result in [
-        d.create_queue("lobby", QueueSpec::default().with_max(9))
-            .await,
-        d.ensure_queue("lobby", QueueSpec::default()).await,
+    for (result, message) in [
+        (
+            d.create_queue("lobby", QueueSpec::default().with_max(9))
+                .await,
+            "queue \"lobby\" already exists, with tickets 0..=9",
+        ),
+        (
+            d.ensure_queue("lobby", QueueSpec::default()).await,
+            "queue \"lobby\" already exists, with tickets 0..=9; it differs from the spec asked: range (asked 0..=99)",
+        ),
     ] {
         let e = result.unwrap_err();
         assert!(
             matches!(e, Error::QueueExists { min: 0, max: 9, .. }),
             "{e}"
         );
-        assert_eq!(
-            e.to_string(),
-            "queue \"lobby\" already exists, with tickets 0..=9"
-        );
+        assert_eq!(e.to_string(), message);
     }
+    // Regression (issue 37, 11): the message names what differs besides the range.
+    let e = d
+        .ensure_queue(
+            "lobby",
+            QueueSpec::default()
+                .with_max(9)
+                .with_format(dispenser::Format::parse("B-{n}").unwrap())
+                .with_daily(true)
+                .with_time_zone("Europe/Paris"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "queue \"lobby\" already exists, with tickets 0..=9; it differs from the spec asked: format none (asked \"B-{n}\"), not daily (asked daily), time zone \"UTC\" (asked \"Europe/Paris\")"
+    );
     assert!(
         d.ensure_queue("lobby", QueueSpec::default().with_max(9))
             .await

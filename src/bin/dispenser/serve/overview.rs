@@ -10,8 +10,6 @@ use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use dispenser::Error;
-use dispenser::mongodb::bson::{Document, doc};
-use futures::TryStreamExt;
 use serde_json::{Value, json};
 
 use super::classify::classify;
@@ -44,15 +42,16 @@ fn corrupt_name(e: &Error) -> &str {
 }
 
 /// The queues the token may use (the first [`QUEUES_SHOWN`] by name), and whether there are
-/// more.
+/// more: one query for the names the token's patterns match, so no other queue document is
+/// read, however many there are.
 async fn queues(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), Error> {
     let mut out = Vec::new();
-    let mut more = false;
-    for item in st.dispenser.list_queues().await? {
-        if out.len() == QUEUES_SHOWN {
-            more = true;
-            break;
-        }
+    let page = st
+        .dispenser
+        .list_queues_after_matching(&rule.patterns(), None, QUEUES_SHOWN + 1)
+        .await?;
+    let more = page.len() > QUEUES_SHOWN;
+    for item in page.into_iter().take(QUEUES_SHOWN) {
         match item {
             Ok(q) if rule.allows_name(&q.name) => out.push(q.to_json()),
             Ok(_) => {}
@@ -68,34 +67,13 @@ async fn queues(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), E
 /// The gap-free sequences the token may use (the first [`GAPLESS_SHOWN`] by name), and
 /// whether there are more. Their state documents live in `<collection>_gapless`.
 async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), Error> {
-    let o = st.dispenser.options();
-    let state = st
+    let listed = st
         .dispenser
-        .client()
-        .database(&o.database)
-        .collection::<Document>(&format!("{}_gapless", o.collection));
-    let context = || format!("listing the gap-free sequences of {}", o.database);
-    let ids: Vec<Document> = tokio::time::timeout(o.operation_timeout, async {
-        state
-            .find(doc! {})
-            .projection(doc! { "_id": 1 })
-            .sort(doc! { "_id": 1 })
-            .await?
-            .try_collect()
-            .await
-    })
-    .await
-    .map_err(|_| Error::Timeout {
-        context: context(),
-        after: o.operation_timeout,
-    })?
-    .map_err(|e| Error::Database {
-        context: context(),
-        source: e,
-    })?;
-    let names: Vec<&str> = ids
+        .list_gapless_after_matching(&rule.patterns(), None, GAPLESS_SHOWN + 1)
+        .await?;
+    let names: Vec<&str> = listed
         .iter()
-        .filter_map(|d| d.get_str("_id").ok())
+        .map(String::as_str)
         .filter(|n| rule.allows_name(n))
         .collect();
     let mut out = Vec::new();

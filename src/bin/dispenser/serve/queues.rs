@@ -140,7 +140,7 @@ fn created_reply(s: &QueueStatus, created: bool) -> (StatusCode, Json<Value>) {
 
 /// `POST /v1/queues`: creates a queue (tickets `min+1 … max`, then `min`).
 #[utoipa::path(post, path = "/v1/queues", operation_id = "queue_create", tag = "queues", request_body = QueueCreateBody,
-    responses((status = 201, description = "Created: the status, `created: true`", body = QueueCreated), (status = 200, description = "`if_not_exists` found it with the same range: its status, `created: false`", body = QueueCreated)))]
+    responses((status = 201, description = "Created: the status, `created: true`", body = QueueCreated), (status = 200, description = "`if_not_exists` found it with the same spec, and the token may `peek` on it: its status, `created: false` (without `peek`: 409 `already_exists`, nothing more)", body = QueueCreated)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
@@ -160,11 +160,24 @@ pub(super) async fn create(
     if let Some(f) = &b.format {
         spec = spec.with_format(Format::parse(f)?);
     }
+    let may_read = AppState::permit_on(rule, Op::Peek, Some(&b.name), QUEUE).is_ok();
     let (queue, created) = if b.if_not_exists {
         // Whether this request made it: the version of a queue just made is 0, but so is
         // that of one another client made and nobody used yet; ask for the insert first.
         match st.dispenser.create_queue(&b.name, spec.clone()).await {
             Ok(q) => (q, true),
+            // To a token that may not read the queue, only that it exists: neither its state
+            // nor whether its spec is the one asked for (as for sequences).
+            Err(Error::QueueExists { .. }) if !may_read => {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "already_exists",
+                    format!(
+                        "queue {:?} already exists; a token with `peek` on it sees its state (and gets 200 from `if_not_exists` when its spec is the one asked for)",
+                        b.name
+                    ),
+                ));
+            }
             Err(Error::QueueExists { .. }) => {
                 (st.dispenser.ensure_queue(&b.name, spec).await?, false)
             }
@@ -216,16 +229,19 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 /// `queue_full` when they do not fit beside the tickets held; nothing is taken).
 #[utoipa::path(post, path = "/v1/queues/{name}/take", operation_id = "take", tag = "queues", request_body(content = Option<TakeBody>, description = "Optional: `{\"count\": N}`"),
     params(("name" = String, Path, description = "The queue name"),
-        ("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters: the same key again (within 24 hours, among the queue's last 1000) answers the same tickets, `replayed: true`, and takes nothing more")),
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters, scoped to the token that sends it: the same key again from the same token (within 24 hours by the server's clock) answers the same tickets, `replayed: true`, and takes nothing more")),
     responses((status = 200, description = "The ticket taken (the first of a family, and `tickets`), with its position, estimated wait and the counters after it", body = TakeAnswer)))]
 pub(super) async fn take(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize_on(req.headers(), Op::Take, Some(&name), QUEUE)?;
+    let rule = st.authorize_on(req.headers(), Op::Take, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let key = idempotency_key(req.headers())?;
+    // A key belongs to the token that sent it: two kiosks whose keys collide never share a
+    // take.
+    let caller = rule.name.clone();
     let b: TakeBody = optional_json_body(req).await?;
     let count = b.count.unwrap_or(1);
     if !(1..=MAX_TAKE).contains(&count) {
@@ -235,7 +251,7 @@ pub(super) async fn take(
     }
     let mut options = TakeOptions::new().with_count(u64::try_from(count).unwrap_or(1));
     if let Some(k) = key {
-        options = options.with_request_id(k);
+        options = options.with_request_id(k).with_caller(caller);
     }
     let q = st.queues.handle(&st.dispenser, &name).await?;
     let outcome = q.take_with(&options).await;
@@ -374,7 +390,10 @@ pub(super) async fn list(
         rule,
         limit,
         after,
-        |a| async move { d.list_queues_after(a.as_deref(), limit).await },
+        |a, patterns| async move {
+            d.list_queues_after_matching(&patterns, a.as_deref(), limit)
+                .await
+        },
         |q: &QueueStatus| &q.name,
         QueueStatus::to_json,
     )

@@ -205,11 +205,13 @@ fn per_sequence(shown: &[String], value: impl Fn(&str) -> u64) -> Family<Labels,
 const QUEUES_WITH_SERIES: usize = 1000;
 
 /// The queues' series: waiting, taken, served and cancelled tickets from each queue
-/// document (one query), and the wait histogram the service keeps from the calls it sees.
+/// document (one query, through a projection of the counters and the last calls, so a scrape
+/// does not read the queues' histories), and the wait histogram the service keeps from the
+/// calls it sees.
 async fn queue_series(st: &Shared, r: &mut Registry) {
     let queues = match st
         .dispenser
-        .list_queues_after(None, QUEUES_WITH_SERIES)
+        .list_queue_counters_after(None, QUEUES_WITH_SERIES)
         .await
     {
         Ok(q) => q,

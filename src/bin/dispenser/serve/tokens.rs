@@ -76,12 +76,19 @@ pub(super) struct TokenRule {
     /// The token itself, only to scrub it from error messages.
     pub(super) secret: String,
     pub(super) sequences: Vec<Glob>,
+    /// The patterns of `sequences` as written, for the library's listings by pattern.
+    pub(super) patterns: Vec<String>,
     pub(super) operations: Ops,
 }
 
 impl TokenRule {
     pub(super) fn allows_name(&self, name: &str) -> bool {
         self.sequences.iter().any(|g| g.matches(name))
+    }
+
+    /// The name patterns, as the library's `…_matching` listings take them.
+    pub(super) fn patterns(&self) -> Vec<&str> {
+        self.patterns.iter().map(String::as_str).collect()
     }
 }
 
@@ -193,7 +200,25 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
     }
     let mut rules = Vec::new();
     let mut seen = HashSet::new();
+    let mut names = HashSet::new();
     for t in file.tokens {
+        // The name is who acts: the scope of a queue take's request ids (and what logs
+        // show), so it is printable and names one token.
+        if !(1..=dispenser::options::MAX_CALLER).contains(&t.name.len())
+            || !t.name.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        {
+            return Err(config_error(format!(
+                "token name {:?} must be 1 to {} printable ASCII characters",
+                t.name,
+                dispenser::options::MAX_CALLER
+            )));
+        }
+        if !names.insert(t.name.clone()) {
+            return Err(config_error(format!(
+                "token name {:?} names two tokens; give each token its own name",
+                t.name
+            )));
+        }
         if t.token.len() < MIN_TOKEN_LEN {
             return Err(config_error(format!(
                 "token {:?} is shorter than {MIN_TOKEN_LEN} characters",
@@ -232,6 +257,7 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
             token: PaddedToken::new(t.token.as_bytes()),
             secret: t.token,
             sequences: t.sequences.iter().map(|p| Glob::new(p)).collect(),
+            patterns: t.sequences,
             operations,
         });
     }

@@ -70,6 +70,12 @@
     return text;
   }
 
+  /** The element, with its whole text as its title (a clipped label can still be read). */
+  function titled(node) {
+    node.title = node.textContent;
+    return node;
+  }
+
   function deskText(call) {
     return call.desk === null || call.desk === undefined || call.desk === "" ? "" : "Desk " + call.desk;
   }
@@ -97,7 +103,9 @@
     const currentKey = current ? current.queue + "|" + key(current) : "";
     if (currentKey !== shownKey) {
       serving.textContent = shown;
+      serving.title = shown;
       Dispenser.text("desk", desk);
+      document.getElementById("desk").title = desk;
       if (shownKey !== null && current) {
         const call = serving.parentElement;
         call.classList.remove("fresh");
@@ -114,7 +122,7 @@
       el(
         "li",
         c.recall ? "recall" : "",
-        el("span", "ticket", ticketOf(c)),
+        titled(el("span", "ticket", ticketOf(c))),
         el("span", "desk", deskText(c) + (c.recall ? " (again)" : ""))
       )
     );
@@ -222,7 +230,7 @@
           .filter((line) => line.startsWith("data:"))
           .map((line) => line.slice(5).replace(/^ /, ""))
           .join("\n");
-        if (data) show(name, JSON.parse(data));
+        if (data) show(name, Dispenser.parseJson(data));
       }
     }
   }

@@ -151,8 +151,42 @@ const Dispenser = (() => {
   }
 
   /**
-   * Calls the API with the token; the JSON answer, or an ApiError (status 0: no answer).
-   * `options.body` (an object) is sent as JSON; `options.headers` are added.
+   * JSON.parse, except that an integer beyond ±(2^53 − 1) — a ticket of a wide range, a
+   * sequence near the end of 64 bits — arrives as a string of its exact digits: a JS Number
+   * would round it (9007199254740993 would read as …992). The scanner copies the text and
+   * quotes such integers, outside strings only.
+   */
+  function parseJson(text) {
+    let out = "";
+    let last = 0;
+    let i = 0;
+    while (i < text.length) {
+      const c = text[i];
+      if (c === '"') {
+        i++;
+        while (i < text.length && text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+        i++;
+      } else if (c === "-" || (c >= "0" && c <= "9")) {
+        let j = i + 1;
+        while (j < text.length && "0123456789.eE+-".includes(text[j])) j++;
+        const token = text.slice(i, j);
+        if (/^-?[0-9]+$/.test(token) && !Number.isSafeInteger(Number(token))) {
+          out += text.slice(last, i) + '"' + token + '"';
+          last = j;
+        }
+        i = j;
+      } else {
+        i++;
+      }
+    }
+    return JSON.parse(out + text.slice(last));
+  }
+
+  /**
+   * Calls the API with the token; the JSON answer (read with `parseJson`), or an ApiError
+   * (status 0: no answer). `options.body` (an object) is sent as JSON, or `options.json` (a
+   * string) as it is — the way to send an integer too wide for a JS Number exactly;
+   * `options.headers` are added.
    */
   async function api(method, path, options) {
     const opts = options || {};
@@ -161,7 +195,10 @@ const Dispenser = (() => {
       opts.headers || {}
     );
     const init = { method, headers, cache: "no-store" };
-    if (opts.body !== undefined) {
+    if (opts.json !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = opts.json;
+    } else if (opts.body !== undefined) {
       headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(opts.body);
     }
@@ -173,7 +210,7 @@ const Dispenser = (() => {
     }
     let body = null;
     try {
-      body = await resp.json();
+      body = parseJson(await resp.text());
     } catch (_) {
       // Not JSON: reported below.
     }
@@ -235,6 +272,7 @@ const Dispenser = (() => {
     token,
     forget,
     api,
+    parseJson,
     ApiError,
     queueName,
     queuePath,

@@ -26,8 +26,8 @@
 
   function fmtNumber(n) {
     if (n === null || n === undefined) return "–";
-    // JSON numbers past 2^53 arrive rounded: shown as such, not as exact digits.
-    if (Math.abs(n) > Number.MAX_SAFE_INTEGER) return "≈ " + Number(n).toExponential(2);
+    // Integers past 2^53 arrive as strings of their exact digits (Dispenser.parseJson).
+    if (typeof n === "string" && /^-?[0-9]+$/.test(n)) return BigInt(n).toLocaleString("en-US");
     return Number(n).toLocaleString("en-US");
   }
 
@@ -164,11 +164,13 @@
     }
   }
 
+  /** Posts `op` with `body` (an object, or a JSON text as it is sent). */
   async function act(card, op, body, done) {
     card.result.classList.remove("error");
     card.result.textContent = "…";
     try {
-      const answer = await Dispenser.api("POST", Dispenser.queuePath(card.name, "/" + op), { body });
+      const payload = typeof body === "string" ? { json: body } : { body };
+      const answer = await Dispenser.api("POST", Dispenser.queuePath(card.name, "/" + op), payload);
       card.result.textContent = done(answer);
     } catch (e) {
       if (e.status === 401) {
@@ -199,16 +201,17 @@
 
   function cancelTicket(card) {
     const given = card.ticketInput.value.trim();
-    let ticket = /^\d+$/.test(given) ? Number(given) : null;
+    // The ticket's digits, never a JS Number: a ticket past 2^53 would be rounded.
+    let ticket = /^-?[0-9]+$/.test(given) ? given : null;
     const listed = (card.status && card.status.waiting_list) || [];
     const byLabel = listed.find((w) => w.label === given);
-    if (byLabel) ticket = byLabel.ticket;
+    if (byLabel) ticket = String(byLabel.ticket);
     if (ticket === null) {
       card.result.classList.add("error");
       card.result.textContent = "Give the number (or label) of a waiting ticket to cancel.";
       return;
     }
-    act(card, "cancel", { ticket }, (a) => {
+    act(card, "cancel", '{"ticket":' + ticket + "}", (a) => {
       card.ticketInput.value = "";
       return "Cancelled " + Dispenser.ticketText(a) + ".";
     });
