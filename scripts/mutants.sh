@@ -26,6 +26,8 @@ start|src/dispenser.rs|"let start_differs = check_start &&"|"let start_differs =
 names|src/spec.rs|"if name.contains('~') {"|"if false && name.contains('~') {"
 scope|src/scope.rs|"if is_date_key(key) && key >= today {"|"if false && is_date_key(key) && key >= today {"
 desks|src/queue/state.rs|"            .chain(self.desks.iter().map(\x7cd\x7c d.serial))\n            .min()"|"            .chain(self.calls.iter().find(\x7cc\x7c !c.recall).map(\x7cc\x7c c.serial))\n            .min()"|queue_desks::seeded_model_of_desks_recalls_cancels_given_calls_alters_and_retried_takes
+newday|src/queue/state.rs|"(self.oldest_held(), self.newest_held()) {"|"(self.oldest_held(), Some(self.taken)) {"|queue_edges::seeded_model_of_queues_across_days_zones_clocks_ranges_and_colliding_request_ids
+caller|src/queue/state.rs|"k.key == id.id && k.caller == id.caller &&"|"k.key == id.id &&"|queue_edges::seeded_model_of_queues_across_days_zones_clocks_ranges_and_colliding_request_ids
 EOF
 )
 

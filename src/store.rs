@@ -235,7 +235,7 @@ impl Store {
         limit: u64,
         names: Option<&str>,
     ) -> Result<Vec<Result<document::SequenceState>>> {
-        let filter = doc! { field::ID: page_filter(after, names) };
+        let filter = page_filter(after, names);
         self.list_limited(filter, Some(i64::try_from(limit).unwrap_or(i64::MAX)))
             .await
     }
@@ -553,22 +553,23 @@ impl Store {
     }
 }
 
-/// The condition on `_id` of one page of a listing by name: the names after `after` (from
-/// the first when `None`), matching the regular expression `names` when given (see
-/// `spec::names_regex`).
+/// The filter of one page of a listing by name: the names after `after` (from the first
+/// when `None`), matching the regular expression `names` when given (see
+/// `spec::names_regex`). The two conditions are joined with `$and` (mongo-java-server reads
+/// only the `$regex` of `{_id: {$gt, $regex}}`).
 pub(crate) fn page_filter(after: Option<&str>, names: Option<&str>) -> Document {
-    let mut cond = match after {
-        Some(a) => doc! { "$gt": a },
+    let range = match after {
+        Some(a) => doc! { field::ID: { "$gt": a } },
         // Every name is a string, and `$gte: ""` matches exactly the strings (a comparison
         // matches values of its own type only), in the order the cursor relies on: the same
         // range query as the later pages, which a server reads from the `_id` index (a
         // `$type` filter costs mongo-java-server a second pass over every document).
-        None => doc! { "$gte": "" },
+        None => doc! { field::ID: { "$gte": "" } },
     };
-    if let Some(r) = names {
-        cond.insert("$regex", r);
+    match names {
+        Some(r) => doc! { "$and": [range, { field::ID: { "$regex": r } }] },
+        None => range,
     }
-    cond
 }
 
 pub(crate) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {

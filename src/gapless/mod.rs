@@ -338,7 +338,7 @@ impl Dispenser {
             .sort(bson::doc! { "_id": 1 })
             .limit(i64::try_from(limit).unwrap_or(i64::MAX))
             .build();
-        let filter = bson::doc! { "_id": crate::store::page_filter(after, names.as_deref()) };
+        let filter = crate::store::page_filter(after, names.as_deref());
         let docs: Vec<bson::Document> = store
             .bounded_read(|| "listing the gap-free sequences".to_owned(), async {
                 futures::TryStreamExt::try_collect(

@@ -435,15 +435,17 @@ impl State {
     /// each desk's. At most [`MAX_SPANS`] + 1 + [`MAX_DESKS`] runs, whatever the range.
     fn held_runs(&self) -> Vec<(i64, i64)> {
         let mut runs = Vec::with_capacity(self.out_of_line.len() + 1 + self.desks.len());
-        let mut from = self.served + 1;
+        // In i128: serials may reach i64::MAX.
+        let (taken, mut from) = (i128::from(self.taken), i128::from(self.served) + 1);
+        let serial = |v: i128| i64::try_from(v).unwrap_or(i64::MAX);
         for x in &self.out_of_line {
-            if x.from > from {
-                runs.push((from, (x.from - 1).min(self.taken)));
+            if i128::from(x.from) > from {
+                runs.push((serial(from), serial((i128::from(x.from) - 1).min(taken))));
             }
-            from = from.max(x.to + 1);
+            from = from.max(i128::from(x.to) + 1);
         }
-        if from <= self.taken {
-            runs.push((from, self.taken));
+        if from <= taken {
+            runs.push((serial(from), self.taken));
         }
         runs.extend(self.desks.iter().map(|d| (d.serial, d.serial)));
         runs
@@ -472,13 +474,14 @@ impl State {
         if self.version < 0 {
             return bad("version", format!("({}) is negative", self.version));
         }
-        let mut after = self.served + 1;
+        // In i128: a document may hold any Int64, and serials may reach i64::MAX.
+        let mut after = i128::from(self.served) + 1;
         for (i, x) in self.out_of_line.iter().enumerate() {
             // Sorted, disjoint, after the cursor (never right after it), and taken.
             let first_ok = if i == 0 {
-                x.from > self.served + 1
+                i128::from(x.from) > i128::from(self.served) + 1
             } else {
-                x.from >= after
+                i128::from(x.from) >= after
             };
             if !first_ok || x.to < x.from || x.to > self.taken {
                 return bad(
@@ -489,7 +492,7 @@ impl State {
                     ),
                 );
             }
-            after = x.to + 1;
+            after = i128::from(x.to) + 1;
         }
         if self.cancelled < 0 || self.voided < 0 || self.called() < 0 {
             return bad(
@@ -629,7 +632,7 @@ impl State {
             };
             let right = i < self.out_of_line.len() && {
                 let r = self.out_of_line[i];
-                r.kind == kind && r.from == serial + 1
+                r.kind == kind && serial.checked_add(1) == Some(r.from)
             };
             match (left, right) {
                 (true, true) => {
@@ -698,7 +701,8 @@ impl State {
     /// waiting from yesterday stay held, so today's tickets stop before reaching any of their
     /// numbers (the span rule: a take needs the held tickets and its own to span at most the
     /// range). The desks' boards are cleared. When the spans of tickets done out of line are
-    /// at their bound ([`MAX_SPANS`]), the numbering goes on from where it is instead.
+    /// at their bound ([`MAX_SPANS`]), or the range is so wide that the serials skipped would
+    /// leave less than a whole range of serials, the numbering goes on from where it is.
     fn restart(&mut self) {
         self.desks.clear();
         let cap = i128::from(self.spec.capacity());
@@ -706,7 +710,14 @@ impl State {
         if rem == 0 {
             return;
         }
-        let Ok(next) = i64::try_from(i128::from(self.taken) + cap - rem) else {
+        // Only with room left for a whole range of tickets after the void ones: a range so
+        // wide (more than about 2^62 tickets) that the jump would use up the 2^63 − 1 serials
+        // goes on numbering instead of starting again.
+        let next = i128::from(self.taken) + cap - rem;
+        if next + cap > i128::from(i64::MAX) {
+            return;
+        }
+        let Ok(next) = i64::try_from(next) else {
             return;
         };
         let (from, to) = (self.taken + 1, next);

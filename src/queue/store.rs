@@ -252,7 +252,7 @@ impl QueueStore {
     ) -> Result<Vec<Result<QueueStatus>>> {
         let mut opts = FindOptions::builder().sort(doc! { field::ID: 1 }).build();
         opts.limit = limit;
-        let filter = doc! { field::ID: crate::store::page_filter(after, names) };
+        let filter = crate::store::page_filter(after, names);
         let docs: Vec<Document> = self
             .store
             .bounded_read(|| "listing queues".to_owned(), async {
@@ -279,7 +279,7 @@ impl QueueStore {
             .projection(document::counters_projection())
             .limit(limit)
             .build();
-        let filter = doc! { field::ID: crate::store::page_filter(after, None) };
+        let filter = crate::store::page_filter(after, None);
         let docs: Vec<Document> = self
             .store
             .bounded_read(|| "listing the queues' counters".to_owned(), async {

@@ -23,6 +23,7 @@ mod model;
 mod proxy;
 mod queue;
 mod queue_desks;
+mod queue_edges;
 mod scale;
 mod scope;
 mod serve;
