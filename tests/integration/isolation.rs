@@ -1,9 +1,15 @@
 //! Token isolation, generated: tokens with random globs and operation sets send random
-//! requests to every endpoint of the service (plain names, scopes, stripes, queues, gap-free
-//! sequences, new names, percent-encoded names) while an admin draws. Two properties:
+//! requests to every endpoint of the service while an admin draws. The requests are drawn
+//! from the service's own `/openapi.json` — every path and method, every path, query and
+//! header parameter (paging cursors among them: an `after` is often the `next` a previous
+//! answer gave), every request body property (`if_not_exists` among them) — so an endpoint
+//! added later is covered without anyone adding it here; the test fails unless every
+//! operation of the document was sent. Names are plain names, scopes, stripes, queues,
+//! gap-free sequences, new names and percent-encoded names. Two properties:
 //!
-//! - **Nothing read past the rights.** No answer to a token carries the name of a sequence it
-//!   has no right on (unless the request named it), nor the shape of one it may not read
+//! - **Nothing read past the rights.** No answer to a token carries the name of a sequence
+//!   or queue it has no right on (unless the request named it) — not in an entry, not in an
+//!   error, not in a paging cursor — nor the shape of one it may not read
 //!   (each sequence's `max` is a unique marker, and so are the gap-free sequence's numbers;
 //!   `peek`, `list`, `alter`, `advance` and `reset` answer with the state, so they count as
 //!   reading).
@@ -44,6 +50,9 @@ const PLAIN: [&str; 5] = [
 ];
 const STRIPED: &str = "ids-fast";
 const QUEUE: &str = "queue-lobby";
+/// A queue only a `*` glob reaches: a page of queues must never name it, not even as the
+/// cursor of the next page.
+const QUEUE2: &str = "lobby-private";
 const GAPLESS: &str = "gap-inv";
 
 /// What a token's globs are drawn from.
@@ -135,75 +144,196 @@ fn segment(rng: &mut Rng, name: &str) -> String {
     }
 }
 
-/// One random request: method, path, body, and the name it is about (if any).
-fn request(rng: &mut Rng) -> (Method, String, Option<Value>, Option<String>) {
-    let n = pick_name(rng);
-    let s = segment(rng, &n);
-    let big = rng.range(1, 1_000_000);
-    match rng.below(14) {
-        0..=2 => (
-            Method::POST,
-            format!("/v1/sequences/{s}/next?count={}", rng.range(1, 3)),
-            None,
-            Some(n),
-        ),
-        3 => (Method::GET, format!("/v1/sequences/{s}"), None, Some(n)),
-        4 => (Method::GET, "/v1/sequences".into(), None, None),
-        5 => {
-            let name = rng.pick(&[PLAIN[1], PLAIN[3], "new-1", "new-2"]).to_owned();
-            let mut body = json!({ "name": name, "if_not_exists": rng.chance(70) });
-            if rng.chance(50) {
-                body["max"] = json!(big);
+/// One operation of the service's `/openapi.json`.
+struct Operation {
+    id: String,
+    method: Method,
+    /// The path as the document gives it, `{name}` and all.
+    path: String,
+    /// `(name, in, schema)` of each parameter.
+    params: Vec<(String, String, Value)>,
+    /// The JSON body's schema, `$ref`s resolved on use.
+    body: Option<Value>,
+}
+
+/// Every operation of the document that a bearer token authorizes, in its order. The
+/// others say so in the document (`security` without `bearer`: `/healthz`, `/openapi.json`,
+/// `/metrics`, the operator's scrape) and answer the same to every token.
+fn operations(spec: &Value) -> Vec<Operation> {
+    let mut out = Vec::new();
+    for (path, methods) in spec["paths"].as_object().expect("paths") {
+        for (method, op) in methods.as_object().expect("methods") {
+            if let Some(security) = op["security"].as_array()
+                && !security.iter().any(|s| s.get("bearer").is_some())
+            {
+                continue;
             }
-            (Method::POST, "/v1/sequences".into(), Some(body), Some(name))
+            let params = op["parameters"]
+                .as_array()
+                .map(|ps| {
+                    ps.iter()
+                        .map(|p| {
+                            (
+                                p["name"].as_str().unwrap_or_default().to_owned(),
+                                p["in"].as_str().unwrap_or_default().to_owned(),
+                                p["schema"].clone(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let body = op["requestBody"]["content"]["application/json"]["schema"].clone();
+            out.push(Operation {
+                id: op["operationId"].as_str().unwrap_or(path).to_owned(),
+                method: method.to_uppercase().parse().expect("a method"),
+                path: path.clone(),
+                params,
+                body: (!body.is_null()).then_some(body),
+            });
         }
-        6 => (
-            Method::POST,
-            format!("/v1/sequences/{s}/alter"),
-            Some(json!({ "max": big })),
-            Some(n),
-        ),
-        7 => (
-            Method::POST,
-            format!("/v1/sequences/{s}/advance"),
-            Some(json!({ "to": big })),
-            Some(n),
-        ),
-        8 => (
-            Method::POST,
-            format!("/v1/sequences/{s}/reset"),
-            Some(json!({ "next": big, "force": rng.chance(50) })),
-            Some(n),
-        ),
-        9 => (Method::DELETE, format!("/v1/sequences/{s}"), None, Some(n)),
-        10 => (Method::GET, "/v1/overview".into(), None, None),
-        11 => {
-            let op = rng.pick(&["", "/take", "/call"]);
-            let method = if op.is_empty() {
-                Method::GET
-            } else {
-                Method::POST
-            };
-            (
-                method,
-                format!("/v1/queues/{QUEUE}{op}"),
-                None,
-                Some(QUEUE.into()),
-            )
-        }
-        12 => (
-            Method::GET,
-            format!("/v1/gapless/{GAPLESS}"),
-            None,
-            Some(GAPLESS.into()),
-        ),
-        _ => (
-            Method::POST,
-            format!("/v1/gapless/{GAPLESS}/void"),
-            Some(json!({ "number": rng.range(1, 5), "reason": "test" })),
-            Some(GAPLESS.into()),
-        ),
     }
+    out
+}
+
+/// `schema` with its `$ref` (and a `oneOf` of null and one schema) resolved in `spec`.
+fn resolve<'s>(spec: &'s Value, schema: &'s Value) -> &'s Value {
+    if let Some(r) = schema["$ref"].as_str() {
+        let name = r.rsplit('/').next().unwrap_or_default();
+        return resolve(spec, &spec["components"]["schemas"][name]);
+    }
+    if let Some(alts) = schema["oneOf"].as_array()
+        && let Some(real) = alts.iter().find(|a| a["type"] != "null")
+    {
+        return resolve(spec, real);
+    }
+    schema
+}
+
+/// A value for `schema`, the property `prop` of a body or parameter: names from the world,
+/// cursors from earlier answers, numbers small or large (never a marker), booleans either way.
+fn value_for(
+    rng: &mut Rng,
+    spec: &Value,
+    schema: &Value,
+    prop: &str,
+    about: &str,
+    cursors: &[String],
+) -> Value {
+    let schema = resolve(spec, schema);
+    let ty = match &schema["type"] {
+        Value::Array(types) => types
+            .iter()
+            .find(|t| *t != "null")
+            .cloned()
+            .unwrap_or(Value::Null),
+        t => t.clone(),
+    };
+    match (prop, ty.as_str()) {
+        ("name", _) => json!(about),
+        ("after", _) if !cursors.is_empty() && rng.chance(70) => {
+            json!(cursors[rng.below(cursors.len() as u64) as usize])
+        }
+        ("after", _) => json!(pick_name(rng)),
+        ("limit", _) => json!(rng.range(1, 3)),
+        ("count", _) => json!(rng.range(1, 3)),
+        ("desk", _) => json!(rng.pick(&["1", "2"])),
+        ("tz", _) => json!("UTC"),
+        ("format", _) => Value::Null,
+        ("reason", _) => json!("isolation test"),
+        (_, Some("boolean")) => json!(rng.chance(50)),
+        (_, Some("integer")) => {
+            let lo = schema["minimum"].as_i64().unwrap_or(1);
+            let hi = schema["maximum"]
+                .as_i64()
+                .unwrap_or(1_000_000)
+                .min(1_000_000);
+            let lo = lo.max(1);
+            json!(if rng.chance(50) {
+                rng.range(lo, lo + 4)
+            } else {
+                rng.range(lo, hi.max(lo))
+            })
+        }
+        (_, Some("object")) => {
+            let required: Vec<&str> = schema["required"]
+                .as_array()
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut o = serde_json::Map::new();
+            if let Some(props) = schema["properties"].as_object() {
+                for (k, v) in props {
+                    if required.contains(&k.as_str()) || rng.chance(50) {
+                        o.insert(k.clone(), value_for(rng, spec, v, k, about, cursors));
+                    }
+                }
+            }
+            Value::Object(o)
+        }
+        _ => json!(pick_name(rng)),
+    }
+}
+
+/// One random request drawn from `ops`: the operation's index, method, path, body, headers,
+/// and the name it is about (if any).
+fn request(
+    rng: &mut Rng,
+    spec: &Value,
+    ops: &[Operation],
+    cursors: &[String],
+) -> (
+    usize,
+    Method,
+    String,
+    Option<Value>,
+    Vec<(String, String)>,
+    Option<String>,
+) {
+    let i = rng.below(ops.len() as u64) as usize;
+    let op = &ops[i];
+    // The name a request is about: a queue for the queues' paths, the gap-free sequence for
+    // its own, any name otherwise (each sometimes another kind: refusals are tested too).
+    let about = if op.path.starts_with("/v1/queues") && rng.chance(80) {
+        rng.pick(&[QUEUE, QUEUE, QUEUE2, "queue-new"]).to_owned()
+    } else if op.path.starts_with("/v1/gapless") && rng.chance(80) {
+        GAPLESS.to_owned()
+    } else {
+        pick_name(rng)
+    };
+    let mut path = op.path.clone();
+    let mut query = Vec::new();
+    let mut headers = Vec::new();
+    let mut named = None;
+    for (name, place, schema) in &op.params {
+        match place.as_str() {
+            "path" => {
+                path = path.replace(&format!("{{{name}}}"), &segment(rng, &about));
+                named = Some(about.clone());
+            }
+            "query" if rng.chance(70) => {
+                let v = value_for(rng, spec, schema, name, &about, cursors);
+                let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                query.push(format!(
+                    "{name}={}",
+                    v.replace('@', "%40").replace('~', "%7E")
+                ));
+            }
+            "header" if rng.chance(70) => {
+                headers.push((name.clone(), format!("isolation-{}", rng.below(4))));
+            }
+            _ => {}
+        }
+    }
+    if !query.is_empty() {
+        path = format!("{path}?{}", query.join("&"));
+    }
+    let body = op.body.as_ref().map(|schema| {
+        let b = value_for(rng, spec, schema, "", &about, cursors);
+        if b.get("name").is_some() {
+            named = Some(about.clone());
+        }
+        b
+    });
+    (i, op.method.clone(), path, body, headers, named)
 }
 
 fn tokens(rng: &mut Rng) -> Vec<Token> {
@@ -238,12 +368,29 @@ async fn no_token_reads_or_disturbs_what_its_rights_do_not_cover() {
     let seed = common::seed("DISPENSER_ISOLATION_SEED");
     eprintln!("isolation test: seed {seed} (replay: DISPENSER_ISOLATION_SEED={seed})");
     let mut rng = Rng(seed);
+    let mut sent: std::collections::BTreeMap<String, usize> = Default::default();
     for round in 0..8 {
-        round_of(rng.next_u64(), seed, round).await;
+        round_of(rng.next_u64(), seed, round, &mut sent).await;
     }
+    // Every operation of `/openapi.json` was sent (an endpoint added later is covered).
+    let missed: Vec<&String> = sent
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(k, _)| k)
+        .collect();
+    assert!(
+        missed.is_empty(),
+        "operations never sent: {missed:?} ({sent:?})"
+    );
+    eprintln!("isolation test: requests per operation of /openapi.json: {sent:?}");
 }
 
-async fn round_of(seed: u64, top: u64, round: u32) {
+async fn round_of(
+    seed: u64,
+    top: u64,
+    round: u32,
+    sent_per_op: &mut std::collections::BTreeMap<String, usize>,
+) {
     let mut rng = Rng(seed);
     let tokens = tokens(&mut rng);
     let mut entries =
@@ -291,9 +438,15 @@ async fn round_of(seed: u64, top: u64, round: u32) {
     markers.push((STRIPED.to_owned(), marker(9)));
     let mut scopes = vec![format!("{}@a", PLAIN[0])];
     d.open_scope(PLAIN[0], "a").await.unwrap();
-    d.ensure_queue(QUEUE, dispenser::queue::QueueSpec::default())
+    for (i, queue) in [QUEUE, QUEUE2].iter().enumerate() {
+        d.ensure_queue(
+            queue,
+            dispenser::queue::QueueSpec::default().with_max(marker(11 + i)),
+        )
         .await
         .unwrap();
+        markers.push(((*queue).to_owned(), marker(11 + i)));
+    }
     let business = format!("{}_inv", svc.collection);
     let g = d
         .open_gapless(
@@ -312,7 +465,7 @@ async fn round_of(seed: u64, top: u64, round: u32) {
     let every: Vec<&str> = PLAIN
         .iter()
         .copied()
-        .chain([STRIPED, QUEUE, GAPLESS])
+        .chain([STRIPED, QUEUE, QUEUE2, GAPLESS])
         .collect();
     let protected: Vec<&str> = every
         .iter()
@@ -336,18 +489,36 @@ async fn round_of(seed: u64, top: u64, round: u32) {
         .collect();
 
     let http = reqwest::Client::new();
+    let (_, spec) = send(http.get(svc.url("/openapi.json"))).await;
+    let ops = operations(&spec);
+    assert!(ops.len() > 20, "{} operations in /openapi.json", ops.len());
+    for op in &ops {
+        sent_per_op.entry(op.id.clone()).or_default();
+    }
+    // The cursors the answers gave (`next`), sent back as `after` by any token.
+    let mut cursors: Vec<String> = Vec::new();
     let mut sent = 0;
     for step in 0..150 {
         let t = &tokens[rng.below(tokens.len() as u64) as usize];
-        let (method, path, body, about) = request(&mut rng);
+        let (i, method, path, body, headers, about) = request(&mut rng, &spec, &ops, &cursors);
+        *sent_per_op.entry(ops[i].id.clone()).or_default() += 1;
         let mut req = http
             .request(method.clone(), svc.url(&path))
-            .bearer_auth(&t.secret);
+            .bearer_auth(&t.secret)
+            .timeout(std::time::Duration::from_secs(30));
+        for (k, v) in &headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
         if let Some(b) = &body {
             req = req.json(b);
         }
         let (status, answer) = send(req).await;
         sent += 1;
+        if let Some(next) = answer["next"].as_str()
+            && !cursors.iter().any(|c| c == next)
+        {
+            cursors.push(next.to_owned());
+        }
         let text = answer.to_string();
         let asked = format!(
             "{path} {}",
