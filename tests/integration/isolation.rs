@@ -273,21 +273,19 @@ fn value_for(
     }
 }
 
-/// One random request drawn from `ops`: the operation's index, method, path, body, headers,
-/// and the name it is about (if any).
-fn request(
-    rng: &mut Rng,
-    spec: &Value,
-    ops: &[Operation],
-    cursors: &[String],
-) -> (
+/// A request drawn: the operation's index, method, path, body, headers, and the name it is
+/// about (if any).
+type Drawn = (
     usize,
     Method,
     String,
     Option<Value>,
     Vec<(String, String)>,
     Option<String>,
-) {
+);
+
+/// One random request drawn from `ops`.
+fn request(rng: &mut Rng, spec: &Value, ops: &[Operation], cursors: &[String]) -> Drawn {
     let i = rng.below(ops.len() as u64) as usize;
     let op = &ops[i];
     // The name a request is about: a queue for the queues' paths, the gap-free sequence for
