@@ -8,13 +8,15 @@
 //!   updated_at: Date,
 //!   // since issue 31 (absent in older documents: empty, no format, UTC, not daily)
 //!   format: string | null, tz: string, daily: bool, cancelled: Int64, voided: Int64,
-//!   out_of_line: [{from: Int64, to: Int64, kind: "cancelled" | "called" | "void"}],
+//!   out_of_line: BinData,  // packed (`pack_spans`) since issue 37; before, an array of
+//!                          // {from: Int64, to: Int64, kind: "cancelled" | "called" | "void"}
 //!   desks: [{desk: string, serial: Int64, at: Date}],
 //!   calls: [{serial: Int64, desk: string, at: Date, recall: bool, wait_ms: Int64 | null}],
-//!   takes: [{first: Int64, count: Int64, at: Date}],
-//!   keys: [{caller: string, key: string, first: Int64, count: Int64, at: Date,
-//!           version: Int64, max: Int64}],          // the ring: at most 64 (`caller`
-//!                                                  // since issue 37; absent: "")
+//!   takes: BinData,   // packed (`pack_takes`) since issue 37; before, an array of
+//!                     // {first: Int64, count: Int64, at: Date}
+//!   keys: BinData,    // the ring of request ids, packed (`pack_keys`), at most 64, since
+//!                     // issue 37; before, an array of {key: string, first: Int64,
+//!                     // count: Int64, at: Date, version: Int64, max: Int64}
 //!   spilled: Int64,                                // since issue 37 (absent: 0)
 //!   hourly: [{hour: Date, taken: Int64, served: Int64, waiting: Int64}],
 //!   day: string, taken_today: Int64, served_today: Int64 }
@@ -81,11 +83,7 @@ fn date(ms: i64) -> Bson {
 
 /// The document of a state (what every write stores, whole).
 pub(crate) fn encode(name: &str, s: &State) -> Document {
-    let spans: Vec<Bson> = s
-        .out_of_line
-        .iter()
-        .map(|x| Bson::Document(doc! { "from": x.from, "to": x.to, "kind": x.kind.as_str() }))
-        .collect();
+    let spans = packed(pack_spans(&s.out_of_line));
     let desks: Vec<Bson> = s
         .desks
         .iter()
@@ -101,20 +99,8 @@ pub(crate) fn encode(name: &str, s: &State) -> Document {
             })
         })
         .collect();
-    let takes: Vec<Bson> = s
-        .takes
-        .iter()
-        .map(|t| Bson::Document(doc! { "first": t.first, "count": t.count, "at": date(t.at) }))
-        .collect();
-    let keys: Vec<Bson> = s
-        .keys
-        .iter()
-        .map(|k| {
-            Bson::Document(
-                doc! { "caller": &k.caller, "key": &k.key, "first": k.first, "count": k.count, "at": date(k.at), "version": k.version, "max": k.max },
-            )
-        })
-        .collect();
+    let takes = packed(pack_takes(&s.takes));
+    let keys = packed(pack_keys(&s.keys));
     let hourly: Vec<Bson> = s
         .hourly
         .iter()
@@ -385,19 +371,28 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
     } else {
         String::new()
     };
-    let out_of_line = r.list(d, field::OUT_OF_LINE, |e, at| {
-        let kind = r.string(e, "kind", at)?;
-        Ok(Span {
-            from: r.int(e, "from", at)?,
-            to: r.int(e, "to", at)?,
-            kind: Kind::parse(&kind).ok_or_else(|| {
-                r.corrupt(
-                    at,
-                    format!("has kind {kind:?}; expected cancelled, called or void"),
-                )
-            })?,
-        })
-    })?;
+    let out_of_line = match d.get(field::OUT_OF_LINE) {
+        Some(Bson::Binary(b)) => unpack_spans(&b.bytes).ok_or_else(|| {
+            r.corrupt(
+                field::OUT_OF_LINE,
+                "is not a packed list of spans of tickets",
+            )
+        })?,
+        // Written before issue 37: one document per span.
+        _ => r.list(d, field::OUT_OF_LINE, |e, at| {
+            let kind = r.string(e, "kind", at)?;
+            Ok(Span {
+                from: r.int(e, "from", at)?,
+                to: r.int(e, "to", at)?,
+                kind: Kind::parse(&kind).ok_or_else(|| {
+                    r.corrupt(
+                        at,
+                        format!("has kind {kind:?}; expected cancelled, called or void"),
+                    )
+                })?,
+            })
+        })?,
+    };
     let legacy = !d.contains_key(field::DESKS);
     let mut desks = r.list(d, field::DESKS, |e, at| {
         Ok(Desk {
@@ -415,28 +410,38 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
         });
     }
     let calls = r.list(d, field::CALLS, |e, at| read_call(&r, e, at))?;
-    let takes = r.list(d, field::TAKES, |e, at| {
-        Ok(TakeAt {
-            first: r.int(e, "first", at)?,
-            count: r.int(e, "count", at)?,
-            at: r.date(e, "at", at)?,
-        })
-    })?;
-    let keys = r.list(d, field::KEYS, |e, at| {
-        Ok(Key {
-            caller: if e.contains_key("caller") {
-                r.string(e, "caller", at)?
-            } else {
-                String::new()
-            },
-            key: r.string(e, "key", at)?,
-            first: r.int(e, "first", at)?,
-            count: r.int(e, "count", at)?,
-            at: r.date(e, "at", at)?,
-            version: r.int(e, "version", at)?,
-            max: r.int(e, "max", at)?,
-        })
-    })?;
+    let takes = match d.get(field::TAKES) {
+        Some(Bson::Binary(b)) => unpack_takes(&b.bytes)
+            .ok_or_else(|| r.corrupt(field::TAKES, "is not a packed list of takes"))?,
+        // Written before issue 37: one document per take.
+        _ => r.list(d, field::TAKES, |e, at| {
+            Ok(TakeAt {
+                first: r.int(e, "first", at)?,
+                count: r.int(e, "count", at)?,
+                at: r.date(e, "at", at)?,
+            })
+        })?,
+    };
+    let keys = match d.get(field::KEYS) {
+        Some(Bson::Binary(b)) => unpack_keys(&b.bytes)
+            .ok_or_else(|| r.corrupt(field::KEYS, "is not a packed list of request ids"))?,
+        // Written before issue 37: one document per request id.
+        _ => r.list(d, field::KEYS, |e, at| {
+            Ok(Key {
+                caller: if e.contains_key("caller") {
+                    r.string(e, "caller", at)?
+                } else {
+                    String::new()
+                },
+                key: r.string(e, "key", at)?,
+                first: r.int(e, "first", at)?,
+                count: r.int(e, "count", at)?,
+                at: r.date(e, "at", at)?,
+                version: r.int(e, "version", at)?,
+                max: r.int(e, "max", at)?,
+            })
+        })?,
+    };
     let hourly = r.list(d, field::HOURLY, |e, at| {
         Ok(Hour {
             hour: r.date(e, "hour", at)?,
@@ -489,6 +494,173 @@ fn check(r: &Reader<'_>, s: &State, waiting: i64) -> Result<()> {
     Ok(())
 }
 
+/// Bytes as a BSON binary (generic subtype).
+fn packed(bytes: Vec<u8>) -> Bson {
+    Bson::Binary(bson::Binary {
+        subtype: bson::spec::BinarySubtype::Generic,
+        bytes,
+    })
+}
+
+/// LEB128: 7 bits a byte, low first.
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// A signed number as an unsigned one, small for small magnitudes (zigzag).
+fn put_signed(out: &mut Vec<u8>, v: i64) {
+    put_varint(out, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+/// Reads packed numbers; `None` at the end of the bytes or on a malformed number.
+struct Unpack<'a> {
+    bytes: &'a [u8],
+}
+
+impl Unpack<'_> {
+    fn varint(&mut self) -> Option<u64> {
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = self.bytes.split_first()?;
+            self.bytes = rest;
+            v |= u64::from(byte & 0x7f).checked_shl(shift)?;
+            if byte & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn signed(&mut self) -> Option<i64> {
+        let u = self.varint()?;
+        Some(((u >> 1) as i64) ^ -((u & 1) as i64))
+    }
+
+    fn text(&mut self) -> Option<String> {
+        let len = usize::try_from(self.varint()?).ok()?;
+        if len > self.bytes.len() {
+            return None;
+        }
+        let (text, rest) = self.bytes.split_at(len);
+        self.bytes = rest;
+        String::from_utf8(text.to_vec()).ok()
+    }
+}
+
+/// The takes' times, packed: for each, the distance of `first` from where the previous take
+/// ended, `count`, and the time since the previous take (ms) — a few bytes each, one BSON
+/// value for the whole list (a document per take made a long queue's every write heavy).
+pub(crate) fn pack_takes(takes: &[TakeAt]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(takes.len() * 5);
+    let (mut next, mut at) = (0_i64, 0_i64);
+    for t in takes {
+        put_signed(&mut out, t.first.wrapping_sub(next));
+        put_signed(&mut out, t.count);
+        put_signed(&mut out, t.at.wrapping_sub(at));
+        next = t.first.wrapping_add(t.count);
+        at = t.at;
+    }
+    out
+}
+
+/// The list [`pack_takes`] packed; `None` when the bytes are not one.
+pub(crate) fn unpack_takes(bytes: &[u8]) -> Option<Vec<TakeAt>> {
+    let mut u = Unpack { bytes };
+    let (mut next, mut at) = (0_i64, 0_i64);
+    let mut out = Vec::new();
+    while !u.bytes.is_empty() {
+        let first = next.wrapping_add(u.signed()?);
+        let count = u.signed()?;
+        at = at.wrapping_add(u.signed()?);
+        out.push(TakeAt { first, count, at });
+        next = first.wrapping_add(count);
+    }
+    Some(out)
+}
+
+/// The spans of tickets done out of line, packed: for each, the distance of `from` from the
+/// previous span's `to` (from 0 for the first), `to - from`, and the kind (0 cancelled, 1
+/// called, 2 void).
+pub(crate) fn pack_spans(spans: &[Span]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(spans.len() * 4);
+    let mut after = 0_i64;
+    for x in spans {
+        put_signed(&mut out, x.from.wrapping_sub(after));
+        put_signed(&mut out, x.to.wrapping_sub(x.from));
+        out.push(match x.kind {
+            Kind::Cancelled => 0,
+            Kind::Called => 1,
+            Kind::Void => 2,
+        });
+        after = x.to;
+    }
+    out
+}
+
+/// The list [`pack_spans`] packed; `None` when the bytes are not one.
+pub(crate) fn unpack_spans(bytes: &[u8]) -> Option<Vec<Span>> {
+    let mut u = Unpack { bytes };
+    let mut out = Vec::new();
+    let mut after = 0_i64;
+    while !u.bytes.is_empty() {
+        let from = after.wrapping_add(u.signed()?);
+        let to = from.wrapping_add(u.signed()?);
+        let (&kind, rest) = u.bytes.split_first()?;
+        u.bytes = rest;
+        let kind = match kind {
+            0 => Kind::Cancelled,
+            1 => Kind::Called,
+            2 => Kind::Void,
+            _ => return None,
+        };
+        out.push(Span { from, to, kind });
+        after = to;
+    }
+    Some(out)
+}
+
+/// The ring of request ids, packed: for each, the caller and the id (length first), `first`,
+/// `count`, the time, the version and the highest ticket of then.
+pub(crate) fn pack_keys(keys: &[Key]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(keys.len() * 48);
+    for k in keys {
+        for text in [&k.caller, &k.key] {
+            put_varint(&mut out, text.len() as u64);
+            out.extend_from_slice(text.as_bytes());
+        }
+        for v in [k.first, k.count, k.at, k.version, k.max] {
+            put_signed(&mut out, v);
+        }
+    }
+    out
+}
+
+/// The ring [`pack_keys`] packed; `None` when the bytes are not one.
+pub(crate) fn unpack_keys(bytes: &[u8]) -> Option<Vec<Key>> {
+    let mut u = Unpack { bytes };
+    let mut out = Vec::new();
+    while !u.bytes.is_empty() {
+        out.push(Key {
+            caller: u.text()?,
+            key: u.text()?,
+            first: u.signed()?,
+            count: u.signed()?,
+            at: u.signed()?,
+            version: u.signed()?,
+            max: u.signed()?,
+        });
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,6 +710,98 @@ mod tests {
         let s = decode("q", &old).unwrap();
         assert_eq!(s.desks.len(), 1);
         assert_eq!(s.desks[0].serial, 18);
+    }
+
+    #[test]
+    fn takes_and_request_ids_pack_and_unpack_exactly() {
+        let takes = vec![
+            TakeAt {
+                first: 1,
+                count: 3,
+                at: 1_700_000_000_000,
+            },
+            TakeAt {
+                first: 4,
+                count: 1,
+                at: 1_700_000_000_017,
+            },
+            TakeAt {
+                first: 90,
+                count: 2,
+                at: 1_699_999_999_000,
+            },
+            TakeAt {
+                first: i64::MAX - 1,
+                count: 2,
+                at: i64::MIN,
+            },
+        ];
+        assert_eq!(unpack_takes(&pack_takes(&takes)), Some(takes.clone()));
+        // Consecutive takes a second apart: a handful of bytes each.
+        let many: Vec<TakeAt> = (0..1000)
+            .map(|i| TakeAt {
+                first: 1 + i,
+                count: 1,
+                at: 1_700_000_000_000 + i * 1000,
+            })
+            .collect();
+        assert!(
+            pack_takes(&many).len() < 6 * 1000,
+            "{}",
+            pack_takes(&many).len()
+        );
+        let keys = vec![Key {
+            caller: "kiosk-7".into(),
+            key: "0001/é".into(),
+            first: 5,
+            count: 2,
+            at: -3,
+            version: 42,
+            max: i64::MAX,
+        }];
+        assert_eq!(unpack_keys(&pack_keys(&keys)), Some(keys.clone()));
+        // Truncated or overlong bytes are no list.
+        let bytes = pack_keys(&keys);
+        assert_eq!(unpack_keys(&bytes[..bytes.len() - 1]), None);
+        assert_eq!(unpack_takes(&[0x80; 11]), None);
+        assert_eq!(unpack_takes(&[]), Some(vec![]));
+        let spans = vec![
+            Span {
+                from: 3,
+                to: 3,
+                kind: Kind::Cancelled,
+            },
+            Span {
+                from: 5,
+                to: 9,
+                kind: Kind::Called,
+            },
+            Span {
+                from: 10,
+                to: i64::MAX,
+                kind: Kind::Void,
+            },
+        ];
+        assert_eq!(unpack_spans(&pack_spans(&spans)), Some(spans));
+        assert_eq!(unpack_spans(&[0, 0, 7]), None, "an unknown kind");
+        // A document with packed lists round-trips; one with garbage is corrupt.
+        let mut s = decode("q", &good()).unwrap();
+        s.takes = takes[..2].to_vec();
+        s.keys = vec![Key {
+            key: "0001".into(),
+            ..keys[0].clone()
+        }];
+        s.taken = 25;
+        let d = encode("q", &s);
+        assert_eq!(decode("q", &d).unwrap(), s);
+        let mut bad = d.clone();
+        bad.insert(field::TAKES, packed(vec![0xff]));
+        assert!(
+            decode("q", &bad)
+                .unwrap_err()
+                .to_string()
+                .contains("packed list of takes")
+        );
     }
 
     #[test]

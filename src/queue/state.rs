@@ -57,14 +57,6 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Kind::Cancelled => "cancelled",
-            Kind::Called => "called",
-            Kind::Void => "void",
-        }
-    }
-
     pub(crate) fn parse(s: &str) -> Option<Kind> {
         Some(match s {
             "cancelled" => Kind::Cancelled,
@@ -548,7 +540,18 @@ impl State {
                 );
             }
         }
+        let printable =
+            |t: &str, most: usize| t.len() <= most && t.bytes().all(|b| (0x20..=0x7e).contains(&b));
         for (i, k) in self.keys.iter().enumerate() {
+            if !printable(&k.caller, 128) || k.key.is_empty() || !printable(&k.key, 64) {
+                return bad(
+                    &format!("keys.{i}"),
+                    format!(
+                        "holds the request id {:?} of caller {:?}, which no take can have",
+                        k.key, k.caller
+                    ),
+                );
+            }
             if k.count < 1
                 || k.first < 1
                 || i128::from(k.first) + i128::from(k.count) - 1 > i128::from(self.taken)

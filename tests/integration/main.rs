@@ -12,6 +12,7 @@ mod coalesce;
 mod common;
 mod contract;
 mod core;
+mod docs;
 mod doctor;
 mod faults;
 mod gapless;

@@ -130,6 +130,35 @@ async fn the_pages_work_in_headless_chromium() {
     )
     .await;
     admin(&svc, "/v1/queues/lobby-full/take", json!({"count": 2}), 200).await;
+    // Issue 37: tickets past 2^53 (9007199254740991 …994), and a label of 190 characters
+    // called at a desk.
+    admin(
+        &svc,
+        "/v1/queues",
+        create(
+            "lobby-wide",
+            json!({"min": 9_007_199_254_740_990_i64, "max": 9_007_199_254_741_089_i64}),
+        ),
+        201,
+    )
+    .await;
+    admin(&svc, "/v1/queues/lobby-wide/take", json!({"count": 4}), 200).await;
+    let long_format = format!("{{n}}{}", "W".repeat(187));
+    admin(
+        &svc,
+        "/v1/queues",
+        create("lobby-long", json!({"format": long_format})),
+        201,
+    )
+    .await;
+    admin(&svc, "/v1/queues/lobby-long/take", json!({}), 200).await;
+    admin(
+        &svc,
+        "/v1/queues/lobby-long/call",
+        json!({"desk": "1"}),
+        200,
+    )
+    .await;
 
     let shots = screenshots(&coll);
     std::fs::create_dir_all(&shots).unwrap();
@@ -141,6 +170,8 @@ async fn the_pages_work_in_headless_chromium() {
         .env("QUEUE", "lobby")
         .env("QUEUE_B", "lobby-b")
         .env("FULL", "lobby-full")
+        .env("WIDE", "lobby-wide")
+        .env("LONG", "lobby-long")
         .env("KIOSK_TOKEN", KIOSK)
         .env("BOARD_TOKEN", BOARD)
         .env("ADMIN_TOKEN", ADMIN)
@@ -320,14 +351,44 @@ async fn the_pages_work_in_headless_chromium() {
     assert_eq!(names("gapless"), ["invoices"]);
     assert_eq!(o["gapless"][0][1], format!("{business}.number"));
     assert_eq!(o["gapless"][0][4], "4: printer jam");
-    assert_eq!(o["queues"], json!(["lobby", "lobby-b", "lobby-full"]));
+    assert_eq!(
+        o["queues"],
+        json!(["lobby", "lobby-b", "lobby-full", "lobby-long", "lobby-wide"])
+    );
     assert_eq!(
         o["board_of_all"],
         format!(
-            "{}/ui/board?queue=lobby&queue=lobby-b&queue=lobby-full",
+            "{}/ui/board?queue=lobby&queue=lobby-b&queue=lobby-full&queue=lobby-long&queue=lobby-wide",
             svc.base
         )
     );
+    // Issue 37, 9: the ticket cancelled is the one given, past 2^53.
+    let e = &r["edges"];
+    assert_eq!(e["cancel_result"], "Cancelled 9007199254740993.", "{e}");
+    assert_eq!(
+        e["still_waiting"],
+        json!(["9007199254740991", "9007199254740992", "9007199254740994"]),
+        "{e}"
+    );
+    // Issue 37, 12: a label of 190 characters stays on one line, the desk on the screen.
+    let b = &e["board"];
+    assert!(
+        b["serving_height"].as_f64().unwrap() < b["height"].as_f64().unwrap() / 2.0,
+        "{b}"
+    );
+    assert!(
+        b["desk_right"].as_f64().unwrap() <= b["width"].as_f64().unwrap(),
+        "{b}"
+    );
+    assert!(
+        b["desk_bottom"].as_f64().unwrap() <= b["height"].as_f64().unwrap(),
+        "{b}"
+    );
+    assert!(
+        b["scroll_width"].as_f64().unwrap() <= b["width"].as_f64().unwrap(),
+        "{b}"
+    );
+    assert_eq!(b["title"], 190, "the whole label in the title: {b}");
     assert_eq!(
         o["desks_before"],
         json!([["1", "A-003"], ["2", "A-004"], ["3", "A-005"]]),

@@ -379,6 +379,41 @@ def overview(driver):
     return out
 
 
+def edges(driver):
+    """Issue 37: a ticket past 2^53 cancelled by its number from /ui (a JS Number would round
+    9007199254740993 to …992), and a 190-character label on a board at 1920×1080 (clipped to
+    one line, the desk still on the screen). Leaves the tab with the admin's token."""
+    out = {}
+    wide = os.environ["WIDE"]
+    card_css = f"article.queue-card[data-queue='{wide}']"
+    card = wait(driver, 10, lambda d: d.find_element(By.CSS_SELECTOR, card_css), "the wide queue's card")
+    card.find_element(By.CSS_SELECTOR, "input.ticket-input").send_keys("9007199254740993")
+    card.find_element(By.CSS_SELECTOR, ".controls button.cancel").click()
+    result = lambda d: card.find_element(By.CSS_SELECTOR, ".action-result").text
+    wait(driver, 10, lambda d: result(d).startswith("Cancelled"), "the wide cancel's result")
+    out["cancel_result"] = result(driver)
+    out["still_waiting"] = [str(w["ticket"]) for w in
+                            api("GET", f"/v1/queues/{wide}", "ADMIN_TOKEN")[1]["waiting_list"]]
+    long = os.environ["LONG"]
+    viewport(driver, (1920, 1080))
+    driver.get(queue_page("board", long) + "#token=" + os.environ["BOARD_TOKEN"])
+    answer_replace(driver, "replace-token")
+    wait(driver, 10, lambda d: text(d, "connection") == "live", "the long label's board")
+    wait(driver, 10, lambda d: text(d, "desk") != "", "the long label's call")
+    out["board"] = driver.execute_script(
+        "const r = (id) => document.getElementById(id).getBoundingClientRect();"
+        "const s = r('serving'), k = r('desk');"
+        "return {serving_height: s.height, serving_lines: Math.round(s.height /"
+        " parseFloat(getComputedStyle(document.getElementById('serving')).lineHeight || s.height)),"
+        " desk_right: k.right, desk_bottom: k.bottom, width: innerWidth, height: innerHeight,"
+        " title: document.getElementById('serving').title.length,"
+        " scroll_width: document.documentElement.scrollWidth};")
+    driver.get(BASE + "/ui#token=" + os.environ["ADMIN_TOKEN"])
+    answer_replace(driver, "replace-token")
+    wait(driver, 10, lambda d: d.find_element(By.ID, "content").is_displayed(), "the overview")
+    return out
+
+
 def planted(driver):
     """A crafted link (another token, here the kiosk's) to a page of a tab that holds one:
     asked, refused ("Keep"), the page goes on with its own; likewise when only the
@@ -405,7 +440,7 @@ def main():
         result["console_errors"] += result["kiosk"].pop("console_errors")
         result["board"] = board(driver, result["console_errors"])
         result["console_errors"] += console_errors(driver)
-        for page in (overview, planted):
+        for page in (overview, edges, planted):
             result[page.__name__] = page(driver)
             result["console_errors"] += console_errors(driver)
     finally:

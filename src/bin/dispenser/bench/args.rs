@@ -58,6 +58,14 @@ pub struct BenchArgs {
     /// dropped afterwards.
     #[arg(long, value_parser = whole::<u64>(1, 10_000_000), conflicts_with_all = ["compare", "gapless", "http"], allow_negative_numbers = true)]
     pub scale: Option<u64>,
+    /// Measure queues at their largest beside the fresh case, in one run: a take on a queue
+    /// that stored 1 000 request ids and made 600 calls beside a take on a new queue, and
+    /// the service's `/v1/overview` (for a token that sees one queue) and `/metrics` over a
+    /// collection of 300 queue documents of the largest size beside the same reads over a
+    /// collection of that one queue (two services, started here). Scratch collections,
+    /// dropped afterwards.
+    #[arg(long, conflicts_with_all = ["compare", "gapless", "http", "scale"])]
+    pub queue_growth: bool,
     /// With --scale: how many of the sequences are drawn once through the service first.
     #[arg(long, default_value_t = 200, value_parser = whole::<u64>(0, 1_000_000), requires = "scale", allow_negative_numbers = true)]
     pub scale_drawn: u64,

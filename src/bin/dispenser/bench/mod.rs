@@ -19,6 +19,7 @@ use sources::{Kind, client, prepare_target, raw_collection, source_for};
 use workers::{draw, spawn_workers, worker};
 
 pub mod args;
+mod growth;
 mod http;
 mod print;
 mod samples;
@@ -44,6 +45,10 @@ async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
     }
     if let Some(n) = args.scale {
         scale::run(uri, options, &args, n).await?;
+        return Ok(true);
+    }
+    if args.queue_growth {
+        growth::run(uri, options, &args).await?;
         return Ok(true);
     }
     if args.http {

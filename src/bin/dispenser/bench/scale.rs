@@ -59,7 +59,7 @@ impl Read {
     }
 }
 
-fn bench_error(reason: String) -> Error {
+pub(super) fn bench_error(reason: String) -> Error {
     Error::InvalidArgument {
         what: "bench --scale".into(),
         reason,
@@ -79,10 +79,20 @@ async fn post(addr: &str, path: &str) -> Result<(u16, Vec<u8>), Error> {
 /// `method path` with the bench's token and an empty body, on a fresh connection (HTTP/1.1,
 /// `Connection: close`): the status and the body.
 async fn request(addr: &str, method: &str, path: &str) -> Result<(u16, Vec<u8>), Error> {
+    request_as(addr, method, path, TOKEN).await
+}
+
+/// [`request`] with `token`.
+pub(super) async fn request_as(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+) -> Result<(u16, Vec<u8>), Error> {
     let io = |e: std::io::Error| bench_error(format!("{method} {path} on the service: {e}"));
     let mut conn = tokio::net::TcpStream::connect(addr).await.map_err(io)?;
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     );
     conn.write_all(request.as_bytes()).await.map_err(io)?;
     let mut raw = Vec::new();
@@ -237,13 +247,63 @@ fn memory_mb(pid: u32) -> Option<(f64, f64)> {
 }
 
 /// The child service; stopped (SIGKILL) when dropped.
-struct Served(Child);
+pub(super) struct Served(pub(super) Child);
 
 impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Starts `dispenser serve` (this program) on the collection of `options`, with the tokens
+/// `rules` and more arguments `extra`: the child (killed when dropped) and its address.
+pub(super) fn serve(
+    uri: &str,
+    options: &Options,
+    rules: &serde_json::Value,
+    extra: &[&str],
+) -> Result<(Served, String), Error> {
+    let tokens = std::env::temp_dir().join(format!(
+        "{}-{}.tokens.json",
+        options.collection,
+        std::process::id()
+    ));
+    std::fs::write(&tokens, rules.to_string())
+        .map_err(|e| bench_error(format!("writing {}: {e}", tokens.display())))?;
+    let exe =
+        std::env::current_exe().map_err(|e| bench_error(format!("finding this program: {e}")))?;
+    let mut child = Command::new(exe)
+        .env("MONGODB_URI", uri)
+        .args([
+            "--db",
+            &options.database,
+            "--collection",
+            &options.collection,
+            "serve",
+        ])
+        .args(["--listen", "127.0.0.1:0", "--tokens"])
+        .arg(&tokens)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| bench_error(format!("starting dispenser serve: {e}")))?;
+    let stdout = child.stdout.take();
+    let served = Served(child);
+    let mut line = String::new();
+    if let Some(out) = stdout {
+        BufReader::new(out)
+            .read_line(&mut line)
+            .map_err(|e| bench_error(format!("reading the service's address: {e}")))?;
+    }
+    let _ = std::fs::remove_file(&tokens);
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .ok_or_else(|| bench_error(format!("the service did not start: {line:?}")))?
+        .to_owned();
+    Ok((served, addr))
 }
 
 /// Inserts `n` sequences named `s000000`, `s000001`, … (copies of one document the library
@@ -311,38 +371,14 @@ async fn measure(uri: &str, d: &Dispenser, args: &BenchArgs, n: u64) -> Result<(
     let filled = Instant::now();
     let names = fill(d, n).await?;
     let filled = filled.elapsed();
-    let tokens = std::env::temp_dir().join(format!("{}.tokens.json", d.options().collection));
     let rules = serde_json::json!({ "tokens": [{ "name": "bench", "token": TOKEN,
         "sequences": ["*"], "operations": ["next", "peek", "list"] }] });
-    std::fs::write(&tokens, rules.to_string())
-        .map_err(|e| bench_error(format!("writing {}: {e}", tokens.display())))?;
-    let exe =
-        std::env::current_exe().map_err(|e| bench_error(format!("finding this program: {e}")))?;
-    let o = d.options();
-    let mut child = Command::new(exe)
-        .env("MONGODB_URI", uri)
-        .args(["--db", &o.database, "--collection", &o.collection, "serve"])
-        .args(["--listen", "127.0.0.1:0", "--tokens"])
-        .arg(&tokens)
-        .args(["--block-idle-release", &IDLE_RELEASE_SECS.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| bench_error(format!("starting dispenser serve: {e}")))?;
-    let stdout = child.stdout.take();
-    let served = Served(child);
-    let mut line = String::new();
-    if let Some(out) = stdout {
-        BufReader::new(out)
-            .read_line(&mut line)
-            .map_err(|e| bench_error(format!("reading the service's address: {e}")))?;
-    }
-    let _ = std::fs::remove_file(&tokens);
-    let addr = line
-        .trim()
-        .strip_prefix("listening on http://")
-        .ok_or_else(|| bench_error(format!("the service did not start: {line:?}")))?
-        .to_owned();
+    let (served, addr) = serve(
+        uri,
+        d.options(),
+        &rules,
+        &["--block-idle-release", &IDLE_RELEASE_SECS.to_string()],
+    )?;
     // Draw a spread of the sequences once each: each gets a block client.
     let drawn = args.scale_drawn.min(n);
     let every = (n / drawn.max(1)).max(1);

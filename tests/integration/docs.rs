@@ -1,0 +1,242 @@
+//! Docs the suite keeps true (issue 38):
+//!
+//! * every command and every long flag the binary's own help lists is in the command-line
+//!   chapter (`src/guide/cli.md`), so the reference cannot fall behind the binary;
+//! * every test the docs cite (`module::test_name` in the guide, the README and CONTRIBUTING)
+//!   exists, in the integration tests or as a unit test in `src/`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The help of `dispenser <path> --help`.
+fn help(path: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .args(path)
+        .arg("--help")
+        .env_remove("MONGODB_URI")
+        .output()
+        .expect("run dispenser --help");
+    assert!(out.status.success(), "{path:?} --help failed");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The subcommands and the long flags a help text lists.
+fn commands_and_flags(text: &str) -> (Vec<String>, BTreeSet<String>) {
+    let mut commands = Vec::new();
+    let mut flags = BTreeSet::new();
+    let mut section = "";
+    for line in text.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            section = line.trim_end_matches(':');
+            continue;
+        }
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        if section == "Commands" && indent == 2 {
+            if let Some(name) = trimmed.split_whitespace().next()
+                && name != "help"
+            {
+                commands.push(name.to_owned());
+            }
+        }
+        if section.ends_with("Options") || section == "Options" || section.contains("options") {
+            for word in trimmed.split(|c: char| c.is_whitespace() || c == ',' || c == '=') {
+                if let Some(flag) = word.strip_prefix("--")
+                    && !flag.is_empty()
+                    && flag.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+                    && flag != "help"
+                    && flag != "version"
+                {
+                    flags.insert(format!("--{flag}"));
+                }
+            }
+        }
+    }
+    (commands, flags)
+}
+
+/// Every command path of the binary (`["queue", "take"]`, …) with its long flags.
+fn every_command() -> Vec<(Vec<String>, BTreeSet<String>)> {
+    let mut out = Vec::new();
+    let mut todo: Vec<Vec<String>> = vec![Vec::new()];
+    while let Some(path) = todo.pop() {
+        let args: Vec<&str> = path.iter().map(String::as_str).collect();
+        let (subcommands, flags) = commands_and_flags(&help(&args));
+        for s in subcommands {
+            let mut p = path.clone();
+            p.push(s);
+            todo.push(p);
+        }
+        out.push((path, flags));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_command_line_chapter_lists_every_command_and_flag_the_help_lists() {
+    let chapter = read(&root().join("src/guide/cli.md"));
+    let commands = every_command();
+    assert!(commands.len() > 20, "{} commands found", commands.len());
+    let mut missing = Vec::new();
+    for (path, flags) in &commands {
+        if let Some(last) = path.last() {
+            // The command appears on a line with its parent (`queue  take …`) or alone.
+            let found = chapter.lines().any(|l| {
+                l.split_whitespace().any(|w| w == last)
+                    && path[..path.len() - 1]
+                        .iter()
+                        .all(|parent| chapter.contains(parent.as_str()))
+            });
+            if !found {
+                missing.push(path.join(" "));
+            }
+        }
+        for flag in flags {
+            let written = chapter.match_indices(flag.as_str()).any(|(i, _)| {
+                // Not a prefix of a longer flag (`--block` in `--block-idle-release`).
+                !chapter[i + flag.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_lowercase() || c == '-')
+            });
+            if !written {
+                missing.push(format!("{} {flag}", path.join(" ")));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "src/guide/cli.md lacks {} of what the binary's help lists: {missing:#?}",
+        missing.len()
+    );
+}
+
+/// The test names cited in `text`: backticked `a::b` paths whose first segment is an
+/// integration test module or whose path goes through `tests`.
+fn cited(text: &str, modules: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for piece in text.split('`').skip(1).step_by(2) {
+        let piece = piece.trim();
+        if !piece.contains("::")
+            || !piece
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '…')
+        {
+            continue;
+        }
+        let first = piece.split("::").next().unwrap_or_default();
+        let unit = piece.contains("::tests::");
+        if modules.contains(first) || unit || first == "…" {
+            out.push(piece.to_owned());
+        }
+    }
+    out
+}
+
+/// Every `fn NAME` in the Rust files under `dir`.
+fn functions(dir: &Path, out: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            functions(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            for line in read(&path).lines() {
+                let line = line.trim_start();
+                let rest = line
+                    .strip_prefix("async fn ")
+                    .or_else(|| line.strip_prefix("fn "))
+                    .or_else(|| line.strip_prefix("pub fn "))
+                    .or_else(|| line.strip_prefix("pub(crate) fn "));
+                if let Some(rest) = rest {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    out.insert(name);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_test_the_docs_cite_exists() {
+    let tests = root().join("tests/integration");
+    let modules: BTreeSet<String> = std::fs::read_dir(&tests)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            Some(name.trim_end_matches(".rs").to_owned())
+        })
+        .filter(|n| n != "main" && n != "snapshots")
+        .collect();
+    let mut known = BTreeSet::new();
+    functions(&tests, &mut known);
+    functions(&root().join("src"), &mut known);
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("src/guide"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.push(root().join("README.md"));
+    docs.push(root().join(".github/CONTRIBUTING.md"));
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for doc in &docs {
+        for path in cited(&read(doc), &modules) {
+            let name = path.rsplit("::").next().unwrap_or_default();
+            // `module::…` names a module, `…::name` a test named in a module said before; a
+            // `…` inside a name stands for any run of characters.
+            if name.is_empty() || name == "…" {
+                continue;
+            }
+            // A module (`queue::state`, `alter::tests`) or a type (`doctor::Report`).
+            let module = root().join("src").join(path.replace("::", "/"));
+            if name == "tests"
+                || name.starts_with(|c: char| c.is_ascii_uppercase())
+                || module.with_extension("rs").exists()
+                || module.join("mod.rs").exists()
+            {
+                continue;
+            }
+            checked += 1;
+            let parts: Vec<&str> = name.split('…').collect();
+            let matches = |f: &str| {
+                if parts.len() == 1 {
+                    return f == name;
+                }
+                let (first, last) = (parts[0], parts[parts.len() - 1]);
+                f.starts_with(first)
+                    && f.ends_with(last)
+                    && f.len() >= first.len() + last.len()
+                    && parts[1..parts.len() - 1].iter().all(|m| f.contains(m))
+            };
+            if !known.iter().any(|f| matches(f)) {
+                missing.push(format!(
+                    "{}: {path}",
+                    doc.strip_prefix(root()).unwrap_or(doc).display()
+                ));
+            }
+        }
+    }
+    assert!(
+        checked > 50,
+        "only {checked} cited tests found: is the parser right?"
+    );
+    assert!(
+        missing.is_empty(),
+        "the docs cite tests that do not exist: {missing:#?}"
+    );
+}
