@@ -143,7 +143,7 @@ async fn the_pages_work_in_headless_chromium() {
     )
     .await;
     admin(&svc, "/v1/queues/lobby-wide/take", json!({"count": 4}), 200).await;
-    let long_format = format!("{{n}}{}", "W".repeat(187));
+    let long_format = format!("{{n}}{}", "W".repeat(189));
     admin(
         &svc,
         "/v1/queues",

@@ -66,6 +66,12 @@ def shoot(driver, name):
     # Responsive: nothing wider than the phone's screen.
     overflow = driver.execute_script(
         "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    if overflow:
+        # What is wider than the screen, to say what to fix.
+        overflow = [overflow] + driver.execute_script(
+            "return [...document.querySelectorAll('*')]"
+            ".filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)"
+            ".map(e => e.tagName + '#' + e.id + '.' + e.className + ':' + getComputedStyle(e).display + '/' + getComputedStyle(e).overflowX + ':' + Math.round(e.getBoundingClientRect().right)).slice(0, 8)")
     viewport(driver, WIDE)
     time.sleep(0.3)
     return overflow
@@ -407,7 +413,9 @@ def edges(driver):
         " parseFloat(getComputedStyle(document.getElementById('serving')).lineHeight || s.height)),"
         " desk_right: k.right, desk_bottom: k.bottom, width: innerWidth, height: innerHeight,"
         " title: document.getElementById('serving').title.length,"
-        " scroll_width: document.documentElement.scrollWidth};")
+        " scroll_width: document.documentElement.scrollWidth,"
+        " wider: [...document.querySelectorAll('*')].filter(e => e.getBoundingClientRect().right > innerWidth)"
+        "   .map(e => e.tagName + '#' + e.id + '.' + e.className)};")
     driver.get(BASE + "/ui#token=" + os.environ["ADMIN_TOKEN"])
     answer_replace(driver, "replace-token")
     wait(driver, 10, lambda d: d.find_element(By.ID, "content").is_displayed(), "the overview")

@@ -31,6 +31,13 @@
     return Number(n).toLocaleString("en-US");
   }
 
+  /** `text` on one line, cut with an ellipsis when long (a 200-character label), whole in its title. */
+  function clipped(text) {
+    const span = el("span", "clip", text);
+    span.title = text;
+    return span;
+  }
+
   function fmtShare(f) {
     return (100 * f).toFixed(f < 0.1 ? 2 : 1) + " %";
   }
@@ -338,7 +345,7 @@
             "tr",
             "",
             el("td", "name", deskOf(d) || "(no name)"),
-            el("td", "num", d.ticket === null || d.ticket === undefined ? "–" : Dispenser.ticketText(d)),
+            el("td", "num", clipped(d.ticket === null || d.ticket === undefined ? "–" : Dispenser.ticketText(d))),
             el("td", "num", fmtTime(d.at)),
             el(
               "td",
