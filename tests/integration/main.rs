@@ -27,4 +27,5 @@ mod scale;
 mod scope;
 mod serve;
 mod sources;
+mod stalled;
 mod ui;

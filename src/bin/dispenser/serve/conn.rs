@@ -15,7 +15,13 @@
 //! - **Head**: the first byte arrived; the head must be complete within `--header-timeout` of
 //!   it (of the connection's start, for its first request).
 //! - **Busy**: a request is being served (from its head to the end of its answer, an event
-//!   stream's included); the router's request timeout applies instead.
+//!   stream's included); the router's request timeout applies instead, and an event stream
+//!   ends at [`MAX_STREAM`] (the connection is closed then if the stream could not end by
+//!   itself: its socket blocked, its body never polled again).
+//!
+//! In every phase, a connection whose writes make no progress for [`STALL`] (its client
+//! stopped reading: the socket's buffers are full) is closed, so a board that stops reading
+//! gives its place back.
 //!
 //! A connection past its deadline is closed. The listener ([`Capped`]) keeps at most
 //! `--max-connections` open. At the cap it makes room for a new connection by closing one
@@ -236,6 +242,18 @@ impl Open {
 /// How long an evicted connection has to close before another is evicted in its place.
 const EVICTING: Duration = Duration::from_secs(1);
 
+/// How long an event stream lasts: it ends by itself then (the page reconnects), and its
+/// connection is closed [`STREAM_GRACE`] later if it could not.
+pub(super) const MAX_STREAM: Duration = Duration::from_secs(600);
+
+/// How long after [`MAX_STREAM`] a stream that could not end by itself (its socket blocked)
+/// has its connection closed.
+const STREAM_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a connection's writes may make no progress (its client reads nothing) before it
+/// is closed.
+pub(super) const STALL: Duration = Duration::from_secs(30);
+
 /// Where a connection is between requests.
 #[derive(Clone, Copy, Debug)]
 enum Phase {
@@ -256,6 +274,8 @@ struct ClockState {
     first_head: Option<Instant>,
     /// A request on it carried a valid token.
     trusted: bool,
+    /// While an event stream is being answered: when its connection is closed at the latest.
+    stream_ends: Option<Instant>,
     /// Closed to make room for a new connection, at that instant.
     evicted: Option<Instant>,
     /// The deadline the connection's timer is set for (it wakes the connection's task then,
@@ -312,6 +332,7 @@ impl Clock {
         let deadline = now + idle;
         s.phase = Phase::Idle(deadline);
         s.since = now;
+        s.stream_ends = None;
         // Woken only when needed: a wake-up per request costs the connection's task one more
         // poll for every request.
         if (s.armed <= now || deadline < s.armed)
@@ -343,6 +364,11 @@ impl Clock {
         }
     }
 
+    /// An event stream's answer starts: it lasts [`MAX_STREAM`] at most.
+    fn stream_started(&self, now: Instant) {
+        self.state().stream_ends = Some(now + MAX_STREAM + STREAM_GRACE);
+    }
+
     fn waiting_to_read(&self, waker: &Waker) {
         let mut s = self.state();
         if !s.reader.as_ref().is_some_and(|w| w.will_wake(waker)) {
@@ -364,6 +390,7 @@ pub(super) fn started(clock: &Clock, trusted: impl FnOnce() -> bool) {
 /// stays busy until then and neither the idle nor the header timeout cuts it.
 pub(super) fn answered(c: &Arc<Clock>, resp: Response, now: std::time::Instant) -> Response {
     if is_event_stream(&resp) {
+        c.stream_started(Instant::from_std(now));
         let answered = Answered(Arc::clone(c));
         let (parts, body) = resp.into_parts();
         let body = body.into_data_stream().map(move |chunk| {
@@ -399,6 +426,8 @@ pub(super) struct Conn {
     clock: Arc<Clock>,
     /// Set for the clock's `armed` deadline.
     sleep: Pin<Box<Sleep>>,
+    /// Since when a write waits for the socket (cleared by any progress).
+    stalled_since: Option<Instant>,
     /// hyper's own error answer, rewritten as JSON, and how much of it was written.
     pending: Option<(Vec<u8>, usize)>,
     /// Where the connection is listed for eviction, and its id there.
@@ -422,6 +451,7 @@ impl Conn {
                 since: now,
                 first_head: Some(now + limits.header),
                 trusted: false,
+                stream_ends: None,
                 evicted: None,
                 armed: first_byte,
                 reader: None,
@@ -434,13 +464,15 @@ impl Conn {
             open: Arc::clone(open),
             clock,
             sleep: Box::pin(tokio::time::sleep_until(first_byte)),
+            stalled_since: None,
             pending: None,
             _permit: permit,
         }
     }
 
     /// Why the connection must close now, if it must (registering a wake-up for its deadline
-    /// otherwise): evicted, or past its deadline.
+    /// otherwise): evicted, or past its deadline — the phase's (see [`deadline`]), and for a
+    /// write waiting on the socket since `stalled_since`, [`STALL`] after that.
     ///
     /// The timer is moved only to an earlier deadline. A later one — the idle deadline moves
     /// on with every request — is taken up when the armed one fires, so a kept-alive
@@ -454,14 +486,7 @@ impl Conn {
                     "closed to make room for a new connection (the service is at --max-connections)",
                 ));
             }
-            let (deadline, what) = match s.phase {
-                Phase::Idle(at) => (at, "an idle connection reached its idle timeout"),
-                Phase::Head(at) => (
-                    at,
-                    "a request head did not arrive within the header timeout",
-                ),
-                Phase::Busy => return None,
-            };
+            let (deadline, what) = deadline(&s, self.stalled_since)?;
             if deadline < s.armed {
                 self.sleep.as_mut().reset(deadline);
                 s.armed = deadline;
@@ -481,6 +506,17 @@ impl Conn {
         }
     }
 
+    /// Notes a write's outcome: a write that waits for the socket starts (or continues) a
+    /// stall, one that made progress ends it.
+    fn wrote<T>(&mut self, outcome: &Poll<io::Result<T>>) {
+        match outcome {
+            Poll::Pending => {
+                self.stalled_since.get_or_insert_with(Instant::now);
+            }
+            Poll::Ready(_) => self.stalled_since = None,
+        }
+    }
+
     /// Writes what is left of the rewritten answer.
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while let Some((bytes, at)) = self.pending.as_mut() {
@@ -495,6 +531,35 @@ impl Conn {
             *at += n;
         }
         Poll::Ready(Ok(()))
+    }
+}
+
+/// The deadline of a connection in state `s` whose writes wait for the socket since
+/// `stalled_since`, and what it means when it passes; `None` when it has none (a request
+/// being served, not a stream, writing freely).
+fn deadline(s: &ClockState, stalled_since: Option<Instant>) -> Option<(Instant, &'static str)> {
+    let phase = match s.phase {
+        Phase::Idle(at) => Some((at, "an idle connection reached its idle timeout")),
+        Phase::Head(at) => Some((
+            at,
+            "a request head did not arrive within the header timeout",
+        )),
+        Phase::Busy => s.stream_ends.map(|at| {
+            (
+                at,
+                "an event stream reached its time limit and could not end",
+            )
+        }),
+    };
+    let stall = stalled_since.map(|since| {
+        (
+            since + STALL,
+            "the client read nothing for 30 s (its writes made no progress)",
+        )
+    });
+    match (phase, stall) {
+        (Some(p), Some(w)) => Some(if w.0 < p.0 { w } else { p }),
+        (p, w) => p.or(w),
     }
 }
 
@@ -560,7 +625,9 @@ impl AsyncWrite for Conn {
             }
             None => buf,
         };
-        match Pin::new(&mut this.stream).poll_write(cx, buf) {
+        let outcome = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.wrote(&outcome);
+        match outcome {
             Poll::Pending => match this.ended(cx) {
                 Some(e) => Poll::Ready(Err(e)),
                 None => Poll::Pending,
@@ -572,7 +639,9 @@ impl AsyncWrite for Conn {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         ready!(this.poll_pending(cx))?;
-        match Pin::new(&mut this.stream).poll_flush(cx) {
+        let outcome = Pin::new(&mut this.stream).poll_flush(cx);
+        this.wrote(&outcome);
+        match outcome {
             Poll::Pending => match this.ended(cx) {
                 Some(e) => Poll::Ready(Err(e)),
                 None => Poll::Pending,
@@ -671,6 +740,46 @@ mod tests {
         );
         let body: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(body["error"]["kind"], "headers_too_large");
+    }
+
+    fn state(phase: Phase, stream_ends: Option<Instant>) -> ClockState {
+        let now = Instant::now();
+        ClockState {
+            phase,
+            since: now,
+            first_head: None,
+            trusted: true,
+            stream_ends,
+            evicted: None,
+            armed: now,
+            reader: None,
+        }
+    }
+
+    /// A request being served has no deadline of its own; an event stream has its limit
+    /// (issue 37, found 7: a blocked stream was never ended), and a write that makes no
+    /// progress for [`STALL`] ends any connection, whichever comes first.
+    #[test]
+    fn streams_and_stalled_writes_have_deadlines() {
+        let now = Instant::now();
+        assert!(deadline(&state(Phase::Busy, None), None).is_none());
+        let ends = now + MAX_STREAM;
+        assert_eq!(
+            deadline(&state(Phase::Busy, Some(ends)), None).map(|d| d.0),
+            Some(ends)
+        );
+        let (at, what) = deadline(&state(Phase::Busy, Some(ends)), Some(now)).unwrap();
+        assert_eq!(at, now + STALL);
+        assert!(what.contains("read nothing"), "{what}");
+        assert_eq!(
+            deadline(&state(Phase::Busy, None), Some(now)).map(|d| d.0),
+            Some(now + STALL)
+        );
+        let idle = now + Duration::from_secs(5);
+        assert_eq!(
+            deadline(&state(Phase::Idle(idle), None), Some(now)).map(|d| d.0),
+            Some(idle)
+        );
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! show it, reads the status every [`POLL`] and sends it when it changed; a take or call
 //! answered by this service wakes the poller at once. The poller stops when its last board
 //! goes. A stream ends on shutdown (so the service can stop) and after [`MAX_STREAM`] (the
-//! page reconnects); a comment every [`KEEP_ALIVE`] keeps proxies from closing it.
+//! page reconnects); a comment every [`KEEP_ALIVE`] keeps proxies from closing it. Its
+//! connection (`conn.rs`) is closed when the stream could not end by itself at its limit, or
+//! when its client reads nothing for 30 s, so a board that stops reading gives its place
+//! back.
 //!
 //! It needs a token with `peek` on the queue, sent as `Authorization: Bearer` like every
 //! other call: the pages read the stream with `fetch` (which can send the header), not
@@ -30,6 +33,7 @@ use serde_json::json;
 use tokio::sync::{Notify, watch};
 
 use crate::serve::classify::classify;
+use crate::serve::conn::MAX_STREAM;
 use crate::serve::errors::ApiError;
 use crate::serve::names::check_name_of;
 use crate::serve::queue_state::Refused;
@@ -40,8 +44,6 @@ use crate::serve::tokens::Op;
 const POLL: Duration = Duration::from_millis(250);
 /// How often an idle stream carries a comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// How long one stream lasts before the page reconnects.
-const MAX_STREAM: Duration = Duration::from_secs(600);
 
 /// Seconds a client refused for too many streams is asked to wait.
 const RETRY_AFTER: &str = "10";
