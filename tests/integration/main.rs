@@ -28,4 +28,5 @@ mod scope;
 mod serve;
 mod sources;
 mod stalled;
+mod tls;
 mod ui;

@@ -116,6 +116,11 @@ impl Service {
         format!("{}{path}", self.base)
     }
 
+    /// The process id (to send it signals).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGTERM, then the exit status and stderr.
     pub(crate) fn stop(mut self) -> (std::process::ExitStatus, String) {
         let pid = self.child.id().to_string();

@@ -32,6 +32,11 @@
 //! closes. So idle or half-sent connections, with a token or without, cannot keep anyone out,
 //! and the service never runs out of file descriptors.
 //!
+//! With `--tls-cert` every connection speaks TLS ([`Stream`]): its handshake is made by its
+//! own task as it first reads, so a slow handshake never holds up the listener, and it falls
+//! within the new connection's first deadline (a client that does not finish it within
+//! `--unauthenticated-idle-timeout` is closed like one that sends nothing).
+//!
 //! hyper answers a request it cannot parse (400), a URI longer than 65 534 bytes (414) or a
 //! head larger than its buffer (431) on its own, with an empty body and without calling the
 //! router. [`Conn`] recognises such an answer as it is written (one of these statuses with
@@ -54,6 +59,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
+use tokio_rustls::server::TlsStream;
+
+use super::tls::Tls;
 
 /// How connections are limited (see the module documentation).
 #[derive(Clone, Copy, Debug)]
@@ -123,11 +131,14 @@ pub(super) struct Capped {
     permits: Arc<Semaphore>,
     open: Arc<Open>,
     limits: Limits,
+    /// Every connection speaks TLS, with the configuration in use when it is accepted.
+    tls: Option<Arc<Tls>>,
 }
 
 impl Capped {
-    pub(super) fn new(listener: TcpListener, limits: Limits) -> Capped {
+    pub(super) fn new(listener: TcpListener, limits: Limits, tls: Option<Arc<Tls>>) -> Capped {
         Capped {
+            tls,
             listener,
             permits: Arc::new(Semaphore::new(
                 limits.max_connections.min(Semaphore::MAX_PERMITS),
@@ -167,6 +178,10 @@ impl Listener for Capped {
             match self.listener.accept().await {
                 Ok((stream, addr)) => {
                     let permit = self.place().await;
+                    let stream = match &self.tls {
+                        Some(tls) => Stream::Handshake(Box::new(tls.acceptor().accept(stream))),
+                        None => Stream::Plain(stream),
+                    };
                     return (Conn::new(stream, permit, self.limits, &self.open), addr);
                 }
                 Err(e) => accept_error(e).await,
@@ -419,10 +434,94 @@ impl Drop for Answered {
     }
 }
 
+/// A connection's bytes: plain TCP, or TLS (its handshake first).
+pub(super) enum Stream {
+    Plain(TcpStream),
+    Handshake(Box<tokio_rustls::Accept<TcpStream>>),
+    Tls(Box<TlsStream<TcpStream>>),
+    /// The handshake failed (its error was returned once).
+    Failed,
+}
+
+impl Stream {
+    /// Drives the handshake of a TLS connection: ready once there is a stream to read and
+    /// write, an error if the handshake failed (a client speaking plain HTTP to a TLS port, a
+    /// client certificate refused).
+    fn poll_established(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Stream::Handshake(accept) = self {
+            match ready!(Pin::new(accept.as_mut()).poll(cx)) {
+                Ok(tls) => *self = Stream::Tls(Box::new(tls)),
+                Err(e) => {
+                    *self = Stream::Failed;
+                    tracing::debug!("a TLS handshake failed: {e}");
+                    return Poll::Ready(Err(e));
+                }
+            }
+        }
+        match self {
+            Stream::Failed => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "the TLS handshake failed",
+            ))),
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_established(cx))?;
+        match this {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::Handshake(_) | Stream::Failed => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_established(cx))?;
+        match this {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::Handshake(_) | Stream::Failed => Poll::Ready(Ok(0)),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_established(cx))?;
+        match this {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::Handshake(_) | Stream::Failed => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::Handshake(_) | Stream::Failed => Poll::Ready(Ok(())),
+        }
+    }
+}
+
 /// One accepted connection: the stream, its clock, and its place under the cap (given back
 /// when the connection is dropped).
 pub(super) struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     clock: Arc<Clock>,
     /// Set for the clock's `armed` deadline.
     sleep: Pin<Box<Sleep>>,
@@ -437,12 +536,7 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    fn new(
-        stream: TcpStream,
-        permit: OwnedSemaphorePermit,
-        limits: Limits,
-        open: &Arc<Open>,
-    ) -> Conn {
+    fn new(stream: Stream, permit: OwnedSemaphorePermit, limits: Limits, open: &Arc<Open>) -> Conn {
         let now = Instant::now();
         let first_byte = now + limits.untrusted_idle.min(limits.header);
         let clock = Arc::new(Clock {
