@@ -121,6 +121,11 @@ impl Service {
         self.child.id()
     }
 
+    /// The tokens file it was started with.
+    pub(crate) fn tokens_path(&self) -> &std::path::Path {
+        &self.tokens
+    }
+
     /// SIGTERM, then the exit status and stderr.
     pub(crate) fn stop(mut self) -> (std::process::ExitStatus, String) {
         let pid = self.child.id().to_string();

@@ -105,10 +105,10 @@ pub(super) async fn create(
     req: Request,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let rule = st.authenticate(req.headers())?;
-    AppState::permit(rule, Op::Create, None)?;
+    AppState::permit(&rule, Op::Create, None)?;
     let b: CreateBody = json_body(req).await?;
-    AppState::permit(rule, Op::Create, Some(&b.name))?;
-    let may_read = AppState::permit(rule, Op::Peek, Some(&b.name)).is_ok();
+    AppState::permit(&rule, Op::Create, Some(&b.name))?;
+    let may_read = AppState::permit(&rule, Op::Peek, Some(&b.name)).is_ok();
     let d = Spec::default();
     let spec = d
         .with_start(b.start.unwrap_or(d.start))
@@ -334,7 +334,7 @@ pub(super) async fn list(
     let rule = st.authorize(&headers, Op::List, None)?;
     let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let (out, next) = sequence_page(&st, rule, limit, after, SequenceState::to_json).await?;
+    let (out, next) = sequence_page(&st, &rule, limit, after, SequenceState::to_json).await?;
     Ok(Json(json!({ "sequences": out, "next": next })))
 }
 

@@ -283,12 +283,24 @@ async fn shutdown_signal() {
 /// from error answers.
 pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<Outcome> {
     let service = Service::bind(dispenser, &args, uri, None).await?;
-    println!("listening on {}", service.url());
     #[cfg(unix)]
-    let reloads = tokio::spawn(reload::on_hangup(service.tls.clone()));
+    let reloads = reload::listen().map(|hangups| {
+        tokio::spawn(reload::on_hangup(
+            hangups,
+            reload::Reloadable {
+                tls: service.tls.clone(),
+                state: Arc::clone(&service.state),
+                tokens: args.tokens.clone(),
+                metrics_token: service.metrics_token.clone(),
+            },
+        ))
+    });
+    println!("listening on {}", service.url());
     let outcome = service.serve(shutdown_signal()).await;
     #[cfg(unix)]
-    reloads.abort();
+    if let Some(task) = reloads {
+        task.abort();
+    }
     outcome
 }
 
@@ -379,7 +391,7 @@ impl Service {
         let state = Arc::new(AppState {
             dispenser,
             uri: uri.to_owned(),
-            tokens,
+            tokens: tokens::Tokens::new(tokens),
             pool,
             max_count: args.max_count,
             request_timeout: Duration::from_secs_f64(args.request_timeout),

@@ -146,9 +146,9 @@ pub(super) async fn create(
     req: Request,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let rule = st.authenticate(req.headers())?;
-    AppState::permit_on(rule, Op::Create, None, QUEUE)?;
+    AppState::permit_on(&rule, Op::Create, None, QUEUE)?;
     let b: QueueCreateBody = json_body(req).await?;
-    AppState::permit_on(rule, Op::Create, Some(&b.name), QUEUE)?;
+    AppState::permit_on(&rule, Op::Create, Some(&b.name), QUEUE)?;
     check_name_of(QUEUE, &b.name, false)?;
     let d = QueueSpec::default();
     let (min, max) = (b.min.unwrap_or(d.min), b.max.unwrap_or(d.max));
@@ -371,7 +371,7 @@ pub(super) async fn list(
     let d = &st.dispenser;
     let (out, next) = page_of(
         &st,
-        rule,
+        &rule,
         limit,
         after,
         |a| async move { d.list_queues_after(a.as_deref(), limit).await },

@@ -12,6 +12,8 @@
 //! when its client reads nothing for 30 s, so a board that stops reading gives its place
 //! back.
 //!
+//! A stream ends when a reload of the tokens file (SIGHUP) removes or changes its token.
+//!
 //! It needs a token with `peek` on the queue, sent as `Authorization: Bearer` like every
 //! other call: the pages read the stream with `fetch` (which can send the header), not
 //! `EventSource` (which cannot), so no token ever travels in a URL.
@@ -135,26 +137,32 @@ pub(crate) async fn events(
     // The current status is the first event.
     rx.mark_changed();
     let stop = st.queues.events.stopped();
+    // A reload of the tokens file that removes or changes the token ends its streams.
+    let revoked = token.revoked();
     let deadline = tokio::time::Instant::now() + MAX_STREAM;
     // The stream's place under the caps goes with it, and comes back when it ends.
-    let state = (rx, stop, place);
-    let stream = futures::stream::unfold(state, move |(mut rx, mut stop, place)| async move {
-        loop {
-            let changed = tokio::select! {
-                changed = rx.changed() => changed.is_ok(),
-                _ = stop.wait_for(|s| *s) => false,
-                () = tokio::time::sleep_until(deadline) => false,
-            };
-            if !changed {
-                return None;
+    let state = (rx, (stop, revoked), place);
+    let stream = futures::stream::unfold(
+        state,
+        move |(mut rx, (mut stop, mut revoked), place)| async move {
+            loop {
+                let changed = tokio::select! {
+                    changed = rx.changed() => changed.is_ok(),
+                    _ = stop.wait_for(|s| *s) => false,
+                    _ = revoked.wait_for(|r| *r) => false,
+                    () = tokio::time::sleep_until(deadline) => false,
+                };
+                if !changed {
+                    return None;
+                }
+                let shown = rx.borrow_and_update().clone();
+                if let Some(text) = shown {
+                    let event = Event::default().event("status").data(text);
+                    return Some((Ok::<_, Infallible>(event), (rx, (stop, revoked), place)));
+                }
             }
-            let shown = rx.borrow_and_update().clone();
-            if let Some(text) = shown {
-                let event = Event::default().event("status").data(text);
-                return Some((Ok::<_, Infallible>(event), (rx, stop, place)));
-            }
-        }
-    });
+        },
+    );
     let mut resp = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response();
