@@ -102,6 +102,7 @@ mod error;
 mod format;
 pub mod gapless;
 pub mod guide;
+pub mod history;
 pub mod options;
 pub mod queue;
 pub mod redact;

@@ -49,6 +49,7 @@
 //! ```
 
 mod document;
+mod history;
 mod spec;
 mod state;
 mod status;
@@ -160,7 +161,7 @@ impl Dispenser {
         let queues = self.queues();
         let clock: Clock = Arc::new(jiff::Timestamp::now);
         let fresh = State::new(spec, bson::oid::ObjectId::new(), now_ms(&clock));
-        if queues.insert(name, &fresh).await? {
+        if history::insert(self, &queues, name, &fresh).await? {
             return Ok(self.queue_handle(name, queues, fresh, clock));
         }
         let stored = queues.load(name).await?.map_or(fresh.spec, |s| s.spec);
@@ -199,7 +200,7 @@ impl Dispenser {
         let queues = self.queues();
         let clock: Clock = Arc::new(jiff::Timestamp::now);
         let fresh = State::new(spec.clone(), bson::oid::ObjectId::new(), now_ms(&clock));
-        if queues.insert(name, &fresh).await? {
+        if history::insert(self, &queues, name, &fresh).await? {
             return Ok(self.queue_handle(name, queues, fresh, clock));
         }
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
@@ -315,7 +316,7 @@ impl Dispenser {
     /// ```
     pub async fn delete_queue(&self, name: &str) -> Result<()> {
         check_name(name)?;
-        if self.queues().delete(name).await? {
+        if history::delete(self, &self.queues(), name).await? {
             Ok(())
         } else {
             Err(no_such(name))
@@ -330,6 +331,7 @@ impl Dispenser {
                 backoff: self.options().backoff,
                 clock,
                 remembered: Mutex::new(stored),
+                history: self.recorder(),
             }),
         }
     }
@@ -444,6 +446,8 @@ struct Inner {
     clock: Clock,
     /// The state after this handle's last write or read: the guess of the compare-and-set.
     remembered: Mutex<State>,
+    /// Where its admin operations are recorded (create, alter, cancel, delete).
+    history: crate::history::record::Recorder,
 }
 
 impl std::fmt::Debug for Queue {
@@ -583,6 +587,7 @@ impl Queue {
                 backoff: i.backoff,
                 clock,
                 remembered: Mutex::new(i.remembered()),
+                history: i.history.clone(),
             }),
         }
     }
@@ -859,7 +864,13 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn cancel(&self, ticket: i64) -> Result<Ticket> {
-        let (s, done, now) = self.inner.act(Op::Cancel { ticket }).await?;
+        let (s, done, now) = self
+            .recorded(
+                "cancel",
+                bson::doc! { "ticket": ticket },
+                self.inner.act(Op::Cancel { ticket }),
+            )
+            .await?;
         match done {
             Done::Cancelled { serial } => Ok(Ticket::new(&s, serial, None, now)),
             _ => Err(no_such(&self.inner.name)),
@@ -884,7 +895,13 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn set_max(&self, max: i64) -> Result<QueueStatus> {
-        let (s, _, now) = self.inner.act(Op::SetMax { max }).await?;
+        let (s, _, now) = self
+            .recorded(
+                "alter",
+                bson::doc! { "max": max },
+                self.inner.act(Op::SetMax { max }),
+            )
+            .await?;
         Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
     }
 
