@@ -18,6 +18,7 @@ mod gapless;
 mod gapless_model;
 mod gate;
 mod hardening;
+mod history;
 mod isolation;
 mod model;
 mod proxy;

@@ -24,7 +24,8 @@
 //!
 //! The files, each using only files named after it: `mod.rs` (router, startup, shutdown);
 //! `openapi.rs`; the endpoints `draw.rs`, `handlers.rs`, `gapless.rs`, `queues.rs`,
-//! `overview.rs`, `scrape.rs` (`/metrics`) and `ui/`; `guard.rs` (what every request passes
+//! `overview.rs`, `history.rs` (the history of admin operations), `scrape.rs` (`/metrics`)
+//! and `ui/`; `tls.rs` (HTTPS) and `reload.rs` (SIGHUP); `guard.rs` (what every request passes
 //! before the router: one service per connection) and `observe.rs` (counting, timing and the
 //! JSON error answers); `auth.rs` (who may do what), `classify.rs` (library error to status),
 //! `names.rs`, `json.rs` (request bodies), `errors.rs` (`ApiError`); the state: `state.rs`
@@ -67,6 +68,7 @@ mod errors;
 mod gapless;
 mod guard;
 mod handlers;
+mod history;
 mod json;
 mod metrics;
 mod names;
@@ -220,6 +222,7 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/sequences/{name}/alter", post(alter))
         .route("/v1/sequences/{name}/reset", post(reset))
         .merge(gapless::routes())
+        .merge(history::routes())
         .route("/v1/queues", post(queues::create).get(queues::list))
         .route(
             "/v1/queues/{name}",

@@ -17,7 +17,7 @@ use tokio::sync::{OnceCell, RwLock};
 use super::errors::ApiError;
 use super::metrics::{Issued, Metrics};
 use super::queue_state::Queues;
-use super::tokens::Tokens;
+use super::tokens::{TokenRule, Tokens};
 
 /// What the service knows of one sequence between two of its admin operations (its block
 /// client is in the [`Pool`], retired by every admin operation).
@@ -137,6 +137,12 @@ impl AppState {
             }
         }
         out
+    }
+
+    /// The service's dispenser acting as the token `rule` (its name is who the history of
+    /// admin operations records).
+    pub(super) fn acting(&self, rule: &Arc<TokenRule>) -> Result<Dispenser, ApiError> {
+        Ok(self.dispenser.with_caller(&rule.name)?)
     }
 
     /// The slot of `name` (made on first use).

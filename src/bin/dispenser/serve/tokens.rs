@@ -284,6 +284,16 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
     let mut rules = Vec::new();
     let mut seen = HashSet::new();
     for t in file.tokens {
+        // The name is who the history of admin operations records.
+        if !(1..=dispenser::options::MAX_CALLER).contains(&t.name.len())
+            || !t.name.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        {
+            return Err(config_error(format!(
+                "token name {:?} is not 1 to {} printable ASCII characters (it is the name the history of admin operations records)",
+                t.name,
+                dispenser::options::MAX_CALLER
+            )));
+        }
         if t.token.len() < MIN_TOKEN_LEN {
             return Err(config_error(format!(
                 "token {:?} is shorter than {MIN_TOKEN_LEN} characters",
