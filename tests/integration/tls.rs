@@ -515,3 +515,88 @@ fn a_bad_certificate_or_key_is_refused_at_start() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `bench --http --tls-cert/--tls-key` measures the service over HTTPS beside the same
+/// service over plain HTTP and the floor, every request answered with one number, none twice;
+/// `--url https://…` with `--tls-ca` measures a service over TLS elsewhere.
+#[test]
+fn bench_http_runs_over_tls() {
+    common::ready();
+    let dir = scratch("tls_bench");
+    let ca = Ca::new("bench ca");
+    let (cert, key) = write_pair(&dir, &ca.server());
+    let bench = |extra: &[&str], collection: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+            .env("MONGODB_URI", common::uri())
+            .args(["--db", crate::common::DB, "--collection", collection])
+            .args(["bench", "--http", "--connections", "2", "--count", "200"])
+            .args(["--rounds", "2", "--warmup", "10", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["runs"].as_array().unwrap().clone()
+    };
+    let runs = bench(
+        &["--tls-cert", &cert, "--tls-key", &key],
+        &common::unique("tls_bench"),
+    );
+    let labels: Vec<&str> = runs.iter().map(|r| r["run"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        [
+            "service over HTTPS (TLS)",
+            "service over HTTP",
+            "floor (same stack, constant)"
+        ]
+    );
+    assert!(runs[0]["url"].as_str().unwrap().starts_with("https://"));
+    assert!(runs[1]["url"].as_str().unwrap().starts_with("http://"));
+    for run in &runs {
+        assert_eq!(
+            (run["requests"].as_u64(), run["numbers"].as_u64()),
+            (Some(200), Some(200)),
+            "{run}"
+        );
+        assert_eq!(
+            (run["errors"].as_u64(), run["duplicates"].as_u64()),
+            (Some(0), Some(0)),
+            "{run}"
+        );
+    }
+
+    let svc = Service::start_args(
+        "tls_bench_url",
+        &common::uri(),
+        &["--tls-cert", &cert, "--tls-key", &key],
+    );
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let runs = bench(
+        &[
+            "--url",
+            &svc.base.replace("127.0.0.1", "localhost"),
+            "--token",
+            ADMIN,
+            "--tls-ca",
+            ca_file.to_str().unwrap(),
+        ],
+        &svc.collection,
+    );
+    assert_eq!(runs.len(), 2);
+    assert!(
+        runs[0]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://localhost:")
+    );
+    assert_eq!(runs[0]["errors"], 0, "{}", runs[0]);
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}
