@@ -95,6 +95,7 @@ pub struct ServeArgs {
     pub listen: String,
     /// JSON file with the tokens (else the environment variable DISPENSER_TOKENS holds the
     /// JSON): {"tokens": [{"name", "token", "sequences": [globs], "operations": [...]}]}.
+    /// SIGHUP reads the file again (tokens in DISPENSER_TOKENS cannot change).
     #[arg(long)]
     pub tokens: Option<std::path::PathBuf>,
     /// The starting block size of the block client each sequence is served through (blocks
