@@ -338,7 +338,7 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                             Some("after") if id == "history" || id == "queue_history" => {
                                 // A history's cursor: milliseconds, a dash, the record's id.
                                 p["schema"] = json!({
-                                    "type": "string", "pattern": "^[0-9]{1,18}-[0-9a-f]{24}$"
+                                    "type": "string", "pattern": "^[0-9]{1,18}-[0-9a-f]{24}(?![\\s\\S])"
                                 });
                             }
                             Some("after") => {
