@@ -13,6 +13,8 @@ use crate::dispenser::Dispenser;
 use crate::document::{SequenceState, Stored};
 use crate::error::{Error, Result};
 use crate::format::Format;
+use crate::history::Subject;
+use crate::history::record::sequence_state;
 use crate::spec::{Spec, validate_name};
 use crate::store::ShapeChange;
 use crate::strategy::Decision;
@@ -248,6 +250,24 @@ impl Dispenser {
                 ),
             });
         }
+        // A change the state refuses is refused before anything is written, history included.
+        let before = self.peek(name).await?;
+        check(&before, &change)?;
+        self.recorder()
+            .run(
+                Subject::Sequence,
+                name,
+                "alter",
+                params(&change),
+                Some(sequence_state(&before)),
+                self.alter_now(name, change),
+                |s| Some(sequence_state(s)),
+            )
+            .await
+    }
+
+    /// [`Dispenser::alter`] without its history.
+    async fn alter_now(&self, name: &str, change: Alter) -> Result<SequenceState> {
         let handle = self.open(name).await?;
         handle
             .drawer()
@@ -269,25 +289,38 @@ impl Dispenser {
     }
 }
 
-/// The state a [`SequenceState`] describes, as [`plan`] reads it.
 /// Whether `change` applies to the sequence in state `st` (what [`Dispenser::alter`] would
 /// refuse, without writing).
 pub(crate) fn check(st: &SequenceState, change: &Alter) -> Result<()> {
-    plan(&st.name, &stored_of(st), change).map(|_| ())
+    plan(&st.name, &st.stored(), change).map(|_| ())
 }
 
-fn stored_of(s: &SequenceState) -> Stored {
-    Stored {
-        spec: s.spec(),
-        value: s.value,
-        version: s.version,
-        cycles: s.cycles,
-        incarnation: s.incarnation,
-        origin: crate::document::Origin {
-            start: s.start,
-            stripe: s.stripe,
-        },
+/// `change` as the history records its parameters.
+fn params(change: &Alter) -> bson::Document {
+    let mut d = bson::Document::new();
+    if let Some(step) = change.step {
+        d.insert("step", step);
     }
+    if let Some(min) = change.min {
+        d.insert("min", min);
+    }
+    if let Some(max) = change.max {
+        d.insert("max", max);
+    }
+    if let Some(cycle) = change.cycle {
+        d.insert("cycle", cycle);
+    }
+    match &change.format {
+        Some(Some(f)) => {
+            d.insert("format", f.as_str());
+        }
+        Some(None) => {
+            d.insert("format", bson::Bson::Null);
+        }
+        None => {}
+    }
+    d.insert("force", change.force);
+    d
 }
 
 #[cfg(test)]

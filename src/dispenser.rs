@@ -12,6 +12,8 @@ use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::{Error, Result};
 use crate::format::Format;
+use crate::history::Subject;
+use crate::history::record::{Recorder, sequence_state};
 use crate::options::Options;
 use crate::redact;
 use crate::spec::{Spec, validate_name, validate_plain_name};
@@ -109,6 +111,11 @@ impl Dispenser {
         self.options.caller.as_deref()
     }
 
+    /// The history of this dispenser's collections, written as its caller.
+    pub(crate) fn recorder(&self) -> Recorder {
+        Recorder::new(&self.store, self.caller())
+    }
+
     /// The driver client this dispenser talks through (its connection pool), to reach other
     /// collections of the deployment without a second pool.
     ///
@@ -143,12 +150,39 @@ impl Dispenser {
         validate_plain_name(name)?;
         spec.validate(name)?;
         self.refuse_if_striped(name).await?;
-        match self.store.insert(name, &spec, None).await? {
-            Some(incarnation) => Ok(self.handle(name, created(&spec, None, incarnation))),
-            None => Err(Error::AlreadyExists {
-                name: name.to_owned(),
-            }),
+        // A name taken is refused before anything is written, history included (a document
+        // that does not decode takes its name too).
+        match self.store.load(name).await {
+            Ok(None) => {}
+            Ok(Some(_)) | Err(Error::CorruptDocument { .. }) => {
+                return Err(Error::AlreadyExists {
+                    name: name.to_owned(),
+                });
+            }
+            Err(e) => return Err(e),
         }
+        let sequence = self
+            .recorder()
+            .run(
+                Subject::Sequence,
+                name,
+                "create",
+                spec_params(&spec),
+                None,
+                async {
+                    match self.store.insert(name, &spec, None).await? {
+                        Some(incarnation) => {
+                            Ok(self.handle(name, created(&spec, None, incarnation)))
+                        }
+                        None => Err(Error::AlreadyExists {
+                            name: name.to_owned(),
+                        }),
+                    }
+                },
+                |_| Some(sequence_state(&fresh_state(name, &spec))),
+            )
+            .await?;
+        Ok(sequence)
     }
 
     /// Creates the sequence if it does not exist, or opens it if it exists with the same
@@ -178,7 +212,28 @@ impl Dispenser {
         validate_plain_name(name)?;
         spec.validate(name)?;
         self.refuse_if_striped(name).await?;
-        self.ensure_stored(name, spec).await
+        // Opening an existing sequence changes nothing: only a creation is recorded.
+        if let Some(stored) = self.store.load(name).await? {
+            return self.open_as(name, &spec, None, true, stored);
+        }
+        let recorder = self.recorder();
+        let entry = recorder
+            .begin(Subject::Sequence, name, "create", spec_params(&spec), None)
+            .await?;
+        let made = self.insert_or_load(name, spec, None, true).await;
+        let (recorded, after) = match &made {
+            Ok((_, true)) => (Ok(()), Some(sequence_state(&fresh_state(name, &spec)))),
+            // Another client created it between the look and the insert.
+            Ok((_, false)) => (
+                Err(Error::AlreadyExists {
+                    name: name.to_owned(),
+                }),
+                None,
+            ),
+            Err(e) => (Err(e.clone()), None),
+        };
+        entry.end(&recorded, after).await;
+        made.map(|(sequence, _)| sequence)
     }
 
     /// A plain sequence and a striped one must not share a name (`ids` and `ids~0 …`): both
@@ -195,14 +250,6 @@ impl Dispenser {
         }
     }
 
-    /// [`Dispenser::ensure`] for the names the library builds (`T@KEY`, `ids~3`): checked
-    /// with [`validate_name`] only.
-    pub(crate) async fn ensure_stored(&self, name: &str, spec: Spec) -> Result<Sequence> {
-        validate_name(name)?;
-        spec.validate(name)?;
-        self.ensure_as(name, spec, None, true).await
-    }
-
     /// [`Dispenser::ensure`] for a name and spec already validated: `stripe` is what the
     /// document must be (checked when it exists), `check_start` whether a recorded start
     /// must equal `spec.start` (scopes start wherever their template stands).
@@ -213,10 +260,38 @@ impl Dispenser {
         stripe: Option<StripeId>,
         check_start: bool,
     ) -> Result<Sequence> {
+        self.insert_or_load(name, spec, stripe, check_start)
+            .await
+            .map(|(sequence, _)| sequence)
+    }
+
+    /// [`Dispenser::ensure_as`], and whether this call inserted the document.
+    async fn insert_or_load(
+        &self,
+        name: &str,
+        spec: Spec,
+        stripe: Option<StripeId>,
+        check_start: bool,
+    ) -> Result<(Sequence, bool)> {
         if let Some(incarnation) = self.store.insert(name, &spec, stripe).await? {
-            return Ok(self.handle(name, created(&spec, stripe, incarnation)));
+            return Ok((self.handle(name, created(&spec, stripe, incarnation)), true));
         }
         let stored = self.load(name).await?;
+        self.open_as(name, &spec, stripe, check_start, stored)
+            .map(|sequence| (sequence, false))
+    }
+
+    /// The handle on the stored sequence `stored`, if it has the shape `spec` (and the start,
+    /// when `check_start`, and the stripe `stripe`).
+    fn open_as(
+        &self,
+        name: &str,
+        spec: &Spec,
+        stripe: Option<StripeId>,
+        check_start: bool,
+        stored: Stored,
+    ) -> Result<Sequence> {
+        let spec = *spec;
         let start_differs = check_start && stored.origin.start.is_some_and(|s| s != spec.start);
         // A document from before stripes were recorded is accepted on its shape.
         let stripe_differs = match (stored.origin.stripe, stripe) {
@@ -405,53 +480,20 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn reset(&self, name: &str, next: i64, force: bool) -> Result<SequenceState> {
-        self.set_value(name, |stored| {
-            let spec = stored.spec;
-            if next < spec.min || next > spec.max {
-                return Err(Error::invalid_argument(
-                    "reset value",
-                    format!(
-                        "{next} lies outside the bounds {}..={} of sequence {name:?}",
-                        spec.min, spec.max
-                    ),
-                ));
-            }
-            let new_value = next.checked_sub(spec.step).ok_or_else(|| {
-                Error::invalid_argument(
-                    "reset value",
-                    format!(
-                        "{next} - step {} does not fit in a 64-bit integer",
-                        spec.step
-                    ),
-                )
-            })?;
-            if stored.origin.stripe.is_some() && !arith::in_class(spec.step, stored.value, next) {
-                return Err(Error::invalid_argument(
-                    "reset value",
-                    format!(
-                        "{next} is not a number of stripe {name:?} (its numbers are {} + k·{}); \
-                         reset the striped sequence as a whole (StripedSequence::reset, or `dispenser reset` with its name), which moves \
-                         each stripe within its own class",
-                        i128::from(stored.value) + i128::from(spec.step),
-                        spec.step
-                    ),
-                ));
-            }
-            let backwards = if spec.step > 0 {
-                new_value < stored.value
-            } else {
-                new_value > stored.value
-            };
-            if backwards && !force {
-                return Err(Error::WouldGoBackwards {
-                    name: name.to_owned(),
-                    current: stored.value,
-                    requested: next,
-                });
-            }
-            Ok(Some(new_value))
-        })
-        .await
+        // A reset the state refuses is refused before anything is written, history included.
+        let before = self.peek(name).await?;
+        reset_decision(name, next, force)(&before.stored())?;
+        self.recorder()
+            .run(
+                Subject::Sequence,
+                name,
+                "reset",
+                bson::doc! { "next": next, "force": force },
+                Some(sequence_state(&before)),
+                self.set_value(name, reset_decision(name, next, force)),
+                |s| Some(sequence_state(s)),
+            )
+            .await
     }
 
     /// Deletes a sequence. Its numbers may be issued again if it is created anew.
@@ -461,11 +503,29 @@ impl Dispenser {
     /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
     pub async fn delete(&self, name: &str) -> Result<()> {
         validate_name(name)?;
-        if self.store.delete(name).await? {
-            Ok(())
-        } else {
-            Err(no_such(name))
-        }
+        // A document that does not decode can still be deleted (its state is not recorded).
+        let before = match self.peek(name).await {
+            Ok(state) => Some(sequence_state(&state)),
+            Err(Error::CorruptDocument { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        self.recorder()
+            .run(
+                Subject::Sequence,
+                name,
+                "delete",
+                bson::Document::new(),
+                before,
+                async {
+                    if self.store.delete(name).await? {
+                        Ok(())
+                    } else {
+                        Err(no_such(name))
+                    }
+                },
+                |()| None,
+            )
+            .await
     }
 
     /// Checks that the server answers (a `ping` command), within the operation timeout.
@@ -514,27 +574,22 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn advance_to(&self, name: &str, n: i64) -> Result<SequenceState> {
-        self.set_value(name, |stored| {
-            let spec = stored.spec;
-            if n < spec.min || n > spec.max {
-                return Err(Error::invalid_argument(
-                    "advance-to value",
-                    format!(
-                        "{n} lies outside the bounds {}..={} of sequence {name:?}",
-                        spec.min, spec.max
-                    ),
-                ));
-            }
-            // Stay in the sequence's own residue class (a stripe in its own).
-            let target = arith::advance_value(spec.step, stored.value, n);
-            let ahead = if spec.step > 0 {
-                target > stored.value
-            } else {
-                target < stored.value
-            };
-            Ok(ahead.then_some(target))
-        })
-        .await
+        // Refused by the state, or nothing to move: nothing is written, history included.
+        let before = self.peek(name).await?;
+        if advance_decision(name, n)(&before.stored())?.is_none() {
+            return Ok(before);
+        }
+        self.recorder()
+            .run(
+                Subject::Sequence,
+                name,
+                "advance-to",
+                bson::doc! { "to": n },
+                Some(sequence_state(&before)),
+                self.set_value(name, advance_decision(name, n)),
+                |s| Some(sequence_state(s)),
+            )
+            .await
     }
 
     /// Moves `value` by the compare-and-set loop (the draws' own, [`Drawer::update`]), from
@@ -583,16 +638,35 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn set_format(&self, name: &str, format: Option<&Format>) -> Result<()> {
-        validate_name(name)?;
-        if self
+        let before = self.peek(name).await?;
+        let shown = format.map_or(bson::Bson::Null, |f| {
+            bson::Bson::String(f.as_str().to_owned())
+        });
+        let recorder = self.recorder();
+        let entry = recorder
+            .begin(
+                Subject::Sequence,
+                name,
+                "set-format",
+                bson::doc! { "format": shown },
+                Some(sequence_state(&before)),
+            )
+            .await?;
+        let result = match self
             .store
             .set_format(name, format.map(Format::as_str))
-            .await?
+            .await
         {
-            Ok(())
-        } else {
-            Err(no_such(name))
-        }
+            Ok(true) => Ok(()),
+            Ok(false) => Err(no_such(name)),
+            Err(e) => Err(e),
+        };
+        let after = match &result {
+            Ok(()) => self.peek(name).await.ok().map(|s| sequence_state(&s)),
+            Err(_) => None,
+        };
+        entry.end(&result, after).await;
+        result
     }
 
     async fn load(&self, name: &str) -> Result<Stored> {
@@ -618,9 +692,118 @@ impl Dispenser {
     }
 }
 
+/// What a reset of `name` to `next` writes on the state `stored`: the new value, or why it
+/// is refused.
+fn reset_decision(
+    name: &str,
+    next: i64,
+    force: bool,
+) -> impl Fn(&Stored) -> Result<Option<i64>> + '_ {
+    move |stored| {
+        let spec = stored.spec;
+        if next < spec.min || next > spec.max {
+            return Err(Error::invalid_argument(
+                "reset value",
+                format!(
+                    "{next} lies outside the bounds {}..={} of sequence {name:?}",
+                    spec.min, spec.max
+                ),
+            ));
+        }
+        let new_value = next.checked_sub(spec.step).ok_or_else(|| {
+            Error::invalid_argument(
+                "reset value",
+                format!(
+                    "{next} - step {} does not fit in a 64-bit integer",
+                    spec.step
+                ),
+            )
+        })?;
+        if stored.origin.stripe.is_some() && !arith::in_class(spec.step, stored.value, next) {
+            return Err(Error::invalid_argument(
+                "reset value",
+                format!(
+                    "{next} is not a number of stripe {name:?} (its numbers are {} + k·{}); \
+                     reset the striped sequence as a whole (StripedSequence::reset, or `dispenser reset` with its name), which moves \
+                     each stripe within its own class",
+                    i128::from(stored.value) + i128::from(spec.step),
+                    spec.step
+                ),
+            ));
+        }
+        let backwards = if spec.step > 0 {
+            new_value < stored.value
+        } else {
+            new_value > stored.value
+        };
+        if backwards && !force {
+            return Err(Error::WouldGoBackwards {
+                name: name.to_owned(),
+                current: stored.value,
+                requested: next,
+            });
+        }
+        Ok(Some(new_value))
+    }
+}
+
+/// What an advance of `name` past `n` writes on the state `stored`: the new value, `None`
+/// when it is past already, or why it is refused.
+fn advance_decision(name: &str, n: i64) -> impl Fn(&Stored) -> Result<Option<i64>> + '_ {
+    move |stored| {
+        let spec = stored.spec;
+        if n < spec.min || n > spec.max {
+            return Err(Error::invalid_argument(
+                "advance-to value",
+                format!(
+                    "{n} lies outside the bounds {}..={} of sequence {name:?}",
+                    spec.min, spec.max
+                ),
+            ));
+        }
+        // Stay in the sequence's own residue class (a stripe in its own).
+        let target = arith::advance_value(spec.step, stored.value, n);
+        let ahead = if spec.step > 0 {
+            target > stored.value
+        } else {
+            target < stored.value
+        };
+        Ok(ahead.then_some(target))
+    }
+}
+
 fn no_such(name: &str) -> Error {
     Error::NoSuchSequence {
         name: name.to_owned(),
+    }
+}
+
+/// A spec as the history records the parameters of a create.
+fn spec_params(spec: &Spec) -> bson::Document {
+    bson::doc! {
+        "start": spec.start, "step": spec.step, "min": spec.min, "max": spec.max, "cycle": spec.cycle,
+    }
+}
+
+/// The state of a sequence `name` just created from `spec`, as the history shows it.
+fn fresh_state(name: &str, spec: &Spec) -> SequenceState {
+    let now = bson::DateTime::now();
+    SequenceState {
+        name: name.to_owned(),
+        value: spec.start.saturating_sub(spec.step),
+        step: spec.step,
+        min: spec.min,
+        max: spec.max,
+        cycle: spec.cycle,
+        version: 0,
+        cycles: 0,
+        created_at: now,
+        updated_at: now,
+        format: None,
+        start: Some(spec.start),
+        stripe: None,
+        incarnation: None,
+        issued_by_day: Vec::new(),
     }
 }
 

@@ -435,6 +435,21 @@ pub struct SequenceState {
 }
 
 impl SequenceState {
+    /// The state as the strategies read it (what a decision about a write is made from).
+    pub(crate) fn stored(&self) -> Stored {
+        Stored {
+            spec: self.spec(),
+            value: self.value,
+            version: self.version,
+            cycles: self.cycles,
+            incarnation: self.incarnation,
+            origin: Origin {
+                start: self.start,
+                stripe: self.stripe,
+            },
+        }
+    }
+
     /// The shape (step, bounds, cycle) as a [`Spec`] whose start is the next number.
     pub(crate) fn spec(&self) -> Spec {
         Spec::default()

@@ -380,6 +380,8 @@ pub(crate) enum Aftermath {
     GapFree,
     /// A write of a queue: its outcome is unknown.
     Queue,
+    /// The history's record written before an admin operation: the operation was not made.
+    Intent,
 }
 
 impl Aftermath {
@@ -394,6 +396,9 @@ impl Aftermath {
             }
             Aftermath::GapFree => {
                 "the outcome is unknown, but a gap-free sequence leaves no gap: a number is used only once a document carries it, and the next caller finds it used or takes it"
+            }
+            Aftermath::Intent => {
+                "the record of the history written before the change: the change was not made (the history may show the operation pending); try again"
             }
         }
     }

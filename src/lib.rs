@@ -34,6 +34,8 @@
 //!   forecasts, statistics, live changes ([`sequence::Alter`]) and the naming rules.
 //! - The other handles, each in its module: [`block`], [`stripe`], [`scope`], [`gapless`],
 //!   [`queue`]; one trait over them in [`source`].
+//! - [`history`]: who created, altered, reset or deleted what, when, and the states before
+//!   and after — every admin operation records itself ([`Dispenser::history`] reads it).
 //! - [`doctor`]: checks a server's guarantees; [`redact`]: prints URIs and errors without
 //!   credentials.
 //! - [`guide`]: the user's guide — the document format, strategies, blocks, stripes, scopes,
@@ -103,6 +105,7 @@ mod error;
 mod format;
 pub mod gapless;
 pub mod guide;
+pub mod history;
 pub mod options;
 pub mod queue;
 pub mod redact;

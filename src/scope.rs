@@ -16,6 +16,7 @@ use jiff::tz::TimeZone;
 use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 use crate::error::{Error, Result};
+use crate::history::Subject;
 use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::Stats;
 
@@ -170,7 +171,24 @@ impl Dispenser {
                 ));
             }
         }
-        self.store().delete_ids(&ids).await
+        let (Some(first), Some(last)) = (ids.first(), ids.last()) else {
+            return Ok(0);
+        };
+        let params = bson::doc! {
+            "before": before, "scopes": i64::try_from(ids.len()).unwrap_or(i64::MAX),
+            "first": first, "last": last,
+        };
+        self.recorder()
+            .run(
+                Subject::Sequence,
+                template,
+                "delete-scopes",
+                params,
+                None,
+                self.store().delete_ids(&ids),
+                |n| Some(bson::doc! { "deleted": i64::try_from(*n).unwrap_or(i64::MAX) }),
+            )
+            .await
     }
 
     /// A daily sequence: scope `YYYY-MM-DD` of `template`, the date taken in `time_zone`

@@ -20,6 +20,7 @@ use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 pub use crate::document::StripeId;
 use crate::error::{Error, Result};
+use crate::history::Subject;
 pub use crate::spec::stripe_name;
 use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::Stats;
@@ -247,8 +248,29 @@ impl StripedSequence {
         let Some(zero) = specs.next() else {
             return Err(Error::invalid_argument("stripes", "0 stripes requested"));
         };
-        let mut plain = vec![ensure(zero).await?];
-        plain.extend(try_join_all(specs.map(ensure)).await?);
+        // A creation is recorded (stripe 0 absent), a striped sequence opened is not.
+        let zero_name = stripe_name(name, 0);
+        let creating = dispenser.store().load(&zero_name).await?.is_none();
+        let make = async {
+            let mut plain = vec![ensure(zero).await?];
+            plain.extend(try_join_all(specs.map(ensure)).await?);
+            Ok(plain)
+        };
+        let plain =
+            if creating {
+                let params = bson::doc! {
+                    "stripes": i64::from(stripes), "start": spec.start, "step": spec.step,
+                    "min": spec.min, "max": spec.max,
+                };
+                dispenser
+                .recorder()
+                .run(Subject::Sequence, name, "create", params, None, make, |p: &Vec<Sequence>| {
+                    Some(bson::doc! { "stripes": i64::try_from(p.len()).unwrap_or(i64::MAX) })
+                })
+                .await?
+            } else {
+                make.await?
+            };
         Ok(StripedSequence::from_plain(dispenser, name, plain))
     }
 

@@ -61,6 +61,9 @@ use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
 
 use crate::dispenser::Dispenser;
 use crate::error::{Aftermath, Error, Result};
+use crate::history::Subject;
+use crate::history::record::Recorder;
+use crate::history::states::gapless_state;
 use crate::spec::validate_name;
 use crate::stats::Stats;
 use crate::store::is_duplicate_key;
@@ -122,6 +125,8 @@ struct Inner {
     /// The turn to take a number: held by one call at a time, in call order.
     baton: Arc<tokio::sync::Mutex<Baton>>,
     counters: Counters,
+    /// Where its admin operations are recorded.
+    history: Recorder,
 }
 
 #[derive(Default)]
@@ -236,26 +241,60 @@ impl Dispenser {
         let g = self.gapless(name, business, options);
         // An existing sequence is compared first: a refused open writes nothing (not even
         // the index on a field the sequence does not number).
-        match g.inner.read_raw().await {
-            Ok(d) => g.inner.check_stored(&d)?,
-            Err(Error::NoSuchSequence { .. }) => {}
+        let exists = match g.inner.read_raw().await {
+            Ok(d) => {
+                g.inner.check_stored(&d)?;
+                true
+            }
+            Err(Error::NoSuchSequence { .. }) => false,
             Err(e) => return Err(e),
-        }
+        };
         ensure_unique_index(&g.inner.business, &g.inner.options).await?;
+        if exists {
+            return Ok(g);
+        }
+        // A creation is recorded; opening an existing sequence is not.
+        let o = &g.inner.options;
+        let params = doc! {
+            "gapless": true, "collection": &o.collection, "field": &o.field, "start": o.start,
+            "max_lease_ms": i64::try_from(o.max_lease.as_millis()).unwrap_or(i64::MAX),
+        };
+        let entry = g
+            .inner
+            .history
+            .begin(Subject::Sequence, name, "create", params, None)
+            .await?;
         let fresh = state::fresh(name, &g.inner.options);
-        match g
+        let made = match g
             .inner
             .bounded("creating it", true, g.inner.state.insert_one(fresh))
             .await
         {
-            Ok(_) => {}
+            Ok(_) => Ok(true),
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) => {
-                let d = g.inner.read_raw().await?;
-                g.inner.check_stored(&d)?;
+                match g.inner.read_raw().await {
+                    Ok(d) => g.inner.check_stored(&d).map(|()| false),
+                    Err(e) => Err(e),
+                }
             }
-            Err(e) => return Err(e),
-        }
-        Ok(g)
+            Err(e) => Err(e),
+        };
+        let (recorded, after) = match &made {
+            Ok(true) => (
+                Ok(()),
+                g.inner.read_state().await.ok().map(|s| gapless_state(&s)),
+            ),
+            // Another client created it between the look and the insert.
+            Ok(false) => (
+                Err(Error::AlreadyExists {
+                    name: name.to_owned(),
+                }),
+                None,
+            ),
+            Err(e) => (Err(e.clone()), None),
+        };
+        entry.end(&recorded, after).await;
+        made.map(|_| g)
     }
 
     /// Opens the existing gap-free sequence `name` with the collection, field and void
@@ -368,6 +407,7 @@ impl Dispenser {
                 timeout: self.store().timeout(),
                 baton: Arc::default(),
                 counters: Counters::default(),
+                history: self.recorder(),
             }),
         }
     }
@@ -483,6 +523,35 @@ impl Inner {
 }
 
 impl Gapless {
+    /// Runs the admin operation `run` with its history (`op`, `params`, the state `before`
+    /// and the state read after it).
+    pub(super) async fn recorded<T>(
+        &self,
+        op: &str,
+        params: Document,
+        before: &GaplessStatus,
+        run: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let inner = &self.inner;
+        let entry = inner
+            .history
+            .begin(
+                Subject::Sequence,
+                &inner.name,
+                op,
+                params,
+                Some(gapless_state(before)),
+            )
+            .await?;
+        let result = run.await;
+        let after = match &result {
+            Ok(_) => inner.read_state().await.ok().map(|s| gapless_state(&s)),
+            Err(_) => None,
+        };
+        entry.end(&result, after).await;
+        result
+    }
+
     /// The sequence's name.
     pub fn name(&self) -> &str {
         &self.inner.name
@@ -650,6 +719,19 @@ impl Gapless {
     /// ```
     pub async fn set_max_lease(&self, max_lease: Duration) -> Result<()> {
         options::check_max_lease(max_lease)?;
+        let before = self.inner.read_state().await?;
+        let ms = i64::try_from(max_lease.as_millis()).unwrap_or(i64::MAX);
+        self.recorded(
+            "max-lease",
+            doc! { "max_lease_ms": ms },
+            &before,
+            self.set_max_lease_now(max_lease),
+        )
+        .await
+    }
+
+    /// [`Gapless::set_max_lease`] without its history.
+    async fn set_max_lease_now(&self, max_lease: Duration) -> Result<()> {
         let inner = &self.inner;
         let r = inner
             .bounded(

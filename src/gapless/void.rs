@@ -95,10 +95,37 @@ impl Gapless {
     /// # Ok(()) }
     /// ```
     pub async fn void(&self, number: i64, reason: &str) -> Result<()> {
-        let inner = &self.inner;
         let reason = check_reason(reason)?;
         self.settle_own().await;
+        // A void the state refuses is refused before anything is written, history included.
+        let before = self.inner.read_state().await?;
+        self.voidable(number, &before)?;
+        let params = doc! { "number": number, "reason": reason };
+        self.recorded("void", params, &before, self.void_now(number, reason))
+            .await
+    }
+
+    /// [`Gapless::void`] without its history: from a fresh read.
+    async fn void_now(&self, number: i64, reason: &str) -> Result<()> {
+        let inner = &self.inner;
         let s = inner.read_state().await?;
+        let holder = self.voidable(number, &s)?;
+        match self.void_document(number, holder, reason, &s).await? {
+            Released::Voided(_) => Ok(()),
+            Released::Used { .. } => Err(Error::invalid_argument(
+                "void",
+                format!(
+                    "{number} is already carried by a document of {:?} (used, or voided just now); nothing voided, the sequence moved past it",
+                    inner.options.collection
+                ),
+            )),
+        }
+    }
+
+    /// Whether `number` may be voided in state `s`: the holder whose expired lease the void
+    /// ends, if any; or why not.
+    fn voidable(&self, number: i64, s: &GaplessStatus) -> Result<Option<ObjectId>> {
+        let inner = &self.inner;
         if number != s.next {
             let what = if number < s.next {
                 "is already used or voided"
@@ -127,16 +154,7 @@ impl Gapless {
                 ));
             }
         };
-        match self.void_document(number, holder, reason, &s).await? {
-            Released::Voided(_) => Ok(()),
-            Released::Used { .. } => Err(Error::invalid_argument(
-                "void",
-                format!(
-                    "{number} is already carried by a document of {:?} (used, or voided just now); nothing voided, the sequence moved past it",
-                    inner.options.collection
-                ),
-            )),
-        }
+        Ok(holder)
     }
 
     /// Ends the lease on `number` of a holder that stopped, at once — instead of waiting
@@ -184,10 +202,31 @@ impl Gapless {
     /// # Ok(()) }
     /// ```
     pub async fn release(&self, number: i64, reason: &str, force: bool) -> Result<Released> {
-        let inner = &self.inner;
         let reason = check_reason(reason)?;
         self.settle_own().await;
-        let s = inner.read_state().await?;
+        // A release the state refuses is refused before anything is written, history included.
+        let before = self.inner.read_state().await?;
+        self.releasable(number, force, &before)?;
+        let params = doc! { "number": number, "reason": reason, "force": force };
+        self.recorded(
+            "release",
+            params,
+            &before,
+            self.release_now(number, reason, force),
+        )
+        .await
+    }
+
+    /// [`Gapless::release`] without its history: from a fresh read.
+    async fn release_now(&self, number: i64, reason: &str, force: bool) -> Result<Released> {
+        let s = self.inner.read_state().await?;
+        let holder = self.releasable(number, force, &s)?;
+        self.void_document(number, Some(holder), reason, &s).await
+    }
+
+    /// The holder whose lease on `number` a release ends in state `s`, or why not.
+    fn releasable(&self, number: i64, force: bool, s: &GaplessStatus) -> Result<ObjectId> {
+        let inner = &self.inner;
         if number != s.next {
             return Err(Error::invalid_argument(
                 NOT_THE_NEXT,
@@ -216,7 +255,7 @@ impl Gapless {
                 ),
             ));
         }
-        self.void_document(number, Some(l.holder), reason, &s).await
+        Ok(l.holder)
     }
 
     /// Voids `number` (`next`, free or held by `holder`, whose lease may end) unless a

@@ -43,7 +43,6 @@ use bson::{Bson, DateTime, Document, doc};
 
 use super::spec::QueueSpec;
 use super::state::{Call, Desk, Hour, Key, Kind, Span, State, TakeAt};
-use super::status::QueueCounters;
 use crate::document::bson_type_name;
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -140,16 +139,16 @@ pub(crate) fn encode(name: &str, s: &State) -> Document {
 }
 
 /// Reads one document's fields, naming the queue in every error.
-struct Reader<'a> {
-    name: &'a str,
+pub(super) struct Reader<'a> {
+    pub(super) name: &'a str,
 }
 
 impl Reader<'_> {
-    fn corrupt(&self, field: &str, problem: impl Into<String>) -> Error {
+    pub(super) fn corrupt(&self, field: &str, problem: impl Into<String>) -> Error {
         Error::corrupt_of("queue", self.name, field, problem)
     }
 
-    fn int(&self, d: &Document, key: &str, at: &str) -> Result<i64> {
+    pub(super) fn int(&self, d: &Document, key: &str, at: &str) -> Result<i64> {
         match d.get(key) {
             Some(Bson::Int64(v)) => Ok(*v),
             Some(Bson::Int32(v)) => Ok(i64::from(*v)),
@@ -164,14 +163,14 @@ impl Reader<'_> {
         }
     }
 
-    fn opt_int(&self, d: &Document, key: &str, at: &str) -> Result<Option<i64>> {
+    pub(super) fn opt_int(&self, d: &Document, key: &str, at: &str) -> Result<Option<i64>> {
         match d.get(key) {
             None | Some(Bson::Null) => Ok(None),
             Some(_) => self.int(d, key, at).map(Some),
         }
     }
 
-    fn date(&self, d: &Document, key: &str, at: &str) -> Result<i64> {
+    pub(super) fn date(&self, d: &Document, key: &str, at: &str) -> Result<i64> {
         match d.get(key) {
             Some(Bson::DateTime(t)) => Ok(t.timestamp_millis()),
             Some(_) => Err(self.corrupt(at, "is not a date")),
@@ -179,7 +178,7 @@ impl Reader<'_> {
         }
     }
 
-    fn string(&self, d: &Document, key: &str, at: &str) -> Result<String> {
+    pub(super) fn string(&self, d: &Document, key: &str, at: &str) -> Result<String> {
         match d.get(key) {
             Some(Bson::String(s)) => Ok(s.clone()),
             Some(_) => Err(self.corrupt(at, "is not a string")),
@@ -187,7 +186,7 @@ impl Reader<'_> {
         }
     }
 
-    fn boolean(&self, d: &Document, key: &str, at: &str) -> Result<bool> {
+    pub(super) fn boolean(&self, d: &Document, key: &str, at: &str) -> Result<bool> {
         match d.get(key) {
             Some(Bson::Boolean(b)) => Ok(*b),
             Some(_) => Err(self.corrupt(at, "is not a bool")),
@@ -196,7 +195,7 @@ impl Reader<'_> {
     }
 
     /// The entries of an array of documents; an absent array (an older document) is empty.
-    fn list<T>(
+    pub(super) fn list<T>(
         &self,
         d: &Document,
         key: &str,
@@ -220,7 +219,7 @@ impl Reader<'_> {
     }
 }
 
-/// The fields [`decode_counters`] reads: the counters, the range and format (for the
+/// The fields `status::decode_counters` reads: the counters, the range and format (for the
 /// calls' labels) and the last calls — never the lists that grow with the history.
 pub(crate) fn counters_projection() -> Document {
     doc! {
@@ -229,56 +228,7 @@ pub(crate) fn counters_projection() -> Document {
     }
 }
 
-/// Decodes a document read through [`counters_projection`] (with `_id`).
-pub(crate) fn decode_counters(d: &Document) -> Result<QueueCounters> {
-    let name = match d.get(field::ID) {
-        Some(Bson::String(s)) => s.clone(),
-        _ => {
-            return Err(Error::corrupt_of(
-                "queue",
-                "?",
-                field::ID,
-                "is not a string",
-            ));
-        }
-    };
-    let r = Reader { name: &name };
-    let spec = read_spec(&r, d)?;
-    let taken = r.int(d, field::TAKEN, field::TAKEN)?;
-    let waiting = r.int(d, field::WAITING, field::WAITING)?;
-    let zero = |key: &str| -> Result<i64> {
-        if d.contains_key(key) {
-            r.int(d, key, key)
-        } else {
-            Ok(0)
-        }
-    };
-    let cancelled = zero(field::CANCELLED)?;
-    let voided = zero(field::VOIDED)?;
-    // Called = taken - waiting - cancelled - voided (every serial is one of the four).
-    let called =
-        i128::from(taken) - i128::from(waiting) - i128::from(cancelled) - i128::from(voided);
-    if taken < 0 || waiting < 0 || cancelled < 0 || voided < 0 || called < 0 {
-        return Err(r.corrupt(
-            field::WAITING,
-            format!(
-                "({waiting}), cancelled ({cancelled}) and voided ({voided}) are more than taken ({taken})"
-            ),
-        ));
-    }
-    let calls = r.list(d, field::CALLS, |e, at| read_call(&r, e, at))?;
-    let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
-    Ok(QueueCounters {
-        recent_calls: super::status::call_entries(&spec, &calls),
-        name,
-        taken: unsigned(taken - voided),
-        served: u64::try_from(called).unwrap_or(0),
-        waiting: unsigned(waiting),
-        cancelled: unsigned(cancelled),
-    })
-}
-
-fn read_call(r: &Reader<'_>, e: &Document, at: &str) -> Result<Call> {
+pub(super) fn read_call(r: &Reader<'_>, e: &Document, at: &str) -> Result<Call> {
     Ok(Call {
         serial: r.int(e, "serial", at)?,
         desk: r.string(e, "desk", at)?,
@@ -289,7 +239,7 @@ fn read_call(r: &Reader<'_>, e: &Document, at: &str) -> Result<Call> {
 }
 
 /// The spec fields: range, format, time zone and daily (absent in older documents).
-fn read_spec(r: &Reader<'_>, d: &Document) -> Result<QueueSpec> {
+pub(super) fn read_spec(r: &Reader<'_>, d: &Document) -> Result<QueueSpec> {
     let name = r.name;
     let min = r.int(d, field::MIN, field::MIN)?;
     let max = r.int(d, field::MAX, field::MAX)?;

@@ -49,6 +49,7 @@
 //! ```
 
 mod document;
+mod history;
 mod spec;
 mod state;
 mod status;
@@ -195,7 +196,7 @@ impl Dispenser {
         spec.validate(name)?;
         let queues = self.queues();
         let fresh = State::new(spec, bson::oid::ObjectId::new(), queues.now().await?);
-        if queues.insert(name, &fresh).await? {
+        if history::insert(self, &queues, name, &fresh).await? {
             return Ok(self.queue_handle(name, queues, fresh));
         }
         let stored = queues
@@ -236,7 +237,7 @@ impl Dispenser {
             bson::oid::ObjectId::new(),
             queues.now().await?,
         );
-        if queues.insert(name, &fresh).await? {
+        if history::insert(self, &queues, name, &fresh).await? {
             return Ok(self.queue_handle(name, queues, fresh));
         }
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
@@ -413,7 +414,7 @@ impl Dispenser {
     /// ```
     pub async fn delete_queue(&self, name: &str) -> Result<()> {
         check_name(name)?;
-        if self.queues().delete(name).await? {
+        if history::delete(self, &self.queues(), name).await? {
             Ok(())
         } else {
             Err(no_such(name))
@@ -429,6 +430,7 @@ impl Dispenser {
                 clock: TimeSource::Server,
                 caller: self.caller().map(str::to_owned),
                 remembered: Mutex::new(stored),
+                history: self.recorder(),
             }),
         }
     }
@@ -568,6 +570,8 @@ struct Inner {
     caller: Option<String>,
     /// The state after this handle's last write or read: the guess of the compare-and-set.
     remembered: Mutex<State>,
+    /// Where its admin operations are recorded (create, alter, cancel, delete).
+    history: crate::history::record::Recorder,
 }
 
 impl std::fmt::Debug for Queue {
@@ -752,6 +756,7 @@ impl Queue {
                 clock: TimeSource::Given(clock),
                 caller: i.caller.clone(),
                 remembered: Mutex::new(i.remembered()),
+                history: i.history.clone(),
             }),
         }
     }
@@ -1039,7 +1044,13 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn cancel(&self, ticket: i64) -> Result<Ticket> {
-        let (s, done, now) = self.inner.act(Op::Cancel { ticket }).await?;
+        let (s, done, now) = self
+            .recorded(
+                "cancel",
+                bson::doc! { "ticket": ticket },
+                self.inner.act(Op::Cancel { ticket }),
+            )
+            .await?;
         match done {
             Done::Cancelled { serial } => Ok(Ticket::new(&s, serial, None, now)),
             _ => Err(no_such(&self.inner.name)),
@@ -1064,7 +1075,13 @@ impl Queue {
     /// # Ok(()) }
     /// ```
     pub async fn set_max(&self, max: i64) -> Result<QueueStatus> {
-        let (s, _, now) = self.inner.act(Op::SetMax { max }).await?;
+        let (s, _, now) = self
+            .recorded(
+                "alter",
+                bson::doc! { "max": max },
+                self.inner.act(Op::SetMax { max }),
+            )
+            .await?;
         Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
     }
 

@@ -7,7 +7,7 @@ use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document};
 use serde_json::{Value, json};
 
-use super::document::{decode, field};
+use super::document::{Reader, decode, field, read_call, read_spec};
 use super::spec::QueueSpec;
 use super::state::State;
 use crate::error::{Error, Result};
@@ -567,4 +567,53 @@ pub(crate) fn decode_status(d: &Document) -> Result<QueueStatus> {
         &state,
         jiff::Timestamp::now().as_millisecond(),
     ))
+}
+
+/// Decodes a document read through [`counters_projection`] (with `_id`).
+pub(crate) fn decode_counters(d: &Document) -> Result<QueueCounters> {
+    let name = match d.get(field::ID) {
+        Some(Bson::String(s)) => s.clone(),
+        _ => {
+            return Err(Error::corrupt_of(
+                "queue",
+                "?",
+                field::ID,
+                "is not a string",
+            ));
+        }
+    };
+    let r = Reader { name: &name };
+    let spec = read_spec(&r, d)?;
+    let taken = r.int(d, field::TAKEN, field::TAKEN)?;
+    let waiting = r.int(d, field::WAITING, field::WAITING)?;
+    let zero = |key: &str| -> Result<i64> {
+        if d.contains_key(key) {
+            r.int(d, key, key)
+        } else {
+            Ok(0)
+        }
+    };
+    let cancelled = zero(field::CANCELLED)?;
+    let voided = zero(field::VOIDED)?;
+    // Called = taken - waiting - cancelled - voided (every serial is one of the four).
+    let called =
+        i128::from(taken) - i128::from(waiting) - i128::from(cancelled) - i128::from(voided);
+    if taken < 0 || waiting < 0 || cancelled < 0 || voided < 0 || called < 0 {
+        return Err(r.corrupt(
+            field::WAITING,
+            format!(
+                "({waiting}), cancelled ({cancelled}) and voided ({voided}) are more than taken ({taken})"
+            ),
+        ));
+    }
+    let calls = r.list(d, field::CALLS, |e, at| read_call(&r, e, at))?;
+    let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
+    Ok(QueueCounters {
+        recent_calls: call_entries(&spec, &calls),
+        name,
+        taken: unsigned(taken - voided),
+        served: u64::try_from(called).unwrap_or(0),
+        waiting: unsigned(waiting),
+        cancelled: unsigned(cancelled),
+    })
 }

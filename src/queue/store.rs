@@ -291,7 +291,7 @@ impl QueueStore {
                     .await
             })
             .await?;
-        Ok(docs.iter().map(document::decode_counters).collect())
+        Ok(docs.iter().map(status::decode_counters).collect())
     }
 
     /// Deletes the queue `name`, then its request ids; `Ok(false)` when there was none.

@@ -41,12 +41,12 @@ fn commands_and_flags(text: &str) -> (Vec<String>, BTreeSet<String>) {
         }
         let trimmed = line.trim_start();
         let indent = line.len() - trimmed.len();
-        if section == "Commands" && indent == 2 {
-            if let Some(name) = trimmed.split_whitespace().next()
-                && name != "help"
-            {
-                commands.push(name.to_owned());
-            }
+        if section == "Commands"
+            && indent == 2
+            && let Some(name) = trimmed.split_whitespace().next()
+            && name != "help"
+        {
+            commands.push(name.to_owned());
         }
         if section.ends_with("Options") || section == "Options" || section.contains("options") {
             for word in trimmed.split(|c: char| c.is_whitespace() || c == ',' || c == '=') {

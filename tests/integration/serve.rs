@@ -116,6 +116,16 @@ impl Service {
         format!("{}{path}", self.base)
     }
 
+    /// The process id (to send it signals).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The tokens file it was started with.
+    pub(crate) fn tokens_path(&self) -> &std::path::Path {
+        &self.tokens
+    }
+
     /// SIGTERM, then the exit status and stderr.
     pub(crate) fn stop(mut self) -> (std::process::ExitStatus, String) {
         let pid = self.child.id().to_string();
@@ -1505,7 +1515,7 @@ fn unpooled() -> reqwest::Client {
 
 /// Sends `request` on a new connection and reads the answer's head (and, for an answer with
 /// a `content-length`, its body): the connection, the status and what was read.
-async fn raw_answer(addr: &str, request: &str) -> (tokio::net::TcpStream, u16, String) {
+pub(crate) async fn raw_answer(addr: &str, request: &str) -> (tokio::net::TcpStream, u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
     c.write_all(request.as_bytes()).await.unwrap();
@@ -1534,7 +1544,7 @@ async fn raw_answer(addr: &str, request: &str) -> (tokio::net::TcpStream, u16, S
 }
 
 /// The head of a request for the board's feed of `queue` with `token`.
-fn stream_request(queue: &str, token: &str) -> String {
+pub(crate) fn stream_request(queue: &str, token: &str) -> String {
     format!(
         "GET /ui/queues/{queue}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
     )

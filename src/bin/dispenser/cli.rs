@@ -10,6 +10,7 @@ use crate::check::CheckArgs;
 use crate::create::CreateArgs;
 use crate::doctor::DoctorArgs;
 use crate::gapless::GaplessCommand;
+use crate::history::HistoryArgs;
 use crate::next::NextArgs;
 use crate::queue::QueueCommand;
 use crate::sequence::{AdvanceToArgs, AlterArgs, DeleteArgs, ListArgs, PeekArgs, ResetArgs};
@@ -43,6 +44,16 @@ pub struct Cli {
     #[arg(long, global = true, default_value_t = 10.0, value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: f64,
 
+    /// Who is acting: the name the history of admin operations records (1 to 128 printable
+    /// ASCII characters) [default: $DISPENSER_CALLER, else USER@HOST].
+    // Not clap's `env`, for the reason --uri is not.
+    #[arg(long = "caller", id = "caller", value_name = "NAME", global = true)]
+    pub caller_flag: Option<String>,
+
+    /// The caller in effect: --caller, else DISPENSER_CALLER, else USER@HOST.
+    #[arg(skip)]
+    pub caller: String,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -61,6 +72,15 @@ impl Cli {
             .take()
             .or_else(|| std::env::var("MONGODB_URI").ok().filter(|u| !u.is_empty()))
             .unwrap_or_else(|| DEFAULT_URI.to_owned());
+        cli.caller = cli
+            .caller_flag
+            .take()
+            .or_else(|| {
+                std::env::var("DISPENSER_CALLER")
+                    .ok()
+                    .filter(|c| !c.is_empty())
+            })
+            .unwrap_or_else(crate::history::default_caller);
         Ok(cli)
     }
 }
@@ -108,6 +128,14 @@ pub enum Command {
     Reset(ResetArgs),
     /// Delete a sequence (or only its old scopes).
     Delete(DeleteArgs),
+    /// Who created, altered, advanced, reset or deleted a sequence or queue, when, and how.
+    ///
+    /// Every admin operation of the library, the command line and the service is recorded in
+    /// COLLECTION_history (dispensers_history by default): who (--caller here, the token's
+    /// name through the service), when (the server's clock), the parameters, the state before
+    /// and after, and how it ended (done, refused, failed, or pending: no outcome recorded).
+    /// Oldest first.
+    History(HistoryArgs),
     /// Measure throughput and latency, check for duplicates, compare with raw driver calls.
     Bench(BenchArgs),
     /// Serve numbers over HTTP (bearer tokens, blocks with prefetch, /healthz, /metrics).

@@ -4,7 +4,7 @@
 //! The files, from the top down: `cli.rs` lists the commands; each command lives in a file
 //! of its own with its arguments (`create.rs`, `next.rs`, `sequence.rs` for the other admin
 //! commands of a sequence, `check.rs`, `audit.rs`, `doctor.rs`, `gapless.rs`, `queue.rs`,
-//! `bench/`, `serve/`); below them `args.rs` (argument pieces several commands share),
+//! `history.rs`, `bench/`, `serve/`); below them `args.rs` (argument pieces several commands share),
 //! `output.rs` (writing to stdout), `exit.rs` (exit codes) and `probe.rs` (is the server
 //! there at all).
 
@@ -17,6 +17,7 @@ mod create;
 mod doctor;
 mod exit;
 mod gapless;
+mod history;
 mod next;
 mod output;
 mod probe;
@@ -130,7 +131,8 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
     let options = Options::default()
         .with_database(cli.db.as_str())
         .with_collection(cli.collection.as_str())
-        .with_operation_timeout(Duration::from_secs_f64(cli.timeout));
+        .with_operation_timeout(Duration::from_secs_f64(cli.timeout))
+        .with_caller(cli.caller.as_str());
     let connect = || Dispenser::connect(uri, options.clone());
     let stdout = || BufWriter::new(io::stdout().lock());
     match cli.command {
@@ -142,6 +144,7 @@ async fn run(cli: Cli) -> dispenser::Result<Outcome> {
         Command::AdvanceTo(a) => sequence::advance_to(&connect().await?, a, &mut stdout()).await,
         Command::Reset(a) => sequence::reset(&connect().await?, a, &mut stdout()).await,
         Command::Delete(a) => sequence::delete(&connect().await?, a, &mut stdout()).await,
+        Command::History(a) => history::run(&connect().await?, a, &mut stdout()).await,
         Command::Check(a) => check::run(&connect().await?, a, &mut stdout()).await,
         Command::Audit(a) => audit::run(&connect().await?, a, &mut stdout()).await,
         Command::Doctor(a) => doctor::run(&connect().await?, a, uri, &mut stdout()).await,

@@ -84,6 +84,18 @@ pub struct BenchArgs {
     /// is visible to other users.
     #[arg(long, env = "DISPENSER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// With --http: the service started here also serves HTTPS with this certificate chain
+    /// (PEM; with --tls-key), and is measured over both, beside the floor. The bench's client
+    /// trusts exactly this certificate.
+    #[arg(long, value_name = "FILE", requires_all = ["http", "tls_key"], conflicts_with = "url")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// With --http --tls-cert: its private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// With --http --url https://…: the authorities (PEM) the service's certificate must chain
+    /// to.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    pub tls_ca: Option<std::path::PathBuf>,
     /// With --http: keep-alive HTTP/1.1 connections, each sending one request at a time.
     #[arg(long, default_value_t = 32, value_parser = whole::<u32>(1, 4096), allow_negative_numbers = true)]
     pub connections: u32,

@@ -2,8 +2,11 @@
 //!
 //! Two targets answer `POST /v1/sequences/{name}/next`:
 //! - **the service**: `dispenser serve` started in this process on `127.0.0.1:0` with its
-//!   defaults and a token of its own (or the service at `--url`, with `--token`), drawing a
-//!   fresh plain sequence `bench-http-…` created for the run;
+//!   defaults and a token of its own (or the service at `--url`, with `--token`; an
+//!   `https://` one with `--tls-ca`), drawing a fresh plain sequence `bench-http-…` created
+//!   for the run; with `--tls-cert`/`--tls-key`, a second service started here serves it over
+//!   HTTPS with that certificate (which the load's client pins), measured beside the plain
+//!   one;
 //! - **the floor**: the same HTTP stack (axum's `serve` over hyper's HTTP/1.1 server, the same
 //!   versions, in the same process) answering `{"numbers":[n]}` from an atomic counter, with
 //!   no authentication, no middleware and no database: what any service on this stack costs.
@@ -32,6 +35,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::ClientConfig;
+use tokio_rustls::rustls::pki_types::ServerName;
 
 use super::args::BenchArgs;
 use super::samples::percentile;
@@ -102,14 +108,22 @@ impl HttpSample {
     }
 }
 
-/// A target: where it listens, the path drawn and the token sent (if any).
+/// A target: where it listens, the path drawn, the token sent (if any), and for HTTPS the
+/// client's configuration and the server name it asks for.
 struct Target {
     label: String,
     addr: String,
     authority: String,
     path: String,
     bearer: Option<String>,
+    tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
 }
+
+/// A service started here for the run: how to stop it, and its task.
+type Started = (
+    oneshot::Sender<()>,
+    tokio::task::JoinHandle<dispenser::Result<crate::exit::Outcome>>,
+);
 
 /// The answer of a draw, as the load reads it.
 #[derive(Deserialize)]
@@ -142,22 +156,25 @@ async fn measure(
     name: &str,
 ) -> dispenser::Result<bool> {
     let path = format!("/v1/sequences/{name}/next");
-    // The service: at --url, or started here with a token of its own.
-    let (stop_service, service_task, service) = match &args.url {
+    // The services: at --url, or started here with a token of its own (twice with
+    // --tls-cert: over HTTPS and plain HTTP).
+    let mut started: Vec<Started> = Vec::new();
+    let mut targets = Vec::new();
+    match &args.url {
         Some(url) => {
             let token = args.token.clone().ok_or_else(|| Error::InvalidArgument {
                 what: "--token".into(),
                 reason: "bench --http --url needs the bearer token of the service (--token or DISPENSER_TOKEN) that may draw bench-http-*".into(),
             })?;
-            let (addr, authority) = address_of(url)?;
-            let target = Target {
+            let (addr, authority, tls) = address_of(url, args.tls_ca.as_deref())?;
+            targets.push(Target {
                 label: format!("service at {}", authority),
                 addr,
                 authority,
                 path: path.clone(),
                 bearer: Some(token),
-            };
-            (None, None, target)
+                tls,
+            });
         }
         None => {
             let token = fresh_token();
@@ -165,33 +182,55 @@ async fn measure(
                 "name": "bench", "token": token, "sequences": ["bench-http-*"], "operations": ["next"],
             }]})
             .to_string();
-            let serve_args = serve_defaults()?;
-            let service = Service::bind(d.clone(), &serve_args, uri, Some(&tokens)).await?;
-            let local = service.local;
-            let (stop, stopped) = oneshot::channel::<()>();
-            let task = tokio::spawn(service.serve(async move {
-                let _ = stopped.await;
-            }));
-            let target = Target {
-                label: "service (dispenser serve)".into(),
-                addr: local.to_string(),
-                authority: local.to_string(),
-                path: path.clone(),
-                bearer: Some(token),
+            let mut variants = Vec::new();
+            if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+                let client = super::tls::pinned(cert)?;
+                let extra = vec![
+                    "--tls-cert".into(),
+                    cert.clone(),
+                    "--tls-key".into(),
+                    key.clone(),
+                ];
+                variants.push((
+                    "service over HTTPS (TLS)",
+                    extra,
+                    Some((client, super::tls::server_name("127.0.0.1")?)),
+                ));
+            }
+            let label = if variants.is_empty() {
+                "service (dispenser serve)"
+            } else {
+                "service over HTTP"
             };
-            (Some(stop), Some(task), target)
+            variants.push((label, Vec::new(), None));
+            for (label, extra, tls) in variants {
+                let serve_args = serve_defaults(&extra)?;
+                let service = Service::bind(d.clone(), &serve_args, uri, Some(&tokens)).await?;
+                let local = service.local;
+                let (stop, stopped) = oneshot::channel::<()>();
+                let task = tokio::spawn(service.serve(async move {
+                    let _ = stopped.await;
+                }));
+                started.push((stop, task));
+                targets.push(Target {
+                    label: label.into(),
+                    addr: local.to_string(),
+                    authority: local.to_string(),
+                    path: path.clone(),
+                    bearer: Some(token.clone()),
+                    tls,
+                });
+            }
         }
-    };
+    }
     let (stop_floor, floor_task, floor) = start_floor(&path).await?;
-    let targets = [service, floor];
+    targets.push(floor);
     let outcome = drive(&targets, args).await;
-    // Stop both (the service gives back what its block client holds).
+    // Stop them all (the services give back what their block clients hold).
     let _ = stop_floor.send(());
     let _ = floor_task.await;
-    if let Some(stop) = stop_service {
+    for (stop, task) in started {
         let _ = stop.send(());
-    }
-    if let Some(task) = service_task {
         match task.await {
             Ok(Err(e)) => tracing::warn!("the benchmarked service failed: {e}"),
             Err(e) => tracing::warn!("the benchmarked service failed: {e}"),
@@ -203,14 +242,19 @@ async fn measure(
     Ok(reports.iter().all(|r| r.duplicates == 0))
 }
 
-/// `dispenser serve`'s defaults, listening on a free port of the loopback.
-fn serve_defaults() -> dispenser::Result<ServeArgs> {
+/// `dispenser serve`'s defaults, listening on a free port of the loopback, with `extra`
+/// arguments.
+fn serve_defaults(extra: &[std::path::PathBuf]) -> dispenser::Result<ServeArgs> {
     #[derive(clap::Parser)]
     struct Serve {
         #[command(flatten)]
         args: ServeArgs,
     }
-    <Serve as clap::Parser>::try_parse_from(["serve", "--listen", "127.0.0.1:0"])
+    let argv = ["serve", "--listen", "127.0.0.1:0"]
+        .into_iter()
+        .map(std::ffi::OsString::from)
+        .chain(extra.iter().map(|p| p.clone().into_os_string()));
+    <Serve as clap::Parser>::try_parse_from(argv)
         .map(|s| s.args)
         .map_err(|e| Error::InvalidArgument {
             what: "bench --http".into(),
@@ -238,25 +282,42 @@ fn fresh_token() -> String {
     out
 }
 
-/// The socket address (`host:port`) and authority of an `http://` URL.
-fn address_of(url: &str) -> dispenser::Result<(String, String)> {
+/// What the load needs of a target's URL.
+type Address = (
+    String,
+    String,
+    Option<(Arc<ClientConfig>, ServerName<'static>)>,
+);
+
+/// The socket address (`host:port`) and authority of an `http://` URL, or of an `https://`
+/// one (with the client of `ca`, the authorities its certificate must chain to).
+fn address_of(url: &str, ca: Option<&std::path::Path>) -> dispenser::Result<Address> {
     let bad = |why: &str| Error::InvalidArgument {
         what: "--url".into(),
         reason: format!("{url:?} {why}: give one such as http://127.0.0.1:8080"),
     };
     let parsed: Uri = url.parse().map_err(|_| bad("is not a URL"))?;
-    if parsed.scheme_str() != Some("http") {
-        return Err(bad(
-            "is not an http:// URL (the bench speaks plain HTTP/1.1)",
-        ));
-    }
+    let https = match parsed.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => return Err(bad("is not an http:// or https:// URL")),
+    };
     let authority = parsed
         .authority()
         .ok_or_else(|| bad("has no host"))?
         .to_string();
     let host = parsed.host().ok_or_else(|| bad("has no host"))?;
-    let port = parsed.port_u16().unwrap_or(80);
-    Ok((format!("{host}:{port}"), authority))
+    let port = parsed.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let tls = match (https, ca) {
+        (false, _) => None,
+        (true, Some(ca)) => Some((super::tls::trusting(ca)?, super::tls::server_name(host)?)),
+        (true, None) => {
+            return Err(bad(
+                "is an https:// URL: give the authorities its certificate chains to with --tls-ca",
+            ));
+        }
+    };
+    Ok((format!("{host}:{port}"), authority, tls))
 }
 
 /// The floor: axum's `serve` over hyper's HTTP/1.1 server (as the service), answering
@@ -298,6 +359,7 @@ async fn start_floor(
         authority: local.to_string(),
         path: path.to_owned(),
         bearer: None,
+        tls: None,
     };
     Ok((stop, task, target))
 }
@@ -367,9 +429,24 @@ async fn connect(target: &Target) -> dispenser::Result<SendRequest<Body>> {
         .await
         .map_err(|e| failed(e.to_string()))?;
     let _ = stream.set_nodelay(true);
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    let Some((config, name)) = &target.tls else {
+        return handshake(stream).await.map_err(failed);
+    };
+    let tls = TlsConnector::from(Arc::clone(config))
+        .connect(name.clone(), stream)
         .await
-        .map_err(|e| failed(e.to_string()))?;
+        .map_err(|e| failed(format!("TLS: {e}")))?;
+    handshake(tls).await.map_err(failed)
+}
+
+/// HTTP/1.1 over `io`, its connection driven by a task of its own.
+async fn handshake<T>(io: T) -> Result<SendRequest<Body>, String>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| e.to_string())?;
     tokio::spawn(async move {
         if let Err(e) = conn.await {
             tracing::debug!("bench connection closed: {e}");
@@ -501,7 +578,16 @@ fn report(target: &Target, connections: u32, mut s: HttpSample, warm: Vec<i64>) 
     let duplicates = all.windows(2).filter(|w| w[0] == w[1]).count();
     HttpReport {
         run: target.label.clone(),
-        url: format!("http://{}{}", target.authority, target.path),
+        url: format!(
+            "{}://{}{}",
+            if target.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            },
+            target.authority,
+            target.path
+        ),
         connections,
         requests: s.requests,
         numbers,
@@ -607,6 +693,7 @@ mod tests {
                 authority: "127.0.0.1:1".into(),
                 path: "/v1/sequences/s/next".into(),
                 bearer: None,
+                tls: None,
             },
             4,
             HttpSample {
@@ -644,15 +731,20 @@ mod tests {
 
     #[test]
     fn urls_are_read_as_host_port_and_authority() {
+        let (addr, authority, tls) = address_of("http://127.0.0.1:8080", None).unwrap();
         assert_eq!(
-            address_of("http://127.0.0.1:8080").unwrap(),
-            ("127.0.0.1:8080".into(), "127.0.0.1:8080".into())
+            (addr.as_str(), authority.as_str()),
+            ("127.0.0.1:8080", "127.0.0.1:8080")
         );
+        assert!(tls.is_none());
         assert_eq!(
-            address_of("http://localhost/").unwrap().0,
+            address_of("http://localhost/", None).unwrap().0,
             "localhost:80".to_owned()
         );
-        assert!(address_of("https://h:1").is_err());
-        assert!(address_of("nonsense").is_err());
+        // https needs the authorities to trust.
+        let e = address_of("https://h:1", None).unwrap_err();
+        assert!(e.to_string().contains("--tls-ca"), "{e}");
+        assert!(address_of("ftp://h:1", None).is_err());
+        assert!(address_of("nonsense", None).is_err());
     }
 }

@@ -25,6 +25,7 @@ mod print;
 mod samples;
 mod scale;
 mod sources;
+mod tls;
 mod workers;
 
 /// Entry point of `dispenser bench`: [`Outcome::Duplicate`] when a duplicate was found.

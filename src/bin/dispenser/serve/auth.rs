@@ -1,6 +1,8 @@
 //! Who may do what: the request's bearer token checked against the configured tokens (in
 //! constant time, against every token), then its permissions by name and operation.
 
+use std::sync::Arc;
+
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use super::errors::ApiError;
@@ -32,7 +34,7 @@ pub(super) fn bearer_token(value: &HeaderValue) -> Option<&str> {
 
 impl AppState {
     /// The token of the request (401 when missing, malformed or unknown).
-    pub(super) fn authenticate(&self, headers: &HeaderMap) -> Result<&TokenRule, ApiError> {
+    pub(super) fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<TokenRule>, ApiError> {
         let unauthorized = |m: &str| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", m);
         let value = headers
             .get(header::AUTHORIZATION)
@@ -41,14 +43,10 @@ impl AppState {
             unauthorized("malformed Authorization header: expected Bearer <token>")
         })?;
         let presented = PaddedToken::new(presented.as_bytes());
-        // Compare against every token, without stopping early.
-        let mut found = None;
-        for rule in &self.tokens {
-            if rule.token.matches(&presented) {
-                found = Some(rule);
-            }
-        }
-        found.ok_or_else(|| unauthorized("unknown token"))
+        // Compared against every token, without stopping early.
+        self.tokens
+            .find(&presented)
+            .ok_or_else(|| unauthorized("unknown token"))
     }
 
     /// Whether `rule` may do `op` (on `name`, when given): 403 if not.
@@ -89,7 +87,7 @@ impl AppState {
         headers: &HeaderMap,
         op: Op,
         name: Option<&str>,
-    ) -> Result<&TokenRule, ApiError> {
+    ) -> Result<Arc<TokenRule>, ApiError> {
         self.authorize_on(headers, op, name, "sequence")
     }
 
@@ -100,9 +98,9 @@ impl AppState {
         op: Op,
         name: Option<&str>,
         noun: &str,
-    ) -> Result<&TokenRule, ApiError> {
+    ) -> Result<Arc<TokenRule>, ApiError> {
         let rule = self.authenticate(headers)?;
-        AppState::permit_on(rule, op, name, noun)?;
+        AppState::permit_on(&rule, op, name, noun)?;
         Ok(rule)
     }
 }

@@ -15,7 +15,13 @@
 //! - **Head**: the first byte arrived; the head must be complete within `--header-timeout` of
 //!   it (of the connection's start, for its first request).
 //! - **Busy**: a request is being served (from its head to the end of its answer, an event
-//!   stream's included); the router's request timeout applies instead.
+//!   stream's included); the router's request timeout applies instead, and an event stream
+//!   ends at [`MAX_STREAM`] (the connection is closed then if the stream could not end by
+//!   itself: its socket blocked, its body never polled again).
+//!
+//! In every phase, a connection whose writes make no progress for [`STALL`] (its client
+//! stopped reading: the socket's buffers are full) is closed, so a board that stops reading
+//! gives its place back.
 //!
 //! A connection past its deadline is closed. The listener ([`Capped`]) keeps at most
 //! `--max-connections` open. At the cap it makes room for a new connection by closing one
@@ -25,6 +31,11 @@
 //! the places) does the new one wait, with those after it in the kernel's backlog, until one
 //! closes. So idle or half-sent connections, with a token or without, cannot keep anyone out,
 //! and the service never runs out of file descriptors.
+//!
+//! With `--tls-cert` every connection speaks TLS ([`Stream`]): its handshake is made by its
+//! own task as it first reads, so a slow handshake never holds up the listener, and it falls
+//! within the new connection's first deadline (a client that does not finish it within
+//! `--unauthenticated-idle-timeout` is closed like one that sends nothing).
 //!
 //! hyper answers a request it cannot parse (400), a URI longer than 65 534 bytes (414) or a
 //! head larger than its buffer (431) on its own, with an empty body and without calling the
@@ -48,6 +59,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
+use tokio_rustls::server::TlsStream;
+
+use super::tls::Tls;
 
 /// How connections are limited (see the module documentation).
 #[derive(Clone, Copy, Debug)]
@@ -117,11 +131,14 @@ pub(super) struct Capped {
     permits: Arc<Semaphore>,
     open: Arc<Open>,
     limits: Limits,
+    /// Every connection speaks TLS, with the configuration in use when it is accepted.
+    tls: Option<Arc<Tls>>,
 }
 
 impl Capped {
-    pub(super) fn new(listener: TcpListener, limits: Limits) -> Capped {
+    pub(super) fn new(listener: TcpListener, limits: Limits, tls: Option<Arc<Tls>>) -> Capped {
         Capped {
+            tls,
             listener,
             permits: Arc::new(Semaphore::new(
                 limits.max_connections.min(Semaphore::MAX_PERMITS),
@@ -161,6 +178,10 @@ impl Listener for Capped {
             match self.listener.accept().await {
                 Ok((stream, addr)) => {
                     let permit = self.place().await;
+                    let stream = match &self.tls {
+                        Some(tls) => Stream::Handshake(Box::new(tls.acceptor().accept(stream))),
+                        None => Stream::Plain(stream),
+                    };
                     return (Conn::new(stream, permit, self.limits, &self.open), addr);
                 }
                 Err(e) => accept_error(e).await,
@@ -236,6 +257,18 @@ impl Open {
 /// How long an evicted connection has to close before another is evicted in its place.
 const EVICTING: Duration = Duration::from_secs(1);
 
+/// How long an event stream lasts: it ends by itself then (the page reconnects), and its
+/// connection is closed [`STREAM_GRACE`] later if it could not.
+pub(super) const MAX_STREAM: Duration = Duration::from_secs(600);
+
+/// How long after [`MAX_STREAM`] a stream that could not end by itself (its socket blocked)
+/// has its connection closed.
+const STREAM_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a connection's writes may make no progress (its client reads nothing) before it
+/// is closed.
+pub(super) const STALL: Duration = Duration::from_secs(30);
+
 /// Where a connection is between requests.
 #[derive(Clone, Copy, Debug)]
 enum Phase {
@@ -256,6 +289,8 @@ struct ClockState {
     first_head: Option<Instant>,
     /// A request on it carried a valid token.
     trusted: bool,
+    /// While an event stream is being answered: when its connection is closed at the latest.
+    stream_ends: Option<Instant>,
     /// Closed to make room for a new connection, at that instant.
     evicted: Option<Instant>,
     /// The deadline the connection's timer is set for (it wakes the connection's task then,
@@ -312,6 +347,7 @@ impl Clock {
         let deadline = now + idle;
         s.phase = Phase::Idle(deadline);
         s.since = now;
+        s.stream_ends = None;
         // Woken only when needed: a wake-up per request costs the connection's task one more
         // poll for every request.
         if (s.armed <= now || deadline < s.armed)
@@ -343,6 +379,11 @@ impl Clock {
         }
     }
 
+    /// An event stream's answer starts: it lasts [`MAX_STREAM`] at most.
+    fn stream_started(&self, now: Instant) {
+        self.state().stream_ends = Some(now + MAX_STREAM + STREAM_GRACE);
+    }
+
     fn waiting_to_read(&self, waker: &Waker) {
         let mut s = self.state();
         if !s.reader.as_ref().is_some_and(|w| w.will_wake(waker)) {
@@ -364,6 +405,7 @@ pub(super) fn started(clock: &Clock, trusted: impl FnOnce() -> bool) {
 /// stays busy until then and neither the idle nor the header timeout cuts it.
 pub(super) fn answered(c: &Arc<Clock>, resp: Response, now: std::time::Instant) -> Response {
     if is_event_stream(&resp) {
+        c.stream_started(Instant::from_std(now));
         let answered = Answered(Arc::clone(c));
         let (parts, body) = resp.into_parts();
         let body = body.into_data_stream().map(move |chunk| {
@@ -392,13 +434,99 @@ impl Drop for Answered {
     }
 }
 
+/// A connection's bytes: plain TCP, or TLS (its handshake first).
+pub(super) enum Stream {
+    Plain(TcpStream),
+    Handshake(Box<tokio_rustls::Accept<TcpStream>>),
+    Tls(Box<TlsStream<TcpStream>>),
+    /// The handshake failed (its error was returned once).
+    Failed,
+}
+
+impl Stream {
+    /// Drives the handshake of a TLS connection: ready once there is a stream to read and
+    /// write, an error if the handshake failed (a client speaking plain HTTP to a TLS port, a
+    /// client certificate refused).
+    fn poll_established(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Stream::Handshake(accept) = self {
+            match ready!(Pin::new(accept.as_mut()).poll(cx)) {
+                Ok(tls) => *self = Stream::Tls(Box::new(tls)),
+                Err(e) => {
+                    *self = Stream::Failed;
+                    tracing::debug!("a TLS handshake failed: {e}");
+                    return Poll::Ready(Err(e));
+                }
+            }
+        }
+        match self {
+            Stream::Failed => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "the TLS handshake failed",
+            ))),
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_established(cx))?;
+        match this {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::Handshake(_) | Stream::Failed => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_established(cx))?;
+        match this {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::Handshake(_) | Stream::Failed => Poll::Ready(Ok(0)),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_established(cx))?;
+        match this {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::Handshake(_) | Stream::Failed => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::Handshake(_) | Stream::Failed => Poll::Ready(Ok(())),
+        }
+    }
+}
+
 /// One accepted connection: the stream, its clock, and its place under the cap (given back
 /// when the connection is dropped).
 pub(super) struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     clock: Arc<Clock>,
     /// Set for the clock's `armed` deadline.
     sleep: Pin<Box<Sleep>>,
+    /// Since when a write waits for the socket (cleared by any progress).
+    stalled_since: Option<Instant>,
     /// hyper's own error answer, rewritten as JSON, and how much of it was written.
     pending: Option<(Vec<u8>, usize)>,
     /// Where the connection is listed for eviction, and its id there.
@@ -408,12 +536,7 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    fn new(
-        stream: TcpStream,
-        permit: OwnedSemaphorePermit,
-        limits: Limits,
-        open: &Arc<Open>,
-    ) -> Conn {
+    fn new(stream: Stream, permit: OwnedSemaphorePermit, limits: Limits, open: &Arc<Open>) -> Conn {
         let now = Instant::now();
         let first_byte = now + limits.untrusted_idle.min(limits.header);
         let clock = Arc::new(Clock {
@@ -422,6 +545,7 @@ impl Conn {
                 since: now,
                 first_head: Some(now + limits.header),
                 trusted: false,
+                stream_ends: None,
                 evicted: None,
                 armed: first_byte,
                 reader: None,
@@ -434,13 +558,15 @@ impl Conn {
             open: Arc::clone(open),
             clock,
             sleep: Box::pin(tokio::time::sleep_until(first_byte)),
+            stalled_since: None,
             pending: None,
             _permit: permit,
         }
     }
 
     /// Why the connection must close now, if it must (registering a wake-up for its deadline
-    /// otherwise): evicted, or past its deadline.
+    /// otherwise): evicted, or past its deadline — the phase's (see [`deadline`]), and for a
+    /// write waiting on the socket since `stalled_since`, [`STALL`] after that.
     ///
     /// The timer is moved only to an earlier deadline. A later one — the idle deadline moves
     /// on with every request — is taken up when the armed one fires, so a kept-alive
@@ -454,14 +580,7 @@ impl Conn {
                     "closed to make room for a new connection (the service is at --max-connections)",
                 ));
             }
-            let (deadline, what) = match s.phase {
-                Phase::Idle(at) => (at, "an idle connection reached its idle timeout"),
-                Phase::Head(at) => (
-                    at,
-                    "a request head did not arrive within the header timeout",
-                ),
-                Phase::Busy => return None,
-            };
+            let (deadline, what) = deadline(&s, self.stalled_since)?;
             if deadline < s.armed {
                 self.sleep.as_mut().reset(deadline);
                 s.armed = deadline;
@@ -481,6 +600,17 @@ impl Conn {
         }
     }
 
+    /// Notes a write's outcome: a write that waits for the socket starts (or continues) a
+    /// stall, one that made progress ends it.
+    fn wrote<T>(&mut self, outcome: &Poll<io::Result<T>>) {
+        match outcome {
+            Poll::Pending => {
+                self.stalled_since.get_or_insert_with(Instant::now);
+            }
+            Poll::Ready(_) => self.stalled_since = None,
+        }
+    }
+
     /// Writes what is left of the rewritten answer.
     fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while let Some((bytes, at)) = self.pending.as_mut() {
@@ -495,6 +625,35 @@ impl Conn {
             *at += n;
         }
         Poll::Ready(Ok(()))
+    }
+}
+
+/// The deadline of a connection in state `s` whose writes wait for the socket since
+/// `stalled_since`, and what it means when it passes; `None` when it has none (a request
+/// being served, not a stream, writing freely).
+fn deadline(s: &ClockState, stalled_since: Option<Instant>) -> Option<(Instant, &'static str)> {
+    let phase = match s.phase {
+        Phase::Idle(at) => Some((at, "an idle connection reached its idle timeout")),
+        Phase::Head(at) => Some((
+            at,
+            "a request head did not arrive within the header timeout",
+        )),
+        Phase::Busy => s.stream_ends.map(|at| {
+            (
+                at,
+                "an event stream reached its time limit and could not end",
+            )
+        }),
+    };
+    let stall = stalled_since.map(|since| {
+        (
+            since + STALL,
+            "the client read nothing for 30 s (its writes made no progress)",
+        )
+    });
+    match (phase, stall) {
+        (Some(p), Some(w)) => Some(if w.0 < p.0 { w } else { p }),
+        (p, w) => p.or(w),
     }
 }
 
@@ -560,7 +719,9 @@ impl AsyncWrite for Conn {
             }
             None => buf,
         };
-        match Pin::new(&mut this.stream).poll_write(cx, buf) {
+        let outcome = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.wrote(&outcome);
+        match outcome {
             Poll::Pending => match this.ended(cx) {
                 Some(e) => Poll::Ready(Err(e)),
                 None => Poll::Pending,
@@ -572,7 +733,9 @@ impl AsyncWrite for Conn {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         ready!(this.poll_pending(cx))?;
-        match Pin::new(&mut this.stream).poll_flush(cx) {
+        let outcome = Pin::new(&mut this.stream).poll_flush(cx);
+        this.wrote(&outcome);
+        match outcome {
             Poll::Pending => match this.ended(cx) {
                 Some(e) => Poll::Ready(Err(e)),
                 None => Poll::Pending,
@@ -671,6 +834,46 @@ mod tests {
         );
         let body: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(body["error"]["kind"], "headers_too_large");
+    }
+
+    fn state(phase: Phase, stream_ends: Option<Instant>) -> ClockState {
+        let now = Instant::now();
+        ClockState {
+            phase,
+            since: now,
+            first_head: None,
+            trusted: true,
+            stream_ends,
+            evicted: None,
+            armed: now,
+            reader: None,
+        }
+    }
+
+    /// A request being served has no deadline of its own; an event stream has its limit
+    /// (issue 37, found 7: a blocked stream was never ended), and a write that makes no
+    /// progress for [`STALL`] ends any connection, whichever comes first.
+    #[test]
+    fn streams_and_stalled_writes_have_deadlines() {
+        let now = Instant::now();
+        assert!(deadline(&state(Phase::Busy, None), None).is_none());
+        let ends = now + MAX_STREAM;
+        assert_eq!(
+            deadline(&state(Phase::Busy, Some(ends)), None).map(|d| d.0),
+            Some(ends)
+        );
+        let (at, what) = deadline(&state(Phase::Busy, Some(ends)), Some(now)).unwrap();
+        assert_eq!(at, now + STALL);
+        assert!(what.contains("read nothing"), "{what}");
+        assert_eq!(
+            deadline(&state(Phase::Busy, None), Some(now)).map(|d| d.0),
+            Some(now + STALL)
+        );
+        let idle = now + Duration::from_secs(5);
+        assert_eq!(
+            deadline(&state(Phase::Idle(idle), None), Some(now)).map(|d| d.0),
+            Some(idle)
+        );
     }
 
     #[test]

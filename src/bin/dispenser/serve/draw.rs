@@ -157,7 +157,7 @@ pub(super) async fn next(
         Some(known) => known,
         None => {
             Box::pin(st.target(&era, &name, |template, key, already| {
-                may_make_scope(rule, template, key, already, &name)
+                may_make_scope(&rule, template, key, already, &name)
             }))
             .await
         }

@@ -99,11 +99,11 @@ pub(super) async fn void(
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize(req.headers(), Op::Void, Some(&name))?;
+    let acting = st.acting(&st.authorize(req.headers(), Op::Void, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
     let peek = may_peek(&st, req.headers(), &name);
     let b: VoidBody = json_body(req).await?;
-    let g = st.dispenser.find_gapless(&name).await?;
+    let g = acting.find_gapless(&name).await?;
     g.void(b.number, &b.reason)
         .await
         .map_err(|e| refusal(e, &name, b.number, "voided", peek))?;
@@ -142,11 +142,11 @@ pub(super) async fn release(
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize(req.headers(), Op::Void, Some(&name))?;
+    let acting = st.acting(&st.authorize(req.headers(), Op::Void, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
     let peek = may_peek(&st, req.headers(), &name);
     let b: ReleaseBody = json_body(req).await?;
-    let g = st.dispenser.find_gapless(&name).await?;
+    let g = acting.find_gapless(&name).await?;
     let reason = b
         .reason
         .as_deref()
@@ -195,7 +195,7 @@ pub(super) async fn max_lease(
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize(req.headers(), Op::Alter, Some(&name))?;
+    let acting = st.acting(&st.authorize(req.headers(), Op::Alter, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
     let b: MaxLeaseBody = json_body(req).await?;
     let ms = u64::try_from(b.max_lease_ms)
@@ -207,7 +207,7 @@ pub(super) async fn max_lease(
                 b.max_lease_ms
             ))
         })?;
-    let g = st.dispenser.find_gapless(&name).await?;
+    let g = acting.find_gapless(&name).await?;
     g.set_max_lease(Duration::from_millis(ms)).await?;
     Ok(Json(json!({ "name": name, "max_lease_ms": ms })))
 }

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use dispenser::stripe::{StripedSequence, stripe_name};
-use dispenser::{Error, Format, Spec, sequence::SequenceState};
+use dispenser::{Dispenser, Error, Format, Spec, sequence::SequenceState};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -105,10 +105,10 @@ pub(super) async fn create(
     req: Request,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let rule = st.authenticate(req.headers())?;
-    AppState::permit(rule, Op::Create, None)?;
+    AppState::permit(&rule, Op::Create, None)?;
     let b: CreateBody = json_body(req).await?;
-    AppState::permit(rule, Op::Create, Some(&b.name))?;
-    let may_read = AppState::permit(rule, Op::Peek, Some(&b.name)).is_ok();
+    AppState::permit(&rule, Op::Create, Some(&b.name))?;
+    let may_read = AppState::permit(&rule, Op::Peek, Some(&b.name)).is_ok();
     let d = Spec::default();
     let spec = d
         .with_start(b.start.unwrap_or(d.start))
@@ -127,15 +127,16 @@ pub(super) async fn create(
             Err(e) => return Err(e.into()),
         }
     }
+    let acting = st.acting(&rule)?;
     let made = st
         .exclusive(&b.name, async {
-            match st.dispenser.create(&b.name, spec).await {
+            match acting.create(&b.name, spec).await {
                 Ok(_) => {}
                 Err(Error::AlreadyExists { .. }) if b.if_not_exists => return Ok(None),
                 Err(e) => return Err(e),
             }
             if let Some(f) = &format {
-                st.dispenser.set_format(&b.name, Some(f)).await?;
+                acting.set_format(&b.name, Some(f)).await?;
             }
             st.dispenser.peek(&b.name).await.map(Some)
         })
@@ -158,7 +159,7 @@ pub(super) async fn peek(
     check_name(&name, false)?;
     match st.dispenser.peek(&name).await {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let (ids, _) = stripes_or(&st, &name, e).await?;
+            let (ids, _) = stripes_or(&st.dispenser, &name, e).await?;
             Ok(Json(striped_json(&name, &ids.peek().await?)))
         }
         other => Ok(Json(SequenceState::to_json(&other?))),
@@ -169,11 +170,11 @@ pub(super) async fn peek(
 /// the names of its stripes (the admin endpoints then act on every stripe, each within its
 /// residue class); otherwise `no_such`, the plain operation's error.
 async fn stripes_or(
-    st: &Shared,
+    d: &Dispenser,
     name: &str,
     no_such: Error,
 ) -> Result<(StripedSequence, Vec<String>), ApiError> {
-    match StripedSequence::open(&st.dispenser, name).await {
+    match StripedSequence::open(d, name).await {
         Ok(ids) => {
             let names = (0..ids.stripes()).map(|i| stripe_name(name, i)).collect();
             Ok((ids, names))
@@ -324,7 +325,7 @@ pub(super) async fn list(
     let rule = st.authorize(&headers, Op::List, None)?;
     let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let (out, next) = sequence_page(&st, rule, limit, after, SequenceState::to_json).await?;
+    let (out, next) = sequence_page(&st, &rule, limit, after, SequenceState::to_json).await?;
     Ok(Json(json!({ "sequences": out, "next": next })))
 }
 
@@ -399,7 +400,7 @@ pub(super) async fn alter(
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize(req.headers(), Op::Alter, Some(&name))?;
+    let acting = st.acting(&st.authorize(req.headers(), Op::Alter, Some(&name))?)?;
     let b: AlterBody = json_body(req).await?;
     check_name(&name, false)?;
     if b.step.is_none()
@@ -423,11 +424,11 @@ pub(super) async fn alter(
         Some(Some(f)) => Some(Some(Format::parse(&f)?)),
     };
     match st
-        .exclusive(&name, st.dispenser.alter(&name, change.clone()))
+        .exclusive(&name, acting.alter(&name, change.clone()))
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let (ids, stripes) = stripes_or(&st, &name, e).await?;
+            let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st.exclusive_all(&stripes, ids.alter(change)).await?;
             Ok(Json(striped_json(&name, &states)))
         }
@@ -450,15 +451,12 @@ pub(super) async fn advance(
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize(req.headers(), Op::Advance, Some(&name))?;
+    let acting = st.acting(&st.authorize(req.headers(), Op::Advance, Some(&name))?)?;
     let b: AdvanceBody = json_body(req).await?;
     check_name(&name, false)?;
-    match st
-        .exclusive(&name, st.dispenser.advance_to(&name, b.to))
-        .await
-    {
+    match st.exclusive(&name, acting.advance_to(&name, b.to)).await {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let (ids, stripes) = stripes_or(&st, &name, e).await?;
+            let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st.exclusive_all(&stripes, ids.advance_to(b.to)).await?;
             Ok(Json(striped_json(&name, &states)))
         }
@@ -502,16 +500,16 @@ pub(super) async fn reset(
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize(req.headers(), Op::Reset, Some(&name))?;
+    let acting = st.acting(&st.authorize(req.headers(), Op::Reset, Some(&name))?)?;
     let b: ResetBody = json_body(req).await?;
     let next = b.next()?;
     check_name(&name, false)?;
     match st
-        .exclusive(&name, st.dispenser.reset(&name, next, b.force))
+        .exclusive(&name, acting.reset(&name, next, b.force))
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let (ids, stripes) = stripes_or(&st, &name, e).await?;
+            let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st.exclusive_all(&stripes, ids.reset(next, b.force)).await?;
             Ok(Json(striped_json(&name, &states)))
         }
@@ -526,11 +524,11 @@ pub(super) async fn delete(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    st.authorize(&headers, Op::Delete, Some(&name))?;
+    let acting = st.acting(&st.authorize(&headers, Op::Delete, Some(&name))?)?;
     check_name(&name, false)?;
-    match st.exclusive(&name, st.dispenser.delete(&name)).await {
+    match st.exclusive(&name, acting.delete(&name)).await {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let (ids, stripes) = stripes_or(&st, &name, e).await?;
+            let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             st.exclusive_all(&stripes, ids.delete()).await?;
         }
         other => {

@@ -24,7 +24,8 @@
 //!
 //! The files, each using only files named after it: `mod.rs` (router, startup, shutdown);
 //! `openapi.rs`; the endpoints `draw.rs`, `handlers.rs`, `gapless.rs`, `queues.rs`,
-//! `overview.rs`, `scrape.rs` (`/metrics`) and `ui/`; `guard.rs` (what every request passes
+//! `overview.rs`, `history.rs` (the history of admin operations), `scrape.rs` (`/metrics`)
+//! and `ui/`; `tls.rs` (HTTPS) and `reload.rs` (SIGHUP); `guard.rs` (what every request passes
 //! before the router: one service per connection) and `observe.rs` (counting, timing and the
 //! JSON error answers); `auth.rs` (who may do what), `classify.rs` (library error to status),
 //! `names.rs`, `json.rs` (request bodies), `errors.rs` (`ApiError`); the state: `state.rs`
@@ -67,6 +68,7 @@ mod errors;
 mod gapless;
 mod guard;
 mod handlers;
+mod history;
 mod json;
 mod metrics;
 mod names;
@@ -75,11 +77,13 @@ mod openapi;
 mod overview;
 mod queue_state;
 mod queues;
+mod reload;
 mod schemas;
 mod scrape;
 mod state;
 #[cfg(test)]
 mod tests;
+mod tls;
 mod tokens;
 mod ui;
 
@@ -91,6 +95,7 @@ pub struct ServeArgs {
     pub listen: String,
     /// JSON file with the tokens (else the environment variable DISPENSER_TOKENS holds the
     /// JSON): {"tokens": [{"name", "token", "sequences": [globs], "operations": [...]}]}.
+    /// SIGHUP reads the file again (tokens in DISPENSER_TOKENS cannot change).
     #[arg(long)]
     pub tokens: Option<std::path::PathBuf>,
     /// The starting block size of the block client each sequence is served through (blocks
@@ -154,6 +159,17 @@ pub struct ServeArgs {
     /// command line is visible to other users.
     #[arg(long, env = "DISPENSER_METRICS_TOKEN", hide_env_values = true, value_parser = secret)]
     pub metrics_token: Option<Secret>,
+    /// Serve HTTPS only, with this certificate chain (PEM, the server's certificate first);
+    /// needs --tls-key. SIGHUP reads it again for new connections.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert (PEM). SIGHUP reads it again.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Require a client certificate issued by one of these authorities (PEM), in addition
+    /// to a token; needs --tls-cert. SIGHUP reads it again.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<std::path::PathBuf>,
 }
 
 /// `--block-idle-release`: 0 (never) or a number of seconds up to a day.
@@ -207,6 +223,7 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/sequences/{name}/alter", post(alter))
         .route("/v1/sequences/{name}/reset", post(reset))
         .merge(gapless::routes())
+        .merge(history::routes())
         .route("/v1/queues", post(queues::create).get(queues::list))
         .route(
             "/v1/queues/{name}",
@@ -270,8 +287,25 @@ async fn shutdown_signal() {
 /// from error answers.
 pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser::Result<Outcome> {
     let service = Service::bind(dispenser, &args, uri, None).await?;
-    println!("listening on http://{}", service.local);
-    service.serve(shutdown_signal()).await
+    #[cfg(unix)]
+    let reloads = reload::listen().map(|hangups| {
+        tokio::spawn(reload::on_hangup(
+            hangups,
+            reload::Reloadable {
+                tls: service.tls.clone(),
+                state: Arc::clone(&service.state),
+                tokens: args.tokens.clone(),
+                metrics_token: service.metrics_token.clone(),
+            },
+        ))
+    });
+    println!("listening on {}", service.url());
+    let outcome = service.serve(shutdown_signal()).await;
+    #[cfg(unix)]
+    if let Some(task) = reloads {
+        task.abort();
+    }
+    outcome
 }
 
 /// A service bound to its address, not yet serving (`dispenser serve`, and `bench --http`,
@@ -285,6 +319,8 @@ pub struct Service {
     metrics_token: MetricsToken,
     /// `--block-idle-release`, when not 0.
     idle_release: Option<Duration>,
+    /// `--tls-cert`: every connection speaks TLS.
+    tls: Option<Arc<tls::Tls>>,
 }
 
 impl Service {
@@ -300,6 +336,14 @@ impl Service {
         let tokens = match tokens {
             Some(text) => tokens::parse_tokens(text)?,
             None => load_tokens(args.tokens.as_ref())?,
+        };
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(Arc::new(tls::Tls::load(tls::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.tls_client_ca.clone(),
+            })?)),
+            _ => None,
         };
         let metrics_token =
             MetricsToken::new(args.metrics_token.as_ref().map(|s| s.0.as_str()), &tokens)?;
@@ -351,7 +395,7 @@ impl Service {
         let state = Arc::new(AppState {
             dispenser,
             uri: uri.to_owned(),
-            tokens,
+            tokens: tokens::Tokens::new(tokens),
             pool,
             max_count: args.max_count,
             request_timeout: Duration::from_secs_f64(args.request_timeout),
@@ -362,7 +406,13 @@ impl Service {
             queues: Queues::new(streams),
             born: std::time::Instant::now(),
         });
-        tracing::info!("dispenser serve listening on {local}");
+        match &tls {
+            Some(t) => tracing::info!(
+                "dispenser serve listening on {local} (TLS: {})",
+                t.describe()
+            ),
+            None => tracing::info!("dispenser serve listening on {local}"),
+        }
         tracing::info!(
             "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all; /metrics {}",
             limits.max_connections,
@@ -386,7 +436,14 @@ impl Service {
             metrics_token,
             idle_release: (args.block_idle_release > 0.0)
                 .then(|| Duration::from_secs_f64(args.block_idle_release)),
+            tls,
         })
+    }
+
+    /// The service's URL: `https://ADDRESS` with TLS, else `http://ADDRESS`.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.local)
     }
 
     /// Serves until `shutdown` completes, then gives back what the block clients hold.
@@ -400,12 +457,13 @@ impl Service {
             state,
             metrics_token,
             idle_release,
+            tls,
             ..
         } = self;
         let reaper =
             idle_release.map(|idle| tokio::spawn(release_idle_blocks(Arc::clone(&state), idle)));
         let served = axum::serve(
-            Capped::new(listener, limits),
+            Capped::new(listener, limits, tls),
             PerConnection::new(router(state.clone(), metrics_token), Arc::clone(&state)),
         )
         .with_graceful_shutdown({

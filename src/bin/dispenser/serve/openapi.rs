@@ -24,7 +24,7 @@ use super::schemas::{
 };
 use super::scrape::MetricsToken;
 use super::state::Shared;
-use super::{draw, gapless, handlers, overview, queues};
+use super::{draw, gapless, handlers, history, overview, queues};
 
 /// A serial format (JSON Schema, ECMA 262): text without NUL, `{{` and `}}` for braces,
 /// `{scope}`, and at least one `{n}` or `{n:0W}` (W from 1 to 20, as the library parses it).
@@ -76,6 +76,8 @@ impl Modify for BearerAuth {
         queues::list,
         queues::delete,
         overview::overview,
+        history::sequence,
+        history::queue,
     ),
     components(schemas(
         Drawn,
@@ -118,7 +120,9 @@ impl Modify for BearerAuth {
         OverviewSequence,
         OverviewQueue,
         Overview,
-        queues::QueueCreateBody
+        queues::QueueCreateBody,
+        history::HistoryItem,
+        history::HistoryPage
     )),
     modifiers(&BearerAuth),
     security(("bearer" = []))
@@ -163,6 +167,7 @@ fn error_statuses(operation: &str) -> &'static [u16] {
             &[400, 401, 403, 404, 414, 422, 431, 500, 503]
         }
         "list" | "overview" => &[400, 401, 403, 414, 431, 500, 503],
+        "history" | "queue_history" => &[400, 401, 403, 414, 422, 431, 500, 503],
         "take" | "call" | "recall" | "release" | "cancel" | "queue_alter" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
@@ -308,10 +313,15 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                 });
                             }
                             Some("limit") => {
-                                let (max, default) = if id == "overview" {
-                                    (super::overview::MAX_PAGE, super::overview::DEFAULT_PAGE)
-                                } else {
-                                    (super::handlers::MAX_PAGE, super::handlers::DEFAULT_PAGE)
+                                let (max, default) = match id.as_str() {
+                                    "overview" => {
+                                        (super::overview::MAX_PAGE, super::overview::DEFAULT_PAGE)
+                                    }
+                                    "history" | "queue_history" => (
+                                        dispenser::history::MAX_HISTORY_PAGE as u64,
+                                        history::DEFAULT_PAGE,
+                                    ),
+                                    _ => (super::handlers::MAX_PAGE, super::handlers::DEFAULT_PAGE),
                                 };
                                 p["schema"] = json!({
                                     "type": "integer", "minimum": 1,
@@ -325,10 +335,19 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                     "pattern": "^[!-~]([ -~]{0,62}[!-~])?(?![\\s\\S])"
                                 });
                             }
+                            Some("after") if id == "history" || id == "queue_history" => {
+                                // A history's cursor: milliseconds, a dash, the record's id.
+                                p["schema"] = json!({
+                                    "type": "string", "pattern": "^[0-9]{1,18}-[0-9a-f]{24}(?![\\s\\S])"
+                                });
+                            }
                             Some("after") => {
                                 p["schema"] = json!({
                                     "type": "string", "maxLength": super::names::MAX_NAME_CHARS
                                 });
+                            }
+                            Some("since") => {
+                                p["schema"] = json!({ "type": "string", "format": "date-time" });
                             }
                             _ => {}
                         }

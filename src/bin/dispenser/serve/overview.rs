@@ -109,14 +109,14 @@ pub(super) async fn overview(
     let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let held: HashMap<String, u64> = st.pool.held_by_sequence().into_iter().collect();
-    let (sequences, next) = sequence_page(&st, rule, limit, after, |s| {
+    let (sequences, next) = sequence_page(&st, &rule, limit, after, |s| {
         let mut v = s.to_json();
         v["held"] = json!(held.get(&s.name).copied().unwrap_or(0));
         v
     })
     .await?;
-    let (gapless, truncated) = gapless(&st, rule).await?;
-    let (queues, queues_truncated) = queues(&st, rule).await?;
+    let (gapless, truncated) = gapless(&st, &rule).await?;
+    let (queues, queues_truncated) = queues(&st, &rule).await?;
     Ok(Json(json!({
         "sequences": sequences,
         "next": next,

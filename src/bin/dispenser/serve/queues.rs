@@ -146,9 +146,9 @@ pub(super) async fn create(
     req: Request,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let rule = st.authenticate(req.headers())?;
-    AppState::permit_on(rule, Op::Create, None, QUEUE)?;
+    AppState::permit_on(&rule, Op::Create, None, QUEUE)?;
     let b: QueueCreateBody = json_body(req).await?;
-    AppState::permit_on(rule, Op::Create, Some(&b.name), QUEUE)?;
+    AppState::permit_on(&rule, Op::Create, Some(&b.name), QUEUE)?;
     check_name_of(QUEUE, &b.name, false)?;
     let d = QueueSpec::default();
     let (min, max) = (b.min.unwrap_or(d.min), b.max.unwrap_or(d.max));
@@ -160,11 +160,12 @@ pub(super) async fn create(
     if let Some(f) = &b.format {
         spec = spec.with_format(Format::parse(f)?);
     }
-    let may_read = AppState::permit_on(rule, Op::Peek, Some(&b.name), QUEUE).is_ok();
+    let may_read = AppState::permit_on(&rule, Op::Peek, Some(&b.name), QUEUE).is_ok();
+    let acting = st.acting(&rule)?;
     let (queue, created) = if b.if_not_exists {
         // Whether this request made it: the version of a queue just made is 0, but so is
         // that of one another client made and nobody used yet; ask for the insert first.
-        match st.dispenser.create_queue(&b.name, spec.clone()).await {
+        match acting.create_queue(&b.name, spec.clone()).await {
             Ok(q) => (q, true),
             // To a token that may not read the queue, only that it exists: neither its state
             // nor whether its spec is the one asked for (as for sequences).
@@ -178,13 +179,11 @@ pub(super) async fn create(
                     ),
                 ));
             }
-            Err(Error::QueueExists { .. }) => {
-                (st.dispenser.ensure_queue(&b.name, spec).await?, false)
-            }
+            Err(Error::QueueExists { .. }) => (acting.ensure_queue(&b.name, spec).await?, false),
             Err(e) => return Err(e.into()),
         }
     } else {
-        (st.dispenser.create_queue(&b.name, spec).await?, true)
+        (acting.create_queue(&b.name, spec).await?, true)
     };
     Ok(created_reply(&queue.status().await?, created))
 }
@@ -341,11 +340,11 @@ pub(super) async fn cancel(
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
+    let rule = st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let b: CancelBody = json_body(req).await?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.cancel(b.ticket).await;
+    let outcome = q.with_caller(&rule.name)?.cancel(b.ticket).await;
     st.queues.events.nudge(&name);
     let mut body = outcome?.to_json();
     body["cancelled"] = Value::Bool(true);
@@ -362,11 +361,11 @@ pub(super) async fn alter(
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
-    st.authorize_on(req.headers(), Op::Alter, Some(&name), QUEUE)?;
+    let rule = st.authorize_on(req.headers(), Op::Alter, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let b: QueueAlterBody = json_body(req).await?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.set_max(b.max).await;
+    let outcome = q.with_caller(&rule.name)?.set_max(b.max).await;
     st.queues.events.nudge(&name);
     Ok(Json(outcome?.to_json()))
 }
@@ -387,7 +386,7 @@ pub(super) async fn list(
     let d = &st.dispenser;
     let (out, next) = page_of(
         &st,
-        rule,
+        &rule,
         limit,
         after,
         |a, patterns| async move {
@@ -409,9 +408,9 @@ pub(super) async fn delete(
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    st.authorize_on(&headers, Op::Delete, Some(&name), QUEUE)?;
+    let acting = st.acting(&st.authorize_on(&headers, Op::Delete, Some(&name), QUEUE)?)?;
     check_name_of(QUEUE, &name, false)?;
-    st.dispenser.delete_queue(&name).await?;
+    acting.delete_queue(&name).await?;
     st.queues.events.nudge(&name);
     Ok(StatusCode::NO_CONTENT)
 }

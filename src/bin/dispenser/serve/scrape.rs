@@ -75,6 +75,16 @@ impl MetricsToken {
         Ok(MetricsToken(Some(Arc::new(padded))))
     }
 
+    /// The name of the API token among `tokens` that is also the metrics token, if one is
+    /// (a reloaded tokens file is refused then).
+    pub(super) fn shared_with<'t>(&self, tokens: &'t [TokenRule]) -> Option<&'t str> {
+        let expected = self.0.as_ref()?;
+        tokens
+            .iter()
+            .find(|r| r.token.matches(expected))
+            .map(|r| r.name.as_str())
+    }
+
     /// Whether `/metrics` needs a token.
     pub(super) fn is_set(&self) -> bool {
         self.0.is_some()

@@ -17,7 +17,7 @@ use tokio::sync::{OnceCell, RwLock};
 use super::errors::ApiError;
 use super::metrics::{Issued, Metrics};
 use super::queue_state::Queues;
-use super::tokens::TokenRule;
+use super::tokens::{TokenRule, Tokens};
 
 /// What the service knows of one sequence between two of its admin operations (its block
 /// client is in the [`Pool`], retired by every admin operation).
@@ -104,7 +104,8 @@ pub(super) struct AppState {
     pub(super) dispenser: Dispenser,
     /// The database URI, only to scrub its password from error messages.
     pub(super) uri: String,
-    pub(super) tokens: Vec<TokenRule>,
+    /// The tokens in use (a reload of the tokens file replaces them).
+    pub(super) tokens: Tokens,
     /// The block clients, one per sequence; used only under the sequence's era lock.
     pub(super) pool: Pool,
     pub(super) max_count: u64,
@@ -130,12 +131,18 @@ impl AppState {
     /// `text` without the URI's password or any token.
     pub(super) fn scrub(&self, text: &str) -> String {
         let mut out = dispenser::redact::scrub(text, &self.uri);
-        for rule in &self.tokens {
+        for rule in self.tokens.current().iter() {
             if out.contains(&rule.secret) {
                 out = out.replace(&rule.secret, "***");
             }
         }
         out
+    }
+
+    /// The service's dispenser acting as the token `rule` (its name is who the history of
+    /// admin operations records).
+    pub(super) fn acting(&self, rule: &Arc<TokenRule>) -> Result<Dispenser, ApiError> {
+        Ok(self.dispenser.with_caller(&rule.name)?)
     }
 
     /// The slot of `name` (made on first use).

@@ -2,7 +2,7 @@
 //! runs.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, StatusCode, header};
 use dispenser::{
@@ -33,7 +33,7 @@ async fn state() -> AppState {
     AppState {
         dispenser: dispenser.clone(),
         uri: "mongodb://app:pa55word-in-uri@127.0.0.1:1/".into(),
-        tokens: tokens(),
+        tokens: super::tokens::Tokens::new(tokens()),
         pool: Pool::new(dispenser.clone(), BlockOptions::default()).unwrap(),
         max_count: 10,
         request_timeout: std::time::Duration::from_secs(30),
@@ -108,7 +108,11 @@ async fn the_bearer_scheme_is_case_insensitive() {
         "Bearer \t orders-token-0123456789 ",
     ] {
         let rule = st.authenticate(&bearer(good)).map_err(|e| e.message);
-        assert_eq!(rule.map(|r| r.name.as_str()), Ok("orders"), "{good:?}");
+        assert_eq!(
+            rule.map(|r| r.name.clone()).as_deref(),
+            Ok("orders"),
+            "{good:?}"
+        );
     }
     for bad in [
         "Bearerorders-token-0123456789",
@@ -318,4 +322,39 @@ fn bearer_tokens_are_read_as_the_text_would_be() {
         assert_eq!(bearer_token(&value), expected, "{v:?}");
     }
     assert!(tokens > 100, "{tokens} values carried a token");
+}
+
+/// A reload keeps a token whose entry is unchanged (the same token: its streams go on),
+/// revokes one removed or changed, and puts the new ones in use (issue 39).
+#[test]
+fn a_reload_revokes_only_the_tokens_it_removes_or_changes() {
+    let table = super::tokens::Tokens::new(tokens());
+    let before = table.current();
+    let (orders, admin) = (Arc::clone(&before[0]), Arc::clone(&before[1]));
+    let (orders_revoked, admin_revoked) = (orders.revoked(), admin.revoked());
+    let replaced = table.replace(
+        parse_tokens(
+            r#"{"tokens": [
+                {"name": "orders", "token": "orders-token-0123456789", "sequences": ["orders", "invoices@*"], "operations": ["next", "peek"]},
+                {"name": "admin", "token": "admin-token-0123456789", "sequences": ["*"], "operations": ["next"]},
+                {"name": "kiosk", "token": "kiosk-token-0123456789", "sequences": ["lobby"], "operations": ["take"]}
+            ]}"#,
+        )
+        .unwrap(),
+    );
+    assert_eq!(replaced.kept, ["orders"]);
+    assert_eq!(replaced.added, ["admin", "kiosk"]);
+    assert_eq!(replaced.removed, ["admin"]);
+    assert!(!*orders_revoked.borrow());
+    assert!(*admin_revoked.borrow());
+    let after = table.current();
+    assert!(Arc::ptr_eq(&after[0], &orders));
+    let find = |t: &str| table.find(&PaddedToken::new(t.as_bytes()));
+    assert!(find("kiosk-token-0123456789").is_some());
+    assert!(
+        !find("admin-token-0123456789")
+            .unwrap()
+            .operations
+            .contains(Op::Create)
+    );
 }

@@ -1,9 +1,12 @@
 //! The tokens of the service: the tokens file (or DISPENSER_TOKENS), each token's allowed
 //! sequence names (globs) and operations, and tokens held padded for comparisons in constant
-//! time.
+//! time; the table in use, which a reload of the file replaces ([`Tokens`]).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use tokio::sync::watch;
 
 use dispenser::Error;
 use serde::Deserialize;
@@ -76,9 +79,12 @@ pub(super) struct TokenRule {
     /// The token itself, only to scrub it from error messages.
     pub(super) secret: String,
     pub(super) sequences: Vec<Glob>,
-    /// The patterns of `sequences` as written, for the library's listings by pattern.
-    pub(super) patterns: Vec<String>,
     pub(super) operations: Ops,
+    /// The sequence patterns as written: for the library's listings by pattern, and a reload
+    /// keeps a token whose entry is unchanged.
+    pub(super) patterns: Vec<String>,
+    /// Raised when a reload removes or changes the token: its event streams end.
+    revoked: watch::Sender<bool>,
 }
 
 impl TokenRule {
@@ -89,6 +95,89 @@ impl TokenRule {
     /// The name patterns, as the library's `…_matching` listings take them.
     pub(super) fn patterns(&self) -> Vec<&str> {
         self.patterns.iter().map(String::as_str).collect()
+    }
+
+    /// Becomes `true` when a reload removes or changes this token.
+    pub(super) fn revoked(&self) -> watch::Receiver<bool> {
+        self.revoked.subscribe()
+    }
+
+    /// The same entry: name, token, sequence patterns and operations.
+    fn same_entry(&self, other: &TokenRule) -> bool {
+        self.name == other.name
+            && self.secret == other.secret
+            && self.patterns == other.patterns
+            && self.operations == other.operations
+    }
+}
+
+/// The tokens in use: replaced as a whole by a reload of the tokens file (SIGHUP).
+pub(super) struct Tokens {
+    rules: RwLock<Arc<Vec<Arc<TokenRule>>>>,
+}
+
+/// What a reload changed, by token name.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Replaced {
+    /// Unchanged: their streams go on.
+    pub(super) kept: Vec<String>,
+    /// New, or changed (a new token, sequences or operations under the name).
+    pub(super) added: Vec<String>,
+    /// Gone, or changed: their requests are refused from now on, their streams end.
+    pub(super) removed: Vec<String>,
+}
+
+impl Tokens {
+    pub(super) fn new(rules: Vec<TokenRule>) -> Tokens {
+        Tokens {
+            rules: RwLock::new(Arc::new(rules.into_iter().map(Arc::new).collect())),
+        }
+    }
+
+    /// The tokens in use now.
+    pub(super) fn current(&self) -> Arc<Vec<Arc<TokenRule>>> {
+        Arc::clone(&self.rules.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The token `presented` is, compared in constant time against every token (without
+    /// stopping early).
+    pub(super) fn find(&self, presented: &PaddedToken) -> Option<Arc<TokenRule>> {
+        let rules = self.rules.read().unwrap_or_else(PoisonError::into_inner);
+        let mut found = None;
+        for rule in rules.iter() {
+            if rule.token.matches(presented) {
+                found = Some(rule);
+            }
+        }
+        found.map(Arc::clone)
+    }
+
+    /// Puts `rules` in use: a token whose entry is unchanged stays the same token (its
+    /// streams go on); every other token in use is revoked.
+    pub(super) fn replace(&self, rules: Vec<TokenRule>) -> Replaced {
+        let mut table = self.rules.write().unwrap_or_else(PoisonError::into_inner);
+        let mut replaced = Replaced::default();
+        let mut next = Vec::with_capacity(rules.len());
+        for rule in rules {
+            match table.iter().find(|old| old.same_entry(&rule)) {
+                Some(old) => {
+                    replaced.kept.push(rule.name.clone());
+                    next.push(Arc::clone(old));
+                }
+                None => {
+                    replaced.added.push(rule.name.clone());
+                    next.push(Arc::new(rule));
+                }
+            }
+        }
+        for old in table.iter() {
+            if !next.iter().any(|n| Arc::ptr_eq(n, old)) {
+                replaced.removed.push(old.name.clone());
+                old.revoked.send_replace(true);
+            }
+        }
+        *table = Arc::new(next);
+        replaced
     }
 }
 
@@ -202,13 +291,13 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
     let mut seen = HashSet::new();
     let mut names = HashSet::new();
     for t in file.tokens {
-        // The name is who acts: the scope of a queue take's request ids (and what logs
-        // show), so it is printable and names one token.
+        // The name is who acts: the scope of a queue take's request ids and the name the
+        // history of admin operations records, so it is printable and names one token.
         if !(1..=dispenser::options::MAX_CALLER).contains(&t.name.len())
             || !t.name.bytes().all(|b| (0x20..=0x7e).contains(&b))
         {
             return Err(config_error(format!(
-                "token name {:?} must be 1 to {} printable ASCII characters",
+                "token name {:?} must be 1 to {} printable ASCII characters (it is who acts: the scope of request ids and the name the history records)",
                 t.name,
                 dispenser::options::MAX_CALLER
             )));
@@ -259,6 +348,7 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
             sequences: t.sequences.iter().map(|p| Glob::new(p)).collect(),
             patterns: t.sequences,
             operations,
+            revoked: watch::Sender::new(false),
         });
     }
     Ok(rules)

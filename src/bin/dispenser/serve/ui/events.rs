@@ -7,7 +7,12 @@
 //! show it, reads the status every [`POLL`] and sends it when it changed; a take or call
 //! answered by this service wakes the poller at once. The poller stops when its last board
 //! goes. A stream ends on shutdown (so the service can stop) and after [`MAX_STREAM`] (the
-//! page reconnects); a comment every [`KEEP_ALIVE`] keeps proxies from closing it.
+//! page reconnects); a comment every [`KEEP_ALIVE`] keeps proxies from closing it. Its
+//! connection (`conn.rs`) is closed when the stream could not end by itself at its limit, or
+//! when its client reads nothing for 30 s, so a board that stops reading gives its place
+//! back.
+//!
+//! A stream ends when a reload of the tokens file (SIGHUP) removes or changes its token.
 //!
 //! It needs a token with `peek` on the queue, sent as `Authorization: Bearer` like every
 //! other call: the pages read the stream with `fetch` (which can send the header), not
@@ -30,6 +35,7 @@ use serde_json::json;
 use tokio::sync::{Notify, watch};
 
 use crate::serve::classify::classify;
+use crate::serve::conn::MAX_STREAM;
 use crate::serve::errors::ApiError;
 use crate::serve::names::check_name_of;
 use crate::serve::queue_state::Refused;
@@ -40,8 +46,6 @@ use crate::serve::tokens::Op;
 const POLL: Duration = Duration::from_millis(250);
 /// How often an idle stream carries a comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// How long one stream lasts before the page reconnects.
-const MAX_STREAM: Duration = Duration::from_secs(600);
 
 /// Seconds a client refused for too many streams is asked to wait.
 const RETRY_AFTER: &str = "10";
@@ -133,26 +137,32 @@ pub(crate) async fn events(
     // The current status is the first event.
     rx.mark_changed();
     let stop = st.queues.events.stopped();
+    // A reload of the tokens file that removes or changes the token ends its streams.
+    let revoked = token.revoked();
     let deadline = tokio::time::Instant::now() + MAX_STREAM;
     // The stream's place under the caps goes with it, and comes back when it ends.
-    let state = (rx, stop, place);
-    let stream = futures::stream::unfold(state, move |(mut rx, mut stop, place)| async move {
-        loop {
-            let changed = tokio::select! {
-                changed = rx.changed() => changed.is_ok(),
-                _ = stop.wait_for(|s| *s) => false,
-                () = tokio::time::sleep_until(deadline) => false,
-            };
-            if !changed {
-                return None;
+    let state = (rx, (stop, revoked), place);
+    let stream = futures::stream::unfold(
+        state,
+        move |(mut rx, (mut stop, mut revoked), place)| async move {
+            loop {
+                let changed = tokio::select! {
+                    changed = rx.changed() => changed.is_ok(),
+                    _ = stop.wait_for(|s| *s) => false,
+                    _ = revoked.wait_for(|r| *r) => false,
+                    () = tokio::time::sleep_until(deadline) => false,
+                };
+                if !changed {
+                    return None;
+                }
+                let shown = rx.borrow_and_update().clone();
+                if let Some(text) = shown {
+                    let event = Event::default().event("status").data(text);
+                    return Some((Ok::<_, Infallible>(event), (rx, (stop, revoked), place)));
+                }
             }
-            let shown = rx.borrow_and_update().clone();
-            if let Some(text) = shown {
-                let event = Event::default().event("status").data(text);
-                return Some((Ok::<_, Infallible>(event), (rx, stop, place)));
-            }
-        }
-    });
+        },
+    );
     let mut resp = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response();

@@ -1,0 +1,217 @@
+//! `dispenser history`: the admin operations recorded for a sequence (its stripes included)
+//! or a queue, oldest first — and the caller the command line acts as (`--caller`).
+
+use std::io::Write;
+
+use dispenser::Dispenser;
+use dispenser::history::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE};
+use serde_json::Value;
+
+use crate::args::whole;
+use crate::exit::Outcome;
+use crate::output::{io_err, one_line_name};
+
+/// `dispenser history`.
+#[derive(Debug, clap::Args)]
+pub struct HistoryArgs {
+    /// The sequence (a striped sequence's stripes included), or with --queue the queue.
+    pub name: String,
+    /// The history of the queue NAME.
+    #[arg(long)]
+    pub queue: bool,
+    /// Only operations from then on: a time (2026-11-26T08:00:00Z), a date (2026-11-26, from
+    /// midnight UTC) or a time ago (90m, 12h, 7d).
+    #[arg(long, value_name = "WHEN", value_parser = parse_since)]
+    pub since: Option<jiff::Timestamp>,
+    /// At most this many operations, the oldest first [default: all].
+    #[arg(long, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
+    pub limit: Option<usize>,
+    /// Print JSON (one array).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--since`: an RFC 3339 time, a date (midnight UTC) or a span back from now.
+pub fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
+    let utc = jiff::tz::TimeZone::UTC;
+    if let Ok(t) = s.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    if let Ok(date) = s.parse::<jiff::civil::Date>() {
+        return date
+            .to_zoned(utc)
+            .map(|z| z.timestamp())
+            .map_err(|e| format!("{s:?}: {e}"));
+    }
+    if let Ok(span) = s.parse::<jiff::Span>() {
+        return jiff::Timestamp::now()
+            .to_zoned(utc)
+            .checked_sub(span.abs())
+            .map(|z| z.timestamp())
+            .map_err(|e| format!("{s:?}: {e}"));
+    }
+    Err(format!(
+        "{s:?} is not a time (2026-11-26T08:00:00Z), a date (2026-11-26) or a time ago (90m, 12h, 7d)"
+    ))
+}
+
+/// The user and host the command line acts as when neither `--caller` nor
+/// `DISPENSER_CALLER` names one: `USER@HOST` (printable ASCII, at most 128 characters).
+pub fn default_caller() -> String {
+    let user = ["USER", "LOGNAME", "USERNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| "unknown".to_owned());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned());
+    format!("{user}@{host}")
+        .chars()
+        .map(|c| if (' '..='~').contains(&c) { c } else { '?' })
+        .take(dispenser::options::MAX_CALLER)
+        .collect()
+}
+
+pub async fn run(
+    d: &Dispenser,
+    a: HistoryArgs,
+    out: &mut impl Write,
+) -> dispenser::Result<Outcome> {
+    let mut query = if a.queue {
+        HistoryQuery::queue()
+    } else {
+        HistoryQuery::sequence()
+    };
+    if let Some(since) = a.since {
+        query = query.with_since(since);
+    }
+    let wanted = a.limit.unwrap_or(usize::MAX);
+    let mut entries: Vec<HistoryEntry> = Vec::new();
+    loop {
+        let page = wanted.saturating_sub(entries.len()).min(MAX_HISTORY_PAGE);
+        if page == 0 {
+            break;
+        }
+        let got = d.history(&a.name, &query.clone().with_limit(page)).await?;
+        let done = got.len() < page;
+        if let Some(last) = got.last() {
+            query = query.with_after(last.cursor());
+        }
+        entries.extend(got);
+        if done {
+            break;
+        }
+    }
+    if a.json {
+        let all: Vec<Value> = entries.iter().map(HistoryEntry::to_json).collect();
+        writeln!(out, "{}", Value::Array(all)).map_err(io_err)?;
+    } else if entries.is_empty() {
+        let kind = if a.queue { "queue" } else { "sequence" };
+        let o = d.options();
+        eprintln!(
+            "dispenser: no history of {kind} {:?} in {}.{}_history",
+            a.name, o.database, o.collection
+        );
+    } else {
+        for e in &entries {
+            writeln!(out, "{}", describe(e)).map_err(io_err)?;
+        }
+    }
+    out.flush().map_err(io_err)?;
+    Ok(Outcome::Done)
+}
+
+/// One entry as one line: when, what, who, how it ended, the parameters and what changed.
+pub fn describe(e: &HistoryEntry) -> String {
+    let mut line = format!(
+        "{at} {name} {op} by {who}: {outcome}",
+        at = e.at,
+        name = one_line_name(&e.name),
+        op = e.op,
+        who = e
+            .who
+            .as_deref()
+            .map_or("(no caller)".to_owned(), one_line_name),
+        outcome = e.outcome.as_str(),
+    );
+    if let Some(reason) = e.outcome.reason() {
+        line.push_str(&format!(" ({})", one_line_name(reason)));
+    }
+    if e.client_clock {
+        line.push_str(" [client clock]");
+    }
+    if e.params.as_object().is_some_and(|p| !p.is_empty()) {
+        line.push_str(&format!("; {}", e.params));
+    }
+    match (&e.before, &e.after) {
+        (Some(b), Some(a)) => line.push_str(&format!("; {}", changes(b, a))),
+        (None, Some(a)) => line.push_str(&format!("; after {a}")),
+        (Some(b), None) => line.push_str(&format!("; before {b}")),
+        (None, None) => {}
+    }
+    line
+}
+
+/// What differs between two states: `key old -> new`, by key.
+fn changes(before: &Value, after: &Value) -> String {
+    let (Some(b), Some(a)) = (before.as_object(), after.as_object()) else {
+        return format!("before {before} after {after}");
+    };
+    let mut keys: Vec<&String> = b.keys().chain(a.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let moved: Vec<String> = keys
+        .into_iter()
+        .filter_map(|k| {
+            let (old, new) = (
+                b.get(k).unwrap_or(&Value::Null),
+                a.get(k).unwrap_or(&Value::Null),
+            );
+            (old != new).then(|| format!("{k} {old} -> {new}"))
+        })
+        .collect();
+    if moved.is_empty() {
+        "nothing changed".to_owned()
+    } else {
+        moved.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_times_dates_and_times_ago() {
+        let t = parse_since("2026-11-26T08:00:00Z").unwrap();
+        assert_eq!(t.to_string(), "2026-11-26T08:00:00Z");
+        assert_eq!(
+            parse_since("2026-11-26").unwrap().to_string(),
+            "2026-11-26T00:00:00Z"
+        );
+        let ago = jiff::Timestamp::now() - parse_since("2h").unwrap();
+        assert!((ago.get_seconds() - 7200).abs() <= 5, "{ago:?}");
+        let week = jiff::Timestamp::now() - parse_since("7d").unwrap();
+        assert!((week.get_seconds() - 7 * 86_400).abs() <= 5, "{week:?}");
+        let e = parse_since("yesterday-ish").unwrap_err();
+        assert!(e.contains("yesterday-ish"), "{e}");
+    }
+
+    #[test]
+    fn the_default_caller_is_printable_ascii() {
+        let c = default_caller();
+        assert!(c.contains('@') && (1..=128).contains(&c.len()), "{c}");
+        assert!(c.bytes().all(|b| (0x20..=0x7e).contains(&b)), "{c}");
+    }
+
+    #[test]
+    fn changes_name_what_moved() {
+        let b = serde_json::json!({ "value": 9, "max": 99, "version": 4 });
+        let a = serde_json::json!({ "value": 4, "max": 99, "version": 5 });
+        assert_eq!(changes(&b, &a), "value 9 -> 4, version 4 -> 5");
+        assert_eq!(changes(&b, &b), "nothing changed");
+    }
+}

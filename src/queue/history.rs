@@ -1,0 +1,145 @@
+//! The history of the queue operations that change a queue — create, alter, cancel, delete
+//! (see [`crate::history`]): each records its intent before its write and its outcome after
+//! it, with the queue's state before and after. Takes, calls, recalls and releases are the
+//! queue's daily work and are not recorded.
+
+use bson::Document;
+
+use super::state::{Done, State};
+use super::status::QueueStatus;
+use super::store::QueueStore;
+use super::{Inner, Queue};
+use crate::dispenser::Dispenser;
+use crate::error::{Error, Result};
+use crate::history::Subject;
+use crate::history::states::queue_state;
+use crate::options::check_caller;
+
+/// The state `s` of queue `name` as the history keeps it.
+fn shown(name: &str, s: &State, now: i64) -> Document {
+    queue_state(&QueueStatus::new(name.to_owned(), s, now))
+}
+
+/// Creates the queue `name` in state `fresh` (`Ok(false)` when the name is taken), recorded:
+/// a name already taken is refused without a record.
+pub(super) async fn insert(
+    d: &Dispenser,
+    queues: &QueueStore,
+    name: &str,
+    fresh: &State,
+) -> Result<bool> {
+    if queues.load(name).await?.is_some() {
+        return Ok(false);
+    }
+    let spec = &fresh.spec;
+    let params = bson::doc! {
+        "min": spec.min, "max": spec.max, "time_zone": &spec.time_zone, "daily": spec.daily,
+        "format": spec.format.as_ref().map(|f| f.as_str().to_owned()),
+    };
+    let recorder = d.recorder();
+    let entry = recorder
+        .begin(Subject::Queue, name, "create", params, None)
+        .await?;
+    let inserted = queues.insert(name, fresh).await;
+    let recorded = match &inserted {
+        Ok(true) => Ok(()),
+        // Another client created it between the look and the insert.
+        Ok(false) => Err(Error::QueueExists {
+            name: name.to_owned(),
+            min: spec.min,
+            max: spec.max,
+            differs: None,
+        }),
+        Err(e) => Err(e.clone()),
+    };
+    let after = inserted
+        .as_ref()
+        .is_ok_and(|made| *made)
+        .then(|| shown(name, fresh, fresh.created_at));
+    entry.end(&recorded, after).await;
+    inserted
+}
+
+/// Deletes the queue `name` (`Ok(false)` when there is none), recorded: a queue that does
+/// not exist is refused without a record; one whose document does not decode is deleted,
+/// its state not recorded.
+pub(super) async fn delete(d: &Dispenser, queues: &QueueStore, name: &str) -> Result<bool> {
+    let before = match queues.load(name).await {
+        Ok(Some(s)) => Some(shown(name, &s, jiff::Timestamp::now().as_millisecond())),
+        Ok(None) => return Ok(false),
+        Err(Error::CorruptDocument { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    let recorder = d.recorder();
+    let entry = recorder
+        .begin(Subject::Queue, name, "delete", Document::new(), before)
+        .await?;
+    let deleted = queues.delete(name).await;
+    let recorded = match &deleted {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Error::NoSuchQueue {
+            name: name.to_owned(),
+        }),
+        Err(e) => Err(e.clone()),
+    };
+    entry.end(&recorded, None).await;
+    deleted
+}
+
+impl Queue {
+    /// Runs the admin operation `run` (a write of this queue) with its history: the state
+    /// before is read first, the state after is the one `run` wrote.
+    pub(super) async fn recorded(
+        &self,
+        op: &str,
+        params: Document,
+        run: impl Future<Output = Result<(State, Done, i64)>>,
+    ) -> Result<(State, Done, i64)> {
+        let inner = &self.inner;
+        let before = inner.read().await?;
+        let before = shown(&inner.name, &before, inner.now().await?);
+        inner
+            .history
+            .run(
+                Subject::Queue,
+                &inner.name,
+                op,
+                params,
+                Some(before),
+                run,
+                |(s, _, now)| Some(shown(&inner.name, s, *now)),
+            )
+            .await
+    }
+
+    /// The same queue acting as `caller` (see [`Options::caller`](crate::Options::caller)):
+    /// its admin operations recorded as done by `caller`, and its takes' request ids
+    /// `caller`'s.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] unless `caller` is 1 to 128 printable ASCII characters.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// lobby.with_caller("desk-3")?.cancel(17).await?; // recorded as done by desk-3
+    /// # Ok(()) }
+    /// ```
+    pub fn with_caller(&self, caller: &str) -> Result<Queue> {
+        check_caller(caller)?;
+        let i = &self.inner;
+        Ok(Queue {
+            inner: std::sync::Arc::new(Inner {
+                name: i.name.clone(),
+                store: i.store.clone(),
+                backoff: i.backoff,
+                clock: i.clock.clone(),
+                caller: Some(caller.to_owned()),
+                remembered: std::sync::Mutex::new(i.remembered()),
+                history: i.history.as_caller(caller),
+            }),
+        })
+    }
+}
