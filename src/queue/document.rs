@@ -18,6 +18,9 @@
 //!                     // issue 37; before, an array of {key: string, first: Int64,
 //!                     // count: Int64, at: Date, version: Int64, max: Int64}
 //!   spilled: Int64,                                // since issue 37 (absent: 0)
+//!   spill_filter: {since: Date, current: BinData, previous: BinData} | absent,
+//!                     // which ids may have moved out: two Bloom filters of 8 192 bits
+//!                     // (1 024 bytes each, bit `i` is bit `i % 8` of byte `i / 8`)
 //!   hourly: [{hour: Date, taken: Int64, served: Int64, waiting: Int64}],
 //!   day: string, taken_today: Int64, served_today: Int64 }
 //! ```
@@ -42,7 +45,7 @@
 use bson::{Bson, DateTime, Document, doc};
 
 use super::spec::QueueSpec;
-use super::state::{Call, Desk, Hour, Key, Kind, Span, State, TakeAt};
+use super::state::{Call, Desk, FILTER_BITS, Hour, Key, Kind, Span, SpillFilter, State, TakeAt};
 use crate::document::bson_type_name;
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -70,6 +73,7 @@ pub(crate) mod field {
     pub const TAKES: &str = "takes";
     pub const KEYS: &str = "keys";
     pub const SPILLED: &str = "spilled";
+    pub const SPILL_FILTER: &str = "spill_filter";
     pub const HOURLY: &str = "hourly";
     pub const DAY: &str = "day";
     pub const TAKEN_TODAY: &str = "taken_today";
@@ -83,6 +87,12 @@ fn date(ms: i64) -> Bson {
 /// The document of a state (what every write stores, whole).
 pub(crate) fn encode(name: &str, s: &State) -> Document {
     let spans = packed(pack_spans(&s.out_of_line));
+    let bytes = |words: &[u64]| packed(words.iter().flat_map(|w| w.to_le_bytes()).collect());
+    let filter = s.spill_filter.as_ref().map_or(Bson::Null, |f| {
+        Bson::Document(doc! {
+            "since": date(f.since), "current": bytes(&f.current), "previous": bytes(&f.previous),
+        })
+    });
     let desks: Vec<Bson> = s
         .desks
         .iter()
@@ -109,7 +119,7 @@ pub(crate) fn encode(name: &str, s: &State) -> Document {
             })
         })
         .collect();
-    doc! {
+    let mut d = doc! {
         field::ID: name,
         field::MIN: s.spec.min,
         field::MAX: s.spec.max,
@@ -135,7 +145,9 @@ pub(crate) fn encode(name: &str, s: &State) -> Document {
         field::DAY: &s.day,
         field::TAKEN_TODAY: s.taken_today,
         field::SERVED_TODAY: s.served_today,
-    }
+    };
+    d.insert(field::SPILL_FILTER, filter);
+    d
 }
 
 /// Reads one document's fields, naming the queue in every error.
@@ -314,6 +326,34 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
     let cancelled = zero(field::CANCELLED)?;
     let voided = zero(field::VOIDED)?;
     let spilled = zero(field::SPILLED)?;
+    let spill_filter = match d.get(field::SPILL_FILTER) {
+        None | Some(Bson::Null) => None,
+        Some(Bson::Document(f)) => {
+            let words = |key: &str| -> Result<Vec<u64>> {
+                match f.get(key) {
+                    Some(Bson::Binary(b)) if b.bytes.len() == FILTER_BITS / 8 => Ok(b
+                        .bytes
+                        .chunks_exact(8)
+                        .map(|c| {
+                            let mut w = [0_u8; 8];
+                            w.copy_from_slice(c);
+                            u64::from_le_bytes(w)
+                        })
+                        .collect()),
+                    _ => Err(r.corrupt(
+                        field::SPILL_FILTER,
+                        format!("has no {key} of {} bytes", FILTER_BITS / 8),
+                    )),
+                }
+            };
+            Some(SpillFilter {
+                since: r.date(f, "since", field::SPILL_FILTER)?,
+                current: words("current")?,
+                previous: words("previous")?,
+            })
+        }
+        Some(_) => return Err(r.corrupt(field::SPILL_FILTER, "is not a document")),
+    };
     let taken_today = zero(field::TAKEN_TODAY)?;
     let served_today = zero(field::SERVED_TODAY)?;
     let day = if d.contains_key(field::DAY) {
@@ -412,6 +452,7 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
         takes,
         keys,
         spilled,
+        spill_filter,
         hourly,
         day,
         taken_today,
@@ -742,8 +783,23 @@ mod tests {
             ..keys[0].clone()
         }];
         s.taken = 25;
+        let mut filter = SpillFilter::new(1_700_000_000_000, false);
+        filter.note(&s.keys, 1_700_000_000_000);
+        s.spill_filter = Some(filter);
+        s.spilled = 1;
         let d = encode("q", &s);
         assert_eq!(decode("q", &d).unwrap(), s);
+        let mut short = d.clone();
+        short.insert(
+            field::SPILL_FILTER,
+            doc! { "since": DateTime::from_millis(0), "current": packed(vec![0; 8]), "previous": packed(vec![0; 8]) },
+        );
+        assert!(
+            decode("q", &short)
+                .unwrap_err()
+                .to_string()
+                .contains("spill_filter")
+        );
         let mut bad = d.clone();
         bad.insert(field::TAKES, packed(vec![0xff]));
         assert!(

@@ -634,8 +634,9 @@ impl Inner {
     /// compare-and-set; a lost race (or a refusal from memory) re-reads, within the retry
     /// budget. Returns the state the answer is read from and what the operation did.
     ///
-    /// A take with a request id that the ring does not hold, on a queue whose ring ever
-    /// moved ids out, first asks the request collection. That answer holds for the state it
+    /// A take with a request id that the ring does not hold and that may have moved out (the
+    /// document's filter of moved ids does not rule it out) first asks the request
+    /// collection. That answer holds for the state it
     /// was asked beside as long as no more ids moved out — which changes `spilled` and the
     /// version, so the compare-and-set would fail and the question is asked again.
     async fn act(&self, op: Op) -> Result<(State, Done, i64)> {
@@ -654,7 +655,7 @@ impl Inner {
                 count,
                 key: Some(id),
             } = &op
-                && stored.spilled > 0
+                && stored.may_have_spilled(id)
                 && asked != Some(stored.spilled)
                 && stored.find_key(id, now).is_none()
             {

@@ -128,6 +128,75 @@ pub(crate) struct Key {
     pub max: i64,
 }
 
+/// Bits of a [`SpillFilter`] generation.
+pub(crate) const FILTER_BITS: usize = 8192;
+
+/// Which request ids may have moved to the request collection in the last 24 hours: a Bloom
+/// filter (two bits per id, 8 192 bits) per generation, the current one since `since` and
+/// the previous one; a generation older than 24 hours becomes the previous one when an id
+/// moves. An id whose bits are not all set in either never moved (no false negative), so a
+/// take with it need not read the request collection; a false positive only costs that read.
+/// An id stays in the filter at least 24 hours after it moved, as long as its record lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SpillFilter {
+    /// When the current generation started (ms, the server's clock).
+    pub since: i64,
+    pub current: Vec<u64>,
+    pub previous: Vec<u64>,
+}
+
+/// The filter's two bit positions of a request id: FNV-1a (64 bits) of the caller, U+001F and
+/// the id — a hash fixed by its definition, so every version and platform agrees.
+fn filter_bits(caller: &str, id: &str) -> [usize; 2] {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in caller.bytes().chain([0x1f]).chain(id.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let bits = FILTER_BITS as u64;
+    [(h % bits) as usize, ((h >> 32) % bits) as usize]
+}
+
+impl SpillFilter {
+    /// An empty filter from `now`; for a queue that moved ids out before it had a filter
+    /// (`earlier`), the previous generation has every bit set, so any id may have moved
+    /// until that generation is dropped, at least 24 hours later, when those ids expired.
+    pub(crate) fn new(now: i64, earlier: bool) -> SpillFilter {
+        SpillFilter {
+            since: now,
+            current: vec![0; FILTER_BITS / 64],
+            previous: vec![if earlier { u64::MAX } else { 0 }; FILTER_BITS / 64],
+        }
+    }
+
+    /// Records `keys` as moved out at `now`, after turning a generation older than 24 hours
+    /// into the previous one.
+    pub(crate) fn note(&mut self, keys: &[Key], now: i64) {
+        if now.saturating_sub(self.since) >= KEY_RETENTION_MS {
+            self.previous = std::mem::replace(&mut self.current, vec![0; FILTER_BITS / 64]);
+            self.since = now;
+        }
+        for k in keys {
+            for bit in filter_bits(&k.caller, &k.key) {
+                self.current[bit / 64] |= 1 << (bit % 64);
+            }
+        }
+    }
+
+    /// Whether `id` may have moved out (false: it certainly did not).
+    pub(crate) fn may_hold(&self, id: &RequestId) -> bool {
+        let set = |words: &[u64], bit: usize| {
+            words
+                .get(bit / 64)
+                .is_some_and(|w| w & (1 << (bit % 64)) != 0)
+        };
+        let bits = filter_bits(&id.caller, &id.id);
+        [&self.current, &self.previous]
+            .iter()
+            .any(|words| bits.iter().all(|&b| set(words, b)))
+    }
+}
+
 /// Activity in one local hour.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Hour {
@@ -160,6 +229,8 @@ pub(crate) struct State {
     pub keys: Vec<Key>,
     /// Request ids moved from the ring to the request collection, since creation.
     pub spilled: i64,
+    /// Which ids may be in the request collection (none before the first move).
+    pub spill_filter: Option<SpillFilter>,
     /// Oldest first.
     pub hourly: Vec<Hour>,
     /// The local date (`YYYY-MM-DD`, in the queue's time zone) of the last write.
@@ -338,6 +409,7 @@ impl State {
             takes: Vec::new(),
             keys: Vec::new(),
             spilled: 0,
+            spill_filter: None,
             hourly: Vec::new(),
             day,
             taken_today: 0,
@@ -592,6 +664,14 @@ impl State {
         if self.spilled < 0 {
             return bad("spilled", format!("({}) is negative", self.spilled));
         }
+        if let Some(f) = &self.spill_filter
+            && (f.current.len() != FILTER_BITS / 64 || f.previous.len() != FILTER_BITS / 64)
+        {
+            return bad(
+                "spill_filter",
+                format!("does not hold two generations of {FILTER_BITS} bits"),
+            );
+        }
         Ok(())
     }
 
@@ -784,6 +864,13 @@ impl State {
         })
     }
 
+    /// Whether the take that request id `id` made may be in the request collection: some
+    /// ids moved out, and the filter does not rule `id` out (a queue that moved ids before
+    /// the filter existed asks for every id).
+    pub(crate) fn may_have_spilled(&self, id: &RequestId) -> bool {
+        self.spilled > 0 && self.spill_filter.as_ref().is_none_or(|f| f.may_hold(id))
+    }
+
     /// The answer to a take with request id `id` of `count` tickets that made `k` before.
     pub(crate) fn replay(k: &Key, id: &RequestId, count: u64) -> Result<Done, Refusal> {
         if unsigned(k.count) != count {
@@ -862,7 +949,11 @@ impl State {
                     if s.keys.len() > RING {
                         let out = s.keys.len() - (RING - SPILL);
                         spill = s.keys.drain(..out).collect();
+                        let earlier = s.spilled > 0;
                         s.spilled += i64::try_from(spill.len()).unwrap_or(i64::MAX);
+                        s.spill_filter
+                            .get_or_insert_with(|| SpillFilter::new(now, earlier))
+                            .note(&spill, now);
                     }
                 }
                 s.taken_today += n;
@@ -1432,6 +1523,70 @@ mod tests {
             ),
             "the first id is still answered"
         );
+    }
+
+    /// The filter of ids moved out has no false negative: every id moved out in the last 24
+    /// hours (two generations) may be held, across rotations; ids never moved are mostly ruled
+    /// out (few false positives at a thousand ids).
+    #[test]
+    fn the_spill_filter_never_forgets_an_id_within_a_day() {
+        let key = |i: usize| Key {
+            caller: format!("kiosk-{}", i % 7),
+            key: format!("{i:06}"),
+            first: 1,
+            count: 1,
+            at: 0,
+            version: 1,
+            max: 9,
+        };
+        let rid = |k: &Key| id(&k.caller, &k.key);
+        let mut f = SpillFilter::new(0, false);
+        let hour = 3_600_000;
+        let mut moved: Vec<(i64, Key)> = Vec::new();
+        for i in 0..3000 {
+            let now = i as i64 * hour / 50; // 60 hours in all
+            let k = key(i);
+            f.note(std::slice::from_ref(&k), now);
+            moved.push((now, k));
+            for (at, k) in moved
+                .iter()
+                .rev()
+                .take_while(|(at, _)| now - at < KEY_RETENTION_MS)
+            {
+                assert!(f.may_hold(&rid(k)), "{k:?} moved at {at}, now {now}");
+            }
+        }
+        let mut young = SpillFilter::new(0, false);
+        young.note(&(0..1000).map(key).collect::<Vec<_>>(), 0);
+        let false_positives = (10_000..20_000)
+            .filter(|&i| young.may_hold(&rid(&key(i))))
+            .count();
+        assert!(false_positives < 1000, "{false_positives} of 10 000");
+        // A take that spills records the ids it moves.
+        let mut s = fresh(999);
+        for i in 0..=RING {
+            let op = Op::Take {
+                count: 1,
+                key: Some(id("k", &format!("{i}"))),
+            };
+            s = run(&s, op, 0).unwrap().0;
+        }
+        assert!(s.may_have_spilled(&id("k", "0")));
+        assert!(!s.keys.iter().any(|k| k.key == "0"));
+        // A queue that moved ids out before it had a filter: every id may have moved until
+        // the filter's first rotation, a day later.
+        let mut legacy = s.clone();
+        legacy.spill_filter = None;
+        let spilled = legacy.spilled;
+        for i in 0..=RING {
+            let op = Op::Take {
+                count: 1,
+                key: Some(id("k2", &format!("{i}"))),
+            };
+            legacy = run(&legacy, op, 1).unwrap().0;
+        }
+        assert!(legacy.spilled > spilled && legacy.spill_filter.is_some());
+        assert!(legacy.may_have_spilled(&id("someone", "moved-before-the-filter")));
     }
 
     /// The ring of request ids stays bounded: past [`RING`] ids the oldest [`SPILL`] leave it
