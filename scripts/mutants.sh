@@ -1,17 +1,123 @@
 #!/usr/bin/env bash
-# Puts known bugs back, one at a time, and counts how often the model test catches each: the
-# sensitivity of `tests/integration/model/` (its docs keep the table). Each mutation is an
-# exact text replacement in one source file; the file is restored afterwards, whatever
-# happens. Runs against the local server (scripts/test.sh starts one per run).
+# Two kinds of mutation testing.
+#
+# 1. Known bugs put back, one at a time, and how often the model test catches each: the
+#    sensitivity of `tests/integration/model/` (its docs keep the table). Each mutation is an
+#    exact text replacement in one source file; the file is restored afterwards, whatever
+#    happens. Runs against the local server (scripts/test.sh starts one per run).
 #
 #   scripts/mutants.sh [--seeds N] [NAME...]    # default: 20 seeds, every mutation
 #   scripts/mutants.sh --baseline [--seeds N]   # no mutation: every run must pass
 #   scripts/mutants.sh --list
 #
-# Prints one line per mutation: NAME caught K/N (and the seeds it missed). Exit 0 when every
-# mutation was caught at least 19 times in 20 (scaled to N), else 1.
+#    Prints one line per mutation: NAME caught K/N (and the seeds it missed). Exit 0 when every
+#    mutation was caught at least 19 times in 20 (scaled to N), else 1.
+#
+# 2. Generated mutants of the write path (cargo-mutants, from crates.io:
+#    `cargo install --locked cargo-mutants`), per file, each against the tests that exercise
+#    that file: first the library's unit tests (`--lib`: a small build per mutant), then, for
+#    the mutants those missed, the integration tests named for the file (against a local
+#    server it starts, or MONGODB_URI).
+#
+#   scripts/mutants.sh --generated [FILE...]    # default: every file of the table below
+#   scripts/mutants.sh --generated --list       # the files and their test filters
+#
+#    Runs at nice 15, one job at a time, with build and test timeouts; results in
+#    target/mutants/<file>/ (cargo-mutants' mutants.out, the unit-test stage's outcomes in
+#    lib/, and summary.txt). Prints per file: caught / missed / timeout / unviable and the
+#    missed mutants. Exit 0 when each file has at least 90 % of its viable mutants caught
+#    (a timeout counts as caught: the tests hung), else 1. The survivors that are equivalent
+#    are listed in .github/CONTRIBUTING.md with the reason, and how long a run takes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# file | unit-test filter (empty: every unit test) | integration-test filters (space-separated)
+GENERATED=$(cat <<'EOF'
+src/arith.rs||core:: hardening::
+src/document.rs||core:: hardening::
+src/store.rs||core:: hardening:: coalesce:: alter::
+src/strategy.rs||core:: hardening:: coalesce::
+src/coalesce.rs||coalesce:: core::
+src/block/state.rs||blocks::
+src/block/reservation.rs||blocks::
+src/gapless/issue.rs||gapless::
+src/gapless/void.rs||gapless::
+EOF
+)
+
+if [ "${1:-}" = "--generated" ]; then
+  shift
+  if [ "${1:-}" = "--list" ]; then
+    echo "$GENERATED" | awk -F'|' '{ printf "%-26s --lib %s, then --test integration %s\n", $1, ($2 == "" ? "(every unit test)" : $2), $3 }'
+    exit 0
+  fi
+  . scripts/lib.sh
+  command -v cargo-mutants >/dev/null 2>&1 || {
+    echo "mutants.sh: cargo-mutants not found: cargo install --locked cargo-mutants" >&2
+    exit 3
+  }
+  files=("$@")
+  # Mutants are built in a copy of the tree, in a target directory of their own that keeps
+  # the dependencies between runs; without debug info (nothing reads it).
+  export CARGO_TARGET_DIR="${DISPENSER_MUTANTS_TARGET:-$PWD/target/mutants/target}"
+  export CARGO_PROFILE_DEV_DEBUG=0 INSTA_UPDATE=no
+  # mutate OUT TIMEOUT CARGO_ARG [cargo-mutants options] -- [cargo test arguments]
+  mutate() {
+    local out=$1 timeout=$2 arg=$3
+    shift 3
+    nice -n 15 cargo mutants --file "$file" --output "$out" --jobs 1 --baseline skip --gitignore false \
+      --timeout "$timeout" --build-timeout 900 --cargo-arg="$arg" "$@" >&2 || true
+  }
+  count() { if [ -f "$1" ]; then grep -c . "$1" || true; else echo 0; fi; }
+  run_generated() {
+    local all_ok=1 file lib integration out started caught missed timeout unviable viable
+    while IFS='|' read -r file lib integration; do
+      [ -n "$file" ] || continue
+      if [ "${#files[@]}" -gt 0 ] && [[ ! " ${files[*]} " == *" $file "* ]]; then
+        continue
+      fi
+      out=target/mutants/$(echo "${file#src/}" | tr '/' '_')
+      rm -rf "$out"
+      mkdir -p "$out/lib"
+      started=$(date +%s)
+      # The unit tests first: a mutant they catch needs no integration build.
+      mutate "$out" 120 --lib -- -- ${lib:+"$lib"}
+      cp "$out"/mutants.out/*.txt "$out/lib/" 2>/dev/null || true
+      caught=$(count "$out/lib/caught.txt")
+      unviable=$(count "$out/lib/unviable.txt")
+      missed=$(count "$out/lib/missed.txt")
+      timeout=$(count "$out/lib/timeout.txt")
+      local left=$out/lib/missed.txt
+      if [ -n "$integration" ] && [ $((missed + timeout)) -gt 0 ]; then
+        # Then the integration tests, for what the unit tests left (--iterate skips the
+        # caught and the unviable).
+        # shellcheck disable=SC2086 # the filters are words
+        mutate "$out" 300 --test=integration --iterate -- -- $integration
+        caught=$((caught + $(count "$out/mutants.out/caught.txt")))
+        missed=$(count "$out/mutants.out/missed.txt")
+        timeout=$(count "$out/mutants.out/timeout.txt")
+        left=$out/mutants.out/missed.txt
+      fi
+      viable=$((caught + missed + timeout))
+      {
+        printf '%s: caught %s, missed %s, timeout %s, unviable %s' \
+          "$file" "$caught" "$missed" "$timeout" "$unviable"
+        if [ "$viable" -gt 0 ]; then
+          printf ' (%s %% of %s viable caught or timed out)' \
+            "$(((caught + timeout) * 100 / viable))" "$viable"
+        fi
+        printf '; %s s\n' "$(($(date +%s) - started))"
+        sed 's/^/    missed: /' "$left" 2>/dev/null || true
+      } | tee "$out/summary.txt"
+      if [ "$viable" -gt 0 ] && [ $(((caught + timeout) * 10)) -lt $((viable * 9)) ]; then
+        all_ok=0
+      fi
+    done <<<"$GENERATED"
+    [ "$all_ok" = 1 ]
+  }
+  with_local_server mutants --backend memory -- run_generated
+  exit
+fi
 
 # name | file | text | replacement [| test]  (Python string literals; `|` inside them as \x7c;
 # the test defaults to the model test below)
