@@ -3,31 +3,32 @@
 # UPDATES (FerretDB issue #3040). The suite runs `dispenser doctor` against it and asserts that it
 # is refused, naming the lost updates; the README's compatibility table quotes what doctor measured.
 #
-#   scripts/ferretdb.sh install            build .tools/ferretdb/bin/ferretdb once (cached)
+#   scripts/ferretdb.sh install            build it once per machine into the tool cache and
+#                                          link it as .tools/ferretdb/bin/ferretdb
 #   scripts/ferretdb.sh run --port N --dir DIR
 #                                          run it in the foreground (exec) on 127.0.0.1:N,
 #                                          its SQLite files and state in DIR
 #   export "$(scripts/ferretdb.sh start)"  start one in the background on a free port; prints
 #                                          MONGODB_URI=mongodb://127.0.0.1:PORT/
-#   scripts/ferretdb.sh stop               stop it (state in .tools/ferretdb/run, or --state DIR)
+#   scripts/ferretdb.sh stop               stop it (state in .tools/ferretdb-run, or --state DIR)
 #
 # The build comes from the Go module proxy (needs Go 1.24+ on PATH): in a scratch module,
 # `go get -tool github.com/FerretDB/FerretDB/cmd/ferretdb@v1.24.2`; the served module lacks
 # build/version/version.txt (the binary panics at start without it), so ./cmd/ferretdb is built
 # from a writable copy of the module directory with that file holding the version. About three
-# minutes cold on 2 cores (most of it compiling the pure-Go SQLite); then a stamp holding the
-# version makes `install` a no-op, and Go's own caches (GOMODCACHE, GOCACHE) make a rebuild in a
-# fresh clone take seconds. Only the URI line goes to stdout. Exit: 0 ok, 1 failure, 2 usage,
-# 3 Go missing.
+# minutes cold on 2 cores (most of it compiling the pure-Go SQLite), once per machine: the binary
+# goes to the tool cache shared by every clone (scripts/lib.sh: ~/.cache/dispenser-tools), with a
+# stamp holding the version, and .tools/ferretdb links to it, so a fresh clone builds nothing.
+# Only the URI line goes to stdout. Exit: 0 ok, 1 failure, 2 usage, 3 Go missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo=$PWD
+. scripts/lib.sh
 
 VERSION=v1.24.2
 MODULE=github.com/FerretDB/FerretDB
 home=$repo/.tools/ferretdb
 bin=$home/bin/ferretdb
-stamp=$home/.stamp
 
 say() { printf 'ferretdb.sh: %s\n' "$*" >&2; }
 die() {
@@ -37,12 +38,25 @@ die() {
   exit "$code"
 }
 
-installed() { [ -x "$bin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "ferretdb=$VERSION" ]; }
+# built_in DIR: DIR holds this version's binary.
+built_in() { [ -x "$1/bin/ferretdb" ] && [ "$(cat "$1/.stamp" 2>/dev/null)" = "ferretdb=$VERSION" ]; }
+installed() { built_in "$home"; }
 
 install() {
   installed && return 0
+  local cache
+  cache=$(tools_cache_dir ferretdb "ferretdb=$VERSION")
+  tools_lock ferretdb
+  built_in "$cache" || build "$cache"
+  tools_unlock
+  link_tool "$home" "$cache"
+}
+
+# build DIR: builds this version into DIR/bin/ferretdb and stamps DIR.
+build() {
   command -v go >/dev/null 2>&1 || die 3 "go not found: install Go 1.24 or newer (https://go.dev/dl/)"
-  local started work dir
+  local started work dir home=$1
+  local bin=$home/bin/ferretdb
   started=$(date +%s)
   say "building FerretDB $VERSION from the Go module proxy into $bin (about 3 minutes the first time)"
   work=$(mktemp -d "${TMPDIR:-/tmp}/dispenser-ferretdb.XXXXXX")
@@ -64,7 +78,7 @@ install() {
     go build -trimpath -ldflags='-s -w' -o "$bin.tmp" ./cmd/ferretdb >&2
   ) || die 1 "building FerretDB $VERSION failed (see above; is the Go module proxy reachable?)"
   mv -f "$bin.tmp" "$bin"
-  echo "ferretdb=$VERSION" >"$stamp"
+  echo "ferretdb=$VERSION" >"$home/.stamp"
   say "FerretDB $VERSION ready in $(($(date +%s) - started)) s"
 }
 
@@ -89,7 +103,7 @@ usage() {
 command=${1:-}
 [ -n "$command" ] || usage
 shift
-port="" dir="" state=$home/run
+port="" dir="" state=$repo/.tools/ferretdb-run
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --port) port=${2:-} && shift 2 || usage ;;

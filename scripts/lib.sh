@@ -36,3 +36,47 @@ with_local_server() {
   "$@" || status=$?
   return "$status"
 }
+
+# The tools the tests drive (mongosh, the Python venv, libfaketime, FerretDB, the test server's
+# jars) are installed once per machine into a cache that every clone shares, one directory per
+# tool and pinned versions: $DISPENSER_TOOLS_CACHE, else
+# ${XDG_CACHE_HOME:-$HOME/.cache}/dispenser-tools. A clone's .tools/NAME links into it, so a
+# fresh clone installs nothing and a version bump installs beside the old one.
+tools_cache_root() {
+  printf '%s\n' "${DISPENSER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dispenser-tools}"
+}
+
+# tools_cache_dir NAME KEY: the cache directory of tool NAME for KEY (its pinned versions).
+tools_cache_dir() {
+  local hash
+  hash=$(printf '%s' "$2" | sha256sum | cut -c1-12)
+  printf '%s/%s-%s\n' "$(tools_cache_root)" "$1" "$hash"
+}
+
+# tools_lock NAME: waits for, then holds, the cache's lock of NAME (until tools_unlock or the
+# end of the shell), so clones installing the same tool at once take turns.
+TOOLS_LOCK_FD=""
+tools_lock() {
+  local root
+  root=$(tools_cache_root)
+  mkdir -p "$root"
+  if command -v flock >/dev/null 2>&1; then
+    exec {TOOLS_LOCK_FD}>"$root/.lock-$1"
+    flock "$TOOLS_LOCK_FD"
+  fi
+}
+tools_unlock() {
+  if [ -n "$TOOLS_LOCK_FD" ]; then
+    exec {TOOLS_LOCK_FD}>&-
+    TOOLS_LOCK_FD=""
+  fi
+}
+
+# link_tool LINK DIR: makes LINK (.tools/NAME) a symbolic link to DIR, replacing what was there.
+link_tool() {
+  mkdir -p "$(dirname "$1")"
+  if [ -e "$1" ] && [ ! -L "$1" ]; then
+    rm -rf "$1"
+  fi
+  ln -sfn "$2" "$1"
+}

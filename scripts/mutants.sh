@@ -1,17 +1,180 @@
 #!/usr/bin/env bash
-# Puts known bugs back, one at a time, and counts how often the model test catches each: the
-# sensitivity of `tests/integration/model/` (its docs keep the table). Each mutation is an
-# exact text replacement in one source file; the file is restored afterwards, whatever
-# happens. Runs against the local server (scripts/test.sh starts one per run).
+# Two kinds of mutation testing.
+#
+# 1. Known bugs put back, one at a time, and how often the model test catches each: the
+#    sensitivity of `tests/integration/model/` (its docs keep the table). Each mutation is an
+#    exact text replacement in one source file; the file is restored afterwards, whatever
+#    happens. Runs against the local server (scripts/test.sh starts one per run).
 #
 #   scripts/mutants.sh [--seeds N] [NAME...]    # default: 20 seeds, every mutation
 #   scripts/mutants.sh --baseline [--seeds N]   # no mutation: every run must pass
 #   scripts/mutants.sh --list
 #
-# Prints one line per mutation: NAME caught K/N (and the seeds it missed). Exit 0 when every
-# mutation was caught at least 19 times in 20 (scaled to N), else 1.
+#    Prints one line per mutation: NAME caught K/N (and the seeds it missed). Exit 0 when every
+#    mutation was caught at least 19 times in 20 (scaled to N), else 1.
+#
+# 2. Generated mutants of the write path (cargo-mutants, from crates.io:
+#    `cargo install --locked cargo-mutants`), per file, each against the tests that exercise
+#    that file: first the library's unit tests (`--lib`: a small build per mutant), then, for
+#    the mutants those missed, the integration tests named for the file (against a local
+#    server it starts, or MONGODB_URI; the model tests soak 5 s).
+#
+#   scripts/mutants.sh --generated [--sample N] [--iterate] [FILE...]
+#   scripts/mutants.sh --generated --list       # the files and their test filters
+#
+#    --sample N: the integration stage tests one in N of the mutants the unit tests missed
+#    (cargo-mutants' shard 0/N, spread over the file), for a quicker estimate. --iterate: keep
+#    the results of the previous run of each file and test only what it did not catch (after
+#    adding a test). Runs at nice 15, one job at a time, with build and test timeouts; results
+#    in target/mutants/<file>/ (cargo-mutants' mutants.out, the unit-test stage's outcomes in
+#    lib/, summary.txt). Prints per file: caught / missed / timeout / unviable, and the missed
+#    mutants. Exit 0 when each file has at least 90 % of the viable mutants it tested caught (a
+#    timeout counts as caught: the tests hung), else 1. The survivors that are equivalent, and
+#    how long a run takes, are in .github/CONTRIBUTING.md.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# file | unit-test filter (empty: every unit test) | integration-test filters and skips
+MODEL=model::random_interleavings_of_draws_and_admin_operations_never_duplicate_within_an_era
+SLOW="--skip thirty_two_tasks"
+GENERATED=$(cat <<EOF
+src/arith.rs||core:: hardening:: $SLOW
+src/document.rs||core:: hardening:: $SLOW
+src/store.rs||core:: hardening:: coalesce:: $MODEL $SLOW
+src/strategy.rs||core:: hardening:: coalesce:: $MODEL $SLOW
+src/coalesce.rs||coalesce:: core:: $MODEL $SLOW
+src/block/state.rs||blocks::
+src/block/reservation.rs||blocks:: $MODEL
+src/gapless/issue.rs||gapless::
+src/gapless/void.rs||gapless::
+EOF
+)
+
+if [ "${1:-}" = "--generated" ]; then
+  shift
+  sample="" iterate=0 files=()
+  while [ "$#" -gt 0 ]; do
+    case "$1" in
+      --list)
+        echo "$GENERATED" | awk -F'|' '{ printf "%-26s --lib %s, then --test integration %s\n", $1, ($2 == "" ? "(every unit test)" : $2), $3 }'
+        exit 0
+        ;;
+      --sample) sample=$2; shift 2 ;;
+      --iterate) iterate=1; shift ;;
+      *) files+=("$1"); shift ;;
+    esac
+  done
+  . scripts/lib.sh
+  command -v cargo-mutants >/dev/null 2>&1 || {
+    echo "mutants.sh: cargo-mutants not found: cargo install --locked cargo-mutants" >&2
+    exit 3
+  }
+  # Mutants are built in a copy of the tree (.tools, which the gap-free tests need, included),
+  # in a target directory of their own that keeps the dependencies between runs; without debug
+  # info (nothing reads it). The model tests soak 5 s.
+  export CARGO_TARGET_DIR="${DISPENSER_MUTANTS_TARGET:-$PWD/target/mutants/target}"
+  export CARGO_PROFILE_DEV_DEBUG=0 INSTA_UPDATE=no DISPENSER_SOAK_SECS=5
+  # mutate OUT TIMEOUT CARGO_ARG [cargo-mutants options] -- [cargo test arguments]
+  mutate() {
+    local out=$1 timeout=$2 arg=$3
+    shift 3
+    nice -n 15 cargo mutants --file "$file" --output "$out" --jobs 1 --baseline skip \
+      --gitignore false --timeout "$timeout" --build-timeout 1200 --cargo-arg="$arg" "$@" >&2 || true
+  }
+  count() { if [ -f "$1" ]; then grep -c . "$1" || true; else echo 0; fi; }
+  run_generated() {
+    local all_ok=1 file lib integration out started
+    while IFS='|' read -r file lib integration; do
+      [ -n "$file" ] || continue
+      if [ "${#files[@]}" -gt 0 ] && [[ ! " ${files[*]} " == *" $file "* ]]; then
+        continue
+      fi
+      out=target/mutants/$(echo "${file#src/}" | tr '/' '_')
+      started=$(date +%s)
+      local again=() only=()
+      if [ "$iterate" = 1 ] && [ -d "$out/mutants.out" ]; then
+        again=(--iterate)
+        # After a sampled integration stage, the next one tests exactly what it left.
+        if [ -f "$out/integration-stage" ]; then
+          while read -r name; do
+            only+=(--re "$(python3 -c 'import re, sys; print("^" + re.escape(sys.argv[1]) + "$")' "$name")")
+          done < <(cat "$out/mutants.out/missed.txt" "$out/mutants.out/timeout.txt" 2>/dev/null)
+          [ "${#only[@]}" -gt 0 ] || only=(--re '^$')
+        fi
+      else
+        rm -rf "$out"
+      fi
+      mkdir -p "$out/lib"
+      # The unit tests first: a mutant they catch needs no integration build.
+      mutate "$out" 120 --lib "${again[@]}" -- -- ${lib:+"$lib"}
+      for f in caught missed timeout unviable previously_caught; do
+        cp "$out/mutants.out/$f.txt" "$out/lib/$f.txt" 2>/dev/null || : >"$out/lib/$f.txt"
+      done
+      keep_unviable "$out"
+      local shard=()
+      [ -z "$sample" ] || shard=(--shard "0/$sample")
+      [ "${#only[@]}" -eq 0 ] || shard=("${only[@]}")
+      if [ -n "$integration" ] && [ $(($(count "$out/lib/missed.txt") + $(count "$out/lib/timeout.txt"))) -gt 0 ]; then
+        # Then the integration tests, for what the unit tests left (--iterate skips the
+        # caught and the unviable).
+        # shellcheck disable=SC2086 # the filters are words
+        mutate "$out" 300 --test=integration --iterate "${shard[@]}" -- -- $integration
+        touch "$out/integration-stage"
+        keep_unviable "$out"
+      else
+        rm -f "$out/integration-stage"
+      fi
+      summarize "$file" "$out" "$(($(date +%s) - started))" | tee "$out/summary.txt"
+      grep -q '^below' "$out/summary.txt" && all_ok=0
+    done <<<"$GENERATED"
+    [ "$all_ok" = 1 ]
+  }
+  # keep_unviable OUT: the unviable mutants of every stage and run so far, in OUT/unviable.txt
+  # (a later run with --iterate counts them among the "previously caught").
+  keep_unviable() {
+    cat "$1/unviable.txt" "$1/mutants.out/unviable.txt" 2>/dev/null | sort -u >"$1/unviable.new" || true
+    mv "$1/unviable.new" "$1/unviable.txt"
+  }
+  # summarize FILE OUT SECONDS: the file's figures from both stages.
+  summarize() {
+    local file=$1 out=$2 secs=$3 m=$2/mutants.out l=$2/lib
+    local unviable caught missed timeout tested viable left
+    # Every mutant is in exactly one of these at the end: caught or unviable by a stage (or a
+    # run before, with --iterate), or missed / timed out by the last stage that tested it.
+    unviable=$(count "$out/unviable.txt")
+    if [ -f "$out/integration-stage" ]; then
+      # The integration stage ran: its missed and timeouts are what is left.
+      left=$m/missed.txt
+      missed=$(count "$m/missed.txt")
+      timeout=$(count "$m/timeout.txt")
+      tested=$(($(count "$m/caught.txt") + missed + timeout))
+    else
+      left=$l/missed.txt
+      missed=$(count "$l/missed.txt")
+      timeout=$(count "$l/timeout.txt")
+      tested=0
+    fi
+    caught=$(cat "$l/caught.txt" "$l/previously_caught.txt" "$m/caught.txt" 2>/dev/null \
+      | sort -u | grep -v -x -F -f <(cat "$out/unviable.txt"; echo '§') | grep -c . || true)
+    viable=$((caught + missed + timeout))
+    local untested=$(($(count "$l/missed.txt") + $(count "$l/timeout.txt") - tested))
+    [ "$tested" -gt 0 ] || untested=0
+    printf '%s: caught %s, missed %s, timeout %s, unviable %s' "$file" "$caught" "$missed" "$timeout" "$unviable"
+    if [ "$untested" -gt 0 ]; then
+      printf ' (+ %s the unit tests missed, not in the sample)' "$untested"
+    fi
+    if [ "$viable" -gt 0 ]; then
+      printf '; %s %% of %s viable caught or timed out' "$(((caught + timeout) * 100 / viable))" "$viable"
+    fi
+    printf '; %s s\n' "$secs"
+    sed 's/^/    missed: /' "$left" 2>/dev/null || true
+    if [ "$viable" -gt 0 ] && [ $(((caught + timeout) * 10)) -lt $((viable * 9)) ]; then
+      echo "below 90 %"
+    fi
+  }
+  with_local_server mutants --backend memory -- run_generated
+  exit
+fi
 
 # name | file | text | replacement [| test]  (Python string literals; `|` inside them as \x7c;
 # the test defaults to the model test below)

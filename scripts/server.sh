@@ -3,7 +3,9 @@
 #
 # It is mongo-java-server (from Maven Central), started by a small Java launcher
 # (scripts/server/DispenserTestServer.java). It listens on 127.0.0.1 only.
-# Needs Java 17+ (JDK) and Maven; jars and classes live in scripts/.server/.
+# Needs Java 17+ (JDK) and Maven. Its jars and compiled launcher are made once per machine, in
+# the tool cache every clone shares ($DISPENSER_TOOLS_CACHE, else ~/.cache/dispenser-tools:
+# server-<hash of pom.xml and the launcher>/); a running server's files stay in scripts/.server/run.
 #
 #   export "$(scripts/server.sh start)"      # exports MONGODB_URI=mongodb://127.0.0.1:PORT/?directConnection=true
 #   (`eval "$(scripts/server.sh start)"` would set it without exporting it: `dispenser` would not see it)
@@ -39,6 +41,8 @@ options:
 
 environment:
   DISPENSER_SERVER_STATE      default state dir
+  DISPENSER_TOOLS_CACHE       where the jars and the launcher are kept (default
+                              ${XDG_CACHE_HOME:-~/.cache}/dispenser-tools)
   DISPENSER_SERVER_JAVA_OPTS  JVM options (default: -Xms32m -Xmx1g -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
   JAVA_HOME                   JDK to use (else java/javac from PATH)
 
@@ -54,7 +58,11 @@ SRC_DIR="$SCRIPT_DIR/server"
 POM="$SRC_DIR/pom.xml"
 JAVA_SRC="$SRC_DIR/DispenserTestServer.java"
 MAIN_CLASS="DispenserTestServer"
-WORK_DIR="$SCRIPT_DIR/.server"          # git-ignored
+# The jars and the launcher: one directory per version of pom.xml and the launcher's source,
+# in the machine's tool cache, so that a fresh clone downloads and compiles nothing.
+TOOLS_CACHE="${DISPENSER_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dispenser-tools}"
+WORK_DIR="$TOOLS_CACHE/server-$(cat "$POM" "$JAVA_SRC" | sha256sum | cut -c1-12)"
+RUN_DIR="$SCRIPT_DIR/.server/run"       # git-ignored
 LIB_DIR="$WORK_DIR/lib"
 CLASSES_DIR="$WORK_DIR/classes"
 LIB_STAMP="$LIB_DIR/.complete"
@@ -139,8 +147,9 @@ pom_hash() {
 
 libs_ok() { [[ -f "$LIB_STAMP" && "$(cat "$LIB_STAMP")" == "$(pom_hash)" ]]; }
 
+# (WORK_DIR is named after the launcher's source: a class file there was compiled from it.)
 classes_ok() {
-    [[ -f "$CLASS_FILE" && ! "$JAVA_SRC" -nt "$CLASS_FILE" && ! "$LIB_STAMP" -nt "$CLASS_FILE" ]]
+    [[ -f "$CLASS_FILE" && ! "$LIB_STAMP" -nt "$CLASS_FILE" ]]
 }
 
 LOCK_FD=""
@@ -308,7 +317,7 @@ print_uri() { printf 'MONGODB_URI=%s%s%s\n' "$URI_PREFIX" "$1" "$URI_SUFFIX"; }
 
 # ---------------------------------------------------------------- options
 
-PORT=0 BACKEND=memory DATA="" STATE="${DISPENSER_SERVER_STATE:-$WORK_DIR/run}" STATE_GIVEN=0 PORT_FILE=""
+PORT=0 BACKEND=memory DATA="" STATE="${DISPENSER_SERVER_STATE:-$RUN_DIR}" STATE_GIVEN=0 PORT_FILE=""
 
 # parse_options "allowed option names" args...
 parse_options() {

@@ -2,7 +2,8 @@
 # The test command: runs every test (unit, integration, doc) against the server in
 # MONGODB_URI, or, when it is unset, against a local MongoDB-compatible server (in-memory
 # backend) that this script starts and always stops. First installs the tools the tests
-# drive (scripts/tools.sh: mongosh, pymongo, openapi-spec-validator into .tools/, cached).
+# drive (scripts/tools.sh: mongosh, pymongo, Schemathesis, FerretDB, ... once per machine,
+# linked into .tools/), and afterwards prints the slowest tests of the run.
 # Exit status: the tests'.
 # Extra arguments go to `cargo test`.
 set -euo pipefail
@@ -10,9 +11,28 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
 
 require_cargo test.sh
-# mongosh and a Python venv for the client and OpenAPI tests (cached in .tools/).
+# The tools the tests drive (mongosh, a Python venv, FerretDB, ...): linked into .tools/ from
+# the machine's tool cache, installed there the first time.
 scripts/tools.sh
 # Snapshot tests (insta) compare and never write: a mismatch fails. To accept new output:
 # INSTA_UPDATE=always scripts/test.sh --test integration cli_ux::  (then review the diff).
 export INSTA_UPDATE="${INSTA_UPDATE:-no}"
-with_local_server test --backend memory -- cargo test --locked "$@"
+# Each test binary runs through scripts/test-times.sh, which has libtest time every test; the
+# slowest of the run are printed at the end (DISPENSER_SLOWEST=N of them, default 20; 0: none),
+# so that a test that grows slower is seen. A runner set by the caller is kept.
+host=$(rustc -vV | sed -n 's/^host: //p')
+runner="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z.-' 'A-Z__')_RUNNER"
+times=$(mktemp "${TMPDIR:-/tmp}/dispenser-test-times.XXXXXX")
+if [ -z "${!runner:-}" ]; then
+  export "$runner=$PWD/scripts/test-times.sh" DISPENSER_TEST_TIMES="$times"
+fi
+status=0
+with_local_server test --backend memory -- cargo test --locked "$@" || status=$?
+slowest=${DISPENSER_SLOWEST:-20}
+if [ "$slowest" -gt 0 ] && grep -q ' <[0-9.]*s>$' "$times"; then
+  echo "test.sh: the $slowest slowest tests of this run (seconds):" >&2
+  sed -n -E 's/^test (.*) \.\.\. ([A-Za-z]+) <([0-9.]+)s>$/\3 \1 (\2)/p' "$times" |
+    sort -rn | head -n "$slowest" | awk '{ printf "  %8.2f  %s %s\n", $1, $2, $3 }' >&2
+fi
+rm -f "$times"
+exit "$status"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the non-Rust tools the tests drive into .tools/ (gitignored), once:
+# Installs the non-Rust tools the tests drive, once per machine, and links them into .tools/
+# (gitignored):
 #   .tools/npm/node_modules/.bin/mongosh   (npm: mongosh)
 #   .tools/venv/bin/python                 (PyPI: pymongo, openapi-spec-validator, prometheus_client)
 #   .tools/venv/bin/st                     (PyPI: schemathesis, which tests `serve` from its OpenAPI)
@@ -8,13 +9,18 @@
 #   .tools/ferretdb/bin/ferretdb           (Go module proxy: FerretDB 1.24.2, scripts/ferretdb.sh)
 #   chromium + chromedriver                (Debian: chromium, chromium-driver) and Selenium (PyPI,
 #                                           into .tools/venv): the browser tests of serve's pages
-# Idempotent and cached: a stamp file in each directory records its pinned versions; when it
-# matches, nothing is downloaded. Needs node/npm (>= 18), python3 (>= 3.9, with venv), Go (>= 1.24),
+# Each .tools/NAME is a link into the machine's tool cache (scripts/lib.sh: $DISPENSER_TOOLS_CACHE,
+# else ~/.cache/dispenser-tools), one directory per tool and pinned versions, shared by every
+# clone: a fresh clone links what an earlier clone installed and downloads nothing. (A real
+# .tools/NAME directory whose stamps match, from an older tools.sh, is used as it is.)
+# Idempotent: a stamp file in each directory records its pinned versions; when it matches,
+# nothing is downloaded. Needs node/npm (>= 18), python3 (>= 3.9, with venv), Go (>= 1.24),
 # apt-get (Chromium, when missing: as root, else through sudo) and, unless libfaketime is installed
-# already, dpkg-deb (`apt-get download` needs no root: the package is unpacked into .tools/, never
+# already, dpkg-deb (`apt-get download` needs no root: the package is unpacked into the cache, never
 # installed). Prints the time taken.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib.sh
 
 MONGOSH_VERSION=2.12.0
 PYMONGO_VERSION=4.20.0
@@ -25,6 +31,8 @@ SCHEMATHESIS_VERSION=4.32.5
 NPM_STAMP="mongosh=$MONGOSH_VERSION"
 VENV_STAMP="pymongo=$PYMONGO_VERSION openapi-spec-validator=$VALIDATOR_VERSION prometheus_client=$PROMETHEUS_CLIENT_VERSION schemathesis=$SCHEMATHESIS_VERSION"
 FAKETIME_VERSION=0.9.10
+SELENIUM_VERSION=4.51.0
+SELENIUM_STAMP="selenium=$SELENIUM_VERSION"
 
 tools=.tools
 started=$(date +%s)
@@ -36,63 +44,94 @@ need() {
   fi
 }
 
-if [ "$(cat "$tools/npm/.stamp" 2>/dev/null)" != "$NPM_STAMP" ] \
-  || [ ! -x "$tools/npm/node_modules/.bin/mongosh" ]; then
-  need npm "Node.js 18 or newer (with npm)"
-  echo "tools.sh: installing mongosh $MONGOSH_VERSION into $tools/npm" >&2
-  mkdir -p "$tools/npm"
-  npm install --prefix "$tools/npm" --no-audit --no-fund --loglevel=error \
-    "mongosh@$MONGOSH_VERSION" >&2
-  echo "$NPM_STAMP" >"$tools/npm/.stamp"
+# stamped DIR STAMP [FILE]: DIR's stamp file (.stamp, or FILE) holds STAMP.
+stamped() { [ "$(cat "$1/${3:-.stamp}" 2>/dev/null)" = "$2" ]; }
+
+# --- mongosh (npm), installed into a scratch directory and moved into the cache whole.
+npm_ok() { stamped "$1" "$NPM_STAMP" && [ -x "$1/node_modules/.bin/mongosh" ]; }
+if ! npm_ok "$tools/npm"; then
+  dir=$(tools_cache_dir npm "$NPM_STAMP")
+  tools_lock npm
+  if ! npm_ok "$dir"; then
+    need npm "Node.js 18 or newer (with npm)"
+    echo "tools.sh: installing mongosh $MONGOSH_VERSION into $dir" >&2
+    rm -rf "$dir" "$dir.tmp"
+    mkdir -p "$dir.tmp"
+    npm install --prefix "$dir.tmp" --no-audit --no-fund --loglevel=error \
+      "mongosh@$MONGOSH_VERSION" >&2
+    echo "$NPM_STAMP" >"$dir.tmp/.stamp"
+    mv "$dir.tmp" "$dir"
+  fi
+  tools_unlock
+  link_tool "$tools/npm" "$dir"
 fi
 
-if [ "$(cat "$tools/venv/.stamp" 2>/dev/null)" != "$VENV_STAMP" ] \
-  || [ ! -x "$tools/venv/bin/python" ]; then
-  need python3 "Python 3.9 or newer (with the venv module)"
-  echo "tools.sh: creating $tools/venv with pymongo $PYMONGO_VERSION, openapi-spec-validator $VALIDATOR_VERSION, prometheus_client $PROMETHEUS_CLIENT_VERSION, schemathesis $SCHEMATHESIS_VERSION" >&2
-  python3 -m venv "$tools/venv"
-  "$tools/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "pymongo==$PYMONGO_VERSION" "openapi-spec-validator==$VALIDATOR_VERSION" \
-    "prometheus_client==$PROMETHEUS_CLIENT_VERSION" "schemathesis==$SCHEMATHESIS_VERSION" >&2
-  echo "$VENV_STAMP" >"$tools/venv/.stamp"
+# --- The Python venv: pymongo, openapi-spec-validator, prometheus_client, Schemathesis and
+# Selenium. A venv cannot move, so it is made in place (under the lock); its stamps come last.
+venv_ok() {
+  stamped "$1" "$VENV_STAMP" && stamped "$1" "$SELENIUM_STAMP" .selenium-stamp \
+    && "$1/bin/python" -c '' 2>/dev/null
+}
+if ! venv_ok "$tools/venv"; then
+  dir=$(tools_cache_dir venv "$VENV_STAMP $SELENIUM_STAMP")
+  tools_lock venv
+  if ! venv_ok "$dir"; then
+    need python3 "Python 3.9 or newer (with the venv module)"
+    echo "tools.sh: creating $dir with pymongo $PYMONGO_VERSION, openapi-spec-validator $VALIDATOR_VERSION, prometheus_client $PROMETHEUS_CLIENT_VERSION, schemathesis $SCHEMATHESIS_VERSION, selenium $SELENIUM_VERSION" >&2
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
+      "pymongo==$PYMONGO_VERSION" "openapi-spec-validator==$VALIDATOR_VERSION" \
+      "prometheus_client==$PROMETHEUS_CLIENT_VERSION" "schemathesis==$SCHEMATHESIS_VERSION" \
+      "selenium==$SELENIUM_VERSION" >&2
+    echo "$VENV_STAMP" >"$dir/.stamp"
+    echo "$SELENIUM_STAMP" >"$dir/.selenium-stamp"
+  fi
+  tools_unlock
+  link_tool "$tools/venv" "$dir"
 fi
 
 # --- FerretDB 1.24.2 (SQLite), a server that loses concurrent updates: the suite asserts that
-# `dispenser doctor` refuses it. Built from the Go module proxy by scripts/ferretdb.sh into
-# .tools/ferretdb/bin/ferretdb (needs Go 1.24+; about 1.5-3 minutes cold, cached after).
+# `dispenser doctor` refuses it. Built from the Go module proxy by scripts/ferretdb.sh into the
+# cache, linked as .tools/ferretdb (needs Go 1.24+; about 1.5-3 minutes cold, once per machine).
 scripts/ferretdb.sh install
 # --- end of FerretDB
 
-# libfaketime: the system's if installed, else the Debian package unpacked into .tools/.
-if [ "$(cat "$tools/faketime/.stamp" 2>/dev/null)" != "$FAKETIME_VERSION" ] \
-  || [ ! -e "$tools/faketime/libfaketimeMT.so.1" ]; then
-  mkdir -p "$tools/faketime"
-  system_lib=$(find /usr/lib /usr/lib64 -name libfaketimeMT.so.1 2>/dev/null | head -n 1 || true)
-  if [ -n "$system_lib" ]; then
-    ln -sf "$system_lib" "$tools/faketime/libfaketimeMT.so.1"
-  else
-    need apt-get "libfaketime (Debian/Ubuntu package libfaketime), or apt-get to fetch it"
-    need dpkg-deb "libfaketime (Debian/Ubuntu package libfaketime), or dpkg-deb to unpack it"
-    echo "tools.sh: fetching libfaketime into $tools/faketime" >&2
-    work=$(mktemp -d)
-    chmod 777 "$work" # apt-get download writes there as the _apt user
-    (cd "$work" && apt-get download libfaketime >&2) || {
-      echo "tools.sh: apt-get download libfaketime failed (run apt-get update, or install libfaketime)" >&2
+# --- libfaketime: the system's if installed, else the Debian package unpacked into the cache.
+faketime_ok() { stamped "$1" "$FAKETIME_VERSION" && [ -e "$1/libfaketimeMT.so.1" ]; }
+if ! faketime_ok "$tools/faketime"; then
+  dir=$(tools_cache_dir faketime "$FAKETIME_VERSION")
+  tools_lock faketime
+  if ! faketime_ok "$dir"; then
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    system_lib=$(find /usr/lib /usr/lib64 -name libfaketimeMT.so.1 2>/dev/null | head -n 1 || true)
+    if [ -n "$system_lib" ]; then
+      ln -sf "$system_lib" "$dir/libfaketimeMT.so.1"
+    else
+      need apt-get "libfaketime (Debian/Ubuntu package libfaketime), or apt-get to fetch it"
+      need dpkg-deb "libfaketime (Debian/Ubuntu package libfaketime), or dpkg-deb to unpack it"
+      echo "tools.sh: fetching libfaketime into $dir" >&2
+      work=$(mktemp -d)
+      chmod 777 "$work" # apt-get download writes there as the _apt user
+      (cd "$work" && apt-get download libfaketime >&2) || {
+        echo "tools.sh: apt-get download libfaketime failed (run apt-get update, or install libfaketime)" >&2
+        rm -rf "$work"
+        exit 3
+      }
+      dpkg-deb -x "$work"/libfaketime_*.deb "$work/x"
+      cp "$(find "$work/x" -name libfaketimeMT.so.1 | head -n 1)" "$dir/libfaketimeMT.so.1"
       rm -rf "$work"
-      exit 3
-    }
-    dpkg-deb -x "$work"/libfaketime_*.deb "$work/x"
-    cp "$(find "$work/x" -name libfaketimeMT.so.1 | head -n 1)" "$tools/faketime/libfaketimeMT.so.1"
-    rm -rf "$work"
+    fi
+    echo "$FAKETIME_VERSION" >"$dir/.stamp"
   fi
-  echo "$FAKETIME_VERSION" >"$tools/faketime/.stamp"
+  tools_unlock
+  link_tool "$tools/faketime" "$dir"
 fi
 
-# --- Chromium and Selenium: the browser tests of the pages `dispenser serve` serves
-# (tests/integration/ui.rs). Debian's chromium and chromium-driver from apt when missing (about
-# 20 s; as root, else through sudo), and Selenium from PyPI into the venv, with a stamp of its own.
-SELENIUM_VERSION=4.51.0
-SELENIUM_STAMP="selenium=$SELENIUM_VERSION"
+# --- Chromium: the browser tests of the pages `dispenser serve` serves (tests/integration/ui.rs).
+# Debian's chromium and chromium-driver from apt when missing (about 20 s; as root, else through
+# sudo); Selenium is in the venv above.
 if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   need apt-get "Chromium and its WebDriver (Debian/Ubuntu: apt-get install chromium chromium-driver)"
   sudo=""
@@ -107,12 +146,6 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     $sudo apt-get install -y -q chromium chromium-driver >&2
   fi
 fi
-if [ "$(cat "$tools/venv/.selenium-stamp" 2>/dev/null)" != "$SELENIUM_STAMP" ]; then
-  echo "tools.sh: installing selenium $SELENIUM_VERSION into $tools/venv" >&2
-  "$tools/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "selenium==$SELENIUM_VERSION" >&2
-  echo "$SELENIUM_STAMP" >"$tools/venv/.selenium-stamp"
-fi
-# --- end of Chromium and Selenium
+# --- end of Chromium
 
 echo "tools.sh: tools ready in $tools/ ($(($(date +%s) - started)) s)" >&2

@@ -644,6 +644,43 @@ mod tests {
         }
     }
 
+    /// A field of the wrong type is refused with its type named as mongosh names it, every
+    /// type the match knows, so a user sees what is stored (a mutant dropping an arm printed
+    /// "another BSON type" and no test noticed).
+    #[test]
+    fn a_wrong_type_is_named_as_mongosh_names_it() {
+        let decimal: bson::Decimal128 = "3".parse().unwrap();
+        for (bad, name) in [
+            (Bson::Double(3.0), "double"),
+            (Bson::String("3".into()), "string"),
+            (Bson::Array(vec![Bson::Int64(3)]), "array"),
+            (Bson::Document(Document::new()), "document"),
+            (Bson::Boolean(true), "bool"),
+            (Bson::Null, "null"),
+            (Bson::Int32(3), "int"),
+            (Bson::Int64(3), "long"),
+            (Bson::DateTime(DateTime::from_millis(0)), "date"),
+            (Bson::Decimal128(decimal), "decimal"),
+            (Bson::ObjectId(ObjectId::new()), "objectId"),
+            (
+                Bson::Timestamp(bson::Timestamp {
+                    time: 1,
+                    increment: 1,
+                }),
+                "another BSON type",
+            ),
+        ] {
+            assert_eq!(bson_type_name(&bad), name, "{bad:?}");
+            // As a user meets it: `cycle` must be a bool (and an Int64 is no bool either).
+            if !matches!(bad, Bson::Boolean(_)) {
+                let mut d = good();
+                d.insert(field::CYCLE, bad.clone());
+                let err = decode_state(&d).unwrap_err().to_string();
+                assert!(err.contains(&format!("has BSON type {name}")), "{err}");
+            }
+        }
+    }
+
     #[test]
     fn non_string_ids_are_corrupt() {
         let mut d = good();

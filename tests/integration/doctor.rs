@@ -273,14 +273,19 @@ async fn doctor_refuses_ferretdb_which_loses_updates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn doctor_stays_within_its_time_limit_on_a_slow_server_and_still_cleans_up() {
     common::ready();
-    // Every reply up to 40 ms late: 8 tasks × 200 increments need about 4 s.
+    // Every reply up to 40 ms late: 8 tasks × 2000 increments need about 40 s, far beyond
+    // the bounds below, which leave room for a loaded machine (the limit is 2 s).
     let faults = Faults {
         max_latency: Duration::from_millis(40),
         ..Faults::default()
     };
     let proxy = Proxy::to_test_server(faults, 22).await;
     let started = Instant::now();
-    let (code, out, err) = doctor(&proxy.uri(""), &["--json", "--time-limit", "2"]).await;
+    let (code, out, err) = doctor(
+        &proxy.uri(""),
+        &["--json", "--time-limit", "2", "--increments", "2000"],
+    )
+    .await;
     let wall = started.elapsed();
     assert_eq!(code, Some(EXIT_UNFIT), "{out}{err}");
     let r = json(&out);
@@ -294,8 +299,8 @@ async fn doctor_stays_within_its_time_limit_on_a_slow_server_and_still_cleans_up
     // The examination itself ends at its limit (operations are cut there); the process adds
     // its start and the connection.
     let elapsed = r["elapsed_seconds"].as_f64().expect("elapsed");
-    assert!(elapsed <= 2.5, "the examination took {elapsed} s of 2");
-    assert!(wall < Duration::from_secs(8), "the command took {wall:?}");
+    assert!(elapsed <= 4.0, "the examination took {elapsed} s of 2");
+    assert!(wall < Duration::from_secs(15), "the command took {wall:?}");
     assert_scratch_removed(&common::uri(), &r).await;
 }
 

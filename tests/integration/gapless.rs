@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 use dispenser::Error;
 use dispenser::gapless::GaplessOptions;
 use dispenser::mongodb::bson::doc;
@@ -178,16 +180,23 @@ async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplic
         .await
         .unwrap();
     let runs = Arc::new(AtomicU32::new(0));
+    // Events, not sleeps: the other caller starts once the first holds its number, and the
+    // first writes only after the other has issued (it used to sleep 900 ms and hope).
+    let (holding, went_on) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let spawned = Instant::now();
     let stalled = {
         let (g, runs) = (g.clone(), runs.clone());
+        let (holding, went_on) = (holding.clone(), went_on.clone());
         tokio::spawn(async move {
             let coll = g.business().clone();
             g.issue(|n| {
                 let (coll, first) = (coll.clone(), runs.fetch_add(1, SeqCst) == 0);
+                let (holding, went_on) = (holding.clone(), went_on.clone());
                 async move {
                     if first {
                         // Past its lease: another caller takes the same number meanwhile.
-                        tokio::time::sleep(Duration::from_millis(900)).await;
+                        holding.notify_one();
+                        went_on.notified().await;
                     }
                     coll.insert_one(doc! { "number": n, "by": "stalled" }).await
                 }
@@ -195,8 +204,7 @@ async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplic
             .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let started = Instant::now();
+    holding.notified().await;
     // Another handle, as another process would have (clones of one handle take turns).
     let g2 = d.find_gapless("inv").await.unwrap();
     let coll = g2.business().clone();
@@ -208,7 +216,9 @@ async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplic
         .await
         .unwrap();
     assert_eq!(other.number, 1, "the lease ran out, the number went on");
-    assert!(started.elapsed() >= Duration::from_millis(200));
+    // The lease (300 ms) was taken after `spawned`: the other caller waited for it to run out.
+    assert!(spawned.elapsed() >= Duration::from_millis(250));
+    went_on.notify_one();
     let stalled = stalled.await.unwrap().unwrap();
     assert_eq!(
         stalled.number, 2,
@@ -687,16 +697,22 @@ async fn look_ups_of_a_number_read_with_majority_read_concern() {
         .unwrap();
     // A holder that stalls past its lease: the next caller takes over and looks its number
     // up; the stalled write then meets the index and looks the number up too.
+    // Events, not sleeps: the other caller starts once the first holds its number; the first
+    // writes once the other has issued.
+    let (holding, went_on) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let stalled = {
         let g = g.clone();
+        let (holding, went_on) = (holding.clone(), went_on.clone());
         tokio::spawn(async move {
             let coll = g.business().clone();
             let first = Arc::new(AtomicU32::new(0));
             g.issue(|n| {
                 let (coll, first) = (coll.clone(), first.fetch_add(1, SeqCst) == 0);
+                let (holding, went_on) = (holding.clone(), went_on.clone());
                 async move {
                     if first {
-                        tokio::time::sleep(Duration::from_millis(700)).await;
+                        holding.notify_one();
+                        went_on.notified().await;
                     }
                     coll.insert_one(doc! { "number": n }).await
                 }
@@ -704,10 +720,11 @@ async fn look_ups_of_a_number_read_with_majority_read_concern() {
             .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    holding.notified().await;
     let other = d.find_gapless("inv").await.unwrap();
     let n = common::issue_next(&other).await.unwrap();
     assert_eq!(n, 1);
+    went_on.notify_one();
     assert_eq!(stalled.await.unwrap().unwrap().number, 2);
     // Every find names its read concern; the look-ups that can move the sequence past a
     // number (a range from it: how far the used numbers go) read majority. (A `local` read
@@ -755,15 +772,21 @@ async fn a_void_and_a_late_write_meet_at_the_unique_index_so_no_number_is_both()
         .await
         .unwrap();
     let runs = Arc::new(AtomicU32::new(0));
+    // Events, not sleeps: the void comes once the holder holds 1 and its lease (300 ms, by the
+    // server's clock, taken before `holding`) ran out; the late write comes after the void.
+    let (holding, voided) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let late = {
         let (g, runs) = (g.clone(), runs.clone());
+        let (holding, voided) = (holding.clone(), voided.clone());
         tokio::spawn(async move {
             let coll = g.business().clone();
             g.issue(|n| {
                 let (coll, first) = (coll.clone(), runs.fetch_add(1, SeqCst) == 0);
+                let (holding, voided) = (holding.clone(), voided.clone());
                 async move {
                     if first {
-                        tokio::time::sleep(Duration::from_millis(900)).await;
+                        holding.notify_one();
+                        voided.notified().await;
                     }
                     coll.insert_one(doc! { "number": n, "by": "late" }).await
                 }
@@ -771,9 +794,11 @@ async fn a_void_and_a_late_write_meet_at_the_unique_index_so_no_number_is_both()
             .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    holding.notified().await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
     let voider = d.find_gapless("inv").await.unwrap();
     voider.void(1, "form destroyed").await.unwrap();
+    voided.notify_one();
     let issued = late.await.unwrap().unwrap();
     assert_eq!(
         (issued.number, runs.load(SeqCst)),
@@ -815,15 +840,16 @@ async fn a_killed_holder_whose_clock_runs_an_hour_ahead_blocks_others_only_for_i
             "inv",
             GaplessOptions::new(&business, "number")
                 .with_lease(Duration::from_secs(1))
-                .with_wait(Duration::from_secs(8)),
+                .with_wait(Duration::from_secs(60)),
         )
         .await
         .unwrap();
     let started = Instant::now();
     let issued = common::issue_next(&g).await.unwrap();
     assert_eq!(issued, 1, "the dead holder's number went on");
+    // The lease is 1 s; a lease judged by the holder's clock would be an hour.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(15),
         "{:?}",
         started.elapsed()
     );
@@ -1305,7 +1331,7 @@ async fn a_number_stored_as_decimal128_or_in_an_array_is_reported_at_once_not_a_
     let g = d
         .open_gapless(
             "inv",
-            GaplessOptions::new(&business, "number").with_wait(Duration::from_secs(5)),
+            GaplessOptions::new(&business, "number").with_wait(Duration::from_secs(60)),
         )
         .await
         .unwrap();
@@ -1333,7 +1359,8 @@ async fn a_number_stored_as_decimal128_or_in_an_array_is_reported_at_once_not_a_
         );
         let text = e.to_string();
         assert!(text.contains(id) && text.contains("\"number\""), "{text}");
-        assert!(started.elapsed() < Duration::from_secs(2), "{text}");
+        // At once: a wedge waited the whole wait (60 s here) first.
+        assert!(started.elapsed() < Duration::from_secs(15), "{text}");
         let e = g.void(3, "x").await.unwrap_err();
         assert!(matches!(e, Error::CorruptDocument { .. }), "{e}");
         let out = cli(&f)
@@ -1500,8 +1527,9 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
         numbers(&issue_cmd(&f, &business, 1, "1").output().unwrap()),
         vec![4]
     );
+    // The lease counts for 1 s now (an hour before).
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(15),
         "{:?}",
         started.elapsed()
     );
