@@ -23,6 +23,7 @@ mod model;
 mod proxy;
 mod queue;
 mod queue_desks;
+mod rtt;
 mod scale;
 mod scope;
 mod serve;

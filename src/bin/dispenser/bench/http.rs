@@ -34,7 +34,9 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use super::args::BenchArgs;
+use super::rtt::{DelayProxy, RttLabel};
 use super::samples::percentile;
+use crate::exit::Outcome;
 use crate::serve::{ServeArgs, Service};
 
 /// The request body: none.
@@ -58,6 +60,13 @@ pub(super) struct HttpReport {
     pub(super) throughput_vs_floor: Option<f64>,
     pub(super) p50_vs_floor: Option<f64>,
     pub(super) p99_vs_floor: Option<f64>,
+    /// With `--rtt`: the round trip the service's database was put at (milliseconds asked;
+    /// 0 for its twin whose database is not delayed, `null` for the floor and without it).
+    pub(super) database_rtt_ms: Option<f64>,
+    /// With `--rtt`: the delayed service's requests/s and p99 as ratios to its twin's, whose
+    /// database is not delayed (same run).
+    pub(super) throughput_vs_direct: Option<f64>,
+    pub(super) p99_vs_direct: Option<f64>,
 }
 
 /// The keys of one run in `bench --http --json` (`runs[]`), as the guide's benchmarks
@@ -79,6 +88,9 @@ pub(super) const HTTP_RUN_KEYS: &[&str] = &[
     "throughput_vs_floor",
     "p50_vs_floor",
     "p99_vs_floor",
+    "database_rtt_ms",
+    "throughput_vs_direct",
+    "p99_vs_direct",
 ];
 
 /// What the requests to one target measured.
@@ -105,6 +117,8 @@ impl HttpSample {
 /// A target: where it listens, the path drawn and the token sent (if any).
 struct Target {
     label: String,
+    /// The round trip of its database (`--rtt`; 0 for the twin reached directly), if any.
+    database_rtt_ms: Option<f64>,
     addr: String,
     authority: String,
     path: String,
@@ -117,9 +131,21 @@ struct Drawn {
     numbers: Vec<i64>,
 }
 
-/// Runs `bench --http`; `Ok(false)` when a duplicate was found.
-pub(super) async fn run(uri: &str, options: Options, args: &BenchArgs) -> dispenser::Result<bool> {
-    let d = Dispenser::connect(uri, options).await?;
+/// Runs `bench --http`; `Ok(false)` when a duplicate was found. The service's database
+/// connections go to `through` (the delay proxy's address with `--rtt`, else `uri`); with
+/// `--rtt` a twin service whose database is reached directly runs beside it.
+pub(super) async fn run(
+    uri: &str,
+    through: &str,
+    options: Options,
+    args: &BenchArgs,
+    proxy: Option<&DelayProxy>,
+) -> dispenser::Result<bool> {
+    let d = Dispenser::connect(through, options.clone()).await?;
+    let direct = match proxy {
+        Some(_) => Some(Dispenser::connect(uri, options).await?),
+        None => None,
+    };
     let stamp = format!(
         "bench-http-{}-{}",
         std::process::id(),
@@ -128,36 +154,82 @@ pub(super) async fn run(uri: &str, options: Options, args: &BenchArgs) -> dispen
             .map(|t| t.as_millis())
             .unwrap_or_default()
     );
+    let twin = format!("{stamp}-direct");
     d.create(&stamp, Spec::default()).await?;
-    let outcome = measure(&d, uri, args, &stamp).await;
+    if let Some(direct) = &direct {
+        direct.create(&twin, Spec::default()).await?;
+    }
+    let outcome = measure(&d, direct.as_ref(), uri, args, (&stamp, &twin)).await;
     // The bench leaves nothing behind.
     let _ = d.delete(&stamp).await;
-    outcome
+    if let Some(direct) = &direct {
+        let _ = direct.delete(&twin).await;
+    }
+    let reports = outcome?;
+    print(args, proxy.map(DelayProxy::label), &reports);
+    Ok(reports.iter().all(|r| r.duplicates == 0))
+}
+
+/// A service started in this process: how to stop it, its task, and the target it is.
+type Started = (
+    oneshot::Sender<()>,
+    tokio::task::JoinHandle<dispenser::Result<Outcome>>,
+    Target,
+);
+
+/// Starts `dispenser serve` with its defaults on a free loopback port over `d`, drawing
+/// `name` with `token`.
+async fn start_service(
+    d: &Dispenser,
+    uri: &str,
+    (token, tokens): (&str, &str),
+    name: &str,
+    (label, database_rtt_ms): (&str, Option<f64>),
+) -> dispenser::Result<Started> {
+    let serve_args = serve_defaults()?;
+    let service = Service::bind(d.clone(), &serve_args, uri, Some(tokens)).await?;
+    let local = service.local;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(service.serve(async move {
+        let _ = stopped.await;
+    }));
+    let target = Target {
+        label: label.into(),
+        database_rtt_ms,
+        addr: local.to_string(),
+        authority: local.to_string(),
+        path: format!("/v1/sequences/{name}/next"),
+        bearer: Some(token.to_owned()),
+    };
+    Ok((stop, task, target))
 }
 
 async fn measure(
     d: &Dispenser,
+    direct: Option<&Dispenser>,
     uri: &str,
     args: &BenchArgs,
-    name: &str,
-) -> dispenser::Result<bool> {
+    (name, twin): (&str, &str),
+) -> dispenser::Result<Vec<HttpReport>> {
     let path = format!("/v1/sequences/{name}/next");
+    let mut started = Vec::new();
+    let mut targets = Vec::new();
     // The service: at --url, or started here with a token of its own.
-    let (stop_service, service_task, service) = match &args.url {
+    match &args.url {
         Some(url) => {
             let token = args.token.clone().ok_or_else(|| Error::InvalidArgument {
                 what: "--token".into(),
                 reason: "bench --http --url needs the bearer token of the service (--token or DISPENSER_TOKEN) that may draw bench-http-*".into(),
             })?;
             let (addr, authority) = address_of(url)?;
-            let target = Target {
+            targets.push(Target {
                 label: format!("service at {}", authority),
+                database_rtt_ms: None,
                 addr,
                 authority,
                 path: path.clone(),
                 bearer: Some(token),
-            };
-            (None, None, target)
+            });
         }
         None => {
             let token = fresh_token();
@@ -165,42 +237,44 @@ async fn measure(
                 "name": "bench", "token": token, "sequences": ["bench-http-*"], "operations": ["next"],
             }]})
             .to_string();
-            let serve_args = serve_defaults()?;
-            let service = Service::bind(d.clone(), &serve_args, uri, Some(&tokens)).await?;
-            let local = service.local;
-            let (stop, stopped) = oneshot::channel::<()>();
-            let task = tokio::spawn(service.serve(async move {
-                let _ = stopped.await;
-            }));
-            let target = Target {
-                label: "service (dispenser serve)".into(),
-                addr: local.to_string(),
-                authority: local.to_string(),
-                path: path.clone(),
-                bearer: Some(token),
+            let rtt = args.rtt;
+            let label = match rtt {
+                Some(ms) => format!("service, database +{ms} ms"),
+                None => "service (dispenser serve)".to_owned(),
             };
-            (Some(stop), Some(task), target)
+            let (stop, task, target) =
+                start_service(d, uri, (&token, &tokens), name, (&label, rtt)).await?;
+            started.push((stop, task));
+            targets.push(target);
+            if let Some(direct) = direct {
+                let (stop, task, target) = start_service(
+                    direct,
+                    uri,
+                    (&token, &tokens),
+                    twin,
+                    ("service, database direct", Some(0.0)),
+                )
+                .await?;
+                started.push((stop, task));
+                targets.push(target);
+            }
         }
-    };
+    }
     let (stop_floor, floor_task, floor) = start_floor(&path).await?;
-    let targets = [service, floor];
+    targets.push(floor);
     let outcome = drive(&targets, args).await;
-    // Stop both (the service gives back what its block client holds).
+    // Stop them all (a service gives back what its block client holds).
     let _ = stop_floor.send(());
     let _ = floor_task.await;
-    if let Some(stop) = stop_service {
+    for (stop, task) in started {
         let _ = stop.send(());
-    }
-    if let Some(task) = service_task {
         match task.await {
             Ok(Err(e)) => tracing::warn!("the benchmarked service failed: {e}"),
             Err(e) => tracing::warn!("the benchmarked service failed: {e}"),
             Ok(Ok(_)) => {}
         }
     }
-    let reports = outcome?;
-    print(args, &reports);
-    Ok(reports.iter().all(|r| r.duplicates == 0))
+    outcome
 }
 
 /// `dispenser serve`'s defaults, listening on a free port of the loopback.
@@ -294,6 +368,7 @@ async fn start_floor(
     });
     let target = Target {
         label: "floor (same stack, constant)".into(),
+        database_rtt_ms: None,
         addr: local.to_string(),
         authority: local.to_string(),
         path: path.to_owned(),
@@ -327,10 +402,11 @@ async fn drive(targets: &[Target], args: &BenchArgs) -> dispenser::Result<Vec<Ht
             warm.extend(sample.numbers);
         }
     }
+    let cap = args.count_cap();
     for r in 0..rounds {
-        let quota = args.count / rounds + u64::from(r < args.count % rounds);
+        let quota = cap.map_or(u64::MAX, |c| c / rounds + u64::from(r < c % rounds));
         for ((target, pool), total) in targets.iter().zip(&mut pools).zip(&mut totals) {
-            if quota == 0 && slice.is_none() {
+            if quota == 0 {
                 continue;
             }
             let (sample, back) = round(target, std::mem::take(pool), quota, slice).await;
@@ -352,6 +428,20 @@ async fn drive(targets: &[Target], args: &BenchArgs) -> dispenser::Result<Vec<Ht
             r.throughput_vs_floor = (thr > 0.0).then(|| r.requests_per_s / thr);
             r.p50_vs_floor = (p50 > 0.0).then(|| r.p50_us / p50);
             r.p99_vs_floor = (p99 > 0.0).then(|| r.p99_us / p99);
+        }
+    }
+    // The delayed service beside its twin whose database is not delayed.
+    let twin = reports
+        .iter()
+        .find(|r| r.database_rtt_ms == Some(0.0))
+        .map(|r| (r.requests_per_s, r.p99_us));
+    if let Some((thr, p99)) = twin {
+        for r in reports
+            .iter_mut()
+            .filter(|r| r.database_rtt_ms.is_some_and(|ms| ms > 0.0))
+        {
+            r.throughput_vs_direct = (thr > 0.0).then(|| r.requests_per_s / thr);
+            r.p99_vs_direct = (p99 > 0.0).then(|| r.p99_us / p99);
         }
     }
     Ok(reports)
@@ -379,7 +469,7 @@ async fn connect(target: &Target) -> dispenser::Result<SendRequest<Body>> {
 }
 
 /// One round on `target`: each connection sends requests one at a time until the round's
-/// `quota` of requests (shared out) or its time is up. Gives the connections back (a broken
+/// `quota` of requests (shared out) or its time is up, whichever comes first. Gives the connections back (a broken
 /// one replaced by a fresh one when possible).
 async fn round(
     target: &Target,
@@ -393,16 +483,17 @@ async fn round(
     let mut handles = Vec::new();
     for (c, mut sender) in pool.into_iter().enumerate() {
         let c = c as u64;
-        let share = quota / connections + u64::from(c < quota % connections);
+        let share = if quota == u64::MAX {
+            u64::MAX
+        } else {
+            quota / connections + u64::from(c < quota % connections)
+        };
         let request = request_template(target);
         handles.push(tokio::spawn(async move {
             let mut s = HttpSample::default();
             let mut sent = 0;
             loop {
-                let done = match deadline {
-                    Some(d) => Instant::now() >= d,
-                    None => sent >= share,
-                };
+                let done = sent >= share || deadline.is_some_and(|d| Instant::now() >= d);
                 if done || sender.is_closed() {
                     break;
                 }
@@ -519,6 +610,9 @@ fn report(target: &Target, connections: u32, mut s: HttpSample, warm: Vec<i64>) 
         throughput_vs_floor: None,
         p50_vs_floor: None,
         p99_vs_floor: None,
+        database_rtt_ms: target.database_rtt_ms,
+        throughput_vs_direct: None,
+        p99_vs_direct: None,
     }
 }
 
@@ -535,6 +629,8 @@ const COLUMNS: &[(&str, usize)] = &[
     ("x floor/s", 9),
     ("x p50", 6),
     ("x p99", 6),
+    ("x direct/s", 10),
+    ("x dir p99", 9),
 ];
 
 fn cells(r: &HttpReport) -> Vec<String> {
@@ -551,6 +647,8 @@ fn cells(r: &HttpReport) -> Vec<String> {
         ratio(r.throughput_vs_floor),
         ratio(r.p50_vs_floor),
         ratio(r.p99_vs_floor),
+        ratio(r.throughput_vs_direct),
+        ratio(r.p99_vs_direct),
     ]
 }
 
@@ -572,20 +670,27 @@ fn table(reports: &[HttpReport]) -> Vec<String> {
         .collect()
 }
 
-/// The JSON report: `{"connections", "rounds", "runs": [..]}`, each run with
-/// [`HTTP_RUN_KEYS`].
-fn as_json(args: &BenchArgs, reports: &[HttpReport]) -> Value {
-    json!({ "connections": args.connections, "rounds": args.rounds, "runs": reports })
+/// The JSON report: `{"connections", "rounds", "rtt", "runs": [..]}`, each run with
+/// [`HTTP_RUN_KEYS`] (`rtt` as in `bench --json`).
+fn as_json(args: &BenchArgs, rtt: Option<RttLabel>, reports: &[HttpReport]) -> Value {
+    json!({
+        "connections": args.connections,
+        "rounds": args.rounds,
+        "rtt": rtt.map(|r| json!({ "asked_ms": r.asked_ms, "applied_ms": r.applied_ms })),
+        "runs": reports,
+    })
 }
 
-fn print(args: &BenchArgs, reports: &[HttpReport]) {
+fn print(args: &BenchArgs, rtt: Option<RttLabel>, reports: &[HttpReport]) {
     if args.json {
-        println!("{}", as_json(args, reports));
+        println!("{}", as_json(args, rtt, reports));
         return;
     }
     println!(
-        "dispenser bench --http: {} keep-alive connection(s), {} round(s); the load runs in this process, on the same cores as the servers",
-        args.connections, args.rounds
+        "dispenser bench --http: {} keep-alive connection(s), {} round(s); the load runs in this process, on the same cores as the servers{}",
+        args.connections,
+        args.rounds,
+        rtt.map_or_else(String::new, |r| format!("; the service's {}", r.describe()))
     );
     for line in table(reports) {
         println!("{line}");
@@ -603,6 +708,7 @@ mod tests {
         report(
             &Target {
                 label: "floor".into(),
+                database_rtt_ms: None,
                 addr: "127.0.0.1:1".into(),
                 authority: "127.0.0.1:1".into(),
                 path: "/v1/sequences/s/next".into(),
