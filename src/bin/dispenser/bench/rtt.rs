@@ -69,6 +69,9 @@ struct Shared {
     one_way: Duration,
     stop: AtomicBool,
     held: Held,
+    /// How late the writers' sleeps end, on average, in nanoseconds: shared, so that a new
+    /// connection's writer starts from what the others learned (see [`Lateness`]).
+    late_ns: AtomicU64,
     /// Both sockets of every connection, to shut them down when the proxy stops.
     sockets: Mutex<Vec<TcpStream>>,
 }
@@ -119,6 +122,7 @@ impl DelayProxy {
             one_way: Duration::from_secs_f64(rtt_ms / 2000.0),
             stop: AtomicBool::new(false),
             held: Held::default(),
+            late_ns: AtomicU64::new(0),
             sockets: Mutex::new(Vec::new()),
         });
         let s = Arc::clone(&shared);
@@ -252,7 +256,7 @@ fn read_side(mut from: TcpStream, tx: &Sender<(Instant, Vec<u8>)>) {
 fn write_side(mut to: TcpStream, rx: &Receiver<(Instant, Vec<u8>)>, shared: &Shared) {
     // Sleeps end within microseconds of their deadline, not the default 50 µs later.
     let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
-    let mut late = Lateness::default();
+    let late = Lateness(&shared.late_ns);
     for (read_at, bytes) in rx {
         late.sleep_until(read_at + shared.one_way);
         if to.write_all(&bytes).is_err() {
@@ -267,20 +271,20 @@ fn write_side(mut to: TcpStream, rx: &Receiver<(Instant, Vec<u8>)>, shared: &Sha
     let _ = to.shutdown(Shutdown::Write);
 }
 
-/// How late a thread's sleeps end, on average (an exponentially weighted mean): each sleep
-/// aims that much before its deadline, so that on average it ends at the deadline.
-#[derive(Default)]
-struct Lateness {
-    mean_ns: f64,
-}
+/// How late the proxy's sleeps end, on average (an exponentially weighted mean over every
+/// writer's sleeps, so that a connection that sends few messages is corrected as well as a
+/// busy one): each sleep aims that much before its deadline, so that on average it ends at
+/// the deadline.
+struct Lateness<'a>(&'a AtomicU64);
 
-impl Lateness {
-    fn sleep_until(&mut self, deadline: Instant) {
+impl Lateness<'_> {
+    fn sleep_until(&self, deadline: Instant) {
         let now = Instant::now();
         if deadline <= now {
             return;
         }
-        let early = Duration::from_nanos(self.mean_ns as u64).min(deadline - now);
+        let mean_ns = self.0.load(Relaxed) as f64;
+        let early = Duration::from_nanos(mean_ns as u64).min(deadline - now);
         let target = deadline - early;
         let now = Instant::now();
         if target > now {
@@ -288,7 +292,9 @@ impl Lateness {
         }
         let woke = Instant::now();
         let late = woke.saturating_duration_since(target).as_nanos() as f64;
-        self.mean_ns += (late - self.mean_ns) / 8.0;
+        // Racing writers may lose an update: the mean stays a mean of recent sleeps.
+        self.0
+            .store((mean_ns + (late - mean_ns) / 8.0) as u64, Relaxed);
     }
 }
 
