@@ -247,6 +247,14 @@ impl State {
     pub(super) fn waiting_on(&mut self, r: &Reservation) {
         if self.current.is_some() && !r.late.swap(true, std::sync::atomic::Ordering::Relaxed) {
             self.ahead = (self.ahead * 2.0).min(MAX_AHEAD);
+            tracing::debug!(
+                in_flight = ?self.reservation_started.map(|t| t.elapsed()),
+                latency = ?self.latency,
+                slowest = ?self.tail,
+                rate = ?self.rate,
+                ahead = self.ahead,
+                "a prefetch came too late: the blocks keep further ahead"
+            );
         }
     }
 
