@@ -52,7 +52,7 @@ pub struct BenchArgs {
     /// call it is built on: raw `findOneAndUpdate $inc`, the hand-written
     /// read-then-conditional-update loop (no coalescing), the library's defaults, `cas`,
     /// blocks of 1000 with prefetch, a raw `insert_one` and a gap-free issue with it, a
-    /// queue's take.
+    /// ticket taken from a queue and called.
     #[arg(long, conflicts_with_all = ["compare", "gapless", "block", "prefetch", "no_prefetch"])]
     pub suite: bool,
     /// Put the database this many milliseconds of round trip away: the benchmark's database

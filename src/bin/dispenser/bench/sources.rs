@@ -41,8 +41,11 @@ pub(super) enum Kind {
     /// `updateOne({_id, value: read}, {$inc: {value: 1}})`; when that matched nothing, read
     /// again and retry, without backoff. One call at a time per task, nothing shared.
     HandLoop,
-    /// `Queue::take` on a queue whose range never fills (each take is a compare-and-set of
-    /// the queue's document).
+    /// A ticket through a queue: `Queue::take`, then `Queue::call` (each a compare-and-set of
+    /// the queue's document), so that the line stays as short as the tasks drawing: a queue
+    /// keeps the times of up to 1000 takes of the people waiting in its document, and a line
+    /// that only grows would measure the replacing of a document of 1000 entries, not a take.
+    /// The number is the ticket taken.
     QueueTake,
 }
 
@@ -86,7 +89,7 @@ impl Kind {
             Kind::Gapless => "gapless issue + insert_one".into(),
             Kind::RawShaped => "raw $inc, sequence doc".into(),
             Kind::HandLoop => "hand-written read + update loop".into(),
-            Kind::QueueTake => "queue take".into(),
+            Kind::QueueTake => "queue take + call".into(),
             Kind::Seq(s, c) => format!("dispenser {}{}", strategy_code(*s), uncoalesced(*c)),
             Kind::Blocks(s, size, prefetch, c) => {
                 let p = if *prefetch > 0.0 {
@@ -278,7 +281,12 @@ impl Source {
                 value_of(d, id)
             }
             Source::HandLoop(coll, id, counted) => hand_loop(coll, id, counted).await,
-            Source::Queue(q) => q.take().await.map(|t| t.number),
+            Source::Queue(q) => {
+                let ticket = q.take().await?.number;
+                // Every task calls after its own take: someone always waits.
+                q.call().await?;
+                Ok(ticket)
+            }
             Source::Lib(s) => s.next().await,
             Source::Blocks(b) => b.next().await,
             Source::RawInsert(coll, counter) => {
