@@ -12,7 +12,8 @@
 //! direction of each connection has a reader thread (which stamps what it reads) and a writer
 //! thread (which sleeps until the stamp plus the delay, with a timer slack of 1 ns, and
 //! corrects its sleeps by how late it woke on average). The proxy measures what it applied:
-//! [`DelayProxy::held`] is the mean time a byte spent in it, each way.
+//! [`DelayProxy::held`] is the median time a chunk of bytes spent in it, each way (a median,
+//! so that a thread that waited for a core now and then on a loaded machine does not move it).
 //!
 //! It is for benchmarks on one machine (the local server, a staging host): a replica set's
 //! other members are not reached through it, and TLS to a host name would not verify against
@@ -56,12 +57,50 @@ fn rtt_error(reason: String) -> Error {
     }
 }
 
-/// What the writers measured: how long the bytes they wrote were held, per chunk.
-#[derive(Default)]
+/// The width of a bucket of [`Held`], in nanoseconds.
+const BUCKET_NS: u64 = 10_000;
+/// The buckets of [`Held`]: 10 µs each up to 1 s (longer holds count in the last).
+const BUCKETS: usize = 100_000;
+
+/// What the writers measured: how long the chunks they wrote were held, counted in buckets
+/// of 10 µs, and the longest.
 struct Held {
-    chunks: AtomicU64,
-    total_ns: AtomicU64,
+    buckets: Box<[AtomicU64]>,
     max_ns: AtomicU64,
+}
+
+impl Default for Held {
+    fn default() -> Self {
+        Held {
+            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            max_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Held {
+    fn record(&self, ns: u64) {
+        let i = usize::try_from(ns / BUCKET_NS).map_or(BUCKETS - 1, |i| i.min(BUCKETS - 1));
+        self.buckets[i].fetch_add(1, Relaxed);
+        self.max_ns.fetch_max(ns, Relaxed);
+    }
+
+    /// The median hold (the middle of its bucket); zero before any.
+    fn median(&self) -> Duration {
+        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return Duration::ZERO;
+        }
+        let mut seen = 0;
+        for (i, c) in (0_u64..).zip(&counts) {
+            seen += c;
+            if 2 * seen >= total {
+                return Duration::from_nanos(i * BUCKET_NS + BUCKET_NS / 2);
+            }
+        }
+        Duration::ZERO
+    }
 }
 
 struct Shared {
@@ -86,7 +125,7 @@ pub(crate) struct DelayProxy {
 }
 
 /// The round trip a run was made at, for its report: what was asked and what the proxy
-/// applied (twice the mean time a byte spent in it).
+/// applied (twice the median time a chunk of bytes spent in it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct RttLabel {
     pub(crate) asked_ms: f64,
@@ -144,14 +183,10 @@ impl DelayProxy {
         proxied_uri(uri, self.addr)
     }
 
-    /// The mean time a byte spent in the proxy, each way, so far (zero before any).
+    /// The median time a chunk of bytes spent in the proxy, each way, so far (to 10 µs; zero
+    /// before any).
     pub(crate) fn held(&self) -> Duration {
-        let h = &self.shared.held;
-        let chunks = h.chunks.load(Relaxed);
-        if chunks == 0 {
-            return Duration::ZERO;
-        }
-        Duration::from_nanos(h.total_ns.load(Relaxed) / chunks)
+        self.shared.held.median()
     }
 
     /// The longest a chunk was held so far.
@@ -263,10 +298,7 @@ fn write_side(mut to: TcpStream, rx: &Receiver<(Instant, Vec<u8>)>, shared: &Sha
             break;
         }
         let held = u64::try_from(read_at.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let h = &shared.held;
-        h.chunks.fetch_add(1, Relaxed);
-        h.total_ns.fetch_add(held, Relaxed);
-        h.max_ns.fetch_max(held, Relaxed);
+        shared.held.record(held);
     }
     let _ = to.shutdown(Shutdown::Write);
 }
@@ -274,8 +306,14 @@ fn write_side(mut to: TcpStream, rx: &Receiver<(Instant, Vec<u8>)>, shared: &Sha
 /// How late the proxy's sleeps end, on average (an exponentially weighted mean over every
 /// writer's sleeps, so that a connection that sends few messages is corrected as well as a
 /// busy one): each sleep aims that much before its deadline, so that on average it ends at
-/// the deadline.
+/// the deadline. Each sample counts for at most [`MOST_LATE`]: a thread that waited
+/// milliseconds for a core on a loaded machine says nothing of the next sleep, and counted in
+/// full it would make every sleep after it end that much early.
 struct Lateness<'a>(&'a AtomicU64);
+
+/// The most one sleep's lateness counts for in [`Lateness`]: a timer's wake-up, not a wait
+/// for a core.
+const MOST_LATE: Duration = Duration::from_micros(200);
 
 impl Lateness<'_> {
     fn sleep_until(&self, deadline: Instant) {
@@ -291,7 +329,10 @@ impl Lateness<'_> {
             std::thread::sleep(target - now);
         }
         let woke = Instant::now();
-        let late = woke.saturating_duration_since(target).as_nanos() as f64;
+        let late = woke
+            .saturating_duration_since(target)
+            .min(MOST_LATE)
+            .as_nanos() as f64;
         // Racing writers may lose an update: the mean stays a mean of recent sleeps.
         self.0
             .store((mean_ns + (late - mean_ns) / 8.0) as u64, Relaxed);
@@ -396,6 +437,19 @@ mod tests {
         // A password is never quoted.
         let bad = proxied_uri("mongodb+srv://u:hunter2@h/", addr).unwrap_err();
         assert!(!bad.to_string().contains("hunter2"), "{bad}");
+    }
+
+    #[test]
+    fn the_hold_is_the_median_not_pulled_by_a_late_wake() {
+        let h = Held::default();
+        assert_eq!(h.median(), Duration::ZERO);
+        for _ in 0..9 {
+            h.record(1_000_000);
+        }
+        // A writer that waited 900 ms for a core moves a mean by 90 ms, the median not at all.
+        h.record(900_000_000);
+        h.record(u64::MAX);
+        assert_eq!(h.median(), Duration::from_micros(1005));
     }
 
     #[test]
