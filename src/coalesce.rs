@@ -12,8 +12,10 @@
 //! * The first caller that finds nothing in flight draws for itself, inline: an uncontended
 //!   call costs one uncontended mutex more than a direct draw.
 //! * Queued callers are served by a task that drains the queue batch after batch until it is
-//!   empty. A caller whose future is dropped while queued is left out of the next batch (it
-//!   reserves nothing); one dropped after its batch was sent leaves its numbers a gap.
+//!   empty. After answering a batch it lets the callers it woke queue again before it takes
+//!   the next one (briefly: see `linger`), so that callers drawing in a loop ride every write
+//!   together. A caller whose future is dropped while queued is left out of the next batch
+//!   (it reserves nothing); one dropped after its batch was sent leaves its numbers a gap.
 //! * A non-cyclic batch that does not fit before the bound is cut: the callers that fit (in
 //!   arrival order) get their numbers in one write, the others [`Error::Exhausted`].
 //! * A cyclic batch stops at the wrap like any run: the callers it covers are served, a
@@ -24,6 +26,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -139,13 +142,39 @@ async fn drain(drawer: Arc<Drawer>, combiner: Arc<Combiner>) {
             }
             std::mem::take(&mut q.waiting)
         };
+        let served = batch.len();
+        let sent = Instant::now();
         let leftover = serve_batch(&drawer, &mut batch).await;
+        let round_trip = sent.elapsed();
         if !leftover.is_empty() {
             // Cut by a cyclic wrap: first in line for the next write.
             let mut q = combiner.lock();
             for w in leftover.into_iter().rev() {
                 q.waiting.push_front(w);
             }
+        }
+        linger(&combiner, served, round_trip).await;
+    }
+}
+
+/// The most times the draining task yields after answering a batch (see [`linger`]).
+const LINGER_YIELDS: u32 = 16;
+
+/// After a batch was answered: lets the callers it woke run and queue again before the next
+/// batch is taken, so that it carries them too — until as many callers wait as were served,
+/// for at most [`LINGER_YIELDS`] yields and a sixteenth of the write's round trip (what a
+/// caller queued meanwhile waits more, at worst).
+///
+/// Without it, when the round trip is long and every caller was in the batch, the queue is
+/// found empty, the first caller back draws alone and the others queue behind it: batches
+/// of 1 and N−1 alternate, half the throughput (measured at a 2 ms round trip with 32 tasks:
+/// a mean batch of 16, 1.7× a raw `$inc`'s numbers per second; with it 32 and 3.1–3.3×).
+async fn linger(combiner: &Combiner, served: usize, round_trip: Duration) {
+    let since = Instant::now();
+    for _ in 0..LINGER_YIELDS {
+        tokio::task::yield_now().await;
+        if combiner.lock().waiting.len() >= served || since.elapsed() * 16 >= round_trip {
+            return;
         }
     }
 }

@@ -88,6 +88,11 @@ pub(super) struct State {
     /// How long reservations take: the latest one's round trip, or (decaying) an earlier
     /// slower one's.
     pub(super) latency: Option<Duration>,
+    /// The slowest reservation this client has seen, decaying far more slowly than
+    /// `latency` (by a sixty-fourth per reservation): how long a reservation can take here —
+    /// a pause of the server, callers that keep the cores busy — remembered long after the
+    /// round trips are back to normal.
+    pub(super) tail: Option<Duration>,
     /// Numbers per second at which the latest used-up block was handed out.
     pub(super) rate: Option<f64>,
     /// How much further ahead than [`KEEP_AHEAD`] and [`LEAD`] say the blocks are kept: 1 at
@@ -108,12 +113,10 @@ const KEEP_AHEAD: f64 = 16.0;
 /// least (see [`State::prefetch_point`]).
 const LEAD: f64 = 4.0;
 
-/// How long before the end of a growing block its prefetch starts, at the least, whatever
-/// the latencies measured: a round trip's tail (a garbage-collection pause of the server, a
-/// CPU the callers keep busy) is longer than the round trips seen so far. A fast caller's
-/// next block is then reserved as soon as the current one is in use; a slow caller's
-/// prefetch point does not move (20 ms of its numbers are few).
-const LEAD_FLOOR: Duration = Duration::from_millis(20);
+/// How many times the slowest reservation seen ([`State::tail`]) a growing block's prefetch
+/// starts before its end, and the part of a block after its prefetch point lasts, at the
+/// least: a stall seen once (a pause of the server) is expected again.
+const TAIL_MARGIN: f64 = 2.0;
 
 /// The fewest numbers of a block handed out before its pace is taken as the caller's rate.
 const MIN_PACE_SAMPLE: u64 = 64;
@@ -135,6 +138,7 @@ impl State {
             generation: super::window::FIRST_GENERATION,
             reservation_started: None,
             latency: None,
+            tail: None,
             rate: None,
             ahead: 1.0,
         }
@@ -188,14 +192,23 @@ impl State {
         Some((self.begin(), size))
     }
 
+    /// How long ahead the blocks plan for, in seconds: `round_trips` times the reservation
+    /// latency (times [`State::ahead`]), and at least [`TAIL_MARGIN`] times the slowest
+    /// reservation seen. `None` before a reservation was measured.
+    fn lead_time(&self, round_trips: f64) -> Option<f64> {
+        let latency = self.latency?.as_secs_f64();
+        let tail = self.tail.map_or(0.0, |t| t.as_secs_f64());
+        Some((round_trips * self.ahead * latency).max(TAIL_MARGIN * tail))
+    }
+
     /// The size of a prefetch, so that the *next* block's part left after its own prefetch
-    /// point lasts [`KEEP_AHEAD`] times the reservation latency (and at least [`LEAD_FLOOR`])
-    /// at the rate the current block is being used — or the previous one was, when the
-    /// current one is too young to tell (a prefetch due at its first numbers), whichever is
-    /// faster: at least `size`, at most `grow_to` (`size` when `grow_to` is `None`, or nothing
-    /// was measured yet).
+    /// point lasts [`KEEP_AHEAD`] times the reservation latency (and at least
+    /// [`TAIL_MARGIN`] times the slowest reservation seen) at the rate the current block is
+    /// being used — or the previous one was, when the current one is too young to tell (a
+    /// prefetch due at its first numbers), whichever is faster: at least `size`, at most
+    /// `grow_to` (`size` when `grow_to` is `None`, or nothing was measured yet).
     fn keep_ahead_size(&self, options: &BlockOptions, b: &Block, share: f64, now: Instant) -> u64 {
-        let (Some(cap), Some(latency)) = (options.grow_to, self.latency) else {
+        let (Some(cap), Some(lasting)) = (options.grow_to, self.lead_time(KEEP_AHEAD)) else {
             return self.size;
         };
         let elapsed = now.saturating_duration_since(b.started).as_secs_f64();
@@ -205,27 +218,24 @@ impl State {
             (Some(r), None) | (None, Some(r)) => r,
             (None, None) => return self.size,
         };
-        let tail = (1.0 - share).max(0.1);
-        let lasting =
-            (KEEP_AHEAD * self.ahead * latency.as_secs_f64()).max(LEAD_FLOOR.as_secs_f64());
+        let after_prefetch = (1.0 - share).max(0.1);
         // `as` saturates.
-        let needed = (lasting * rate / tail).ceil() as u64;
+        let needed = (lasting * rate / after_prefetch).ceil() as u64;
         needed.clamp(self.size, cap.max(self.size))
     }
 
     /// How many numbers of `b` are handed out when its prefetch starts: at the share of the
     /// block, or — with growing blocks (`grow_to`), the default — earlier when the rest would
-    /// not last [`LEAD`] times the reservation latency (and at least [`LEAD_FLOOR`]) at the
-    /// rate the previous block was used (so a fast caller does not wait at the block boundary
-    /// while the blocks are still growing, or after a slow round trip). Fixed-size blocks keep
-    /// exactly the share.
+    /// not last [`LEAD`] times the reservation latency (and at least [`TAIL_MARGIN`] times the
+    /// slowest reservation seen) at the rate the previous block was used (so a fast caller
+    /// does not wait at the block boundary while the blocks are still growing, or after a slow
+    /// round trip). Fixed-size blocks keep exactly the share.
     fn prefetch_point(&self, options: &BlockOptions, share: f64, b: &Block) -> u64 {
         let at_share = threshold(share, b.run.count());
-        let (Some(_), Some(latency), Some(rate)) = (options.grow_to, self.latency, self.rate)
+        let (Some(_), Some(ahead), Some(rate)) = (options.grow_to, self.lead_time(LEAD), self.rate)
         else {
             return at_share;
         };
-        let ahead = (LEAD * self.ahead * latency.as_secs_f64()).max(LEAD_FLOOR.as_secs_f64());
         // `as` saturates.
         let lead = (ahead * rate).ceil() as u64;
         at_share.min(b.run.count().saturating_sub(lead))
@@ -237,6 +247,14 @@ impl State {
     pub(super) fn waiting_on(&mut self, r: &Reservation) {
         if self.current.is_some() && !r.late.swap(true, std::sync::atomic::Ordering::Relaxed) {
             self.ahead = (self.ahead * 2.0).min(MAX_AHEAD);
+            tracing::debug!(
+                in_flight = ?self.reservation_started.map(|t| t.elapsed()),
+                latency = ?self.latency,
+                slowest = ?self.tail,
+                rate = ?self.rate,
+                ahead = self.ahead,
+                "a prefetch came too late: the blocks keep further ahead"
+            );
         }
     }
 
@@ -256,6 +274,7 @@ impl State {
             // A slow round trip is remembered for a while (it decays by an eighth per
             // reservation): a single fast one must not shrink the blocks back at once.
             self.latency = Some(self.latency.map_or(took, |l| took.max(l * 7 / 8)));
+            self.tail = Some(self.tail.map_or(took, |t| took.max(t * 63 / 64)));
         }
     }
 
@@ -354,15 +373,19 @@ mod tests {
         st.latency = Some(Duration::from_millis(10));
         st.rate = Some(20_000.0);
         assert_eq!(st.prefetch_point(&options, 0.5, &b), 200);
-        // 200 µs round trips at 40 000 numbers/s: 4 round trips are 32 numbers, but 20 ms
-        // (the floor: a round trip's tail is longer than those seen) are 800.
+        // 200 µs round trips at 40 000 numbers/s: 4 round trips are 32 numbers: the share
+        // is earlier.
         st.latency = Some(Duration::from_micros(200));
         st.rate = Some(40_000.0);
-        assert_eq!(st.prefetch_point(&options, 0.5, &b), 200);
-        // 1 M numbers/s: 20 ms of them are more than the block: the next one is reserved as
-        // soon as this one is in use.
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 500);
+        // 1 M numbers/s: 4 round trips are 800 numbers.
         st.rate = Some(1e6);
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 200);
+        // A reservation once took 10 ms (a pause of the server): twice that, 20 ms, are kept
+        // ahead, more than the block: the next one is reserved as soon as this one is in use.
+        st.tail = Some(Duration::from_millis(10));
         assert_eq!(st.prefetch_point(&options, 0.5, &b), 0);
+        st.tail = None;
         // A slow caller keeps the share.
         st.rate = Some(100.0);
         assert_eq!(st.prefetch_point(&options, 0.5, &b), 500);
@@ -375,6 +398,54 @@ mod tests {
             st.prefetch_due(&options).is_some(),
             "due at the first number"
         );
+    }
+
+    /// The lead comes from what was measured: the round trips of the reservations, and the
+    /// slowest of them, remembered long after (no fixed time). A block is sized so that its
+    /// part after the prefetch point lasts 16 reservation latencies at the caller's rate.
+    #[test]
+    fn the_lead_and_the_size_follow_the_measured_reservations() {
+        let options = BlockOptions::default()
+            .with_size(1000)
+            .with_prefetch(Some(0.5));
+        let mut st = State::new(1000);
+        let now = Instant::now();
+        let b = Block::new(Run::new(1, 1000, 1), stamp(1));
+        // Nothing measured: the size and the share.
+        assert_eq!(st.keep_ahead_size(&options, &b, 0.5, now), 1000);
+        // Round trips of 2 ms (a network): 16 of them at 1 M numbers/s after the prefetch
+        // point of a block half used: 64 000 numbers.
+        for _ in 0..3 {
+            st.reservation_started = Some(now);
+            st.measured(now + Duration::from_millis(2));
+        }
+        assert_eq!(st.latency, Some(Duration::from_millis(2)));
+        assert_eq!(st.tail, Some(Duration::from_millis(2)));
+        st.rate = Some(1e6);
+        assert_eq!(st.keep_ahead_size(&options, &b, 0.5, now), 64_000);
+        // 4 round trips at 1 M/s: 8 000 numbers, more than the block: at once.
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 0);
+        st.rate = Some(100_000.0);
+        // 800 numbers before the end of a block of 1000.
+        assert_eq!(st.prefetch_point(&options, 0.5, &b), 200);
+        // One reservation stalls 30 ms; the next ones are back to 2 ms. The latency forgets
+        // the stall within a few dozen reservations, the tail remembers it far longer: the
+        // lead stays twice the stall.
+        st.reservation_started = Some(now);
+        st.measured(now + Duration::from_millis(30));
+        for _ in 0..40 {
+            st.reservation_started = Some(now);
+            st.measured(now + Duration::from_millis(2));
+        }
+        assert_eq!(st.latency, Some(Duration::from_millis(2)));
+        let tail = st.tail.expect("measured");
+        assert!(tail > Duration::from_millis(15), "{tail:?}");
+        let lead = st.lead_time(LEAD).expect("measured");
+        assert!((lead - 2.0 * tail.as_secs_f64()).abs() < 1e-9, "{lead}");
+        st.rate = Some(20_000.0);
+        let before_end = 1000 - st.prefetch_point(&options, 0.5, &b);
+        assert_eq!(before_end, (lead * 20_000.0).ceil() as u64);
+        assert!(before_end > 600, "{before_end}");
     }
 
     #[test]

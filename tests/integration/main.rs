@@ -27,6 +27,7 @@ mod queue;
 mod queue_desks;
 mod queue_edges;
 mod reload;
+mod rtt;
 mod scale;
 mod scope;
 mod serve;

@@ -2,7 +2,11 @@
 
 use clap::{Args, ValueEnum};
 
+use super::rtt::parse_rtt;
 use crate::args::{MAX_BLOCK, MAX_COUNT, StrategyArg, parse_duration, parse_share, whole};
+
+/// The numbers a run draws when neither --count nor --duration is given.
+pub const DEFAULT_COUNT: u64 = 10_000;
 
 /// `dispenser bench`.
 #[derive(Clone, Debug, Args)]
@@ -10,9 +14,10 @@ pub struct BenchArgs {
     /// Concurrent tasks per process.
     #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, 4096), allow_negative_numbers = true)]
     pub tasks: u32,
-    /// Numbers to draw per run, over all tasks and processes.
-    #[arg(long, default_value_t = 10_000, value_parser = whole::<u64>(1, MAX_COUNT), conflicts_with = "duration", allow_negative_numbers = true)]
-    pub count: u64,
+    /// Numbers to draw per run, over all tasks and processes [default: 10000]. With
+    /// --duration: the most a run draws (it stops at whichever comes first).
+    #[arg(long, value_parser = whole::<u64>(1, MAX_COUNT), allow_negative_numbers = true)]
+    pub count: Option<u64>,
     /// Run each measurement for this many seconds instead of a fixed count.
     #[arg(long, value_parser = parse_duration, allow_negative_numbers = true)]
     pub duration: Option<f64>,
@@ -43,6 +48,19 @@ pub struct BenchArgs {
     /// index beside `Gapless::issue` with the same insert (each run in its own collection).
     #[arg(long, conflicts_with_all = ["compare", "block", "prefetch", "no_prefetch"])]
     pub gapless: bool,
+    /// Measure every strategy the benchmarks chapter tabulates, each beside the raw driver
+    /// call it is built on: raw `findOneAndUpdate $inc`, the hand-written
+    /// read-then-conditional-update loop (no coalescing), the library's defaults, `cas`,
+    /// blocks of 1000 with prefetch, a raw `insert_one` and a gap-free issue with it, a
+    /// ticket taken from a queue and called.
+    #[arg(long, conflicts_with_all = ["compare", "gapless", "block", "prefetch", "no_prefetch"])]
+    pub suite: bool,
+    /// Put the database this many milliseconds of round trip away: the benchmark's database
+    /// connections (with --http: the service's) go through a proxy in this process that holds
+    /// each direction half of it (0: through the proxy, no delay). For one machine: it fronts
+    /// the first host of a mongodb:// URI, directly.
+    #[arg(long, value_name = "MS", value_parser = parse_rtt, conflicts_with_all = ["url", "scale"], allow_negative_numbers = true)]
+    pub rtt: Option<f64>,
     /// Numbers each run draws on a scratch document first, unmeasured (server and pool
     /// warm-up).
     #[arg(long, default_value_t = 2000, value_parser = whole::<u64>(0, MAX_COUNT), allow_negative_numbers = true)]
@@ -56,7 +74,7 @@ pub struct BenchArgs {
     /// page of /v1/overview and of /v1/sequences are timed, its memory read, and the numbers
     /// its blocks hold counted (before and after the idle release). The collection is
     /// dropped afterwards.
-    #[arg(long, value_parser = whole::<u64>(1, 10_000_000), conflicts_with_all = ["compare", "gapless", "http"], allow_negative_numbers = true)]
+    #[arg(long, value_parser = whole::<u64>(1, 10_000_000), conflicts_with_all = ["compare", "gapless", "http", "suite"], allow_negative_numbers = true)]
     pub scale: Option<u64>,
     /// Measure queues at their largest beside the fresh case, in one run: a take on a queue
     /// that stored 1 000 request ids and made 600 calls beside a take on a new queue, and
@@ -73,7 +91,7 @@ pub struct BenchArgs {
     /// started in this process (or the one at --url) beside the floor, the same HTTP stack
     /// answering a constant JSON body, driven by the same keep-alive HTTP/1.1 load
     /// (--connections, --duration or --count, --rounds).
-    #[arg(long, conflicts_with_all = ["gapless", "processes", "block", "prefetch", "no_prefetch"])]
+    #[arg(long, conflicts_with_all = ["gapless", "processes", "block", "prefetch", "no_prefetch", "suite"])]
     pub http: bool,
     /// With --http: the service to measure (such as http://127.0.0.1:8080), connected to the
     /// same database, with a token (--token) that may draw `bench-http-*`; without it the
@@ -105,6 +123,18 @@ pub struct BenchArgs {
     /// Internal: run as a worker process of a multi-process bench.
     #[arg(long, hide = true)]
     pub worker: Option<String>,
+}
+
+impl BenchArgs {
+    /// The most numbers a run draws: --count, or [`DEFAULT_COUNT`] when it runs neither for a
+    /// count nor for a time; `None` when it runs for a time without a count.
+    pub fn count_cap(&self) -> Option<u64> {
+        match (self.count, self.duration) {
+            (Some(n), _) => Some(n),
+            (None, Some(_)) => None,
+            (None, None) => Some(DEFAULT_COUNT),
+        }
+    }
 }
 
 /// `bench --coalesce`.

@@ -40,7 +40,9 @@ use tokio_rustls::rustls::ClientConfig;
 use tokio_rustls::rustls::pki_types::ServerName;
 
 use super::args::BenchArgs;
+use super::rtt::{DelayProxy, RttLabel};
 use super::samples::percentile;
+use crate::exit::Outcome;
 use crate::serve::{ServeArgs, Service};
 
 /// The request body: none.
@@ -64,6 +66,13 @@ pub(super) struct HttpReport {
     pub(super) throughput_vs_floor: Option<f64>,
     pub(super) p50_vs_floor: Option<f64>,
     pub(super) p99_vs_floor: Option<f64>,
+    /// With `--rtt`: the round trip the service's database was put at (milliseconds asked;
+    /// 0 for its twin whose database is not delayed, `null` for the floor and without it).
+    pub(super) database_rtt_ms: Option<f64>,
+    /// With `--rtt`: the delayed service's requests/s and p99 as ratios to its twin's, whose
+    /// database is not delayed (same run).
+    pub(super) throughput_vs_direct: Option<f64>,
+    pub(super) p99_vs_direct: Option<f64>,
 }
 
 /// The keys of one run in `bench --http --json` (`runs[]`), as the guide's benchmarks
@@ -85,6 +94,9 @@ pub(super) const HTTP_RUN_KEYS: &[&str] = &[
     "throughput_vs_floor",
     "p50_vs_floor",
     "p99_vs_floor",
+    "database_rtt_ms",
+    "throughput_vs_direct",
+    "p99_vs_direct",
 ];
 
 /// What the requests to one target measured.
@@ -112,6 +124,8 @@ impl HttpSample {
 /// client's configuration and the server name it asks for.
 struct Target {
     label: String,
+    /// The round trip of its database (`--rtt`; 0 for the twin reached directly), if any.
+    database_rtt_ms: Option<f64>,
     addr: String,
     authority: String,
     path: String,
@@ -119,21 +133,27 @@ struct Target {
     tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
 }
 
-/// A service started here for the run: how to stop it, and its task.
-type Started = (
-    oneshot::Sender<()>,
-    tokio::task::JoinHandle<dispenser::Result<crate::exit::Outcome>>,
-);
-
 /// The answer of a draw, as the load reads it.
 #[derive(Deserialize)]
 struct Drawn {
     numbers: Vec<i64>,
 }
 
-/// Runs `bench --http`; `Ok(false)` when a duplicate was found.
-pub(super) async fn run(uri: &str, options: Options, args: &BenchArgs) -> dispenser::Result<bool> {
-    let d = Dispenser::connect(uri, options).await?;
+/// Runs `bench --http`; `Ok(false)` when a duplicate was found. The service's database
+/// connections go to `through` (the delay proxy's address with `--rtt`, else `uri`); with
+/// `--rtt` a twin service whose database is reached directly runs beside it.
+pub(super) async fn run(
+    uri: &str,
+    through: &str,
+    options: Options,
+    args: &BenchArgs,
+    proxy: Option<&DelayProxy>,
+) -> dispenser::Result<bool> {
+    let d = Dispenser::connect(through, options.clone()).await?;
+    let direct = match proxy {
+        Some(_) => Some(Dispenser::connect(uri, options).await?),
+        None => None,
+    };
     let stamp = format!(
         "bench-http-{}-{}",
         std::process::id(),
@@ -142,23 +162,76 @@ pub(super) async fn run(uri: &str, options: Options, args: &BenchArgs) -> dispen
             .map(|t| t.as_millis())
             .unwrap_or_default()
     );
+    let twin = format!("{stamp}-direct");
     d.create(&stamp, Spec::default()).await?;
-    let outcome = measure(&d, uri, args, &stamp).await;
+    if let Some(direct) = &direct {
+        direct.create(&twin, Spec::default()).await?;
+    }
+    let outcome = measure(&d, direct.as_ref(), uri, args, (&stamp, &twin)).await;
     // The bench leaves nothing behind.
     let _ = d.delete(&stamp).await;
-    outcome
+    if let Some(direct) = &direct {
+        let _ = direct.delete(&twin).await;
+    }
+    let reports = outcome?;
+    print(args, proxy.map(DelayProxy::label), &reports);
+    Ok(reports.iter().all(|r| r.duplicates == 0))
+}
+
+/// A service started in this process: how to stop it, its task, and the target it is.
+type Started = (
+    oneshot::Sender<()>,
+    tokio::task::JoinHandle<dispenser::Result<Outcome>>,
+    Target,
+);
+
+/// How a service started here is reached: its extra arguments (`--tls-cert`, `--tls-key`),
+/// and for HTTPS the client's configuration and the server name it asks for.
+type Variant = (
+    Vec<std::path::PathBuf>,
+    Option<(Arc<ClientConfig>, ServerName<'static>)>,
+);
+
+/// Starts `dispenser serve` with its defaults (and `extra` arguments) on a free loopback port
+/// over `d`, drawing `name` with `token`.
+async fn start_service(
+    d: &Dispenser,
+    uri: &str,
+    (token, tokens): (&str, &str),
+    name: &str,
+    (label, database_rtt_ms): (&str, Option<f64>),
+    (extra, tls): Variant,
+) -> dispenser::Result<Started> {
+    let serve_args = serve_defaults(&extra)?;
+    let service = Service::bind(d.clone(), &serve_args, uri, Some(tokens)).await?;
+    let local = service.local;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(service.serve(async move {
+        let _ = stopped.await;
+    }));
+    let target = Target {
+        label: label.into(),
+        database_rtt_ms,
+        addr: local.to_string(),
+        authority: local.to_string(),
+        path: format!("/v1/sequences/{name}/next"),
+        bearer: Some(token.to_owned()),
+        tls,
+    };
+    Ok((stop, task, target))
 }
 
 async fn measure(
     d: &Dispenser,
+    direct: Option<&Dispenser>,
     uri: &str,
     args: &BenchArgs,
-    name: &str,
-) -> dispenser::Result<bool> {
+    (name, twin): (&str, &str),
+) -> dispenser::Result<Vec<HttpReport>> {
     let path = format!("/v1/sequences/{name}/next");
     // The services: at --url, or started here with a token of its own (twice with
-    // --tls-cert: over HTTPS and plain HTTP).
-    let mut started: Vec<Started> = Vec::new();
+    // --tls-cert: over HTTPS and plain HTTP; with --rtt, a twin whose database is direct).
+    let mut started = Vec::new();
     let mut targets = Vec::new();
     match &args.url {
         Some(url) => {
@@ -169,6 +242,7 @@ async fn measure(
             let (addr, authority, tls) = address_of(url, args.tls_ca.as_deref())?;
             targets.push(Target {
                 label: format!("service at {}", authority),
+                database_rtt_ms: None,
                 addr,
                 authority,
                 path: path.clone(),
@@ -182,7 +256,12 @@ async fn measure(
                 "name": "bench", "token": token, "sequences": ["bench-http-*"], "operations": ["next"],
             }]})
             .to_string();
-            let mut variants = Vec::new();
+            let mut variants: Vec<(String, Variant)> = Vec::new();
+            let rtt = args.rtt;
+            let at = |label: &str| match rtt {
+                Some(ms) => format!("{label}, database +{ms} ms"),
+                None => label.to_owned(),
+            };
             if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
                 let client = super::tls::pinned(cert)?;
                 let extra = vec![
@@ -192,34 +271,34 @@ async fn measure(
                     key.clone(),
                 ];
                 variants.push((
-                    "service over HTTPS (TLS)",
-                    extra,
-                    Some((client, super::tls::server_name("127.0.0.1")?)),
+                    at("service over HTTPS (TLS)"),
+                    (extra, Some((client, super::tls::server_name("127.0.0.1")?))),
                 ));
             }
-            let label = if variants.is_empty() {
-                "service (dispenser serve)"
-            } else {
-                "service over HTTP"
+            let label = match (variants.is_empty(), rtt) {
+                (false, _) => "service over HTTP",
+                (true, Some(_)) => "service",
+                (true, None) => "service (dispenser serve)",
             };
-            variants.push((label, Vec::new(), None));
-            for (label, extra, tls) in variants {
-                let serve_args = serve_defaults(&extra)?;
-                let service = Service::bind(d.clone(), &serve_args, uri, Some(&tokens)).await?;
-                let local = service.local;
-                let (stop, stopped) = oneshot::channel::<()>();
-                let task = tokio::spawn(service.serve(async move {
-                    let _ = stopped.await;
-                }));
+            variants.push((at(label), (Vec::new(), None)));
+            for (label, variant) in variants {
+                let (stop, task, target) =
+                    start_service(d, uri, (&token, &tokens), name, (&label, rtt), variant).await?;
                 started.push((stop, task));
-                targets.push(Target {
-                    label: label.into(),
-                    addr: local.to_string(),
-                    authority: local.to_string(),
-                    path: path.clone(),
-                    bearer: Some(token.clone()),
-                    tls,
-                });
+                targets.push(target);
+            }
+            if let Some(direct) = direct {
+                let (stop, task, target) = start_service(
+                    direct,
+                    uri,
+                    (&token, &tokens),
+                    twin,
+                    ("service, database direct", Some(0.0)),
+                    (Vec::new(), None),
+                )
+                .await?;
+                started.push((stop, task));
+                targets.push(target);
             }
         }
     }
@@ -237,9 +316,7 @@ async fn measure(
             Ok(Ok(_)) => {}
         }
     }
-    let reports = outcome?;
-    print(args, &reports);
-    Ok(reports.iter().all(|r| r.duplicates == 0))
+    outcome
 }
 
 /// `dispenser serve`'s defaults, listening on a free port of the loopback, with `extra`
@@ -355,6 +432,7 @@ async fn start_floor(
     });
     let target = Target {
         label: "floor (same stack, constant)".into(),
+        database_rtt_ms: None,
         addr: local.to_string(),
         authority: local.to_string(),
         path: path.to_owned(),
@@ -389,10 +467,11 @@ async fn drive(targets: &[Target], args: &BenchArgs) -> dispenser::Result<Vec<Ht
             warm.extend(sample.numbers);
         }
     }
+    let cap = args.count_cap();
     for r in 0..rounds {
-        let quota = args.count / rounds + u64::from(r < args.count % rounds);
+        let quota = cap.map_or(u64::MAX, |c| c / rounds + u64::from(r < c % rounds));
         for ((target, pool), total) in targets.iter().zip(&mut pools).zip(&mut totals) {
-            if quota == 0 && slice.is_none() {
+            if quota == 0 {
                 continue;
             }
             let (sample, back) = round(target, std::mem::take(pool), quota, slice).await;
@@ -414,6 +493,20 @@ async fn drive(targets: &[Target], args: &BenchArgs) -> dispenser::Result<Vec<Ht
             r.throughput_vs_floor = (thr > 0.0).then(|| r.requests_per_s / thr);
             r.p50_vs_floor = (p50 > 0.0).then(|| r.p50_us / p50);
             r.p99_vs_floor = (p99 > 0.0).then(|| r.p99_us / p99);
+        }
+    }
+    // The delayed service beside its twin whose database is not delayed.
+    let twin = reports
+        .iter()
+        .find(|r| r.database_rtt_ms == Some(0.0))
+        .map(|r| (r.requests_per_s, r.p99_us));
+    if let Some((thr, p99)) = twin {
+        for r in reports
+            .iter_mut()
+            .filter(|r| r.database_rtt_ms.is_some_and(|ms| ms > 0.0))
+        {
+            r.throughput_vs_direct = (thr > 0.0).then(|| r.requests_per_s / thr);
+            r.p99_vs_direct = (p99 > 0.0).then(|| r.p99_us / p99);
         }
     }
     Ok(reports)
@@ -456,7 +549,7 @@ where
 }
 
 /// One round on `target`: each connection sends requests one at a time until the round's
-/// `quota` of requests (shared out) or its time is up. Gives the connections back (a broken
+/// `quota` of requests (shared out) or its time is up, whichever comes first. Gives the connections back (a broken
 /// one replaced by a fresh one when possible).
 async fn round(
     target: &Target,
@@ -470,16 +563,17 @@ async fn round(
     let mut handles = Vec::new();
     for (c, mut sender) in pool.into_iter().enumerate() {
         let c = c as u64;
-        let share = quota / connections + u64::from(c < quota % connections);
+        let share = if quota == u64::MAX {
+            u64::MAX
+        } else {
+            quota / connections + u64::from(c < quota % connections)
+        };
         let request = request_template(target);
         handles.push(tokio::spawn(async move {
             let mut s = HttpSample::default();
             let mut sent = 0;
             loop {
-                let done = match deadline {
-                    Some(d) => Instant::now() >= d,
-                    None => sent >= share,
-                };
+                let done = sent >= share || deadline.is_some_and(|d| Instant::now() >= d);
                 if done || sender.is_closed() {
                     break;
                 }
@@ -605,6 +699,9 @@ fn report(target: &Target, connections: u32, mut s: HttpSample, warm: Vec<i64>) 
         throughput_vs_floor: None,
         p50_vs_floor: None,
         p99_vs_floor: None,
+        database_rtt_ms: target.database_rtt_ms,
+        throughput_vs_direct: None,
+        p99_vs_direct: None,
     }
 }
 
@@ -621,6 +718,8 @@ const COLUMNS: &[(&str, usize)] = &[
     ("x floor/s", 9),
     ("x p50", 6),
     ("x p99", 6),
+    ("x direct/s", 10),
+    ("x dir p99", 9),
 ];
 
 fn cells(r: &HttpReport) -> Vec<String> {
@@ -637,6 +736,8 @@ fn cells(r: &HttpReport) -> Vec<String> {
         ratio(r.throughput_vs_floor),
         ratio(r.p50_vs_floor),
         ratio(r.p99_vs_floor),
+        ratio(r.throughput_vs_direct),
+        ratio(r.p99_vs_direct),
     ]
 }
 
@@ -658,20 +759,27 @@ fn table(reports: &[HttpReport]) -> Vec<String> {
         .collect()
 }
 
-/// The JSON report: `{"connections", "rounds", "runs": [..]}`, each run with
-/// [`HTTP_RUN_KEYS`].
-fn as_json(args: &BenchArgs, reports: &[HttpReport]) -> Value {
-    json!({ "connections": args.connections, "rounds": args.rounds, "runs": reports })
+/// The JSON report: `{"connections", "rounds", "rtt", "runs": [..]}`, each run with
+/// [`HTTP_RUN_KEYS`] (`rtt` as in `bench --json`).
+fn as_json(args: &BenchArgs, rtt: Option<RttLabel>, reports: &[HttpReport]) -> Value {
+    json!({
+        "connections": args.connections,
+        "rounds": args.rounds,
+        "rtt": rtt.map(|r| json!({ "asked_ms": r.asked_ms, "applied_ms": r.applied_ms })),
+        "runs": reports,
+    })
 }
 
-fn print(args: &BenchArgs, reports: &[HttpReport]) {
+fn print(args: &BenchArgs, rtt: Option<RttLabel>, reports: &[HttpReport]) {
     if args.json {
-        println!("{}", as_json(args, reports));
+        println!("{}", as_json(args, rtt, reports));
         return;
     }
     println!(
-        "dispenser bench --http: {} keep-alive connection(s), {} round(s); the load runs in this process, on the same cores as the servers",
-        args.connections, args.rounds
+        "dispenser bench --http: {} keep-alive connection(s), {} round(s); the load runs in this process, on the same cores as the servers{}",
+        args.connections,
+        args.rounds,
+        rtt.map_or_else(String::new, |r| format!("; the service's {}", r.describe()))
     );
     for line in table(reports) {
         println!("{line}");
@@ -689,6 +797,7 @@ mod tests {
         report(
             &Target {
                 label: "floor".into(),
+                database_rtt_ms: None,
                 addr: "127.0.0.1:1".into(),
                 authority: "127.0.0.1:1".into(),
                 path: "/v1/sequences/s/next".into(),

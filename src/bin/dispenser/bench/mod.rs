@@ -7,21 +7,22 @@
 
 use std::time::Duration;
 
-use dispenser::mongodb::bson::doc;
 use dispenser::{Dispenser, Options, options::Strategy};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exit::Outcome;
 use args::{BenchArgs, OnOff};
 use print::print_reports;
-use samples::{Sample, report};
-use sources::{Kind, client, prepare_target, raw_collection, source_for};
+use rtt::DelayProxy;
+use samples::{Sample, report, set_ratios};
+use sources::{Kind, clean_up, client, prepare_target, raw_collection, source_for};
 use workers::{draw, spawn_workers, worker};
 
 pub mod args;
 mod growth;
 mod http;
 mod print;
+mod rtt;
 mod samples;
 mod scale;
 mod sources;
@@ -39,7 +40,9 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
 }
 
 /// Runs the benchmark (or, with `--worker`, one worker process of it); `Ok(false)` when a
-/// duplicate was found.
+/// duplicate was found. With `--rtt` every database connection of the run (the worker
+/// processes' too: they connect through this process's proxy) is made through the delay
+/// proxy.
 async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Result<bool> {
     if let Some(spec) = &args.worker {
         return worker(uri, options, &args, spec).await;
@@ -52,39 +55,20 @@ async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
         growth::run(uri, options, &args).await?;
         return Ok(true);
     }
-    if args.http {
-        return http::run(uri, options, &args).await;
-    }
-    let chosen: Strategy = args.strategy.into();
-    let coalesce = args.coalesce == OnOff::On;
-    // Blocks take the library's defaults (prefetch 0.5) unless --no-prefetch.
-    let measured = if args.block > 1 || args.prefetch.is_some() {
-        let prefetch = if args.no_prefetch {
-            0.0
-        } else {
-            args.prefetch.unwrap_or(dispenser::block::DEFAULT_PREFETCH)
-        };
-        Kind::Blocks(chosen, args.block, prefetch, coalesce)
-    } else {
-        Kind::Seq(chosen, coalesce)
+    let proxy = match args.rtt {
+        Some(ms) => Some(DelayProxy::start(uri, ms)?),
+        None => None,
     };
-    let mut kinds = vec![measured.clone()];
-    if args.gapless {
-        kinds = vec![Kind::RawInsert, Kind::Gapless];
+    let through = match &proxy {
+        Some(p) => p.uri(uri)?,
+        None => uri.to_owned(),
+    };
+    if args.http {
+        return http::run(uri, &through, options, &args, proxy.as_ref()).await;
     }
-    if args.compare {
-        // The library's default (coalesced) beside the same strategy with one write per call.
-        kinds = vec![
-            Kind::Raw,
-            Kind::RawShaped,
-            Kind::Seq(Strategy::ConditionalIncrement, true),
-            Kind::Seq(Strategy::Cas, true),
-            Kind::Seq(Strategy::ConditionalIncrement, false),
-        ];
-        if !kinds.contains(&measured) {
-            kinds.push(measured);
-        }
-    }
+    let kinds = kinds(&args);
+    let uri_shown = uri;
+    let uri = through.as_str();
     let d = Dispenser::connect(uri, options.clone()).await?;
     let raw_client = client(uri, &options).await?;
     let raw = raw_collection(&d, &raw_client);
@@ -97,10 +81,10 @@ async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
             .unwrap_or_default()
     );
     let duration = args.duration.map(Duration::from_secs_f64);
-    let total = if duration.is_some() {
-        0
-    } else {
-        args.count * kinds.len() as u64
+    let cap = args.count_cap();
+    let total = match (duration, cap) {
+        (None, Some(n)) => n * kinds.len() as u64,
+        _ => 0,
     };
     let bar = if args.json {
         ProgressBar::hidden()
@@ -123,14 +107,14 @@ async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
         let _ = draw(
             source.clone(),
             args.tasks,
-            args.warmup,
+            Some(args.warmup),
             None,
             kind.every_call_a_round_trip(),
             &ProgressBar::hidden(),
         )
         .await;
         source.close().await;
-        let _ = raw.delete_one(doc! { "_id": target.as_str() }).await;
+        clean_up(&d, &raw, kind, &target).await;
     }
     // The measured runs, interleaved in rounds (raw, inc, cas, raw, inc, cas, …) so that drift
     // on the server (JIT, GC, caches) falls on every kind alike.
@@ -150,12 +134,12 @@ async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
         });
     }
     for round in 0..rounds {
-        let quota = args.count / rounds + u64::from(round < args.count % rounds);
+        let quota = cap.map(|c| c / rounds + u64::from(round < c % rounds));
         let slice = duration.map(|d| d / args.rounds);
         for (((kind, target), total), source) in
             kinds.iter().zip(&targets).zip(&mut samples).zip(&sources)
         {
-            if quota == 0 && slice.is_none() {
+            if quota == Some(0) {
                 continue;
             }
             bar.set_message(kind.label());
@@ -182,35 +166,72 @@ async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
     for ((kind, target), sample) in kinds.iter().zip(&targets).zip(samples) {
         reports.push(report(kind, &args, sample));
         // Clean up: the bench leaves nothing behind.
-        let _ = raw.delete_one(doc! { "_id": target.as_str() }).await;
-        if matches!(kind, Kind::RawInsert | Kind::Gapless) {
-            let db = raw_client.database(&options.database);
-            let _ = db
-                .collection::<dispenser::mongodb::bson::Document>(&sources::business_of(&d, target))
-                .drop()
-                .await;
-            let _ = db
-                .collection::<dispenser::mongodb::bson::Document>(&format!(
-                    "{}_gapless",
-                    options.collection
-                ))
-                .delete_one(doc! { "_id": target.as_str() })
-                .await;
-        }
+        clean_up(&d, &raw, kind, target).await;
     }
     bar.finish_and_clear();
-    let baseline = if args.gapless {
-        Kind::RawInsert
-    } else {
-        Kind::Raw
-    };
-    if let Some(base) = reports.iter().find(|r| r.run == baseline.label()) {
-        let (thr, p50) = (base.numbers_per_s, base.p50_us);
-        for r in &mut reports {
-            r.throughput_vs_raw = (thr > 0.0).then(|| r.numbers_per_s / thr);
-            r.p50_vs_raw = (p50 > 0.0).then(|| r.p50_us / p50);
-        }
-    }
-    print_reports(uri, &args, &reports);
+    set_ratios(&kinds, &mut reports);
+    print_reports(
+        uri_shown,
+        &args,
+        proxy.as_ref().map(DelayProxy::label),
+        &reports,
+    );
     Ok(reports.iter().all(|r| r.duplicates == 0))
 }
+
+/// The runs of this invocation, in the order they are measured in each round.
+fn kinds(args: &BenchArgs) -> Vec<Kind> {
+    let chosen: Strategy = args.strategy.into();
+    let coalesce = args.coalesce == OnOff::On;
+    if args.suite {
+        // What the benchmarks chapter tabulates, each beside its raw call.
+        let d = Options::default();
+        return vec![
+            Kind::Raw,
+            Kind::HandLoop,
+            Kind::Seq(d.strategy, d.coalesce),
+            Kind::Seq(Strategy::Cas, true),
+            Kind::Blocks(
+                Strategy::ConditionalIncrement,
+                SUITE_BLOCK,
+                dispenser::block::DEFAULT_PREFETCH,
+                true,
+            ),
+            Kind::RawInsert,
+            Kind::Gapless,
+            Kind::QueueTake,
+        ];
+    }
+    if args.gapless {
+        return vec![Kind::RawInsert, Kind::Gapless];
+    }
+    // Blocks take the library's defaults (prefetch 0.5) unless --no-prefetch.
+    let measured = if args.block > 1 || args.prefetch.is_some() {
+        let prefetch = if args.no_prefetch {
+            0.0
+        } else {
+            args.prefetch.unwrap_or(dispenser::block::DEFAULT_PREFETCH)
+        };
+        Kind::Blocks(chosen, args.block, prefetch, coalesce)
+    } else {
+        Kind::Seq(chosen, coalesce)
+    };
+    if !args.compare {
+        return vec![measured];
+    }
+    // The library's default (coalesced) beside the same strategy with one write per call.
+    let mut kinds = vec![
+        Kind::Raw,
+        Kind::RawShaped,
+        Kind::Seq(Strategy::ConditionalIncrement, true),
+        Kind::Seq(Strategy::Cas, true),
+        Kind::Seq(Strategy::ConditionalIncrement, false),
+    ];
+    if !kinds.contains(&measured) {
+        kinds.push(measured);
+    }
+    kinds
+}
+
+/// The block size of `--suite`'s block run.
+const SUITE_BLOCK: u64 = 1000;

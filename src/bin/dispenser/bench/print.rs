@@ -5,13 +5,14 @@
 //! ([`TOP_KEYS`]), each run an object with the keys [`RUN_KEYS`].
 
 use super::args::BenchArgs;
+use super::rtt::RttLabel;
 #[cfg(test)]
 use super::samples::RUN_KEYS;
 use super::samples::Report;
 
 /// The keys of the JSON object `bench --json` prints (the tests hold [`json`] to them).
 #[cfg(test)]
-pub(super) const TOP_KEYS: &[&str] = &["server", "processes", "tasks", "runs"];
+pub(super) const TOP_KEYS: &[&str] = &["server", "processes", "tasks", "rtt", "runs"];
 
 /// The table's columns: header and width (the first is left-aligned and widens to the
 /// longest run label, the others are right-aligned).
@@ -22,6 +23,7 @@ pub(super) const COLUMNS: &[(&str, usize)] = &[
     ("p50 us", 9),
     ("p99 us", 9),
     ("max us", 10),
+    ("wr/num", 7),
     ("rt/num", 7),
     ("confl/num", 9),
     ("retr/num", 8),
@@ -31,21 +33,28 @@ pub(super) const COLUMNS: &[(&str, usize)] = &[
     ("order!", 6),
     ("x raw/s", 8),
     ("x rawp50", 8),
+    ("x rawp99", 8),
 ];
 
 /// Marks the run that uses the library's defaults in the table.
 const DEFAULT_MARK: &str = " *";
 
-pub(super) fn print_reports(uri: &str, args: &BenchArgs, reports: &[Report]) {
+pub(super) fn print_reports(
+    uri: &str,
+    args: &BenchArgs,
+    rtt: Option<RttLabel>,
+    reports: &[Report],
+) {
     if args.json {
-        println!("{}", json(uri, args, reports));
+        println!("{}", json(uri, args, rtt, reports));
         return;
     }
     println!(
-        "dispenser bench: {} process(es) x {} task(s) against {}",
+        "dispenser bench: {} process(es) x {} task(s) against {}{}",
         args.processes,
         args.tasks,
-        dispenser::redact::redact_uri(uri)
+        dispenser::redact::redact_uri(uri),
+        rtt.map_or_else(String::new, |r| format!(", {}", r.describe()))
     );
     for line in table(reports) {
         println!("{line}");
@@ -57,17 +66,40 @@ pub(super) fn print_reports(uri: &str, args: &BenchArgs, reports: &[Report]) {
             DEFAULT_MARK.trim()
         );
     }
+    if reports.iter().any(|r| r.compared_with.is_some()) {
+        println!(
+            "x raw: ratios to the raw call of the same run ({}).",
+            if reports
+                .iter()
+                .any(|r| r.compared_with.as_deref() == Some("raw insert_one, unique index"))
+            {
+                "raw insert_one for the gap-free runs, raw findOneAndUpdate $inc for the others"
+            } else {
+                "the raw call of each run's kind"
+            }
+        );
+    }
+    if reports.iter().any(|r| r.writes_per_number.is_none()) {
+        println!("-: not counted (a queue's take counts no writes).");
+    }
     for r in reports.iter().filter(|r| r.errors > 0) {
         println!("{}: {} draw(s) failed (see the log)", r.run, r.errors);
     }
 }
 
-/// The JSON report: [`TOP_KEYS`], each run with [`RUN_KEYS`].
-pub(super) fn json(uri: &str, args: &BenchArgs, reports: &[Report]) -> serde_json::Value {
+/// The JSON report: [`TOP_KEYS`], each run with [`RUN_KEYS`]; `rtt` is `null` without
+/// `--rtt`, else `{"asked_ms", "applied_ms"}`.
+pub(super) fn json(
+    uri: &str,
+    args: &BenchArgs,
+    rtt: Option<RttLabel>,
+    reports: &[Report],
+) -> serde_json::Value {
     serde_json::json!({
         "server": dispenser::redact::redact_uri(uri),
         "processes": args.processes,
         "tasks": args.tasks,
+        "rtt": rtt.map(|r| serde_json::json!({ "asked_ms": r.asked_ms, "applied_ms": r.applied_ms })),
         "runs": reports,
     })
 }
@@ -89,6 +121,7 @@ pub(super) fn table(reports: &[Report]) -> Vec<String> {
 /// One run's cells, in the order of [`COLUMNS`].
 pub(super) fn cells(r: &Report) -> Vec<String> {
     let ratio = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+    let per = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |v| format!("{v:.4}"));
     let mark = if r.is_default { DEFAULT_MARK } else { "" };
     vec![
         format!("{}{mark}", r.run),
@@ -97,9 +130,10 @@ pub(super) fn cells(r: &Report) -> Vec<String> {
         format!("{:.1}", r.p50_us),
         format!("{:.1}", r.p99_us),
         format!("{:.1}", r.max_us),
-        format!("{:.4}", r.round_trips_per_number),
-        format!("{:.4}", r.conflicts_per_number),
-        format!("{:.4}", r.retries_per_number),
+        per(r.writes_per_number),
+        per(r.round_trips_per_number),
+        per(r.conflicts_per_number),
+        per(r.retries_per_number),
         r.block_refills.to_string(),
         r.block_waits.to_string(),
         r.duplicates.to_string(),
@@ -107,6 +141,7 @@ pub(super) fn cells(r: &Report) -> Vec<String> {
             .map_or_else(|| "-".to_owned(), |v| v.to_string()),
         ratio(r.throughput_vs_raw),
         ratio(r.p50_vs_raw),
+        ratio(r.p99_vs_raw),
     ]
 }
 
@@ -143,9 +178,10 @@ mod tests {
             p99_us: 300.0,
             max_us: 900.0,
             timed_calls: 1000,
-            round_trips_per_number: 0.5,
-            conflicts_per_number: 0.0,
-            retries_per_number: 0.0,
+            writes_per_number: Some(0.5),
+            round_trips_per_number: Some(0.5),
+            conflicts_per_number: Some(0.0),
+            retries_per_number: Some(0.0),
             block_refills: 3,
             block_waits: 7,
             errors: 0,
@@ -153,6 +189,9 @@ mod tests {
             order_violations,
             throughput_vs_raw: Some(0.9),
             p50_vs_raw: None,
+            p99_vs_raw: None,
+            compared_with: Some("raw findOneAndUpdate $inc".into()),
+            rtt_ms: Some(2.0),
         }
     }
 
@@ -194,14 +233,19 @@ mod tests {
             assert_eq!(&line[end_of("dups") - 1..end_of("dups")], "0", "{line}");
         }
         assert!(lines[1].starts_with("dispenser inc *"), "{}", lines[1]);
-        assert!(lines[1].ends_with("0.90        -"), "{}", lines[1]);
+        assert!(lines[1].ends_with("0.90        -        -"), "{}", lines[1]);
         assert_eq!(&lines[2][end_of("order!") - 1..end_of("order!")], "-");
     }
 
     #[test]
     fn the_json_has_the_documented_keys() {
         let args = bench_args(&["--json", "--processes", "2", "--tasks", "4"]);
-        let value = json("mongodb://u:secret@h/", &args, &reports());
+        let rtt = RttLabel {
+            asked_ms: 2.0,
+            applied_ms: 2.02,
+        };
+        let value = json("mongodb://u:secret@h/", &args, Some(rtt), &reports());
+        assert_eq!(value["rtt"]["asked_ms"], 2.0);
         let mut top: Vec<_> = value.as_object().unwrap().keys().cloned().collect();
         let mut want: Vec<_> = TOP_KEYS.iter().map(|k| (*k).to_owned()).collect();
         top.sort();

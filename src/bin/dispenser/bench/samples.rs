@@ -18,6 +18,11 @@ pub(super) struct Sample {
     #[serde(default)]
     pub(super) order_violations: Option<u64>,
     pub(super) elapsed_s: f64,
+    /// Whether the source counted its writes, conflicts and round trips (a queue does not).
+    #[serde(default)]
+    pub(super) counted: bool,
+    #[serde(default)]
+    pub(super) writes: u64,
     pub(super) round_trips: u64,
     pub(super) conflicts: u64,
     pub(super) retries: u64,
@@ -30,6 +35,8 @@ impl Sample {
     /// Takes the counters of an in-process source (they cover every round).
     pub(super) fn set_stats(&mut self, stats: Option<Stats>) {
         if let Some(st) = stats {
+            self.counted = true;
+            self.writes = st.writes;
             self.round_trips = st.round_trips;
             self.conflicts = st.conflicts;
             self.retries = st.retries;
@@ -54,6 +61,8 @@ impl Sample {
             (a, b) => a.or(b),
         };
         self.elapsed_s = self.elapsed_s.max(other.elapsed_s);
+        self.counted |= other.counted;
+        self.writes += other.writes;
         self.round_trips += other.round_trips;
         self.conflicts += other.conflicts;
         self.retries += other.retries;
@@ -82,9 +91,13 @@ pub(super) struct Report {
     pub(super) max_us: f64,
     /// How many calls the percentiles come from (every call, or a sample with blocks).
     pub(super) timed_calls: usize,
-    pub(super) round_trips_per_number: f64,
-    pub(super) conflicts_per_number: f64,
-    pub(super) retries_per_number: f64,
+    /// Database writes per number (`null` where not counted: a queue's take).
+    pub(super) writes_per_number: Option<f64>,
+    /// Database round trips per number (`null` where not counted).
+    pub(super) round_trips_per_number: Option<f64>,
+    /// Writes that lost a race, per number (`null` where not counted).
+    pub(super) conflicts_per_number: Option<f64>,
+    pub(super) retries_per_number: Option<f64>,
     pub(super) block_refills: u64,
     pub(super) block_waits: u64,
     pub(super) errors: u64,
@@ -92,8 +105,16 @@ pub(super) struct Report {
     /// Linearizability check (runs without blocks; `null` with blocks): calls that returned
     /// a number smaller than one another call of the same process returned before they began.
     pub(super) order_violations: Option<u64>,
+    /// Ratios to the raw call of the same run this run is compared with (its
+    /// [`Kind::baseline`]): numbers per second, p50, p99.
     pub(super) throughput_vs_raw: Option<f64>,
     pub(super) p50_vs_raw: Option<f64>,
+    pub(super) p99_vs_raw: Option<f64>,
+    /// What this run is compared with (`null` when that raw call did not run).
+    pub(super) compared_with: Option<String>,
+    /// The round trip the database was put at with `--rtt` (milliseconds asked; `null`
+    /// without it).
+    pub(super) rtt_ms: Option<f64>,
 }
 
 /// The keys of one run in `bench --json` (`runs[]`), as documented in the guide's benchmarks chapter (the tests
@@ -112,6 +133,7 @@ pub(super) const RUN_KEYS: &[&str] = &[
     "p99_us",
     "max_us",
     "timed_calls",
+    "writes_per_number",
     "round_trips_per_number",
     "conflicts_per_number",
     "retries_per_number",
@@ -122,6 +144,9 @@ pub(super) const RUN_KEYS: &[&str] = &[
     "order_violations",
     "throughput_vs_raw",
     "p50_vs_raw",
+    "p99_vs_raw",
+    "compared_with",
+    "rtt_ms",
 ];
 
 pub(super) fn percentile(sorted: &[u64], p: usize) -> f64 {
@@ -137,11 +162,15 @@ pub(super) fn report(kind: &Kind, args: &BenchArgs, mut s: Sample) -> Report {
     s.numbers.sort_unstable();
     let duplicates = s.numbers.windows(2).filter(|w| w[0] == w[1]).count();
     let n = s.numbers.len();
-    let per = |x: u64| if n == 0 { 0.0 } else { x as f64 / n as f64 };
-    let round_trips = if matches!(kind, Kind::Raw | Kind::RawShaped | Kind::RawInsert) {
-        n as u64
-    } else {
-        s.round_trips
+    // The raw calls are one write and one round trip per number, and never conflict.
+    if matches!(kind, Kind::Raw | Kind::RawShaped | Kind::RawInsert) {
+        s.counted = true;
+        s.writes = n as u64;
+        s.round_trips = n as u64;
+    }
+    let per = |x: u64| {
+        s.counted
+            .then(|| if n == 0 { 0.0 } else { x as f64 / n as f64 })
     };
     Report {
         run: kind.label(),
@@ -160,7 +189,8 @@ pub(super) fn report(kind: &Kind, args: &BenchArgs, mut s: Sample) -> Report {
         p99_us: percentile(&s.latencies_ns, 99),
         max_us: s.latencies_ns.last().map_or(0.0, |v| *v as f64 / 1000.0),
         timed_calls: s.latencies_ns.len(),
-        round_trips_per_number: per(round_trips),
+        writes_per_number: per(s.writes),
+        round_trips_per_number: per(s.round_trips),
         conflicts_per_number: per(s.conflicts),
         retries_per_number: per(s.retries),
         block_refills: s.refills,
@@ -170,6 +200,27 @@ pub(super) fn report(kind: &Kind, args: &BenchArgs, mut s: Sample) -> Report {
         order_violations: s.order_violations,
         throughput_vs_raw: None,
         p50_vs_raw: None,
+        p99_vs_raw: None,
+        compared_with: None,
+        rtt_ms: args.rtt,
+    }
+}
+
+/// Sets each report's ratios to the raw call it is compared with, when that ran too.
+pub(super) fn set_ratios(kinds: &[Kind], reports: &mut [Report]) {
+    let figures: Vec<(String, f64, f64, f64)> = reports
+        .iter()
+        .map(|r| (r.run.clone(), r.numbers_per_s, r.p50_us, r.p99_us))
+        .collect();
+    for (kind, r) in kinds.iter().zip(reports) {
+        let base = kind.baseline().label();
+        let Some((_, thr, p50, p99)) = figures.iter().find(|f| f.0 == base) else {
+            continue;
+        };
+        r.compared_with = Some(base);
+        r.throughput_vs_raw = (*thr > 0.0).then(|| r.numbers_per_s / thr);
+        r.p50_vs_raw = (*p50 > 0.0).then(|| r.p50_us / p50);
+        r.p99_vs_raw = (*p99 > 0.0).then(|| r.p99_us / p99);
     }
 }
 

@@ -5,7 +5,7 @@ use dispenser::mongodb::Collection;
 use dispenser::mongodb::bson::{Document, doc};
 use dispenser::mongodb::options::{CollectionOptions, ReturnDocument};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use dispenser::gapless::{Gapless, GaplessOptions};
 use dispenser::mongodb::IndexModel;
@@ -15,6 +15,7 @@ use dispenser::{
     Dispenser, Error, Options, Spec,
     block::{BlockOptions, BlockSequence},
     options::Strategy,
+    queue::{Queue, QueueSpec},
     sequence::Stats,
     source::{BoxNumberSource, NumberSource, SourceKind},
 };
@@ -36,6 +37,16 @@ pub(super) enum Kind {
     RawInsert,
     /// `Gapless::issue` with the same insert.
     Gapless,
+    /// What a user writes by hand (the seeds' loop): read the counter, then
+    /// `updateOne({_id, value: read}, {$inc: {value: 1}})`; when that matched nothing, read
+    /// again and retry, without backoff. One call at a time per task, nothing shared.
+    HandLoop,
+    /// A ticket through a queue: `Queue::take`, then `Queue::call` (each a compare-and-set of
+    /// the queue's document), so that the line stays as short as the tasks drawing: a queue
+    /// keeps the times of up to 1000 takes of the people waiting in its document, and a line
+    /// that only grows would measure the replacing of a document of 1000 entries, not a take.
+    /// The number is the ticket taken.
+    QueueTake,
 }
 
 /// The business collection of a gap-free run on `target`.
@@ -77,6 +88,8 @@ impl Kind {
             Kind::RawInsert => "raw insert_one, unique index".into(),
             Kind::Gapless => "gapless issue + insert_one".into(),
             Kind::RawShaped => "raw $inc, sequence doc".into(),
+            Kind::HandLoop => "hand-written read + update loop".into(),
+            Kind::QueueTake => "queue take + call".into(),
             Kind::Seq(s, c) => format!("dispenser {}{}", strategy_code(*s), uncoalesced(*c)),
             Kind::Blocks(s, size, prefetch, c) => {
                 let p = if *prefetch > 0.0 {
@@ -92,7 +105,12 @@ impl Kind {
     /// Whether concurrent calls of this run share writes (raw runs never do).
     pub(super) fn coalesce(&self) -> bool {
         match self {
-            Kind::Raw | Kind::RawShaped | Kind::RawInsert | Kind::Gapless => false,
+            Kind::Raw
+            | Kind::RawShaped
+            | Kind::RawInsert
+            | Kind::Gapless
+            | Kind::HandLoop
+            | Kind::QueueTake => false,
             Kind::Seq(_, c) | Kind::Blocks(.., c) => *c,
         }
     }
@@ -101,6 +119,15 @@ impl Kind {
     /// order of the numbers is checked against the calls' invoke and return times.
     pub(super) fn every_call_a_round_trip(&self) -> bool {
         !matches!(self, Kind::Blocks(..))
+    }
+
+    /// The raw call this run is compared with: a raw `insert_one` for gap-free numbers and
+    /// for it, the raw `$inc` for the others.
+    pub(super) fn baseline(&self) -> Kind {
+        match self {
+            Kind::RawInsert | Kind::Gapless => Kind::RawInsert,
+            _ => Kind::Raw,
+        }
     }
 
     /// Whether this run draws the way an application with `Options::default()` does: a
@@ -117,6 +144,8 @@ impl Kind {
             Kind::Raw | Kind::RawShaped => format!("raw:{target}"),
             Kind::RawInsert => format!("rawinsert:{target}"),
             Kind::Gapless => format!("gapless:{target}"),
+            Kind::HandLoop => format!("hand:{target}"),
+            Kind::QueueTake => format!("queue:{target}"),
             Kind::Seq(s, c) => format!("seq:{}:{}:{target}", strategy_code(*s), coalesce_code(*c)),
             Kind::Blocks(s, size, prefetch, c) => format!(
                 "blocks:{}:{}:{size}:{prefetch}:{target}",
@@ -136,6 +165,8 @@ impl Kind {
             "raw" => Ok((Kind::Raw, rest.to_owned())),
             "rawinsert" => Ok((Kind::RawInsert, rest.to_owned())),
             "gapless" => Ok((Kind::Gapless, rest.to_owned())),
+            "hand" => Ok((Kind::HandLoop, rest.to_owned())),
+            "queue" => Ok((Kind::QueueTake, rest.to_owned())),
             "seq" => {
                 let mut parts = rest.splitn(3, ':');
                 let strategy = parts.next().and_then(parse_strategy).ok_or_else(bad)?;
@@ -173,6 +204,65 @@ pub(super) enum Source {
     /// The business collection and this process's counter (its high bits: the process id).
     RawInsert(Collection<Document>, Arc<AtomicI64>),
     Gapless(Gapless),
+    /// The raw counter document, its name, and what the loop counted.
+    HandLoop(Collection<Document>, String, Arc<LoopCounters>),
+    Queue(Queue),
+}
+
+/// What the hand-written loop did: its writes, the ones that matched nothing, its reads.
+#[derive(Debug, Default)]
+pub(super) struct LoopCounters {
+    writes: AtomicU64,
+    conflicts: AtomicU64,
+    round_trips: AtomicU64,
+}
+
+fn raw_error(context: &str) -> impl Fn(dispenser::mongodb::error::Error) -> Error + '_ {
+    move |e| Error::Database {
+        context: context.into(),
+        source: e,
+    }
+}
+
+/// The `value` of a raw counter document read through a projection.
+fn value_of(d: Option<Document>, id: &str) -> dispenser::Result<i64> {
+    let d = d.ok_or_else(|| Error::NoSuchSequence { name: id.into() })?;
+    d.get_i64("value").map_err(|e| Error::CorruptDocument {
+        what: "sequence".into(),
+        name: id.into(),
+        field: "value".into(),
+        problem: e.to_string(),
+    })
+}
+
+/// One call of the hand-written loop (see [`Kind::HandLoop`]).
+async fn hand_loop(
+    coll: &Collection<Document>,
+    id: &str,
+    counted: &LoopCounters,
+) -> dispenser::Result<i64> {
+    loop {
+        counted.round_trips.fetch_add(1, Ordering::Relaxed);
+        let read = coll
+            .find_one(doc! { "_id": id })
+            .projection(doc! { "value": 1, "_id": 0 })
+            .await
+            .map_err(raw_error("hand-written loop: read"))?;
+        let value = value_of(read, id)?;
+        counted.round_trips.fetch_add(1, Ordering::Relaxed);
+        counted.writes.fetch_add(1, Ordering::Relaxed);
+        let written = coll
+            .update_one(
+                doc! { "_id": id, "value": value },
+                doc! { "$inc": { "value": 1_i64 } },
+            )
+            .await
+            .map_err(raw_error("hand-written loop: conditional update"))?;
+        if written.matched_count == 1 {
+            return Ok(value + 1);
+        }
+        counted.conflicts.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl Source {
@@ -187,17 +277,15 @@ impl Source {
                     .projection(doc! { "value": 1, "_id": 0 })
                     .return_document(ReturnDocument::After)
                     .await
-                    .map_err(|e| Error::Database {
-                        context: "raw baseline increment".into(),
-                        source: e,
-                    })?
-                    .ok_or_else(|| Error::NoSuchSequence { name: id.clone() })?;
-                d.get_i64("value").map_err(|e| Error::CorruptDocument {
-                    what: "sequence".into(),
-                    name: id.clone(),
-                    field: "value".into(),
-                    problem: e.to_string(),
-                })
+                    .map_err(raw_error("raw baseline increment"))?;
+                value_of(d, id)
+            }
+            Source::HandLoop(coll, id, counted) => hand_loop(coll, id, counted).await,
+            Source::Queue(q) => {
+                let ticket = q.take().await?.number;
+                // Every task calls after its own take: someone always waits.
+                q.call().await?;
+                Ok(ticket)
             }
             Source::Lib(s) => s.next().await,
             Source::Blocks(b) => b.next().await,
@@ -223,9 +311,19 @@ impl Source {
         }
     }
 
+    /// The source's counters: `None` for the raw calls (one write and one round trip per
+    /// number) and for a queue, which counts nothing.
     pub(super) fn stats(&self) -> Option<Stats> {
         match self {
-            Source::Raw(..) | Source::RawInsert(..) => None,
+            Source::Raw(..) | Source::RawInsert(..) | Source::Queue(_) => None,
+            Source::HandLoop(.., counted) => {
+                let mut s = Stats::default();
+                s.writes = counted.writes.load(Ordering::Relaxed);
+                s.conflicts = counted.conflicts.load(Ordering::Relaxed);
+                s.retries = s.conflicts;
+                s.round_trips = counted.round_trips.load(Ordering::Relaxed);
+                Some(s)
+            }
             Source::Gapless(g) => Some(g.stats()),
             Source::Lib(s) => Some(s.stats()),
             Source::Blocks(b) => Some(b.stats()),
@@ -235,7 +333,9 @@ impl Source {
     /// Gives back what a block client still holds, so the run leaves no gap it need not.
     pub(super) async fn close(self) {
         let closed = match &self {
-            Source::Raw(..) | Source::RawInsert(..) => return,
+            Source::Raw(..) | Source::RawInsert(..) | Source::HandLoop(..) | Source::Queue(_) => {
+                return;
+            }
             Source::Gapless(g) => g.flush().await,
             Source::Lib(s) => s.close().await.map(drop),
             Source::Blocks(b) => b.close().await.map(drop),
@@ -270,10 +370,19 @@ pub(super) async fn source_for(
     options: &Options,
 ) -> dispenser::Result<Source> {
     match kind {
-        Kind::Raw | Kind::RawShaped => {
+        Kind::Raw | Kind::RawShaped | Kind::HandLoop => {
             let client = client(uri, options).await?;
             let d = Dispenser::new(&client, options.clone())?;
-            Ok(Source::Raw(raw_collection(&d, &client), target.to_owned()))
+            let coll = raw_collection(&d, &client);
+            Ok(if *kind == Kind::HandLoop {
+                Source::HandLoop(coll, target.to_owned(), Arc::default())
+            } else {
+                Source::Raw(coll, target.to_owned())
+            })
+        }
+        Kind::QueueTake => {
+            let d = Dispenser::connect(uri, options.clone()).await?;
+            Ok(Source::Queue(d.open_queue(target).await?))
         }
         Kind::Seq(strategy, coalesce) => {
             let o = options.clone().with_strategy(*strategy);
@@ -343,7 +452,7 @@ pub(super) async fn prepare_target(
     target: &str,
 ) -> dispenser::Result<()> {
     match kind {
-        Kind::Raw => raw
+        Kind::Raw | Kind::HandLoop => raw
             .insert_one(doc! { "_id": target, "value": 0_i64 })
             .await
             .map(drop)
@@ -379,6 +488,41 @@ pub(super) async fn prepare_target(
             )
             .await
             .map(drop),
+        Kind::QueueTake => d
+            .create_queue(target, QueueSpec::default().with_max(QUEUE_MAX))
+            .await
+            .map(drop),
+    }
+}
+
+/// The highest ticket of the bench's queue: its range never fills.
+const QUEUE_MAX: i64 = 1 << 62;
+
+/// Removes what a run on `target` left: its document, and a gap-free run's business
+/// collection and state, a queue's document (a queue with people waiting cannot be deleted
+/// through the library, and the bench's never stops having them).
+pub(super) async fn clean_up(d: &Dispenser, raw: &Collection<Document>, kind: &Kind, target: &str) {
+    let db = raw.client().database(&d.options().database);
+    let collection = &d.options().collection;
+    let _ = raw.delete_one(doc! { "_id": target }).await;
+    match kind {
+        Kind::RawInsert | Kind::Gapless => {
+            let _ = db
+                .collection::<Document>(&business_of(d, target))
+                .drop()
+                .await;
+            let _ = db
+                .collection::<Document>(&format!("{collection}_gapless"))
+                .delete_one(doc! { "_id": target })
+                .await;
+        }
+        Kind::QueueTake => {
+            let _ = db
+                .collection::<Document>(&format!("{collection}_queues"))
+                .delete_one(doc! { "_id": target })
+                .await;
+        }
+        _ => {}
     }
 }
 
@@ -394,6 +538,10 @@ mod tests {
             Kind::Seq(Strategy::ConditionalIncrement, false),
             Kind::Blocks(Strategy::ConditionalIncrement, 1000, 0.25, true),
             Kind::Blocks(Strategy::Cas, 7, 0.0, false),
+            Kind::HandLoop,
+            Kind::QueueTake,
+            Kind::RawInsert,
+            Kind::Gapless,
         ];
         for kind in kinds {
             let (back, name) = Kind::decode(&kind.encode("a:b")).expect("decodes");

@@ -14,7 +14,8 @@ use super::sources::{Kind, Source, source_for};
 /// With blocks, one call in this many is timed (see [`draw`]).
 pub(super) const SAMPLE_EVERY: u64 = 64;
 
-/// Draws with `tasks` tasks from one source until `count` numbers or the deadline.
+/// Draws with `tasks` tasks from one source until `count` numbers or the deadline, whichever
+/// comes first (at least one of them is given).
 ///
 /// How calls are timed, so that the harness does not dominate what it measures:
 /// - `every_call` (runs without blocks: every call is a database round trip of tens of
@@ -29,16 +30,20 @@ pub(super) const SAMPLE_EVERY: u64 = 64;
 pub(super) async fn draw(
     source: Source,
     tasks: u32,
-    count: u64,
+    count: Option<u64>,
     duration: Option<Duration>,
     every_call: bool,
     bar: &ProgressBar,
 ) -> Sample {
+    let tasks_n = u64::from(tasks);
     // Where each task keeps its numbers, made before the clock starts: a run of a fixed count
     // has its whole quota allocated and written once, so that the memory's first touch (a
     // page fault per 512 numbers) is not timed as the draws'.
-    let quotas: Vec<u64> = (0..u64::from(tasks))
-        .map(|t| count / u64::from(tasks) + u64::from(t < count % u64::from(tasks)))
+    let quotas: Vec<u64> = (0..tasks_n)
+        .map(|t| match count {
+            Some(count) => count / tasks_n + u64::from(t < count % tasks_n),
+            None => u64::MAX,
+        })
         .collect();
     let kept: Vec<Chunked> = quotas
         .iter()
@@ -58,17 +63,14 @@ pub(super) async fn draw(
             let mut pending = 0;
             let mut drawn = 0;
             loop {
-                match deadline {
-                    Some(d) => {
-                        if drawn % 64 == 0 && Instant::now() >= d {
-                            break;
-                        }
-                    }
-                    None => {
-                        if drawn >= quota {
-                            break;
-                        }
-                    }
+                if drawn >= quota {
+                    break;
+                }
+                if let Some(d) = deadline
+                    && drawn % 64 == 0
+                    && Instant::now() >= d
+                {
+                    break;
                 }
                 let timed = every_call || {
                     rng ^= rng << 13;
@@ -199,17 +201,17 @@ pub(super) async fn spawn_workers(
     args: &BenchArgs,
     kind: &Kind,
     target: &str,
-    count: u64,
+    count: Option<u64>,
     duration: Option<Duration>,
 ) -> dispenser::Result<Sample> {
     let exe = std::env::current_exe().map_err(|e| Error::InvalidArgument {
         what: "--processes".into(),
         reason: format!("cannot find this executable to start workers: {e}"),
     })?;
-    let per = count / u64::from(args.processes);
+    let processes = u64::from(args.processes);
     let mut children = Vec::new();
-    for p in 0..u64::from(args.processes) {
-        let quota = per + u64::from(p < count % u64::from(args.processes));
+    for p in 0..processes {
+        let quota = count.map(|c| c / processes + u64::from(p < c % processes));
         let mut cmd = tokio::process::Command::new(&exe);
         cmd.env("MONGODB_URI", uri)
             .arg("--db")
@@ -223,11 +225,12 @@ pub(super) async fn spawn_workers(
             .arg(kind.encode(target))
             .arg("--tasks")
             .arg(args.tasks.to_string());
-        // `--count` and `--duration` conflict: a worker gets one of them.
-        match duration {
-            Some(d) => cmd.arg("--duration").arg(d.as_secs_f64().to_string()),
-            None => cmd.arg("--count").arg(quota.max(1).to_string()),
-        };
+        if let Some(d) = duration {
+            cmd.arg("--duration").arg(d.as_secs_f64().to_string());
+        }
+        if let Some(q) = quota {
+            cmd.arg("--count").arg(q.max(1).to_string());
+        }
         cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
         children.push(cmd.spawn().map_err(|e| Error::InvalidArgument {
             what: "--processes".into(),
@@ -268,7 +271,7 @@ pub(super) async fn worker(
     let mut sample = draw(
         source.clone(),
         args.tasks,
-        args.count,
+        args.count_cap(),
         args.duration.map(Duration::from_secs_f64),
         kind.every_call_a_round_trip(),
         &ProgressBar::hidden(),
