@@ -108,6 +108,16 @@ fn family(base: &str, scopes: &[String]) -> Vec<String> {
     out
 }
 
+/// Every string value in `v`, at any depth.
+fn strings_of(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a.iter().flat_map(strings_of).collect(),
+        Value::Object(o) => o.values().flat_map(strings_of).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The unique `max` each base's documents carry (scopes and stripes inherit it).
 fn marker(i: usize) -> i64 {
     9_100_000_000_000 + i as i64 * 1_000_003
@@ -544,8 +554,16 @@ async fn round_of(
                 ))
             );
             let may_name = names.iter().any(|n| t.touches(n)) || asked.contains(base.as_str());
+            // A name the token may use that contains the base (a queue `tmpl-ticket@a` another
+            // token created beside the protected `tmpl-ticket`) is not the base named.
+            let unseen = strings_of(&answer)
+                .into_iter()
+                .filter(|v| v.contains(base.as_str()) && !v.contains(' ') && t.touches(v))
+                .fold(text.clone(), |text, v| {
+                    text.replace(&Value::String(v).to_string(), "\"\"")
+                });
             assert!(
-                may_name || !text.contains(base.as_str()),
+                may_name || !unseen.contains(base.as_str()),
                 "{}",
                 context(&format!(
                     "step {step}: {} {method} {path} got {status} naming {base:?}, on which it has no right: {text}",
