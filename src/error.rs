@@ -11,15 +11,21 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong while creating, reading or drawing from a sequence.
 ///
-/// The enum is `#[non_exhaustive]`: match the variants you care about and keep a `_` arm.
+/// The enum is `#[non_exhaustive]`: match the variants you care about and keep a `_` arm,
+/// or branch on one of the handful of [`ErrorKind`]s ([`Error::kind`]). Each variant has a
+/// stable [`code`](Error::code) (what the service answers as `kind`), an
+/// [`exit_code`](Error::exit_code) (the command line's) and an
+/// [`http_status`](Error::http_status) (the service's), from one exhaustive mapping.
 ///
 /// # Example
 ///
 /// ```
-/// use dispenser::{Error, Spec};
+/// use dispenser::{Error, ErrorKind, Spec};
 ///
 /// let err = Spec::default().with_step(0).validate("orders").unwrap_err();
 /// assert!(matches!(err, Error::InvalidSpec { .. }));
+/// assert_eq!(err.kind(), ErrorKind::InvalidInput);
+/// assert_eq!((err.code(), err.exit_code(), err.http_status()), ("invalid_input", 2, 422));
 /// assert_eq!(err.to_string(), "invalid spec for sequence \"orders\": step must not be 0");
 /// ```
 #[derive(Clone, Debug, thiserror::Error)]
@@ -291,6 +297,41 @@ pub enum Error {
     },
 }
 
+/// The handful of kinds of [`Error`] a caller branches on ([`Error::kind`]).
+///
+/// `#[non_exhaustive]`: keep a `_` arm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller's input was refused (a name, a spec, an argument): nothing was written; fix
+    /// the input. [`Error::InvalidName`], [`Error::InvalidSpec`], [`Error::InvalidArgument`].
+    InvalidInput,
+    /// The sequence or queue does not exist. [`Error::NoSuchSequence`], [`Error::NoSuchQueue`].
+    NotFound,
+    /// One of that name exists already. [`Error::AlreadyExists`], [`Error::QueueExists`].
+    AlreadyExists,
+    /// The stored state refuses the change: another spec, a value going backwards, a ticket
+    /// held that would be remapped. Nothing was written. [`Error::SpecConflict`],
+    /// [`Error::WouldGoBackwards`], [`Error::QueueAlterRefused`].
+    Conflict,
+    /// A non-cyclic sequence has fewer numbers left than asked. [`Error::Exhausted`].
+    Exhausted,
+    /// A queue's line refuses the operation (full, nobody waits, the ticket does not wait, the
+    /// desk shows no ticket). Nothing was written. [`Error::QueueFull`],
+    /// [`Error::NobodyWaiting`], [`Error::TicketNotWaiting`], [`Error::NothingToRecall`].
+    QueueRefused,
+    /// Every try of the retry budget lost a race: nothing was drawn; try again.
+    /// [`Error::Contention`].
+    Contention,
+    /// The database failed or did not answer in time, or the handle was closed.
+    /// [`Error::Database`], [`Error::Timeout`], [`Error::Closed`].
+    Unavailable,
+    /// A stored document cannot be read (see `dispenser check`). [`Error::CorruptDocument`].
+    Corrupt,
+    /// The caller's own business write of a gap-free number failed. [`Error::BusinessWrite`].
+    BusinessWrite,
+}
+
 /// Why a take was refused, in words: what was asked, what waits, what is shown.
 fn full_reason(requested: u64, waiting: u64, shown: Option<i64>, capacity: u64) -> String {
     let asked = if requested > 1 {
@@ -312,10 +353,137 @@ impl Error {
         matches!(self, Error::Exhausted { .. })
     }
 
-    /// True for [`Error::Database`] and [`Error::Timeout`]: the server could not be reached,
-    /// refused the operation, or did not answer in time.
+    /// True for [`Error::Database`] only: the driver reported an error (the server could not
+    /// be reached, or refused the operation). A timeout is [`is_timeout`](Error::is_timeout).
     pub fn is_database(&self) -> bool {
-        matches!(self, Error::Database { .. } | Error::Timeout { .. })
+        matches!(self, Error::Database { .. })
+    }
+
+    /// True for [`Error::Timeout`]: the operation did not finish within
+    /// [`Options::operation_timeout`](crate::Options::operation_timeout).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout { .. })
+    }
+
+    /// True where the same call may succeed if made again: [`Error::Database`],
+    /// [`Error::Timeout`], [`Error::Contention`]. (A write whose reply was lost may have
+    /// landed: a queue take retried with the same request id learns its tickets.)
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::Database { .. } | Error::Timeout { .. } | Error::Contention { .. }
+        )
+    }
+
+    /// Which of the handful of [`ErrorKind`]s this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidName { .. }
+            | Error::InvalidSpec { .. }
+            | Error::InvalidArgument { .. } => ErrorKind::InvalidInput,
+            Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => ErrorKind::NotFound,
+            Error::AlreadyExists { .. } | Error::QueueExists { .. } => ErrorKind::AlreadyExists,
+            Error::SpecConflict { .. }
+            | Error::WouldGoBackwards { .. }
+            | Error::QueueAlterRefused { .. } => ErrorKind::Conflict,
+            Error::Exhausted { .. } => ErrorKind::Exhausted,
+            Error::QueueFull { .. }
+            | Error::NobodyWaiting { .. }
+            | Error::TicketNotWaiting { .. }
+            | Error::NothingToRecall { .. } => ErrorKind::QueueRefused,
+            Error::Contention { .. } => ErrorKind::Contention,
+            Error::Database { .. } | Error::Timeout { .. } | Error::Closed { .. } => {
+                ErrorKind::Unavailable
+            }
+            Error::CorruptDocument { .. } => ErrorKind::Corrupt,
+            Error::BusinessWrite { .. } => ErrorKind::BusinessWrite,
+        }
+    }
+
+    /// A stable, machine-readable name of the error (what the service answers as `kind`):
+    /// `invalid_input`, `no_such_sequence`, `no_such_queue`, `already_exists`,
+    /// `spec_conflict`, `would_go_backwards`, `would_remap`, `exhausted`, `queue_full`,
+    /// `nobody_waiting`, `ticket_not_waiting`, `nothing_to_recall`, `contention`, `database`,
+    /// `timeout`, `closed`, `corrupt_document`, `business_write`. A code is never renamed.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidName { .. }
+            | Error::InvalidSpec { .. }
+            | Error::InvalidArgument { .. } => "invalid_input",
+            Error::NoSuchSequence { .. } => "no_such_sequence",
+            Error::NoSuchQueue { .. } => "no_such_queue",
+            Error::AlreadyExists { .. } | Error::QueueExists { .. } => "already_exists",
+            Error::SpecConflict { .. } => "spec_conflict",
+            Error::WouldGoBackwards { .. } => "would_go_backwards",
+            Error::QueueAlterRefused { .. } => "would_remap",
+            Error::Exhausted { .. } => "exhausted",
+            Error::QueueFull { .. } => "queue_full",
+            Error::NobodyWaiting { .. } => "nobody_waiting",
+            Error::TicketNotWaiting { .. } => "ticket_not_waiting",
+            Error::NothingToRecall { .. } => "nothing_to_recall",
+            Error::Contention { .. } => "contention",
+            Error::Database { .. } => "database",
+            Error::Timeout { .. } => "timeout",
+            Error::Closed { .. } => "closed",
+            Error::CorruptDocument { .. } => "corrupt_document",
+            Error::BusinessWrite { .. } => "business_write",
+        }
+    }
+
+    /// The exit code of the command line for this error (the table in the guide's
+    /// [command-line chapter](crate::guide::cli#exit-codes)): 2 invalid input, 3 not found, 4
+    /// exhausted, 5 database, timeout or closed, 6 conflict (exists, another spec, backwards,
+    /// contention, a remap), 7 corrupt document, 9 queue full, 10 nobody waiting or nothing to
+    /// recall, 11 ticket not waiting, 12 a gap-free business write failed.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::InvalidName { .. }
+            | Error::InvalidSpec { .. }
+            | Error::InvalidArgument { .. } => 2,
+            Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 3,
+            Error::Exhausted { .. } => 4,
+            Error::Database { .. } | Error::Timeout { .. } | Error::Closed { .. } => 5,
+            Error::AlreadyExists { .. }
+            | Error::QueueExists { .. }
+            | Error::SpecConflict { .. }
+            | Error::WouldGoBackwards { .. }
+            | Error::Contention { .. }
+            | Error::QueueAlterRefused { .. } => 6,
+            Error::CorruptDocument { .. } => 7,
+            Error::QueueFull { .. } => 9,
+            Error::NobodyWaiting { .. } | Error::NothingToRecall { .. } => 10,
+            Error::TicketNotWaiting { .. } => 11,
+            Error::BusinessWrite { .. } => 12,
+        }
+    }
+
+    /// The HTTP status the service answers this error with (the table in the guide's
+    /// [service chapter](crate::guide::service)): 422 invalid input (a name the OpenAPI
+    /// document itself rules out is 400, which the service decides), 404 not found, 409 a
+    /// state that refuses, 503 try again (contention, database, timeout, closed), 500 a
+    /// corrupt document or a failed business write.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Error::InvalidName { .. }
+            | Error::InvalidSpec { .. }
+            | Error::InvalidArgument { .. } => 422,
+            Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 404,
+            Error::AlreadyExists { .. }
+            | Error::QueueExists { .. }
+            | Error::SpecConflict { .. }
+            | Error::WouldGoBackwards { .. }
+            | Error::QueueAlterRefused { .. }
+            | Error::Exhausted { .. }
+            | Error::QueueFull { .. }
+            | Error::NobodyWaiting { .. }
+            | Error::TicketNotWaiting { .. }
+            | Error::NothingToRecall { .. } => 409,
+            Error::Contention { .. }
+            | Error::Database { .. }
+            | Error::Timeout { .. }
+            | Error::Closed { .. } => 503,
+            Error::CorruptDocument { .. } | Error::BusinessWrite { .. } => 500,
+        }
     }
 
     /// True for errors caused by the caller's input (names, specs, arguments): nothing was written.
@@ -526,6 +694,175 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One error of every variant. The `match` has no `_` arm, so a new variant does not
+    /// compile until it is listed here, and then the tests below ask for its code, exit code
+    /// and status in the guide's tables.
+    fn every_variant() -> Vec<Error> {
+        let n = || "n".to_owned();
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let all = vec![
+            Error::NoSuchSequence { name: n() },
+            Error::AlreadyExists { name: n() },
+            Error::Exhausted {
+                name: n(),
+                value: 9,
+                requested: 1,
+                remaining: 0,
+                min: 0,
+                max: 9,
+                step: 1,
+            },
+            Error::InvalidSpec {
+                name: n(),
+                reason: n(),
+            },
+            Error::InvalidName {
+                name: n(),
+                reason: n(),
+            },
+            Error::InvalidArgument {
+                what: n(),
+                reason: n(),
+            },
+            Error::SpecConflict {
+                name: n(),
+                stored: n(),
+                requested: n(),
+            },
+            Error::WouldGoBackwards {
+                name: n(),
+                current: 2,
+                requested: 1,
+            },
+            Error::Contention {
+                name: n(),
+                attempts: 1,
+                elapsed: Duration::ZERO,
+            },
+            Error::corrupt("n", "value", "is missing"),
+            Error::Timeout {
+                context: n(),
+                after: Duration::ZERO,
+            },
+            Error::Closed { name: n() },
+            Error::BusinessWrite {
+                name: n(),
+                number: 1,
+                reason: n(),
+                source: None,
+            },
+            Error::QueueFull {
+                name: n(),
+                waiting: 1,
+                shown: None,
+                requested: 1,
+                capacity: 1,
+            },
+            Error::NobodyWaiting {
+                name: n(),
+                called: 0,
+            },
+            Error::TicketNotWaiting {
+                name: n(),
+                ticket: 1,
+                reason: n(),
+            },
+            Error::NothingToRecall {
+                name: n(),
+                desk: None,
+            },
+            Error::QueueAlterRefused {
+                name: n(),
+                max: 1,
+                reason: n(),
+            },
+            Error::NoSuchQueue { name: n() },
+            Error::QueueExists {
+                name: n(),
+                min: 0,
+                max: 9,
+                differs: None,
+            },
+            Error::database("reading", mongodb::error::Error::from(io)),
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for e in &all {
+            let variant = match e {
+                Error::NoSuchSequence { .. } => 0,
+                Error::AlreadyExists { .. } => 1,
+                Error::Exhausted { .. } => 2,
+                Error::InvalidSpec { .. } => 3,
+                Error::InvalidName { .. } => 4,
+                Error::InvalidArgument { .. } => 5,
+                Error::SpecConflict { .. } => 6,
+                Error::WouldGoBackwards { .. } => 7,
+                Error::Contention { .. } => 8,
+                Error::CorruptDocument { .. } => 9,
+                Error::Timeout { .. } => 10,
+                Error::Closed { .. } => 11,
+                Error::BusinessWrite { .. } => 12,
+                Error::QueueFull { .. } => 13,
+                Error::NobodyWaiting { .. } => 14,
+                Error::TicketNotWaiting { .. } => 15,
+                Error::NothingToRecall { .. } => 16,
+                Error::QueueAlterRefused { .. } => 17,
+                Error::NoSuchQueue { .. } => 18,
+                Error::QueueExists { .. } => 19,
+                Error::Database { .. } => 20,
+            };
+            seen.insert(variant);
+        }
+        assert_eq!(seen.len(), 21, "every variant once");
+        all
+    }
+
+    /// Every error's exit code is a row of the command-line chapter's table, and its status
+    /// and code a row of the service chapter's: a mapping nobody documented fails here.
+    #[test]
+    fn every_error_has_a_documented_exit_code_status_and_code() {
+        let cli = include_str!("guide/cli.md");
+        let service = include_str!("guide/service.md");
+        for e in every_variant() {
+            let exit = format!("| {} |", e.exit_code());
+            assert!(
+                cli.lines().any(|l| l.starts_with(&exit)),
+                "{e:?}: exit code {} is not in the command-line chapter's table",
+                e.exit_code()
+            );
+            let (status, code) = (e.http_status(), e.code());
+            assert!(
+                service
+                    .lines()
+                    .any(|l| l.starts_with(&format!("| {status} |"))
+                        && l.contains(&format!("`{code}`"))),
+                "{e:?}: status {status} with kind `{code}` is not in the service chapter's table"
+            );
+            // The groups agree with the mappings.
+            match e.kind() {
+                ErrorKind::InvalidInput => assert_eq!((e.exit_code(), status), (2, 422)),
+                ErrorKind::NotFound => assert_eq!((e.exit_code(), status), (3, 404)),
+                ErrorKind::AlreadyExists | ErrorKind::Conflict => assert_eq!(status, 409),
+                ErrorKind::Exhausted => assert_eq!((e.exit_code(), status), (4, 409)),
+                ErrorKind::QueueRefused => assert!((9..=11).contains(&e.exit_code())),
+                ErrorKind::Contention | ErrorKind::Unavailable => assert_eq!(status, 503),
+                ErrorKind::Corrupt => assert_eq!((e.exit_code(), status), (7, 500)),
+                ErrorKind::BusinessWrite => assert_eq!(status, 500),
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_driver_error_is_a_database_error() {
+        for e in every_variant() {
+            assert_eq!(
+                e.is_database(),
+                matches!(e, Error::Database { .. }),
+                "{e:?}"
+            );
+            assert_eq!(e.is_timeout(), matches!(e, Error::Timeout { .. }), "{e:?}");
+        }
+    }
 
     const REFUSED: &str = "Server selection timeout: No available servers. Topology: { Type: \
         Unknown, Servers: [ { Address: 127.0.0.1:9, Type: Unknown, Error: Kind: I/O error: \

@@ -839,7 +839,7 @@ impl Queue {
     /// let ask = TakeOptions::new().with_request_id("kiosk-1/000042");
     /// let first = match lobby.take_with(&ask).await {
     ///     Ok(t) => t,
-    ///     Err(e) if e.is_database() => lobby.take_with(&ask).await?, // the reply was lost
+    ///     Err(e) if e.is_transient() => lobby.take_with(&ask).await?, // the reply was lost
     ///     Err(e) => return Err(e),
     /// };
     /// let again = lobby.take_with(&ask).await?;

@@ -914,7 +914,7 @@ async fn every_waiter_of_a_failed_reservation_fails_promptly() {
     eprintln!("{WAITERS} waiters on an unreachable database: the slowest failed after {slowest:?}");
     for (r, took) in &outcomes {
         match r {
-            Err(e) => assert!(e.is_database(), "after {took:?}: {e}"),
+            Err(e) => assert!(e.is_database() || e.is_timeout(), "after {took:?}: {e}"),
             Ok(n) => panic!("issued {n} with the database unreachable"),
         }
     }
@@ -924,7 +924,8 @@ async fn every_waiter_of_a_failed_reservation_fails_promptly() {
     );
     // Nothing is remembered: a later call starts its own reservation (and fails on its own).
     let started = Instant::now();
-    assert!(blocks.next().await.unwrap_err().is_database());
+    let err = blocks.next().await.unwrap_err();
+    assert!(err.is_database() || err.is_timeout(), "{err}");
     assert!(started.elapsed() < 10 * timeout, "{:?}", started.elapsed());
 }
 

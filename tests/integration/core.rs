@@ -713,7 +713,7 @@ async fn an_unreachable_server_fails_within_the_timeout() {
     let d = dispenser::Dispenser::connect(&uri, options).await.unwrap();
     let started = Instant::now();
     let err = d.create("s", Spec::default()).await.unwrap_err();
-    assert!(err.is_database(), "{err}");
+    assert!(err.is_database() || err.is_timeout(), "{err}");
     // A 1 s timeout; the driver's own default would wait 30 s. The bound sits between.
     assert!(
         started.elapsed() < Duration::from_secs(15),
@@ -733,7 +733,7 @@ async fn an_srv_uri_that_does_not_resolve_fails_within_the_timeout() {
     )
     .await
     .unwrap_err();
-    assert!(err.is_database(), "{err}");
+    assert!(err.is_database() || err.is_timeout(), "{err}");
     // A 1 s timeout; the driver's own default would wait 30 s. The bound sits between.
     assert!(
         started.elapsed() < Duration::from_secs(15),

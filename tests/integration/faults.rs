@@ -163,7 +163,7 @@ async fn open_patiently(d: &Dispenser, name: &str) -> dispenser::Sequence {
     for _ in 0..50 {
         match d.open(name).await {
             Ok(seq) => return seq,
-            Err(e) if e.is_database() => last = Some(e),
+            Err(e) if e.is_database() || e.is_timeout() => last = Some(e),
             Err(e) => panic!("open: {e}"),
         }
     }

@@ -280,7 +280,7 @@ async fn take_until_answered(
                 }
                 return Ok(None);
             }
-            Err(e) if e.is_database() || matches!(e, Error::Contention { .. }) => {
+            Err(e) if e.is_transient() => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             Err(e) => return Err(format!("take: {e}")),

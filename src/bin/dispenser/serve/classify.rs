@@ -11,42 +11,17 @@ use dispenser::Error;
 use super::errors::ApiError;
 use super::names::check_name;
 
-/// The status and kind an error is answered with.
+/// The status and kind an error is answered with: the library's one exhaustive mapping
+/// (`Error::http_status`, `Error::code`), except that a name the OpenAPI document itself rules
+/// out is 400 (one it allows, refused by the library's byte limit, stays 422).
 pub(super) fn classify(e: &Error) -> (StatusCode, &'static str) {
-    match e {
-        // A name the document rules out is 400; one it allows (the library's byte limit) 422.
-        Error::InvalidName { name, .. }
-            if check_name(name, false).is_err_and(|e| e.status == StatusCode::BAD_REQUEST) =>
-        {
-            (StatusCode::BAD_REQUEST, "invalid_input")
-        }
-        // The request is as the document describes it; the values do not fit together (or
-        // not with the sequence's shape).
-        Error::InvalidName { .. } | Error::InvalidSpec { .. } | Error::InvalidArgument { .. } => {
-            (StatusCode::UNPROCESSABLE_ENTITY, "invalid_input")
-        }
-        Error::NoSuchSequence { .. } => (StatusCode::NOT_FOUND, "no_such_sequence"),
-        Error::NoSuchQueue { .. } => (StatusCode::NOT_FOUND, "no_such_queue"),
-        Error::QueueFull { .. } => (StatusCode::CONFLICT, "queue_full"),
-        Error::NobodyWaiting { .. } => (StatusCode::CONFLICT, "nobody_waiting"),
-        Error::TicketNotWaiting { .. } => (StatusCode::CONFLICT, "ticket_not_waiting"),
-        Error::NothingToRecall { .. } => (StatusCode::CONFLICT, "nothing_to_recall"),
-        Error::QueueAlterRefused { .. } => (StatusCode::CONFLICT, "would_remap"),
-        Error::QueueExists { .. } => (StatusCode::CONFLICT, "already_exists"),
-        Error::Exhausted { .. } => (StatusCode::CONFLICT, "exhausted"),
-        Error::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),
-        Error::SpecConflict { .. } => (StatusCode::CONFLICT, "spec_conflict"),
-        Error::WouldGoBackwards { .. } => (StatusCode::CONFLICT, "would_go_backwards"),
-        Error::Contention { .. } => (StatusCode::SERVICE_UNAVAILABLE, "contention"),
-        // A block client closed under a request; the service's own admin operations wait for
-        // draws, so only a client closed by shutdown gets here: try again.
-        Error::Closed { .. } => (StatusCode::SERVICE_UNAVAILABLE, "closed"),
-        Error::CorruptDocument { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_document"),
-        Error::Database { .. } | Error::Timeout { .. } => {
-            (StatusCode::SERVICE_UNAVAILABLE, "database")
-        }
-        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+    if let Error::InvalidName { name, .. } = e
+        && check_name(name, false).is_err_and(|e| e.status == StatusCode::BAD_REQUEST)
+    {
+        return (StatusCode::BAD_REQUEST, "invalid_input");
     }
+    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, e.code())
 }
 
 impl From<Error> for ApiError {

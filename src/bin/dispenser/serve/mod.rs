@@ -390,7 +390,7 @@ impl Service {
         );
         let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
             what: "--listen".into(),
-            reason: e.to_string(),
+            reason: format!("the address bound on {addr} cannot be read: {e}"),
         })?;
         let state = Arc::new(AppState {
             dispenser,
@@ -500,10 +500,12 @@ impl Service {
             String::new()
         };
         eprintln!("dispenser: stopped; {given_back} unused number(s) given back{lost}");
-        served.map_err(|e| Error::InvalidArgument {
-            what: "--listen".into(),
-            reason: format!("the server failed: {e}"),
-        })?;
+        // A failure of the listener while serving is not the caller's input (exit 2): it is
+        // told as it is, and the command exits 1 (unexpected).
+        if let Err(e) = served {
+            eprintln!("dispenser: the server stopped on an error of its listener: {e}");
+            return Ok(Outcome::Exit(crate::exit::OTHER));
+        }
         Ok(Outcome::Done)
     }
 }

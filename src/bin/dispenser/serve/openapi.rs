@@ -149,9 +149,9 @@ fn meaning(status: u16) -> &'static str {
             "`invalid_input`: values the document allows that do not fit together or with the sequence (a spec, a format, a count past one cycle, a change to a stripe, a name over 200 bytes)"
         }
         431 => "`headers_too_large`: a request head larger than the service reads",
-        500 => "`corrupt_document` (see `dispenser check`) or `internal`",
+        500 => "`corrupt_document` (see `dispenser check`), `business_write` or `internal`",
         503 => {
-            "`database` (no answer from the database), `timeout` (past --request-timeout: a draw cut short is a gap, never a duplicate), `contention` or `closed`: try again"
+            "`database` (no answer from the database), `timeout` (past --request-timeout, or the database past the operation timeout: a draw cut short is a gap, never a duplicate), `contention` or `closed`: try again"
         }
         _ => "an error",
     }
