@@ -47,6 +47,7 @@ src/block/state.rs||blocks::
 src/block/reservation.rs||blocks:: $MODEL
 src/gapless/issue.rs||gapless::
 src/gapless/void.rs||gapless::
+src/queue/state.rs|queue::|queue:: queue_desks:: queue_edges::
 EOF
 )
 
