@@ -226,17 +226,23 @@ async fn doctor_refuses_ferretdb_which_loses_updates() {
     assert_eq!(r["fit"], false);
     assert_eq!(r["server"]["product"], "FerretDB v1.24.2", "{r}");
     let reason = r["reason"].as_str().expect("a reason");
-    assert!(
-        reason.starts_with("lost updates: 1 600 acknowledged increments returned "),
-        "{reason}"
-    );
     assert_eq!(r["problems"][0]["kind"], "lost_updates", "{r}");
     let inc = &r["probe"]["increments"];
     // Its findAndModify refuses a projection (NotImplemented 238): the probe increments
-    // without one, and sees the losses.
+    // without one, and sees the losses. It sends 1 600; on a loaded machine FerretDB fails
+    // some of them (not acknowledged: no number, nothing to compare), so the count is of
+    // those acknowledged (a run at load 14: 1 212), and fewer distinct values came back.
     assert_eq!(inc["library_operation"], false, "{inc}");
-    assert_eq!(inc["acknowledged"], 1600, "{inc}");
-    assert!(inc["distinct"].as_u64() < Some(1600), "{inc}");
+    let acknowledged = inc["acknowledged"].as_u64().expect("a count");
+    assert!((100..=1600).contains(&acknowledged), "{inc}");
+    assert!(
+        reason.starts_with(&format!(
+            "lost updates: {} acknowledged increments returned ",
+            dispenser_grouped(acknowledged)
+        )),
+        "{reason}"
+    );
+    assert!(inc["distinct"].as_u64() < Some(acknowledged), "{inc}");
     let cas = &r["probe"]["compare_and_set"];
     assert!(cas["distinct"].as_u64() < cas["wins"].as_u64(), "{cas}");
     let find_and_modify = &r["operations"][0];
@@ -404,4 +410,17 @@ async fn doctor_reports_an_unreachable_server_as_exit_5_and_never_prints_the_pas
         );
         assert!(out.contains(&dispenser::redact::redact_uri(&uri)), "{out}");
     }
+}
+
+/// A count as doctor writes it: groups of three digits separated by a space (`1 600`).
+fn dispenser_grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
 }
