@@ -347,6 +347,10 @@ impl Dispenser {
     /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
     /// [`Error::Timeout`] when the collection cannot be read.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run
