@@ -67,6 +67,11 @@ impl Dispenser {
     ///
     /// [`Error::InvalidArgument`] for an invalid URI or invalid options. The message never
     /// contains the URI's password.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it writes nothing and sends nothing to the server (a `mongodb+srv` URI is
+    /// first resolved through DNS; dropping the future stops that).
     pub async fn connect(uri: &str, options: Options) -> Result<Self> {
         options.validate()?;
         let client_options = client_options(uri, options.operation_timeout).await?;
@@ -137,6 +142,13 @@ impl Dispenser {
     /// [`Error::InvalidName`] / [`Error::InvalidSpec`] (nothing written),
     /// [`Error::AlreadyExists`] when the name is taken, [`Error::Database`].
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the sequence created or not (see
+    /// [`Dispenser::open`]) and its history entry `pending` (see [`history`](crate::history));
+    /// it issues no number. [`Dispenser::ensure`] with the same spec then opens what was
+    /// created.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -198,6 +210,12 @@ impl Dispenser {
     ///
     /// [`Error::SpecConflict`] when the stored sequence has a different start, step, min, max
     /// or cycle, or is a stripe of a striped sequence, plus those of [`Dispenser::create`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the sequence created or not and, if a creation
+    /// had begun, its history entry `pending` (see [`history`](crate::history)); it issues no
+    /// number. Call it again: it opens what was created.
     ///
     /// # Example
     ///
@@ -315,6 +333,10 @@ impl Dispenser {
     ///
     /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::CorruptDocument`],
     /// [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn open(&self, name: &str) -> Result<Sequence> {
         validate_name(name)?;
         let stored = self.load(name).await?;
@@ -327,6 +349,10 @@ impl Dispenser {
     ///
     /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::CorruptDocument`],
     /// [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn peek(&self, name: &str) -> Result<SequenceState> {
         validate_name(name)?;
         self.store
@@ -341,6 +367,10 @@ impl Dispenser {
     /// # Errors
     ///
     /// [`Error::Database`] when the collection cannot be read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn list(&self) -> Result<Vec<Result<SequenceState>>> {
         self.store.list().await
     }
@@ -355,6 +385,10 @@ impl Dispenser {
     ///
     /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] when the collection
     /// cannot be read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     ///
     /// # Example
     ///
@@ -397,6 +431,10 @@ impl Dispenser {
     /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
     /// [`Error::Timeout`] when the collection cannot be read.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -435,6 +473,10 @@ impl Dispenser {
     ///
     /// [`Error::Database`] when the collection cannot be read.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -471,6 +513,11 @@ impl Dispenser {
     /// class), [`Error::WouldGoBackwards`]
     /// without `force`, [`Error::Contention`], plus those of [`Dispenser::open`].
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the reset made or not (see [`Dispenser::peek`])
+    /// and its history entry `pending` (see [`history`](crate::history)); it issues no number.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -501,6 +548,12 @@ impl Dispenser {
     /// # Errors
     ///
     /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the sequence deleted or not (see
+    /// [`Dispenser::peek`]) and its history entry `pending` (see [`history`](crate::history));
+    /// it issues no number.
     pub async fn delete(&self, name: &str) -> Result<()> {
         validate_name(name)?;
         // A document that does not decode can still be deleted (its state is not recorded).
@@ -534,6 +587,10 @@ impl Dispenser {
     ///
     /// [`Error::Database`] or [`Error::Timeout`].
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it writes nothing.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -564,6 +621,13 @@ impl Dispenser {
     ///
     /// [`Error::InvalidArgument`] when `n` lies outside the bounds, [`Error::Contention`],
     /// plus those of [`Dispenser::open`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the sequence advanced or not (see
+    /// [`Dispenser::peek`]) and its history entry `pending` (see [`history`](crate::history));
+    /// it issues no number. Calling it again with the same `n` completes it (it never moves a
+    /// sequence backwards).
     ///
     /// # Example
     ///
@@ -628,6 +692,12 @@ impl Dispenser {
     /// # Errors
     ///
     /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the format changed or not (see
+    /// [`Dispenser::peek`]) and its history entry `pending` (see [`history`](crate::history));
+    /// it issues no number.
     ///
     /// # Example
     ///

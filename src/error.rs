@@ -6,6 +6,10 @@
 
 use std::time::Duration;
 
+/// The `what` of the refusal [`Error::is_not_the_next_number`] recognises (the message reads
+/// "invalid gap-free number: …").
+const NOT_THE_NEXT: &str = "gap-free number";
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -494,6 +498,31 @@ impl Error {
         )
     }
 
+    /// True for the refusal of a [`Gapless::void`](crate::gapless::Gapless::void) or
+    /// [`Gapless::release`](crate::gapless::Gapless::release) of a number other than the one
+    /// that may be voided or released now (an [`Error::InvalidArgument`], nothing written).
+    /// Its message names the sequence's next number, which a caller that may not read the
+    /// sequence is not to be told: the service answers such a caller a message of its own.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(invoices: dispenser::gapless::Gapless) -> dispenser::Result<()> {
+    /// match invoices.void(7, "form destroyed").await {
+    ///     Err(e) if e.is_not_the_next_number() => println!("7 may not be voided now"),
+    ///     other => other?,
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn is_not_the_next_number(&self) -> bool {
+        matches!(self, Error::InvalidArgument { what, .. } if what == NOT_THE_NEXT)
+    }
+
+    /// The refusal [`Error::is_not_the_next_number`] recognises, for `reason`.
+    pub(crate) fn not_the_next_number(reason: impl Into<String>) -> Self {
+        Error::invalid_argument(NOT_THE_NEXT, reason)
+    }
+
     pub(crate) fn database(context: impl Into<String>, source: mongodb::error::Error) -> Self {
         Error::Database {
             context: context.into(),
@@ -694,6 +723,24 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_refusal_of_a_number_not_the_next_is_recognised_as_one() {
+        let refused = Error::not_the_next_number("5 is not handed out yet");
+        assert!(refused.is_not_the_next_number());
+        assert_eq!(
+            refused.to_string(),
+            "invalid gap-free number: 5 is not handed out yet"
+        );
+        assert_eq!(refused.code(), "invalid_input");
+        assert!(!Error::invalid_argument("release", "no holder").is_not_the_next_number());
+        assert!(
+            !Error::NoSuchSequence {
+                name: NOT_THE_NEXT.to_owned()
+            }
+            .is_not_the_next_number()
+        );
+    }
 
     /// One error of every variant. The `match` has no `_` arm, so a new variant does not
     /// compile until it is listed here, and then the tests below ask for its code, exit code

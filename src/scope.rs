@@ -74,6 +74,12 @@ impl Dispenser {
     /// (see [`scoped_name`]), [`Error::SpecConflict`] when the scope exists with another shape,
     /// [`Error::Database`].
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the scope created or not (a scope's creation is
+    /// not recorded in the history); it issues no number. Call it again: it opens what was
+    /// created.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -107,6 +113,10 @@ impl Dispenser {
     /// # Errors
     ///
     /// [`Error::InvalidName`], [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     pub async fn list_scopes(&self, template: &str) -> Result<Vec<Result<SequenceState>>> {
         let (from, to) = scope_range(template)?;
         self.store().list_range(&from, &to).await
@@ -130,6 +140,12 @@ impl Dispenser {
     /// [`Error::InvalidArgument`] when a scope to be deleted is a date that may be today
     /// (nothing is deleted; the message names it and the cut-off), [`Error::InvalidName`] for
     /// a bad template or an empty `before`, [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave some of the listed old scopes deleted and others
+    /// not, and its history entry `pending` (see [`history`](crate::history)); call it again. A
+    /// scope that may be in use is never deleted either way.
     ///
     /// # Example
     ///
@@ -356,6 +372,12 @@ impl DailySequence {
     /// # Errors
     ///
     /// Those of [`Dispenser::open_scope`] and [`Sequence::next`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Dispenser::open_scope`] and then [`Sequence::next`]: dropped while today's scope is
+    /// being created, the scope may exist or not; dropped after the draw's write was sent, the
+    /// number it may have reserved is a gap, never issued to anyone.
     pub async fn next(&self) -> Result<ScopedNumber> {
         let scope = self.scope_now();
         let cached = {

@@ -128,12 +128,24 @@ pub trait DynNumberSource: Send + Sync {
     /// [`NumberSource::name`].
     fn dyn_name(&self) -> &str;
     /// [`NumberSource::next`], boxed.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`NumberSource::next`].
     fn dyn_next(&self) -> BoxFuture<'_, Result<i64>>;
     /// [`NumberSource::next_n`], boxed.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`NumberSource::next_n`].
     fn dyn_next_n(&self, n: u64) -> BoxFuture<'_, Result<Run>>;
     /// [`NumberSource::stats`].
     fn dyn_stats(&self) -> Stats;
     /// [`NumberSource::close`], boxed.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`NumberSource::close`].
     fn dyn_close(&self) -> BoxFuture<'_, Result<CloseReport>>;
 }
 

@@ -186,6 +186,13 @@ impl StripedSequence {
     /// stripe exists with another shape (for example another stripe count) or a plain
     /// sequence has the name; plus [`Error::Database`].
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave some stripes created and others not and, if a
+    /// creation had begun, its history entry `pending` (see [`history`](crate::history)); it
+    /// issues no number. Call it again with the same arguments: it creates the missing stripes
+    /// and opens the others.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -284,6 +291,10 @@ impl StripedSequence {
     /// by a version that did not record stripes: open it with [`StripedSequence::ensure`]
     /// and its spec instead), plus those of [`Dispenser::open`].
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -306,6 +317,10 @@ impl StripedSequence {
     ///
     /// As [`StripedSequence::open`] (the stripes may have been deleted since).
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -327,6 +342,13 @@ impl StripedSequence {
     ///
     /// Those of [`StripedSequence::peek`] and [`Dispenser::advance_to`]; on an error after
     /// some stripes moved, calling it again completes the move.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave some stripes advanced and others not (see
+    /// [`StripedSequence::peek`]) and the history entry of the stripe being advanced `pending`
+    /// (see [`history`](crate::history)); it issues no number. Call it again to complete the
+    /// move.
     ///
     /// # Example
     ///
@@ -354,6 +376,13 @@ impl StripedSequence {
     /// [`Error::InvalidArgument`] when a stripe has no number of its class between `next`
     /// and its bound (nothing is written then), plus those of [`Dispenser::reset`]; on an
     /// error after some stripes moved, calling it again completes the reset.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave some stripes reset and others not (see
+    /// [`StripedSequence::peek`]) and the history entry of the stripe being reset `pending`
+    /// (see [`history`](crate::history)); it issues no number. Call it again to complete the
+    /// reset.
     ///
     /// # Example
     ///
@@ -394,6 +423,13 @@ impl StripedSequence {
     /// # Errors
     ///
     /// Those of [`StripedSequence::peek`] and [`Dispenser::delete`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the highest stripes deleted and the others not
+    /// (stripe 0, which records the layout, goes last), and the history entry of the stripe
+    /// being deleted `pending` (see [`history`](crate::history)). The handle then no longer
+    /// opens the layout: delete the stripes left with [`Dispenser::delete`] by name (`name~i`).
     ///
     /// # Example
     ///
@@ -558,6 +594,12 @@ impl StripedSequence {
     ///
     /// Those of [`Sequence::next`] (or [`BlockSequence::next`] with blocks).
     ///
+    /// # Cancel safety
+    ///
+    /// As the stripe's own `next`: with blocks, cancel safe as [`BlockSequence::next`];
+    /// without, as [`Sequence::next`] (a write that was sent may have reserved a number, which
+    /// is then a gap, never issued to anyone).
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -588,6 +630,13 @@ impl StripedSequence {
     /// # Errors
     ///
     /// The first error of a stripe's close (the others are still closed).
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe, though never at the cost of uniqueness: the stripes are closed one
+    /// after another, so dropped midway, those closed stay closed, the one being closed is left
+    /// as a dropped [`BlockSequence::close`] leaves it (what it held given back or a gap, never
+    /// issued twice), and the others stay open. No report says which.
     ///
     /// # Example
     ///

@@ -289,6 +289,11 @@ impl Pool {
     /// `get` the client for each use rather than keep it: a client kept from before fails
     /// with [`Error::Closed`](crate::Error::Closed) once retired (never a duplicate).
     ///
+    /// # Cancel safety
+    ///
+    /// As [`Pool::retire`]: dropped midway, the idle clients not yet retired stay, and the one
+    /// being closed gave back what it held or left it a gap (never issued twice).
+    ///
     /// # Example
     ///
     /// ```no_run

@@ -42,10 +42,10 @@ use crate::error::{Error, Result};
 use crate::options::safe_write_concern;
 use crate::store::Store;
 
-pub use options::{DoctorOptions, MAX_PER_TASK, MAX_TASKS, MAX_TIME_LIMIT};
+pub use options::DoctorOptions;
 pub use report::{
     CasProbe, IncrementProbe, InsertRace, OperationCheck, Probe, Problem, ProblemKind, Report,
-    Scratch, ServerFacts, Topology, WriteConcernCheck, grouped,
+    Scratch, ServerFacts, Topology, WriteConcernCheck,
 };
 
 impl Dispenser {

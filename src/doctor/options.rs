@@ -5,15 +5,6 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// The most concurrent tasks the probe runs.
-pub const MAX_TASKS: u32 = 64;
-
-/// The most operations of one kind each task of the probe sends.
-pub const MAX_PER_TASK: u32 = 100_000;
-
-/// The longest time limit accepted.
-pub const MAX_TIME_LIMIT: Duration = Duration::from_secs(3600);
-
 /// How [`Dispenser::doctor`](crate::Dispenser::doctor) probes the server.
 ///
 /// # Default
@@ -64,6 +55,25 @@ impl Default for DoctorOptions {
 }
 
 impl DoctorOptions {
+    /// The most concurrent tasks the probe runs ([`DoctorOptions::tasks`]).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::doctor::DoctorOptions;
+    /// let o = DoctorOptions::default().with_tasks(DoctorOptions::MAX_TASKS);
+    /// assert!(o.validate().is_ok());
+    /// assert!(o.with_tasks(DoctorOptions::MAX_TASKS + 1).validate().is_err());
+    /// ```
+    pub const MAX_TASKS: u32 = 64;
+
+    /// The most operations of one kind each task of the probe sends
+    /// ([`DoctorOptions::increments`], [`DoctorOptions::swaps`]).
+    pub const MAX_PER_TASK: u32 = 100_000;
+
+    /// The longest time limit accepted ([`DoctorOptions::time_limit`]).
+    pub const MAX_TIME_LIMIT: Duration = Duration::from_secs(3600);
+
     /// Sets how many tasks write at once. Defaults to 8.
     ///
     /// # Example
@@ -135,12 +145,13 @@ impl DoctorOptions {
     /// assert!(e.to_string().contains("tasks"));
     /// ```
     pub fn validate(&self) -> Result<()> {
-        if !(2..=MAX_TASKS).contains(&self.tasks) {
+        if !(2..=Self::MAX_TASKS).contains(&self.tasks) {
             return Err(Error::invalid_argument(
                 "doctor tasks",
                 format!(
-                    "{} is not allowed: must be between 2 and {MAX_TASKS} (one task races no one)",
-                    self.tasks
+                    "{} is not allowed: must be between 2 and {} (one task races no one)",
+                    self.tasks,
+                    Self::MAX_TASKS
                 ),
             ));
         }
@@ -148,20 +159,23 @@ impl DoctorOptions {
             ("doctor increments", self.increments),
             ("doctor swaps", self.swaps),
         ] {
-            if !(1..=MAX_PER_TASK).contains(&n) {
+            if !(1..=Self::MAX_PER_TASK).contains(&n) {
                 return Err(Error::invalid_argument(
                     what,
-                    format!("{n} is not allowed: must be between 1 and {MAX_PER_TASK} per task"),
+                    format!(
+                        "{n} is not allowed: must be between 1 and {} per task",
+                        Self::MAX_PER_TASK
+                    ),
                 ));
             }
         }
-        if self.time_limit.is_zero() || self.time_limit > MAX_TIME_LIMIT {
+        if self.time_limit.is_zero() || self.time_limit > Self::MAX_TIME_LIMIT {
             return Err(Error::invalid_argument(
                 "doctor time limit",
                 format!(
                     "{:?} is not allowed: must be more than 0 and at most {} s",
                     self.time_limit,
-                    MAX_TIME_LIMIT.as_secs()
+                    Self::MAX_TIME_LIMIT.as_secs()
                 ),
             ));
         }

@@ -482,13 +482,7 @@ impl Report {
 
 /// `n` with its digits in groups of three (`1 600`, `196`), as the guide and the reasons
 /// write counts.
-///
-/// # Example
-///
-/// ```
-/// assert_eq!(dispenser::doctor::grouped(1600), "1 600");
-/// ```
-pub fn grouped(n: u64) -> String {
+fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -73,7 +73,7 @@ pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit};
 pub use options::GaplessOptions;
 pub use path::set_field;
 pub use state::{GaplessStatus, Lease, Voided};
-pub use void::{NOT_THE_NEXT, Released};
+pub use void::Released;
 
 /// A gap-free sequence (see the [module](self) docs). Cheap to clone; clones share one
 /// queue — concurrent calls through them take turns in call order without asking the
@@ -346,6 +346,10 @@ impl Dispenser {
     ///
     /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
     /// [`Error::Timeout`] when the collection cannot be read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     ///
     /// # Example
     ///

@@ -11,11 +11,6 @@ use super::{Gapless, GaplessStatus};
 use crate::error::{Error, Result};
 use crate::store::is_duplicate_key;
 
-/// The `what` of the [`Error::InvalidArgument`] that refuses a number other than the next
-/// (or held) one: its message names the next number, which a caller that may void but not
-/// read the sequence is not told (the service answers its own message instead).
-pub const NOT_THE_NEXT: &str = "gap-free number";
-
 /// What [`Gapless::release`] did.
 ///
 /// # Example
@@ -132,13 +127,10 @@ impl Gapless {
             } else {
                 "is not handed out yet"
             };
-            return Err(Error::invalid_argument(
-                NOT_THE_NEXT,
-                format!(
-                    "{number} {what}; only the next number of gap-free sequence {:?}, {}, can be voided",
-                    inner.name, s.next
-                ),
-            ));
+            return Err(Error::not_the_next_number(format!(
+                "{number} {what}; only the next number of gap-free sequence {:?}, {}, can be voided",
+                inner.name, s.next
+            )));
         }
         let holder = match &s.lease {
             None => None,
@@ -228,13 +220,10 @@ impl Gapless {
     fn releasable(&self, number: i64, force: bool, s: &GaplessStatus) -> Result<ObjectId> {
         let inner = &self.inner;
         if number != s.next {
-            return Err(Error::invalid_argument(
-                NOT_THE_NEXT,
-                format!(
-                    "{number} is not held; only the number a holder of gap-free sequence {:?} holds, {}, can be released",
-                    inner.name, s.next
-                ),
-            ));
+            return Err(Error::not_the_next_number(format!(
+                "{number} is not held; only the number a holder of gap-free sequence {:?} holds, {}, can be released",
+                inner.name, s.next
+            )));
         }
         let Some(l) = &s.lease else {
             return Err(Error::invalid_argument(

@@ -72,6 +72,10 @@ impl Dispenser {
     /// that does not decode; [`Error::Database`](crate::Error::Database),
     /// [`Error::Timeout`](crate::Error::Timeout).
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run

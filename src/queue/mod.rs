@@ -307,6 +307,10 @@ impl Dispenser {
     /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
     /// [`Error::Timeout`] when the collection cannot be read.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -331,6 +335,10 @@ impl Dispenser {
     ///
     /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
     /// [`Error::Timeout`] when the collection cannot be read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     ///
     /// # Example
     ///
@@ -369,6 +377,10 @@ impl Dispenser {
     /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
     /// [`Error::Timeout`] when the collection cannot be read.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -403,6 +415,12 @@ impl Dispenser {
     ///
     /// [`Error::InvalidName`], [`Error::NoSuchQueue`], [`Error::Database`],
     /// [`Error::Timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the queue deleted or not (see
+    /// [`Dispenser::open_queue`]) and its history entry `pending` (see
+    /// [`history`](crate::history)).
     ///
     /// # Example
     ///
@@ -804,6 +822,13 @@ impl Queue {
     ///
     /// [`Error::InvalidArgument`] when `n` is 0; those of [`Queue::take`].
     ///
+    /// # Cancel safety
+    ///
+    /// As [`Queue::take`]: dropped before its write is sent, it takes nothing; dropped after,
+    /// the tickets it may have taken wait with nobody holding them (never handed to anyone
+    /// else). Take with a request id ([`Queue::take_with`]) and call again with the same id to
+    /// learn them.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -935,6 +960,12 @@ impl Queue {
     /// [`Error::InvalidArgument`] for a bad desk label (or a hundredth-and-first desk), those
     /// of [`Queue::call`].
     ///
+    /// # Cancel safety
+    ///
+    /// As [`Queue::call`]: dropped before its write is sent, it calls nothing; dropped after,
+    /// the ticket may have been called (and shown by the desk) without anyone announcing it.
+    /// [`Queue::status`] shows what each desk shows.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -968,6 +999,12 @@ impl Queue {
     ///
     /// [`Error::NothingToRecall`] when the desk shows no ticket (nothing written),
     /// [`Error::InvalidArgument`] for a bad desk label, and those of [`Queue::call`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped before its write is sent, nothing changes; dropped after, the recall may be in
+    /// [`QueueStatus::recent_calls`] without anyone announcing it. Nobody is served either way:
+    /// call it again.
     ///
     /// # Example
     ///
@@ -1006,6 +1043,12 @@ impl Queue {
     /// [`Error::NothingToRecall`] when the desk shows no ticket (nothing written),
     /// [`Error::InvalidArgument`] for a bad desk label, and those of [`Queue::call`].
     ///
+    /// # Cancel safety
+    ///
+    /// Dropped before its write is sent, nothing changes; dropped after, the desk may or may
+    /// not still show its ticket ([`Queue::status`] tells). No ticket is taken or called either
+    /// way.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -1035,6 +1078,12 @@ impl Queue {
     ///
     /// [`Error::TicketNotWaiting`] when the ticket does not wait (called, cancelled, never
     /// taken): nothing written. Those of [`Queue::call`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the ticket cancelled or not (see
+    /// [`Queue::status`]) and its history entry `pending` (see [`history`](crate::history)); no
+    /// ticket is taken or called.
     ///
     /// # Example
     ///
@@ -1066,6 +1115,12 @@ impl Queue {
     /// [`Error::InvalidArgument`] for a range [`QueueSpec::validate`] refuses,
     /// [`Error::QueueAlterRefused`] for one that would remap a held ticket (nothing written);
     /// those of [`Queue::call`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the new range set or not (see [`Queue::status`])
+    /// and its history entry `pending` (see [`history`](crate::history)); no ticket is taken or
+    /// called.
     ///
     /// # Example
     ///

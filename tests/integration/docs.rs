@@ -3,7 +3,9 @@
 //! * every command and every long flag the binary's own help lists is in the command-line
 //!   chapter (`src/guide/cli.md`), so the reference cannot fall behind the binary;
 //! * every test the docs cite (`module::test_name` in the guide, the README and CONTRIBUTING)
-//!   exists, in the integration tests or as a unit test in `src/`.
+//!   exists, in the integration tests or as a unit test in `src/`;
+//! * every public function of the library that returns a future documents its
+//!   `# Cancel safety`, as the blocks chapter (`src/guide/blocks.md`) says.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -238,5 +240,92 @@ fn every_test_the_docs_cite_exists() {
     assert!(
         missing.is_empty(),
         "the docs cite tests that do not exist: {missing:#?}"
+    );
+}
+
+/// The public functions under `dir` that return a future (`pub async fn`, a `pub fn` whose
+/// return type is a future, a method of a `pub trait` that returns one), as
+/// `path:line: signature`, each with whether its doc comment has a `# Cancel safety` section.
+/// `src/bin/` and `mod tests` are skipped.
+fn futures(dir: &Path, out: &mut Vec<(String, bool)>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "bin") {
+                futures(&path, out);
+            }
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = read(&path);
+        let lines: Vec<&str> = text.lines().collect();
+        let mut in_trait = false;
+        for (i, line) in lines.iter().enumerate() {
+            if line.starts_with("mod tests") {
+                break;
+            }
+            if line.starts_with("pub trait ") {
+                in_trait = true;
+            } else if *line == "}" {
+                in_trait = false;
+            }
+            let trimmed = line.trim_start();
+            let signature: String = lines[i..]
+                .iter()
+                .map(|l| l.trim())
+                .scan(false, |done, l| {
+                    let take = !*done;
+                    *done = l.contains('{') || l.ends_with(';');
+                    take.then_some(l)
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            let returns_future = signature
+                .split_once("->")
+                .is_some_and(|(_, ret)| ret.contains("Future"));
+            let public = trimmed.starts_with("pub async fn ")
+                || (trimmed.starts_with("pub fn ") && returns_future)
+                || (in_trait
+                    && (trimmed.starts_with("async fn ")
+                        || (trimmed.starts_with("fn ") && returns_future)));
+            if !public {
+                continue;
+            }
+            let documented = lines[..i]
+                .iter()
+                .rev()
+                .map(|l| l.trim_start())
+                .take_while(|l| l.starts_with("///") || l.starts_with("#["))
+                .any(|l| l.contains("# Cancel safety"));
+            let at = path.strip_prefix(root()).unwrap_or(&path).display();
+            out.push((format!("{at}:{}: {}", i + 1, trimmed), documented));
+        }
+    }
+}
+
+/// The guide (`src/guide/blocks.md`) promises that every public async fn documents what
+/// dropping its future part way leaves behind.
+#[test]
+fn every_public_async_fn_documents_its_cancel_safety() {
+    let mut found = Vec::new();
+    futures(&root().join("src"), &mut found);
+    assert!(
+        found.len() > 60,
+        "only {} public async fns found: is the parser right?",
+        found.len()
+    );
+    let missing: Vec<&String> = found
+        .iter()
+        .filter(|(_, documented)| !documented)
+        .map(|(at, _)| at)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} public functions returning a future have no `# Cancel safety` section in \
+         their doc comment: {missing:#?}",
+        missing.len(),
+        found.len()
     );
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use dispenser::Dispenser;
-use dispenser::doctor::{DoctorOptions, Report, grouped};
+use dispenser::doctor::{DoctorOptions, Report};
 use serde_json::json;
 
 use crate::args::whole;
@@ -15,11 +15,11 @@ use crate::output::io_err;
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
     /// Concurrent tasks of the concurrency probe (2–64).
-    #[arg(long, default_value_t = 8, value_parser = whole::<u32>(2, u64::from(dispenser::doctor::MAX_TASKS)), allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 8, value_parser = whole::<u32>(2, u64::from(DoctorOptions::MAX_TASKS)), allow_negative_numbers = true)]
     pub tasks: u32,
     /// Conditional increments per task (1–100000); each task also collects half as many
     /// compare-and-set wins.
-    #[arg(long, default_value_t = 200, value_parser = whole::<u32>(1, u64::from(dispenser::doctor::MAX_PER_TASK)), allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 200, value_parser = whole::<u32>(1, u64::from(DoctorOptions::MAX_PER_TASK)), allow_negative_numbers = true)]
     pub increments: u32,
     /// Seconds the whole examination may take, the removal of its scratch collection
     /// included (more than 0, at most 3600).
@@ -31,7 +31,7 @@ pub struct DoctorArgs {
 }
 
 fn parse_time_limit(s: &str) -> Result<f64, String> {
-    let max = dispenser::doctor::MAX_TIME_LIMIT.as_secs();
+    let max = DoctorOptions::MAX_TIME_LIMIT.as_secs();
     let v: f64 = s
         .parse()
         .map_err(|_| format!("{s:?} is not a number of seconds"))?;
@@ -182,6 +182,19 @@ fn failed(n: u64) -> String {
     }
 }
 
+/// `n` with its digits in groups of three (`1 600`, `196`), as the guide writes counts.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -196,5 +209,13 @@ mod tests {
         for bad in ["0", "-1", "nan", "inf", "3601", "1e-12", "x"] {
             assert!(parse_time_limit(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(196), "196");
+        assert_eq!(grouped(1600), "1 600");
+        assert_eq!(grouped(1_234_567), "1 234 567");
     }
 }

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use dispenser::Error;
-use dispenser::gapless::{Gapless, NOT_THE_NEXT, Released};
+use dispenser::gapless::{Gapless, Released};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -51,7 +51,7 @@ fn may_peek(st: &Shared, headers: &HeaderMap, name: &str) -> bool {
 /// the sequence is not told which number is the next one.
 fn refusal(e: Error, name: &str, number: i64, what: &str, may_peek: bool) -> ApiError {
     match e {
-        Error::InvalidArgument { what: w, .. } if !may_peek && w == NOT_THE_NEXT => ApiError::new(
+        e if !may_peek && e.is_not_the_next_number() => ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_input",
             format!(
