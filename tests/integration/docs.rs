@@ -187,12 +187,7 @@ fn every_test_the_docs_cite_exists() {
     let mut known = BTreeSet::new();
     functions(&tests, &mut known);
     functions(&root().join("src"), &mut known);
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("src/guide"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
+    let mut docs = chapters();
     docs.push(root().join("README.md"));
     docs.push(root().join(".github/CONTRIBUTING.md"));
     let mut missing = Vec::new();
