@@ -41,6 +41,8 @@
 //! - [`guide`]: the user's guide — the document format, strategies, blocks, stripes, scopes,
 //!   gap-free numbers, queues, operations, the command line and HTTP service, benchmarks, the
 //!   full guarantees table and running against a real MongoDB.
+//!   Words the docs use in a sense of their own (block, held, scope, shape, stripe, …) are in
+//!   its [glossary](guide::glossary).
 //!
 //! ## Example
 //!

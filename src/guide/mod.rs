@@ -14,10 +14,17 @@
 //! | [`queues`] | ticket queues: take a ticket, call the next one |
 //! | [`operations`] | alter a live sequence, exhaustion alerts (`check`), `doctor`, `audit` |
 //! | [`cli`] | the command line: commands, flags and their limits, output, exit codes |
-//! | [`service`] | the HTTP service: endpoints, tokens, errors, pages, metrics and alert rules |
-//! | [`benchmarks`] | `dispenser bench` and what it measured, each figure with its command |
+//! | [`service`] | the HTTP service: running it, endpoints, errors, how draws are served |
+//! | [`tokens`] | the service's tokens and rights, and the connection limits |
+//! | [`deploying`] | TLS or a proxy, rotating certificates and tokens, the history's database rights |
+//! | [`pages`] | the service's pages: the operators' `/ui`, the kiosk and the board |
+//! | [`metrics`] | the service's Prometheus metrics, alert rules and logs |
+//! | [`benchmarks`] | `dispenser bench`: running it, sequences, blocks, what the numbers mean |
+//! | [`benchmarks_rtt`] | the benchmarks at a real network round trip (`bench --rtt`) |
+//! | [`benchmarks_service`] | the benchmarks of the HTTP service, queues at their largest, TLS |
 //! | [`guarantees`] | every promise, under which configuration, and the tests that check it |
 //! | [`production`] | a real MongoDB, compatibility, least privilege, scaling out, the local server |
+//! | [`glossary`] | the words this guide uses in a sense of its own: held, family, floor, shape, … |
 //!
 //! Start with the crate's front page for which handle to use when; come here for the details.
 //! Contributors: `.github/CONTRIBUTING.md` in the repository describes the architecture and
@@ -53,11 +60,32 @@ pub mod cli {}
 #[doc = include_str!("service.md")]
 pub mod service {}
 
+#[doc = include_str!("tokens.md")]
+pub mod tokens {}
+
+#[doc = include_str!("deploying.md")]
+pub mod deploying {}
+
+#[doc = include_str!("pages.md")]
+pub mod pages {}
+
+#[doc = include_str!("metrics.md")]
+pub mod metrics {}
+
 #[doc = include_str!("benchmarks.md")]
 pub mod benchmarks {}
+
+#[doc = include_str!("benchmarks_rtt.md")]
+pub mod benchmarks_rtt {}
+
+#[doc = include_str!("benchmarks_service.md")]
+pub mod benchmarks_service {}
 
 #[doc = include_str!("guarantees.md")]
 pub mod guarantees {}
 
 #[doc = include_str!("production.md")]
 pub mod production {}
+
+#[doc = include_str!("glossary.md")]
+pub mod glossary {}

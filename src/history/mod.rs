@@ -28,7 +28,8 @@
 //! - The history proves what the library's clients recorded. Anyone with write access to
 //!   the database can still change a sequence without a record, or edit and delete records:
 //!   give the clients only `insert` and `find` on the history collection, and the right to
-//!   change it to no one (see the guide's [service chapter](crate::guide::service), "Deploying").
+//!   change it to no one (see the guide's
+//!   [deploying chapter](crate::guide::deploying#least-privilege-for-the-history)).
 //!
 //! # Example
 //!

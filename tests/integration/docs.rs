@@ -6,6 +6,9 @@
 //!   exists, in the integration tests or as a unit test in `src/`;
 //! * every public function of the library that returns a future documents its
 //!   `# Cancel safety`, as the blocks chapter (`src/guide/blocks.md`) says.
+//! * no chapter of the guide is longer than [`MAX_CHAPTER_LINES`];
+//! * no chapter but the benchmarks ones, and not the README, holds a lab notebook's marks: a date
+//!   in its prose or a commit hash in backticks (history goes to `CHANGELOG.md`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -186,12 +189,7 @@ fn every_test_the_docs_cite_exists() {
     let mut known = BTreeSet::new();
     functions(&tests, &mut known);
     functions(&root().join("src"), &mut known);
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("src/guide"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
+    let mut docs = chapters();
     docs.push(root().join("README.md"));
     docs.push(root().join(".github/CONTRIBUTING.md"));
     let mut missing = Vec::new();
@@ -327,5 +325,139 @@ fn every_public_async_fn_documents_its_cancel_safety() {
          their doc comment: {missing:#?}",
         missing.len(),
         found.len()
+    );
+}
+
+/// The guide's chapters, `src/guide/*.md`, by name.
+fn chapters() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root().join("src/guide"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The longest a chapter may be: about 250 lines, task-first, then split.
+const MAX_CHAPTER_LINES: usize = 260;
+
+#[test]
+fn no_chapter_of_the_guide_is_longer_than_the_limit() {
+    let chapters = chapters();
+    assert!(chapters.len() > 10, "{} chapters found", chapters.len());
+    let long: Vec<String> = chapters
+        .iter()
+        .map(|p| (p, read(p).lines().count()))
+        .filter(|(_, n)| *n > MAX_CHAPTER_LINES)
+        .map(|(p, n)| {
+            format!(
+                "{}: {n} lines",
+                p.strip_prefix(root()).unwrap_or(p).display()
+            )
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "chapters over {MAX_CHAPTER_LINES} lines (split them, and add the parts to \
+         src/guide/mod.rs): {long:#?}"
+    );
+}
+
+/// The prose of a Markdown text: what is outside fenced code blocks and inline code spans.
+fn prose(text: &str) -> String {
+    let mut outside = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            outside.push_str(line);
+            outside.push('\n');
+        }
+    }
+    outside.split('`').step_by(2).collect::<Vec<_>>().join(" ")
+}
+
+/// The dates `20YY-MM-DD` in `text`.
+fn dates(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    (0..b.len().saturating_sub(9))
+        .filter(|&i| {
+            b[i..].starts_with(b"20")
+                && digits(i..i + 4)
+                && b[i + 4] == b'-'
+                && digits(i + 5..i + 7)
+                && b[i + 7] == b'-'
+                && digits(i + 8..i + 10)
+                && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+        })
+        .map(|i| text[i..i + 10].to_owned())
+        .collect()
+}
+
+/// The backticked tokens of `text` that look like commit hashes: 7 to 40 lowercase hex digits,
+/// letters and digits both.
+fn hashes(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| {
+            (7..=40).contains(&s.len())
+                && s.chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+                && s.chars().any(|c| c.is_ascii_digit())
+                && s.chars().any(|c| c.is_ascii_lowercase())
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn lab_notebook_marks_stay_in_the_benchmarks_chapters() {
+    // The marks are found where they should be (the parser works) …
+    let benchmarks = read(&root().join("src/guide/benchmarks_service.md"));
+    assert!(!dates(&prose(&benchmarks)).is_empty() && !hashes(&benchmarks).is_empty());
+    assert_eq!(
+        dates("on 2026-11-25 at 20:20, not x2026-11-25"),
+        ["2026-11-25"]
+    );
+    assert_eq!(
+        hashes("commit `0a34ab7`, not `20000000` or `deadline`"),
+        ["0a34ab7"]
+    );
+    // … and nowhere else. A date in code (`tickets@2026-11-22`, an example's output) is data.
+    let mut docs: Vec<PathBuf> = chapters()
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("benchmarks"))
+        })
+        .collect();
+    docs.push(root().join("README.md"));
+    let mut found = Vec::new();
+    for doc in &docs {
+        let text = read(doc);
+        let name = doc
+            .strip_prefix(root())
+            .unwrap_or(doc)
+            .display()
+            .to_string();
+        for date in dates(&prose(&text)) {
+            found.push(format!("{name}: the date {date}"));
+        }
+        for hash in hashes(&text) {
+            found.push(format!("{name}: the commit hash `{hash}`"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "measurements' dates and commit hashes belong in the benchmarks chapters or \
+         CHANGELOG.md: {found:#?}"
     );
 }
