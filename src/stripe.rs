@@ -419,17 +419,19 @@ impl StripedSequence {
     /// Deletes every stripe; returns how many documents were deleted. Like
     /// [`Dispenser::delete`], the numbers may be issued again if the striped sequence is
     /// created anew. This handle (and its clones) then fail with [`Error::NoSuchSequence`].
+    /// The same as [`StripedSequence::delete_named`] with this handle's name: it also
+    /// finishes a delete that was interrupted.
     ///
     /// # Errors
     ///
-    /// Those of [`StripedSequence::peek`] and [`Dispenser::delete`].
+    /// Those of [`StripedSequence::delete_named`].
     ///
     /// # Cancel safety
     ///
     /// Dropping the future part way may leave the highest stripes deleted and the others not
     /// (stripe 0, which records the layout, goes last), and the history entry of the stripe
-    /// being deleted `pending` (see [`history`](crate::history)). The handle then no longer
-    /// opens the layout: delete the stripes left with [`Dispenser::delete`] by name (`name~i`).
+    /// being deleted `pending` (see [`history`](crate::history)). Calling it again (or
+    /// [`StripedSequence::delete_named`], or `dispenser delete NAME`) deletes the rest.
     ///
     /// # Example
     ///
@@ -439,15 +441,61 @@ impl StripedSequence {
     /// # Ok(()) }
     /// ```
     pub async fn delete(&self) -> Result<u32> {
-        let states = self.peek().await?;
+        StripedSequence::delete_named(&self.inner.dispenser, &self.inner.name).await
+    }
+
+    /// Deletes the stripes of the striped sequence `name` that exist, highest first and
+    /// stripe 0 (which records how many there are) last; returns how many documents were
+    /// deleted. Unlike [`StripedSequence::open`], it needs only stripe 0: a delete that was
+    /// interrupted (a process killed part way leaves the highest stripes deleted, and the
+    /// layout can no longer be opened) is finished by calling it again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`] when stripe 0 does not exist (never created, or deleted
+    /// already); [`Error::SpecConflict`] when a document of a stripe's name is not that
+    /// stripe of this layout (nothing more is deleted); those of [`Dispenser::delete`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`StripedSequence::delete`]: call it again to delete the rest.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::stripe::StripedSequence;
+    /// let n = StripedSequence::delete_named(&d, "ids").await?;
+    /// println!("deleted {n} stripe(s)");
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_named(dispenser: &Dispenser, name: &str) -> Result<u32> {
+        validate_name(name)?;
+        let first = dispenser.peek(&stripe_name(name, 0)).await?;
+        let count = match first.stripe {
+            Some(st) if st.index == 0 => st.count,
+            _ => return Err(not_striped(name, &first)),
+        };
         let mut n = 0;
-        // Highest stripe first: stripe 0 (which says how many there are) goes last, so an
-        // interrupted delete can be run again.
-        for st in states.iter().rev() {
-            self.inner.dispenser.delete(&st.name).await?;
-            n += 1;
+        for i in (1..count).rev() {
+            let stripe = stripe_name(name, i);
+            match dispenser.peek(&stripe).await {
+                // Deleted by an earlier, interrupted delete.
+                Err(Error::NoSuchSequence { .. }) => continue,
+                Err(e) => return Err(e),
+                Ok(st) if st.stripe != Some(StripeId::new(i, count)) => {
+                    return Err(not_striped(name, &st));
+                }
+                Ok(_) => {}
+            }
+            match dispenser.delete(&stripe).await {
+                Ok(()) => n += 1,
+                Err(Error::NoSuchSequence { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
-        Ok(n)
+        dispenser.delete(&first.name).await?;
+        Ok(n + 1)
     }
 
     /// Alters every stripe (see [`Dispenser::alter`]): its bounds, or `force`. The change is

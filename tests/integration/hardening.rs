@@ -293,6 +293,73 @@ async fn the_live_daily_scope_is_never_deleted() {
     assert_eq!(live.next().await.unwrap(), 4);
 }
 
+/// A delete of a striped sequence interrupted part way (a process killed after the highest
+/// stripes went; stripe 0, which records the layout, goes last) is finished by deleting again:
+/// through the handle made before, through `StripedSequence::delete_named`, and through
+/// `dispenser delete NAME` — though the layout no longer opens. Before, each of them failed
+/// with "no such sequence" on the first missing stripe and the rest stayed for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_striped_delete_is_finished_by_deleting_again() {
+    use dispenser::stripe::StripedSequence;
+    let f = Fixture::new("stripe_delete_again").await;
+    let d = f.dispenser(f.options());
+    let remaining = |name: &'static str| {
+        let raw = f.raw();
+        async move {
+            raw.count_documents(doc! { "_id": { "$regex": format!("^{name}~") } })
+                .await
+                .unwrap()
+        }
+    };
+    // The handle made before the interruption.
+    let ids = StripedSequence::ensure(&d, "ids", 4, Spec::default())
+        .await
+        .unwrap();
+    ids.next().await.unwrap();
+    d.delete("ids~3").await.unwrap(); // what an interrupted delete leaves
+    assert!(StripedSequence::open(&d, "ids").await.is_err());
+    assert_eq!(ids.delete().await.unwrap(), 3);
+    assert_eq!(remaining("ids").await, 0);
+    // By name, from another process that cannot open the layout.
+    StripedSequence::ensure(&d, "jobs", 3, Spec::default())
+        .await
+        .unwrap();
+    d.delete("jobs~2").await.unwrap();
+    assert_eq!(StripedSequence::delete_named(&d, "jobs").await.unwrap(), 2);
+    assert_eq!(remaining("jobs").await, 0);
+    assert!(matches!(
+        StripedSequence::delete_named(&d, "jobs").await,
+        Err(Error::NoSuchSequence { .. })
+    ));
+    // The command line.
+    StripedSequence::ensure(&d, "tix", 4, Spec::default())
+        .await
+        .unwrap();
+    d.delete("tix~3").await.unwrap();
+    d.delete("tix~2").await.unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", crate::common::uri())
+        .args([
+            "--db",
+            crate::common::DB,
+            "--collection",
+            f.collection.as_str(),
+        ])
+        .args(["delete", "tix"])
+        .output()
+        .expect("run dispenser");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "deleted tix (2 stripes)"
+    );
+    assert_eq!(remaining("tix").await, 0);
+}
+
 /// The CLI acts on a striped sequence by its name: create --stripes, next, peek, advance-to,
 /// reset and delete move every stripe, each within its class.
 #[test]

@@ -238,10 +238,13 @@ pub async fn delete(
     } else {
         match d.delete(&name).await {
             Err(e @ Error::NoSuchSequence { .. }) => {
-                let Some(ids) = striped(d, &name).await else {
-                    return Err(e);
+                // A striped sequence, whole or left part way by an interrupted delete.
+                let n = match StripedSequence::delete_named(d, &name).await {
+                    Err(Error::NoSuchSequence { .. } | Error::SpecConflict { .. }) => {
+                        return Err(e);
+                    }
+                    other => other?,
                 };
-                let n = ids.delete().await?;
                 writeln!(out, "deleted {name} ({n} stripes)").map_err(io_err)?;
             }
             other => {

@@ -528,8 +528,18 @@ pub(super) async fn delete(
     check_name(&name, false)?;
     match st.exclusive(&name, acting.delete(&name)).await {
         Err(e @ Error::NoSuchSequence { .. }) => {
-            let (ids, stripes) = stripes_or(&acting, &name, e).await?;
-            st.exclusive_all(&stripes, ids.delete()).await?;
+            // A striped sequence, whole or left part way by an interrupted delete: its layout
+            // is read from stripe 0, which goes last.
+            let count = match acting.peek(&stripe_name(&name, 0)).await {
+                Ok(first) => match first.stripe {
+                    Some(s) if s.index == 0 => s.count,
+                    _ => return Err(e.into()),
+                },
+                Err(_) => return Err(e.into()),
+            };
+            let stripes: Vec<String> = (0..count).map(|i| stripe_name(&name, i)).collect();
+            st.exclusive_all(&stripes, StripedSequence::delete_named(&acting, &name))
+                .await?;
         }
         other => {
             other?;
