@@ -34,10 +34,11 @@ async fn stream_status(addr: &str, queue: &str) -> u16 {
     status
 }
 
-/// Two board streams whose clients (4 KiB receive buffers) never read, then 800 takes and
-/// calls through the service: the streams' writes stop making progress, and within 30 s of
-/// that (50 s here, from the last call) the service has closed them, so the board's token
-/// (`--max-streams-per-token 2`) gets a stream again. Before the fix both stayed open (the
+/// Two board streams whose clients (4 KiB receive buffers) never read, then takes and calls
+/// through the service until the streams' writes stop making progress: within 30 s of that
+/// (180 s here from the first call, for a loaded machine; a stream otherwise lives 10 minutes)
+/// the service has closed them, so the board's token (`--max-streams-per-token 2`) gets a
+/// stream again. Before the fix both stayed open (the
 /// stream's 10-minute limit was checked only when the stream was polled, which a blocked
 /// socket never lets happen) and every new board got 429 until the service was restarted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,35 +75,41 @@ async fn a_stream_whose_client_stops_reading_is_closed_and_its_place_comes_back(
         429,
         "the two stuck streams should hold the token's places"
     );
-    // Every take and call changes the status: an event for each stream.
-    for i in 0..400 {
-        for op in ["take", "call"] {
-            let (status, body) = send(
-                http.post(svc.url(&format!("/v1/queues/lobby/{op}")))
-                    .bearer_auth(ADMIN),
-            )
-            .await;
-            assert_eq!(status, 200, "{op} {i}: {body}");
-        }
-    }
-    let last = Instant::now();
-    let bound = Duration::from_secs(50);
+    // Every take and call changes the status: an event for each stream. The calls go on
+    // until a new board stream is answered: how many events fill a stuck connection's buffers
+    // depends on how many the stream coalesces (more on a loaded machine), so the load stops
+    // only once the places came back — within 30 s of the writes' last progress.
+    let started = Instant::now();
+    let bound = Duration::from_secs(180);
+    let mut calls = 0;
     loop {
+        for _ in 0..50 {
+            for op in ["take", "call"] {
+                let (status, body) = send(
+                    http.post(svc.url(&format!("/v1/queues/lobby/{op}")))
+                        .bearer_auth(ADMIN),
+                )
+                .await;
+                assert_eq!(status, 200, "{op} {calls}: {body}");
+            }
+            calls += 1;
+        }
         match stream_status(&addr, "lobby").await {
             200 => break,
             429 => {}
             other => panic!("a new board stream was answered {other}"),
         }
         assert!(
-            last.elapsed() < bound,
-            "the streams of clients that stopped reading were still open {:?} after the last call",
-            last.elapsed()
+            started.elapsed() < bound,
+            "the streams of clients that stopped reading were still open {:?} after the calls \
+             began ({calls} takes and calls; a stream lives 10 minutes at most, a stall 30 s)",
+            started.elapsed()
         );
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     eprintln!(
-        "the stuck streams were closed; a new board got a stream {:?} after the last call",
-        last.elapsed()
+        "the stuck streams were closed; a new board got a stream {:?} after the calls began ({calls} takes and calls)",
+        started.elapsed()
     );
     drop(stuck);
     let (status, stderr) = svc.stop();
