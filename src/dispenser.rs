@@ -284,7 +284,7 @@ impl Dispenser {
     }
 
     /// [`Dispenser::ensure_as`], and whether this call inserted the document.
-    async fn insert_or_load(
+    pub(crate) async fn insert_or_load(
         &self,
         name: &str,
         spec: Spec,

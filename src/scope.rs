@@ -65,8 +65,9 @@ fn scope_range(template: &str) -> Result<(String, String)> {
 }
 
 impl Dispenser {
-    /// Opens scope `scope` of template `template`, creating it on first use from the
-    /// template's spec (the scope starts at the template's next number).
+    /// Makes scope `scope` of template `template` on first use, from the template's spec
+    /// (the scope starts at the template's next number), or opens it if it exists with the
+    /// template's shape (see the [vocabulary](crate::guide::glossary#create-ensure-open)).
     ///
     /// # Errors
     ///
@@ -86,12 +87,72 @@ impl Dispenser {
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// use dispenser::Spec;
     /// d.ensure("invoices", Spec::default()).await?; // the template
-    /// let acme = d.open_scope("invoices", "acme").await?;
-    /// let globex = d.open_scope("invoices", "globex").await?;
+    /// let acme = d.ensure_scope("invoices", "acme").await?;
+    /// let globex = d.ensure_scope("invoices", "globex").await?;
     /// assert_eq!((acme.next().await?, globex.next().await?), (1, 1)); // independent
     /// # Ok(()) }
     /// ```
+    pub async fn ensure_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
+        let (name, spec) = self.scope_spec(template, scope).await?;
+        // A scope starts where its template stands when it is first used: compare the shape.
+        self.ensure_as(&name, spec, None, false).await
+    }
+
+    /// Makes scope `scope` of template `template`, as [`Dispenser::ensure_scope`] does, but
+    /// fails if it exists already.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyExists`] when it exists; otherwise those of
+    /// [`Dispenser::ensure_scope`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped part way, the scope may have been made; a second `create_scope` then fails
+    /// with [`Error::AlreadyExists`] and [`Dispenser::open_scope`] opens it. It issues no
+    /// number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let acme = d.create_scope("invoices", "acme").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
+        let (name, spec) = self.scope_spec(template, scope).await?;
+        match self.insert_or_load(&name, spec, None, false).await? {
+            (sequence, true) => Ok(sequence),
+            (_, false) => Err(Error::AlreadyExists { name }),
+        }
+    }
+
+    /// Opens the existing scope `scope` of template `template`, never writing (the same as
+    /// [`Dispenser::open`] of [`scoped_name`]`(template, scope)`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`] when the scope does not exist, [`Error::InvalidName`],
+    /// [`Error::CorruptDocument`], [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let acme = d.open_scope("invoices", "acme").await?; // fails if acme never drew
+    /// let n = acme.next().await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn open_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
+        self.open(&scoped_name(template, scope)?).await
+    }
+
+    /// The name and spec of scope `scope` of `template`, as the template stands now.
+    async fn scope_spec(&self, template: &str, scope: &str) -> Result<(String, Spec)> {
         let name = scoped_name(template, scope)?;
         let t = self.peek(template).await?;
         let start = t
@@ -104,8 +165,7 @@ impl Dispenser {
             .with_cycle(t.cycle)
             .with_start(start);
         spec.validate(&name)?;
-        // A scope starts where its template stands when it is first used: compare the shape.
-        self.ensure_as(&name, spec, None, false).await
+        Ok((name, spec))
     }
 
     /// The scopes of `template`, sorted by scope key (corrupt documents as errors in place).
@@ -371,11 +431,11 @@ impl DailySequence {
     ///
     /// # Errors
     ///
-    /// Those of [`Dispenser::open_scope`] and [`Sequence::next`].
+    /// Those of [`Dispenser::ensure_scope`] and [`Sequence::next`].
     ///
     /// # Cancel safety
     ///
-    /// As [`Dispenser::open_scope`] and then [`Sequence::next`]: dropped while today's scope is
+    /// As [`Dispenser::ensure_scope`] and then [`Sequence::next`]: dropped while today's scope is
     /// being created, the scope may exist or not; dropped after the draw's write was sent, the
     /// number it may have reserved is a gap, never issued to anyone.
     pub async fn next(&self) -> Result<ScopedNumber> {
@@ -390,7 +450,7 @@ impl DailySequence {
         let seq = match cached {
             Some(seq) => seq,
             None => {
-                let seq = self.dispenser.open_scope(&self.template, &scope).await?;
+                let seq = self.dispenser.ensure_scope(&self.template, &scope).await?;
                 let old = self
                     .current
                     .lock()

@@ -230,7 +230,7 @@ pub fn validate_name(name: &str) -> Result<()> {
 /// ```
 /// assert!(dispenser::sequence::validate_plain_name("orders").is_ok());
 /// let err = dispenser::sequence::validate_plain_name("tickets@acme").unwrap_err();
-/// assert!(err.to_string().contains("use open_scope(template, key)"));
+/// assert!(err.to_string().contains("use ensure_scope(template, key)"));
 /// assert!(dispenser::sequence::validate_plain_name("ids~1").is_err());
 /// ```
 pub fn validate_plain_name(name: &str) -> Result<()> {
@@ -239,7 +239,7 @@ pub fn validate_plain_name(name: &str) -> Result<()> {
         return Err(invalid(
             name,
             "must not contain '@': '@' separates a template from its scope: use \
-             open_scope(template, key)"
+             ensure_scope(template, key)"
                 .to_owned(),
         ));
     }
@@ -371,7 +371,7 @@ mod tests {
             assert!(validate_plain_name(built).is_err(), "{built}");
         }
         let err = validate_plain_name("x@y").unwrap_err().to_string();
-        assert!(err.contains("open_scope(template, key)"), "{err}");
+        assert!(err.contains("ensure_scope(template, key)"), "{err}");
         let err = validate_plain_name("q~0").unwrap_err().to_string();
         assert!(err.contains("StripedSequence::ensure"), "{err}");
         assert!(validate_plain_name("tickets-2026/01 é").is_ok());

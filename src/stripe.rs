@@ -210,6 +210,48 @@ impl StripedSequence {
         stripes: u32,
         spec: Spec,
     ) -> Result<StripedSequence> {
+        StripedSequence::make(dispenser, name, stripes, spec, false).await
+    }
+
+    /// Makes the striped sequence `name`, as [`StripedSequence::ensure`] does, but fails if
+    /// it exists already (its stripe 0, which records the layout).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyExists`] when it exists; otherwise those of
+    /// [`StripedSequence::ensure`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`StripedSequence::ensure`]: dropped part way, some stripes may exist; a second
+    /// `create` then fails with [`Error::AlreadyExists`], and [`StripedSequence::ensure`] with
+    /// the same arguments makes the rest.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::{Spec, stripe::StripedSequence};
+    /// let ids = StripedSequence::create(&d, "ids", 8, Spec::default()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create(
+        dispenser: &Dispenser,
+        name: &str,
+        stripes: u32,
+        spec: Spec,
+    ) -> Result<StripedSequence> {
+        StripedSequence::make(dispenser, name, stripes, spec, true).await
+    }
+
+    /// [`StripedSequence::ensure`], or with `new_only` [`StripedSequence::create`].
+    async fn make(
+        dispenser: &Dispenser,
+        name: &str,
+        stripes: u32,
+        spec: Spec,
+        new_only: bool,
+    ) -> Result<StripedSequence> {
         if !(1..=MAX_STRIPES).contains(&stripes) {
             return Err(Error::invalid_argument(
                 "stripes",
@@ -258,8 +300,29 @@ impl StripedSequence {
         // A creation is recorded (stripe 0 absent), a striped sequence opened is not.
         let zero_name = stripe_name(name, 0);
         let creating = dispenser.store().load(&zero_name).await?.is_none();
+        if new_only && !creating {
+            return Err(Error::AlreadyExists {
+                name: name.to_owned(),
+            });
+        }
         let make = async {
-            let mut plain = vec![ensure(zero).await?];
+            let first = if new_only {
+                // Stripe 0 inserted by this call, or another creation won the race.
+                match dispenser
+                    .insert_or_load(&zero_name, zero.0, Some(StripeId::new(0, count)), true)
+                    .await?
+                {
+                    (sequence, true) => sequence,
+                    (_, false) => {
+                        return Err(Error::AlreadyExists {
+                            name: name.to_owned(),
+                        });
+                    }
+                }
+            } else {
+                ensure(zero).await?
+            };
+            let mut plain = vec![first];
             plain.extend(try_join_all(specs.map(ensure)).await?);
             Ok(plain)
         };

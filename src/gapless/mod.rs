@@ -9,7 +9,7 @@
 //! How the guarantees hold, with single-document atomic writes only (no transactions):
 //!
 //! - **Never twice, never both used and voided**: the business collection has a plain
-//!   unique index on the number field ([`Dispenser::open_gapless`] creates or verifies it,
+//!   unique index on the number field ([`Dispenser::ensure_gapless`] creates or verifies it,
 //!   and refuses a partial, sparse or collated one). A business write and a **void
 //!   document** ([`Gapless::void`] inserts one into the business collection) carrying the
 //!   same number meet there: the later one fails with a duplicate key. A caller whose write
@@ -87,7 +87,7 @@ pub use void::Released;
 ///
 /// # async fn f() -> dispenser::Result<()> {
 /// let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
-/// let invoices = d.open_gapless("invoices", GaplessOptions::new("invoices", "number")).await?;
+/// let invoices = d.ensure_gapless("invoices", GaplessOptions::new("invoices", "number")).await?;
 /// let coll = invoices.business().clone();
 /// let issued = invoices
 ///     .issue(|n| {
@@ -202,7 +202,8 @@ pub struct Issued<T> {
 }
 
 impl Dispenser {
-    /// Opens (creating it on first use) the gap-free sequence `name`, whose numbers are
+    /// Makes the gap-free sequence `name` if it does not exist, or opens it if it exists with
+    /// the same settings (see the guide's [vocabulary](crate::guide::glossary#create-ensure-open)). Its numbers are
     /// carried by `options.field` of the documents of `options.collection` (in this
     /// dispenser's database). Its state lives in the collection `<collection>_gapless` next
     /// to the sequences (for the default `dispensers`: `dispensers_gapless`).
@@ -224,17 +225,54 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: every step is idempotent; open again.
+    /// Cancel safe: every step is idempotent; ensure again.
     ///
     /// # Example
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// use dispenser::gapless::GaplessOptions;
-    /// let invoices = d.open_gapless("invoices-2026", GaplessOptions::new("invoices", "number")).await?;
+    /// let invoices = d.ensure_gapless("invoices-2026", GaplessOptions::new("invoices", "number")).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn open_gapless(&self, name: &str, options: GaplessOptions) -> Result<Gapless> {
+    pub async fn ensure_gapless(&self, name: &str, options: GaplessOptions) -> Result<Gapless> {
+        self.make_gapless(name, options, false).await
+    }
+
+    /// Makes the gap-free sequence `name`, as [`Dispenser::ensure_gapless`] does, but fails if
+    /// it exists already (whatever its settings), writing nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyExists`] when it exists; otherwise those of
+    /// [`Dispenser::ensure_gapless`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Dispenser::ensure_gapless`]: dropped part way, the sequence may have been made (and
+    /// its creation recorded); a second `create_gapless` then fails with
+    /// [`Error::AlreadyExists`], and [`Dispenser::open_gapless`] opens it.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::gapless::GaplessOptions;
+    /// let options = GaplessOptions::new("invoices", "number");
+    /// let invoices = d.create_gapless("invoices-2027", options).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_gapless(&self, name: &str, options: GaplessOptions) -> Result<Gapless> {
+        self.make_gapless(name, options, true).await
+    }
+
+    /// [`Dispenser::ensure_gapless`], or with `new_only` [`Dispenser::create_gapless`].
+    async fn make_gapless(
+        &self,
+        name: &str,
+        options: GaplessOptions,
+        new_only: bool,
+    ) -> Result<Gapless> {
         validate_name(name)?;
         options.validate()?;
         let business = self.gapless_collection(&options.collection);
@@ -242,6 +280,11 @@ impl Dispenser {
         // An existing sequence is compared first: a refused open writes nothing (not even
         // the index on a field the sequence does not number).
         let exists = match g.inner.read_raw().await {
+            Ok(_) if new_only => {
+                return Err(Error::AlreadyExists {
+                    name: name.to_owned(),
+                });
+            }
             Ok(d) => {
                 g.inner.check_stored(&d)?;
                 true
@@ -271,6 +314,11 @@ impl Dispenser {
             .await
         {
             Ok(_) => Ok(true),
+            Err(Error::Database { source, .. }) if is_duplicate_key(&source) && new_only => {
+                Err(Error::AlreadyExists {
+                    name: name.to_owned(),
+                })
+            }
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) => {
                 match g.inner.read_raw().await {
                     Ok(d) => g.inner.check_stored(&d).map(|()| false),
@@ -297,8 +345,8 @@ impl Dispenser {
         made.map(|_| g)
     }
 
-    /// Opens the existing gap-free sequence `name` with the collection, field and void
-    /// settings it was created with (and the default lease and wait, the lease at most the
+    /// Opens the existing gap-free sequence `name`, never writing, with the collection, field
+    /// and void settings it was created with (and the default lease and wait, the lease at most the
     /// sequence's longest lease), without touching the business collection's indexes: for
     /// status, voids, releases and audits. (Its operations that write make sure the unique
     /// index is there before they rely on it.)
@@ -316,11 +364,11 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let s = d.find_gapless("invoices-2026").await?.status().await?;
+    /// let s = d.open_gapless("invoices-2026").await?.status().await?;
     /// println!("next invoice: {}", s.next);
     /// # Ok(()) }
     /// ```
-    pub async fn find_gapless(&self, name: &str) -> Result<Gapless> {
+    pub async fn open_gapless(&self, name: &str) -> Result<Gapless> {
         validate_name(name)?;
         let probe = self.gapless(
             name,

@@ -6,7 +6,7 @@ use bson::Document;
 
 use crate::error::{Error, Result};
 
-/// How a gap-free sequence is opened (see [`Dispenser::open_gapless`]).
+/// How a gap-free sequence is opened (see [`Dispenser::ensure_gapless`]).
 ///
 /// | field | default |
 /// |---|---|
@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 /// # Ok::<(), dispenser::Error>(())
 /// ```
 ///
-/// [`Dispenser::open_gapless`]: crate::Dispenser::open_gapless
+/// [`Dispenser::ensure_gapless`]: crate::Dispenser::ensure_gapless
 /// [`Gapless::issue`]: super::Gapless::issue
 /// [`Gapless::set_max_lease`]: super::Gapless::set_max_lease
 #[derive(Clone, Debug, PartialEq)]

@@ -800,7 +800,7 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
                     .await
                     .map(drop),
             ),
-            ("open_scope", d.open_scope(name, "k").await.map(drop)),
+            ("ensure_scope", d.ensure_scope(name, "k").await.map(drop)),
             ("daily", d.open_daily(name, "UTC").map(drop)),
         ];
         for (call, r) in calls {
@@ -825,7 +825,10 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
         .await
         .expect("template");
     for key in ["a\nb", "\t", "k\u{7f}"] {
-        let err = d.open_scope("tickets", key).await.expect_err("control key");
+        let err = d
+            .ensure_scope("tickets", key)
+            .await
+            .expect_err("control key");
         assert!(
             matches!(err, dispenser::Error::InvalidName { .. }),
             "{key:?}: {err}"
@@ -836,7 +839,7 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
     let count = f.raw().count_documents(mongodb_doc()).await.expect("count");
     assert_eq!(count, 1);
     // Names the library builds stay readable, peekable and deletable by their full name.
-    let acme = d.open_scope("tickets", "acme").await.expect("scope");
+    let acme = d.ensure_scope("tickets", "acme").await.expect("scope");
     assert_eq!(acme.next().await.expect("draw"), 1);
     assert_eq!(d.peek("tickets@acme").await.expect("peek scope").value, 1);
     d.open("tickets@acme").await.expect("open scope");

@@ -96,7 +96,7 @@ async fn failing_and_panicking_writes_from_eight_tasks_leave_no_gap_and_no_dupli
     let d = f.dispenser(f.options());
     let business = format!("{}_inv", f.collection);
     let g = d
-        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
         .await
         .unwrap();
     let seed: u64 = std::time::SystemTime::now()
@@ -173,7 +173,7 @@ async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplic
     let d = f.dispenser(f.options());
     let business = format!("{}_inv", f.collection);
     let g = d
-        .open_gapless(
+        .ensure_gapless(
             "inv",
             GaplessOptions::new(&business, "number").with_lease(Duration::from_millis(300)),
         )
@@ -206,7 +206,7 @@ async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplic
     };
     holding.notified().await;
     // Another handle, as another process would have (clones of one handle take turns).
-    let g2 = d.find_gapless("inv").await.unwrap();
+    let g2 = d.open_gapless("inv").await.unwrap();
     let coll = g2.business().clone();
     let other = g2
         .issue(|n| {
@@ -295,7 +295,7 @@ async fn voids_are_kept_with_their_reason_and_misuse_is_refused() {
     let d = f.dispenser(f.options());
     let business = format!("{}_inv", f.collection);
     let g = d
-        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
         .await
         .unwrap();
     let insert =
@@ -392,7 +392,7 @@ async fn void_documents_carry_the_configured_void_field_and_extra_fields() {
     let options = GaplessOptions::new(&business, "meta.number")
         .with_void_field("audit.void")
         .with_void_extra(doc! { "status": "VOID", "total": 0 });
-    let g = d.open_gapless("inv", options.clone()).await.unwrap();
+    let g = d.ensure_gapless("inv", options.clone()).await.unwrap();
     g.void(1, "never printed").await.unwrap();
     let out = cli(&f)
         .args(["gapless", "void", "inv", "2", "--reason", "torn"])
@@ -441,7 +441,7 @@ async fn void_documents_carry_the_configured_void_field_and_extra_fields() {
     assert_eq!((a.numbers, a.voids.clone()), (3, vec![1, 2]));
     // Opening it with other void settings is a conflict; nothing changes.
     let e = d
-        .open_gapless("inv", options.clone().with_void_field("voided"))
+        .ensure_gapless("inv", options.clone().with_void_field("voided"))
         .await
         .unwrap_err();
     assert!(matches!(e, Error::SpecConflict { .. }), "{e}");
@@ -464,12 +464,12 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
     .await
     .unwrap();
     let e = d
-        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
         .await
         .unwrap_err();
     assert!(e.to_string().contains("unique index"), "{e}");
     assert!(matches!(
-        d.find_gapless("inv").await.unwrap_err(),
+        d.open_gapless("inv").await.unwrap_err(),
         Error::NoSuchSequence { .. }
     ));
     // The audit works on any collection.
@@ -480,7 +480,7 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
     );
     // Bad options name what is wrong, and nothing is written.
     let e = d
-        .open_gapless("inv", GaplessOptions::new(&business, "$number"))
+        .ensure_gapless("inv", GaplessOptions::new(&business, "$number"))
         .await
         .unwrap_err();
     assert!(
@@ -600,7 +600,7 @@ async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
         .unwrap();
         let name = format!("inv{i}");
         let Err(e) = d
-            .open_gapless(&name, GaplessOptions::new(&business, "number"))
+            .ensure_gapless(&name, GaplessOptions::new(&business, "number"))
             .await
         else {
             panic!("{what}: the weak index was accepted");
@@ -613,7 +613,7 @@ async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
         );
         assert!(
             matches!(
-                d.find_gapless(&name).await.unwrap_err(),
+                d.open_gapless(&name).await.unwrap_err(),
                 Error::NoSuchSequence { .. }
             ),
             "{what}: nothing written"
@@ -646,7 +646,7 @@ async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
         )
         .await
         .unwrap();
-        d.open_gapless(
+        d.ensure_gapless(
             &format!("plain{i}"),
             GaplessOptions::new(&business, "number"),
         )
@@ -689,7 +689,7 @@ async fn look_ups_of_a_number_read_with_majority_read_concern() {
     let client = dispenser::mongodb::Client::with_options(o).unwrap();
     let d = dispenser::Dispenser::new(&client, f.options()).unwrap();
     let g = d
-        .open_gapless(
+        .ensure_gapless(
             "inv",
             GaplessOptions::new(&business, "number").with_lease(Duration::from_millis(200)),
         )
@@ -721,7 +721,7 @@ async fn look_ups_of_a_number_read_with_majority_read_concern() {
         })
     };
     holding.notified().await;
-    let other = d.find_gapless("inv").await.unwrap();
+    let other = d.open_gapless("inv").await.unwrap();
     let n = common::issue_next(&other).await.unwrap();
     assert_eq!(n, 1);
     went_on.notify_one();
@@ -765,7 +765,7 @@ async fn a_void_and_a_late_write_meet_at_the_unique_index_so_no_number_is_both()
     let d = f.dispenser(f.options());
     let business = format!("{}_inv", f.collection);
     let g = d
-        .open_gapless(
+        .ensure_gapless(
             "inv",
             GaplessOptions::new(&business, "number").with_lease(Duration::from_millis(300)),
         )
@@ -796,7 +796,7 @@ async fn a_void_and_a_late_write_meet_at_the_unique_index_so_no_number_is_both()
     };
     holding.notified().await;
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let voider = d.find_gapless("inv").await.unwrap();
+    let voider = d.open_gapless("inv").await.unwrap();
     voider.void(1, "form destroyed").await.unwrap();
     voided.notify_one();
     let issued = late.await.unwrap().unwrap();
@@ -836,7 +836,7 @@ async fn a_killed_holder_whose_clock_runs_an_hour_ahead_blocks_others_only_for_i
     ahead.kill().unwrap();
     ahead.wait().unwrap();
     let g = d
-        .open_gapless(
+        .ensure_gapless(
             "inv",
             GaplessOptions::new(&business, "number")
                 .with_lease(Duration::from_secs(1))
@@ -878,7 +878,7 @@ async fn a_voider_whose_clock_runs_ahead_cannot_void_a_live_holders_number() {
     live.kill().unwrap();
     live.wait().unwrap();
     let d = f.dispenser(f.options());
-    let s = d.find_gapless("inv").await.unwrap().status().await.unwrap();
+    let s = d.open_gapless("inv").await.unwrap().status().await.unwrap();
     assert_eq!((s.next, s.voided.len()), (1, 0));
 }
 
@@ -896,7 +896,7 @@ async fn a_void_meets_a_dead_holders_write_at_the_index_or_takes_its_unwritten_n
     after.kill().unwrap();
     after.wait().unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await; // its lease (1 s) runs out
-    let g = d.find_gapless("inv").await.unwrap();
+    let g = d.open_gapless("inv").await.unwrap();
     let e = g.void(1, "form destroyed").await.unwrap_err();
     assert!(
         e.is_invalid_input() && e.to_string().contains("already carried"),
@@ -1005,7 +1005,7 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     let d = f.dispenser(f.options());
     let business = format!("{}_inv", f.collection);
     let g = d
-        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
         .await
         .unwrap();
     for _ in 0..2 {
@@ -1156,7 +1156,7 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
     let business = format!("{}_inv", f.collection);
     let d = f.dispenser(f.options());
     let g = d
-        .open_gapless(
+        .ensure_gapless(
             "inv",
             GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(60)),
         )
@@ -1185,7 +1185,7 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
             .await
         })
     };
-    let other = d.find_gapless("inv").await.unwrap();
+    let other = d.open_gapless("inv").await.unwrap();
     while other.status().await.unwrap().lease.is_none() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -1233,7 +1233,7 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
     );
     g.set_max_lease(Duration::from_secs(30)).await.unwrap();
     let e = d
-        .open_gapless(
+        .ensure_gapless(
             "inv",
             GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(31)),
         )
@@ -1241,14 +1241,14 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
         .unwrap_err();
     assert!(e.to_string().contains("longest lease"), "{e}");
     assert_eq!(
-        d.find_gapless("inv").await.unwrap().options().lease,
+        d.open_gapless("inv").await.unwrap().options().lease,
         Duration::from_secs(10)
     );
     g.set_max_lease(Duration::from_secs(2)).await.unwrap();
-    let found = d.find_gapless("inv").await.unwrap();
+    let found = d.open_gapless("inv").await.unwrap();
     assert_eq!(found.options().lease, Duration::from_secs(2));
     assert!(matches!(
-        d.find_gapless("none").await.unwrap_err(),
+        d.open_gapless("none").await.unwrap_err(),
         Error::NoSuchSequence { .. }
     ));
 }
@@ -1306,7 +1306,7 @@ async fn a_void_after_the_unique_index_was_dropped_never_makes_a_number_both_use
     assert!(unique_on_number().await, "the void created the index again");
     // A handle opened before the drop makes sure of it too.
     let g = d
-        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
         .await
         .unwrap();
     coll.drop_index("number_1").await.unwrap();
@@ -1329,7 +1329,7 @@ async fn a_number_stored_as_decimal128_or_in_an_array_is_reported_at_once_not_a_
     let business = format!("{}_inv", f.collection);
     let d = f.dispenser(f.options());
     let g = d
-        .open_gapless(
+        .ensure_gapless(
             "inv",
             GaplessOptions::new(&business, "number").with_wait(Duration::from_secs(60)),
         )
@@ -1426,7 +1426,7 @@ async fn timeouts_say_what_they_left_behind_reads_lose_nothing_gap_free_leaves_n
         .await
         .unwrap();
     f.dispenser(f.options())
-        .open_gapless("inv", GaplessOptions::new(&business, "number"))
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
         .await
         .unwrap();
     let proxy = Proxy::to_test_server(Faults::default(), 7).await;
@@ -1438,7 +1438,7 @@ async fn timeouts_say_what_they_left_behind_reads_lose_nothing_gap_free_leaves_n
     )
     .await
     .unwrap();
-    let g = d.find_gapless("inv").await.unwrap();
+    let g = d.open_gapless("inv").await.unwrap();
     proxy.set_faults(Faults {
         drop_reply: 1.0,
         stall_share: 1.0,
@@ -1476,7 +1476,7 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("longest lease"), "{err}");
     assert!(matches!(
-        d.find_gapless("inv").await.unwrap_err(),
+        d.open_gapless("inv").await.unwrap_err(),
         Error::NoSuchSequence { .. }
     ));
     assert_eq!(

@@ -626,7 +626,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
             .unwrap();
         let mut o = options.clone();
         o.collection = weak;
-        match d.open_gapless("weak", o).await {
+        match d.ensure_gapless("weak", o).await {
             Err(e) => assert!(
                 e.to_string().contains("\"weak\"") && e.to_string().contains(kind),
                 "seed {seed}: {e}"
@@ -635,7 +635,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
         }
     }
 
-    let g0 = d.open_gapless("inv", options.clone()).await.unwrap();
+    let g0 = d.ensure_gapless("inv", options.clone()).await.unwrap();
     let rec: Arc<Mutex<Record>> = Arc::default();
     let tags = Arc::new(AtomicU64::new(1));
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -645,7 +645,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
         let g = if h == 0 {
             g0.clone()
         } else {
-            d.open_gapless("inv", options.clone()).await.unwrap()
+            d.ensure_gapless("inv", options.clone()).await.unwrap()
         };
         for t in 0..2_u64 {
             let r = XorShift::new(seed ^ (h * 16 + t + 1).wrapping_mul(0x9E37_79B9));
@@ -659,7 +659,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
             )));
         }
     }
-    let og = d.find_gapless("inv").await.unwrap();
+    let og = d.open_gapless("inv").await.unwrap();
     tasks.push(tokio::spawn(operator(
         og,
         XorShift::new(seed ^ 0x0BE7),
@@ -667,7 +667,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
         rec.clone(),
         gate.clone(),
     )));
-    let vg = d.find_gapless("inv").await.unwrap();
+    let vg = d.open_gapless("inv").await.unwrap();
     tasks.push(tokio::spawn(voider(
         vg,
         XorShift::new(seed ^ 0x701D),
@@ -693,7 +693,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
     clis.join().expect("the CLI actors panicked");
 
     // Move past whatever the dead holders left, with one last number.
-    let last = d.open_gapless("inv", options.clone()).await.unwrap();
+    let last = d.ensure_gapless("inv", options.clone()).await.unwrap();
     let coll = last.business().clone();
     let n = last
         .issue(|n| {

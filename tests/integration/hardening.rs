@@ -283,7 +283,7 @@ async fn the_live_daily_scope_is_never_deleted() {
         .date()
         .to_string();
     d.ensure("queue", Spec::default()).await.unwrap();
-    let live = d.open_scope("queue", &today).await.unwrap();
+    let live = d.ensure_scope("queue", &today).await.unwrap();
     let _issued = live.next_n(3).await.unwrap();
     let err = d
         .delete_scopes_before("queue", "9999-12-31")

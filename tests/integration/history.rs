@@ -153,10 +153,10 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
 
     let business = common::unique("history_invoices");
     let inv = d
-        .open_gapless("inv", GaplessOptions::new(business.as_str(), "number"))
+        .ensure_gapless("inv", GaplessOptions::new(business.as_str(), "number"))
         .await
         .unwrap();
-    d.open_gapless("inv", GaplessOptions::new(business.as_str(), "number"))
+    d.ensure_gapless("inv", GaplessOptions::new(business.as_str(), "number"))
         .await
         .unwrap();
     inv.void(1, "printer jam").await.unwrap();

@@ -445,7 +445,7 @@ async fn round_of(
         .unwrap();
     markers.push((STRIPED.to_owned(), marker(9)));
     let mut scopes = vec![format!("{}@a", PLAIN[0])];
-    d.open_scope(PLAIN[0], "a").await.unwrap();
+    d.ensure_scope(PLAIN[0], "a").await.unwrap();
     for (i, queue) in [QUEUE, QUEUE2].iter().enumerate() {
         d.ensure_queue(
             queue,
@@ -457,7 +457,7 @@ async fn round_of(
     }
     let business = format!("{}_inv", svc.collection);
     let g = d
-        .open_gapless(
+        .ensure_gapless(
             GAPLESS,
             dispenser::gapless::GaplessOptions::new(&business, "number").with_start(marker(10)),
         )

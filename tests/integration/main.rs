@@ -35,3 +35,4 @@ mod sources;
 mod stalled;
 mod tls;
 mod ui;
+mod vocabulary;

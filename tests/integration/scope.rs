@@ -66,7 +66,7 @@ async fn racing_first_use_creates_a_scope_once() {
     let handles = (0..16).map(|_| {
         let d = d.clone();
         tokio::spawn(async move {
-            let seq = d.open_scope("invoices", "acme").await?;
+            let seq = d.ensure_scope("invoices", "acme").await?;
             seq.next().await
         })
     });
@@ -83,14 +83,14 @@ async fn racing_first_use_creates_a_scope_once() {
         .unwrap();
     assert_eq!(count, 1);
     // Another scope is independent and starts at the template's start too.
-    let other = d.open_scope("invoices", "globex").await.unwrap();
+    let other = d.ensure_scope("invoices", "globex").await.unwrap();
     assert_eq!(other.next().await.unwrap(), 100);
     assert!(matches!(
-        d.open_scope("missing", "x").await,
+        d.ensure_scope("missing", "x").await,
         Err(Error::NoSuchSequence { .. })
     ));
     assert!(matches!(
-        d.open_scope("invoices", "").await,
+        d.ensure_scope("invoices", "").await,
         Err(Error::InvalidName { .. })
     ));
 }

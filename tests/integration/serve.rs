@@ -1352,7 +1352,7 @@ async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
     .unwrap();
     let business = format!("{}_inv", svc.collection);
     let g = d
-        .open_gapless("orders", GaplessOptions::new(&business, "number"))
+        .ensure_gapless("orders", GaplessOptions::new(&business, "number"))
         .await
         .unwrap();
     for _ in 0..2 {

@@ -115,7 +115,7 @@ pub async fn run(
 ) -> dispenser::Result<Outcome> {
     match cmd {
         GaplessCommand::Status { name, json } => {
-            let s = d.find_gapless(&name).await?.status().await?;
+            let s = d.open_gapless(&name).await?.status().await?;
             if json {
                 let v = s.to_json();
                 writeln!(out, "{v}").map_err(io)?;
@@ -165,7 +165,7 @@ pub async fn run(
             number,
             reason,
         } => {
-            d.find_gapless(&name).await?.void(number, &reason).await?;
+            d.open_gapless(&name).await?.void(number, &reason).await?;
             writeln!(out, "{name}: {number} voided").map_err(io)?;
         }
         GaplessCommand::Issue {
@@ -200,7 +200,7 @@ pub async fn run(
                 }
             })?;
             // An existing sequence keeps its void settings (they are not flags here).
-            let options = match d.find_gapless(&name).await {
+            let options = match d.open_gapless(&name).await {
                 Ok(existing) => {
                     let mut o = existing.options().clone();
                     (o.collection, o.field) = (into.clone(), field.clone());
@@ -209,7 +209,7 @@ pub async fn run(
                 Err(dispenser::Error::NoSuchSequence { .. }) => GaplessOptions::new(&into, &field),
                 Err(e) => return Err(e),
             };
-            let g = d.open_gapless(&name, options.with_lease(lease)).await?;
+            let g = d.ensure_gapless(&name, options.with_lease(lease)).await?;
             let hold = hold_point();
             for _ in 0..count {
                 let coll = g.business().clone();
@@ -247,7 +247,7 @@ pub async fn run(
             reason,
             force,
         } => {
-            let g = d.find_gapless(&name).await?;
+            let g = d.open_gapless(&name).await?;
             match g.release(number, &reason, force).await? {
                 Released::Voided(n) => {
                     writeln!(out, "{name}: {n} voided; its holder's lease ended").map_err(io)?;
@@ -269,7 +269,7 @@ pub async fn run(
         }
         GaplessCommand::MaxLease { name, seconds: s } => {
             let max = seconds("longest lease", s)?;
-            d.find_gapless(&name).await?.set_max_lease(max).await?;
+            d.open_gapless(&name).await?.set_max_lease(max).await?;
             writeln!(out, "{name}: longest lease {max:?}").map_err(io)?;
         }
     }

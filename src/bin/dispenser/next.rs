@@ -84,7 +84,7 @@ pub async fn run(d: &Dispenser, a: NextArgs, out: &mut impl Write) -> dispenser:
         None => Ok(n.to_string()),
     };
     let opened = match &scope {
-        Some(key) => d.open_scope(&a.name, key).await,
+        Some(key) => d.ensure_scope(&a.name, key).await,
         None => d.open(&a.name).await,
     };
     let striped_ids = match &opened {

@@ -405,7 +405,7 @@ pub(super) async fn source_for(
         Kind::Gapless => {
             let d = Dispenser::connect(uri, options.clone()).await?;
             let g = d
-                .open_gapless(
+                .ensure_gapless(
                     target,
                     GaplessOptions::new(business_of(&d, target), "number"),
                 )
@@ -482,7 +482,7 @@ pub(super) async fn prepare_target(
             })
         }
         Kind::Gapless => d
-            .open_gapless(
+            .ensure_gapless(
                 target,
                 GaplessOptions::new(business_of(d, target), "number"),
             )

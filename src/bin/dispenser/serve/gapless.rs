@@ -74,7 +74,7 @@ pub(super) async fn status(
 ) -> Result<Json<Value>, ApiError> {
     st.authorize(&headers, Op::Peek, Some(&name))?;
     check_name_of(NOUN, &name, false)?;
-    let g = st.dispenser.find_gapless(&name).await?;
+    let g = st.dispenser.open_gapless(&name).await?;
     Ok(Json(g.status().await?.to_json()))
 }
 
@@ -103,7 +103,7 @@ pub(super) async fn void(
     check_name_of(NOUN, &name, false)?;
     let peek = may_peek(&st, req.headers(), &name);
     let b: VoidBody = json_body(req).await?;
-    let g = acting.find_gapless(&name).await?;
+    let g = acting.open_gapless(&name).await?;
     g.void(b.number, &b.reason)
         .await
         .map_err(|e| refusal(e, &name, b.number, "voided", peek))?;
@@ -146,7 +146,7 @@ pub(super) async fn release(
     check_name_of(NOUN, &name, false)?;
     let peek = may_peek(&st, req.headers(), &name);
     let b: ReleaseBody = json_body(req).await?;
-    let g = acting.find_gapless(&name).await?;
+    let g = acting.open_gapless(&name).await?;
     let reason = b
         .reason
         .as_deref()
@@ -207,7 +207,7 @@ pub(super) async fn max_lease(
                 b.max_lease_ms
             ))
         })?;
-    let g = acting.find_gapless(&name).await?;
+    let g = acting.open_gapless(&name).await?;
     g.set_max_lease(Duration::from_millis(ms)).await?;
     Ok(Json(json!({ "name": name, "max_lease_ms": ms })))
 }

@@ -78,7 +78,7 @@ async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), 
         .collect();
     let mut out = Vec::new();
     for name in names.iter().take(GAPLESS_SHOWN) {
-        let status = match st.dispenser.find_gapless(name).await {
+        let status = match st.dispenser.open_gapless(name).await {
             Ok(g) => g.status().await,
             Err(e) => Err(e),
         };

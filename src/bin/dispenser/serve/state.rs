@@ -191,7 +191,7 @@ impl AppState {
                             Err(e) => return Err(e.into()),
                         };
                         may_make_scope(template, key, already)?;
-                        self.dispenser.open_scope(template, key).await?;
+                        self.dispenser.ensure_scope(template, key).await?;
                         self.dispenser.peek(name).await?
                     }
                     Err(e @ Error::NoSuchSequence { .. }) => {
