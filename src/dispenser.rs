@@ -16,7 +16,7 @@ use crate::history::Subject;
 use crate::history::record::{Recorder, sequence_state};
 use crate::options::Options;
 use crate::redact;
-use crate::spec::{Spec, validate_name, validate_plain_name};
+use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
 use crate::stats::{Counters, Stats};
 use crate::store::Store;
 use crate::strategy::{Adaptive, Decision, Drawer};
@@ -501,9 +501,9 @@ impl Dispenser {
         self.store.list_named(&names).await
     }
 
-    /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
+    /// Sets the number the sequence issues next to `reset.next` (CAS-safe against concurrent
     /// writers). Moving a sequence backwards (so that numbers already issued would come again)
-    /// needs `force`. A stripe of a striped sequence only accepts a `next` of its own residue
+    /// needs [`Reset::force`]. A stripe of a striped sequence only accepts a `next` of its own residue
     /// class (use [`StripedSequence::reset`](crate::stripe::StripedSequence::reset) to move all
     /// stripes).
     ///
@@ -522,11 +522,13 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let state = d.reset("tickets", 1, true).await?; // the counter restarts at 1
+    /// use dispenser::sequence::Reset;
+    /// let state = d.reset("tickets", Reset::to(1).force()).await?; // the counter restarts at 1
     /// assert_eq!(state.next_number(), Some(1));
     /// # Ok(()) }
     /// ```
-    pub async fn reset(&self, name: &str, next: i64, force: bool) -> Result<SequenceState> {
+    pub async fn reset(&self, name: &str, reset: Reset) -> Result<SequenceState> {
+        let Reset { next, force } = reset;
         // A reset the state refuses is refused before anything is written, history included.
         let before = self.peek(name).await?;
         reset_decision(name, next, force)(&before.stored())?;

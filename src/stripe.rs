@@ -22,7 +22,7 @@ pub use crate::document::StripeId;
 use crate::error::{Error, Result};
 use crate::history::Subject;
 pub use crate::spec::stripe_name;
-use crate::spec::{Spec, validate_name, validate_plain_name};
+use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
 use crate::stats::Stats;
 
 /// The most stripes one striped sequence may have.
@@ -451,10 +451,11 @@ impl StripedSequence {
     ///
     /// ```no_run
     /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
-    /// ids.reset(5000, false).await?;
+    /// ids.reset(dispenser::sequence::Reset::to(5000)).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn reset(&self, next: i64, force: bool) -> Result<Vec<SequenceState>> {
+    pub async fn reset(&self, reset: Reset) -> Result<Vec<SequenceState>> {
+        let Reset { next, force } = reset;
         let states = self.peek().await?;
         let mut targets = Vec::with_capacity(states.len());
         for st in &states {
@@ -474,7 +475,12 @@ impl StripedSequence {
         }
         let mut out = Vec::with_capacity(targets.len());
         for (stripe, target) in targets {
-            out.push(self.inner.dispenser.reset(&stripe, target, force).await?);
+            out.push(
+                self.inner
+                    .dispenser
+                    .reset(&stripe, Reset::to(target).with_force(force))
+                    .await?,
+            );
         }
         Ok(out)
     }

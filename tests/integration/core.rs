@@ -383,7 +383,10 @@ async fn admin_reset_peek_list_delete() {
     for _ in 0..10 {
         seq.next().await.unwrap();
     }
-    let err = d.reset("a", 5, false).await.unwrap_err();
+    let err = d
+        .reset("a", dispenser::sequence::Reset::to(5))
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -396,13 +399,22 @@ async fn admin_reset_peek_list_delete() {
         "{err}"
     );
     assert_eq!(d.peek("a").await.unwrap().value, 10);
-    let state = d.reset("a", 500, false).await.unwrap();
+    let state = d
+        .reset("a", dispenser::sequence::Reset::to(500))
+        .await
+        .unwrap();
     assert_eq!(state.next_number(), Some(500));
     assert_eq!(seq.next().await.unwrap(), 500);
-    let state = d.reset("a", 1, true).await.unwrap();
+    let state = d
+        .reset("a", dispenser::sequence::Reset::to(1).force())
+        .await
+        .unwrap();
     assert_eq!((state.value, state.remaining()), (0, 1000));
     assert_eq!(seq.next().await.unwrap(), 1);
-    let err = d.reset("a", 1001, true).await.unwrap_err();
+    let err = d
+        .reset("a", dispenser::sequence::Reset::to(1001).force())
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
 
     let names: Vec<_> = d

@@ -39,10 +39,12 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
         .await
         .unwrap();
     d.advance_to("orders", 100).await.unwrap();
-    d.reset("orders", 50, true).await.unwrap();
+    d.reset("orders", dispenser::sequence::Reset::to(50).force())
+        .await
+        .unwrap();
     // Refused by the state read first, and bad input: nothing written, history included.
     assert!(matches!(
-        d.reset("orders", 10, false).await,
+        d.reset("orders", dispenser::sequence::Reset::to(10)).await,
         Err(Error::WouldGoBackwards { .. })
     ));
     assert!(
@@ -50,7 +52,11 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
             .await
             .is_err()
     );
-    assert!(d.reset("or\nders", 1, true).await.is_err());
+    assert!(
+        d.reset("or\nders", dispenser::sequence::Reset::to(1).force())
+            .await
+            .is_err()
+    );
     // Nothing to move: not recorded either.
     d.advance_to("orders", 20).await.unwrap();
     d.delete("orders").await.unwrap();
@@ -143,7 +149,9 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     StripedSequence::ensure(&d, "ids", 2, Spec::default())
         .await
         .unwrap();
-    ids.reset(1000, false).await.unwrap();
+    ids.reset(dispenser::sequence::Reset::to(1000))
+        .await
+        .unwrap();
     let h = d.history("ids", &HistoryQuery::default()).await.unwrap();
     assert_eq!(ops(&h), ["create", "reset", "reset"], "{h:#?}");
     assert_eq!(h[0].params["stripes"], 2);

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use dispenser::sequence::Reset;
 use dispenser::stripe::StripedSequence;
 use dispenser::{
     Dispenser, Error, Format,
@@ -209,9 +210,10 @@ pub async fn reset(
     a: ResetArgs,
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
-    let states = match d.reset(&a.name, a.value, a.force).await {
+    let reset = Reset::to(a.value).with_force(a.force);
+    let states = match d.reset(&a.name, reset).await {
         Err(e @ Error::NoSuchSequence { .. }) => match striped(d, &a.name).await {
-            Some(ids) => ids.reset(a.value, a.force).await?,
+            Some(ids) => ids.reset(reset).await?,
             None => return Err(e),
         },
         other => vec![other?],

@@ -71,7 +71,9 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             let force = era_changes && rng.chance(50);
             let n = rng.around_any(&[top, low]);
             let from = Instant::now();
-            let r = striped.reset(n, force).await;
+            let r = striped
+                .reset(dispenser::sequence::Reset::to(n).with_force(force))
+                .await;
             // Clearly behind: beyond what a block client's give-back (racing this) can move
             // a stripe back by.
             let margin = 1_000 * states[0].step.abs();

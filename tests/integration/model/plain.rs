@@ -313,7 +313,12 @@ pub async fn admin(
                 let force = era_changes && rng.chance(50);
                 let target = rng.around_any(&[s.value, s.min, s.max]);
                 let from = Instant::now();
-                let r = d.reset("orders", target, force).await;
+                let r = d
+                    .reset(
+                        "orders",
+                        dispenser::sequence::Reset::to(target).with_force(force),
+                    )
+                    .await;
                 world.note(format!(
                     "reset to {target} (force {force}) from {}: {:?}",
                     s.value,
@@ -406,7 +411,9 @@ pub async fn admin(
                 } else {
                     rng.range(s.value.clamp(s.min, s.max), s.max)
                 };
-                let r = d.reset("orders", target, true).await;
+                let r = d
+                    .reset("orders", dispenser::sequence::Reset::to(target).force())
+                    .await;
                 world.note(format!("forced reset to {target} from {}: {r:?}", s.value));
                 assert!(
                     r.is_ok() || matches!(r, Err(Error::InvalidArgument { .. })),

@@ -4,8 +4,9 @@
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use dispenser::sequence::{Reset, SequenceState};
 use dispenser::stripe::{StripedSequence, stripe_name};
-use dispenser::{Dispenser, Error, Format, Spec, sequence::SequenceState};
+use dispenser::{Dispenser, Error, Format, Spec};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -505,12 +506,17 @@ pub(super) async fn reset(
     let next = b.next()?;
     check_name(&name, false)?;
     match st
-        .exclusive(&name, acting.reset(&name, next, b.force))
+        .exclusive(
+            &name,
+            acting.reset(&name, Reset::to(next).with_force(b.force)),
+        )
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
-            let states = st.exclusive_all(&stripes, ids.reset(next, b.force)).await?;
+            let states = st
+                .exclusive_all(&stripes, ids.reset(Reset::to(next).with_force(b.force)))
+                .await?;
             Ok(Json(striped_json(&name, &states)))
         }
         other => Ok(Json(SequenceState::to_json(&other?))),
