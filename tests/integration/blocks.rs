@@ -457,6 +457,29 @@ async fn blocks_near_the_bound_take_what_is_left() {
     assert!(err.is_exhausted(), "{err}");
     // The next call tries again (and the sequence is still exhausted).
     assert!(blocks.next().await.unwrap_err().is_exhausted());
+    // Blocks of exactly 10 (no range share, no growth): the third reservation asks 10 where
+    // 5 are left, is refused as exhausted, and takes the 5 (a mutant that gives up there, or
+    // that takes the rest only in other cases, ends the numbers at 20).
+    d.create("t", Spec::default().with_max(25)).await.unwrap();
+    let exact = d
+        .open_blocks(
+            "t",
+            BlockOptions::default()
+                .with_size(10)
+                .with_range_share(None)
+                .with_grow_to(None),
+        )
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let err = loop {
+        match exact.next().await {
+            Ok(n) => got.push(n),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(got, (1..=25).collect::<Vec<_>>());
+    assert!(err.is_exhausted(), "{err}");
 }
 
 #[tokio::test]
@@ -1241,4 +1264,61 @@ async fn slow_reservations_never_make_a_block_larger_than_a_share_of_what_is_lef
         "{reserved} numbers reserved beyond those handed out: more than {cap}"
     );
     blocks.close().await.unwrap();
+}
+
+/// A reservation whose task is dropped before it finished — here its runtime shuts down, as a
+/// caller's future on a runtime that ends — is not left marked in flight: the next call, on
+/// another runtime, reserves afresh instead of waiting for an outcome that never comes (the
+/// numbers the dropped reservation may have taken are a gap). A mutant without the guard that
+/// clears the mark made the second call wait until the test's timeout.
+#[test]
+fn a_reservation_dropped_with_its_runtime_lets_the_next_call_reserve() {
+    common::ready();
+    let main = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (blocks, first) = main.block_on(async {
+        let f = Fixture::new("blocks_dropped_reservation").await;
+        let d = f.dispenser(f.options());
+        d.create("s", Spec::default()).await.unwrap();
+        let blocks = d
+            .open_blocks(
+                "s",
+                BlockOptions::default()
+                    .with_size(10)
+                    .with_prefetch(None)
+                    .with_range_share(None)
+                    .with_grow_to(None),
+            )
+            .await
+            .unwrap();
+        let mut first = Vec::new();
+        for _ in 0..10 {
+            first.push(blocks.next().await.unwrap());
+        }
+        (blocks, first)
+    });
+    assert_eq!(first, (1..=10).collect::<Vec<_>>());
+    // The block is used up: the next call starts a reservation, spawned on the runtime it
+    // runs on. That runtime ends while the reservation is in flight.
+    let other = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    other.block_on(async {
+        assert!(
+            blocks.next().now_or_never().is_none(),
+            "a reservation was needed"
+        );
+    });
+    drop(other);
+    let next = main.block_on(async {
+        tokio::time::timeout(Duration::from_secs(30), blocks.next())
+            .await
+            .expect("the next call waited for a reservation whose task was dropped")
+            .unwrap()
+    });
+    assert!(next > 10, "{next} was issued before");
 }
