@@ -787,12 +787,10 @@ fn schemathesis(svc: &Service, token: Option<&str>, seed: u64, seconds: u32) -> 
         .arg("--config-file")
         .arg(&config)
         .args(["--no-color", "run", &svc.url("/openapi.json")])
-        .args([
-            "--checks",
-            "all",
-            "--phases",
-            "examples,coverage,fuzzing,stateful",
-        ])
+        // Every check runs by default; `--checks all` is not given because a check named on the
+        // command line would override the configuration's one exception (the history's
+        // use-after-free check, in tests/schemathesis/schemathesis.toml).
+        .args(["--phases", "examples,coverage,fuzzing,stateful"])
         .args([
             "--seed",
             &seed.to_string(),
