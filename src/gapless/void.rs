@@ -354,3 +354,20 @@ impl Gapless {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::check_reason;
+
+    /// A reason is trimmed and holds 1 to 1000 bytes: exactly 1000 is kept, 1001 refused,
+    /// and a reason of spaces is none.
+    #[test]
+    fn a_reason_is_1_to_1000_bytes_once_trimmed() {
+        assert_eq!(check_reason("  torn  ").unwrap(), "torn");
+        let most = "é".repeat(500); // 1000 bytes
+        assert_eq!(check_reason(&most).unwrap(), most);
+        assert!(check_reason(&format!("{most}x")).is_err());
+        assert!(check_reason("").is_err());
+        assert!(check_reason(" \t ").is_err());
+    }
+}
