@@ -1065,7 +1065,13 @@ async fn cancelled_calls_never_consume_a_number() {
              stored value {value}, {stats:?}",
             all.len()
         );
-        assert!(cancelled > 0, "blocks of {size}: no call was cancelled");
+        // A call is cancelled only while it waits for a reservation. Blocks of 10 make the
+        // calls wait every 10 numbers; blocks of 1000 are prefetched far enough ahead that on
+        // a quiet run no call waits at all (one of ten runs of scripts/test.sh at load 4.6
+        // cancelled none), so only the first round must have cancelled some.
+        if size == 10 {
+            assert!(cancelled > 0, "blocks of {size}: no call was cancelled");
+        }
         assert_eq!(
             report.lost, 0,
             "one client, no other writer: all given back"
