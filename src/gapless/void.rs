@@ -259,9 +259,10 @@ impl Gapless {
         s: &GaplessStatus,
     ) -> Result<Released> {
         let inner = &self.inner;
+        // `i64::MAX - 1` is the last number: voiding it moves `next` to `i64::MAX`, as its
+        // issue does; `i64::MAX` itself is no number.
         let to = number
             .checked_add(1)
-            .filter(|&to| to < i64::MAX)
             .ok_or_else(|| inner.exhausted(number))?;
         // The index decides between this void and any write of the number: make sure it is
         // there (someone may have dropped it), and look before writing, so that a void never

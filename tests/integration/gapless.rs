@@ -1543,3 +1543,44 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
     assert!(a.is_clean(), "{a:?}");
     assert_eq!((a.numbers, a.voids.clone()), (4, vec![2]));
 }
+
+/// The edge of 64 bits: a gap-free sequence's last number is `i64::MAX − 1` (`i64::MAX` is
+/// where its `next` rests once every number is used). It can be issued, and it can be voided
+/// — both move `next` to `i64::MAX` — and after either the sequence is exhausted. Before, a
+/// void of `i64::MAX − 1` was refused as exhausted while an issue of it was not.
+#[tokio::test]
+async fn the_last_number_can_be_issued_or_voided_and_then_it_is_exhausted() {
+    let f = Fixture::new("gapless_edge").await;
+    let d = f.dispenser(f.options());
+    let business = format!("{}_inv", f.collection);
+    let last = i64::MAX - 1;
+    let options = || GaplessOptions::new(&business, "number").with_start(last);
+    let issued = d.ensure_gapless("issued", options()).await.unwrap();
+    assert_eq!(common::issue_next(&issued).await.unwrap(), last);
+    assert!(
+        common::issue_next(&issued)
+            .await
+            .unwrap_err()
+            .is_exhausted()
+    );
+    // A second sequence, on a business collection of its own.
+    let other = format!("{}_inv_v", f.collection);
+    let voided = d
+        .ensure_gapless(
+            "voided",
+            GaplessOptions::new(&other, "number").with_start(last),
+        )
+        .await
+        .unwrap();
+    voided.void(last, "the last form, torn").await.unwrap();
+    let s = voided.status().await.unwrap();
+    assert_eq!(s.next, i64::MAX);
+    assert_eq!(s.voided.len(), 1);
+    assert!(
+        common::issue_next(&voided)
+            .await
+            .unwrap_err()
+            .is_exhausted()
+    );
+    assert!(voided.void(i64::MAX, "no such number").await.is_err());
+}
