@@ -1951,3 +1951,18 @@ async fn metrics_can_require_a_token_of_their_own() {
         }
     }
 }
+
+/// A SIGTERM sent the moment the service prints that it listens stops it gracefully (exit 0,
+/// block clients given back): the stop signals are registered before the line is printed.
+/// Before, they were registered when the shutdown future was first polled, just after the
+/// line, and a signal in between killed the process (CI: `ui::pages_are_plain_files_…`
+/// stopped its service 80 ms after start and got a killed process with empty stderr).
+#[test]
+fn a_sigterm_right_after_listening_stops_the_service_gracefully() {
+    common::ready();
+    for i in 0..20 {
+        let svc = Service::start_args("sigterm_at_once", &common::uri(), &[]);
+        let (status, stderr) = svc.stop();
+        assert!(status.success(), "start {i}: {status:?}: {stderr}");
+    }
+}

@@ -260,24 +260,34 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
     router.with_state(state)
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// The stop signals (SIGTERM, SIGINT), registered when this is called — before the service
+/// says it listens — so a signal sent as soon as the address is printed stops it gracefully
+/// instead of taking the signal's default action (the process killed, its block clients'
+/// numbers lost as a gap). The future ends at the first of them.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        let term = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        let wait = |s: Option<Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        async move {
+            tokio::select! {
+                () = wait(term) => {},
+                () = wait(interrupt) => {},
+            }
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -299,8 +309,9 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
             },
         ))
     });
+    let stop = shutdown_signal();
     println!("listening on {}", service.url());
-    let outcome = service.serve(shutdown_signal()).await;
+    let outcome = service.serve(stop).await;
     #[cfg(unix)]
     if let Some(task) = reloads {
         task.abort();
