@@ -22,8 +22,8 @@
 #   scripts/mutants.sh --generated [--sample N] [--iterate] [FILE...]
 #   scripts/mutants.sh --generated --list       # the files and their test filters
 #
-#    --sample N: the integration stage tests one in N of the mutants the unit tests missed
-#    (cargo-mutants' shard 0/N, spread over the file), for a quicker estimate. --iterate: keep
+#    --sample N: test one in N of the file's mutants (cargo-mutants' shard 0/N, spread over
+#    the file), in both stages, for an estimate a session can afford. --iterate: keep
 #    the results of the previous run of each file and test only what it did not catch (after
 #    adding a test). Runs at nice 15, one job at a time, with build and test timeouts; results
 #    in target/mutants/<file>/ (cargo-mutants' mutants.out, the unit-test stage's outcomes in
@@ -106,14 +106,14 @@ if [ "${1:-}" = "--generated" ]; then
         rm -rf "$out"
       fi
       mkdir -p "$out/lib"
+      local shard=()
+      [ -z "$sample" ] || shard=(--shard "0/$sample")
       # The unit tests first: a mutant they catch needs no integration build.
-      mutate "$out" 120 --lib "${again[@]}" -- -- ${lib:+"$lib"}
+      mutate "$out" 120 --lib "${again[@]}" "${shard[@]}" -- -- ${lib:+"$lib"}
       for f in caught missed timeout unviable previously_caught; do
         cp "$out/mutants.out/$f.txt" "$out/lib/$f.txt" 2>/dev/null || : >"$out/lib/$f.txt"
       done
       keep_unviable "$out"
-      local shard=()
-      [ -z "$sample" ] || shard=(--shard "0/$sample")
       [ "${#only[@]}" -eq 0 ] || shard=("${only[@]}")
       if [ -n "$integration" ] && [ $(($(count "$out/lib/missed.txt") + $(count "$out/lib/timeout.txt"))) -gt 0 ]; then
         # Then the integration tests, for what the unit tests left (--iterate skips the
