@@ -19,7 +19,7 @@ use crate::spec::{Spec, validate_name};
 use crate::store::ShapeChange;
 use crate::strategy::Decision;
 
-/// What [`Dispenser::alter`] changes; fields left `None` stay as they are.
+/// What [`Sequence::alter`](crate::Sequence::alter) changes; fields left `None` stay as they are.
 ///
 /// # Example
 ///
@@ -203,43 +203,8 @@ fn direction(step: i64) -> &'static str {
 }
 
 impl Dispenser {
-    /// Changes the shape of a live sequence — its step, bounds, cycle and format — while
-    /// other processes draw from it (see [`Alter`]). Returns the state afterwards.
-    ///
-    /// After `alter` returns, every number reserved from then on follows the new shape: the
-    /// change is one compare-and-set on the exact state it was computed from, and every
-    /// other write carries the shape it assumed in its filter, so nothing computed from the
-    /// old shape is written afterwards. Numbers already reserved in blocks are still handed
-    /// out by their block clients.
-    ///
-    /// A sequence that has not reached a raised lower bound moves forward to it. A bound that
-    /// leaves the last issued number outside, and turning `cycle` on for a non-cyclic
-    /// sequence, are refused unless [`Alter::force`]; a step of the other sign is always
-    /// refused (every number on the other side was issued: create a new sequence).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when nothing is to change; [`Error::InvalidSpec`] when the
-    /// new shape is invalid (step 0, `min ≥ max`), flips the step's sign, would strand the
-    /// last issued number or turn `cycle` on without `force`, or breaks a stripe's residue
-    /// class (nothing is written);
-    /// [`Error::Contention`], plus those of [`Dispenser::open`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future may leave the change applied or not (check with
-    /// [`Dispenser::peek`]); it never issues a number.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::sequence::Alter;
-    /// let state = d.alter("tickets", Alter::default().with_max(999)).await?;
-    /// assert_eq!(state.max, 999);
-    /// # Ok(()) }
-    /// ```
-    pub async fn alter(&self, name: &str, change: Alter) -> Result<SequenceState> {
+    /// [`Sequence::alter`](crate::Sequence::alter) by name.
+    pub(crate) async fn alter(&self, name: &str, change: Alter) -> Result<SequenceState> {
         validate_name(name)?;
         if change.is_empty() {
             return Err(Error::InvalidArgument {
@@ -266,7 +231,7 @@ impl Dispenser {
             .await
     }
 
-    /// [`Dispenser::alter`] without its history.
+    /// [`Sequence::alter`](crate::Sequence::alter) without its history.
     async fn alter_now(&self, name: &str, change: Alter) -> Result<SequenceState> {
         let handle = self.open(name).await?;
         handle
@@ -289,7 +254,7 @@ impl Dispenser {
     }
 }
 
-/// Whether `change` applies to the sequence in state `st` (what [`Dispenser::alter`] would
+/// Whether `change` applies to the sequence in state `st` (what [`Sequence::alter`](crate::Sequence::alter) would
 /// refuse, without writing).
 pub(crate) fn check(st: &SequenceState, change: &Alter) -> Result<()> {
     plan(&st.name, &st.stored(), change).map(|_| ())

@@ -501,33 +501,8 @@ impl Dispenser {
         self.store.list_named(&names).await
     }
 
-    /// Sets the number the sequence issues next to `reset.next` (CAS-safe against concurrent
-    /// writers). Moving a sequence backwards (so that numbers already issued would come again)
-    /// needs [`Reset::force`]. A stripe of a striped sequence only accepts a `next` of its own residue
-    /// class (use [`StripedSequence::reset`](crate::stripe::StripedSequence::reset) to move all
-    /// stripes).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `next` lies outside the bounds (or outside a stripe's
-    /// class), [`Error::WouldGoBackwards`]
-    /// without `force`, [`Error::Contention`], plus those of [`Dispenser::open`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave the reset made or not (see [`Dispenser::peek`])
-    /// and its history entry `pending` (see [`history`](crate::history)); it issues no number.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::sequence::Reset;
-    /// let state = d.reset("tickets", Reset::to(1).force()).await?; // the counter restarts at 1
-    /// assert_eq!(state.next_number(), Some(1));
-    /// # Ok(()) }
-    /// ```
-    pub async fn reset(&self, name: &str, reset: Reset) -> Result<SequenceState> {
+    /// [`Sequence::reset`] by name.
+    pub(crate) async fn reset(&self, name: &str, reset: Reset) -> Result<SequenceState> {
         let Reset { next, force } = reset;
         // A reset the state refuses is refused before anything is written, history included.
         let before = self.peek(name).await?;
@@ -545,7 +520,9 @@ impl Dispenser {
             .await
     }
 
-    /// Deletes a sequence. Its numbers may be issued again if it is created anew.
+    /// Deletes the sequence `name`, like [`Sequence::delete`], without opening it first: the
+    /// way to delete one whose document no longer decodes (no handle opens on it). Its
+    /// numbers may be issued again if it is created anew.
     ///
     /// # Errors
     ///
@@ -556,6 +533,14 @@ impl Dispenser {
     /// Dropping the future part way may leave the sequence deleted or not (see
     /// [`Dispenser::peek`]) and its history entry `pending` (see [`history`](crate::history));
     /// it issues no number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// d.delete("old-orders").await?;
+    /// # Ok(()) }
+    /// ```
     pub async fn delete(&self, name: &str) -> Result<()> {
         validate_name(name)?;
         // A document that does not decode can still be deleted (its state is not recorded).
@@ -609,37 +594,8 @@ impl Dispenser {
         &self.store
     }
 
-    /// Moves a sequence past `n` for after an import where numbers up to `n` were assigned
-    /// elsewhere: afterwards the next number issued lies beyond `n` (above it, below it for a
-    /// descending sequence) and is the first such number of the sequence's own progression
-    /// (`value + k·step`: a sequence of odd numbers stays odd, a stripe stays in its residue
-    /// class). It never moves a sequence backwards: if the sequence is already past `n`,
-    /// nothing is written. CAS-safe against concurrent writers.
-    ///
-    /// Numbers other processes already reserved in blocks before the advance are still
-    /// handed out by those block clients (see the guide's [eras](crate::guide::guarantees)).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `n` lies outside the bounds, [`Error::Contention`],
-    /// plus those of [`Dispenser::open`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave the sequence advanced or not (see
-    /// [`Dispenser::peek`]) and its history entry `pending` (see [`history`](crate::history));
-    /// it issues no number. Calling it again with the same `n` completes it (it never moves a
-    /// sequence backwards).
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let state = d.advance_to("orders", 50_000).await?; // imported orders used ..=50000
-    /// assert!(state.value >= 50_000);
-    /// # Ok(()) }
-    /// ```
-    pub async fn advance_to(&self, name: &str, n: i64) -> Result<SequenceState> {
+    /// [`Sequence::advance_to`] by name.
+    pub(crate) async fn advance_to(&self, name: &str, n: i64) -> Result<SequenceState> {
         // Refused by the state, or nothing to move: nothing is written, history included.
         let before = self.peek(name).await?;
         if advance_decision(name, n)(&before.stored())?.is_none() {
@@ -688,28 +644,8 @@ impl Dispenser {
         self.peek(name).await
     }
 
-    /// Sets (or with `None` removes) the serial format of a sequence (see [`Format`]). The
-    /// format is stored in the document's `format` field; numbers stay integers.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave the format changed or not (see
-    /// [`Dispenser::peek`]) and its history entry `pending` (see [`history`](crate::history));
-    /// it issues no number.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::Format;
-    /// d.set_format("invoices", Some(&Format::parse("INV-{scope}-{n:06}")?)).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn set_format(&self, name: &str, format: Option<&Format>) -> Result<()> {
+    /// [`Sequence::set_format`] by name.
+    pub(crate) async fn set_format(&self, name: &str, format: Option<&Format>) -> Result<()> {
         let before = self.peek(name).await?;
         let shown = format.map_or(bson::Bson::Null, |f| {
             bson::Bson::String(f.as_str().to_owned())
@@ -760,6 +696,7 @@ impl Dispenser {
                 usage: Mutex::default(),
             }),
             combiner: Arc::default(),
+            dispenser: self.clone(),
         }
     }
 }
@@ -944,6 +881,8 @@ pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<Clien
 #[derive(Clone)]
 pub struct Sequence {
     drawer: Arc<Drawer>,
+    /// The dispenser it was opened from (its caller names the admin operations' history).
+    dispenser: Dispenser,
     /// The queue of callers waiting to share a write (see [`Options::coalesce`]).
     combiner: Arc<Combiner>,
 }
@@ -1035,6 +974,183 @@ impl Sequence {
     /// What this handle (and its clones) did so far.
     pub fn stats(&self) -> Stats {
         self.drawer.stats.snapshot()
+    }
+
+    /// Reads the sequence's state now (one read; the handle's remembered state is not used).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`] (deleted meanwhile), [`Error::CorruptDocument`],
+    /// [`Error::Database`], [`Error::Timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(orders: dispenser::Sequence) -> dispenser::Result<()> {
+    /// let state = orders.peek().await?;
+    /// println!("next order number: {:?}", state.next_number());
+    /// # Ok(()) }
+    /// ```
+    pub async fn peek(&self) -> Result<SequenceState> {
+        self.dispenser.peek(self.name()).await
+    }
+
+    /// Changes the shape of a live sequence — its step, bounds, cycle and format — while
+    /// other processes draw from it (see [`Alter`](crate::sequence::Alter)). Returns the state afterwards.
+    ///
+    /// After `alter` returns, every number reserved from then on follows the new shape: the
+    /// change is one compare-and-set on the exact state it was computed from, and every
+    /// other write carries the shape it assumed in its filter, so nothing computed from the
+    /// old shape is written afterwards. Numbers already reserved in blocks are still handed
+    /// out by their block clients.
+    ///
+    /// A sequence that has not reached a raised lower bound moves forward to it. A bound that
+    /// leaves the last issued number outside, and turning `cycle` on for a non-cyclic
+    /// sequence, are refused unless [`Alter::force`](crate::sequence::Alter::force); a step of the other sign is always
+    /// refused (every number on the other side was issued: create a new sequence).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when nothing is to change; [`Error::InvalidSpec`] when the
+    /// new shape is invalid (step 0, `min ≥ max`), flips the step's sign, would strand the
+    /// last issued number or turn `cycle` on without `force`, or breaks a stripe's residue
+    /// class (nothing is written);
+    /// [`Error::Contention`], plus those of [`Sequence::peek`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the change applied or not (check with
+    /// [`Sequence::peek`]); it never issues a number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(tickets: dispenser::Sequence) -> dispenser::Result<()> {
+    /// use dispenser::sequence::Alter;
+    /// let state = tickets.alter(Alter::default().with_max(999)).await?;
+    /// assert_eq!(state.max, 999);
+    /// # Ok(()) }
+    /// ```
+    pub async fn alter(&self, change: crate::sequence::Alter) -> Result<SequenceState> {
+        self.dispenser.alter(self.name(), change).await
+    }
+
+    /// Moves a sequence past `n` for after an import where numbers up to `n` were assigned
+    /// elsewhere: afterwards the next number issued lies beyond `n` (above it, below it for a
+    /// descending sequence) and is the first such number of the sequence's own progression
+    /// (`value + k·step`: a sequence of odd numbers stays odd, a stripe stays in its residue
+    /// class). It never moves a sequence backwards: if the sequence is already past `n`,
+    /// nothing is written. CAS-safe against concurrent writers.
+    ///
+    /// Numbers other processes already reserved in blocks before the advance are still
+    /// handed out by those block clients (see the guide's [eras](crate::guide::guarantees)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `n` lies outside the bounds, [`Error::Contention`],
+    /// plus those of [`Sequence::peek`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the sequence advanced or not (see
+    /// [`Sequence::peek`]) and its history entry `pending` (see [`history`](crate::history));
+    /// it issues no number. Calling it again with the same `n` completes it (it never moves a
+    /// sequence backwards).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(orders: dispenser::Sequence) -> dispenser::Result<()> {
+    /// let state = orders.advance_to(50_000).await?; // imported orders used ..=50000
+    /// assert!(state.value >= 50_000);
+    /// # Ok(()) }
+    /// ```
+    pub async fn advance_to(&self, n: i64) -> Result<SequenceState> {
+        self.dispenser.advance_to(self.name(), n).await
+    }
+
+    /// Sets the number the sequence issues next to `reset.next` (CAS-safe against concurrent
+    /// writers). Moving a sequence backwards (so that numbers already issued would come again)
+    /// needs [`Reset::force`]. A stripe of a striped sequence only accepts a `next` of its own residue
+    /// class (use [`StripedSequence::reset`](crate::stripe::StripedSequence::reset) to move all
+    /// stripes).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `next` lies outside the bounds (or outside a stripe's
+    /// class), [`Error::WouldGoBackwards`]
+    /// without `force`, [`Error::Contention`], plus those of [`Sequence::peek`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the reset made or not (see [`Sequence::peek`])
+    /// and its history entry `pending` (see [`history`](crate::history)); it issues no number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(tickets: dispenser::Sequence) -> dispenser::Result<()> {
+    /// use dispenser::sequence::Reset;
+    /// let state = tickets.reset(Reset::to(1).force()).await?; // the counter restarts at 1
+    /// assert_eq!(state.next_number(), Some(1));
+    /// # Ok(()) }
+    /// ```
+    pub async fn reset(&self, reset: Reset) -> Result<SequenceState> {
+        self.dispenser.reset(self.name(), reset).await
+    }
+
+    /// Sets (or with `None` removes) the serial format of a sequence (see [`Format`]). The
+    /// format is stored in the document's `format` field; numbers stay integers.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the format changed or not (see
+    /// [`Sequence::peek`]) and its history entry `pending` (see [`history`](crate::history));
+    /// it issues no number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(invoices: dispenser::Sequence) -> dispenser::Result<()> {
+    /// use dispenser::Format;
+    /// invoices.set_format(Some(&Format::parse("INV-{scope}-{n:06}")?)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_format(&self, format: Option<&Format>) -> Result<()> {
+        self.dispenser.set_format(self.name(), format).await
+    }
+
+    /// Deletes the sequence (for a striped sequence's name, see
+    /// [`StripedSequence::delete_named`](crate::stripe::StripedSequence::delete_named)). Its numbers may be issued again if it is created anew.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the sequence deleted or not (see
+    /// [`Sequence::peek`]) and its history entry `pending` (see [`history`](crate::history));
+    /// it issues no number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// d.open("old-orders").await?.delete().await?;
+    /// assert!(matches!(d.open("old-orders").await, Err(dispenser::Error::NoSuchSequence { .. })));
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete(&self) -> Result<()> {
+        self.dispenser.delete(self.name()).await
     }
 
     /// How many numbers are left before the wrap or the bound, as last seen by this handle.

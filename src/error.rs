@@ -226,7 +226,7 @@ pub enum Error {
     },
 
     /// A ticket given to [`Queue::cancel`](crate::queue::Queue::cancel) or to a call of a
-    /// given ticket ([`CallOptions::with_ticket`](crate::queue::CallOptions::with_ticket)) does
+    /// given ticket ([`Call::ticket`](crate::queue::Call::ticket)) does
     /// not wait (called, cancelled, never taken, outside the range). Nothing was written.
     #[error("ticket {ticket} of queue {name:?} is not waiting: {reason}; nothing was changed")]
     TicketNotWaiting {
@@ -249,7 +249,7 @@ pub enum Error {
         desk: Option<String>,
     },
 
-    /// [`Queue::set_max`](crate::queue::Queue::set_max) would give a ticket someone holds
+    /// [`Queue::alter`](crate::queue::Queue::alter) would give a ticket someone holds
     /// (waiting, or shown by a desk) another number. Nothing was written; change the range once
     /// nobody holds such a ticket.
     #[error("cannot change the range of queue {name:?} to max {max}: {reason}")]

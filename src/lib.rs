@@ -132,6 +132,10 @@ pub use spec::Spec;
 /// The driver, re-exported so callers use the same version.
 pub use mongodb;
 
+/// The date and time library of time zones ([`jiff::tz::TimeZone`]) and days
+/// ([`jiff::civil::Date`]) in this API, re-exported so callers use the same version.
+pub use jiff;
+
 /// The README's Rust examples (its quick start), compiled as doctests so they stay true; the
 /// guide's examples are compiled where the guide lives, in [`guide`].
 #[doc = include_str!("../README.md")]

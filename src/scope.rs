@@ -11,6 +11,7 @@
 use std::sync::{Arc, Mutex};
 
 use jiff::Timestamp;
+use jiff::civil::Date;
 use jiff::tz::TimeZone;
 
 use crate::dispenser::{Dispenser, Sequence};
@@ -267,28 +268,29 @@ impl Dispenser {
             .await
     }
 
-    /// A daily sequence: scope `YYYY-MM-DD` of `template`, the date taken in `time_zone`
-    /// (an IANA name such as `Europe/Paris`, or `UTC`), so numbering restarts every day.
+    /// A daily sequence: scope `YYYY-MM-DD` of `template`, the date taken in `time_zone`, so
+    /// numbering restarts every day. The handle is lazy: nothing is read or written before
+    /// its first draw.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for an unknown time zone, [`Error::InvalidName`].
+    /// [`Error::InvalidName`] for a bad template.
     ///
     /// # Example
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::Spec;
+    /// use dispenser::{Spec, jiff::tz::TimeZone};
     /// d.ensure("tickets", Spec::default().with_max(999)).await?;
-    /// let today = d.open_daily("tickets", "Europe/Paris")?;
+    /// let paris = TimeZone::get("Europe/Paris").expect("a known zone");
+    /// let today = d.open_daily("tickets", paris)?;
     /// let ticket = today.next().await?; // e.g. ScopedNumber { scope: "2026-11-21", number: 1 }
     /// println!("{}-{:03}", ticket.scope, ticket.number);
     /// # Ok(()) }
     /// ```
-    pub fn open_daily(&self, template: &str, time_zone: &str) -> Result<DailySequence> {
+    pub fn open_daily(&self, template: &str, time_zone: TimeZone) -> Result<DailySequence> {
         scoped_name(template, "2000-01-01")?;
-        let tz = TimeZone::get(time_zone)
-            .map_err(|e| Error::invalid_argument("time zone", format!("{time_zone:?}: {e}")))?;
+        let tz = time_zone;
         Ok(DailySequence {
             dispenser: self.clone(),
             template: template.to_owned(),
@@ -344,9 +346,9 @@ impl DailySequence {
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// use std::sync::Arc;
     /// let fixed = d
-    ///     .open_daily("tickets", "UTC")?
+    ///     .open_daily("tickets", dispenser::jiff::tz::TimeZone::UTC)?
     ///     .with_clock(Arc::new(|| "2026-11-21T23:59:59Z".parse().expect("a timestamp")));
-    /// assert_eq!(fixed.scope_now(), "2026-11-21");
+    /// assert_eq!(fixed.today(), dispenser::jiff::civil::date(2026, 11, 21));
     /// # Ok(()) }
     /// ```
     #[must_use]
@@ -363,7 +365,7 @@ impl DailySequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// assert_eq!(d.open_daily("tickets", "UTC")?.template(), "tickets");
+    /// assert_eq!(d.open_daily("tickets", dispenser::jiff::tz::TimeZone::UTC)?.template(), "tickets");
     /// # Ok(()) }
     /// ```
     pub fn template(&self) -> &str {
@@ -376,7 +378,7 @@ impl DailySequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let today = d.open_daily("tickets", "UTC")?;
+    /// let today = d.open_daily("tickets", dispenser::jiff::tz::TimeZone::UTC)?;
     /// today.next().await?;
     /// assert_eq!(today.stats().issued, 1);
     /// # Ok(()) }
@@ -389,9 +391,10 @@ impl DailySequence {
         total
     }
 
-    /// Today's scope key, `YYYY-MM-DD`, in the configured time zone.
-    pub fn scope_now(&self) -> String {
-        (self.clock)().to_zoned(self.tz.clone()).date().to_string()
+    /// Today in the sequence's time zone: its scope key is `today().to_string()`
+    /// (`YYYY-MM-DD`).
+    pub fn today(&self) -> Date {
+        (self.clock)().to_zoned(self.tz.clone()).date()
     }
 
     /// Deletes the scopes of this daily sequence's template dated before `before`, refusing
@@ -411,19 +414,21 @@ impl DailySequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let daily = d.open_daily("tickets", "Europe/Paris")?;
-    /// let gone = daily.delete_scopes_before("2026-11-01").await?;
+    /// use dispenser::jiff::{civil::date, tz::TimeZone};
+    /// let daily = d.open_daily("tickets", TimeZone::get("Europe/Paris").expect("a known zone"))?;
+    /// let gone = daily.delete_scopes_before(date(2026, 11, 1)).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn delete_scopes_before(&self, before: &str) -> Result<u64> {
-        let today = self.scope_now();
+    pub async fn delete_scopes_before(&self, before: Date) -> Result<u64> {
+        let before = before.to_string();
+        let today = self.today().to_string();
         let zone = self
             .tz
             .iana_name()
             .unwrap_or("the configured zone")
             .to_owned();
         self.dispenser
-            .delete_scopes_before_day(&self.template, before, &today, &zone)
+            .delete_scopes_before_day(&self.template, &before, &today, &zone)
             .await
     }
 
@@ -439,7 +444,7 @@ impl DailySequence {
     /// being created, the scope may exist or not; dropped after the draw's write was sent, the
     /// number it may have reserved is a gap, never issued to anyone.
     pub async fn next(&self) -> Result<ScopedNumber> {
-        let scope = self.scope_now();
+        let scope = self.today().to_string();
         let cached = {
             let guard = self.current.lock().unwrap_or_else(|p| p.into_inner());
             guard

@@ -262,7 +262,8 @@ impl NumberSource for DailySequence {
 ///
 /// let kind: SourceKind = "blocks:1000".parse()?;
 /// assert_eq!(kind, SourceKind::Blocks(BlockOptions::default().with_size(1000)));
-/// assert_eq!("daily:Europe/Paris".parse::<SourceKind>()?, SourceKind::Daily("Europe/Paris".into()));
+/// let paris = dispenser::jiff::tz::TimeZone::get("Europe/Paris").expect("a known zone");
+/// assert_eq!("daily:Europe/Paris".parse::<SourceKind>()?, SourceKind::Daily(paris));
 /// # Ok::<(), dispenser::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
@@ -276,8 +277,9 @@ pub enum SourceKind {
     Striped,
     /// The same with blocks per stripe: `striped-blocks` or `striped-blocks:SIZE`.
     StripedBlocks(BlockOptions),
-    /// A [`DailySequence`] of the template in this time zone: `daily:ZONE`.
-    Daily(String),
+    /// A [`DailySequence`] of the template in this time zone: `daily:ZONE` (an IANA name,
+    /// checked when parsed).
+    Daily(jiff::tz::TimeZone),
 }
 
 impl std::str::FromStr for SourceKind {
@@ -311,7 +313,9 @@ impl std::str::FromStr for SourceKind {
             ("blocks", a) => Ok(SourceKind::Blocks(blocks(a)?)),
             ("striped", None) => Ok(SourceKind::Striped),
             ("striped-blocks", a) => Ok(SourceKind::StripedBlocks(blocks(a)?)),
-            ("daily", Some(zone)) if !zone.is_empty() => Ok(SourceKind::Daily(zone.to_owned())),
+            ("daily", Some(zone)) if !zone.is_empty() => jiff::tz::TimeZone::get(zone)
+                .map(SourceKind::Daily)
+                .map_err(|e| bad(format!("time zone {zone:?}: {e}"))),
             ("daily", _) => Err(bad("daily needs a time zone, e.g. daily:UTC".to_owned())),
             _ => Err(bad("unknown kind".to_owned())),
         }
@@ -351,7 +355,7 @@ impl Dispenser {
             SourceKind::StripedBlocks(o) => {
                 Box::new(StripedSequence::open(self, name).await?.with_blocks(*o)?)
             }
-            SourceKind::Daily(zone) => Box::new(self.open_daily(name, zone)?),
+            SourceKind::Daily(zone) => Box::new(self.open_daily(name, zone.clone())?),
         })
     }
 }

@@ -308,7 +308,7 @@ pub fn stripe_name(name: &str, i: u32) -> String {
     format!("{name}~{i}")
 }
 
-/// What [`Dispenser::reset`](crate::Dispenser::reset) sets: the number issued next, and whether it may move the
+/// What [`Sequence::reset`](crate::Sequence::reset) sets: the number issued next, and whether it may move the
 /// sequence backwards (so that numbers already issued come again).
 ///
 /// # Example

@@ -397,13 +397,13 @@ impl StripedSequence {
         layout(&self.inner.dispenser, &self.inner.name).await
     }
 
-    /// Moves every stripe past `n` (see [`Dispenser::advance_to`]): each stripe's next number
+    /// Moves every stripe past `n` (see [`Sequence::advance_to`](crate::Sequence::advance_to)): each stripe's next number
     /// is the first of its own residue class beyond `n`, so the stripes stay disjoint.
     /// Stripes already past `n` are left alone. Returns the stripes' states.
     ///
     /// # Errors
     ///
-    /// Those of [`StripedSequence::peek`] and [`Dispenser::advance_to`]; on an error after
+    /// Those of [`StripedSequence::peek`] and [`Sequence::advance_to`](crate::Sequence::advance_to); on an error after
     /// some stripes moved, calling it again completes the move.
     ///
     /// # Cancel safety
@@ -432,12 +432,12 @@ impl StripedSequence {
     /// Resets every stripe so that the striped sequence issues numbers from `next` on: each
     /// stripe's next number becomes the first of its own residue class at or beyond `next`,
     /// so the stripes stay disjoint. Moving backwards needs `force`, as with
-    /// [`Dispenser::reset`]. Returns the stripes' states.
+    /// [`Sequence::reset`](crate::Sequence::reset). Returns the stripes' states.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] when a stripe has no number of its class between `next`
-    /// and its bound (nothing is written then), plus those of [`Dispenser::reset`]; on an
+    /// and its bound (nothing is written then), plus those of [`Sequence::reset`](crate::Sequence::reset); on an
     /// error after some stripes moved, calling it again completes the reset.
     ///
     /// # Cancel safety
@@ -567,7 +567,7 @@ impl StripedSequence {
         Ok(n + 1)
     }
 
-    /// Alters every stripe (see [`Dispenser::alter`]): its bounds, or `force`. The change is
+    /// Alters every stripe (see [`Sequence::alter`](crate::Sequence::alter)): its bounds, or `force`. The change is
     /// planned for every stripe first, from its current state, so a change any stripe refuses
     /// writes nothing at all; then each stripe is altered, each one compare-and-set on its
     /// own document. (A draw that moves a stripe between the plan and its write can still
@@ -581,7 +581,7 @@ impl StripedSequence {
     /// sequence's numbers are not in order: it has none); [`Error::InvalidSpec`] when any
     /// stripe refuses the change (a new step, cycle, a bound that strands a stripe's last
     /// number without `force`, `min ≥ max`), nothing written; plus those of
-    /// [`StripedSequence::peek`] and [`Dispenser::alter`].
+    /// [`StripedSequence::peek`] and [`Sequence::alter`](crate::Sequence::alter).
     ///
     /// # Cancel safety
     ///

@@ -222,12 +222,9 @@ impl Gapless {
     /// ```no_run
     /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
     /// use dispenser::mongodb::bson::doc;
-    /// let coll = g.business().clone();
+    /// let coll = g.business(); // a reference: each write's future copies it, no clone
     /// let issued = g
-    ///     .issue(|n| {
-    ///         let coll = coll.clone();
-    ///         async move { coll.insert_one(doc! { "number": n, "customer": "ACME" }).await }
-    ///     })
+    ///     .issue(|n| async move { coll.insert_one(doc! { "number": n, "customer": "ACME" }).await })
     ///     .await?;
     /// println!("invoice no. {}", issued.number);
     /// # Ok(()) }

@@ -88,12 +88,9 @@ pub use void::Released;
 /// # async fn f() -> dispenser::Result<()> {
 /// let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
 /// let invoices = d.ensure_gapless("invoices", GaplessOptions::new("invoices", "number")).await?;
-/// let coll = invoices.business().clone();
+/// let coll = invoices.business(); // a reference: each attempt's future copies it, no clone
 /// let issued = invoices
-///     .issue(|n| {
-///         let coll = coll.clone();
-///         async move { coll.insert_one(doc! { "number": n, "total": 120 }).await }
-///     })
+///     .issue(|n| async move { coll.insert_one(doc! { "number": n, "total": 120 }).await })
 ///     .await?;
 /// println!("invoice {} written", issued.number);
 /// invoices.flush().await?; // before the process exits

@@ -139,6 +139,7 @@ impl Queue {
                 caller: Some(caller.to_owned()),
                 remembered: std::sync::Mutex::new(i.remembered()),
                 history: i.history.as_caller(caller),
+                dispenser: i.dispenser.with_caller(caller)?,
             }),
         })
     }

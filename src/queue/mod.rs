@@ -6,10 +6,12 @@
 //! [`Queue`] also knows what was called. [`Queue::take`] hands out the next ticket only while
 //! it is held by no one — not waiting, not shown by a desk — (else [`Error::QueueFull`]);
 //! [`Queue::call`] calls the oldest waiting ticket (else [`Error::NobodyWaiting`]), or with
-//! [`CallOptions`] a given ticket out of order, from a named desk; [`Queue::recall`]
+//! [`Call::ticket`] a given ticket out of order, from a named desk ([`Call::desk`]); [`Queue::recall`]
 //! announces a desk's ticket again; [`Queue::cancel`] takes a waiting ticket out of the line;
 //! [`Queue::status`] says what each desk shows, the last calls, how many wait and for how
-//! long. [`TakeOptions::with_request_id`] makes a take safe to retry after a lost reply.
+//! long. [`Take::request_id`] makes a take safe to retry after a lost reply; [`Queue::alter`]
+//! and [`Queue::delete`] are its admin operations. Each action is a builder that is
+//! `.await`ed: `lobby.take().count(3).request_id(id).await`.
 //!
 //! How it holds, with single-document writes only:
 //!
@@ -36,18 +38,19 @@
 //! # Example
 //!
 //! ```no_run
-//! use dispenser::{Dispenser, Options, queue::{CallOptions, QueueSpec}};
+//! use dispenser::{Dispenser, Options, queue::QueueSpec};
 //!
 //! # async fn f() -> dispenser::Result<()> {
 //! let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
 //! let lobby = d.ensure_queue("lobby", QueueSpec::default().with_max(9)).await?; // 1 … 9, 0
 //! let mine = lobby.take().await?;
 //! println!("your ticket: {}", mine.number);
-//! let called = lobby.call_with(&CallOptions::new().with_desk("3")).await?; // at desk 3
+//! let called = lobby.call().desk("3").await?; // at desk 3
 //! println!("now serving {} at desk 3", called.label);
 //! # Ok(()) }
 //! ```
 
+mod action;
 mod document;
 mod history;
 mod spec;
@@ -57,7 +60,8 @@ mod store;
 
 use std::sync::{Arc, Mutex};
 
-pub use spec::QueueSpec;
+pub use action::{AtDesk, Call, Take, TakeMany};
+pub use spec::{QueueAlter, QueueSpec};
 pub use status::{
     CallEntry, DeskEntry, HourEntry, QueueCounters, QueueStatus, Ticket, WAITING_LISTED,
     WaitingEntry,
@@ -449,112 +453,9 @@ impl Dispenser {
                 caller: self.caller().map(str::to_owned),
                 remembered: Mutex::new(stored),
                 history: self.recorder(),
+                dispenser: self.clone(),
             }),
         }
-    }
-}
-
-/// How to take: how many tickets (a family, all or nothing, consecutive) and an optional
-/// request id that makes the take safe to retry.
-///
-/// # Example
-///
-/// ```
-/// use dispenser::queue::TakeOptions;
-/// let family = TakeOptions::new().with_count(3).with_request_id("kiosk-1/000042");
-/// assert_eq!(family.count, 3);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TakeOptions {
-    /// How many tickets (≥ 1). Defaults to 1.
-    pub count: u64,
-    /// A request id (1–64 printable ASCII characters): the same id from the same caller
-    /// within 24 hours (by the server's clock) answers the tickets its first take got, marked
-    /// [`Ticket::replayed`], and takes nothing more. Defaults to none.
-    pub request_id: Option<String>,
-    /// Whose request id it is: ids are scoped to their caller, so two callers (two kiosks)
-    /// that pick the same id never share a take. Defaults to none: the handle's caller
-    /// ([`Options::caller`](crate::Options::caller), or the unnamed caller).
-    pub caller: Option<String>,
-}
-
-impl Default for TakeOptions {
-    fn default() -> Self {
-        TakeOptions {
-            count: 1,
-            request_id: None,
-            caller: None,
-        }
-    }
-}
-
-impl TakeOptions {
-    /// One ticket, no request id.
-    pub fn new() -> Self {
-        TakeOptions::default()
-    }
-
-    /// Takes `count` tickets at once.
-    #[must_use]
-    pub fn with_count(mut self, count: u64) -> Self {
-        self.count = count;
-        self
-    }
-
-    /// Sets the request id.
-    #[must_use]
-    pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
-        self.request_id = Some(id.into());
-        self
-    }
-
-    /// Sets whose request id it is (1–128 printable ASCII characters; see
-    /// [`TakeOptions::caller`]).
-    #[must_use]
-    pub fn with_caller(mut self, caller: impl Into<String>) -> Self {
-        self.caller = Some(caller.into());
-        self
-    }
-}
-
-/// How to call: from which desk, and optionally a given waiting ticket out of order.
-///
-/// # Example
-///
-/// ```
-/// use dispenser::queue::CallOptions;
-/// let c = CallOptions::new().with_desk("3").with_ticket(42);
-/// assert_eq!(c.desk.as_deref(), Some("3"));
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CallOptions {
-    /// The desk calling (1–16 letters, digits, spaces, `-`, `_`, `.`); its ticket is shown
-    /// until it calls again. `None`: the desk without a name.
-    pub desk: Option<String>,
-    /// Call this waiting ticket instead of the oldest. `None`: the oldest.
-    pub ticket: Option<i64>,
-}
-
-impl CallOptions {
-    /// The oldest waiting ticket, from the desk without a name.
-    pub fn new() -> Self {
-        CallOptions::default()
-    }
-
-    /// Calls from `desk`.
-    #[must_use]
-    pub fn with_desk(mut self, desk: impl Into<String>) -> Self {
-        self.desk = Some(desk.into());
-        self
-    }
-
-    /// Calls `ticket` (which must wait) out of order.
-    #[must_use]
-    pub fn with_ticket(mut self, ticket: i64) -> Self {
-        self.ticket = Some(ticket);
-        self
     }
 }
 
@@ -590,6 +491,8 @@ struct Inner {
     remembered: Mutex<State>,
     /// Where its admin operations are recorded (create, alter, cancel, delete).
     history: crate::history::record::Recorder,
+    /// The dispenser it was opened from (for [`Queue::delete`]).
+    dispenser: Dispenser,
 }
 
 impl std::fmt::Debug for Queue {
@@ -776,25 +679,33 @@ impl Queue {
                 caller: i.caller.clone(),
                 remembered: Mutex::new(i.remembered()),
                 history: i.history.clone(),
+                dispenser: i.dispenser.clone(),
             }),
         }
     }
 
-    /// Takes the next ticket, if it is held by no one (not waiting, not shown by a desk).
+    /// Takes the next ticket, if it is held by no one (not waiting, not shown by a desk);
+    /// with [`Take::count`], a family of consecutive tickets, all or nothing; with
+    /// [`Take::request_id`], safely retried: the same id again (within 24 hours, among the
+    /// queue's last request ids) answers the same tickets, [`Ticket::replayed`] set, and
+    /// takes nothing more. Returns a [`Take`] to `.await`.
     ///
     /// # Errors
     ///
     /// [`Error::QueueFull`] (nothing written; take again after a call),
+    /// [`Error::InvalidArgument`] when the count is 0, the request id is not 1–64 printable
+    /// ASCII characters, or it was used for a take of another count,
     /// [`Error::NoSuchQueue`] (deleted meanwhile), [`Error::Contention`] (the
     /// compare-and-set's retry budget ran out), [`Error::CorruptDocument`],
-    /// [`Error::Database`] or [`Error::Timeout`] (the ticket the write may have taken is
-    /// then a gap: it waits with no one holding it, and is never handed to anyone else; take
-    /// with a request id to be able to ask again, see [`Queue::take_with`]).
+    /// [`Error::Database`] or [`Error::Timeout`] (the tickets the write may have taken are
+    /// then a gap: they wait with no one holding them, and are never handed to anyone else;
+    /// take with a request id to be able to ask again).
     ///
     /// # Cancel safety
     ///
-    /// Dropped before its write is sent, it takes nothing. Dropped after, the ticket it may
-    /// have taken is a gap, as for a failed write.
+    /// Dropped before its write is sent, it takes nothing. Dropped after, the tickets it may
+    /// have taken are a gap, as for a failed write; with a request id, take again with the
+    /// same id to learn them.
     ///
     /// # Example
     ///
@@ -807,97 +718,48 @@ impl Queue {
     ///     }
     ///     Err(e) => return Err(e),
     /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn take(&self) -> Result<Ticket> {
-        let mut tickets = self.take_with(&TakeOptions::new()).await?;
-        tickets.pop().ok_or_else(|| no_such(&self.inner.name))
-    }
-
-    /// Takes `n` tickets at once — a family — all or nothing: `n` consecutive tickets in one
-    /// write, in the order they will be called, or [`Error::QueueFull`] and nothing taken when
-    /// fewer than `n` fit.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `n` is 0; those of [`Queue::take`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`Queue::take`]: dropped before its write is sent, it takes nothing; dropped after,
-    /// the tickets it may have taken wait with nobody holding them (never handed to anyone
-    /// else). Take with a request id ([`Queue::take_with`]) and call again with the same id to
-    /// learn them.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// let family = lobby.take_n(3).await?;
-    /// assert_eq!(family.len(), 3);
+    /// let family = lobby.take().count(3).await?;
     /// assert_eq!(family[1].serial, family[0].serial + 1); // consecutive
-    /// # Ok(()) }
-    /// ```
-    pub async fn take_n(&self, n: u64) -> Result<Vec<Ticket>> {
-        self.take_with(&TakeOptions::new().with_count(n)).await
-    }
-
-    /// Takes tickets as `options` say: a family of `count`, all or nothing, and with a
-    /// request id, safely retried: the same id again (within 24 hours, among the queue's last
-    /// 1000 ids) answers the same tickets, [`Ticket::replayed`] set, and takes nothing more.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `count` is 0, the request id is not 1–64 printable
-    /// ASCII characters, or it was used for a take of another count; those of
-    /// [`Queue::take`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`Queue::take`]; with a request id, call it again with the same id to learn.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// use dispenser::queue::TakeOptions;
-    /// let ask = TakeOptions::new().with_request_id("kiosk-1/000042");
-    /// let first = match lobby.take_with(&ask).await {
+    /// let first = match lobby.take().request_id("kiosk-1/000042").await {
     ///     Ok(t) => t,
-    ///     Err(e) if e.is_transient() => lobby.take_with(&ask).await?, // the reply was lost
+    ///     Err(e) if e.is_transient() => lobby.take().request_id("kiosk-1/000042").await?, // the reply was lost
     ///     Err(e) => return Err(e),
     /// };
-    /// let again = lobby.take_with(&ask).await?;
-    /// assert_eq!(again[0].number, first[0].number);
-    /// assert!(again[0].replayed);
+    /// let again = lobby.take().request_id("kiosk-1/000042").await?;
+    /// assert_eq!((again.number, again.replayed), (first.number, true));
     /// # Ok(()) }
     /// ```
-    pub async fn take_with(&self, options: &TakeOptions) -> Result<Vec<Ticket>> {
+    pub fn take(&self) -> Take<'_> {
+        Take::new(self)
+    }
+
+    /// The take [`Take`] and [`TakeMany`] run.
+    async fn take_now(
+        &self,
+        count: u64,
+        request_id: Option<String>,
+        caller: Option<String>,
+    ) -> Result<Vec<Ticket>> {
         let name = &self.inner.name;
-        if options.count == 0 {
+        if count == 0 {
             return Err(Error::invalid_argument(
                 "ticket count",
                 format!("0 tickets asked of queue {name:?}; take at least 1"),
             ));
         }
-        if let Some(id) = &options.request_id {
+        if let Some(id) = &request_id {
             check_request_id(name, id)?;
         }
-        if let Some(c) = &options.caller {
+        if let Some(c) = &caller {
             crate::options::check_caller(c)?;
         }
-        let key = options.request_id.as_ref().map(|id| RequestId {
-            caller: options
-                .caller
-                .clone()
+        let key = request_id.map(|id| RequestId {
+            caller: caller
                 .or_else(|| self.inner.caller.clone())
                 .unwrap_or_default(),
-            id: id.clone(),
+            id,
         });
-        let op = Op::Take {
-            count: options.count,
-            key,
-        };
+        let op = Op::Take { count, key };
         let (s, done, now) = self.inner.act(op).await?;
         match done {
             Done::Took {
@@ -925,18 +787,24 @@ impl Queue {
     }
 
     /// Calls the oldest waiting ticket (the one taken longest ago), from the desk without a
-    /// name. See [`Queue::call_with`] for desks and calling a given ticket.
+    /// name; with [`Call::desk`], from that desk (which then shows the ticket, held, until it
+    /// calls again or is released); with [`Call::ticket`], that waiting ticket out of order
+    /// (once: it no longer waits). Cancelled tickets are passed over. Returns a [`Call`] to
+    /// `.await`.
     ///
     /// # Errors
     ///
-    /// [`Error::NobodyWaiting`] (nothing written), plus those of [`Queue::take`] other than
-    /// [`Error::QueueFull`]. A call whose write failed may still have called its ticket:
-    /// that ticket is then served without being announced.
+    /// [`Error::NobodyWaiting`] (nothing written), [`Error::TicketNotWaiting`] when the given
+    /// ticket does not wait (nothing written), [`Error::InvalidArgument`] for a bad desk
+    /// label (or a hundredth-and-first desk), plus those of [`Queue::take`] other than
+    /// [`Error::QueueFull`]. A call whose write failed may still have called its ticket: that
+    /// ticket is then served without being announced.
     ///
     /// # Cancel safety
     ///
     /// Dropped before its write is sent, it calls nothing. Dropped after, the ticket may
-    /// have been called without anyone announcing it.
+    /// have been called (and shown by the desk) without anyone announcing it;
+    /// [`Queue::status`] shows what each desk shows.
     ///
     /// # Example
     ///
@@ -944,56 +812,34 @@ impl Queue {
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
     /// let next = lobby.call().await?;
     /// println!("now serving {}, {} still waiting", next.number, next.waiting);
-    /// # Ok(()) }
-    /// ```
-    pub async fn call(&self) -> Result<Ticket> {
-        self.call_with(&CallOptions::new()).await
-    }
-
-    /// Calls as `options` say: from a desk (which then shows that ticket, held, until it calls
-    /// again), the oldest waiting ticket or a given one out of order (once: it no longer
-    /// waits). Cancelled tickets are passed over.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::TicketNotWaiting`] when the given ticket does not wait (nothing written),
-    /// [`Error::InvalidArgument`] for a bad desk label (or a hundredth-and-first desk), those
-    /// of [`Queue::call`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`Queue::call`]: dropped before its write is sent, it calls nothing; dropped after,
-    /// the ticket may have been called (and shown by the desk) without anyone announcing it.
-    /// [`Queue::status`] shows what each desk shows.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// use dispenser::queue::CallOptions;
-    /// let t = lobby.call_with(&CallOptions::new().with_desk("2").with_ticket(17)).await?;
+    /// let t = lobby.call().desk("2").ticket(17).await?;
     /// assert_eq!((t.number, t.desk.as_deref()), (17, Some("2")));
     /// # Ok(()) }
     /// ```
-    pub async fn call_with(&self, options: &CallOptions) -> Result<Ticket> {
+    pub fn call(&self) -> Call<'_> {
+        Call::new(self)
+    }
+
+    /// The call [`Call`] runs.
+    async fn call_now(&self, desk: Option<String>, ticket: Option<i64>) -> Result<Ticket> {
         let name = &self.inner.name;
-        if let Some(d) = &options.desk {
+        if let Some(d) = &desk {
             check_desk(name, d)?;
         }
-        let desk = options.desk.clone().unwrap_or_default();
         let op = Op::Call {
-            desk,
-            ticket: options.ticket,
+            desk: desk.clone().unwrap_or_default(),
+            ticket,
         };
         let (s, done, now) = self.inner.act(op).await?;
         match done {
-            Done::Called { serial } => Ok(Ticket::new(&s, serial, options.desk.clone(), now)),
+            Done::Called { serial } => Ok(Ticket::new(&s, serial, desk, now)),
             _ => Err(no_such(name)),
         }
     }
 
-    /// Announces again the ticket `desk` shows (`None`: the desk without a name): a new entry
-    /// in [`QueueStatus::recent_calls`] with `recall` set. Nobody is served.
+    /// Announces again the ticket a desk shows (the desk without a name, or
+    /// [`AtDesk::desk`]): a new entry in [`QueueStatus::recent_calls`] with `recall` set.
+    /// Nobody is served. Returns an [`AtDesk`] to `.await`.
     ///
     /// # Errors
     ///
@@ -1010,30 +856,18 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// let again = lobby.recall(Some("3")).await?;
+    /// let again = lobby.recall().desk("3").await?;
     /// println!("ticket {} to desk 3, please", again.label);
     /// # Ok(()) }
     /// ```
-    pub async fn recall(&self, desk: Option<&str>) -> Result<Ticket> {
-        let name = &self.inner.name;
-        if let Some(d) = desk {
-            check_desk(name, d)?;
-        }
-        let op = Op::Recall {
-            desk: desk.unwrap_or_default().to_owned(),
-        };
-        let (s, done, _) = self.inner.act(op).await?;
-        match done {
-            Done::Recalled { serial, at } => {
-                Ok(Ticket::new(&s, serial, desk.map(str::to_owned), at))
-            }
-            _ => Err(no_such(name)),
-        }
+    pub fn recall(&self) -> AtDesk<'_> {
+        AtDesk::recall(self)
     }
 
-    /// The desk `desk` (`None`: the desk without a name) is done with the ticket it shows —
-    /// it closes, or serves nobody next — and shows none: that ticket is no longer held, and
-    /// its number may be handed out again in its turn. Returns the ticket it showed.
+    /// A desk (the desk without a name, or [`AtDesk::desk`]) is done with the ticket it
+    /// shows — it closes, or serves nobody next — and shows none: that ticket is no longer
+    /// held, and its number may be handed out again in its turn. Returns an [`AtDesk`] to
+    /// `.await`, for the ticket the desk showed.
     ///
     /// A desk's ticket is held until it calls another one or is released, so a desk that
     /// stops calling keeps the queue from handing out that number: release it.
@@ -1053,20 +887,29 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// lobby.release(Some("3")).await?; // desk 3 closes for lunch
+    /// lobby.release().desk("3").await?; // desk 3 closes for lunch
     /// # Ok(()) }
     /// ```
-    pub async fn release(&self, desk: Option<&str>) -> Result<Ticket> {
+    pub fn release(&self) -> AtDesk<'_> {
+        AtDesk::release(self)
+    }
+
+    /// The recall or release [`AtDesk`] runs.
+    async fn at_desk(&self, desk: Option<String>, release: bool) -> Result<Ticket> {
         let name = &self.inner.name;
-        if let Some(d) = desk {
+        if let Some(d) = &desk {
             check_desk(name, d)?;
         }
-        let op = Op::Release {
-            desk: desk.unwrap_or_default().to_owned(),
+        let at = desk.clone().unwrap_or_default();
+        let op = if release {
+            Op::Release { desk: at }
+        } else {
+            Op::Recall { desk: at }
         };
         let (s, done, now) = self.inner.act(op).await?;
         match done {
-            Done::Released { serial } => Ok(Ticket::new(&s, serial, desk.map(str::to_owned), now)),
+            Done::Recalled { serial, at } => Ok(Ticket::new(&s, serial, desk, at)),
+            Done::Released { serial } => Ok(Ticket::new(&s, serial, desk, now)),
             _ => Err(no_such(name)),
         }
     }
@@ -1107,14 +950,15 @@ impl Queue {
         }
     }
 
-    /// Changes the highest ticket to `max`, refused when a ticket held (waiting, or shown by
-    /// a desk) would show another number under the new range. Returns the new status.
+    /// Changes the queue's range as `change` says (today: its highest ticket), refused when
+    /// a ticket held (waiting, or shown by a desk) would show another number under the new
+    /// range. Returns the new status.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a range [`QueueSpec::validate`] refuses,
-    /// [`Error::QueueAlterRefused`] for one that would remap a held ticket (nothing written);
-    /// those of [`Queue::call`].
+    /// [`Error::InvalidArgument`] when `change` changes nothing or gives a range
+    /// [`QueueSpec::validate`] refuses, [`Error::QueueAlterRefused`] for one that would remap
+    /// a held ticket (nothing written); those of [`Queue::call`].
     ///
     /// # Cancel safety
     ///
@@ -1126,11 +970,21 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// let s = lobby.set_max(199).await?;
+    /// use dispenser::queue::QueueAlter;
+    /// let s = lobby.alter(QueueAlter::default().with_max(199)).await?;
     /// assert_eq!(s.capacity, 200);
     /// # Ok(()) }
     /// ```
-    pub async fn set_max(&self, max: i64) -> Result<QueueStatus> {
+    pub async fn alter(&self, change: QueueAlter) -> Result<QueueStatus> {
+        let Some(max) = change.max else {
+            return Err(Error::invalid_argument(
+                "alter",
+                format!(
+                    "nothing to change for queue {:?}: give a max",
+                    self.inner.name
+                ),
+            ));
+        };
         let (s, _, now) = self
             .recorded(
                 "alter",
@@ -1139,6 +993,34 @@ impl Queue {
             )
             .await?;
         Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
+    }
+
+    /// Deletes the queue, as [`Dispenser::delete_queue`] does by name (which also deletes a
+    /// queue whose document no longer decodes). Handles opened before then fail with
+    /// [`Error::NoSuchQueue`]. A queue created again under the name starts from its first
+    /// ticket: a ticket held from the old queue may then be handed out again, so delete a
+    /// queue only when nobody waits in it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchQueue`] (deleted already), [`Error::Database`], [`Error::Timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the queue deleted or not (see
+    /// [`Dispenser::open_queue`]) and its history entry `pending` (see
+    /// [`history`](crate::history)).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// d.open_queue("lobby").await?.delete().await?;
+    /// assert!(d.open_queue("lobby").await.is_err());
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete(&self) -> Result<()> {
+        self.inner.dispenser.delete_queue(&self.inner.name).await
     }
 
     /// Reads the queue's state: what each desk shows, the last calls, how many wait and for

@@ -70,6 +70,32 @@ impl Default for QueueSpec {
     }
 }
 
+/// What [`Queue::alter`](crate::queue::Queue::alter) changes; fields left `None` stay as
+/// they are.
+///
+/// # Example
+///
+/// ```
+/// use dispenser::queue::QueueAlter;
+/// let bigger = QueueAlter::default().with_max(199);
+/// assert_eq!(bigger.max, Some(199));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueAlter {
+    /// The highest ticket.
+    pub max: Option<i64>,
+}
+
+impl QueueAlter {
+    /// Sets the highest ticket.
+    #[must_use]
+    pub fn with_max(mut self, max: i64) -> Self {
+        self.max = Some(max);
+        self
+    }
+}
+
 impl QueueSpec {
     /// Sets the lowest ticket. Defaults to 0.
     #[must_use]
@@ -101,11 +127,22 @@ impl QueueSpec {
         self
     }
 
-    /// Sets the IANA time zone of the local day and hours (checked by
+    /// Sets the time zone of the local day and hours. The queue stores it by its IANA name,
+    /// so it must have one ([`TimeZone::get`], not a fixed offset; checked by
     /// [`QueueSpec::validate`]).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::{jiff::tz::TimeZone, queue::QueueSpec};
+    /// let paris = TimeZone::get("Europe/Paris").expect("a known zone");
+    /// assert_eq!(QueueSpec::default().with_time_zone(&paris).time_zone, "Europe/Paris");
+    /// let fixed = TimeZone::fixed(dispenser::jiff::tz::offset(2));
+    /// assert!(QueueSpec::default().with_time_zone(&fixed).validate("lobby").is_err());
+    /// ```
     #[must_use]
-    pub fn with_time_zone(mut self, time_zone: impl Into<String>) -> Self {
-        self.time_zone = time_zone.into();
+    pub fn with_time_zone(mut self, time_zone: &TimeZone) -> Self {
+        self.time_zone = time_zone.iana_name().unwrap_or_default().to_owned();
         self
     }
 
@@ -190,10 +227,16 @@ impl QueueSpec {
         if self.zone().is_none() {
             return Err(Error::invalid_argument(
                 format!("time zone of queue {name:?}"),
-                format!(
-                    "{:?} is not a known IANA time zone (such as UTC or Europe/Paris)",
-                    self.time_zone
-                ),
+                if self.time_zone.is_empty() {
+                    "the zone has no IANA name, and a queue stores its zone by name: use \
+                     TimeZone::get with a name such as UTC or Europe/Paris"
+                        .to_owned()
+                } else {
+                    format!(
+                        "{:?} is not a known IANA time zone (such as UTC or Europe/Paris)",
+                        self.time_zone
+                    )
+                },
             ));
         }
         Ok(())

@@ -1756,7 +1756,7 @@ mod tests {
         let spec = QueueSpec::default()
             .with_max(9)
             .with_daily(true)
-            .with_time_zone("Europe/Paris");
+            .with_time_zone(&jiff::tz::TimeZone::get("Europe/Paris").unwrap());
         let day1 = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 9 * 3_600_000;
         let mut s = State::new(spec, bson::oid::ObjectId::new(), day1);
         assert_eq!(take_at(&mut s, 9, day1).unwrap().len(), 9);
@@ -1895,7 +1895,7 @@ mod tests {
             let spec = QueueSpec::default()
                 .with_max(cap - 1)
                 .with_daily(true)
-                .with_time_zone("America/New_York");
+                .with_time_zone(&jiff::tz::TimeZone::get("America/New_York").unwrap());
             let mut now = 1_710_000_000_000; // around a daylight-saving change
             let mut s = State::new(spec, bson::oid::ObjectId::new(), now);
             for _ in 0..3000 {

@@ -66,7 +66,13 @@ async fn alters_racing_draws_of_every_kind_never_duplicate_and_respect_the_new_s
         }));
         let alter = async {
             tokio::time::sleep(std::time::Duration::from_millis(rnd(15))).await;
-            let done = inc.alter("orders", change.clone()).await.unwrap();
+            let done = inc
+                .open("orders")
+                .await
+                .unwrap()
+                .alter(change.clone())
+                .await
+                .unwrap();
             (Instant::now(), done)
         };
         let (drawn, (altered_at, after)) = tokio::join!(draws, alter);
@@ -109,33 +115,46 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
         // Cycle on without force: 0, 1, … would come again after the wrap.
         Alter::default().with_cycle(true),
     ] {
-        let err = d.alter("orders", bad).await.unwrap_err();
+        let err = async { d.open("orders").await?.alter(bad).await }
+            .await
+            .unwrap_err();
         assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
     }
     assert!(matches!(
-        d.alter("orders", Alter::default()).await,
+        async { d.open("orders").await?.alter(Alter::default()).await }.await,
         Err(Error::InvalidArgument { .. })
     ));
     assert_eq!(d.peek("orders").await.unwrap().version, before.version);
     // Forced below the last number: a non-cyclic sequence is exhausted at once, and a bound
     // raised again later continues after the last issued number (60), never below it.
-    d.alter("orders", Alter::default().with_max(50).with_force(true))
+    d.open("orders")
+        .await
+        .unwrap()
+        .alter(Alter::default().with_max(50).with_force(true))
         .await
         .unwrap();
     assert!(seq.next().await.unwrap_err().is_exhausted());
     let state = d
-        .alter("orders", Alter::default().with_max(70))
+        .open("orders")
+        .await
+        .unwrap()
+        .alter(Alter::default().with_max(70))
         .await
         .unwrap();
     assert_eq!((state.value, state.next_number()), (60, Some(61)));
     assert_eq!(seq.next().await.unwrap(), 61);
-    d.alter("orders", Alter::default().with_max(50).with_force(true))
+    d.open("orders")
+        .await
+        .unwrap()
+        .alter(Alter::default().with_max(50).with_force(true))
         .await
         .unwrap();
     // Cyclic: the next number wraps to min.
     let state = d
+        .open("orders")
+        .await
+        .unwrap()
         .alter(
-            "orders",
             Alter::default()
                 .with_max(40)
                 .with_cycle(true)
@@ -147,8 +166,10 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
     assert_eq!(seq.next().await.unwrap(), 0);
     // A raised min moves the sequence forward; a stripe keeps its step.
     let state = d
+        .open("orders")
+        .await
+        .unwrap()
         .alter(
-            "orders",
             Alter::default()
                 .with_min(30)
                 .with_cycle(false)
@@ -160,10 +181,14 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
     dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
         .await
         .unwrap();
-    let err = d
-        .alter("ids~0", Alter::default().with_step(3))
-        .await
-        .unwrap_err();
+    let err = async {
+        d.open("ids~0")
+            .await?
+            .alter(Alter::default().with_step(3))
+            .await
+    }
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("residue class"), "{err}");
 }
 

@@ -801,7 +801,11 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
                     .map(drop),
             ),
             ("ensure_scope", d.ensure_scope(name, "k").await.map(drop)),
-            ("daily", d.open_daily(name, "UTC").map(drop)),
+            (
+                "daily",
+                d.open_daily(name, dispenser::jiff::tz::TimeZone::get("UTC").unwrap())
+                    .map(drop),
+            ),
         ];
         for (call, r) in calls {
             let err = r.expect_err(&format!("{call}({name:?}) accepted"));

@@ -643,12 +643,14 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
     d.create("invoices", dispenser::Spec::default())
         .await
         .unwrap();
-    d.set_format(
-        "invoices",
-        Some(&dispenser::Format::parse("INV-{scope}-{n:04}").unwrap()),
-    )
-    .await
-    .unwrap();
+    d.open("invoices")
+        .await
+        .unwrap()
+        .set_format(Some(
+            &dispenser::Format::parse("INV-{scope}-{n:04}").unwrap(),
+        ))
+        .await
+        .unwrap();
     let (status, body) = send(draw(ADMIN, "invoices", 1)).await;
     assert_eq!(
         (status, body["error"]["kind"].as_str()),

@@ -205,8 +205,18 @@ async fn advancing_or_resetting_stripes_keeps_them_disjoint() {
     for _ in 0..6 {
         ids.next().await.unwrap();
     }
-    d.advance_to("ids~0", 100).await.unwrap();
-    d.advance_to("ids~1", 100).await.unwrap();
+    d.open("ids~0")
+        .await
+        .unwrap()
+        .advance_to(100)
+        .await
+        .unwrap();
+    d.open("ids~1")
+        .await
+        .unwrap()
+        .advance_to(100)
+        .await
+        .unwrap();
     let mut seen = std::collections::BTreeSet::new();
     for _ in 0..20 {
         let n = ids.next().await.unwrap();
@@ -214,10 +224,14 @@ async fn advancing_or_resetting_stripes_keeps_them_disjoint() {
         assert!(seen.insert(n), "{n} issued twice after advance-to");
     }
     // A stripe refuses a reset outside its class.
-    let err = d
-        .reset("ids~0", dispenser::sequence::Reset::to(1000))
-        .await
-        .unwrap_err();
+    let err = async {
+        d.open("ids~0")
+            .await?
+            .reset(dispenser::sequence::Reset::to(1000))
+            .await
+    }
+    .await
+    .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
     assert!(err.to_string().contains("StripedSequence::reset"), "{err}");
     // The striped operations move every stripe within its class.
@@ -260,7 +274,10 @@ async fn the_live_daily_scope_is_never_deleted() {
     let at =
         |ts: &'static str| -> dispenser::scope::Clock { Arc::new(move || ts.parse().unwrap()) };
     let honolulu = d
-        .open_daily("tickets", "Pacific/Honolulu")
+        .open_daily(
+            "tickets",
+            dispenser::jiff::tz::TimeZone::get("Pacific/Honolulu").unwrap(),
+        )
         .unwrap()
         .with_clock(at("2026-11-21T05:00:00Z"));
     assert_eq!(honolulu.next().await.unwrap().scope, "2026-11-20");
@@ -270,7 +287,7 @@ async fn the_live_daily_scope_is_never_deleted() {
         assert_eq!((t.scope.as_str(), t.number), ("2026-11-21", want));
     }
     let err = honolulu
-        .delete_scopes_before("2026-11-22")
+        .delete_scopes_before(dispenser::jiff::civil::date(2026, 11, 22))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
@@ -280,7 +297,10 @@ async fn the_live_daily_scope_is_never_deleted() {
     );
     assert_eq!(d.list_scopes("tickets").await.unwrap().len(), 2);
     assert_eq!(
-        honolulu.delete_scopes_before("2026-11-21").await.unwrap(),
+        honolulu
+            .delete_scopes_before(dispenser::jiff::civil::date(2026, 11, 21))
+            .await
+            .unwrap(),
         1
     );
     assert_eq!(honolulu.next().await.unwrap().number, 4);

@@ -35,30 +35,62 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
         .unwrap();
     let run = d.open("orders").await.unwrap().next_n(10).await.unwrap();
     assert_eq!(run.last(), 10);
-    d.alter("orders", Alter::default().with_max(5000))
+    d.open("orders")
+        .await
+        .unwrap()
+        .alter(Alter::default().with_max(5000))
         .await
         .unwrap();
-    d.advance_to("orders", 100).await.unwrap();
-    d.reset("orders", dispenser::sequence::Reset::to(50).force())
+    d.open("orders")
+        .await
+        .unwrap()
+        .advance_to(100)
+        .await
+        .unwrap();
+    d.open("orders")
+        .await
+        .unwrap()
+        .reset(dispenser::sequence::Reset::to(50).force())
         .await
         .unwrap();
     // Refused by the state read first, and bad input: nothing written, history included.
     assert!(matches!(
-        d.reset("orders", dispenser::sequence::Reset::to(10)).await,
+        async {
+            d.open("orders")
+                .await?
+                .reset(dispenser::sequence::Reset::to(10))
+                .await
+        }
+        .await,
         Err(Error::WouldGoBackwards { .. })
     ));
     assert!(
-        d.alter("orders", Alter::default().with_max(-5))
-            .await
-            .is_err()
+        async {
+            d.open("orders")
+                .await?
+                .alter(Alter::default().with_max(-5))
+                .await
+        }
+        .await
+        .is_err()
     );
     assert!(
-        d.reset("or\nders", dispenser::sequence::Reset::to(1).force())
-            .await
-            .is_err()
+        async {
+            d.open("or\nders")
+                .await?
+                .reset(dispenser::sequence::Reset::to(1).force())
+                .await
+        }
+        .await
+        .is_err()
     );
     // Nothing to move: not recorded either.
-    d.advance_to("orders", 20).await.unwrap();
+    d.open("orders")
+        .await
+        .unwrap()
+        .advance_to(20)
+        .await
+        .unwrap();
     d.delete("orders").await.unwrap();
 
     let all = d.history("orders", &HistoryQuery::default()).await.unwrap();
@@ -194,14 +226,16 @@ async fn queue_operations_are_recorded_refusals_included() {
     d.ensure_queue("lobby", QueueSpec::default().with_max(99))
         .await
         .unwrap();
-    q.take_n(3).await.unwrap();
+    q.take().count(3).await.unwrap();
     let desk = q.with_caller("desk-2").unwrap();
     desk.cancel(2).await.unwrap();
     assert!(matches!(
         desk.cancel(2).await,
         Err(Error::TicketNotWaiting { .. })
     ));
-    q.set_max(199).await.unwrap();
+    q.alter(dispenser::queue::QueueAlter::default().with_max(199))
+        .await
+        .unwrap();
     d.delete_queue("lobby").await.unwrap();
     let h = d.history("lobby", &HistoryQuery::queue()).await.unwrap();
     assert_eq!(
@@ -319,7 +353,7 @@ async fn the_service_records_the_tokens_name_and_serves_the_history_to_peek() {
     for (path, body) in [
         ("/v1/sequences", json!({ "name": "orders" })),
         ("/v1/sequences/orders/alter", json!({ "max": 9000 })),
-        ("/v1/sequences/orders/advance", json!({ "to": 100 })),
+        ("/v1/sequences/orders/advance-to", json!({ "to": 100 })),
         (
             "/v1/sequences/orders/reset",
             json!({ "next": 50, "force": true }),

@@ -11,7 +11,7 @@
 //!   or queue it has no right on (unless the request named it) — not in an entry, not in an
 //!   error, not in a paging cursor — nor the shape of one it may not read
 //!   (each sequence's `max` is a unique marker, and so are the gap-free sequence's numbers;
-//!   `peek`, `list`, `alter`, `advance` and `reset` answer with the state, so they count as
+//!   `peek`, `list`, `alter`, `advance-to` and `reset` answer with the state, so they count as
 //!   reading).
 //! - **Nothing disturbed past the rights.** A sequence no token has any right on (a
 //!   *protected* one) is drawn by the admin between the tokens' requests: every draw succeeds
@@ -34,11 +34,21 @@ use crate::serve::{ADMIN, Service, send};
 
 /// The operations a token may hold.
 const OPS: [&str; 11] = [
-    "next", "create", "peek", "list", "advance", "reset", "delete", "alter", "void", "take", "call",
+    "next",
+    "create",
+    "peek",
+    "list",
+    "advance-to",
+    "reset",
+    "delete",
+    "alter",
+    "void",
+    "take",
+    "call",
 ];
 
 /// Operations whose answers show a sequence's state: holding one on a name reads it.
-const READS: [&str; 5] = ["peek", "list", "alter", "advance", "reset"];
+const READS: [&str; 5] = ["peek", "list", "alter", "advance-to", "reset"];
 
 /// Plain sequences made by the admin (the first is also a template with a scope `@a`).
 const PLAIN: [&str; 5] = [

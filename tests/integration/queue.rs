@@ -861,7 +861,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
                 .with_max(9)
                 .with_format(dispenser::Format::parse("B-{n}").unwrap())
                 .with_daily(true)
-                .with_time_zone("Europe/Paris"),
+                .with_time_zone(&dispenser::jiff::tz::TimeZone::get("Europe/Paris").unwrap()),
         )
         .await
         .unwrap_err();

@@ -16,7 +16,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dispenser::queue::{CallOptions, QueueSpec, TakeOptions, Ticket};
+use dispenser::queue::{QueueAlter, QueueSpec, Ticket};
 use dispenser::{Dispenser, Error, Format};
 use futures::future::join_all;
 use serde_json::{Value, json};
@@ -252,12 +252,13 @@ fn pairs(tickets: &[Ticket]) -> Vec<(u64, i64)> {
 /// `drop_first`, with its first answer thrown away on purpose). `Ok(None)`: refused (full).
 async fn take_until_answered(
     q: &dispenser::queue::Queue,
-    options: &TakeOptions,
+    count: u64,
+    request_id: &str,
     drop_first: bool,
 ) -> Result<Option<(Vec<Ticket>, usize)>, String> {
     let mut first_ok: Option<Vec<Ticket>> = None;
     for attempt in 0..40 {
-        match q.take_with(options).await {
+        match q.take().count(count).request_id(request_id).await {
             Ok(t) if drop_first && attempt == 0 => first_ok = Some(t),
             Ok(t) => {
                 if let Some(f) = &first_ok {
@@ -367,11 +368,9 @@ async fn model_round(seed: u64) -> Result<String, String> {
             for i in 0..30 {
                 tokio::time::sleep(Duration::from_micros(r.below(2000))).await;
                 let key = format!("kiosk{k}-{i}");
-                let options = TakeOptions::new()
-                    .with_count(1 + r.below(2))
-                    .with_request_id(key.clone());
+                let count = 1 + r.below(2);
                 let start = Instant::now();
-                match take_until_answered(&q, &options, r.below(5) == 0).await {
+                match take_until_answered(&q, count, &key, r.below(5) == 0).await {
                     Ok(Some((t, attempts))) => {
                         round.retried += usize::from(attempts > 0);
                         round.writes.push(Write {
@@ -433,18 +432,15 @@ async fn model_round(seed: u64) -> Result<String, String> {
                 let start = Instant::now();
                 let roll = r.below(100);
                 let (result, given) = if roll < 55 {
-                    let o = CallOptions::new().with_desk(desk.clone());
-                    (q.call_with(&o).await.map(|t| (t, 0)), None)
+                    (q.call().desk(&desk).await.map(|t| (t, 0)), None)
                 } else if roll < 70 {
                     let ticket = pick_ticket(&mut r, &q).await;
-                    let o = CallOptions::new()
-                        .with_desk(desk.clone())
-                        .with_ticket(ticket);
-                    (q.call_with(&o).await.map(|t| (t, 0)), Some(ticket))
+                    let call = q.call().desk(&desk).ticket(ticket);
+                    (call.await.map(|t| (t, 0)), Some(ticket))
                 } else if roll < 78 {
-                    (q.recall(Some(&desk)).await.map(|t| (t, 1)), None)
+                    (q.recall().desk(&desk).await.map(|t| (t, 1)), None)
                 } else if roll < 84 {
-                    (q.release(Some(&desk)).await.map(|t| (t, 3)), None)
+                    (q.release().desk(&desk).await.map(|t| (t, 3)), None)
                 } else {
                     let ticket = pick_ticket(&mut r, &q).await;
                     (q.cancel(ticket).await.map(|t| (t, 2)), Some(ticket))
@@ -528,7 +524,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
                 tokio::time::sleep(Duration::from_millis(50 + r.below(300))).await;
                 let new_max = min + 3 + r.below(10) as i64; // capacity 4 … 13
                 let start = Instant::now();
-                match q.set_max(new_max).await {
+                match q.alter(QueueAlter::default().with_max(new_max)).await {
                     Ok(s) => round.writes.push(Write {
                         who: "operator".into(),
                         version: s.version,
@@ -960,7 +956,7 @@ async fn a_daily_queue_starts_again_each_local_day() {
     let spec = QueueSpec::default()
         .with_max(4)
         .with_daily(true)
-        .with_time_zone("Europe/Paris");
+        .with_time_zone(&dispenser::jiff::tz::TimeZone::get("Europe/Paris").unwrap());
     let q = d.create_queue("q", spec).await.unwrap();
     let at = |t: &'static str| -> dispenser::scope::Clock {
         Arc::new(move || t.parse().expect("a timestamp"))
@@ -968,7 +964,8 @@ async fn a_daily_queue_starts_again_each_local_day() {
     // 22:30 UTC on the 24th is 23:30 in Paris; 23:30 UTC is 00:30 on the 25th there.
     let evening = q.with_clock(at("2030-11-24T22:30:00Z"));
     let numbers: Vec<i64> = evening
-        .take_n(3)
+        .take()
+        .count(3)
         .await
         .unwrap()
         .iter()
@@ -1002,7 +999,8 @@ async fn a_daily_queue_starts_again_each_local_day() {
     .into();
     assert_eq!(order, [2, 3, 1]);
     assert_eq!(night.take().await.unwrap().number, 2);
-    let bad = QueueSpec::default().with_time_zone("Mars/Olympus");
+    let mut bad = QueueSpec::default();
+    bad.time_zone = "Mars/Olympus".to_owned(); // as a stored document or a client could name it
     let e = d.create_queue("bad", bad).await.unwrap_err();
     assert!(e.to_string().contains("not a known IANA time zone"), "{e}");
 }
@@ -1043,10 +1041,7 @@ async fn estimated_waits_against_real_waits() {
         } else {
             let now = desk_free[desk];
             let h = q.with_clock(clock(now));
-            match h
-                .call_with(&CallOptions::new().with_desk(format!("{}", desk + 1)))
-                .await
-            {
+            match h.call().desk(format!("{}", desk + 1)).await {
                 Ok(t) => {
                     let (at, est) = taken_at.remove(&t.serial).unwrap();
                     if let Some(est) = est {

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use dispenser::mongodb::bson::{Document, doc};
-use dispenser::queue::{CallOptions, QueueSpec, TakeOptions, Ticket};
+use dispenser::queue::{QueueAlter, QueueSpec, Ticket};
 use dispenser::{Dispenser, Error};
 use futures::future::join_all;
 use jiff::Timestamp;
@@ -203,7 +203,7 @@ fn draw_spec(rng: &mut Rng) -> (QueueSpec, &'static str, Timestamp) {
         .with_min(min)
         .with_max(max)
         .with_daily(rng.below(10) < 7)
-        .with_time_zone(zone);
+        .with_time_zone(&tz);
     (spec, zone, start)
 }
 
@@ -275,11 +275,15 @@ async fn edges_round(seed: u64) -> Result<String, String> {
             let who = format!("kiosk {k} ({:+} h)", skew_ms / 3_600_000);
             let caller = format!("kiosk-{k}");
             for i in 1..=28 {
-                let options = TakeOptions::new()
-                    .with_count(1 + r.below(3))
-                    .with_request_id(format!("req-{i}"))
-                    .with_caller(caller.clone());
-                let first = bounded(&who, q.take_with(&options)).await?;
+                let count = 1 + r.below(3);
+                let take = || {
+                    q.take()
+                        .count(count)
+                        .request_id(format!("req-{i}"))
+                        .caller(&caller)
+                        .into_future()
+                };
+                let first = bounded(&who, take()).await?;
                 let first = match first {
                     Ok(t) => t,
                     Err(Error::QueueFull { .. } | Error::Contention { .. }) => {
@@ -304,7 +308,7 @@ async fn edges_round(seed: u64) -> Result<String, String> {
                 });
                 // A retry (a lost reply, a double tap): its own take, nothing more.
                 if r.below(3) == 0 {
-                    match bounded(&who, q.take_with(&options)).await? {
+                    match bounded(&who, take()).await? {
                         Ok(again)
                             if took(&again) == took(&first)
                                 && again.iter().all(|t| t.replayed)
@@ -344,23 +348,24 @@ async fn edges_round(seed: u64) -> Result<String, String> {
                 tokio::time::sleep(Duration::from_micros(1000 + r.below(4000))).await;
                 let roll = r.below(10);
                 let did = if roll < 6 {
-                    let o = CallOptions::new().with_desk(desk.clone());
-                    bounded(&who, q.call_with(&o)).await?.map(|t| {
-                        (
-                            t.version,
-                            t.at,
-                            Did::Called {
-                                desk: desk.clone(),
-                                number: t.number,
-                            },
-                        )
-                    })
+                    bounded(&who, q.call().desk(&desk).into_future())
+                        .await?
+                        .map(|t| {
+                            (
+                                t.version,
+                                t.at,
+                                Did::Called {
+                                    desk: desk.clone(),
+                                    number: t.number,
+                                },
+                            )
+                        })
                 } else if roll < 7 {
-                    bounded(&who, q.recall(Some(&desk)))
+                    bounded(&who, q.recall().desk(&desk).into_future())
                         .await?
                         .map(|t| (t.version, t.at, Did::Recalled))
                 } else if roll < 8 {
-                    bounded(&who, q.release(Some(&desk)))
+                    bounded(&who, q.release().desk(&desk).into_future())
                         .await?
                         .map(|t| (t.version, t.at, Did::Released { desk: desk.clone() }))
                 } else {
@@ -425,7 +430,9 @@ async fn edges_round(seed: u64) -> Result<String, String> {
                     let Ok(new_max) = i64::try_from(new_max) else {
                         continue;
                     };
-                    match bounded("operator", q.set_max(new_max)).await? {
+                    match bounded("operator", q.alter(QueueAlter::default().with_max(new_max)))
+                        .await?
+                    {
                         Ok(s) => seen.writes.push(Write {
                             version: s.version,
                             at_ms: s.updated_at.timestamp_millis(),
@@ -546,18 +553,19 @@ async fn a_new_day_after_waiting_tickets_crossed_the_wrap_goes_on() {
     let spec = QueueSpec::default()
         .with_max(9)
         .with_daily(true)
-        .with_time_zone("Europe/Paris");
+        .with_time_zone(&dispenser::jiff::tz::TimeZone::get("Europe/Paris").unwrap());
     let q = d
         .create_queue("post", spec)
         .await
         .unwrap()
         .with_clock(at(day1));
-    q.take_n(9).await.unwrap();
+    q.take().count(9).await.unwrap();
     for _ in 0..7 {
         q.call().await.unwrap();
     }
     let family: Vec<i64> = q
-        .take_n(3)
+        .take()
+        .count(3)
         .await
         .unwrap()
         .iter()
@@ -614,7 +622,7 @@ async fn alter_of_a_wide_range_after_a_new_day_answers_at_once() {
     let today = Timestamp::now();
     let q = d.open_queue("big").await.unwrap();
     let q = q.with_clock(Arc::new(move || today));
-    q.take_n(5).await.unwrap();
+    q.take().count(5).await.unwrap();
     q.call().await.unwrap();
     let tomorrow = today + jiff::SignedDuration::from_hours(30);
     assert_eq!(
@@ -858,11 +866,10 @@ async fn a_queue_document_stays_small_whatever_its_history_and_old_ids_still_ans
     let mut first = Vec::new();
     for i in 0..1000 {
         let t = q
-            .take_with(
-                &TakeOptions::new()
-                    .with_request_id(format!("kiosk-{}/{i:04}", i % 7))
-                    .with_caller(format!("kiosk-{}", i % 7)),
-            )
+            .take()
+            .count(1)
+            .request_id(format!("kiosk-{}/{i:04}", i % 7))
+            .caller(format!("kiosk-{}", i % 7))
             .await
             .unwrap();
         first.push(t[0].number);
@@ -893,11 +900,10 @@ async fn a_queue_document_stays_small_whatever_its_history_and_old_ids_still_ans
     // The oldest ids left the document and still answer their takes.
     for i in [0_usize, 1, 500, 999] {
         let again = q
-            .take_with(
-                &TakeOptions::new()
-                    .with_request_id(format!("kiosk-{}/{i:04}", i % 7))
-                    .with_caller(format!("kiosk-{}", i % 7)),
-            )
+            .take()
+            .count(1)
+            .request_id(format!("kiosk-{}/{i:04}", i % 7))
+            .caller(format!("kiosk-{}", i % 7))
             .await
             .unwrap();
         assert!(again[0].replayed, "id {i}");
@@ -905,11 +911,10 @@ async fn a_queue_document_stays_small_whatever_its_history_and_old_ids_still_ans
     }
     // Another caller with the same id is another take.
     let other = q
-        .take_with(
-            &TakeOptions::new()
-                .with_request_id("kiosk-0/0000")
-                .with_caller("kiosk-9"),
-        )
+        .take()
+        .count(1)
+        .request_id("kiosk-0/0000")
+        .caller("kiosk-9")
         .await
         .unwrap();
     assert!(!other[0].replayed);

@@ -20,7 +20,10 @@ async fn daily_numbering_restarts_at_local_midnight() {
     let now = Arc::new(Mutex::new("2026-11-21T22:58:00Z".to_owned()));
     let clock_now = now.clone();
     let daily = d
-        .open_daily("tickets", "Europe/Paris")
+        .open_daily(
+            "tickets",
+            dispenser::jiff::tz::TimeZone::get("Europe/Paris").unwrap(),
+        )
         .unwrap()
         .with_clock(Arc::new(move || {
             clock_now.lock().unwrap().parse().expect("timestamp")
@@ -47,11 +50,18 @@ async fn daily_numbering_restarts_at_local_midnight() {
     assert_eq!(scopes, vec!["tickets@2026-11-21", "tickets@2026-11-22"]);
     // Clean up old days: only the scopes before the key go; the template stays.
     // (The daily sequence knows its zone: in it, the 21st is over.)
-    assert_eq!(daily.delete_scopes_before("2026-11-22").await.unwrap(), 1);
+    assert_eq!(
+        daily
+            .delete_scopes_before(dispenser::jiff::civil::date(2026, 11, 22))
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(d.list_scopes("tickets").await.unwrap().len(), 1);
     assert!(d.peek("tickets").await.is_ok());
+    // A zone given by name (configuration) is checked where the name comes in.
     assert!(matches!(
-        d.open_daily("tickets", "Mars/Olympus"),
+        "daily:Mars/Olympus".parse::<dispenser::source::SourceKind>(),
         Err(Error::InvalidArgument { .. })
     ));
 }
@@ -104,15 +114,27 @@ async fn advance_to_only_moves_forward() {
         .await
         .unwrap();
     assert_eq!(seq.next().await.unwrap(), 1);
-    let state = d.advance_to("orders", 50_000).await.unwrap();
+    let state = d
+        .open("orders")
+        .await
+        .unwrap()
+        .advance_to(50_000)
+        .await
+        .unwrap();
     assert_eq!(state.value, 50_000);
     assert_eq!(seq.next().await.unwrap(), 50_001);
     // Never lowers, and then writes nothing.
     let before = d.peek("orders").await.unwrap();
-    let state = d.advance_to("orders", 10).await.unwrap();
+    let state = d
+        .open("orders")
+        .await
+        .unwrap()
+        .advance_to(10)
+        .await
+        .unwrap();
     assert_eq!((state.value, state.version), (before.value, before.version));
     assert!(matches!(
-        d.advance_to("orders", 2_000_000).await,
+        async { d.open("orders").await?.advance_to(2_000_000).await }.await,
         Err(Error::InvalidArgument { .. })
     ));
     // Descending: "past n" is below it.
@@ -128,7 +150,7 @@ async fn advance_to_only_moves_forward() {
         .await
         .unwrap();
     assert_eq!(down.next().await.unwrap(), 100);
-    d.advance_to("down", 40).await.unwrap();
+    d.open("down").await.unwrap().advance_to(40).await.unwrap();
     assert_eq!(down.next().await.unwrap(), 39);
 }
 
@@ -138,7 +160,12 @@ async fn formats_are_stored_and_checked() {
     let d = f.dispenser(f.options());
     d.create("inv", Spec::default()).await.unwrap();
     let format = Format::parse("INV-{scope}-{n:06}").unwrap();
-    d.set_format("inv", Some(&format)).await.unwrap();
+    d.open("inv")
+        .await
+        .unwrap()
+        .set_format(Some(&format))
+        .await
+        .unwrap();
     let state = d.peek("inv").await.unwrap();
     assert_eq!(state.format.as_ref(), Some(&format));
     assert_eq!(
@@ -146,10 +173,10 @@ async fn formats_are_stored_and_checked() {
         "setting a format is a write: version moves"
     );
     assert_eq!(format.render(123, Some("2026")), "INV-2026-000123");
-    d.set_format("inv", None).await.unwrap();
+    d.open("inv").await.unwrap().set_format(None).await.unwrap();
     assert_eq!(d.peek("inv").await.unwrap().format, None);
     assert!(matches!(
-        d.set_format("nope", Some(&format)).await,
+        async { d.open("nope").await?.set_format(Some(&format)).await }.await,
         Err(Error::NoSuchSequence { .. })
     ));
     // A stored format that does not parse is a corrupt document.

@@ -48,7 +48,7 @@ impl Service {
     ) -> Service {
         let tokens = json!({ "tokens": [
                 { "name": "admin", "token": ADMIN, "sequences": ["*"],
-                  "operations": ["next", "create", "peek", "list", "advance", "reset", "delete", "alter", "void", "take", "call"] },
+                  "operations": ["next", "create", "peek", "list", "advance-to", "reset", "delete", "alter", "void", "take", "call"] },
                 { "name": "orders", "token": ORDERS, "sequences": ["orders", "orders@*"],
                   "operations": ["next", "peek"] },
                 { "name": "kiosk", "token": KIOSK, "sequences": ["lobby*"], "operations": ["take"] },
@@ -415,7 +415,7 @@ async fn serve_rejects_bad_requests_with_json_errors() {
     }
     // Admin operations mirror the CLI.
     let (status, body) = send(
-        http.post(svc.url("/v1/sequences/orders/advance"))
+        http.post(svc.url("/v1/sequences/orders/advance-to"))
             .bearer_auth(ADMIN)
             .json(&json!({ "to": 500 })),
     )
@@ -519,7 +519,7 @@ async fn advance_and_reset_through_the_service_drop_the_block_it_holds() {
     let (status, body) = draw(&http, &svc, ORDERS, "orders", 5).await;
     assert_eq!((status, numbers(&body)), (200, vec![1, 2, 3, 4, 5]));
     let (status, body) = send(
-        http.post(svc.url("/v1/sequences/orders/advance"))
+        http.post(svc.url("/v1/sequences/orders/advance-to"))
             .bearer_auth(ADMIN)
             .json(&json!({ "to": 5000 })),
     )
@@ -601,7 +601,7 @@ async fn draws_racing_admin_operations_are_ordered_before_or_after_them() {
         match round % 3 {
             0 => {
                 let (status, body) = send(
-                    http.post(svc.url("/v1/sequences/orders/advance"))
+                    http.post(svc.url("/v1/sequences/orders/advance-to"))
                         .bearer_auth(ADMIN)
                         .json(&json!({ "to": n })),
                 )
@@ -716,7 +716,7 @@ async fn authorization_comes_before_the_body_and_bearer_is_case_insensitive() {
         ),
         (
             raw(
-                "/v1/sequences/orders/advance",
+                "/v1/sequences/orders/advance-to",
                 "application/json",
                 "{not json",
             )
@@ -983,7 +983,7 @@ async fn striped_sequences_are_administered_by_name() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["stripes"].as_array().unwrap().len(), 3);
     let (status, body) = send(
-        http.post(svc.url("/v1/sequences/ids/advance"))
+        http.post(svc.url("/v1/sequences/ids/advance-to"))
             .bearer_auth(ADMIN)
             .json(&json!({ "to": 1000 })),
     )
@@ -1319,7 +1319,7 @@ fn openapi_json_is_valid_and_a_client_built_on_it_works() {
         String::from_utf8_lossy(&out.stderr)
     );
     for op in [
-        "advance",
+        "advance_to",
         "alter",
         "create",
         "delete",

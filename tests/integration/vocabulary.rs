@@ -118,3 +118,154 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
         .unwrap();
     assert_eq!(StripedSequence::open(&d, "ids").await.unwrap().stripes(), 3);
 }
+
+/// Admin operations are methods of the handle (issue 38): a handle opened from a dispenser with a
+/// caller records its alter, advance-to, reset, set-format and delete as that caller, each
+/// answering the state the next draw follows; a queue's alter and delete likewise. An empty
+/// change is refused by name and writes nothing, history included; a handle that outlives its
+/// delete is refused, never handed a number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
+    use dispenser::history::HistoryQuery;
+    use dispenser::queue::QueueAlter;
+    use dispenser::sequence::{Alter, Reset};
+
+    let f = Fixture::new("vocabulary_admin").await;
+    let d = f.dispenser(f.options().with_caller("ops"));
+    let orders = d.create("orders", Spec::default()).await.unwrap();
+    assert_eq!(orders.next().await.unwrap(), 1);
+    let s = orders.alter(Alter::default().with_max(500)).await.unwrap();
+    assert_eq!((s.max, s.next_number()), (500, Some(2)));
+    let s = orders.advance_to(100).await.unwrap();
+    assert_eq!(s.next_number(), Some(101));
+    assert_eq!(orders.next().await.unwrap(), 101);
+    assert!(matches!(
+        orders.reset(Reset::to(50)).await,
+        Err(Error::WouldGoBackwards { .. })
+    ));
+    let s = orders.reset(Reset::to(50).force()).await.unwrap();
+    assert_eq!(s.next_number(), Some(50));
+    assert_eq!(orders.peek().await.unwrap().next_number(), Some(50));
+    let f6 = dispenser::Format::parse("ORD-{n:06}").unwrap();
+    orders.set_format(Some(&f6)).await.unwrap();
+    assert_eq!(orders.peek().await.unwrap().format, Some(f6));
+    let version = orders.peek().await.unwrap().version;
+    assert!(matches!(
+        orders.alter(Alter::default()).await,
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(orders.peek().await.unwrap().version, version);
+    orders.delete().await.unwrap();
+    assert!(matches!(
+        orders.next().await,
+        Err(Error::NoSuchSequence { .. })
+    ));
+    let h = d.history("orders", &HistoryQuery::default()).await.unwrap();
+    let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
+    // The refused reset (backwards without force) wrote nothing, history included.
+    assert_eq!(
+        ops,
+        [
+            "create",
+            "alter",
+            "advance-to",
+            "reset",
+            "set-format",
+            "delete"
+        ],
+        "{h:#?}"
+    );
+    assert!(h.iter().all(|e| e.who.as_deref() == Some("ops")), "{h:#?}");
+
+    // A queue: alter and delete on the handle, an empty alter refused with nothing written.
+    let lobby = d
+        .create_queue("lobby", QueueSpec::default().with_max(9))
+        .await
+        .unwrap();
+    let version = lobby.status().await.unwrap().version;
+    let e = lobby.alter(QueueAlter::default()).await.unwrap_err();
+    assert!(e.to_string().contains("lobby"), "{e}");
+    assert_eq!(lobby.status().await.unwrap().version, version);
+    let s = lobby
+        .alter(QueueAlter::default().with_max(19))
+        .await
+        .unwrap();
+    assert_eq!(s.capacity, 20);
+    lobby.delete().await.unwrap();
+    assert!(matches!(lobby.take().await, Err(Error::NoSuchQueue { .. })));
+    let h = d.history("lobby", &HistoryQuery::queue()).await.unwrap();
+    let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
+    assert_eq!(ops, ["create", "alter", "delete"], "{h:#?}");
+}
+
+/// A queue's actions are builders (issue 38): nothing is sent before the `.await` (a builder
+/// dropped unawaited takes nothing), a take answers one ticket and `.count(n)` a family, the
+/// options set on a builder are those used (a request id answers the same take again, a
+/// desk shows what it called), and a bad option is refused naming the queue, nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
+    let f = Fixture::new("vocabulary_actions").await;
+    let d = f.dispenser(f.options());
+    let q = d
+        .create_queue("post", QueueSpec::default().with_max(99))
+        .await
+        .unwrap();
+    let version = q.status().await.unwrap().version;
+    drop(q.take().count(3).request_id("never-sent"));
+    drop(q.call().desk("1"));
+    assert_eq!(
+        q.status().await.unwrap().version,
+        version,
+        "a dropped builder wrote"
+    );
+
+    let one = q.take().await.unwrap();
+    assert_eq!(one.number, 1);
+    let family = q
+        .take()
+        .count(3)
+        .request_id("k-1")
+        .caller("kiosk")
+        .await
+        .unwrap();
+    assert_eq!(
+        family.iter().map(|t| t.number).collect::<Vec<_>>(),
+        [2, 3, 4]
+    );
+    let again = q
+        .take()
+        .count(3)
+        .request_id("k-1")
+        .caller("kiosk")
+        .await
+        .unwrap();
+    assert!(again.iter().all(|t| t.replayed), "{again:?}");
+    assert_eq!(again[0].number, 2);
+    // The same id from another caller is another take.
+    let other = q.take().request_id("k-1").caller("kiosk-2").await.unwrap();
+    assert_eq!((other.number, other.replayed), (5, false));
+
+    let called = q.call().desk("A").await.unwrap();
+    assert_eq!((called.number, called.desk.as_deref()), (1, Some("A")));
+    let given = q.call().desk("B").ticket(4).await.unwrap();
+    assert_eq!((given.number, given.desk.as_deref()), (4, Some("B")));
+    let recalled = q.recall().desk("A").await.unwrap();
+    assert_eq!(recalled.number, 1);
+    let released = q.release().desk("B").await.unwrap();
+    assert_eq!(released.number, 4);
+    assert!(matches!(
+        q.release().desk("B").await,
+        Err(Error::NothingToRecall { .. })
+    ));
+    let version = q.status().await.unwrap().version;
+    for e in [
+        q.take().count(0).await.unwrap_err(),
+        q.take().request_id("").await.unwrap_err(),
+        q.call().desk("no/slash").await.unwrap_err(),
+        q.recall().desk("").await.unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+        assert!(e.to_string().contains("post"), "{e}");
+    }
+    assert_eq!(q.status().await.unwrap().version, version);
+}

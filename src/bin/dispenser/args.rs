@@ -88,6 +88,24 @@ pub fn parse_timeout(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// The time zone named `name` (`--tz`), or an error naming it.
+pub fn time_zone(name: &str) -> dispenser::Result<dispenser::jiff::tz::TimeZone> {
+    dispenser::jiff::tz::TimeZone::get(name).map_err(|e| dispenser::Error::InvalidArgument {
+        what: "time zone".to_owned(),
+        reason: format!("{name:?}: {e}"),
+    })
+}
+
+/// The day `key` (`YYYY-MM-DD`), or an error naming the flag and the value.
+pub fn day(flag: &str, key: &str) -> dispenser::Result<dispenser::jiff::civil::Date> {
+    key.parse().map_err(|_| dispenser::Error::InvalidArgument {
+        what: flag.to_owned(),
+        reason: format!(
+            "{key:?} is not a day YYYY-MM-DD (the scopes of a daily sequence are days)"
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

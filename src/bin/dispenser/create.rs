@@ -68,13 +68,13 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
         out.flush().map_err(io_err)?;
         return Ok(Outcome::Done);
     }
-    if a.if_not_exists {
-        d.ensure(&a.name, spec).await?;
+    let made = if a.if_not_exists {
+        d.ensure(&a.name, spec).await?
     } else {
-        d.create(&a.name, spec).await?;
-    }
+        d.create(&a.name, spec).await?
+    };
     if let Some(f) = &format {
-        d.set_format(&a.name, Some(f)).await?;
+        made.set_format(Some(f)).await?;
     }
     let state = d.peek(&a.name).await?;
     writeln!(out, "{}", describe(&state)).map_err(io_err)?;

@@ -212,11 +212,10 @@ pub async fn run(
             let g = d.ensure_gapless(&name, options.with_lease(lease)).await?;
             let hold = hold_point();
             for _ in 0..count {
-                let coll = g.business().clone();
+                let coll = g.business();
                 let (base, field, hold) = (&base, &field, &hold);
                 let issued = g
                     .issue(|n| {
-                        let coll = coll.clone();
                         let mut doc = base.clone();
                         let set = dispenser::gapless::set_field(&mut doc, field, n);
                         async move {

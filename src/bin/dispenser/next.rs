@@ -49,7 +49,10 @@ pub async fn run(d: &Dispenser, a: NextArgs, out: &mut impl Write) -> dispenser:
     )?;
     let scope = match (&a.scope, a.daily) {
         (Some(key), _) => Some(key.clone()),
-        (None, true) => Some(d.open_daily(&a.name, &a.tz)?.scope_now()),
+        (None, true) => {
+            let zone = crate::args::time_zone(&a.tz)?;
+            Some(d.open_daily(&a.name, zone)?.today().to_string())
+        }
         (None, false) => None,
     };
     let format = if a.formatted {

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use dispenser::queue::{CallOptions, QueueSpec, QueueStatus, TakeOptions, Ticket};
+use dispenser::queue::{QueueAlter, QueueSpec, QueueStatus, Ticket};
 use dispenser::{Dispenser, Format};
 
 use crate::args::whole;
@@ -236,8 +236,9 @@ pub async fn run(
             let mut spec = QueueSpec::default()
                 .with_min(min)
                 .with_max(max)
-                .with_daily(daily)
-                .with_time_zone(tz);
+                .with_daily(daily);
+            // The zone by name, as given: `validate` names the queue if it is unknown.
+            spec.time_zone = tz;
             if let Some(f) = format {
                 spec = spec.with_format(Format::parse(&f)?);
             }
@@ -254,11 +255,12 @@ pub async fn run(
             request_id,
             json,
         } => {
-            let mut options = TakeOptions::new().with_count(count);
+            let q = d.open_queue(&name).await?;
+            let mut take = q.take().count(count);
             if let Some(id) = request_id {
-                options = options.with_request_id(id);
+                take = take.request_id(id);
             }
-            let tickets = d.open_queue(&name).await?.take_with(&options).await?;
+            let tickets = take.await?;
             for t in &tickets {
                 writeln!(out, "{}", ticket_line(t, json)).map_err(io_err)?;
             }
@@ -269,22 +271,31 @@ pub async fn run(
             ticket,
             json,
         } => {
-            let mut options = CallOptions::new();
+            let q = d.open_queue(&name).await?;
+            let mut call = q.call();
             if let Some(desk) = desk {
-                options = options.with_desk(desk);
+                call = call.desk(desk);
             }
             if let Some(t) = ticket {
-                options = options.with_ticket(t);
+                call = call.ticket(t);
             }
-            let t = d.open_queue(&name).await?.call_with(&options).await?;
+            let t = call.await?;
             writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
         }
         QueueCommand::Recall { name, desk, json } => {
-            let t = d.open_queue(&name).await?.recall(desk.as_deref()).await?;
+            let q = d.open_queue(&name).await?;
+            let t = match &desk {
+                Some(desk) => q.recall().desk(desk).await?,
+                None => q.recall().await?,
+            };
             writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
         }
         QueueCommand::Release { name, desk } => {
-            let t = d.open_queue(&name).await?.release(desk.as_deref()).await?;
+            let q = d.open_queue(&name).await?;
+            let t = match &desk {
+                Some(desk) => q.release().desk(desk).await?,
+                None => q.release().await?,
+            };
             writeln!(
                 out,
                 "desk {} of queue {} released ticket {}",
@@ -312,7 +323,8 @@ pub async fn run(
             }
         }
         QueueCommand::Alter { name, max } => {
-            let s = d.open_queue(&name).await?.set_max(max).await?;
+            let change = QueueAlter::default().with_max(max);
+            let s = d.open_queue(&name).await?.alter(change).await?;
             writeln!(out, "{}", describe(&s)).map_err(io_err)?;
         }
         QueueCommand::Status { name, json } => {

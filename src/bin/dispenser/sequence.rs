@@ -185,7 +185,7 @@ pub async fn alter(
     }
     let states = match striped(d, &a.name).await {
         Some(ids) => ids.alter(change).await?,
-        None => vec![d.alter(&a.name, change).await?],
+        None => vec![d.open(&a.name).await?.alter(change).await?],
     };
     print_states(&states, out)
 }
@@ -195,7 +195,8 @@ pub async fn advance_to(
     a: AdvanceToArgs,
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
-    let states = match d.advance_to(&a.name, a.n).await {
+    let advanced = async { d.open(&a.name).await?.advance_to(a.n).await };
+    let states = match advanced.await {
         Err(e @ Error::NoSuchSequence { .. }) => match striped(d, &a.name).await {
             Some(ids) => ids.advance_to(a.n).await?,
             None => return Err(e),
@@ -211,7 +212,8 @@ pub async fn reset(
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
     let reset = Reset::to(a.value).with_force(a.force);
-    let states = match d.reset(&a.name, reset).await {
+    let done = async { d.open(&a.name).await?.reset(reset).await };
+    let states = match done.await {
         Err(e @ Error::NoSuchSequence { .. }) => match striped(d, &a.name).await {
             Some(ids) => ids.reset(reset).await?,
             None => return Err(e),
@@ -230,8 +232,8 @@ pub async fn delete(
     if let Some(before) = a.scopes_before {
         let n = match a.tz {
             Some(zone) => {
-                d.open_daily(&name, &zone)?
-                    .delete_scopes_before(&before)
+                d.open_daily(&name, crate::args::time_zone(&zone)?)?
+                    .delete_scopes_before(crate::args::day("--scopes-before", &before)?)
                     .await?
             }
             None => d.delete_scopes_before(&name, &before).await?,

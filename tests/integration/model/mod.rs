@@ -118,7 +118,10 @@ async fn random_interleavings_of_draws_and_admin_operations_never_duplicate_with
         Arc::new(move || jiff::Timestamp::from_second(clock.load(Ordering::SeqCst)).unwrap())
     };
     let daily = cas
-        .open_daily("tickets", "Europe/Paris")
+        .open_daily(
+            "tickets",
+            dispenser::jiff::tz::TimeZone::get("Europe/Paris").unwrap(),
+        )
         .unwrap()
         .with_clock(clock_fn);
 

@@ -118,7 +118,13 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
                 change = change.with_min(rng.around_any(&[s.value, s.min]));
             }
             let change = change.with_force(rng.chance(30));
-            let r = d.alter(&stripe_name("ids", k), change.clone()).await;
+            let r = async {
+                d.open(&stripe_name("ids", k))
+                    .await?
+                    .alter(change.clone())
+                    .await
+            }
+            .await;
             if new_step || cycle {
                 assert!(
                     matches!(r, Err(Error::InvalidSpec { .. })),
@@ -222,12 +228,10 @@ pub async fn scopes(
     }
     clock.fetch_add(rng.range(0, 30) * 3600, Ordering::SeqCst);
     draw(&mut got).await;
-    let today = daily.scope_now();
-    let day: jiff::civil::Date = today.parse().unwrap();
+    let day = daily.today();
+    let today = day.to_string();
     // Today's scope exists now: a cut-off after it is refused.
-    let refused = daily
-        .delete_scopes_before(&day.tomorrow().unwrap().to_string())
-        .await;
+    let refused = daily.delete_scopes_before(day.tomorrow().unwrap()).await;
     assert!(
         matches!(refused, Err(Error::InvalidArgument { .. })),
         "deleting the live scope must be refused: {refused:?}"
@@ -246,15 +250,15 @@ pub async fn scopes(
         if rng.chance(40) {
             change = change.with_step(rng.range(1, 5));
         }
-        let r = d.alter(&target, change.clone()).await;
+        let r = async { d.open(&target).await?.alter(change.clone()).await }.await;
         assert!(
             r.is_ok() || matches!(r, Err(Error::InvalidSpec { .. })),
             "{target}: {change:?}: {r:?}"
         );
         world.count("scope: alter the template or today's scope");
     }
-    let old = day.yesterday().unwrap().yesterday().unwrap().to_string();
-    let (r, ()) = tokio::join!(daily.delete_scopes_before(&old), async {
+    let old = day.yesterday().unwrap().yesterday().unwrap();
+    let (r, ()) = tokio::join!(daily.delete_scopes_before(old), async {
         for _ in 0..5 {
             draw(&mut got).await;
         }

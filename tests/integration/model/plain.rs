@@ -225,7 +225,7 @@ async fn alter(d: &Dispenser, world: &World, s: &SequenceState, change: Alter) {
         // Wraps are allowed from the moment the change may be written.
         world.orders.allow_wraps(true);
     }
-    let r = d.alter("orders", change.clone()).await;
+    let r = async { d.open("orders").await?.alter(change.clone()).await }.await;
     world.note(format!(
         "alter {change:?} on value {} {}..={} step {} cycle {}: {}",
         s.value,
@@ -313,12 +313,13 @@ pub async fn admin(
                 let force = era_changes && rng.chance(50);
                 let target = rng.around_any(&[s.value, s.min, s.max]);
                 let from = Instant::now();
-                let r = d
-                    .reset(
-                        "orders",
-                        dispenser::sequence::Reset::to(target).with_force(force),
-                    )
-                    .await;
+                let r = async {
+                    d.open("orders")
+                        .await?
+                        .reset(dispenser::sequence::Reset::to(target).with_force(force))
+                        .await
+                }
+                .await;
                 world.note(format!(
                     "reset to {target} (force {force}) from {}: {:?}",
                     s.value,
@@ -362,7 +363,7 @@ pub async fn admin(
             }
             2 => {
                 let target = rng.around(s.value);
-                let r = d.advance_to("orders", target).await;
+                let r = async { d.open("orders").await?.advance_to(target).await }.await;
                 world.note(format!(
                     "advance-to {target}: {:?}",
                     r.as_ref().map(|a| a.value)
@@ -374,7 +375,10 @@ pub async fn admin(
                 world.count("advance-to");
             }
             3 => {
-                d.set_format("orders", any_format(&mut rng).as_ref())
+                d.open("orders")
+                    .await
+                    .unwrap()
+                    .set_format(any_format(&mut rng).as_ref())
                     .await
                     .unwrap();
                 world.count("set-format");
@@ -411,9 +415,13 @@ pub async fn admin(
                 } else {
                     rng.range(s.value.clamp(s.min, s.max), s.max)
                 };
-                let r = d
-                    .reset("orders", dispenser::sequence::Reset::to(target).force())
-                    .await;
+                let r = async {
+                    d.open("orders")
+                        .await?
+                        .reset(dispenser::sequence::Reset::to(target).force())
+                        .await
+                }
+                .await;
                 world.note(format!("forced reset to {target} from {}: {r:?}", s.value));
                 assert!(
                     r.is_ok() || matches!(r, Err(Error::InvalidArgument { .. })),
@@ -545,7 +553,12 @@ async fn recreate_ahead(rng: &mut Rng, d: &Dispenser, raw: &Collection<Document>
         let f = Format::parse("O-{n}").unwrap();
         let mut v = 0;
         while v < version && v < 300 {
-            d.set_format("orders", Some(&f)).await.unwrap();
+            d.open("orders")
+                .await
+                .unwrap()
+                .set_format(Some(&f))
+                .await
+                .unwrap();
             v = d.peek("orders").await.unwrap().version;
         }
     }

@@ -112,7 +112,12 @@ async fn catch_up(d: &Dispenser, name: &str, version: i64) {
         if v == version {
             return;
         }
-        d.set_format(name, Some(&f)).await.unwrap();
+        d.open(name)
+            .await
+            .unwrap()
+            .set_format(Some(&f))
+            .await
+            .unwrap();
     }
 }
 
@@ -294,12 +299,17 @@ async fn forced_bound_raised(
     } else {
         dispenser::sequence::Alter::default().with_min(value - back)
     };
-    let refused = d.alter(name, change.clone()).await;
+    let refused = async { d.open(name).await?.alter(change.clone()).await }.await;
     assert!(
         matches!(refused, Err(dispenser::Error::InvalidSpec { .. })),
         "a bound below the last number without force: {refused:?}"
     );
-    d.alter(name, change.with_force(true)).await.unwrap();
+    d.open(name)
+        .await
+        .unwrap()
+        .alter(change.with_force(true))
+        .await
+        .unwrap();
     let exhausted = h.next().await;
     assert!(
         exhausted
@@ -314,7 +324,7 @@ async fn forced_bound_raised(
     } else {
         dispenser::sequence::Alter::default().with_min(value + ahead)
     };
-    d.alter(name, raise).await.unwrap();
+    d.open(name).await.unwrap().alter(raise).await.unwrap();
     for _ in 0..rng.range(3, 5) {
         let from = Instant::now();
         let n = h.next().await.unwrap();

@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use dispenser::mongodb::bson::{Document, doc, oid::ObjectId};
-use dispenser::queue::{CallOptions, QueueSpec, TakeOptions};
+use dispenser::queue::QueueSpec;
 use dispenser::{Dispenser, Error, Options};
 
 use super::args::BenchArgs;
@@ -123,11 +123,9 @@ async fn takes(d: &Dispenser) -> Result<(Takes, Takes, usize), Error> {
     // 1 000 request ids from 8 kiosks, 600 calls among them.
     for i in 0..1000_u32 {
         grown
-            .take_with(
-                &TakeOptions::new()
-                    .with_request_id(format!("kiosk-{}/{i:06}", i % 8))
-                    .with_caller(format!("kiosk-{}", i % 8)),
-            )
+            .take()
+            .request_id(format!("kiosk-{}/{i:06}", i % 8))
+            .caller(format!("kiosk-{}", i % 8))
             .await?;
         if i % 5 < 3 {
             grown.call().await?;
@@ -151,15 +149,13 @@ async fn takes(d: &Dispenser) -> Result<(Takes, Takes, usize), Error> {
                 (&grown, false, &mut plain.1),
             ] {
                 id += 1;
-                let options = if with_id {
-                    TakeOptions::new()
-                        .with_request_id(format!("bench/{id}"))
-                        .with_caller("bench")
+                let take = if with_id {
+                    q.take().request_id(format!("bench/{id}")).caller("bench")
                 } else {
-                    TakeOptions::new()
+                    q.take()
                 };
                 let start = Instant::now();
-                q.take_with(&options).await?;
+                take.await?;
                 out.push(start.elapsed());
                 q.call().await?;
             }
@@ -209,14 +205,14 @@ async fn largest(d: &Dispenser, name: &str) -> Result<Document, Error> {
         )
         .await?;
     for i in 0..3000_i64 {
-        let options = if i >= 3000 - 64 {
-            TakeOptions::new()
-                .with_request_id(format!("{i:04}{}", long('k', 60)))
-                .with_caller(format!("{i:04}{}", long('c', 124)))
+        let take = if i >= 3000 - 64 {
+            q.take()
+                .request_id(format!("{i:04}{}", long('k', 60)))
+                .caller(format!("{i:04}{}", long('c', 124)))
         } else {
-            TakeOptions::new()
+            q.take()
         };
-        q.take_with(&options).await?;
+        take.await?;
     }
     // Serial k shows ticket k (min 0, 100 000 tickets).
     for k in 1..=900_i64 {
@@ -224,8 +220,7 @@ async fn largest(d: &Dispenser, name: &str) -> Result<Document, Error> {
     }
     for k in 901..=1000_i64 {
         let desk = format!("desk-{k:04}-{}", long('x', 6));
-        q.call_with(&CallOptions::new().with_desk(desk).with_ticket(2 * k))
-            .await?;
+        q.call().desk(desk).ticket(2 * k).await?;
     }
     let o = d.options();
     d.client()

@@ -300,13 +300,10 @@ impl Source {
                 Ok(n)
             }
             Source::Gapless(g) => {
-                let coll = g.business().clone();
-                g.issue(|n| {
-                    let coll = coll.clone();
-                    async move { coll.insert_one(doc! { "number": n }).await }
-                })
-                .await
-                .map(|i| i.number)
+                let coll = g.business(); // a reference: each write's future copies it
+                g.issue(|n| async move { coll.insert_one(doc! { "number": n }).await })
+                    .await
+                    .map(|i| i.number)
             }
         }
     }

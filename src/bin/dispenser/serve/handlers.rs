@@ -131,13 +131,13 @@ pub(super) async fn create(
     let acting = st.acting(&rule)?;
     let made = st
         .exclusive(&b.name, async {
-            match acting.create(&b.name, spec).await {
-                Ok(_) => {}
+            let made = match acting.create(&b.name, spec).await {
+                Ok(made) => made,
                 Err(Error::AlreadyExists { .. }) if b.if_not_exists => return Ok(None),
                 Err(e) => return Err(e),
-            }
+            };
             if let Some(f) = &format {
-                acting.set_format(&b.name, Some(f)).await?;
+                made.set_format(Some(f)).await?;
             }
             st.dispenser.peek(&b.name).await.map(Some)
         })
@@ -425,7 +425,9 @@ pub(super) async fn alter(
         Some(Some(f)) => Some(Some(Format::parse(&f)?)),
     };
     match st
-        .exclusive(&name, acting.alter(&name, change.clone()))
+        .exclusive(&name, async {
+            acting.open(&name).await?.alter(change.clone()).await
+        })
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
@@ -445,7 +447,7 @@ pub(super) struct AdvanceBody {
     pub(super) to: i64,
 }
 
-#[utoipa::path(post, path = "/v1/sequences/{name}/advance", operation_id = "advance", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AdvanceBody,
+#[utoipa::path(post, path = "/v1/sequences/{name}/advance-to", operation_id = "advance_to", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = AdvanceBody,
     responses((status = 200, description = "The new state (for a striped sequence `{name, stripes: [state, …]}`)", body = StateAnswer)))]
 pub(super) async fn advance(
     State(st): State<Shared>,
@@ -455,7 +457,8 @@ pub(super) async fn advance(
     let acting = st.acting(&st.authorize(req.headers(), Op::Advance, Some(&name))?)?;
     let b: AdvanceBody = json_body(req).await?;
     check_name(&name, false)?;
-    match st.exclusive(&name, acting.advance_to(&name, b.to)).await {
+    let advance = async { acting.open(&name).await?.advance_to(b.to).await };
+    match st.exclusive(&name, advance).await {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st.exclusive_all(&stripes, ids.advance_to(b.to)).await?;
@@ -506,10 +509,10 @@ pub(super) async fn reset(
     let next = b.next()?;
     check_name(&name, false)?;
     match st
-        .exclusive(
-            &name,
-            acting.reset(&name, Reset::to(next).with_force(b.force)),
-        )
+        .exclusive(&name, async {
+            let reset = Reset::to(next).with_force(b.force);
+            acting.open(&name).await?.reset(reset).await
+        })
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {

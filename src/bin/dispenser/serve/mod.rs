@@ -219,7 +219,7 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/sequences/{name}", get(peek).delete(delete))
         .route("/v1/sequences/{name}/next", post(next))
         .route("/v1/sequences/{name}/hourly", get(hourly))
-        .route("/v1/sequences/{name}/advance", post(advance))
+        .route("/v1/sequences/{name}/advance-to", post(advance))
         .route("/v1/sequences/{name}/alter", post(alter))
         .route("/v1/sequences/{name}/reset", post(reset))
         .merge(gapless::routes())

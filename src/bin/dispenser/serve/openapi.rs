@@ -175,7 +175,7 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "queue_delete" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "queue_create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
-        "advance" | "reset" | "alter" | "gapless_void" | "gapless_release"
+        "advance_to" | "reset" | "alter" | "gapless_void" | "gapless_release"
         | "gapless_max_lease" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
@@ -394,7 +394,7 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
 /// From a created sequence to the operations on it (for stateful clients).
 fn links() -> Value {
     let mut links = Map::new();
-    for op in ["next", "peek", "advance", "reset", "alter", "delete"] {
+    for op in ["next", "peek", "advance_to", "reset", "alter", "delete"] {
         links.insert(
             format!("{op}_created"),
             json!({ "operationId": op, "parameters": { "name": "$response.body#/name" } }),

@@ -9,7 +9,7 @@
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::queue::{CallOptions, QueueSpec, QueueStatus, TakeOptions, Ticket};
+use dispenser::queue::{QueueSpec, QueueStatus, Ticket};
 use dispenser::{Error, Format};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -152,11 +152,9 @@ pub(super) async fn create(
     check_name_of(QUEUE, &b.name, false)?;
     let d = QueueSpec::default();
     let (min, max) = (b.min.unwrap_or(d.min), b.max.unwrap_or(d.max));
-    let mut spec = d
-        .with_min(min)
-        .with_max(max)
-        .with_daily(b.daily)
-        .with_time_zone(b.tz.clone().unwrap_or_else(|| "UTC".to_owned()));
+    let mut spec = d.with_min(min).with_max(max).with_daily(b.daily);
+    // The zone by name, as given: `validate` names the queue if it is unknown.
+    spec.time_zone = b.tz.clone().unwrap_or_else(|| "UTC".to_owned());
     if let Some(f) = &b.format {
         spec = spec.with_format(Format::parse(f)?);
     }
@@ -248,12 +246,12 @@ pub(super) async fn take(
             "count {count} must be from 1 to {MAX_TAKE}"
         )));
     }
-    let mut options = TakeOptions::new().with_count(u64::try_from(count).unwrap_or(1));
-    if let Some(k) = key {
-        options = options.with_request_id(k).with_caller(caller);
-    }
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.take_with(&options).await;
+    let mut take = q.take().count(u64::try_from(count).unwrap_or(1));
+    if let Some(k) = key {
+        take = take.request_id(k).caller(caller);
+    }
+    let outcome = take.await;
     st.queues.events.nudge(&name);
     let tickets = outcome?;
     let mut body = tickets.first().map(Ticket::to_json).unwrap_or(Value::Null);
@@ -278,15 +276,15 @@ pub(super) async fn call(
     check_name_of(QUEUE, &name, false)?;
     let b: CallBody = optional_json_body(req).await?;
     check_desk(b.desk.as_deref())?;
-    let mut options = CallOptions::new();
+    let q = st.queues.handle(&st.dispenser, &name).await?;
+    let mut call = q.call();
     if let Some(d) = b.desk {
-        options = options.with_desk(d);
+        call = call.desk(d);
     }
     if let Some(t) = b.ticket {
-        options = options.with_ticket(t);
+        call = call.ticket(t);
     }
-    let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.call_with(&options).await;
+    let outcome = call.await;
     st.queues.events.nudge(&name);
     Ok(Json(outcome?.to_json()))
 }
@@ -306,7 +304,10 @@ pub(super) async fn recall(
     let b: RecallBody = optional_json_body(req).await?;
     check_desk(b.desk.as_deref())?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.recall(b.desk.as_deref()).await;
+    let outcome = match b.desk {
+        Some(desk) => q.recall().desk(desk).await,
+        None => q.recall().await,
+    };
     st.queues.events.nudge(&name);
     Ok(Json(outcome?.to_json()))
 }
@@ -326,7 +327,10 @@ pub(super) async fn release(
     let b: RecallBody = optional_json_body(req).await?;
     check_desk(b.desk.as_deref())?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.release(b.desk.as_deref()).await;
+    let outcome = match b.desk {
+        Some(desk) => q.release().desk(desk).await,
+        None => q.release().await,
+    };
     st.queues.events.nudge(&name);
     Ok(Json(outcome?.to_json()))
 }
@@ -365,7 +369,8 @@ pub(super) async fn alter(
     check_name_of(QUEUE, &name, false)?;
     let b: QueueAlterBody = json_body(req).await?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.with_caller(&rule.name)?.set_max(b.max).await;
+    let change = dispenser::queue::QueueAlter::default().with_max(b.max);
+    let outcome = q.with_caller(&rule.name)?.alter(change).await;
     st.queues.events.nudge(&name);
     Ok(Json(outcome?.to_json()))
 }

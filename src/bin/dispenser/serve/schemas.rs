@@ -25,7 +25,7 @@ pub(super) struct Run {
     count: u64,
 }
 
-/// A sequence's state, as `peek`, `create`, `advance`, `reset` and `alter` answer it.
+/// A sequence's state, as `peek`, `create`, `advance-to`, `reset` and `alter` answer it.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub(super) struct Sequence {

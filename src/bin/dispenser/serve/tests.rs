@@ -20,7 +20,7 @@ fn tokens() -> Vec<TokenRule> {
     parse_tokens(
         r#"{"tokens": [
             {"name": "orders", "token": "orders-token-0123456789", "sequences": ["orders", "invoices@*"], "operations": ["next", "peek"]},
-            {"name": "admin", "token": "admin-token-0123456789", "sequences": ["*"], "operations": ["next", "create", "peek", "list", "advance", "reset", "delete"]}
+            {"name": "admin", "token": "admin-token-0123456789", "sequences": ["*"], "operations": ["next", "create", "peek", "list", "advance-to", "reset", "delete"]}
         ]}"#,
     )
     .unwrap()
@@ -201,6 +201,10 @@ fn token_files_are_checked_without_echoing_tokens() {
         (
             r#"{"tokens": [{"name": "a", "token": "0123456789abcdefg", "sequences": ["*"], "operations": ["fly"]}]}"#,
             "unknown operation \"fly\"",
+        ),
+        (
+            r#"{"tokens": [{"name": "a", "token": "0123456789abcdefg", "sequences": ["*"], "operations": ["advance"]}]}"#,
+            "`advance` is now spelled `advance-to`",
         ),
         (
             r#"{"tokens": [{"name": "a", "token": "0123456789abcdefg", "sequences": ["*"], "operations": [], "extra": 1}]}"#,

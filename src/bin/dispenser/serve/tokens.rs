@@ -44,7 +44,7 @@ impl Op {
             "create" => Op::Create,
             "peek" => Op::Peek,
             "list" => Op::List,
-            "advance" => Op::Advance,
+            "advance-to" => Op::Advance,
             "reset" => Op::Reset,
             "delete" => Op::Delete,
             "alter" => Op::Alter,
@@ -336,8 +336,13 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
         for o in &t.operations {
             operations.insert(Op::parse(o).ok_or_else(|| {
                 config_error(format!(
-                    "token {:?} has an unknown operation {o:?} (known: next, create, peek, list, advance, reset, delete, alter, void, take, call)",
-                    t.name
+                    "token {:?} has an unknown operation {o:?} (known: next, create, peek, list, advance-to, reset, delete, alter, void, take, call){}",
+                    t.name,
+                    if o == "advance" {
+                        "; `advance` is now spelled `advance-to`, as on the command line"
+                    } else {
+                        ""
+                    }
                 ))
             })?);
         }

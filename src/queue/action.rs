@@ -1,0 +1,210 @@
+//! The queue's actions as builders: [`Queue::take`], [`Queue::call`], [`Queue::recall`] and
+//! [`Queue::release`] each return a value on which the options are set, and that is
+//! `.await`ed — one method per action, no twins (`take_n`, `take_with`) — in the way of the
+//! `mongodb` driver's actions:
+//!
+//! ```no_run
+//! # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+//! let one = lobby.take().await?; // a Ticket
+//! let family = lobby.take().count(3).request_id("kiosk-1/000042").await?; // a Vec<Ticket>
+//! let next = lobby.call().desk("2").await?;
+//! lobby.recall().desk("2").await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Nothing is sent before the `.await`; a builder dropped unawaited does nothing.
+
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+
+use super::{Queue, Ticket};
+use crate::error::Result;
+
+/// The future an action's `.await` runs.
+type Action<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// A take of one ticket ([`Queue::take`]); `.count(n)` makes it a take of a family
+/// ([`TakeMany`]). `.await` it for the [`Ticket`].
+#[must_use = "a take does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct Take<'a> {
+    queue: &'a Queue,
+    request_id: Option<String>,
+    caller: Option<String>,
+}
+
+impl<'a> Take<'a> {
+    pub(super) fn new(queue: &'a Queue) -> Self {
+        Take {
+            queue,
+            request_id: None,
+            caller: None,
+        }
+    }
+
+    /// A request id (1–64 printable ASCII characters): the same id from the same caller
+    /// within 24 hours (by the server's clock) answers the tickets its first take got, marked
+    /// [`Ticket::replayed`], and takes nothing more — a take safe to retry.
+    pub fn request_id(mut self, id: impl Into<String>) -> Self {
+        self.request_id = Some(id.into());
+        self
+    }
+
+    /// Whose request id it is (1–128 printable ASCII characters): ids are scoped to their
+    /// caller, so two callers (two kiosks) that pick the same id never share a take. Without
+    /// it, the handle's caller ([`Options::caller`](crate::Options::caller), or the unnamed
+    /// caller).
+    pub fn caller(mut self, caller: impl Into<String>) -> Self {
+        self.caller = Some(caller.into());
+        self
+    }
+
+    /// Takes `count` tickets (≥ 1) at once — a family — all or nothing: `count` consecutive
+    /// tickets in one write, in the order they will be called, or
+    /// [`Error::QueueFull`](crate::Error::QueueFull) and nothing taken when fewer fit.
+    pub fn count(self, count: u64) -> TakeMany<'a> {
+        TakeMany {
+            queue: self.queue,
+            count,
+            request_id: self.request_id,
+            caller: self.caller,
+        }
+    }
+}
+
+impl<'a> IntoFuture for Take<'a> {
+    type Output = Result<Ticket>;
+    type IntoFuture = Action<'a, Ticket>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let mut tickets = self.queue.take_now(1, self.request_id, self.caller).await?;
+            tickets
+                .pop()
+                .ok_or_else(|| super::no_such(self.queue.name()))
+        })
+    }
+}
+
+/// A take of a family of tickets ([`Take::count`]). `.await` it for the tickets, in the
+/// order they will be called.
+#[must_use = "a take does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct TakeMany<'a> {
+    queue: &'a Queue,
+    count: u64,
+    request_id: Option<String>,
+    caller: Option<String>,
+}
+
+impl TakeMany<'_> {
+    /// As [`Take::request_id`]; the same id again must ask for the same count.
+    pub fn request_id(mut self, id: impl Into<String>) -> Self {
+        self.request_id = Some(id.into());
+        self
+    }
+
+    /// As [`Take::caller`].
+    pub fn caller(mut self, caller: impl Into<String>) -> Self {
+        self.caller = Some(caller.into());
+        self
+    }
+}
+
+impl<'a> IntoFuture for TakeMany<'a> {
+    type Output = Result<Vec<Ticket>>;
+    type IntoFuture = Action<'a, Vec<Ticket>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(
+            self.queue
+                .take_now(self.count, self.request_id, self.caller),
+        )
+    }
+}
+
+/// A call ([`Queue::call`]): the oldest waiting ticket, from the desk without a name, unless
+/// set otherwise. `.await` it for the [`Ticket`] called.
+#[must_use = "a call does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct Call<'a> {
+    queue: &'a Queue,
+    desk: Option<String>,
+    ticket: Option<i64>,
+}
+
+impl<'a> Call<'a> {
+    pub(super) fn new(queue: &'a Queue) -> Self {
+        Call {
+            queue,
+            desk: None,
+            ticket: None,
+        }
+    }
+
+    /// Calls from `desk` (1–16 letters, digits, spaces, `-`, `_`, `.`), which then shows that
+    /// ticket, held, until it calls again or is released.
+    pub fn desk(mut self, desk: impl Into<String>) -> Self {
+        self.desk = Some(desk.into());
+        self
+    }
+
+    /// Calls `ticket` (which must wait) out of order, once: it no longer waits.
+    pub fn ticket(mut self, ticket: i64) -> Self {
+        self.ticket = Some(ticket);
+        self
+    }
+}
+
+impl<'a> IntoFuture for Call<'a> {
+    type Output = Result<Ticket>;
+    type IntoFuture = Action<'a, Ticket>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.queue.call_now(self.desk, self.ticket))
+    }
+}
+
+/// A recall ([`Queue::recall`]: announces again the ticket a desk shows) or a release
+/// ([`Queue::release`]: the desk is done with it and shows none), of the desk without a name
+/// unless [`AtDesk::desk`]. `.await` it for that [`Ticket`].
+#[must_use = "a recall or a release does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct AtDesk<'a> {
+    queue: &'a Queue,
+    desk: Option<String>,
+    release: bool,
+}
+
+impl<'a> AtDesk<'a> {
+    pub(super) fn recall(queue: &'a Queue) -> Self {
+        AtDesk {
+            queue,
+            desk: None,
+            release: false,
+        }
+    }
+
+    pub(super) fn release(queue: &'a Queue) -> Self {
+        AtDesk {
+            queue,
+            desk: None,
+            release: true,
+        }
+    }
+
+    /// The desk (1–16 letters, digits, spaces, `-`, `_`, `.`).
+    pub fn desk(mut self, desk: impl Into<String>) -> Self {
+        self.desk = Some(desk.into());
+        self
+    }
+}
+
+impl<'a> IntoFuture for AtDesk<'a> {
+    type Output = Result<Ticket>;
+    type IntoFuture = Action<'a, Ticket>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.queue.at_desk(self.desk, self.release))
+    }
+}
