@@ -106,6 +106,8 @@ impl Iterator for RunIter {
     }
 }
 
+impl ExactSizeIterator for RunIter {}
+
 /// The outcome of drawing numbers from a stored value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Draw {
@@ -337,6 +339,36 @@ pub(crate) fn increment_window(spec: &Spec, n: u64) -> Option<(i64, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run says its step, numbers and last number for steps other than ±1, and its
+    /// iterator knows exactly how many numbers are left (found by cargo-mutants: `step()`,
+    /// `nth_number`'s product and `size_hint` were never checked).
+    #[test]
+    fn a_run_knows_its_step_numbers_and_how_many_are_left() {
+        let up = Run::new(10, 4, 3);
+        assert_eq!(
+            (up.first(), up.last(), up.count(), up.step()),
+            (10, 19, 4, 3)
+        );
+        assert_eq!(up.into_iter().collect::<Vec<_>>(), [10, 13, 16, 19]);
+        let down = Run::new(-5, 3, -2);
+        assert_eq!((down.last(), down.step()), (-9, -2));
+        assert_eq!(down.into_iter().collect::<Vec<_>>(), [-5, -7, -9]);
+        let mut it = up.into_iter();
+        for left in (0..=4_usize).rev() {
+            assert_eq!(it.size_hint(), (left, Some(left)));
+            assert_eq!(it.len(), left);
+            assert_eq!(it.next().is_some(), left > 0);
+        }
+        // The extremes: a run ending at i64::MAX, one at i64::MIN.
+        let top = Run::new(i64::MAX - 4, 3, 2);
+        assert_eq!(top.last(), i64::MAX);
+        let bottom = Run::new(i64::MIN + 2, 2, -2);
+        assert_eq!(
+            bottom.into_iter().collect::<Vec<_>>(),
+            [i64::MIN + 2, i64::MIN]
+        );
+    }
 
     #[test]
     fn advancing_keeps_the_residue_class() {

@@ -54,12 +54,6 @@ pub(crate) struct Combiner {
     queue: Mutex<Queue>,
 }
 
-impl std::fmt::Debug for Combiner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Combiner").finish_non_exhaustive()
-    }
-}
-
 impl Combiner {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())

@@ -458,3 +458,64 @@ async fn a_plain_and_a_striped_sequence_never_share_a_name() {
     }
     assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 3);
 }
+
+/// A queue's time is the server's (found by cargo-mutants: `Store::server_now` answering 0 or 1
+/// went unnoticed): a ticket taken now is stamped with the server's time, within minutes of
+/// this machine's clock (the same machine here; minutes of slack for a real server elsewhere),
+/// never 1970.
+#[tokio::test]
+async fn a_ticket_is_stamped_with_the_servers_time() {
+    let f = Fixture::new("server_time").await;
+    let d = f.dispenser(f.options());
+    let q = d
+        .create_queue("lobby", dispenser::queue::QueueSpec::default())
+        .await
+        .unwrap();
+    let t = q.take().await.unwrap();
+    let called = q.call().await.unwrap();
+    let now = DateTime::now().timestamp_millis();
+    for at in [t.at, called.at] {
+        let off = (at.timestamp_millis() - now).abs();
+        assert!(off < 10 * 60 * 1000, "stamped {at}, {off} ms from now");
+    }
+}
+
+/// Usage counters (found by cargo-mutants: `Store::put_usage` left out, or its pruning
+/// condition reversed, went unnoticed): draws add to today's `issued` counter and set
+/// `updated_at`, and a store's first counted write of a day removes the counters older than
+/// `KEPT_DAYS`, leaving the recent ones.
+#[tokio::test]
+async fn draws_count_today_and_prune_counters_older_than_the_kept_days() {
+    use dispenser::jiff::{Timestamp, ToSpan, tz::TimeZone};
+    let f = Fixture::new("usage_prune").await;
+    let d = f.dispenser(f.options());
+    d.create("u", Spec::default()).await.unwrap();
+    let coll = f
+        .client
+        .database(crate::common::DB)
+        .collection::<dispenser::mongodb::bson::Document>(&f.collection);
+    let today = Timestamp::now().to_zoned(TimeZone::UTC).date();
+    let day = |back: i64| today.checked_sub(back.days()).unwrap().to_string();
+    let kept = dispenser::sequence::KEPT_DAYS;
+    let (stale, recent) = (day(kept + 1), day(kept - 2));
+    coll.update_one(
+        doc! { "_id": "u" },
+        doc! { "$set": { format!("issued.{stale}"): 5_i64, format!("issued.{recent}"): 7_i64 } },
+    )
+    .await
+    .unwrap();
+    // A fresh dispenser: its store has not pruned today.
+    let seq = f.dispenser(f.options()).open("u").await.unwrap();
+    seq.next().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    seq.next().await.unwrap();
+    let raw = coll.find_one(doc! { "_id": "u" }).await.unwrap().unwrap();
+    let issued = raw.get_document("issued").unwrap();
+    assert!(!issued.contains_key(&stale), "{issued}");
+    assert_eq!(issued.get_i64(&recent).unwrap(), 7, "{issued}");
+    let counted = issued
+        .get_i64(today.to_string())
+        .or_else(|_| issued.get_i32(today.to_string()).map(i64::from));
+    assert!(counted.unwrap_or(0) >= 1, "{issued}");
+    assert!(raw.get_datetime("updated_at").is_ok(), "{raw}");
+}
