@@ -92,34 +92,27 @@ if [ "${1:-}" = "--generated" ]; then
       fi
       out=target/mutants/$(echo "${file#src/}" | tr '/' '_')
       started=$(date +%s)
-      local again=() only=()
+      local again=() pick=()
+      [ -z "$sample" ] || pick=(--shard "0/$sample")
       if [ "$iterate" = 1 ] && [ -d "$out/mutants.out" ]; then
+        # Test again exactly what the last run left (missed or timed out by its last stage).
         again=(--iterate)
-        # After a sampled integration stage, the next one tests exactly what it left.
-        if [ -f "$out/integration-stage" ]; then
-          while read -r name; do
-            only+=(--re "$(python3 -c 'import re, sys; print("^" + re.escape(sys.argv[1]) + "$")' "$name")")
-          done < <(cat "$out/mutants.out/missed.txt" "$out/mutants.out/timeout.txt" 2>/dev/null)
-          [ "${#only[@]}" -gt 0 ] || only=(--re '^$')
-        fi
+        exactly pick "$out/mutants.out/missed.txt" "$out/mutants.out/timeout.txt"
       else
         rm -rf "$out"
       fi
       mkdir -p "$out/lib"
-      local shard=()
-      [ -z "$sample" ] || shard=(--shard "0/$sample")
       # The unit tests first: a mutant they catch needs no integration build.
-      mutate "$out" 120 --lib "${again[@]}" "${shard[@]}" -- -- ${lib:+"$lib"}
+      mutate "$out" 120 --lib "${again[@]}" "${pick[@]}" -- -- ${lib:+"$lib"}
       for f in caught missed timeout unviable previously_caught; do
         cp "$out/mutants.out/$f.txt" "$out/lib/$f.txt" 2>/dev/null || : >"$out/lib/$f.txt"
       done
       keep_unviable "$out"
-      [ "${#only[@]}" -eq 0 ] || shard=("${only[@]}")
       if [ -n "$integration" ] && [ $(($(count "$out/lib/missed.txt") + $(count "$out/lib/timeout.txt"))) -gt 0 ]; then
-        # Then the integration tests, for what the unit tests left (--iterate skips the
-        # caught and the unviable).
+        # Then the integration tests, for exactly what the unit tests left.
+        exactly pick "$out/lib/missed.txt" "$out/lib/timeout.txt"
         # shellcheck disable=SC2086 # the filters are words
-        mutate "$out" 300 --test=integration --iterate "${shard[@]}" -- -- $integration
+        mutate "$out" 300 --test=integration --iterate "${pick[@]}" -- -- $integration
         touch "$out/integration-stage"
         keep_unviable "$out"
       else
@@ -129,6 +122,18 @@ if [ "${1:-}" = "--generated" ]; then
       grep -q '^below' "$out/summary.txt" && all_ok=0
     done <<<"$GENERATED"
     [ "$all_ok" = 1 ]
+  }
+  # exactly ARRAY FILE...: sets ARRAY to cargo-mutants options selecting exactly the mutants
+  # named in FILEs (none: a pattern nothing matches).
+  exactly() {
+    local -n into=$1
+    shift
+    into=()
+    while read -r name; do
+      [ -n "$name" ] || continue
+      into+=(--re "$(python3 -c 'import re, sys; print("^" + re.escape(sys.argv[1]) + "$")' "$name")")
+    done < <(cat "$@" 2>/dev/null)
+    [ "${#into[@]}" -gt 0 ] || into=(--re '^$')
   }
   # keep_unviable OUT: the unviable mutants of every stage and run so far, in OUT/unviable.txt
   # (a later run with --iterate counts them among the "previously caught").
