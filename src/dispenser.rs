@@ -1129,7 +1129,7 @@ impl Sequence {
     }
 
     /// Deletes the sequence (for a striped sequence's name, see
-    /// [`StripedSequence::delete_named`](crate::stripe::StripedSequence::delete_named)). Its numbers may be issued again if it is created anew.
+    /// [`Dispenser::delete_striped`](crate::Dispenser::delete_striped)). Its numbers may be issued again if it is created anew.
     ///
     /// # Errors
     ///

@@ -17,7 +17,7 @@
 //! | ids in order: order numbers, cyclic serials (bounded, optionally wrapping) | [`Sequence`] | [`Dispenser::ensure`], [`Dispenser::open`] |
 //! | invoice numbers **without gaps**: a number counts only once your business document holding it is written | [`gapless::Gapless`] | [`Dispenser::ensure_gapless`] |
 //! | unique ids at a high rate, order not needed: one write per block, handed out from memory | [`block::BlockSequence`] | [`Dispenser::open_blocks`], [`block::Pool`] |
-//! | more than one document sustains: `S` disjoint stripes, optionally with blocks | [`stripe::StripedSequence`] | [`stripe::StripedSequence::ensure`] |
+//! | more than one document sustains: `S` disjoint stripes, optionally with blocks | [`stripe::StripedSequence`] | [`Dispenser::ensure_striped`] |
 //! | numbering per day, per tenant, per any key | [`scope::DailySequence`], or a [`Sequence`] per key | [`Dispenser::open_daily`], [`Dispenser::ensure_scope`] |
 //! | a ticket queue: take a ticket, call the next one | [`queue::Queue`] | [`Dispenser::ensure_queue`] |
 //! | code that should not care which of these it draws from | [`source::NumberSource`] | [`Dispenser::open_source`] |

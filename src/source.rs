@@ -328,7 +328,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// Those of [`Dispenser::open`], [`Dispenser::open_blocks`], [`StripedSequence::open`]
+    /// Those of [`Dispenser::open`], [`Dispenser::open_blocks`], [`Dispenser::open_striped`]
     /// and [`Dispenser::open_daily`].
     ///
     /// # Cancel safety
@@ -351,9 +351,9 @@ impl Dispenser {
         Ok(match kind {
             SourceKind::Plain => Box::new(self.open(name).await?),
             SourceKind::Blocks(o) => Box::new(self.open_blocks(name, *o).await?),
-            SourceKind::Striped => Box::new(StripedSequence::open(self, name).await?),
+            SourceKind::Striped => Box::new(self.open_striped(name).await?),
             SourceKind::StripedBlocks(o) => {
-                Box::new(StripedSequence::open(self, name).await?.with_blocks(*o)?)
+                Box::new(self.open_striped(name).await?.with_blocks(*o)?)
             }
             SourceKind::Daily(zone) => Box::new(self.open_daily(name, zone.clone())?),
         })

@@ -247,7 +247,7 @@ pub fn validate_plain_name(name: &str) -> Result<()> {
         return Err(invalid(
             name,
             "must not contain '~': '~' separates a striped sequence from its stripe number: \
-             use StripedSequence::ensure(dispenser, name, stripes, spec)"
+             use dispenser.ensure_striped(name, stripes, spec)"
                 .to_owned(),
         ));
     }
@@ -416,7 +416,7 @@ mod tests {
         let err = validate_plain_name("x@y").unwrap_err().to_string();
         assert!(err.contains("ensure_scope(template, key)"), "{err}");
         let err = validate_plain_name("q~0").unwrap_err().to_string();
-        assert!(err.contains("StripedSequence::ensure"), "{err}");
+        assert!(err.contains("Dispenser::ensure_striped"), "{err}");
         assert!(validate_plain_name("tickets-2026/01 é").is_ok());
         let long = "é".repeat(101);
         assert!(

@@ -31,7 +31,7 @@ use crate::stats::Stats;
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) {
-/// let err = dispenser::stripe::StripedSequence::ensure(&d, "ids", dispenser::stripe::MAX_STRIPES + 1, Default::default()).await;
+/// let err = d.ensure_striped("ids", dispenser::stripe::MAX_STRIPES + 1, Default::default()).await;
 /// assert!(err.is_err());
 /// # }
 /// ```
@@ -111,7 +111,7 @@ struct Inner {
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
 /// use dispenser::Spec;
-/// let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, Spec::default()).await?;
+/// let ids = d.ensure_striped("ids", 4, Spec::default()).await?;
 /// let got: Vec<i64> = vec![ids.next().await?, ids.next().await?, ids.next().await?];
 /// // e.g. [3, 4, 1]: all distinct, but 1 came after 4 — there is no global order.
 /// # Ok(()) }
@@ -163,48 +163,8 @@ fn random_start() -> usize {
 }
 
 impl StripedSequence {
-    /// Creates (or opens, if they exist with the same shape) the `stripes` documents of the
-    /// striped sequence `name`: `name~0` … `name~{stripes-1}`, where stripe `i` starts at
-    /// `spec.start + i·spec.step` and moves by `stripes·spec.step`. Every number the striped
-    /// sequence issues is one the plain sequence `spec` would issue, and no two stripes share
-    /// one; the order across stripes is lost.
-    ///
-    /// `cycle` is refused: a stripe that wraps restarts at `min` (or `max`), which lies in
-    /// stripe 0's residue class rather than its own, so it would issue numbers another stripe
-    /// also issues.
-    ///
-    /// Each stripe document records which stripe it is (`stripe_index`, `stripe_count`) and
-    /// its start, so asking again with another stripe count, start or step is a
-    /// [`Error::SpecConflict`] rather than a second layout over the same documents.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] (`stripes`) unless `1 ≤ stripes ≤ 1024`;
-    /// [`Error::InvalidName`] (also when `name~{stripes-1}` is too long);
-    /// [`Error::InvalidSpec`] for an invalid spec, `cycle`, a stripe whose start falls
-    /// outside the bounds, or `step × stripes` overflowing; [`Error::SpecConflict`] when a
-    /// stripe exists with another shape (for example another stripe count) or a plain
-    /// sequence has the name; plus [`Error::Database`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave some stripes created and others not and, if a
-    /// creation had begun, its history entry `pending` (see [`history`](crate::history)); it
-    /// issues no number. Call it again with the same arguments: it creates the missing stripes
-    /// and opens the others.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::{Spec, block::BlockOptions, stripe::StripedSequence};
-    /// let ids = StripedSequence::ensure(&d, "ids", 8, Spec::default())
-    ///     .await?
-    ///     .with_blocks(BlockOptions::default())?; // optional: blocks per stripe
-    /// let id = ids.next().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn ensure(
+    /// [`Dispenser::ensure_striped`].
+    pub(crate) async fn ensure(
         dispenser: &Dispenser,
         name: &str,
         stripes: u32,
@@ -213,29 +173,8 @@ impl StripedSequence {
         StripedSequence::make(dispenser, name, stripes, spec, false).await
     }
 
-    /// Makes the striped sequence `name`, as [`StripedSequence::ensure`] does, but fails if
-    /// it exists already (its stripe 0, which records the layout).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AlreadyExists`] when it exists; otherwise those of
-    /// [`StripedSequence::ensure`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`StripedSequence::ensure`]: dropped part way, some stripes may exist; a second
-    /// `create` then fails with [`Error::AlreadyExists`], and [`StripedSequence::ensure`] with
-    /// the same arguments makes the rest.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::{Spec, stripe::StripedSequence};
-    /// let ids = StripedSequence::create(&d, "ids", 8, Spec::default()).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn create(
+    /// [`Dispenser::create_striped`].
+    pub(crate) async fn create(
         dispenser: &Dispenser,
         name: &str,
         stripes: u32,
@@ -244,7 +183,7 @@ impl StripedSequence {
         StripedSequence::make(dispenser, name, stripes, spec, true).await
     }
 
-    /// [`StripedSequence::ensure`], or with `new_only` [`StripedSequence::create`].
+    /// [`Dispenser::ensure_striped`], or with `new_only` [`Dispenser::create_striped`].
     async fn make(
         dispenser: &Dispenser,
         name: &str,
@@ -344,31 +283,8 @@ impl StripedSequence {
         Ok(StripedSequence::from_plain(dispenser, name, plain))
     }
 
-    /// Opens an existing striped sequence: reads how many stripes it has from `name~0` and
-    /// opens each (checking that each is the stripe it should be).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoSuchSequence`] when `name~0` does not exist, [`Error::SpecConflict`] when a
-    /// stripe is missing its record or records another stripe (for example a stripe written
-    /// by a version that did not record stripes: open it with [`StripedSequence::ensure`]
-    /// and its spec instead), plus those of [`Dispenser::open`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::stripe::StripedSequence;
-    /// StripedSequence::ensure(&d, "ids", 4, dispenser::Spec::default()).await?;
-    /// let ids = StripedSequence::open(&d, "ids").await?;
-    /// assert_eq!(ids.stripes(), 4);
-    /// # Ok(()) }
-    /// ```
-    pub async fn open(dispenser: &Dispenser, name: &str) -> Result<StripedSequence> {
+    /// [`Dispenser::open_striped`].
+    pub(crate) async fn open(dispenser: &Dispenser, name: &str) -> Result<StripedSequence> {
         let states = layout(dispenser, name).await?;
         let plain = try_join_all(states.iter().map(|st| dispenser.open(&st.name))).await?;
         Ok(StripedSequence::from_plain(dispenser, name, plain))
@@ -378,7 +294,7 @@ impl StripedSequence {
     ///
     /// # Errors
     ///
-    /// As [`StripedSequence::open`] (the stripes may have been deleted since).
+    /// As [`Dispenser::open_striped`] (the stripes may have been deleted since).
     ///
     /// # Cancel safety
     ///
@@ -488,19 +404,19 @@ impl StripedSequence {
     /// Deletes every stripe; returns how many documents were deleted. Like
     /// [`Dispenser::delete`], the numbers may be issued again if the striped sequence is
     /// created anew. This handle (and its clones) then fail with [`Error::NoSuchSequence`].
-    /// The same as [`StripedSequence::delete_named`] with this handle's name: it also
+    /// The same as [`Dispenser::delete_striped`] with this handle's name: it also
     /// finishes a delete that was interrupted.
     ///
     /// # Errors
     ///
-    /// Those of [`StripedSequence::delete_named`].
+    /// Those of [`Dispenser::delete_striped`].
     ///
     /// # Cancel safety
     ///
     /// Dropping the future part way may leave the highest stripes deleted and the others not
     /// (stripe 0, which records the layout, goes last), and the history entry of the stripe
     /// being deleted `pending` (see [`history`](crate::history)). Calling it again (or
-    /// [`StripedSequence::delete_named`], or `dispenser delete NAME`) deletes the rest.
+    /// [`Dispenser::delete_striped`], or `dispenser delete NAME`) deletes the rest.
     ///
     /// # Example
     ///
@@ -510,35 +426,11 @@ impl StripedSequence {
     /// # Ok(()) }
     /// ```
     pub async fn delete(&self) -> Result<u32> {
-        StripedSequence::delete_named(&self.inner.dispenser, &self.inner.name).await
+        self.inner.dispenser.delete_striped(&self.inner.name).await
     }
 
-    /// Deletes the stripes of the striped sequence `name` that exist, highest first and
-    /// stripe 0 (which records how many there are) last; returns how many documents were
-    /// deleted. Unlike [`StripedSequence::open`], it needs only stripe 0: a delete that was
-    /// interrupted (a process killed part way leaves the highest stripes deleted, and the
-    /// layout can no longer be opened) is finished by calling it again.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoSuchSequence`] when stripe 0 does not exist (never created, or deleted
-    /// already); [`Error::SpecConflict`] when a document of a stripe's name is not that
-    /// stripe of this layout (nothing more is deleted); those of [`Dispenser::delete`].
-    ///
-    /// # Cancel safety
-    ///
-    /// As [`StripedSequence::delete`]: call it again to delete the rest.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::stripe::StripedSequence;
-    /// let n = StripedSequence::delete_named(&d, "ids").await?;
-    /// println!("deleted {n} stripe(s)");
-    /// # Ok(()) }
-    /// ```
-    pub async fn delete_named(dispenser: &Dispenser, name: &str) -> Result<u32> {
+    /// [`Dispenser::delete_striped`].
+    pub(crate) async fn delete_named(dispenser: &Dispenser, name: &str) -> Result<u32> {
         validate_name(name)?;
         let first = dispenser.peek(&stripe_name(name, 0)).await?;
         let count = match first.stripe {
@@ -645,7 +537,7 @@ impl StripedSequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, dispenser::Spec::default()).await?;
+    /// let ids = d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
     /// assert_eq!(ids.name(), "ids");
     /// # Ok(()) }
     /// ```
@@ -659,7 +551,7 @@ impl StripedSequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, dispenser::Spec::default()).await?;
+    /// let ids = d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
     /// assert_eq!(ids.stripes(), 4);
     /// # Ok(()) }
     /// ```
@@ -800,6 +692,146 @@ impl StripedSequence {
             t += s;
         }
         t
+    }
+}
+
+impl Dispenser {
+    /// Creates (or opens, if they exist with the same shape) the `stripes` documents of the
+    /// striped sequence `name`: `name~0` … `name~{stripes-1}`, where stripe `i` starts at
+    /// `spec.start + i·spec.step` and moves by `stripes·spec.step`. Every number the striped
+    /// sequence issues is one the plain sequence `spec` would issue, and no two stripes share
+    /// one; the order across stripes is lost.
+    ///
+    /// `cycle` is refused: a stripe that wraps restarts at `min` (or `max`), which lies in
+    /// stripe 0's residue class rather than its own, so it would issue numbers another stripe
+    /// also issues.
+    ///
+    /// Each stripe document records which stripe it is (`stripe_index`, `stripe_count`) and
+    /// its start, so asking again with another stripe count, start or step is a
+    /// [`Error::SpecConflict`] rather than a second layout over the same documents.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] (`stripes`) unless `1 ≤ stripes ≤ 1024`;
+    /// [`Error::InvalidName`] (also when `name~{stripes-1}` is too long);
+    /// [`Error::InvalidSpec`] for an invalid spec, `cycle`, a stripe whose start falls
+    /// outside the bounds, or `step × stripes` overflowing; [`Error::SpecConflict`] when a
+    /// stripe exists with another shape (for example another stripe count) or a plain
+    /// sequence has the name; plus [`Error::Database`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave some stripes created and others not and, if a
+    /// creation had begun, its history entry `pending` (see [`history`](crate::history)); it
+    /// issues no number. Call it again with the same arguments: it creates the missing stripes
+    /// and opens the others.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::{Spec, block::BlockOptions, stripe::StripedSequence};
+    /// let ids = d.ensure_striped("ids", 8, Spec::default())
+    ///     .await?
+    ///     .with_blocks(BlockOptions::default())?; // optional: blocks per stripe
+    /// let id = ids.next().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ensure_striped(
+        &self,
+        name: &str,
+        stripes: u32,
+        spec: Spec,
+    ) -> Result<StripedSequence> {
+        StripedSequence::ensure(self, name, stripes, spec).await
+    }
+
+    /// Makes the striped sequence `name`, as [`Dispenser::ensure_striped`] does, but fails if
+    /// it exists already (its stripe 0, which records the layout).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyExists`] when it exists; otherwise those of
+    /// [`Dispenser::ensure_striped`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Dispenser::ensure_striped`]: dropped part way, some stripes may exist; a second
+    /// `create` then fails with [`Error::AlreadyExists`], and [`Dispenser::ensure_striped`] with
+    /// the same arguments makes the rest.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::{Spec, stripe::StripedSequence};
+    /// let ids = d.create_striped("ids", 8, Spec::default()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn create_striped(
+        &self,
+        name: &str,
+        stripes: u32,
+        spec: Spec,
+    ) -> Result<StripedSequence> {
+        StripedSequence::create(self, name, stripes, spec).await
+    }
+
+    /// Opens an existing striped sequence: reads how many stripes it has from `name~0` and
+    /// opens each (checking that each is the stripe it should be).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`] when `name~0` does not exist, [`Error::SpecConflict`] when a
+    /// stripe is missing its record or records another stripe (for example a stripe written
+    /// by a version that did not record stripes: open it with [`Dispenser::ensure_striped`]
+    /// and its spec instead), plus those of [`Dispenser::open`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::stripe::StripedSequence;
+    /// d.ensure_striped("ids", 4, dispenser::Spec::default()).await?;
+    /// let ids = d.open_striped("ids").await?;
+    /// assert_eq!(ids.stripes(), 4);
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_striped(&self, name: &str) -> Result<StripedSequence> {
+        StripedSequence::open(self, name).await
+    }
+
+    /// Deletes the stripes of the striped sequence `name` that exist, highest first and
+    /// stripe 0 (which records how many there are) last; returns how many documents were
+    /// deleted. Unlike [`Dispenser::open_striped`], it needs only stripe 0: a delete that was
+    /// interrupted (a process killed part way leaves the highest stripes deleted, and the
+    /// layout can no longer be opened) is finished by calling it again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`] when stripe 0 does not exist (never created, or deleted
+    /// already); [`Error::SpecConflict`] when a document of a stripe's name is not that
+    /// stripe of this layout (nothing more is deleted); those of [`Dispenser::delete`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`StripedSequence::delete`]: call it again to delete the rest.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::stripe::StripedSequence;
+    /// let n = d.delete_striped("ids").await?;
+    /// println!("deleted {n} stripe(s)");
+    /// # Ok(()) }
+    /// ```
+    pub async fn delete_striped(&self, name: &str) -> Result<u32> {
+        StripedSequence::delete_named(self, name).await
     }
 }
 

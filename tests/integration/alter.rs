@@ -178,9 +178,7 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
         .await
         .unwrap();
     assert_eq!(state.next_number(), Some(30));
-    dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
-        .await
-        .unwrap();
+    d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
     let err = async {
         d.open("ids~0")
             .await?
@@ -308,9 +306,7 @@ fn a_step_of_the_other_sign_is_refused_whatever_force_says() {
 async fn a_striped_alter_that_one_stripe_refuses_writes_nothing() {
     let f = Fixture::new("alter_striped").await;
     let d = f.dispenser(f.options());
-    let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
-        .await
-        .unwrap();
+    let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
     // Stripe 0 issues 1, 3, 5, …; stripe 1 issues 2, 4, 6, …; draw stripe 1 further ahead.
     let stripe1 = d.open("ids~1").await.unwrap();
     for _ in 0..10 {

@@ -796,9 +796,7 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
             ("ensure", d.ensure(name, Spec::default()).await.map(drop)),
             (
                 "ensure_striped",
-                dispenser::stripe::StripedSequence::ensure(&d, name, 2, Spec::default())
-                    .await
-                    .map(drop),
+                d.ensure_striped(name, 2, Spec::default()).await.map(drop),
             ),
             ("ensure_scope", d.ensure_scope(name, "k").await.map(drop)),
             (
@@ -848,7 +846,8 @@ async fn names_with_control_characters_or_separators_are_rejected_and_nothing_is
     assert_eq!(d.peek("tickets@acme").await.expect("peek scope").value, 1);
     d.open("tickets@acme").await.expect("open scope");
     d.delete("tickets@acme").await.expect("delete scope");
-    let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
+    let ids = d
+        .ensure_striped("ids", 2, Spec::default())
         .await
         .expect("striped");
     ids.next().await.expect("draw");

@@ -543,9 +543,7 @@ async fn each_block_client_hands_out_strictly_increasing_numbers() {
 async fn striped_sequences_never_collide() {
     let f = Fixture::new("stripes").await;
     let d = f.dispenser(f.options());
-    let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, Spec::default())
-        .await
-        .unwrap();
+    let ids = d.ensure_striped("ids", 4, Spec::default()).await.unwrap();
     assert_eq!(ids.stripes(), 4);
     let fast = ids
         .with_blocks(BlockOptions::default().with_size(20))
@@ -584,10 +582,9 @@ async fn striped_sequences_never_collide() {
     }
     fast.close().await.unwrap();
     // Opening again with the same count is fine; another count conflicts.
-    dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, Spec::default())
-        .await
-        .unwrap();
-    let err = dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
+    d.ensure_striped("ids", 4, Spec::default()).await.unwrap();
+    let err = d
+        .ensure_striped("ids", 2, Spec::default())
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
@@ -597,18 +594,15 @@ async fn striped_sequences_never_collide() {
 async fn striped_sequences_reject_bad_input() {
     let f = Fixture::new("stripes_bad").await;
     let d = f.dispenser(f.options());
-    let err = dispenser::stripe::StripedSequence::ensure(
-        &d,
-        "t",
-        4,
-        Spec::default().with_max(99).with_cycle(true),
-    )
-    .await
-    .unwrap_err();
+    let err = d
+        .ensure_striped("t", 4, Spec::default().with_max(99).with_cycle(true))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
     assert!(err.to_string().contains("cycle"), "{err}");
     for stripes in [0, 1025] {
-        let err = dispenser::stripe::StripedSequence::ensure(&d, "t", stripes, Spec::default())
+        let err = d
+            .ensure_striped("t", stripes, Spec::default())
             .await
             .unwrap_err();
         assert!(
@@ -616,12 +610,14 @@ async fn striped_sequences_reject_bad_input() {
             "{err}"
         );
     }
-    let err = dispenser::stripe::StripedSequence::ensure(&d, "t", 8, Spec::default().with_max(5))
+    let err = d
+        .ensure_striped("t", 8, Spec::default().with_max(5))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
     let long = "x".repeat(199); // "~9" makes 201 bytes
-    let err = dispenser::stripe::StripedSequence::ensure(&d, &long, 10, Spec::default())
+    let err = d
+        .ensure_striped(&long, 10, Spec::default())
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidName { .. }), "{err}");

@@ -544,7 +544,7 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
     let svc = Service::start("draw_kinds");
     let http = reqwest::Client::new();
     let d = library(&svc).await;
-    dispenser::stripe::StripedSequence::ensure(&d, "ids", 3, dispenser::Spec::default())
+    d.ensure_striped("ids", 3, dispenser::Spec::default())
         .await
         .unwrap();
     let draw = |token: &'static str, name: &str, count: u64| {
@@ -596,13 +596,7 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
         (422, Some("invalid_input")),
         "{body}"
     );
-    for s in dispenser::stripe::StripedSequence::open(&d, "ids")
-        .await
-        .unwrap()
-        .peek()
-        .await
-        .unwrap()
-    {
+    for s in d.open_striped("ids").await.unwrap().peek().await.unwrap() {
         assert_eq!(s.step, 3, "{s:?}");
     }
 

@@ -171,24 +171,23 @@ async fn ensure_with_another_start_is_a_conflict() {
 async fn a_second_stripe_layout_over_the_same_documents_is_a_conflict() {
     let f = Fixture::new("stripe_layouts").await;
     let d = f.dispenser(f.options());
-    dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default().with_step(2))
+    d.ensure_striped("ids", 2, Spec::default().with_step(2))
         .await
         .unwrap();
-    let err = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, Spec::default())
+    let err = d
+        .ensure_striped("ids", 4, Spec::default())
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
     assert!(err.to_string().contains("stripe 0 of 2"), "{err}");
     // Stripe 0 is checked first: nothing of the refused layout was written.
     assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 2);
-    let again =
-        dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default().with_step(2))
-            .await
-            .unwrap();
-    assert_eq!(again.stripes(), 2);
-    let opened = dispenser::stripe::StripedSequence::open(&d, "ids")
+    let again = d
+        .ensure_striped("ids", 2, Spec::default().with_step(2))
         .await
         .unwrap();
+    assert_eq!(again.stripes(), 2);
+    let opened = d.open_striped("ids").await.unwrap();
     assert_eq!(opened.stripes(), 2);
 }
 
@@ -199,9 +198,7 @@ async fn a_second_stripe_layout_over_the_same_documents_is_a_conflict() {
 async fn advancing_or_resetting_stripes_keeps_them_disjoint() {
     let f = Fixture::new("stripe_admin").await;
     let d = f.dispenser(f.options());
-    let ids = dispenser::stripe::StripedSequence::ensure(&d, "ids", 2, Spec::default())
-        .await
-        .unwrap();
+    let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
     for _ in 0..6 {
         ids.next().await.unwrap();
     }
@@ -256,7 +253,7 @@ async fn advancing_or_resetting_stripes_keeps_them_disjoint() {
     }
     assert_eq!(ids.delete().await.unwrap(), 2);
     assert!(matches!(
-        dispenser::stripe::StripedSequence::open(&d, "ids").await,
+        d.open_striped("ids").await,
         Err(Error::NoSuchSequence { .. })
     ));
 }
@@ -324,12 +321,11 @@ async fn the_live_daily_scope_is_never_deleted() {
 
 /// A delete of a striped sequence interrupted part way (a process killed after the highest
 /// stripes went; stripe 0, which records the layout, goes last) is finished by deleting again:
-/// through the handle made before, through `StripedSequence::delete_named`, and through
+/// through the handle made before, through `Dispenser::delete_striped`, and through
 /// `dispenser delete NAME` — though the layout no longer opens. Before, each of them failed
 /// with "no such sequence" on the first missing stripe and the rest stayed for good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_striped_delete_is_finished_by_deleting_again() {
-    use dispenser::stripe::StripedSequence;
     let f = Fixture::new("stripe_delete_again").await;
     let d = f.dispenser(f.options());
     let remaining = |name: &'static str| {
@@ -341,29 +337,23 @@ async fn an_interrupted_striped_delete_is_finished_by_deleting_again() {
         }
     };
     // The handle made before the interruption.
-    let ids = StripedSequence::ensure(&d, "ids", 4, Spec::default())
-        .await
-        .unwrap();
+    let ids = d.ensure_striped("ids", 4, Spec::default()).await.unwrap();
     ids.next().await.unwrap();
     d.delete("ids~3").await.unwrap(); // what an interrupted delete leaves
-    assert!(StripedSequence::open(&d, "ids").await.is_err());
+    assert!(d.open_striped("ids").await.is_err());
     assert_eq!(ids.delete().await.unwrap(), 3);
     assert_eq!(remaining("ids").await, 0);
     // By name, from another process that cannot open the layout.
-    StripedSequence::ensure(&d, "jobs", 3, Spec::default())
-        .await
-        .unwrap();
+    d.ensure_striped("jobs", 3, Spec::default()).await.unwrap();
     d.delete("jobs~2").await.unwrap();
-    assert_eq!(StripedSequence::delete_named(&d, "jobs").await.unwrap(), 2);
+    assert_eq!(d.delete_striped("jobs").await.unwrap(), 2);
     assert_eq!(remaining("jobs").await, 0);
     assert!(matches!(
-        StripedSequence::delete_named(&d, "jobs").await,
+        d.delete_striped("jobs").await,
         Err(Error::NoSuchSequence { .. })
     ));
     // The command line.
-    StripedSequence::ensure(&d, "tix", 4, Spec::default())
-        .await
-        .unwrap();
+    d.ensure_striped("tix", 4, Spec::default()).await.unwrap();
     d.delete("tix~3").await.unwrap();
     d.delete("tix~2").await.unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
@@ -439,14 +429,13 @@ async fn a_plain_and_a_striped_sequence_never_share_a_name() {
     let f = Fixture::new("plain_vs_striped").await;
     let d = f.dispenser(f.options());
     d.create("ids", Spec::default()).await.unwrap();
-    let err = dispenser::stripe::StripedSequence::ensure(&d, "ids", 4, Spec::default())
+    let err = d
+        .ensure_striped("ids", 4, Spec::default())
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
     assert_eq!(f.raw().count_documents(doc! {}).await.unwrap(), 1);
-    dispenser::stripe::StripedSequence::ensure(&d, "codes", 2, Spec::default())
-        .await
-        .unwrap();
+    d.ensure_striped("codes", 2, Spec::default()).await.unwrap();
     for attempt in [
         d.create("codes", Spec::default()).await.map(drop),
         d.ensure("codes", Spec::default()).await.map(drop),

@@ -10,7 +10,6 @@ use dispenser::gapless::GaplessOptions;
 use dispenser::history::{HistoryEntry, HistoryQuery, Outcome};
 use dispenser::queue::QueueSpec;
 use dispenser::sequence::Alter;
-use dispenser::stripe::StripedSequence;
 use dispenser::{Error, Spec};
 use serde_json::{Value, json};
 
@@ -174,13 +173,9 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
 async fn stripes_and_gap_free_sequences_are_recorded() {
     let f = Fixture::new("history_stripes").await;
     let d = f.dispenser(f.options().with_caller("bob"));
-    let ids = StripedSequence::ensure(&d, "ids", 2, Spec::default())
-        .await
-        .unwrap();
+    let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
     // Opened again: nothing recorded.
-    StripedSequence::ensure(&d, "ids", 2, Spec::default())
-        .await
-        .unwrap();
+    d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
     ids.reset(dispenser::sequence::Reset::to(1000))
         .await
         .unwrap();

@@ -450,7 +450,7 @@ async fn round_of(
             .unwrap();
         markers.push(((*name).to_owned(), marker(i)));
     }
-    dispenser::stripe::StripedSequence::ensure(&d, STRIPED, 2, Spec::default().with_max(marker(9)))
+    d.ensure_striped(STRIPED, 2, Spec::default().with_max(marker(9)))
         .await
         .unwrap();
     markers.push((STRIPED.to_owned(), marker(9)));

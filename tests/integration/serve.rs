@@ -965,7 +965,7 @@ async fn striped_sequences_are_administered_by_name() {
             .with_collection(svc.collection.as_str()),
     )
     .unwrap();
-    dispenser::stripe::StripedSequence::ensure(&d, "ids", 3, dispenser::Spec::default())
+    d.ensure_striped("ids", 3, dispenser::Spec::default())
         .await
         .unwrap();
     // The service holds a block of stripe 0 (1, 4, 7, …).

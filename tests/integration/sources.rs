@@ -28,9 +28,7 @@ async fn every_kind_of_source_is_drawn_through_one_trait() {
     let f = Fixture::new("sources").await;
     let d = f.dispenser(f.options());
     d.create("orders", Spec::default()).await.unwrap();
-    dispenser::stripe::StripedSequence::ensure(&d, "ids", 3, Spec::default())
-        .await
-        .unwrap();
+    d.ensure_striped("ids", 3, Spec::default()).await.unwrap();
     d.create("tickets", Spec::default()).await.unwrap();
     let mut orders = HashSet::new();
     for (name, kind) in [

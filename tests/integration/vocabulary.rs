@@ -3,7 +3,6 @@
 
 use dispenser::gapless::GaplessOptions;
 use dispenser::queue::QueueSpec;
-use dispenser::stripe::StripedSequence;
 use dispenser::{Error, Spec};
 
 use crate::common::Fixture;
@@ -43,9 +42,7 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
     ));
     assert!(is_missing(&d.open_gapless("inv-2027").await.unwrap_err()));
     assert!(is_missing(&d.open_queue("post").await.unwrap_err()));
-    assert!(is_missing(
-        &StripedSequence::open(&d, "ids").await.err().unwrap()
-    ));
+    assert!(is_missing(&d.open_striped("ids").await.err().unwrap()));
     assert_eq!(documents(&f).await, before, "an open wrote");
 
     // create makes; a second create fails; ensure and open then open it.
@@ -104,19 +101,15 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
         .unwrap();
     d.open_queue("post").await.unwrap();
 
-    StripedSequence::create(&d, "ids", 3, Spec::default())
-        .await
-        .unwrap();
+    d.create_striped("ids", 3, Spec::default()).await.unwrap();
     assert!(is_exists(
-        &StripedSequence::create(&d, "ids", 3, Spec::default())
+        &d.create_striped("ids", 3, Spec::default())
             .await
             .err()
             .unwrap()
     ));
-    StripedSequence::ensure(&d, "ids", 3, Spec::default())
-        .await
-        .unwrap();
-    assert_eq!(StripedSequence::open(&d, "ids").await.unwrap().stripes(), 3);
+    d.ensure_striped("ids", 3, Spec::default()).await.unwrap();
+    assert_eq!(d.open_striped("ids").await.unwrap().stripes(), 3);
 }
 
 /// Admin operations are methods of the handle (issue 38): a handle opened from a dispenser with a

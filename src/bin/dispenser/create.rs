@@ -2,7 +2,6 @@
 
 use std::io::Write;
 
-use dispenser::stripe::StripedSequence;
 use dispenser::{Dispenser, Error, Format, Spec};
 
 use crate::args::whole;
@@ -61,7 +60,7 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
                 reason: "a striped sequence has no format (its numbers are not in order)".into(),
             });
         }
-        let ids = StripedSequence::ensure(d, &a.name, stripes, spec).await?;
+        let ids = d.ensure_striped(&a.name, stripes, spec).await?;
         for state in ids.peek().await? {
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }

@@ -243,7 +243,7 @@ pub async fn delete(
         match d.delete(&name).await {
             Err(e @ Error::NoSuchSequence { .. }) => {
                 // A striped sequence, whole or left part way by an interrupted delete.
-                let n = match StripedSequence::delete_named(d, &name).await {
+                let n = match d.delete_striped(&name).await {
                     Err(Error::NoSuchSequence { .. } | Error::SpecConflict { .. }) => {
                         return Err(e);
                     }
@@ -273,7 +273,7 @@ fn print_states(states: &[SequenceState], out: &mut impl Write) -> dispenser::Re
 /// The striped sequence `name`, when it is one (`name~0` records its stripes): the admin
 /// commands then act on every stripe.
 pub async fn striped(d: &Dispenser, name: &str) -> Option<StripedSequence> {
-    StripedSequence::open(d, name).await.ok()
+    d.open_striped(name).await.ok()
 }
 
 /// A sequence's state as one line (what `peek`, `list` and the other commands print).

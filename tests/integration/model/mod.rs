@@ -108,9 +108,7 @@ async fn random_interleavings_of_draws_and_admin_operations_never_duplicate_with
     for d in [&inc, &cas, &ds.cas_optimistic, &ds.inc_optimistic] {
         handles.push(d.open("orders").await.unwrap());
     }
-    dispenser::stripe::StripedSequence::ensure(&inc, "ids", 3, Spec::default())
-        .await
-        .unwrap();
+    inc.ensure_striped("ids", 3, Spec::default()).await.unwrap();
     inc.ensure("tickets", Spec::default()).await.unwrap();
     let clock = Arc::new(AtomicI64::new(1_790_000_000)); // seconds since the epoch
     let clock_fn = {

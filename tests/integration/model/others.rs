@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
 use dispenser::scope::DailySequence;
-use dispenser::stripe::StripedSequence;
 use dispenser::stripe::stripe_name;
 use dispenser::{Dispenser, Error, Spec, block::BlockOptions, sequence::Alter};
 
@@ -18,7 +17,7 @@ use super::rng::Rng;
 /// operation. Numbers must be unique within an era across all stripes.
 pub async fn stripes(seed: u64, d: Dispenser, world: Arc<World>, era_changes: bool) {
     let mut rng = Rng(seed);
-    let Ok(ids) = StripedSequence::open(&d, "ids").await else {
+    let Ok(ids) = d.open_striped("ids").await else {
         return;
     };
     let Ok(fast) = ids.with_blocks(BlockOptions::default().with_size(rng.range(2, 20) as u64))
@@ -49,7 +48,7 @@ pub async fn stripes(seed: u64, d: Dispenser, world: Arc<World>, era_changes: bo
 async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: bool, count: u32) {
     let mut rng = Rng(seed);
     tokio::time::sleep(std::time::Duration::from_millis(rng.below(20))).await;
-    let Ok(striped) = StripedSequence::open(d, "ids").await else {
+    let Ok(striped) = d.open_striped("ids").await else {
         return;
     };
     let Ok(states) = striped.peek().await else {
@@ -158,7 +157,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
                     .with_start(s0.start.unwrap_or_else(|| s0.value.saturating_add(s0.step)));
                 (c, spec)
             };
-            let r = StripedSequence::ensure(d, "ids", other, spec).await;
+            let r = d.ensure_striped("ids", other, spec).await;
             assert!(
                 matches!(
                     r,
@@ -177,7 +176,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             world.count("striped: another layout (conflict)");
         }
         4 => {
-            let r = StripedSequence::open(d, "ids").await;
+            let r = d.open_striped("ids").await;
             assert!(r.is_ok(), "{:?}", r.err());
             world.count("striped: open");
         }
@@ -197,9 +196,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
                     .with_step(rng.range(1, 3))
                     .with_start(rng.range(1, 300))
             };
-            StripedSequence::ensure(d, "ids", stripes, spec)
-                .await
-                .unwrap();
+            d.ensure_striped("ids", stripes, spec).await.unwrap();
             world.ids.era_change(from);
             world.count("striped: delete + re-create with any layout (new era)");
         }

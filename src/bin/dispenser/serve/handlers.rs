@@ -175,7 +175,7 @@ async fn stripes_or(
     name: &str,
     no_such: Error,
 ) -> Result<(StripedSequence, Vec<String>), ApiError> {
-    match StripedSequence::open(d, name).await {
+    match d.open_striped(name).await {
         Ok(ids) => {
             let names = (0..ids.stripes()).map(|i| stripe_name(name, i)).collect();
             Ok((ids, names))
@@ -547,7 +547,7 @@ pub(super) async fn delete(
                 Err(_) => return Err(e.into()),
             };
             let stripes: Vec<String> = (0..count).map(|i| stripe_name(&name, i)).collect();
-            st.exclusive_all(&stripes, StripedSequence::delete_named(&acting, &name))
+            st.exclusive_all(&stripes, acting.delete_striped(&name))
                 .await?;
         }
         other => {

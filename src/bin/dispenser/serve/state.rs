@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dispenser::stripe::{StripedSequence, stripe_name};
+use dispenser::stripe::stripe_name;
 use dispenser::{
     Dispenser, Error, Sequence,
     block::{BlockSequence, Pool},
@@ -195,7 +195,7 @@ impl AppState {
                         self.dispenser.peek(name).await?
                     }
                     Err(e @ Error::NoSuchSequence { .. }) => {
-                        return match StripedSequence::open(&self.dispenser, name).await {
+                        return match self.dispenser.open_striped(name).await {
                             Ok(ids) => Ok(Target::Striped(
                                 (0..ids.stripes()).map(|i| stripe_name(name, i)).collect(),
                             )),
