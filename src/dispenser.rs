@@ -140,7 +140,7 @@ impl Dispenser {
     /// # Errors
     ///
     /// [`Error::InvalidName`] / [`Error::InvalidSpec`] (nothing written),
-    /// [`Error::AlreadyExists`] when the name is taken, [`Error::Database`].
+    /// [`Error::SequenceExists`] when the name is taken, [`Error::Database`].
     ///
     /// # Cancel safety
     ///
@@ -167,7 +167,7 @@ impl Dispenser {
         match self.store.load(name).await {
             Ok(None) => {}
             Ok(Some(_)) | Err(Error::CorruptDocument { .. }) => {
-                return Err(Error::AlreadyExists {
+                return Err(Error::SequenceExists {
                     name: name.to_owned(),
                 });
             }
@@ -186,7 +186,7 @@ impl Dispenser {
                         Some(incarnation) => {
                             Ok(self.handle(name, created(&spec, None, incarnation)))
                         }
-                        None => Err(Error::AlreadyExists {
+                        None => Err(Error::SequenceExists {
                             name: name.to_owned(),
                         }),
                     }
@@ -243,7 +243,7 @@ impl Dispenser {
             Ok((_, true)) => (Ok(()), Some(sequence_state(&fresh_state(name, &spec)))),
             // Another client created it between the look and the insert.
             Ok((_, false)) => (
-                Err(Error::AlreadyExists {
+                Err(Error::SequenceExists {
                     name: name.to_owned(),
                 }),
                 None,

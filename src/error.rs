@@ -44,7 +44,7 @@ pub enum Error {
 
     /// `create` was asked for a name that already exists.
     #[error("sequence {name:?} already exists")]
-    AlreadyExists {
+    SequenceExists {
         /// The sequence's name.
         name: String,
     },
@@ -312,7 +312,7 @@ pub enum ErrorKind {
     InvalidInput,
     /// The sequence or queue does not exist. [`Error::NoSuchSequence`], [`Error::NoSuchQueue`].
     NotFound,
-    /// One of that name exists already. [`Error::AlreadyExists`], [`Error::QueueExists`].
+    /// One of that name exists already. [`Error::SequenceExists`], [`Error::QueueExists`].
     AlreadyExists,
     /// The stored state refuses the change: another spec, a value going backwards, a ticket
     /// held that would be remapped. Nothing was written. [`Error::SpecConflict`],
@@ -386,7 +386,7 @@ impl Error {
             | Error::InvalidSpec { .. }
             | Error::InvalidArgument { .. } => ErrorKind::InvalidInput,
             Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => ErrorKind::NotFound,
-            Error::AlreadyExists { .. } | Error::QueueExists { .. } => ErrorKind::AlreadyExists,
+            Error::SequenceExists { .. } | Error::QueueExists { .. } => ErrorKind::AlreadyExists,
             Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
             | Error::QueueAlterRefused { .. } => ErrorKind::Conflict,
@@ -416,7 +416,7 @@ impl Error {
             | Error::InvalidArgument { .. } => "invalid_input",
             Error::NoSuchSequence { .. } => "no_such_sequence",
             Error::NoSuchQueue { .. } => "no_such_queue",
-            Error::AlreadyExists { .. } | Error::QueueExists { .. } => "already_exists",
+            Error::SequenceExists { .. } | Error::QueueExists { .. } => "already_exists",
             Error::SpecConflict { .. } => "spec_conflict",
             Error::WouldGoBackwards { .. } => "would_go_backwards",
             Error::QueueAlterRefused { .. } => "would_remap",
@@ -447,7 +447,7 @@ impl Error {
             Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 3,
             Error::Exhausted { .. } => 4,
             Error::Database { .. } | Error::Timeout { .. } | Error::Closed { .. } => 5,
-            Error::AlreadyExists { .. }
+            Error::SequenceExists { .. }
             | Error::QueueExists { .. }
             | Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
@@ -472,7 +472,7 @@ impl Error {
             | Error::InvalidSpec { .. }
             | Error::InvalidArgument { .. } => 422,
             Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 404,
-            Error::AlreadyExists { .. }
+            Error::SequenceExists { .. }
             | Error::QueueExists { .. }
             | Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
@@ -750,7 +750,7 @@ mod tests {
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         let all = vec![
             Error::NoSuchSequence { name: n() },
-            Error::AlreadyExists { name: n() },
+            Error::SequenceExists { name: n() },
             Error::Exhausted {
                 name: n(),
                 value: 9,
@@ -837,7 +837,7 @@ mod tests {
         for e in &all {
             let variant = match e {
                 Error::NoSuchSequence { .. } => 0,
-                Error::AlreadyExists { .. } => 1,
+                Error::SequenceExists { .. } => 1,
                 Error::Exhausted { .. } => 2,
                 Error::InvalidSpec { .. } => 3,
                 Error::InvalidName { .. } => 4,

@@ -104,13 +104,13 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyExists`] when it exists; otherwise those of
+    /// [`Error::SequenceExists`] when it exists; otherwise those of
     /// [`Dispenser::ensure_scope`].
     ///
     /// # Cancel safety
     ///
     /// Dropped part way, the scope may have been made; a second `create_scope` then fails
-    /// with [`Error::AlreadyExists`] and [`Dispenser::open_scope`] opens it. It issues no
+    /// with [`Error::SequenceExists`] and [`Dispenser::open_scope`] opens it. It issues no
     /// number.
     ///
     /// # Example
@@ -124,7 +124,7 @@ impl Dispenser {
         let (name, spec) = self.scope_spec(template, scope).await?;
         match self.insert_or_load(&name, spec, None, false).await? {
             (sequence, true) => Ok(sequence),
-            (_, false) => Err(Error::AlreadyExists { name }),
+            (_, false) => Err(Error::SequenceExists { name }),
         }
     }
 

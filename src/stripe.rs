@@ -240,7 +240,7 @@ impl StripedSequence {
         let zero_name = stripe_name(name, 0);
         let creating = dispenser.store().load(&zero_name).await?.is_none();
         if new_only && !creating {
-            return Err(Error::AlreadyExists {
+            return Err(Error::SequenceExists {
                 name: name.to_owned(),
             });
         }
@@ -253,7 +253,7 @@ impl StripedSequence {
                 {
                     (sequence, true) => sequence,
                     (_, false) => {
-                        return Err(Error::AlreadyExists {
+                        return Err(Error::SequenceExists {
                             name: name.to_owned(),
                         });
                     }
@@ -751,13 +751,13 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyExists`] when it exists; otherwise those of
+    /// [`Error::SequenceExists`] when it exists; otherwise those of
     /// [`Dispenser::ensure_striped`].
     ///
     /// # Cancel safety
     ///
     /// As [`Dispenser::ensure_striped`]: dropped part way, some stripes may exist; a second
-    /// `create` then fails with [`Error::AlreadyExists`], and [`Dispenser::ensure_striped`] with
+    /// `create` then fails with [`Error::SequenceExists`], and [`Dispenser::ensure_striped`] with
     /// the same arguments makes the rest.
     ///
     /// # Example

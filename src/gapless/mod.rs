@@ -241,14 +241,14 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyExists`] when it exists; otherwise those of
+    /// [`Error::SequenceExists`] when it exists; otherwise those of
     /// [`Dispenser::ensure_gapless`].
     ///
     /// # Cancel safety
     ///
     /// As [`Dispenser::ensure_gapless`]: dropped part way, the sequence may have been made (and
     /// its creation recorded); a second `create_gapless` then fails with
-    /// [`Error::AlreadyExists`], and [`Dispenser::open_gapless`] opens it.
+    /// [`Error::SequenceExists`], and [`Dispenser::open_gapless`] opens it.
     ///
     /// # Example
     ///
@@ -278,7 +278,7 @@ impl Dispenser {
         // the index on a field the sequence does not number).
         let exists = match g.inner.read_raw().await {
             Ok(_) if new_only => {
-                return Err(Error::AlreadyExists {
+                return Err(Error::SequenceExists {
                     name: name.to_owned(),
                 });
             }
@@ -312,7 +312,7 @@ impl Dispenser {
         {
             Ok(_) => Ok(true),
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) && new_only => {
-                Err(Error::AlreadyExists {
+                Err(Error::SequenceExists {
                     name: name.to_owned(),
                 })
             }
@@ -331,7 +331,7 @@ impl Dispenser {
             ),
             // Another client created it between the look and the insert.
             Ok(false) => (
-                Err(Error::AlreadyExists {
+                Err(Error::SequenceExists {
                     name: name.to_owned(),
                 }),
                 None,

@@ -265,7 +265,7 @@ async fn spec_conflicts_and_duplicates_are_errors() {
         .create("s", Spec::default().with_max(99))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    assert!(matches!(err, Error::SequenceExists { .. }), "{err}");
     // Another start is a conflict too (the start recorded at creation is compared).
     assert!(matches!(
         d.ensure("s", Spec::default().with_max(99).with_start(7))

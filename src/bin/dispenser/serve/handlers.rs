@@ -133,7 +133,7 @@ pub(super) async fn create(
         .exclusive(&b.name, async {
             let made = match acting.create(&b.name, spec).await {
                 Ok(made) => made,
-                Err(Error::AlreadyExists { .. }) if b.if_not_exists => return Ok(None),
+                Err(Error::SequenceExists { .. }) if b.if_not_exists => return Ok(None),
                 Err(e) => return Err(e),
             };
             if let Some(f) = &format {
