@@ -480,6 +480,132 @@ impl Report {
     }
 }
 
+fn mark(ok: bool) -> &'static str {
+    if ok { "ok  " } else { "FAIL" }
+}
+
+/// The report as text, one fact per line and the verdict last (what `dispenser doctor` prints
+/// after the line naming the server).
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&text(self))
+    }
+}
+
+fn text(r: &Report) -> String {
+    let s = &r.server;
+    let wire = match (s.min_wire_version, s.max_wire_version) {
+        (Some(lo), Some(hi)) => format!("{lo} to {hi}"),
+        (_, Some(hi)) => format!("up to {hi}"),
+        _ => "unknown".to_owned(),
+    };
+    let version = s.version.as_deref().unwrap_or("unknown");
+    let product = s
+        .product
+        .as_ref()
+        .map(|p| format!(" (the server is {p})"))
+        .unwrap_or_default();
+    let wc = &r.write_concern;
+    let mut t = format!(
+        "version        MongoDB {version}{product}; wire versions {wire}\n\
+         topology       {}\n\
+         write concern  {} w: majority, j: true {}; the dispenser's: {}\n\
+         operations\n",
+        s.topology,
+        mark(wc.majority_journaled),
+        match &wc.detail {
+            None => "acknowledged".to_owned(),
+            Some(d) => format!("not acknowledged: {d}"),
+        },
+        wc.configured,
+    );
+    for o in &r.operations {
+        t += &format!("  {} {:<14} {}", mark(o.ok), o.name, o.what);
+        if let Some(d) = &o.detail {
+            t += &format!(": {d}");
+        }
+        t.push('\n');
+    }
+    let p = &r.probe;
+    let (inc, cas, ins) = (&p.increments, &p.compare_and_set, &p.inserts);
+    let final_value = |v: Option<i64>| match v {
+        Some(v) if v >= 0 => grouped(v.unsigned_abs()),
+        Some(v) => v.to_string(),
+        None => "unknown".to_owned(),
+    };
+    t += &format!("concurrency probe, {} tasks\n", p.tasks);
+    t += &format!(
+        "  {} increments      {} of {} acknowledged, {} distinct values, final value {}{}{}\n",
+        mark(inc.distinct == inc.acknowledged && inc.final_value >= Some(count(inc.acknowledged))),
+        grouped(inc.acknowledged),
+        grouped(inc.planned),
+        grouped(inc.distinct),
+        final_value(inc.final_value),
+        failed(inc.failed),
+        if inc.library_operation {
+            ""
+        } else {
+            " (sent without a projection: the server refused the library's findAndModify)"
+        },
+    );
+    t += &format!(
+        "  {} compare-and-set {} of {} wins, {} distinct values, final value {}; {} lost races{}\n",
+        mark(cas.distinct == cas.wins && cas.final_value == Some(count(cas.wins))),
+        grouped(cas.wins),
+        grouped(cas.planned),
+        grouped(cas.distinct),
+        final_value(cas.final_value),
+        grouped(cas.lost_races),
+        failed(cas.failed),
+    );
+    t += &format!(
+        "  {} racing inserts  {} of one _id: {} inserted, {} duplicate key 11000, {} document(s){}\n",
+        mark(ins.inserted == 1 && ins.documents == Some(1)),
+        ins.tasks,
+        ins.inserted,
+        ins.duplicate_key,
+        ins.documents
+            .map_or_else(|| "unknown".to_owned(), |n| n.to_string()),
+        failed(ins.failed),
+    );
+    if let Some(e) = &p.first_error {
+        t += &format!("  first error: {e}\n");
+    }
+    let sc = &r.scratch;
+    t += &format!(
+        "scratch        {}.{} {}\n",
+        sc.database,
+        sc.collection,
+        match &sc.detail {
+            None if sc.removed => "removed".to_owned(),
+            None => "NOT removed".to_owned(),
+            Some(d) => format!("NOT removed: {d}"),
+        }
+    );
+    t += &format!(
+        "time           {:.1} s (limit {} s)\n",
+        r.elapsed.as_secs_f64(),
+        r.time_limit.as_secs_f64()
+    );
+    match r.reason() {
+        None => t += "fit: every check passed; the library's promise can hold on this server\n",
+        Some(why) => t += &format!("UNFIT: {why}\n"),
+    }
+    t
+}
+
+fn failed(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!("; {} failed", grouped(n))
+    }
+}
+
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// `n` with its digits in groups of three (`1 600`, `196`), as the guide and the reasons
 /// write counts.
 fn grouped(n: u64) -> String {

@@ -253,17 +253,7 @@ impl QueueStore {
         let mut opts = FindOptions::builder().sort(doc! { field::ID: 1 }).build();
         opts.limit = limit;
         let filter = crate::store::page_filter(after, names);
-        let docs: Vec<Document> = self
-            .store
-            .bounded_read(|| "listing queues".to_owned(), async {
-                self.coll()
-                    .find(filter)
-                    .with_options(opts)
-                    .await?
-                    .try_collect()
-                    .await
-            })
-            .await?;
+        let docs = self.find_all("listing queues", filter, opts).await?;
         Ok(docs.iter().map(status::decode_status).collect())
     }
 
@@ -280,9 +270,22 @@ impl QueueStore {
             .limit(limit)
             .build();
         let filter = crate::store::page_filter(after, None);
-        let docs: Vec<Document> = self
-            .store
-            .bounded_read(|| "listing the queues' counters".to_owned(), async {
+        let docs = self
+            .find_all("listing the queues' counters", filter, opts)
+            .await?;
+        Ok(docs.iter().map(status::decode_counters).collect())
+    }
+
+    /// The queue documents `filter` and `opts` find, within the operation timeout (`what`
+    /// names the read in a timeout's message).
+    async fn find_all(
+        &self,
+        what: &'static str,
+        filter: Document,
+        opts: FindOptions,
+    ) -> Result<Vec<Document>> {
+        self.store
+            .bounded_read(|| what.to_owned(), async {
                 self.coll()
                     .find(filter)
                     .with_options(opts)
@@ -290,8 +293,7 @@ impl QueueStore {
                     .try_collect()
                     .await
             })
-            .await?;
-        Ok(docs.iter().map(status::decode_counters).collect())
+            .await
     }
 
     /// Deletes the queue `name`, then its request ids; `Ok(false)` when there was none.
