@@ -73,7 +73,7 @@ pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit};
 pub use options::GaplessOptions;
 pub use path::set_field;
 pub use state::{GaplessStatus, Lease, Voided};
-pub use void::Released;
+pub use void::{ReleaseLease, Released};
 
 /// A gap-free sequence (see the [module](self) docs). Cheap to clone; clones share one
 /// queue — concurrent calls through them take turns in call order without asking the

@@ -157,8 +157,8 @@ impl Gapless {
     ///
     /// Only the held number can be released (the sequence's `next`, while a holder holds
     /// it). While its lease has not run out by the server's clock, the holder's write could
-    /// still land, and the release is refused — unless `force`: the operator asserts the
-    /// holder is dead. Even then nothing breaks if it is not: the unique index (made sure of
+    /// still land, and the release is refused — unless [`ReleaseLease::force`]: the operator
+    /// asserts the holder is dead. Even then nothing breaks if it is not: the unique index (made sure of
     /// first) decides between the void document and the holder's write, so a write that
     /// lands after a forced release fails with a duplicate key and its holder moves on to the
     /// next number; a number is never both used and voided, nor used twice.
@@ -167,7 +167,7 @@ impl Gapless {
     ///
     /// [`Error::InvalidArgument`] for an empty reason (or over 1000 bytes), a number that is
     /// not the held one (saying which is), a number no one holds, a live lease without
-    /// `force`, or a number a write of the holder is landing on (not yet committed by a
+    /// [`ReleaseLease::force`], or a number a write of the holder is landing on (not yet committed by a
     /// majority: try again); [`Error::Exhausted`] at `i64::MAX`; [`Error::Database`] (among
     /// them a unique index that cannot be created again), [`Error::Timeout`] (the status
     /// then shows what happened), [`Error::CorruptDocument`] (a document holding the number
@@ -185,7 +185,7 @@ impl Gapless {
     /// let s = g.status().await?;
     /// if let Some(lease) = s.lease {
     ///     // The process that held it was killed: end its lease now, not when it runs out.
-    ///     match g.release(lease.number, "holder killed during the upgrade", true).await? {
+    ///     match g.release(lease.number, "holder killed during the upgrade").force().await? {
     ///         Released::Voided(n) => println!("{n} voided"),
     ///         Released::Used { first, last } => println!("{first} to {last} were written"),
     ///         _ => {}
@@ -193,7 +193,17 @@ impl Gapless {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn release(&self, number: i64, reason: &str, force: bool) -> Result<Released> {
+    pub fn release(&self, number: i64, reason: impl Into<String>) -> ReleaseLease<'_> {
+        ReleaseLease {
+            gapless: self,
+            number,
+            reason: reason.into(),
+            force: false,
+        }
+    }
+
+    /// The release [`ReleaseLease`] runs.
+    async fn release_lease(&self, number: i64, reason: &str, force: bool) -> Result<Released> {
         let reason = check_reason(reason)?;
         self.settle_own().await;
         // A release the state refuses is refused before anything is written, history included.
@@ -353,6 +363,45 @@ impl Gapless {
         {
             tracing::warn!(sequence = %self.inner.name, "{e} (the next caller will find the number used and move past it)");
         }
+    }
+}
+
+/// A release of a dead holder's lease ([`Gapless::release`]). `.await` it for what became of
+/// the number.
+#[must_use = "a release does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct ReleaseLease<'a> {
+    gapless: &'a Gapless,
+    number: i64,
+    reason: String,
+    force: bool,
+}
+
+impl ReleaseLease<'_> {
+    /// Releases even a lease that has not run out by the server's clock: the operator
+    /// asserts the holder is dead (nothing breaks if it is not, see [`Gapless::release`]).
+    pub fn force(self) -> Self {
+        self.with_force(true)
+    }
+
+    /// [`ReleaseLease::force`] when `force` is true (for a value read from elsewhere).
+    pub fn with_force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+}
+
+impl<'a> std::future::IntoFuture for ReleaseLease<'a> {
+    type Output = Result<Released>;
+    type IntoFuture =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Released>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            self.gapless
+                .release_lease(self.number, &self.reason, self.force)
+                .await
+        })
     }
 }
 

@@ -247,7 +247,7 @@ pub async fn run(
             force,
         } => {
             let g = d.open_gapless(&name).await?;
-            match g.release(number, &reason, force).await? {
+            match g.release(number, &reason).with_force(force).await? {
                 Released::Voided(n) => {
                     writeln!(out, "{name}: {n} voided; its holder's lease ended").map_err(io)?;
                 }

@@ -152,7 +152,8 @@ pub(super) async fn release(
         .as_deref()
         .unwrap_or("released: its holder stopped");
     let released = g
-        .release(b.number, reason, b.force)
+        .release(b.number, reason)
+        .with_force(b.force)
         .await
         .map_err(|e| refusal(e, &name, b.number, "released", peek))?;
     let mut answer = json!({ "name": name, "number": b.number });
