@@ -579,3 +579,33 @@ pub(crate) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a store's first counted write of a day prunes the old counters; the later ones'
+    /// updates stay small (found by cargo-mutants: pruning on every write went unnoticed, the
+    /// documents being the same either way).
+    #[tokio::test]
+    async fn only_the_first_counted_write_of_a_day_prunes() {
+        let client = Client::with_uri_str("mongodb://127.0.0.1:1").await.unwrap();
+        let store = Store::new(&client, &Options::default());
+        let mut first = Document::new();
+        store.put_usage(&mut first, Some(1));
+        assert!(first.contains_key("$unset"), "{first}");
+        assert!(first.contains_key("$inc"), "{first}");
+        let mut second = Document::new();
+        store.put_usage(&mut second, Some(3));
+        assert!(!second.contains_key("$unset"), "{second}");
+        assert!(second.contains_key("$inc"), "{second}");
+        // Pending (`None`): neither counted nor dated; nothing issued (`Some(0)`): dated only.
+        let mut pending = Document::new();
+        store.put_usage(&mut pending, None);
+        assert!(pending.is_empty(), "{pending}");
+        let mut none = Document::new();
+        store.put_usage(&mut none, Some(0));
+        assert!(!none.contains_key("$unset") && !none.contains_key("$inc"), "{none}");
+        assert!(none.contains_key("$currentDate"), "{none}");
+    }
+}
