@@ -247,7 +247,7 @@ pub fn validate_plain_name(name: &str) -> Result<()> {
         return Err(invalid(
             name,
             "must not contain '~': '~' separates a striped sequence from its stripe number: \
-             use dispenser.ensure_striped(name, stripes, spec)"
+             use Dispenser::ensure_striped(name, stripes, spec)"
                 .to_owned(),
         ));
     }
