@@ -605,7 +605,10 @@ mod tests {
         assert!(pending.is_empty(), "{pending}");
         let mut none = Document::new();
         store.put_usage(&mut none, Some(0));
-        assert!(!none.contains_key("$unset") && !none.contains_key("$inc"), "{none}");
+        assert!(
+            !none.contains_key("$unset") && !none.contains_key("$inc"),
+            "{none}"
+        );
         assert!(none.contains_key("$currentDate"), "{none}");
     }
 }

@@ -1,6 +1,6 @@
 //! The queue's actions as builders: [`Queue::take`], [`Queue::call`], [`Queue::recall`] and
 //! [`Queue::release`] each return a value on which the options are set, and that is
-//! `.await`ed — one method per action, no twins (`take_n`, `take_with`) — in the way of the
+//! `.await`ed — one method per action, no twins — in the way of the
 //! `mongodb` driver's actions:
 //!
 //! ```no_run

@@ -123,7 +123,7 @@ pub(crate) struct Key {
     pub at: i64,
     /// The version the take wrote.
     pub version: i64,
-    /// The highest ticket then (a later `set_max` may remap tickets no longer held; a replay
+    /// The highest ticket then (a later alter may remap tickets no longer held; a replay
     /// answers the numbers the take handed out).
     pub max: i64,
 }
