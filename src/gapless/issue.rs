@@ -591,3 +591,37 @@ impl Gapless {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pause between polls of a lease is 1 ms plus up to `2^min(attempt, 4)` ms, and
+    /// spread: callers polling together do not wake together (found by cargo-mutants: a
+    /// jitter of zero, or out of its bounds, went unnoticed by the unit tests).
+    #[test]
+    fn the_pause_between_polls_is_bounded_and_spread() {
+        for attempt in 0..8_u32 {
+            let cap = Duration::from_millis(1 << attempt.min(4));
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..64 {
+                let d = jitter(attempt);
+                assert!(d >= Duration::from_millis(1), "{attempt}: {d:?}");
+                assert!(d < Duration::from_millis(1) + cap, "{attempt}: {d:?}");
+                seen.insert(d);
+            }
+            assert!(seen.len() > 8, "{attempt}: only {} distinct pauses", seen.len());
+        }
+    }
+
+    /// A business write that panics is reported with its message, whatever its type.
+    #[test]
+    fn a_panic_is_reported_with_its_message() {
+        let text: Box<dyn Any + Send> = Box::new("no paper");
+        assert_eq!(panic_message(&text), "it panicked: no paper");
+        let owned: Box<dyn Any + Send> = Box::new(String::from("printer on fire"));
+        assert_eq!(panic_message(&owned), "it panicked: printer on fire");
+        let other: Box<dyn Any + Send> = Box::new(42_u8);
+        assert_eq!(panic_message(&other), "it panicked");
+    }
+}
