@@ -610,7 +610,11 @@ mod tests {
                 assert!(d < Duration::from_millis(1) + cap, "{attempt}: {d:?}");
                 seen.insert(d);
             }
-            assert!(seen.len() > 8, "{attempt}: only {} distinct pauses", seen.len());
+            assert!(
+                seen.len() > 8,
+                "{attempt}: only {} distinct pauses",
+                seen.len()
+            );
         }
     }
 

@@ -703,6 +703,42 @@ mod tests {
         assert_eq!(s.desks[0].serial, 18);
     }
 
+    /// A document written before issue 37 keeps its spans of tickets done out of line as
+    /// an array of `{from, to, kind}`: each kind reads back (and writes packed, the same
+    /// spans); an unknown kind is a corrupt document naming it (found by cargo-mutants: a
+    /// kind's arm deleted went unnoticed).
+    #[test]
+    fn spans_written_before_packing_read_back_with_every_kind() {
+        let mut old = good();
+        let spans = [(20, "cancelled"), (21, "called"), (23, "void")];
+        old.insert(
+            field::OUT_OF_LINE,
+            spans
+                .iter()
+                .map(|&(n, kind)| {
+                    Bson::Document(doc! { "from": n as i64, "to": n as i64, "kind": kind })
+                })
+                .collect::<Vec<_>>(),
+        );
+        old.insert(field::WAITING, 4_i64);
+        let s = decode("q", &old).unwrap();
+        let kinds: Vec<_> = s.out_of_line.iter().map(|x| (x.from, x.kind)).collect();
+        assert_eq!(
+            kinds,
+            [(20, Kind::Cancelled), (21, Kind::Called), (23, Kind::Void)]
+        );
+        assert_eq!(decode("q", &encode("q", &s)).unwrap(), s);
+        let mut bad = old.clone();
+        bad.insert(
+            field::OUT_OF_LINE,
+            vec![Bson::Document(
+                doc! { "from": 20_i64, "to": 20_i64, "kind": "lost" },
+            )],
+        );
+        let e = decode("q", &bad).unwrap_err().to_string();
+        assert!(e.contains("\"lost\""), "{e}");
+    }
+
     #[test]
     fn takes_and_request_ids_pack_and_unpack_exactly() {
         let takes = vec![
