@@ -19,7 +19,9 @@ scripts/tools.sh
 export INSTA_UPDATE="${INSTA_UPDATE:-no}"
 # Each test binary runs through scripts/test-times.sh, which has libtest time every test; the
 # slowest of the run are printed at the end (DISPENSER_SLOWEST=N of them, default 20; 0: none),
-# so that a test that grows slower is seen. A runner set by the caller is kept.
+# so that a test that grows slower is seen (awk reads all the sorted lines: `head` would close
+# the pipe early and, under pipefail, fail the run with sort's SIGPIPE). A runner set by the
+# caller is kept.
 host=$(rustc -vV | sed -n 's/^host: //p')
 runner="CARGO_TARGET_$(printf '%s' "$host" | tr 'a-z.-' 'A-Z__')_RUNNER"
 times=$(mktemp "${TMPDIR:-/tmp}/dispenser-test-times.XXXXXX")
@@ -32,7 +34,7 @@ slowest=${DISPENSER_SLOWEST:-20}
 if [ "$slowest" -gt 0 ] && grep -q ' <[0-9.]*s>$' "$times"; then
   echo "test.sh: the $slowest slowest tests of this run (seconds):" >&2
   sed -n -E 's/^test (.*) \.\.\. ([A-Za-z]+) <([0-9.]+)s>$/\3 \1 (\2)/p' "$times" |
-    sort -rn | head -n "$slowest" | awk '{ printf "  %8.2f  %s %s\n", $1, $2, $3 }' >&2
+    sort -rn | awk -v n="$slowest" 'NR <= n { printf "  %8.2f  %s %s\n", $1, $2, $3 }' >&2
 fi
 rm -f "$times"
 exit "$status"
