@@ -263,3 +263,88 @@ fn hand_out(run: Run, batch: &mut VecDeque<Waiter>) -> VecDeque<Waiter> {
     }
     std::mem::take(batch)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+
+    use super::*;
+
+    /// How many turns a sibling task gets while `linger` runs, on a one-thread runtime where
+    /// each of linger's yields hands the thread to it once. `work` is what each turn takes
+    /// (the woken callers' own work, which the clock sees).
+    async fn turns_while_lingering(
+        combiner: &Combiner,
+        served: usize,
+        round_trip: Duration,
+        work: Duration,
+    ) -> u32 {
+        let (turns, done) = (
+            Arc::new(AtomicU32::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let sibling = tokio::spawn({
+            let (turns, done) = (turns.clone(), done.clone());
+            async move {
+                while !done.load(SeqCst) {
+                    turns.fetch_add(1, SeqCst);
+                    std::thread::sleep(work);
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
+        linger(combiner, served, round_trip).await;
+        done.store(true, SeqCst);
+        sibling.await.unwrap();
+        turns.load(SeqCst)
+    }
+
+    fn waiting(combiner: &Combiner, callers: usize) -> Vec<oneshot::Receiver<Result<Run>>> {
+        let mut q = combiner.lock();
+        (0..callers)
+            .map(|_| {
+                let (tx, rx) = oneshot::channel();
+                q.waiting.push_back(Waiter { n: 1, tx });
+                rx
+            })
+            .collect()
+    }
+
+    /// After a batch, the leader waits for the callers it woke to queue again — and no
+    /// longer: it takes the next batch as soon as as many callers wait as it served, or once
+    /// a sixteenth of the write's round trip has passed, and after its last yield in any
+    /// case. (Found by cargo-mutants: a leader that always waited out its yields, or never
+    /// waited, drew the same numbers — only in batches of another size, which no test saw.)
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_leader_lingers_until_its_callers_are_back_or_a_sixteenth_of_a_round_trip() {
+        let hour = Duration::from_secs(3600);
+        // Nobody came back and the round trip is long: every yield is spent waiting.
+        let c = Combiner::default();
+        let turns = turns_while_lingering(&c, 2, hour, Duration::ZERO).await;
+        assert!(
+            (LINGER_YIELDS - 1..=LINGER_YIELDS + 1).contains(&turns),
+            "lingered {turns} turns, not its {LINGER_YIELDS} yields"
+        );
+        // As many callers wait as were served: the next batch is taken after one yield.
+        let _queued = waiting(&c, 2);
+        let turns = turns_while_lingering(&c, 2, hour, Duration::ZERO).await;
+        assert!(turns <= 1, "lingered {turns} turns with every caller back");
+        // One fewer is not enough.
+        let c = Combiner::default();
+        let _queued = waiting(&c, 1);
+        let turns = turns_while_lingering(&c, 2, hour, Duration::ZERO).await;
+        assert!(
+            turns >= LINGER_YIELDS - 1,
+            "left after {turns} turns with one caller of two back"
+        );
+        // A short round trip: each turn of the woken callers takes 1 ms, more than a
+        // sixteenth of 8 ms, so the leader leaves after its first yield.
+        let c = Combiner::default();
+        let turns =
+            turns_while_lingering(&c, 2, Duration::from_millis(8), Duration::from_millis(1)).await;
+        assert!(
+            turns <= 1,
+            "lingered {turns} turns of 1 ms past a round trip of 8 ms / 16"
+        );
+    }
+}
