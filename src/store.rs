@@ -30,6 +30,8 @@ use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 
 /// Duplicate key: someone else inserted that `_id` first.
 const DUPLICATE_KEY: i32 = 11000;
+/// MongoDB's error code for a document its collection's validator refuses.
+const DOCUMENT_VALIDATION_FAILURE: i32 = 121;
 
 /// The sequence collection, with the options every operation uses.
 #[derive(Clone, Debug)]
@@ -573,10 +575,19 @@ pub(crate) fn page_filter(after: Option<&str>, names: Option<&str>) -> Document 
 }
 
 pub(crate) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    write_error_code(e) == Some(DUPLICATE_KEY)
+}
+
+/// Whether `e` says the collection's validator refused the document.
+pub(crate) fn is_validation_failure(e: &mongodb::error::Error) -> bool {
+    write_error_code(e) == Some(DOCUMENT_VALIDATION_FAILURE)
+}
+
+fn write_error_code(e: &mongodb::error::Error) -> Option<i32> {
     match e.kind.as_ref() {
-        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == DUPLICATE_KEY,
-        ErrorKind::Command(c) => c.code == DUPLICATE_KEY,
-        _ => false,
+        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
+        ErrorKind::Command(c) => Some(c.code),
+        _ => None,
     }
 }
 

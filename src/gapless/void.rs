@@ -9,7 +9,7 @@ use super::lease::Found;
 use super::path::set_field;
 use super::{Gapless, GaplessStatus};
 use crate::error::{Error, Result};
-use crate::store::is_duplicate_key;
+use crate::store::{is_duplicate_key, is_validation_failure};
 
 /// What [`Gapless::release`] did.
 ///
@@ -302,6 +302,15 @@ impl Gapless {
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) => {
                 let found = inner.lookup(number, true).await?;
                 return self.carried(number, holder, found).await;
+            }
+            Err(Error::Database { source, .. }) if is_validation_failure(&source) => {
+                return Err(Error::database(
+                    format!(
+                        "writing the void document of {number} of gap-free sequence {:?} into {:?}, whose validator refused it: nothing was voided (a void document holds the number, {:?} and `void_extra`, fixed when the sequence was created; let the validator accept it)",
+                        inner.name, o.collection, o.void_field
+                    ),
+                    source,
+                ));
             }
             Err(e) => return Err(e),
         }

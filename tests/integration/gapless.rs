@@ -821,6 +821,172 @@ async fn a_void_and_a_late_write_meet_at_the_unique_index_so_no_number_is_both()
     );
 }
 
+/// The other order of the same race: the void looked the number up and found nothing, then
+/// the late write landed before the void's insert. The index decides for the write that
+/// landed: the void fails saying the number is carried, the sequence moves past it, and the
+/// number is the late writer's — not voided, not an error of the database. (Forced with the
+/// proxy holding the void's insert; found by cargo-mutants: a void that took every duplicate
+/// key for a database failure went unnoticed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_late_write_landing_between_a_voids_look_up_and_its_insert_keeps_the_number() {
+    use futures::TryStreamExt;
+
+    use crate::proxy::{Faults, Proxy};
+    let f = Fixture::new("gapless_void_race").await;
+    let d = f.dispenser(f.options());
+    let business = format!("{}_inv", f.collection);
+    let g = d
+        .ensure_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_lease(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap();
+    let (holding, write, written) = (
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+    );
+    let late = {
+        let g = g.clone();
+        let (holding, write, written) = (holding.clone(), write.clone(), written.clone());
+        let runs = Arc::new(AtomicU32::new(0));
+        tokio::spawn(async move {
+            let coll = g.business().clone();
+            g.issue(|n| {
+                let (coll, first) = (coll.clone(), runs.fetch_add(1, SeqCst) == 0);
+                let (holding, write, written) = (holding.clone(), write.clone(), written.clone());
+                async move {
+                    if first {
+                        holding.notify_one();
+                        write.notified().await;
+                    }
+                    let r = coll.insert_one(doc! { "number": n, "by": "late" }).await;
+                    written.notify_one();
+                    r
+                }
+            })
+            .await
+        })
+    };
+    holding.notified().await;
+    // The holder's lease (300 ms by the server's clock, taken before `holding`) runs out.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let proxy = Proxy::to_test_server(Faults::default(), 1).await;
+    let voider = dispenser::Dispenser::connect(&proxy.uri(""), f.options())
+        .await
+        .unwrap()
+        .open_gapless("inv")
+        .await
+        .unwrap();
+    let insert = proxy.hold_next("insert", &business);
+    let void = tokio::spawn(async move { voider.void(1, "form destroyed").await });
+    // The void found 1 free and its lease run out, looked 1 up and found nothing; its insert
+    // waits at the proxy while the late write lands.
+    insert.arrived().await;
+    write.notify_one();
+    written.notified().await;
+    insert.open();
+    let e = void.await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
+    assert!(
+        e.to_string().contains("already carried by a document"),
+        "{e}"
+    );
+    assert_eq!(
+        late.await.unwrap().unwrap().number,
+        1,
+        "the write that landed keeps 1"
+    );
+    let coll = f
+        .client
+        .database(DB)
+        .collection::<dispenser::mongodb::bson::Document>(&business);
+    let docs: Vec<_> = coll
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(
+        docs.len(),
+        1,
+        "the late write's document, no void document: {docs:?}"
+    );
+    assert_eq!(docs[0].get_str("by"), Ok("late"), "{docs:?}");
+    let s = g.status().await.unwrap();
+    assert_eq!((s.next, s.voided.len()), (2, 0), "{s:?}");
+}
+
+/// A void document the business collection's validator refuses (its readers require fields
+/// `void_extra` lacks) is a database error that says so — not "another caller is writing the
+/// number; try again", which would be retried forever — and so is any other refusal (here a
+/// user without the right to insert), without the validator's hint; nothing is voided, and
+/// once the collection accepts the document the same void goes through. (The refusals are
+/// the write errors a server so configured answers, sent by the proxy; found by
+/// cargo-mutants: any failed insert of a void could be taken for a duplicate key.)
+#[tokio::test]
+async fn a_void_document_the_server_refuses_is_a_database_error_that_says_why_and_voids_nothing() {
+    use crate::proxy::{Faults, Proxy};
+    let f = Fixture::new("gapless_void_refused").await;
+    let business = format!("{}_inv", f.collection);
+    let g = f
+        .dispenser(f.options())
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    let proxy = Proxy::to_test_server(Faults::default(), 2).await;
+    let voider = dispenser::Dispenser::connect(&proxy.uri(""), f.options())
+        .await
+        .unwrap()
+        .open_gapless("inv")
+        .await
+        .unwrap();
+    let coll = f
+        .client
+        .database(DB)
+        .collection::<dispenser::mongodb::bson::Document>(&business);
+    for (code, errmsg, validator) in [
+        (121, "Document failed validation", true),
+        (13, "not authorized to execute command insert", false),
+    ] {
+        proxy.answer_next(
+            "insert",
+            &business,
+            doc! {
+                "ok": 1.0,
+                "n": 0,
+                "writeErrors": [{ "index": 0, "code": code, "errmsg": errmsg }],
+            },
+        );
+        let e = voider.void(1, "form destroyed").await.unwrap_err();
+        let text = e.to_string();
+        assert!(e.is_database(), "{text}");
+        assert!(
+            text.contains(&format!("code {code}")) && !text.contains("another caller"),
+            "{text}"
+        );
+        assert_eq!(
+            text.contains("validator refused it: nothing was voided") && text.contains(&business),
+            validator,
+            "{text}"
+        );
+        let s = g.status().await.unwrap();
+        assert_eq!((s.next, s.voided.len()), (1, 0), "{s:?}");
+        assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 0);
+    }
+    voider.void(1, "form destroyed").await.unwrap();
+    let s = g.status().await.unwrap();
+    assert_eq!(
+        (
+            s.next,
+            s.voided.iter().map(|v| v.number).collect::<Vec<_>>()
+        ),
+        (2, vec![1])
+    );
+}
+
 /// Issue 20, item 2: a holder whose clock runs an hour ahead takes a number and is killed.
 /// Leases are timed by the server's clock, so the next caller waits for the lease (1 s), not
 /// for the lease plus the hour (it used to end in `Contention` after its `wait`).

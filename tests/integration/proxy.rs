@@ -15,7 +15,10 @@
 //! * **latency**: each forwarded reply is delayed by a random 0..=max.
 //!
 //! It can also answer a PLAIN `saslStart` itself and accept any login, so that a URI with a
-//! password works against the (auth-less) test server.
+//! password works against the (auth-less) test server; and, for one command on one collection,
+//! hold the next such request until a test opens its [`Gate`] (an interleaving forced between
+//! two steps of an operation) or answer it itself with a reply the test gives (an error a
+//! server configured otherwise would send, such as a validator's).
 //!
 //! The connection handshake and monitoring commands (`hello`, `isMaster`, and anything that is
 //! not an `OP_MSG`) are spared by default, so that faults land on the operations under test
@@ -27,9 +30,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dispenser::mongodb::bson::{Binary, doc, spec::BinarySubtype};
+use dispenser::mongodb::bson::{Binary, Document, doc, spec::BinarySubtype};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 
 /// Largest message accepted (MongoDB's maxMessageSizeBytes is 48 MB).
@@ -152,6 +156,32 @@ struct Shared {
     rng: Mutex<XorShift>,
     counters: Counters,
     fake_plain_auth: AtomicBool,
+    /// One-shot interceptions: (command, collection, what to do with the next such request).
+    intercepts: Mutex<Vec<(String, String, Intercept)>>,
+}
+
+enum Intercept {
+    Hold(Arc<Gate>),
+    Answer(Document),
+}
+
+/// A request the proxy holds before forwarding it ([`Proxy::hold_next`]).
+#[derive(Default)]
+pub struct Gate {
+    arrived: Notify,
+    open: Notify,
+}
+
+impl Gate {
+    /// Waits until the request has reached the proxy (it is not forwarded yet).
+    pub async fn arrived(&self) {
+        self.arrived.notified().await;
+    }
+
+    /// Lets the request go on to the server.
+    pub fn open(&self) {
+        self.open.notify_one();
+    }
 }
 
 /// The proxy. Listens on `127.0.0.1:0`; stops (with every connection) when dropped.
@@ -180,6 +210,7 @@ impl Proxy {
             rng: Mutex::new(XorShift::new(seed)),
             counters: Counters::default(),
             fake_plain_auth: AtomicBool::new(false),
+            intercepts: Mutex::new(Vec::new()),
         });
         let s = shared.clone();
         let task = tokio::spawn(async move {
@@ -218,6 +249,28 @@ impl Proxy {
     /// `Faults::default()` to make it reachable again).
     pub fn set_faults(&self, faults: Faults) {
         *self.shared.faults.lock().expect("faults") = faults;
+    }
+
+    /// Holds the next `command` on `collection` (on any connection) before forwarding it,
+    /// until the returned gate is opened.
+    pub fn hold_next(&self, command: &str, collection: &str) -> Arc<Gate> {
+        let gate = Arc::new(Gate::default());
+        self.intercept(command, collection, Intercept::Hold(gate.clone()));
+        gate
+    }
+
+    /// Answers the next `command` on `collection` itself with `reply`, without forwarding it:
+    /// what a server configured otherwise would answer (for example a validator's write error).
+    pub fn answer_next(&self, command: &str, collection: &str, reply: Document) {
+        self.intercept(command, collection, Intercept::Answer(reply));
+    }
+
+    fn intercept(&self, command: &str, collection: &str, what: Intercept) {
+        self.shared.intercepts.lock().expect("intercepts").push((
+            command.to_owned(),
+            collection.to_owned(),
+            what,
+        ));
     }
 
     pub fn counts(&self) -> Counts {
@@ -292,14 +345,37 @@ pub fn command_name(msg: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(&key[..end]).into_owned())
 }
 
+/// The interception registered for `request`'s command and collection, taken (one-shot).
+fn take_intercept(shared: &Shared, request: &[u8]) -> Option<Intercept> {
+    let mut intercepts = shared.intercepts.lock().expect("intercepts");
+    if intercepts.is_empty() {
+        return None;
+    }
+    let name = command_name(request)?;
+    // The body section: header (16) + flags (4) + section kind (1), then the document.
+    let body = Document::from_reader(request.get(21..)?).ok()?;
+    let collection = body.get_str(&name).ok()?;
+    let i = intercepts
+        .iter()
+        .position(|(c, coll, _)| *c == name && coll == collection)?;
+    Some(intercepts.remove(i).2)
+}
+
 /// An `OP_MSG` reply to `request` saying the SASL conversation is done.
 fn sasl_done_reply(request: &[u8]) -> Vec<u8> {
-    let body = doc! {
-        "conversationId": 1,
-        "done": true,
-        "payload": Binary { subtype: BinarySubtype::Generic, bytes: Vec::new() },
-        "ok": 1.0,
-    };
+    reply_to(
+        request,
+        &doc! {
+            "conversationId": 1,
+            "done": true,
+            "payload": Binary { subtype: BinarySubtype::Generic, bytes: Vec::new() },
+            "ok": 1.0,
+        },
+    )
+}
+
+/// An `OP_MSG` reply to `request` with `body`.
+fn reply_to(request: &[u8], body: &Document) -> Vec<u8> {
     let mut bson = Vec::new();
     body.to_writer(&mut bson).expect("serialize");
     let total = i32::try_from(16 + 4 + 1 + bson.len()).expect("small");
@@ -382,6 +458,19 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
                 return;
             }
             continue;
+        }
+        match take_intercept(&shared, &request) {
+            Some(Intercept::Hold(gate)) => {
+                gate.arrived.notify_one();
+                gate.open.notified().await;
+            }
+            Some(Intercept::Answer(body)) => {
+                if client.write_all(&reply_to(&request, &body)).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            None => {}
         }
         let fate = decide(&shared, &request);
         if let Fate::Reset = fate {
