@@ -310,6 +310,61 @@ mod tests {
             .collect()
     }
 
+    fn queued(asks: &[u64]) -> (VecDeque<Waiter>, Vec<oneshot::Receiver<Result<Run>>>) {
+        asks.iter()
+            .map(|&n| {
+                let (tx, rx) = oneshot::channel();
+                (Waiter { n, tx }, rx)
+            })
+            .unzip()
+    }
+
+    fn numbers(rx: &mut oneshot::Receiver<Result<Run>>) -> Option<Vec<i64>> {
+        rx.try_recv()
+            .ok()
+            .map(|r| r.expect("a run").into_iter().collect())
+    }
+
+    /// A batch's run is split among its callers in arrival order, each getting the numbers it
+    /// asked for, next to each other and never shared; the caller the run ends in gets the
+    /// part before the end (a cyclic wrap); the callers after it are handed back, in order,
+    /// for the next write.
+    #[test]
+    fn a_run_is_handed_out_in_arrival_order_and_the_callers_it_does_not_reach_wait() {
+        let (mut batch, mut rx) = queued(&[2, 3, 1]);
+        let left = hand_out(Run::new(10, 6, 3), &mut batch);
+        assert!(left.is_empty() && batch.is_empty());
+        let got: Vec<_> = rx.iter_mut().map(numbers).collect();
+        assert_eq!(
+            got,
+            [Some(vec![10, 13]), Some(vec![16, 19, 22]), Some(vec![25])]
+        );
+        // Cut by the end of the run: the second caller gets 2 of its 3, the rest wait.
+        let (mut batch, mut rx) = queued(&[2, 3, 1, 4]);
+        let left = hand_out(Run::new(-5, 4, -1), &mut batch);
+        assert_eq!(left.iter().map(|w| w.n).collect::<Vec<_>>(), [1, 4]);
+        let got: Vec<_> = rx.iter_mut().map(numbers).collect();
+        assert_eq!(got, [Some(vec![-5, -6]), Some(vec![-7, -8]), None, None]);
+    }
+
+    /// A failed write fails exactly the callers of its batch, each with the write's error.
+    #[test]
+    fn a_failed_write_fails_every_caller_of_its_batch_with_its_error() {
+        let (mut batch, mut rx) = queued(&[1, 2]);
+        let e = Error::Closed {
+            name: "orders".to_owned(),
+        };
+        fail(&mut batch, &e);
+        assert!(batch.is_empty());
+        for rx in &mut rx {
+            let got = rx.try_recv().expect("answered");
+            assert!(
+                matches!(&got, Err(Error::Closed { name }) if name == "orders"),
+                "{got:?}"
+            );
+        }
+    }
+
     /// After a batch, the leader waits for the callers it woke to queue again — and no
     /// longer: it takes the next batch as soon as as many callers wait as it served, or once
     /// a sixteenth of the write's round trip has passed, and after its last yield in any
