@@ -25,6 +25,57 @@ pub(crate) fn cli(f: &Fixture) -> Command {
     c
 }
 
+/// A holder whose first attempt stops once it holds its number, until the test lets it write
+/// `{number, by}`; later attempts (after its write met the index) write at once. Events, not
+/// sleeps: `holding` once it holds its number, `written` after each write returned.
+struct PausedHolder {
+    task: tokio::task::JoinHandle<
+        dispenser::Result<dispenser::gapless::Issued<dispenser::mongodb::results::InsertOneResult>>,
+    >,
+    holding: Arc<Notify>,
+    write: Arc<Notify>,
+    written: Arc<Notify>,
+    attempts: Arc<AtomicU32>,
+}
+
+fn paused_holder(g: &dispenser::gapless::Gapless, by: &'static str) -> PausedHolder {
+    let (holding, write, written) = (
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+    );
+    let attempts = Arc::new(AtomicU32::new(0));
+    let task = {
+        let g = g.clone();
+        let (holding, write, written) = (holding.clone(), write.clone(), written.clone());
+        let attempts = attempts.clone();
+        tokio::spawn(async move {
+            let coll = g.business();
+            g.issue(|n| {
+                let first = attempts.fetch_add(1, SeqCst) == 0;
+                let (holding, write, written) = (holding.clone(), write.clone(), written.clone());
+                async move {
+                    if first {
+                        holding.notify_one();
+                        write.notified().await;
+                    }
+                    let r = coll.insert_one(doc! { "number": n, "by": by }).await;
+                    written.notify_one();
+                    r
+                }
+            })
+            .await
+        })
+    };
+    PausedHolder {
+        task,
+        holding,
+        write,
+        written,
+        attempts,
+    }
+}
+
 fn issue_cmd(f: &Fixture, business: &str, count: u64, lease: &str) -> Command {
     let mut c = cli(f);
     c.args([
@@ -179,32 +230,12 @@ async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplic
         )
         .await
         .unwrap();
-    let runs = Arc::new(AtomicU32::new(0));
     // Events, not sleeps: the other caller starts once the first holds its number, and the
-    // first writes only after the other has issued (it used to sleep 900 ms and hope).
-    let (holding, went_on) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    // first writes only after the other has issued (it used to sleep 900 ms and hope). The
+    // first is past its lease meanwhile: another caller takes the same number.
     let spawned = Instant::now();
-    let stalled = {
-        let (g, runs) = (g.clone(), runs.clone());
-        let (holding, went_on) = (holding.clone(), went_on.clone());
-        tokio::spawn(async move {
-            let coll = g.business().clone();
-            g.issue(|n| {
-                let (coll, first) = (coll.clone(), runs.fetch_add(1, SeqCst) == 0);
-                let (holding, went_on) = (holding.clone(), went_on.clone());
-                async move {
-                    if first {
-                        // Past its lease: another caller takes the same number meanwhile.
-                        holding.notify_one();
-                        went_on.notified().await;
-                    }
-                    coll.insert_one(doc! { "number": n, "by": "stalled" }).await
-                }
-            })
-            .await
-        })
-    };
-    holding.notified().await;
+    let stalled = paused_holder(&g, "stalled");
+    stalled.holding.notified().await;
     // Another handle, as another process would have (clones of one handle take turns).
     let g2 = d.open_gapless("inv").await.unwrap();
     let coll = g2.business().clone();
@@ -218,8 +249,9 @@ async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplic
     assert_eq!(other.number, 1, "the lease ran out, the number went on");
     // The lease (300 ms) was taken after `spawned`: the other caller waited for it to run out.
     assert!(spawned.elapsed() >= Duration::from_millis(250));
-    went_on.notify_one();
-    let stalled = stalled.await.unwrap().unwrap();
+    stalled.write.notify_one();
+    let runs = stalled.attempts.clone();
+    let stalled = stalled.task.await.unwrap().unwrap();
     assert_eq!(
         stalled.number, 2,
         "the stalled holder met the index and took the next"
@@ -699,33 +731,13 @@ async fn look_ups_of_a_number_read_with_majority_read_concern() {
     // up; the stalled write then meets the index and looks the number up too.
     // Events, not sleeps: the other caller starts once the first holds its number; the first
     // writes once the other has issued.
-    let (holding, went_on) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let stalled = {
-        let g = g.clone();
-        let (holding, went_on) = (holding.clone(), went_on.clone());
-        tokio::spawn(async move {
-            let coll = g.business().clone();
-            let first = Arc::new(AtomicU32::new(0));
-            g.issue(|n| {
-                let (coll, first) = (coll.clone(), first.fetch_add(1, SeqCst) == 0);
-                let (holding, went_on) = (holding.clone(), went_on.clone());
-                async move {
-                    if first {
-                        holding.notify_one();
-                        went_on.notified().await;
-                    }
-                    coll.insert_one(doc! { "number": n }).await
-                }
-            })
-            .await
-        })
-    };
-    holding.notified().await;
+    let stalled = paused_holder(&g, "stalled");
+    stalled.holding.notified().await;
     let other = d.open_gapless("inv").await.unwrap();
     let n = common::issue_next(&other).await.unwrap();
     assert_eq!(n, 1);
-    went_on.notify_one();
-    assert_eq!(stalled.await.unwrap().unwrap().number, 2);
+    stalled.write.notify_one();
+    assert_eq!(stalled.task.await.unwrap().unwrap().number, 2);
     // Every find names its read concern; the look-ups that can move the sequence past a
     // number (a range from it: how far the used numbers go) read majority. (A `local` read
     // only tells a duplicate in flight from one on another index; it moves nothing.)
@@ -771,37 +783,17 @@ async fn a_void_and_a_late_write_meet_at_the_unique_index_so_no_number_is_both()
         )
         .await
         .unwrap();
-    let runs = Arc::new(AtomicU32::new(0));
     // Events, not sleeps: the void comes once the holder holds 1 and its lease (300 ms, by the
     // server's clock, taken before `holding`) ran out; the late write comes after the void.
-    let (holding, voided) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let late = {
-        let (g, runs) = (g.clone(), runs.clone());
-        let (holding, voided) = (holding.clone(), voided.clone());
-        tokio::spawn(async move {
-            let coll = g.business().clone();
-            g.issue(|n| {
-                let (coll, first) = (coll.clone(), runs.fetch_add(1, SeqCst) == 0);
-                let (holding, voided) = (holding.clone(), voided.clone());
-                async move {
-                    if first {
-                        holding.notify_one();
-                        voided.notified().await;
-                    }
-                    coll.insert_one(doc! { "number": n, "by": "late" }).await
-                }
-            })
-            .await
-        })
-    };
-    holding.notified().await;
+    let late = paused_holder(&g, "late");
+    late.holding.notified().await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     let voider = d.open_gapless("inv").await.unwrap();
     voider.void(1, "form destroyed").await.unwrap();
-    voided.notify_one();
-    let issued = late.await.unwrap().unwrap();
+    late.write.notify_one();
+    let issued = late.task.await.unwrap().unwrap();
     assert_eq!(
-        (issued.number, runs.load(SeqCst)),
+        (issued.number, late.attempts.load(SeqCst)),
         (2, 2),
         "the late write met the void at the index and went on to 2"
     );
@@ -842,34 +834,8 @@ async fn a_late_write_landing_between_a_voids_look_up_and_its_insert_keeps_the_n
         )
         .await
         .unwrap();
-    let (holding, write, written) = (
-        Arc::new(Notify::new()),
-        Arc::new(Notify::new()),
-        Arc::new(Notify::new()),
-    );
-    let late = {
-        let g = g.clone();
-        let (holding, write, written) = (holding.clone(), write.clone(), written.clone());
-        let runs = Arc::new(AtomicU32::new(0));
-        tokio::spawn(async move {
-            let coll = g.business().clone();
-            g.issue(|n| {
-                let (coll, first) = (coll.clone(), runs.fetch_add(1, SeqCst) == 0);
-                let (holding, write, written) = (holding.clone(), write.clone(), written.clone());
-                async move {
-                    if first {
-                        holding.notify_one();
-                        write.notified().await;
-                    }
-                    let r = coll.insert_one(doc! { "number": n, "by": "late" }).await;
-                    written.notify_one();
-                    r
-                }
-            })
-            .await
-        })
-    };
-    holding.notified().await;
+    let late = paused_holder(&g, "late");
+    late.holding.notified().await;
     // The holder's lease (300 ms by the server's clock, taken before `holding`) runs out.
     tokio::time::sleep(Duration::from_millis(400)).await;
     let proxy = Proxy::to_test_server(Faults::default(), 1).await;
@@ -884,8 +850,8 @@ async fn a_late_write_landing_between_a_voids_look_up_and_its_insert_keeps_the_n
     // The void found 1 free and its lease run out, looked 1 up and found nothing; its insert
     // waits at the proxy while the late write lands.
     insert.arrived().await;
-    write.notify_one();
-    written.notified().await;
+    late.write.notify_one();
+    late.written.notified().await;
     insert.open();
     let e = void.await.unwrap().unwrap_err();
     assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
@@ -894,7 +860,7 @@ async fn a_late_write_landing_between_a_voids_look_up_and_its_insert_keeps_the_n
         "{e}"
     );
     assert_eq!(
-        late.await.unwrap().unwrap().number,
+        late.task.await.unwrap().unwrap().number,
         1,
         "the write that landed keeps 1"
     );
