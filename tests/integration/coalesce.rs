@@ -337,3 +337,48 @@ async fn with_a_slow_round_trip_each_write_carries_nearly_every_caller() {
         "a mean batch of {mean:.1} callers of {TASKS}: the writes leave callers behind ({s:?})"
     );
 }
+
+/// The counters tell batches apart exactly: a call queued alone behind an inline draw is a
+/// batch of one, served by a write of its own — not coalesced; three queued together share
+/// one write and are. (Found by cargo-mutants: counting a batch of one as coalesced went
+/// unnoticed.) The calls are polled by hand, so the order is fixed: the first draws inline
+/// (nothing in flight), the others queue while its write is out.
+#[tokio::test]
+async fn a_call_queued_alone_is_a_batch_of_one_and_only_shared_writes_count_as_coalesced() {
+    let f = Fixture::new("coalesce_counts").await;
+    let d = f.dispenser(f.options());
+    d.create("orders", Spec::default()).await.unwrap();
+    for queued in [1_usize, 3] {
+        // A handle of its own (its own queue and counters): the last one's draining task
+        // may still be lingering for late callers.
+        let seq = d.open("orders").await.unwrap();
+        let mut inline = std::pin::pin!(seq.next());
+        assert!(futures::poll!(&mut inline).is_pending(), "its write is out");
+        let mut others: Vec<_> = (0..queued).map(|_| Box::pin(seq.next())).collect();
+        for o in &mut others {
+            assert!(futures::poll!(o).is_pending(), "queued behind the write");
+        }
+        let first = inline.await.unwrap();
+        let rest: Vec<i64> = join_all(others)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let want: Vec<i64> = (first + 1..).take(queued).collect();
+        assert_eq!(
+            rest, want,
+            "in arrival order, after the inline call's number"
+        );
+        let s = seq.stats();
+        assert_eq!(
+            (s.batches, s.batched_calls, s.coalesced_calls, s.max_batch),
+            (
+                2,
+                1 + queued as u64,
+                if queued > 1 { queued as u64 } else { 0 },
+                queued.max(1) as u64
+            ),
+            "{queued} queued: {s:?}"
+        );
+    }
+}
