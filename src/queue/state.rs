@@ -1334,6 +1334,33 @@ mod tests {
                 .map(|k| s.spec.ticket(k as u64))
                 .collect();
             assert_eq!(listed, waiting);
+            // Each waiting ticket's place in line is how many wait before it; what is held
+            // (waiting or shown by a desk), as runs, is exactly those serials and the desks'.
+            let serials: Vec<i64> = (s.served + 1..=s.taken)
+                .filter(|&k| s.is_waiting(k))
+                .collect();
+            for (i, &k) in serials.iter().enumerate() {
+                assert_eq!(s.position(k), Some(i as u64), "{k} in {serials:?}");
+            }
+            assert_eq!(s.position(s.taken + 1), None);
+            for d in &s.desks {
+                assert_eq!(s.position(d.serial), None, "{d:?} is shown, not waiting");
+            }
+            let mut held = serials.clone();
+            held.extend(s.desks.iter().map(|d| d.serial));
+            held.sort_unstable();
+            assert!(
+                s.held_runs().iter().all(|&(a, b)| a <= b),
+                "a run holds at least one serial: {:?}",
+                s.held_runs()
+            );
+            let mut runs: Vec<i64> = s.held_runs().iter().flat_map(|&(a, b)| a..=b).collect();
+            runs.sort_unstable();
+            assert_eq!(runs, held, "{:?} {:?}", s.held_runs(), s.out_of_line);
+            assert_eq!(
+                (s.oldest_held(), s.newest_held()),
+                (held.first().copied(), held.last().copied())
+            );
         }
     }
 
