@@ -538,16 +538,13 @@ impl State {
         if self.version < 0 {
             return bad("version", format!("({}) is negative", self.version));
         }
-        // In i128: a document may hold any Int64, and serials may reach i64::MAX.
-        let mut after = i128::from(self.served) + 1;
+        // Sorted, disjoint, after the cursor (never right after it: that ticket would be
+        // the next called, and `served` moves past it), and taken. `from` is the first serial
+        // a span may start at. In i128: a document may hold any Int64, and serials may reach
+        // i64::MAX.
+        let mut from = i128::from(self.served) + 2;
         for (i, x) in self.out_of_line.iter().enumerate() {
-            // Sorted, disjoint, after the cursor (never right after it), and taken.
-            let first_ok = if i == 0 {
-                i128::from(x.from) > i128::from(self.served) + 1
-            } else {
-                i128::from(x.from) >= after
-            };
-            if !first_ok || x.to < x.from || x.to > self.taken {
+            if i128::from(x.from) < from || x.to < x.from || x.to > self.taken {
                 return bad(
                     &format!("out_of_line.{i}"),
                     format!(
@@ -556,7 +553,7 @@ impl State {
                     ),
                 );
             }
-            after = i128::from(x.to) + 1;
+            from = i128::from(x.to) + 1;
         }
         if self.cancelled < 0 || self.voided < 0 || self.called() < 0 {
             return bad(
@@ -1361,6 +1358,70 @@ mod tests {
                 (s.oldest_held(), s.newest_held()),
                 (held.first().copied(), held.last().copied())
             );
+        }
+    }
+
+    /// Every rule `check` holds a document to refuses the state that breaks it alone, naming
+    /// the field — so no write produces, and no read accepts, a document a later operation
+    /// would misread. (Found by cargo-mutants: `served` beyond `taken`, and overlapping spans
+    /// of tickets done out of line, were accepted unnoticed.)
+    #[test]
+    fn check_refuses_each_broken_rule_naming_its_field() {
+        let mut base = fresh(99);
+        take(&mut base, 10).unwrap();
+        call(&mut base, "a", None).unwrap(); // 1, at desk a
+        call(&mut base, "b", Some(5)).unwrap(); // 5, out of line
+        run(&base, Op::Cancel { ticket: 8 }, 0)
+            .map(|(next, _)| base = next)
+            .unwrap();
+        let (next, _) = run(
+            &base,
+            Op::Take {
+                count: 2,
+                key: Some(id("kiosk", "k1")),
+            },
+            0,
+        )
+        .unwrap();
+        base = next;
+        assert_eq!(base.check(), Ok(()), "{base:?}");
+        assert_eq!(
+            (base.served, base.taken, base.out_of_line.len()),
+            (1, 12, 2)
+        );
+        type Break = fn(&mut State);
+        let broken: [(&str, Break); 16] = [
+            ("served", |s| s.served = s.taken + 1),
+            ("served", |s| s.served = -1),
+            ("version", |s| s.version = -1),
+            ("out_of_line.0", |s| s.out_of_line[0].from = s.served + 1),
+            ("out_of_line.0", |s| {
+                s.out_of_line[0].to = s.out_of_line[0].from - 1
+            }),
+            ("out_of_line.1", |s| {
+                s.out_of_line[1].from = s.out_of_line[0].to
+            }),
+            ("out_of_line.1", |s| s.out_of_line[1].to = s.taken + 1),
+            ("cancelled", |s| s.cancelled = -1),
+            ("desks.0", |s| s.desks[0].serial = s.taken),
+            ("desks.1", |s| s.desks[1].desk = s.desks[0].desk.clone()),
+            ("keys.0", |s| s.keys[0].count = 0),
+            ("keys.0", |s| s.keys[0].first = s.taken),
+            ("keys.0", |s| s.keys[0].key = String::new()),
+            ("takes.0", |s| s.takes[0].first = 0),
+            ("spilled", |s| s.spilled = -1),
+            ("calls", |s| {
+                let c = s.calls[0].clone();
+                s.calls.resize(KEPT_CALLS + 1, c);
+            }),
+        ];
+        for (field, breaks) in broken {
+            let mut s = base.clone();
+            breaks(&mut s);
+            match s.check() {
+                Err(v) => assert_eq!(v.field, field, "{v:?}"),
+                Ok(()) => panic!("{field}: accepted {s:?}"),
+            }
         }
     }
 
