@@ -104,7 +104,6 @@ pub(super) struct State {
 /// The most [`State::ahead`] grows to.
 const MAX_AHEAD: f64 = 16.0;
 
-/// How many numbers of a block of `count` are handed out when its prefetch is due.
 /// How many reservation latencies the part of a block after its prefetch point should last
 /// (see `keep_ahead_size`).
 const KEEP_AHEAD: f64 = 16.0;
@@ -121,6 +120,7 @@ const TAIL_MARGIN: f64 = 2.0;
 /// The fewest numbers of a block handed out before its pace is taken as the caller's rate.
 const MIN_PACE_SAMPLE: u64 = 64;
 
+/// How many numbers of a block of `count` are handed out when its prefetch is due.
 fn threshold(share: f64, count: u64) -> u64 {
     // `as` saturates; the share is in (0, 1].
     ((share * count as f64).ceil() as u64).clamp(1, count)
@@ -322,6 +322,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::block::AdaptiveBlocks;
 
     fn stamp(version: i64) -> Stamp {
         Stamp {
@@ -357,6 +358,98 @@ mod tests {
         assert_eq!(st.held(), 2);
         assert_eq!(st.take_number(&options, now), Some(9));
         assert_eq!(st.held(), 1);
+    }
+
+    /// A used-up block's pace is measured once, when it runs out: the numbers it held over
+    /// the time it lasted from when it came into use (not from when it was reserved); a block
+    /// used up at the instant it came into use says nothing (no rate, not an infinite one);
+    /// an adaptive size adapts once per block. (Found by cargo-mutants: a rate not measured,
+    /// or measured as numbers times seconds, went unnoticed.)
+    #[test]
+    fn a_used_up_blocks_pace_is_measured_once_from_when_it_came_into_use() {
+        let adaptive = AdaptiveBlocks::default()
+            .with_min_size(4)
+            .with_max_size(64)
+            .with_target_interval(Duration::from_secs(10));
+        let options = BlockOptions::default()
+            .with_size(8)
+            .with_adaptive(Some(adaptive));
+        let mut st = State::new(8);
+        // Reserved long before it came into use: the time before does not count.
+        let mut b = Block::new(Run::new(1, 4, 1), stamp(1));
+        let t0 = Instant::now() + Duration::from_secs(60);
+        b.started = t0 - Duration::from_secs(50);
+        st.next = Some(b);
+        for n in 1..=4 {
+            assert_eq!(st.take_number(&options, t0), Some(n));
+        }
+        assert_eq!(st.rate, None, "not used up yet");
+        // Used up 2 s after it came into use: 4 numbers in 2 s. Faster than the 10 s
+        // target: the next blocks are twice the size.
+        assert_eq!(st.take_number(&options, t0 + Duration::from_secs(2)), None);
+        assert_eq!(st.rate, Some(2.0));
+        assert_eq!(st.size, 16);
+        // Asked again, the same used-up block is not measured again.
+        assert_eq!(st.take_number(&options, t0 + Duration::from_secs(6)), None);
+        assert_eq!((st.rate, st.size), (Some(2.0), 16));
+        // A block used up at the instant it came into use: no rate from it.
+        let mut st = State::new(8);
+        st.next = Some(Block::new(Run::new(1, 2, 1), stamp(1)));
+        for n in [Some(1), Some(2), None] {
+            assert_eq!(st.take_number(&options, t0), n);
+        }
+        assert_eq!(st.rate, None);
+    }
+
+    /// What is held is what is left of the current and the next block; a failed
+    /// reservation hands its error to every caller that waited on it, a good one none.
+    #[test]
+    fn held_numbers_and_a_reservations_error() {
+        let mut st = State::new(8);
+        assert_eq!(st.held(), 0);
+        st.next = Some(Block::new(Run::new(10, 5, 2), stamp(1)));
+        assert_eq!(st.held(), 5);
+        assert_eq!(
+            st.take_number(&BlockOptions::default(), Instant::now()),
+            Some(10)
+        );
+        st.next = Some(Block::new(Run::new(20, 3, 1), stamp(2)));
+        assert_eq!(st.held(), 4 + 3);
+        let failed = Reservation::default();
+        assert!(failed.error().is_none(), "unfinished");
+        let e = Error::Closed {
+            name: "orders".to_owned(),
+        };
+        failed.outcome.set(Err(e)).unwrap();
+        assert!(matches!(failed.error(), Some(Error::Closed { name }) if name == "orders"));
+        let good = Reservation::default();
+        good.outcome.set(Ok(())).unwrap();
+        assert!(good.error().is_none());
+    }
+
+    /// One reservation at a time: no prefetch while one is in flight, while the next block
+    /// is reserved already, or once the blocks are closed.
+    #[test]
+    fn no_prefetch_while_one_is_in_flight_or_reserved_or_once_closed() {
+        let options = BlockOptions::default()
+            .with_size(4)
+            .with_prefetch(Some(0.25));
+        let fresh = || {
+            let mut st = State::new(4);
+            st.next = Some(Block::new(Run::new(1, 4, 1), stamp(1)));
+            assert_eq!(st.take_number(&options, Instant::now()), Some(1));
+            st
+        };
+        assert!(fresh().prefetch_due(&options).is_some(), "due at a quarter");
+        let mut st = fresh();
+        st.begin();
+        assert!(st.prefetch_due(&options).is_none(), "in flight");
+        let mut st = fresh();
+        st.next = Some(Block::new(Run::new(5, 4, 1), stamp(2)));
+        assert!(st.prefetch_due(&options).is_none(), "reserved");
+        let mut st = fresh();
+        st.closed = true;
+        assert!(st.prefetch_due(&options).is_none(), "closed");
     }
 
     #[test]
