@@ -24,8 +24,8 @@
 #
 #    --sample N: test one in N of the file's mutants (cargo-mutants' shard 0/N, spread over
 #    the file), in both stages, for an estimate a session can afford. --iterate: keep
-#    the results of the previous run of each file and test only what it did not catch (after
-#    adding a test). Runs at nice 15, one job at a time, with build and test timeouts; results
+#    the results of the previous run of each file and test only what it missed (after
+#    adding a test); its timeouts stay counted as caught. Runs at nice 15, one job at a time, with build and test timeouts; results
 #    in target/mutants/<file>/ (cargo-mutants' mutants.out, the unit-test stage's outcomes in
 #    lib/, summary.txt). Prints per file: caught / missed / timeout / unviable, and the missed
 #    mutants. Exit 0 when each file has at least 90 % of the viable mutants it tested caught (a
@@ -95,9 +95,12 @@ if [ "${1:-}" = "--generated" ]; then
       local again=() pick=()
       [ -z "$sample" ] || pick=(--shard "0/$sample")
       if [ "$iterate" = 1 ] && [ -d "$out/mutants.out" ]; then
-        # Test again exactly what the last run left (missed or timed out by its last stage).
+        # Test again exactly what the last run missed. Its timeouts (the tests hung: caught)
+        # are kept, not waited for again.
         again=(--iterate)
-        exactly pick "$out/mutants.out/missed.txt" "$out/mutants.out/timeout.txt"
+        cat "$out/mutants.out/timeout.txt" "$out/timeouts-kept.txt" 2>/dev/null | sort -u >"$out/kept.new" || true
+        mv "$out/kept.new" "$out/timeouts-kept.txt"
+        exactly pick "$out/mutants.out/missed.txt"
       else
         rm -rf "$out"
       fi
@@ -160,6 +163,8 @@ if [ "${1:-}" = "--generated" ]; then
       timeout=$(count "$l/timeout.txt")
       tested=0
     fi
+    # Timeouts of the runs before an --iterate, not tested again.
+    timeout=$((timeout + $(count "$out/timeouts-kept.txt")))
     caught=$(cat "$l/caught.txt" "$l/previously_caught.txt" "$m/caught.txt" 2>/dev/null \
       | sort -u | grep -v -x -F -f <(cat "$out/unviable.txt"; echo '§') | grep -c . || true)
     viable=$((caught + missed + timeout))
