@@ -115,7 +115,7 @@ if [ "${1:-}" = "--generated" ]; then
         # Then the integration tests, for exactly what the unit tests left.
         exactly pick "$out/lib/missed.txt" "$out/lib/timeout.txt"
         # shellcheck disable=SC2086 # the filters are words
-        mutate "$out" 300 --test=integration --iterate "${pick[@]}" -- -- $integration
+        mutate "$out" 180 --test=integration --iterate "${pick[@]}" -- -- $integration
         touch "$out/integration-stage"
         keep_unviable "$out"
       else
