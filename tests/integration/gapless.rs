@@ -38,6 +38,22 @@ struct PausedHolder {
     attempts: Arc<AtomicU32>,
 }
 
+impl PausedHolder {
+    /// Waits until the holder holds its number (a bug that never gets there fails the test,
+    /// it does not hang it).
+    async fn holds(&self) {
+        within("the holder to hold its number", self.holding.notified()).await;
+    }
+}
+
+/// `f`, or a panic naming `what` after a minute (a test waiting on an event that a bug
+/// never triggers fails instead of hanging the suite).
+async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), f)
+        .await
+        .unwrap_or_else(|_| panic!("waited a minute for {what}"))
+}
+
 fn paused_holder(g: &dispenser::gapless::Gapless, by: &'static str) -> PausedHolder {
     let (holding, write, written) = (
         Arc::new(Notify::new()),
@@ -235,7 +251,7 @@ async fn a_holder_that_stalls_past_its_lease_meets_the_unique_index_not_a_duplic
     // first is past its lease meanwhile: another caller takes the same number.
     let spawned = Instant::now();
     let stalled = paused_holder(&g, "stalled");
-    stalled.holding.notified().await;
+    stalled.holds().await;
     // Another handle, as another process would have (clones of one handle take turns).
     let g2 = d.open_gapless("inv").await.unwrap();
     let coll = g2.business().clone();
@@ -732,7 +748,7 @@ async fn look_ups_of_a_number_read_with_majority_read_concern() {
     // Events, not sleeps: the other caller starts once the first holds its number; the first
     // writes once the other has issued.
     let stalled = paused_holder(&g, "stalled");
-    stalled.holding.notified().await;
+    stalled.holds().await;
     let other = d.open_gapless("inv").await.unwrap();
     let n = common::issue_next(&other).await.unwrap();
     assert_eq!(n, 1);
@@ -786,7 +802,7 @@ async fn a_void_and_a_late_write_meet_at_the_unique_index_so_no_number_is_both()
     // Events, not sleeps: the void comes once the holder holds 1 and its lease (300 ms, by the
     // server's clock, taken before `holding`) ran out; the late write comes after the void.
     let late = paused_holder(&g, "late");
-    late.holding.notified().await;
+    late.holds().await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     let voider = d.open_gapless("inv").await.unwrap();
     voider.void(1, "form destroyed").await.unwrap();
@@ -835,7 +851,7 @@ async fn a_late_write_landing_between_a_voids_look_up_and_its_insert_keeps_the_n
         .await
         .unwrap();
     let late = paused_holder(&g, "late");
-    late.holding.notified().await;
+    late.holds().await;
     // The holder's lease (300 ms by the server's clock, taken before `holding`) runs out.
     tokio::time::sleep(Duration::from_millis(400)).await;
     let proxy = Proxy::to_test_server(Faults::default(), 1).await;
@@ -846,14 +862,17 @@ async fn a_late_write_landing_between_a_voids_look_up_and_its_insert_keeps_the_n
         .await
         .unwrap();
     let insert = proxy.hold_next("insert", &business);
-    let void = tokio::spawn(async move { voider.void(1, "form destroyed").await });
+    let mut void = tokio::spawn(async move { voider.void(1, "form destroyed").await });
     // The void found 1 free and its lease run out, looked 1 up and found nothing; its insert
     // waits at the proxy while the late write lands.
-    insert.arrived().await;
+    tokio::select! {
+        () = within("the void's insert at the proxy", insert.arrived()) => {}
+        r = &mut void => panic!("the void ended before its insert reached the proxy: {r:?}"),
+    }
     late.write.notify_one();
-    late.written.notified().await;
+    within("the late write", late.written.notified()).await;
     insert.open();
-    let e = void.await.unwrap().unwrap_err();
+    let e = within("the void", void).await.unwrap().unwrap_err();
     assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
     assert!(
         e.to_string().contains("already carried by a document"),
