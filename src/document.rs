@@ -621,6 +621,31 @@ mod tests {
         assert_eq!(decode_state(&d).unwrap().value, 7);
     }
 
+    /// A stripe's index and count come together and the index is below the count; anything
+    /// else is a corrupt document naming `stripe_index` (found by cargo-mutants: an index at
+    /// or past the count was read as a stripe).
+    #[test]
+    fn stripe_fields_are_an_index_below_the_count_or_corrupt() {
+        let mut d = good();
+        d.insert(field::STRIPE_INDEX, 2_i64);
+        d.insert(field::STRIPE_COUNT, 3_i64);
+        let state = decode_state(&d).unwrap();
+        assert_eq!(state.stripe, Some(StripeId { index: 2, count: 3 }));
+        for (index, count) in [(3_i64, 3_i64), (4, 3), (-1, 3), (0, 0), (1, i64::MAX)] {
+            let mut d = good();
+            d.insert(field::STRIPE_INDEX, index);
+            d.insert(field::STRIPE_COUNT, count);
+            let err = decode_state(&d).unwrap_err();
+            assert!(
+                matches!(&err, Error::CorruptDocument { field, .. } if field == field::STRIPE_INDEX),
+                "{index} of {count}: {err}"
+            );
+        }
+        let mut d = good();
+        d.insert(field::STRIPE_INDEX, 0_i64);
+        assert!(decode_state(&d).is_err(), "an index without a count");
+    }
+
     #[test]
     fn impossible_values_are_corrupt() {
         for (key, bad, needle) in [
