@@ -509,9 +509,9 @@ async fn draws_count_today_and_prune_counters_older_than_the_kept_days() {
     assert!(raw.get_datetime("updated_at").is_ok(), "{raw}");
 }
 
-/// Opening a handle to draw from reads only what a draw needs: a projection that leaves the per-day usage counters (`issued`, which grow with the
-/// days kept) and the format on the server, so a read's size does not grow with the
-/// sequence's history. (Found by cargo-mutants: reading the whole document went unnoticed.)
+/// Opening a handle to draw from reads only what a draw needs: a projection that leaves the
+/// per-day usage counters (`issued`, which grow with the days kept) and the format on the
+/// server, so a read's size does not grow with the sequence's history. (Found by cargo-mutants: reading the whole document went unnoticed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handle_reads_only_what_a_draw_needs_not_the_usage_counters() {
     use std::sync::{Arc, Mutex};
