@@ -45,8 +45,8 @@ src/strategy.rs||core:: hardening:: coalesce:: $MODEL $SLOW
 src/coalesce.rs||coalesce:: core:: $MODEL $SLOW
 src/block/state.rs||blocks::
 src/block/reservation.rs||blocks:: $MODEL
-src/gapless/issue.rs||gapless::
-src/gapless/void.rs||gapless::
+src/gapless/issue.rs||gapless:: gapless_model::
+src/gapless/void.rs||gapless:: gapless_model::
 src/queue/state.rs|queue::|queue:: queue_desks:: queue_edges::
 EOF
 )

@@ -972,6 +972,69 @@ async fn a_void_document_the_server_refuses_is_a_database_error_that_says_why_an
     );
 }
 
+/// `issue`'s cancel safety: a call dropped midway blocks nobody for its lease. Dropped
+/// before its business write, its lease is released in the background at once and another
+/// handle (another process) gets the same number right away — not after the two minutes of
+/// the lease; dropped after its write landed, the other handle finds the number used and
+/// moves past it. (Found by cargo-mutants: a dropped call whose lease was left to run out
+/// went unnoticed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_call_dropped_midway_blocks_nobody_for_its_lease() {
+    let f = Fixture::new("gapless_dropped").await;
+    let business = format!("{}_inv", f.collection);
+    let options = GaplessOptions::new(&business, "number")
+        .with_lease(Duration::from_secs(120))
+        .with_wait(Duration::from_secs(20));
+    let g = f
+        .dispenser(f.options())
+        .ensure_gapless("inv", options.clone())
+        .await
+        .unwrap();
+    let other = f
+        .dispenser(f.options())
+        .ensure_gapless("inv", options)
+        .await
+        .unwrap();
+    for (write_first, want) in [(false, 1), (true, 3)] {
+        let holding = Arc::new(Notify::new());
+        let call = {
+            let (g, holding) = (g.clone(), holding.clone());
+            tokio::spawn(async move {
+                let coll = g.business();
+                g.issue(|n| {
+                    let holding = holding.clone();
+                    async move {
+                        let r = if write_first {
+                            Some(coll.insert_one(doc! { "number": n }).await)
+                        } else {
+                            None
+                        };
+                        holding.notify_one();
+                        // Dropped here: holding the number, its write landed or not.
+                        std::future::pending::<()>().await;
+                        r.expect("written")
+                    }
+                })
+                .await
+            })
+        };
+        within("the call to hold its number", holding.notified()).await;
+        call.abort();
+        assert!(call.await.unwrap_err().is_cancelled());
+        // Within the other handle's wait of 20 s (a lease left to run out takes 120 s).
+        assert_eq!(
+            common::issue_next(&other).await.unwrap(),
+            want,
+            "dropped {} its write",
+            if write_first { "after" } else { "before" }
+        );
+    }
+    let a = common::audit(&f.dispenser(f.options()), &business, "number", Some(1))
+        .await
+        .unwrap();
+    assert!(a.is_clean() && a.last == Some(3), "{a:?}");
+}
+
 /// Issue 20, item 2: a holder whose clock runs an hour ahead takes a number and is killed.
 /// Leases are timed by the server's clock, so the next caller waits for the lease (1 s), not
 /// for the lease plus the hour (it used to end in `Contention` after its `wait`).
