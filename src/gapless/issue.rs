@@ -615,6 +615,13 @@ mod tests {
                 "{attempt}: only {} distinct pauses",
                 seen.len()
             );
+            // Spread over the whole bound, not a corner of it: some pause lies in its upper
+            // half (64 draws all in the lower half: one chance in 2^64).
+            assert!(
+                seen.iter()
+                    .any(|d| *d >= Duration::from_millis(1) + cap / 2),
+                "{attempt}: no pause in the upper half of 1 ms + {cap:?}: {seen:?}"
+            );
         }
     }
 
