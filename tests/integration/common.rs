@@ -174,3 +174,26 @@ pub async fn issue_next(g: &dispenser::gapless::Gapless) -> dispenser::Result<i6
     .await
     .map(|issued| issued.number)
 }
+
+/// A client that records every `find` command it sends on `collection` (what the library
+/// reads, and how: filter, projection, read concern).
+pub async fn client_recording_finds(
+    collection: &str,
+) -> (Client, std::sync::Arc<std::sync::Mutex<Vec<Document>>>) {
+    use dispenser::mongodb::event::EventHandler;
+    use dispenser::mongodb::event::command::CommandEvent;
+    use dispenser::mongodb::options::ClientOptions;
+
+    let finds: std::sync::Arc<std::sync::Mutex<Vec<Document>>> = Default::default();
+    let mut o = ClientOptions::parse(uri()).await.expect("uri");
+    let (sink, watched) = (finds.clone(), collection.to_owned());
+    o.command_event_handler = Some(EventHandler::callback(move |ev: CommandEvent| {
+        if let CommandEvent::Started(s) = ev
+            && s.command_name == "find"
+            && s.command.get_str("find") == Ok(watched.as_str())
+        {
+            sink.lock().expect("finds").push(s.command);
+        }
+    }));
+    (Client::with_options(o).expect("client"), finds)
+}

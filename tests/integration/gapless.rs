@@ -714,27 +714,11 @@ async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
 /// commands the driver sends (the local server has no replication to roll back).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn look_ups_of_a_number_read_with_majority_read_concern() {
-    use std::sync::Mutex;
-
     use dispenser::mongodb::bson::Document;
-    use dispenser::mongodb::event::EventHandler;
-    use dispenser::mongodb::event::command::CommandEvent;
-    use dispenser::mongodb::options::ClientOptions;
 
     let f = Fixture::new("gapless_majority").await;
     let business = format!("{}_inv", f.collection);
-    let seen: Arc<Mutex<Vec<Document>>> = Arc::default();
-    let mut o = ClientOptions::parse(common::uri()).await.unwrap();
-    let (sink, coll_name) = (seen.clone(), business.clone());
-    o.command_event_handler = Some(EventHandler::callback(move |ev: CommandEvent| {
-        if let CommandEvent::Started(s) = ev
-            && s.command_name == "find"
-            && s.command.get_str("find") == Ok(coll_name.as_str())
-        {
-            sink.lock().unwrap().push(s.command);
-        }
-    }));
-    let client = dispenser::mongodb::Client::with_options(o).unwrap();
+    let (client, seen) = common::client_recording_finds(&business).await;
     let d = dispenser::Dispenser::new(&client, f.options()).unwrap();
     let g = d
         .ensure_gapless(

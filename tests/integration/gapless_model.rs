@@ -79,9 +79,6 @@ use std::time::{Duration, Instant};
 
 use dispenser::gapless::{Gapless, GaplessOptions, Released};
 use dispenser::mongodb::bson::{Bson, Document, doc};
-use dispenser::mongodb::event::EventHandler;
-use dispenser::mongodb::event::command::CommandEvent;
-use dispenser::mongodb::options::ClientOptions;
 use dispenser::{Dispenser, Error};
 
 use crate::common::{self, DB, Fixture};
@@ -576,18 +573,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
     let mut rng = XorShift::new(seed);
 
     // Watch the look-ups the library sends.
-    let finds: Arc<Mutex<Vec<Document>>> = Arc::default();
-    let mut o = ClientOptions::parse(common::uri()).await.unwrap();
-    let (sink, watched) = (finds.clone(), business.clone());
-    o.command_event_handler = Some(EventHandler::callback(move |ev: CommandEvent| {
-        if let CommandEvent::Started(s) = ev
-            && s.command_name == "find"
-            && s.command.get_str("find") == Ok(watched.as_str())
-        {
-            sink.lock().unwrap().push(s.command);
-        }
-    }));
-    let client = dispenser::mongodb::Client::with_options(o).unwrap();
+    let (client, finds) = common::client_recording_finds(&business).await;
     let d = Dispenser::new(&client, f.options()).unwrap();
     let options = GaplessOptions::new(&business, FIELD)
         .with_lease(LEASE)

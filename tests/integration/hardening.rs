@@ -511,29 +511,12 @@ async fn draws_count_today_and_prune_counters_older_than_the_kept_days() {
 
 /// Opening a handle to draw from reads only what a draw needs: a projection that leaves the
 /// per-day usage counters (`issued`, which grow with the days kept) and the format on the
-/// server, so a read's size does not grow with the sequence's history. (Found by cargo-mutants: reading the whole document went unnoticed.)
+/// server, so a read's size does not grow with the sequence's history. (Found by
+/// cargo-mutants: reading the whole document went unnoticed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handle_reads_only_what_a_draw_needs_not_the_usage_counters() {
-    use std::sync::{Arc, Mutex};
-
-    use dispenser::mongodb::bson::Document;
-    use dispenser::mongodb::event::EventHandler;
-    use dispenser::mongodb::event::command::CommandEvent;
-    use dispenser::mongodb::options::ClientOptions;
-
     let f = Fixture::new("read_projection").await;
-    let seen: Arc<Mutex<Vec<Document>>> = Arc::default();
-    let mut o = ClientOptions::parse(crate::common::uri()).await.unwrap();
-    let (sink, coll) = (seen.clone(), f.collection.clone());
-    o.command_event_handler = Some(EventHandler::callback(move |ev: CommandEvent| {
-        if let CommandEvent::Started(s) = ev
-            && s.command_name == "find"
-            && s.command.get_str("find") == Ok(coll.as_str())
-        {
-            sink.lock().unwrap().push(s.command);
-        }
-    }));
-    let client = dispenser::mongodb::Client::with_options(o).unwrap();
+    let (client, seen) = crate::common::client_recording_finds(&f.collection).await;
     let d = dispenser::Dispenser::new(&client, f.options().with_strategy(Strategy::Cas)).unwrap();
     f.dispenser(f.options())
         .create("orders", Spec::default())
