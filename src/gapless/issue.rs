@@ -30,8 +30,27 @@ use super::{Baton, Gapless, Held, Inner, Issued, Owed};
 use crate::error::{Error, Result};
 use crate::store::is_duplicate_key;
 
-/// How many numbers one [`Gapless::issue`] may find used by others before it gives up.
-const MAX_SKIPS: u32 = 1000;
+/// How many times one [`Gapless::issue`] may find numbers used by others and move past
+/// them (each time a run of up to 1000) before it gives up: a bound on one call's work.
+const MAX_LOOKUPS: u32 = 1000;
+
+/// What one call found used by others and moved past.
+#[derive(Default)]
+struct Skips {
+    /// Times it moved past used numbers (bounded by [`MAX_LOOKUPS`]).
+    lookups: u32,
+    /// The numbers it moved past: [`Issued::skipped`].
+    numbers: u32,
+}
+
+impl Skips {
+    /// `n` to `last` are used: the call moves past them.
+    fn moved_past(&mut self, n: i64, last: i64) {
+        self.lookups += 1;
+        let run = u32::try_from(last - n + 1).unwrap_or(u32::MAX);
+        self.numbers = self.numbers.saturating_add(run);
+    }
+}
 
 /// How long a used number waits for the handle's next call to confirm it, before the
 /// flusher does.
@@ -142,14 +161,14 @@ impl Drop for Turn {
         if !self.inflight.is_empty() {
             let owed = std::mem::take(&mut self.inflight);
             self.baton.owed.extend(owed);
-            self.baton.epoch += 1;
             arm_flusher(&self.inner, &mut self.baton);
         }
     }
 }
 
-/// Makes sure a flusher runs: a background task that, once the handle's calls have paused
-/// for `LINGER`, confirms the pending run and settles the debts. One per handle at a time.
+/// Makes sure a flusher runs: a background task that, once the handle's pending run has
+/// stayed the same for `LINGER` (its calls paused), confirms it and settles the debts. One
+/// per handle at a time.
 fn arm_flusher(inner: &Arc<Inner>, baton: &mut Baton) {
     if baton.flusher.as_ref().is_some_and(|f| !f.is_finished()) {
         return;
@@ -158,14 +177,15 @@ fn arm_flusher(inner: &Arc<Inner>, baton: &mut Baton) {
         // No runtime to run it on: the next call (or the lease running out) settles it.
         return;
     };
-    let (inner, mut epoch) = (inner.clone(), baton.epoch);
+    let (inner, mut seen) = (inner.clone(), baton.pending.map(Held::mark));
     baton.flusher = Some(rt.spawn(async move {
         loop {
             tokio::time::sleep(LINGER).await;
             let mut baton = inner.baton.clone().lock_owned().await;
-            if baton.pending.is_some() && baton.epoch != epoch {
+            let now = baton.pending.map(Held::mark);
+            if now != seen {
                 // Calls still follow each other: they confirm as they go. Look again later.
-                epoch = baton.epoch;
+                seen = now;
                 continue;
             }
             if let Err(e) = inner.settle_all(&mut baton).await {
@@ -254,7 +274,7 @@ impl Gapless {
         for owed in std::mem::take(&mut turn.baton.owed) {
             inner.pay(owed).await;
         }
-        let mut skipped = 0_u32;
+        let mut skips = Skips::default();
         let mut attempts = 0_u32;
         let mut index_checked = false;
         // A caller that has not waited leaves a lease alone while another caller waits.
@@ -263,11 +283,10 @@ impl Gapless {
         let mut flagged = None;
         let mut seen: Option<(ObjectId, Instant)> = None;
         loop {
-            if skipped > MAX_SKIPS {
-                return Err(contention(skipped));
+            if skips.lookups > MAX_LOOKUPS {
+                return Err(contention(skips.lookups));
             }
             if let Some(p) = turn.baton.pending.take() {
-                turn.baton.epoch += 1;
                 let n = match p.last.checked_add(1) {
                     Some(n) if n < i64::MAX => n,
                     _ => {
@@ -285,7 +304,7 @@ impl Gapless {
                         Wrote::Ok(value) => {
                             turn.inflight.clear();
                             let held = Held { last: n, ..p };
-                            return Ok(self.leave_pending(&mut turn, held, value, skipped));
+                            return Ok(self.leave_pending(&mut turn, held, value, &skips));
                         }
                         Wrote::Duplicate(f) => (f, true),
                         Wrote::Failed(f) => (f, false),
@@ -294,7 +313,7 @@ impl Gapless {
                     turn.settle(p.confirm()).await;
                     polite = true;
                     // A duplicate: someone took the lease over meanwhile and wrote the number?
-                    if duplicate && self.taken_by_another(n, &mut skipped).await?.is_ok() {
+                    if duplicate && self.taken_by_another(n).await?.is_ok() {
                         continue;
                     }
                     return Err(self.business_error(n, failure));
@@ -312,7 +331,7 @@ impl Gapless {
                     Ok(true) => {
                         turn.inflight.push(Owed::Release(me));
                         match self
-                            .after_write(&mut turn, wrote, n, me, &mut skipped)
+                            .after_write(&mut turn, wrote, n, me, &mut skips)
                             .await?
                         {
                             Some(issued) => return Ok(issued),
@@ -333,13 +352,11 @@ impl Gapless {
                         polite = true;
                         match wrote {
                             // Written without the lease: the unique index made it ours.
-                            Wrote::Ok(value) => return Ok(self.issued(n, value, skipped)),
-                            Wrote::Duplicate(f) => {
-                                match self.taken_by_another(n, &mut skipped).await? {
-                                    Ok(()) => continue,
-                                    Err(_) => return Err(self.business_error(n, f)),
-                                }
-                            }
+                            Wrote::Ok(value) => return Ok(self.issued(n, value, &skips)),
+                            Wrote::Duplicate(f) => match self.taken_by_another(n).await? {
+                                Ok(()) => continue,
+                                Err(_) => return Err(self.business_error(n, f)),
+                            },
                             Wrote::Failed(f) => return Err(self.business_error(n, f)),
                         }
                     }
@@ -361,10 +378,9 @@ impl Gapless {
                         } else {
                             Owed::Release(me)
                         });
-                        turn.baton.epoch += 1;
                         arm_flusher(inner, &mut turn.baton);
                         return match wrote {
-                            Wrote::Ok(value) => Ok(self.issued(n, value, skipped)),
+                            Wrote::Ok(value) => Ok(self.issued(n, value, &skips)),
                             Wrote::Duplicate(_) => Err(e),
                             Wrote::Failed(f) => Err(self.business_error(n, f)),
                         };
@@ -419,6 +435,7 @@ impl Gapless {
                                 .await?
                             {
                                 inner.counters.retries.fetch_add(1, Relaxed);
+                                skips.moved_past(l.number, last);
                                 continue;
                             }
                         }
@@ -449,7 +466,7 @@ impl Gapless {
                     })
                     .await;
                     inner.counters.retries.fetch_add(1, Relaxed);
-                    skipped += 1;
+                    skips.moved_past(n, last);
                     continue;
                 }
             }
@@ -457,7 +474,7 @@ impl Gapless {
             inner.counters.writes.fetch_add(1, Relaxed);
             let wrote = run(&mut write, n).await;
             match self
-                .after_write(&mut turn, wrote, n, me, &mut skipped)
+                .after_write(&mut turn, wrote, n, me, &mut skips)
                 .await?
             {
                 Some(issued) => return Ok(issued),
@@ -478,7 +495,7 @@ impl Gapless {
         wrote: Wrote<T>,
         n: i64,
         me: ObjectId,
-        skipped: &mut u32,
+        skips: &mut Skips,
     ) -> Result<Option<Issued<T>>> {
         let inner = &self.inner;
         match wrote {
@@ -490,7 +507,7 @@ impl Gapless {
                     last: n,
                     since: Instant::now(),
                 };
-                Ok(Some(self.leave_pending(turn, held, value, *skipped)))
+                Ok(Some(self.leave_pending(turn, held, value, skips)))
             }
             Wrote::Duplicate(f) => match inner.lookup(n, true).await? {
                 Found::Committed(last) => {
@@ -502,7 +519,7 @@ impl Gapless {
                     })
                     .await;
                     inner.counters.retries.fetch_add(1, Relaxed);
-                    *skipped += 1;
+                    skips.moved_past(n, last);
                     Ok(None)
                 }
                 Found::Uncommitted => {
@@ -542,18 +559,13 @@ impl Gapless {
     }
 
     /// After a duplicate key on `n`, written without holding `n`'s lease: `Ok(Ok(()))` to go
-    /// on (another document carries `n` — counted as skipped — or one not yet committed by a
-    /// majority: after a pause), `Ok(Err(()))` when nothing carries it (the duplicate is on
-    /// another unique index: the business write's own failure).
-    async fn taken_by_another(
-        &self,
-        n: i64,
-        skipped: &mut u32,
-    ) -> Result<std::result::Result<(), ()>> {
+    /// on (another document carries `n` — the next lease finds it and moves past it — or one
+    /// not yet committed by a majority: after a pause), `Ok(Err(()))` when nothing carries it
+    /// (the duplicate is on another unique index: the business write's own failure).
+    async fn taken_by_another(&self, n: i64) -> Result<std::result::Result<(), ()>> {
         match self.inner.lookup(n, true).await? {
             Found::Committed(_) => {
                 self.inner.counters.retries.fetch_add(1, Relaxed);
-                *skipped += 1;
                 Ok(Ok(()))
             }
             Found::Uncommitted => {
@@ -566,19 +578,18 @@ impl Gapless {
     }
 
     /// Keeps `held` for the next call (or the flusher) to confirm, and returns the number.
-    fn leave_pending<T>(&self, turn: &mut Turn, held: Held, value: T, skipped: u32) -> Issued<T> {
+    fn leave_pending<T>(&self, turn: &mut Turn, held: Held, value: T, skips: &Skips) -> Issued<T> {
         turn.baton.pending = Some(held);
-        turn.baton.epoch += 1;
         arm_flusher(&self.inner, &mut turn.baton);
-        self.issued(held.last, value, skipped)
+        self.issued(held.last, value, skips)
     }
 
-    fn issued<T>(&self, number: i64, value: T, skipped: u32) -> Issued<T> {
+    fn issued<T>(&self, number: i64, value: T, skips: &Skips) -> Issued<T> {
         self.inner.counters.issued.fetch_add(1, Relaxed);
         Issued {
             number,
             value,
-            skipped,
+            skipped: skips.numbers,
         }
     }
 

@@ -145,8 +145,6 @@ struct Baton {
     pending: Option<Held>,
     /// Leases that cancelled or failed calls may have left; settled at the next chance.
     owed: Vec<Owed>,
-    /// Changes with `pending`, so the flusher knows whether calls still follow each other.
-    epoch: u64,
     /// The flusher, while it runs.
     flusher: Option<tokio::task::JoinHandle<()>>,
 }
@@ -162,6 +160,13 @@ struct Held {
 }
 
 impl Held {
+    /// Which run this is, and how far: every number a call leaves pending changes it (a
+    /// new lease, or one more number under the same), so the flusher sees calls follow
+    /// each other.
+    fn mark(self) -> (ObjectId, i64) {
+        (self.holder, self.last)
+    }
+
     /// Confirms the run: `next` to `last + 1`.
     fn confirm(self) -> Owed {
         Owed::Settle {
@@ -550,9 +555,8 @@ impl Inner {
     /// cancelled calls left. The first error is returned (the rest are logged).
     async fn settle_all(&self, baton: &mut Baton) -> Result<()> {
         let mut first = None;
-        if let Some(p) = baton.pending.take() {
-            baton.epoch += 1;
-            if let Err(e) = self
+        if let Some(p) = baton.pending.take()
+            && let Err(e) = self
                 .settle(
                     Some(p.holder),
                     p.next,
@@ -560,9 +564,8 @@ impl Inner {
                     "confirming used numbers",
                 )
                 .await
-            {
-                first = Some(e);
-            }
+        {
+            first = Some(e);
         }
         for owed in std::mem::take(&mut baton.owed) {
             self.pay(owed).await;

@@ -175,9 +175,11 @@ pub async fn issue_next(g: &dispenser::gapless::Gapless) -> dispenser::Result<i6
     .map(|issued| issued.number)
 }
 
-/// A client that records every `find` command it sends on `collection` (what the library
-/// reads, and how: filter, projection, read concern).
-pub async fn client_recording_finds(
+/// A client that records every `command` (`find`, `findAndModify`, `update`, …) it sends on
+/// `collection`: what the library reads or writes, and how (filter, projection, read
+/// concern).
+pub async fn client_recording(
+    command: &str,
     collection: &str,
 ) -> (Client, std::sync::Arc<std::sync::Mutex<Vec<Document>>>) {
     use dispenser::mongodb::event::EventHandler;
@@ -186,11 +188,11 @@ pub async fn client_recording_finds(
 
     let finds: std::sync::Arc<std::sync::Mutex<Vec<Document>>> = Default::default();
     let mut o = ClientOptions::parse(uri()).await.expect("uri");
-    let (sink, watched) = (finds.clone(), collection.to_owned());
+    let (sink, name, watched) = (finds.clone(), command.to_owned(), collection.to_owned());
     o.command_event_handler = Some(EventHandler::callback(move |ev: CommandEvent| {
         if let CommandEvent::Started(s) = ev
-            && s.command_name == "find"
-            && s.command.get_str("find") == Ok(watched.as_str())
+            && s.command_name == name
+            && s.command.get_str(&name) == Ok(watched.as_str())
         {
             sink.lock().expect("finds").push(s.command);
         }

@@ -573,7 +573,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
     let mut rng = XorShift::new(seed);
 
     // Watch the look-ups the library sends.
-    let (client, finds) = common::client_recording_finds(&business).await;
+    let (client, finds) = common::client_recording("find", &business).await;
     let d = Dispenser::new(&client, f.options()).unwrap();
     let options = GaplessOptions::new(&business, FIELD)
         .with_lease(LEASE)

@@ -516,7 +516,7 @@ async fn draws_count_today_and_prune_counters_older_than_the_kept_days() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handle_reads_only_what_a_draw_needs_not_the_usage_counters() {
     let f = Fixture::new("read_projection").await;
-    let (client, seen) = crate::common::client_recording_finds(&f.collection).await;
+    let (client, seen) = crate::common::client_recording("find", &f.collection).await;
     let d = dispenser::Dispenser::new(&client, f.options().with_strategy(Strategy::Cas)).unwrap();
     f.dispenser(f.options())
         .create("orders", Spec::default())
