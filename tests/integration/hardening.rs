@@ -509,6 +509,83 @@ async fn draws_count_today_and_prune_counters_older_than_the_kept_days() {
     assert!(raw.get_datetime("updated_at").is_ok(), "{raw}");
 }
 
+/// The per-day usage counters (`issued`: what `check` and the forecasts read) count exactly
+/// the numbers issued — draws of one number and of several, a draw that lost its race and
+/// drew again, a block client's close and handles that went away. A handle keeps most of its
+/// count pending between writes: it must neither lose what a lost write carried nor count
+/// those numbers twice, and what is pending when it closes or goes away is added then.
+/// (Found by cargo-mutants: a lost race's count, a dropped handle's or a closed block
+/// client's pending count, or a write carrying a fixed count, went unnoticed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_usage_counters_count_exactly_the_numbers_issued_through_lost_races_closes_and_drops() {
+    use dispenser::mongodb::bson::Document;
+    let f = Fixture::new("usage_exact").await;
+    f.dispenser(f.options())
+        .create("u", Spec::default())
+        .await
+        .unwrap();
+    let coll = f
+        .client
+        .database(crate::common::DB)
+        .collection::<Document>(&f.collection);
+    // Every day's counter, summed (a run over midnight UTC counts on two days).
+    let counted = || {
+        let coll = coll.clone();
+        async move {
+            let raw = coll.find_one(doc! { "_id": "u" }).await.unwrap().unwrap();
+            raw.get_document("issued").map_or(0, |days| {
+                days.iter()
+                    .map(|(day, v)| match v {
+                        Bson::Int64(n) => *n,
+                        Bson::Int32(n) => i64::from(*n),
+                        other => panic!("issued.{day} is {other}"),
+                    })
+                    .sum::<i64>()
+            })
+        }
+    };
+    // A block client reserves two blocks of 4 in quick succession (the second's count stays
+    // pending), hands out 6 numbers and gives the other 2 back when it closes.
+    let blocks = f
+        .dispenser(f.options())
+        .open_blocks(
+            "u",
+            BlockOptions::default()
+                .with_size(4)
+                .with_prefetch(None)
+                .with_grow_to(None)
+                .with_range_share(None),
+        )
+        .await
+        .unwrap();
+    for want in 1..=6 {
+        assert_eq!(blocks.next().await.unwrap(), want);
+    }
+    blocks.close().await.unwrap();
+    assert_eq!(counted().await, 6, "after the block client closed");
+    drop(blocks);
+    // Two handles: `b` draws, so `a`'s remembered state is stale and its next draw loses its
+    // race and draws again.
+    let (da, db) = (
+        f.dispenser(f.options().with_strategy(Strategy::Cas)),
+        f.dispenser(f.options()),
+    );
+    let (a, b) = (da.open("u").await.unwrap(), db.open("u").await.unwrap());
+    a.next().await.unwrap();
+    a.next_n(5).await.unwrap();
+    b.next().await.unwrap();
+    let lost = a.stats().conflicts;
+    assert_eq!(a.next_n(3).await.unwrap().count(), 3);
+    assert!(a.stats().conflicts > lost, "a's draw did not lose its race");
+    drop((a, b, da, db));
+    let total = 6 + 1 + 5 + 1 + 3;
+    let started = std::time::Instant::now();
+    while counted().await < total && started.elapsed() < std::time::Duration::from_secs(60) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(counted().await, total, "after the handles went away");
+}
+
 /// Opening a handle to draw from reads only what a draw needs: a projection that leaves the
 /// per-day usage counters (`issued`, which grow with the days kept) and the format on the
 /// server, so a read's size does not grow with the sequence's history. (Found by
