@@ -572,7 +572,7 @@ async fn the_usage_counters_count_exactly_the_numbers_issued_through_lost_races_
     );
     let (a, b) = (da.open("u").await.unwrap(), db.open("u").await.unwrap());
     a.next().await.unwrap();
-    a.next_n(5).await.unwrap();
+    assert_eq!(a.next_n(5).await.unwrap().count(), 5);
     b.next().await.unwrap();
     let lost = a.stats().conflicts;
     assert_eq!(a.next_n(3).await.unwrap().count(), 3);
