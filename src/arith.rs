@@ -487,6 +487,7 @@ mod tests {
         assert!(value_is_plausible(&down, 25));
         assert!(!value_is_plausible(&down, 26));
         assert!(value_is_plausible(&down, 9) && is_beyond(&down, 9));
+        assert!(!is_beyond(&down, 10));
         // Nothing left beyond the bound; a cyclic one wraps.
         assert_eq!(draw(&spec, 21, 1), Err(Shortfall { remaining: 0 }));
         assert_eq!(remaining(&spec, 21), 0);
