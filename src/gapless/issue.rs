@@ -30,26 +30,10 @@ use super::{Baton, Gapless, Held, Inner, Issued, Owed};
 use crate::error::{Error, Result};
 use crate::store::is_duplicate_key;
 
-/// How many times one [`Gapless::issue`] may find numbers used by others and move past
-/// them (each time a run of up to 1000) before it gives up: a bound on one call's work.
-const MAX_LOOKUPS: u32 = 1000;
-
-/// What one call found used by others and moved past.
-#[derive(Default)]
-struct Skips {
-    /// Times it moved past used numbers (bounded by [`MAX_LOOKUPS`]).
-    lookups: u32,
-    /// The numbers it moved past: [`Issued::skipped`].
-    numbers: u32,
-}
-
-impl Skips {
-    /// `n` to `last` are used: the call moves past them.
-    fn moved_past(&mut self, n: i64, last: i64) {
-        self.lookups += 1;
-        let run = u32::try_from(last - n + 1).unwrap_or(u32::MAX);
-        self.numbers = self.numbers.saturating_add(run);
-    }
+/// How many numbers `n` to `last` are: a run found used and moved past (counted in
+/// [`Issued::skipped`]).
+fn run_length(n: i64, last: i64) -> u32 {
+    u32::try_from(last - n + 1).unwrap_or(u32::MAX)
 }
 
 /// How long a used number waits for the handle's next call to confirm it, before the
@@ -226,7 +210,7 @@ impl Gapless {
     /// # Errors
     ///
     /// [`Error::BusinessWrite`] (nothing used, the number released), [`Error::Contention`]
-    /// (waited `wait` for other holders, or found too many numbers used),
+    /// (waited `wait` for other holders, or spent it moving past numbers found used),
     /// [`Error::Exhausted`] at `i64::MAX`, [`Error::NoSuchSequence`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
@@ -274,7 +258,7 @@ impl Gapless {
         for owed in std::mem::take(&mut turn.baton.owed) {
             inner.pay(owed).await;
         }
-        let mut skips = Skips::default();
+        let mut skipped = 0_u32;
         let mut attempts = 0_u32;
         let mut index_checked = false;
         // A caller that has not waited leaves a lease alone while another caller waits.
@@ -283,9 +267,6 @@ impl Gapless {
         let mut flagged = None;
         let mut seen: Option<(ObjectId, Instant)> = None;
         loop {
-            if skips.lookups > MAX_LOOKUPS {
-                return Err(contention(skips.lookups));
-            }
             if let Some(p) = turn.baton.pending.take() {
                 let n = match p.last.checked_add(1) {
                     Some(n) if n < i64::MAX => n,
@@ -304,7 +285,7 @@ impl Gapless {
                         Wrote::Ok(value) => {
                             turn.inflight.clear();
                             let held = Held { last: n, ..p };
-                            return Ok(self.leave_pending(&mut turn, held, value, &skips));
+                            return Ok(self.leave_pending(&mut turn, held, value, skipped));
                         }
                         Wrote::Duplicate(f) => (f, true),
                         Wrote::Failed(f) => (f, false),
@@ -331,7 +312,7 @@ impl Gapless {
                     Ok(true) => {
                         turn.inflight.push(Owed::Release(me));
                         match self
-                            .after_write(&mut turn, wrote, n, me, &mut skips)
+                            .after_write(&mut turn, wrote, n, me, &mut skipped)
                             .await?
                         {
                             Some(issued) => return Ok(issued),
@@ -352,7 +333,7 @@ impl Gapless {
                         polite = true;
                         match wrote {
                             // Written without the lease: the unique index made it ours.
-                            Wrote::Ok(value) => return Ok(self.issued(n, value, &skips)),
+                            Wrote::Ok(value) => return Ok(self.issued(n, value, skipped)),
                             Wrote::Duplicate(f) => match self.taken_by_another(n).await? {
                                 Ok(()) => continue,
                                 Err(_) => return Err(self.business_error(n, f)),
@@ -380,7 +361,7 @@ impl Gapless {
                         });
                         arm_flusher(inner, &mut turn.baton);
                         return match wrote {
-                            Wrote::Ok(value) => Ok(self.issued(n, value, &skips)),
+                            Wrote::Ok(value) => Ok(self.issued(n, value, skipped)),
                             Wrote::Duplicate(_) => Err(e),
                             Wrote::Failed(f) => Err(self.business_error(n, f)),
                         };
@@ -435,7 +416,7 @@ impl Gapless {
                                 .await?
                             {
                                 inner.counters.retries.fetch_add(1, Relaxed);
-                                skips.moved_past(l.number, last);
+                                skipped = skipped.saturating_add(run_length(l.number, last));
                                 continue;
                             }
                         }
@@ -466,7 +447,7 @@ impl Gapless {
                     })
                     .await;
                     inner.counters.retries.fetch_add(1, Relaxed);
-                    skips.moved_past(n, last);
+                    skipped = skipped.saturating_add(run_length(n, last));
                     continue;
                 }
             }
@@ -474,7 +455,7 @@ impl Gapless {
             inner.counters.writes.fetch_add(1, Relaxed);
             let wrote = run(&mut write, n).await;
             match self
-                .after_write(&mut turn, wrote, n, me, &mut skips)
+                .after_write(&mut turn, wrote, n, me, &mut skipped)
                 .await?
             {
                 Some(issued) => return Ok(issued),
@@ -495,7 +476,7 @@ impl Gapless {
         wrote: Wrote<T>,
         n: i64,
         me: ObjectId,
-        skips: &mut Skips,
+        skipped: &mut u32,
     ) -> Result<Option<Issued<T>>> {
         let inner = &self.inner;
         match wrote {
@@ -507,7 +488,7 @@ impl Gapless {
                     last: n,
                     since: Instant::now(),
                 };
-                Ok(Some(self.leave_pending(turn, held, value, skips)))
+                Ok(Some(self.leave_pending(turn, held, value, *skipped)))
             }
             Wrote::Duplicate(f) => match inner.lookup(n, true).await? {
                 Found::Committed(last) => {
@@ -519,7 +500,7 @@ impl Gapless {
                     })
                     .await;
                     inner.counters.retries.fetch_add(1, Relaxed);
-                    skips.moved_past(n, last);
+                    *skipped = skipped.saturating_add(run_length(n, last));
                     Ok(None)
                 }
                 Found::Uncommitted => {
@@ -578,18 +559,18 @@ impl Gapless {
     }
 
     /// Keeps `held` for the next call (or the flusher) to confirm, and returns the number.
-    fn leave_pending<T>(&self, turn: &mut Turn, held: Held, value: T, skips: &Skips) -> Issued<T> {
+    fn leave_pending<T>(&self, turn: &mut Turn, held: Held, value: T, skipped: u32) -> Issued<T> {
         turn.baton.pending = Some(held);
         arm_flusher(&self.inner, &mut turn.baton);
-        self.issued(held.last, value, skips)
+        self.issued(held.last, value, skipped)
     }
 
-    fn issued<T>(&self, number: i64, value: T, skips: &Skips) -> Issued<T> {
+    fn issued<T>(&self, number: i64, value: T, skipped: u32) -> Issued<T> {
         self.inner.counters.issued.fetch_add(1, Relaxed);
         Issued {
             number,
             value,
-            skipped: skips.numbers,
+            skipped,
         }
     }
 

@@ -623,7 +623,8 @@ impl Gapless {
     /// What this handle (and its clones) did since it was opened: `issued`, `writes`
     /// (state writes plus one per run of the business write), `round_trips` (every database
     /// operation, the business write counted as one), `conflicts` (lease writes that found
-    /// the lease held), `retries` (numbers found used or voided and moved past) and `waits`
+    /// the lease held), `retries` (times a call found its number used or voided and went on
+    /// to the next; [`Issued::skipped`] counts the numbers) and `waits`
     /// (pauses while another caller held the lease).
     ///
     /// # Example
