@@ -226,6 +226,47 @@ async fn cyclic_runs_stop_at_the_wrap() {
     ));
 }
 
+/// A run of several numbers from a sequence whose step is not ±1 holds exactly the next
+/// numbers, in order, by either strategy, counting up and down — drawn by two handles in
+/// turn, so each draw finds its remembered state stale and draws again with the conditional
+/// increment. (Found by cargo-mutants: the increment computing a run's first number as
+/// `value - (n - 1) / step` instead of `value - (n - 1) × step` went unnoticed: with steps of
+/// ±1 the two agree.)
+#[tokio::test]
+async fn runs_of_several_numbers_with_steps_of_five_and_minus_three_are_the_next_numbers() {
+    let f = Fixture::new("stepped_runs").await;
+    let up = Spec::default().with_start(10).with_step(5);
+    let down = Spec::default()
+        .with_min(-1000)
+        .with_max(100)
+        .with_start(100)
+        .with_step(-3);
+    for strategy in STRATEGIES {
+        let (da, db) = (
+            f.dispenser(f.options().with_strategy(strategy)),
+            f.dispenser(f.options().with_strategy(strategy)),
+        );
+        for (way, spec) in [("up", up), ("down", down)] {
+            let name = format!("{way}_{strategy:?}");
+            da.create(&name, spec).await.unwrap();
+            let (a, b) = (da.open(&name).await.unwrap(), db.open(&name).await.unwrap());
+            let mut next = spec.start;
+            for (k, n) in [3_i64, 4, 3, 2, 5].into_iter().enumerate() {
+                let by = if k % 2 == 0 { &a } else { &b };
+                let run = by.next_n(n as u64).await.unwrap();
+                let want: Vec<i64> = (0..n).map(|i| next + i * spec.step).collect();
+                assert_eq!(
+                    run.into_iter().collect::<Vec<_>>(),
+                    want,
+                    "{name}, draw {k}"
+                );
+                next += n * spec.step;
+            }
+            assert_eq!(b.next().await.unwrap(), next, "{name}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_ensure_creates_once() {
     let f = Fixture::new("ensure_race").await;
