@@ -17,7 +17,7 @@ use crate::history::Subject;
 use crate::history::record::sequence_state;
 use crate::spec::{Spec, validate_name};
 use crate::store::ShapeChange;
-use crate::strategy::Decision;
+use crate::strategy::{Decision, Drawer};
 
 /// What [`Sequence::alter`](crate::Sequence::alter) changes; fields left `None` stay as they are.
 ///
@@ -240,23 +240,44 @@ impl Sequence {
     /// # Ok(()) }
     /// ```
     pub async fn alter(&self, change: Alter) -> Result<SequenceState> {
-        self.dispenser().alter(self.name(), change).await
+        self.dispenser()
+            .alter_through(self.drawer(), self.name(), change)
+            .await
     }
 }
 
+/// An alter that changes nothing is refused.
+fn refuse_empty(name: &str, change: &Alter) -> Result<()> {
+    if change.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: "alter".to_owned(),
+            reason: format!(
+                "nothing to change for sequence {name:?}: give a step, min, max, cycle or format"
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl Dispenser {
-    /// [`Sequence::alter`](crate::Sequence::alter) by name.
+    /// [`Sequence::alter`](crate::Sequence::alter) by name, through a handle opened for it.
     pub(crate) async fn alter(&self, name: &str, change: Alter) -> Result<SequenceState> {
         validate_name(name)?;
-        if change.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "alter".to_owned(),
-                reason: format!(
-                    "nothing to change for sequence {name:?}: give a step, min, max, cycle or \
-                     format"
-                ),
-            });
-        }
+        refuse_empty(name, &change)?;
+        let handle = self.open(name).await?;
+        self.alter_through(handle.drawer(), name, change).await
+    }
+
+    /// [`Sequence::alter`](crate::Sequence::alter) through the handle that asks: its write
+    /// is the handle's, so the handle remembers the state it wrote and draws by the new shape
+    /// at once, without a lost race and a read.
+    async fn alter_through(
+        &self,
+        drawer: &Drawer,
+        name: &str,
+        change: Alter,
+    ) -> Result<SequenceState> {
+        refuse_empty(name, &change)?;
         // A change the state refuses is refused before anything is written, history included.
         let before = self.peek(name).await?;
         check(&before, &change)?;
@@ -267,17 +288,15 @@ impl Dispenser {
                 "alter",
                 params(&change),
                 Some(sequence_state(&before)),
-                self.alter_now(name, change),
+                self.alter_now(drawer, name, change),
                 |s| Some(sequence_state(s)),
             )
             .await
     }
 
     /// [`Sequence::alter`](crate::Sequence::alter) without its history.
-    async fn alter_now(&self, name: &str, change: Alter) -> Result<SequenceState> {
-        let handle = self.open(name).await?;
-        handle
-            .drawer()
+    async fn alter_now(&self, drawer: &Drawer, name: &str, change: Alter) -> Result<SequenceState> {
+        drawer
             .update(true, None, |stored, _| {
                 let (value, spec) = plan(name, stored, &change)?;
                 Ok(Decision::Write {

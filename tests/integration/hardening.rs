@@ -509,6 +509,45 @@ async fn draws_count_today_and_prune_counters_older_than_the_kept_days() {
     assert!(raw.get_datetime("updated_at").is_ok(), "{raw}");
 }
 
+/// A handle that alters its own sequence draws by the new shape at once — the next numbers
+/// follow the new step and stop at the new bound, the first in one round trip — by either
+/// strategy: the alter is the handle's own write, and the state it remembers after it is the
+/// one it wrote, shape included. (Found by cargo-mutants: a handle remembering the old shape
+/// went unnoticed, because `alter` wrote through a handle of its own and left the caller's
+/// stale — its next draw lost a race and read again.)
+#[tokio::test]
+async fn a_handle_that_alters_its_sequence_draws_by_the_new_shape_at_once() {
+    use dispenser::sequence::Alter;
+    let f = Fixture::new("alter_remembered").await;
+    for strategy in [Strategy::ConditionalIncrement, Strategy::Cas] {
+        let d = with(&f, strategy);
+        let name = format!("s_{strategy:?}");
+        let seq = d
+            .create(&name, Spec::default().with_max(1000))
+            .await
+            .unwrap();
+        assert_eq!(seq.next().await.unwrap(), 1);
+        seq.alter(Alter::default().with_step(10)).await.unwrap();
+        let before = seq.stats();
+        assert_eq!(seq.next().await.unwrap(), 11, "{name}");
+        let after = seq.stats();
+        assert_eq!(
+            (
+                after.round_trips - before.round_trips,
+                after.conflicts - before.conflicts
+            ),
+            (1, 0),
+            "{name}: the draw after the handle's own alter"
+        );
+        let run = seq.next_n(2).await.unwrap();
+        assert_eq!(run.into_iter().collect::<Vec<_>>(), [21, 31], "{name}");
+        seq.alter(Alter::default().with_max(35)).await.unwrap();
+        let e = seq.next().await.unwrap_err();
+        assert!(e.is_exhausted(), "{name}: {e}");
+        assert_eq!(d.peek(&name).await.unwrap().value, 31, "{name}");
+    }
+}
+
 /// The per-day usage counters (`issued`: what `check` and the forecasts read) count exactly
 /// the numbers issued — draws of one number and of several, a draw that lost its race and
 /// drew again, a block client's close and handles that went away. A handle keeps most of its
