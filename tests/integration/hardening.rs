@@ -509,6 +509,62 @@ async fn draws_count_today_and_prune_counters_older_than_the_kept_days() {
     assert!(raw.get_datetime("updated_at").is_ok(), "{raw}");
 }
 
+/// A create or an ensure whose insert the server refuses for a reason other than a taken
+/// name (a validator, missing rights) fails with that database error, naming the sequence and
+/// the server's code — not "already exists", not a handle on nothing — and creates nothing.
+/// (The refusals are write errors the test proxy answers; found by cargo-mutants: every failed
+/// insert taken for a duplicate name went unnoticed.)
+#[tokio::test]
+async fn a_create_the_server_refuses_fails_with_its_error_not_already_exists() {
+    use crate::proxy::{Faults, Proxy};
+    let f = Fixture::new("create_refused").await;
+    let proxy = Proxy::to_test_server(Faults::default(), 2).await;
+    let d = dispenser::Dispenser::connect(&proxy.uri(""), f.options())
+        .await
+        .unwrap();
+    for (ensure, code) in [(false, 121), (true, 121), (false, 13), (true, 13)] {
+        proxy.answer_next(
+            "insert",
+            &f.collection,
+            doc! {
+                "ok": 1.0,
+                "n": 0,
+                "writeErrors": [{ "index": 0, "code": code, "errmsg": "refused by the test" }],
+            },
+        );
+        let e = if ensure {
+            d.ensure("s", Spec::default())
+                .await
+                .map(|_| ())
+                .unwrap_err()
+        } else {
+            d.create("s", Spec::default())
+                .await
+                .map(|_| ())
+                .unwrap_err()
+        };
+        let text = e.to_string();
+        assert!(e.is_database(), "ensure {ensure}: {text}");
+        assert!(
+            text.contains("creating sequence \"s\"") && text.contains(&format!("code {code}")),
+            "ensure {ensure}: {text}"
+        );
+        assert!(
+            matches!(d.peek("s").await, Err(Error::NoSuchSequence { .. })),
+            "ensure {ensure}"
+        );
+    }
+    assert_eq!(
+        d.create("s", Spec::default())
+            .await
+            .unwrap()
+            .next()
+            .await
+            .unwrap(),
+        1
+    );
+}
+
 /// A handle that alters its own sequence draws by the new shape at once — the next numbers
 /// follow the new step and stop at the new bound, the first in one round trip — by either
 /// strategy: the alter is the handle's own write, and the state it remembers after it is the
