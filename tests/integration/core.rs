@@ -267,6 +267,36 @@ async fn runs_of_several_numbers_with_steps_of_five_and_minus_three_are_the_next
     }
 }
 
+/// Listings read what they are asked for, in name order: `list_after` pages through the
+/// sequences (the last name of a page is the cursor of the next; a short page is the last),
+/// `list_after_matching` returns only the names that match, and `list_named` the named
+/// sequences that exist. (Found by cargo-mutants: the store's listings returning nothing
+/// went unnoticed by the tests of the write path.)
+#[tokio::test]
+async fn listings_page_in_name_order_and_read_exactly_the_names_asked_for() {
+    let f = Fixture::new("listings").await;
+    let d = f.dispenser(f.options());
+    for name in ["d", "b", "a", "c", "e"] {
+        d.create(name, Spec::default()).await.unwrap();
+    }
+    let names = |page: Vec<dispenser::Result<dispenser::sequence::SequenceState>>| {
+        page.into_iter()
+            .map(|s| s.unwrap().name)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(d.list_after(None, 2).await.unwrap()), ["a", "b"]);
+    assert_eq!(names(d.list_after(Some("b"), 2).await.unwrap()), ["c", "d"]);
+    assert_eq!(names(d.list_after(Some("d"), 2).await.unwrap()), ["e"]);
+    assert_eq!(
+        names(d.list_after_matching(&["b*", "d"], None, 10).await.unwrap()),
+        ["b", "d"]
+    );
+    assert_eq!(
+        names(d.list_named(&["e", "a", "zz"]).await.unwrap()),
+        ["a", "e"]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_ensure_creates_once() {
     let f = Fixture::new("ensure_race").await;
