@@ -542,10 +542,13 @@ async fn round_of(
             "{path} {}",
             body.as_ref().map(Value::to_string).unwrap_or_default()
         );
-        // Scopes made by a token's draw from now on inherit their template's marker.
+        // Scopes made by a token's draw from now on inherit their template's marker (a draw
+        // with or without `?count`: one without it, making a scope of a protected template
+        // that another token lists, once failed the test by chance).
         if status == 200
             && method == Method::POST
-            && path.contains("/next?")
+            && path.starts_with("/v1/sequences/")
+            && path.split('?').next().is_some_and(|p| p.ends_with("/next"))
             && let Some(n) = &about
             && n.contains('@')
             && !scopes.contains(n)
