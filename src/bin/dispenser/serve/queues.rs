@@ -167,23 +167,30 @@ pub(super) async fn create(
             Ok(q) => (q, true),
             // To a token that may not read the queue, only that it exists: neither its state
             // nor whether its spec is the one asked for (as for sequences).
-            Err(Error::QueueExists { .. }) if !may_read => {
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "already_exists",
-                    format!(
-                        "queue {:?} already exists; a token with `peek` on it sees its state (and gets 200 from `if_not_exists` when its spec is the one asked for)",
-                        b.name
-                    ),
-                ));
-            }
+            Err(Error::QueueExists { .. }) if !may_read => return Err(exists_unread(&b.name)),
             Err(Error::QueueExists { .. }) => (acting.ensure_queue(&b.name, spec).await?, false),
             Err(e) => return Err(e.into()),
         }
     } else {
-        (acting.create_queue(&b.name, spec).await?, true)
+        match acting.create_queue(&b.name, spec).await {
+            Ok(q) => (q, true),
+            // Nor its range, to a token without `peek`, when it was not asked to exist.
+            Err(Error::QueueExists { .. }) if !may_read => return Err(exists_unread(&b.name)),
+            Err(e) => return Err(e.into()),
+        }
     };
     Ok(created_reply(&queue.status().await?, created))
+}
+
+/// The 409 for a queue that exists, to a token that may not read it: only that it exists.
+fn exists_unread(name: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "already_exists",
+        format!(
+            "queue {name:?} already exists; a token with `peek` on it sees its state (and gets 200 from `if_not_exists` when its spec is the one asked for)"
+        ),
+    )
 }
 
 /// `GET /v1/queues/{name}`: what is being served, how many wait, the next ticket.
