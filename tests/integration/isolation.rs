@@ -755,7 +755,9 @@ async fn a_draw_only_token_makes_no_documents_and_no_series() {
 
 /// Regression: a `create`-only token got 403 on `GET /v1/sequences/asecret`, but
 /// `if_not_exists` answered 409 naming the stored step, min and max, and with that shape 200
-/// with the whole state. Now it learns only that the name exists.
+/// with the whole state. Now it learns only that the name exists. The same for a queue
+/// (regression: a queue create without `if_not_exists` named the stored range in its 409;
+/// found by the seeded test above, seed 1795788428558183653).
 #[tokio::test]
 async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
     let svc = service_with(
@@ -800,6 +802,47 @@ async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
     ))
     .await;
     assert_eq!((status, &body["created"]), (200, &json!(false)), "{body}");
+
+    let create_queue = |token: &str, body: Value| {
+        http.post(svc.url("/v1/queues"))
+            .bearer_auth(token)
+            .json(&body)
+    };
+    let (status, body) = send(create_queue(
+        ADMIN,
+        json!({ "name": "aqueue", "min": 3, "max": 987_654 }),
+    ))
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = send(http.get(svc.url("/v1/queues/aqueue")).bearer_auth(MAKER)).await;
+    assert_eq!(status, 403, "{body}");
+    for shape in [
+        json!({ "name": "aqueue" }),
+        json!({ "name": "aqueue", "max": 5 }),
+        json!({ "name": "aqueue", "min": 3, "max": 987_654 }),
+        json!({ "name": "aqueue", "if_not_exists": true }),
+        json!({ "name": "aqueue", "if_not_exists": true, "min": 3, "max": 987_654 }),
+    ] {
+        let (status, body) = send(create_queue(MAKER, shape.clone())).await;
+        let text = body.to_string();
+        assert_eq!(status, 409, "{shape}: {text}");
+        assert_eq!(body["error"]["kind"], "already_exists", "{shape}: {text}");
+        for secret in [
+            "987654",
+            "min 3",
+            "3…",
+            "3..",
+            "differs",
+            "capacity",
+            "next_ticket",
+        ] {
+            assert!(!text.contains(secret), "{shape}: shows {secret:?}: {text}");
+        }
+    }
+    // With `peek`, the stored range is no secret: the 409 names it.
+    let (status, body) = send(create_queue(ADMIN, json!({ "name": "aqueue", "max": 5 }))).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.to_string().contains("987654"), "{body}");
 }
 
 /// `GET /v1/sequences` answers in pages (`limit`, `after`, `next`): every name exactly once
