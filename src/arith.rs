@@ -312,6 +312,11 @@ pub(crate) fn limited_increment(spec: &Spec, n: u64, share: f64) -> Option<(u64,
     while share_of(left, share) < n {
         left = left.checked_add(1)?;
     }
+    // Rounding may have put the guess past the fewest (`3 / 0.1` is 30.000000000000004):
+    // step back to it.
+    while left > n && share_of(left - 1, share) >= n {
+        left -= 1;
+    }
     Some((n, left))
 }
 
@@ -387,6 +392,42 @@ mod tests {
         assert!(in_class(4, -3, 101) && !in_class(4, -3, 102));
         assert_eq!(class_at_or_beyond(4, -2, 100), Some(102));
         assert_eq!(class_at_or_beyond(-3, 10, 5), Some(4));
+    }
+
+    /// Against a model, for steps other than ±1 both ways (found by cargo-mutants: the
+    /// descending `class_at_or_beyond` and the ascending `advance_value` were checked on one
+    /// example each, and the clamping at the edges of 64 bits never): `advance_value` is the
+    /// class member at or behind `n` whose next number is beyond `n`, `class_at_or_beyond`
+    /// the first class member at or beyond `n`.
+    #[test]
+    fn advancing_agrees_with_a_model_of_the_residue_class() {
+        for step in [1_i64, 2, 3, 7, -1, -2, -3, -7] {
+            for value in -20..=20 {
+                for n in -30..=30 {
+                    let members = (-200..=200).filter(|&w| in_class(step, value, w));
+                    let (behind, beyond) = if step > 0 {
+                        (
+                            members.clone().filter(|&w| w <= n).max(),
+                            members.filter(|&w| w >= n).min(),
+                        )
+                    } else {
+                        (
+                            members.clone().filter(|&w| w >= n).min(),
+                            members.filter(|&w| w <= n).max(),
+                        )
+                    };
+                    let at = format!("step {step}, value {value}, n {n}");
+                    assert_eq!(Some(advance_value(step, value, n)), behind, "{at}");
+                    assert_eq!(class_at_or_beyond(step, value, n), beyond, "{at}");
+                }
+            }
+        }
+        // At the edges of 64 bits: the member behind does not fit, the bound stands in; the
+        // member beyond does not fit: none.
+        assert_eq!(advance_value(3, i64::MIN + 1, i64::MIN), i64::MIN);
+        assert_eq!(advance_value(-3, i64::MAX - 1, i64::MAX), i64::MAX);
+        assert_eq!(class_at_or_beyond(3, i64::MAX - 1, i64::MAX), None);
+        assert_eq!(class_at_or_beyond(-3, i64::MIN + 1, i64::MIN), None);
     }
 
     fn numbers(spec: &Spec, mut value: i64, calls: usize) -> Vec<i64> {
@@ -599,6 +640,26 @@ mod tests {
             }
         }
         assert_eq!(limited_increment(&cyc, 500, 0.01), Some((10, 10)));
+        // The fewest numbers left, also where the float guess misses it by rounding: below
+        // (27 / 0.009 is 3000, where 0.009 · 3000 is 26.999…) and above (3 / 0.1 is 30.000…04).
+        let wide = Spec::default().with_max(1 << 40);
+        assert_eq!(limited_increment(&wide, 27, 0.009), Some((27, 3001)));
+        assert_eq!(limited_increment(&wide, 3, 0.1), Some((3, 30)));
+        for share in [0.009, 0.1, 0.3, 0.7, 0.999] {
+            for n in 2..400u64 {
+                let (_, left) = limited_increment(&wide, n, share).unwrap();
+                assert!(share_of(left, share) >= n, "share {share} n {n}: {left}");
+                assert!(
+                    left == n || share_of(left - 1, share) < n,
+                    "share {share} n {n}: {left} is not the fewest"
+                );
+            }
+        }
+        // A block of 2^40 numbers: found at once, not counted up to.
+        assert_eq!(
+            limited_increment(&Spec::default(), 1 << 40, 0.25),
+            Some((1 << 40, 1 << 42))
+        );
         assert_eq!(limited_increment(&Spec::default(), u64::MAX, 0.01), None);
     }
 
