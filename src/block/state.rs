@@ -452,6 +452,66 @@ mod tests {
         assert!(st.prefetch_due(&options).is_none(), "closed");
     }
 
+    /// The lock-free window covers the rest of the current block (at most `MAX_WINDOW` of
+    /// it) and marks the claim that reaches the prefetch point only when a prefetch may start
+    /// — not while one is in flight, the next block is held or the last one failed (found by
+    /// cargo-mutants: the window, its mark and each of its conditions were never checked).
+    #[test]
+    fn the_window_covers_the_rest_of_the_block_and_marks_the_prefetch_point_only_when_due() {
+        let options = BlockOptions::default()
+            .with_size(8)
+            .with_prefetch(Some(0.25))
+            .with_grow_to(None);
+        // Numbers 10, 13, …, 31; one handed out; the prefetch due when two are (a quarter):
+        // the window's first claim reaches it.
+        let fresh = || {
+            let mut st = State::new(8);
+            let mut b = Block::new(Run::new(10, 8, 3), stamp(1));
+            b.used = 1;
+            st.current = Some(b);
+            st
+        };
+        let due = Params {
+            first: 13,
+            step: 3,
+            count: 7,
+            prefetch_at: 0,
+        };
+        assert_eq!(fresh().window(&options), Some(due));
+        let unmarked = Params {
+            prefetch_at: NO_PREFETCH_CHECK,
+            ..due
+        };
+        let mut st = fresh();
+        let _inflight = st.begin();
+        assert_eq!(st.window(&options), Some(unmarked), "in flight");
+        let mut st = fresh();
+        st.next = Some(Block::new(Run::new(40, 8, 3), stamp(2)));
+        assert_eq!(st.window(&options), Some(unmarked), "held");
+        let mut st = fresh();
+        if let Some(b) = st.current.as_mut() {
+            b.prefetch_failed = true;
+        }
+        assert_eq!(st.window(&options), Some(unmarked), "failed");
+        let fixed = options.with_prefetch(None);
+        assert_eq!(fresh().window(&fixed), Some(unmarked), "no prefetch");
+        // A huge block: the window covers MAX_WINDOW of it.
+        let mut st = State::new(8);
+        st.current = Some(Block::new(Run::new(1, MAX_WINDOW * 4, 1), stamp(1)));
+        let w = st.window(&options).expect("a window");
+        assert_eq!((w.first, w.count), (1, MAX_WINDOW));
+        // None once closed, used up, or before the first block.
+        let mut st = fresh();
+        st.closed = true;
+        assert_eq!(st.window(&options), None, "closed");
+        let mut st = fresh();
+        if let Some(b) = st.current.as_mut() {
+            b.used = 8;
+        }
+        assert_eq!(st.window(&options), None, "used up");
+        assert_eq!(State::new(8).window(&options), None, "nothing reserved");
+    }
+
     #[test]
     fn a_fast_caller_prefetches_early_enough_to_cover_the_round_trip() {
         let options = BlockOptions::default()
@@ -516,6 +576,20 @@ mod tests {
         assert_eq!(st.tail, Some(Duration::from_millis(2)));
         st.rate = Some(1e6);
         assert_eq!(st.keep_ahead_size(&options, &b, 0.5, now), 64_000);
+        // The current block goes faster (1000 numbers in 0.5 ms: 2 M/s) than the last one
+        // did: its own pace sizes the next block. With fewer than MIN_PACE_SAMPLE numbers
+        // used, too few to tell, the last block's pace does.
+        let mut fast = Block::new(Run::new(1, 1000, 1), stamp(1));
+        fast.used = 1000;
+        let later = fast.started + Duration::from_micros(500);
+        assert_eq!(st.keep_ahead_size(&options, &fast, 0.5, later), 128_000);
+        // No time measured since it started (a clock that did not move): no pace of its own.
+        assert_eq!(
+            st.keep_ahead_size(&options, &fast, 0.5, fast.started),
+            64_000
+        );
+        fast.used = MIN_PACE_SAMPLE - 1;
+        assert_eq!(st.keep_ahead_size(&options, &fast, 0.5, later), 64_000);
         // 4 round trips at 1 M/s: 8 000 numbers, more than the block: at once.
         assert_eq!(st.prefetch_point(&options, 0.5, &b), 0);
         st.rate = Some(100_000.0);
@@ -526,7 +600,11 @@ mod tests {
         // lead stays twice the stall.
         st.reservation_started = Some(now);
         st.measured(now + Duration::from_millis(30));
-        for _ in 0..40 {
+        // One fast reservation after it: the stall decays by an eighth, not at once.
+        st.reservation_started = Some(now);
+        st.measured(now + Duration::from_millis(2));
+        assert_eq!(st.latency, Some(Duration::from_micros(26_250)));
+        for _ in 0..39 {
             st.reservation_started = Some(now);
             st.measured(now + Duration::from_millis(2));
         }
