@@ -765,11 +765,10 @@ async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
         &[("maker", MAKER, &["a*"], &["create"])],
     );
     let http = reqwest::Client::new();
-    let create = |token: &str, body: Value| {
-        http.post(svc.url("/v1/sequences"))
-            .bearer_auth(token)
-            .json(&body)
+    let post = |path: &str, token: &str, body: Value| {
+        http.post(svc.url(path)).bearer_auth(token).json(&body)
     };
+    let create = |token: &str, body: Value| post("/v1/sequences", token, body);
     let (status, body) = send(create(
         ADMIN,
         json!({ "name": "asecret", "step": 7, "min": 3, "max": 987_654_321, "start": 10 }),
@@ -803,11 +802,7 @@ async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
     .await;
     assert_eq!((status, &body["created"]), (200, &json!(false)), "{body}");
 
-    let create_queue = |token: &str, body: Value| {
-        http.post(svc.url("/v1/queues"))
-            .bearer_auth(token)
-            .json(&body)
-    };
+    let create_queue = |token: &str, body: Value| post("/v1/queues", token, body);
     let (status, body) = send(create_queue(
         ADMIN,
         json!({ "name": "aqueue", "min": 3, "max": 987_654 }),

@@ -160,24 +160,17 @@ pub(super) async fn create(
     }
     let may_read = AppState::permit_on(&rule, Op::Peek, Some(&b.name), QUEUE).is_ok();
     let acting = st.acting(&rule)?;
-    let (queue, created) = if b.if_not_exists {
-        // Whether this request made it: the version of a queue just made is 0, but so is
-        // that of one another client made and nobody used yet; ask for the insert first.
-        match acting.create_queue(&b.name, spec.clone()).await {
-            Ok(q) => (q, true),
-            // To a token that may not read the queue, only that it exists: neither its state
-            // nor whether its spec is the one asked for (as for sequences).
-            Err(Error::QueueExists { .. }) if !may_read => return Err(exists_unread(&b.name)),
-            Err(Error::QueueExists { .. }) => (acting.ensure_queue(&b.name, spec).await?, false),
-            Err(e) => return Err(e.into()),
+    // Whether this request made it: the version of a queue just made is 0, but so is that of
+    // one another client made and nobody used yet; ask for the insert first.
+    let (queue, created) = match acting.create_queue(&b.name, spec.clone()).await {
+        Ok(q) => (q, true),
+        // To a token that may not read the queue, only that it exists: neither its range nor
+        // whether its spec is the one asked for (as for sequences), `if_not_exists` or not.
+        Err(Error::QueueExists { .. }) if !may_read => return Err(exists_unread(&b.name)),
+        Err(Error::QueueExists { .. }) if b.if_not_exists => {
+            (acting.ensure_queue(&b.name, spec).await?, false)
         }
-    } else {
-        match acting.create_queue(&b.name, spec).await {
-            Ok(q) => (q, true),
-            // Nor its range, to a token without `peek`, when it was not asked to exist.
-            Err(Error::QueueExists { .. }) if !may_read => return Err(exists_unread(&b.name)),
-            Err(e) => return Err(e.into()),
-        }
+        Err(e) => return Err(e.into()),
     };
     Ok(created_reply(&queue.status().await?, created))
 }
