@@ -262,6 +262,42 @@ pub enum Error {
         reason: String,
     },
 
+    /// [`Dispenser::delete_queue`](crate::Dispenser::delete_queue) found tickets held —
+    /// waiting, or shown by a desk — and was not forced: a queue created again under the name
+    /// starts from its first ticket, and would hand out those numbers again while their holders
+    /// still wait. Nothing was deleted; delete it once nobody waits (call or cancel the
+    /// tickets, release the desks), or with force.
+    #[error(
+        "queue {name:?} is in use: {}; created again, it would hand out their numbers again while they wait. Delete it once nobody waits and no desk shows a ticket, or delete it with force",
+        in_use(*.waiting, *.shown)
+    )]
+    QueueInUse {
+        /// The queue's name.
+        name: String,
+        /// How many tickets wait.
+        waiting: u64,
+        /// How many desks show a ticket.
+        shown: u64,
+    },
+
+    /// A number of a gap-free sequence is held by a caller whose lease has not run out by the
+    /// server's clock, so its business write could still land: a
+    /// [`Gapless::release`](crate::gapless::Gapless::release) without force, or a
+    /// [`Gapless::void`](crate::gapless::Gapless::void), is refused. Nothing was written; try
+    /// again once the lease ran out, or release it with force when its holder is known dead.
+    #[error(
+        "{number} of gap-free sequence {name:?} is held by a caller until {} (server time), so its write could still land; wait until then, or release it with force if you know the holder is dead (a write that lands afterwards fails on the unique index)",
+        .until.try_to_rfc3339_string().unwrap_or_default()
+    )]
+    LeaseHeld {
+        /// The gap-free sequence's name.
+        name: String,
+        /// The number held.
+        number: i64,
+        /// When the lease runs out, by the server's clock.
+        until: bson::DateTime,
+    },
+
     /// The queue does not exist (it was never created, or it was deleted).
     #[error("no such queue {name:?}")]
     NoSuchQueue {
@@ -315,8 +351,10 @@ pub enum ErrorKind {
     /// One of that name exists already. [`Error::SequenceExists`], [`Error::QueueExists`].
     AlreadyExists,
     /// The stored state refuses the change: another spec, a value going backwards, a ticket
-    /// held that would be remapped. Nothing was written. [`Error::SpecConflict`],
-    /// [`Error::WouldGoBackwards`], [`Error::QueueAlterRefused`].
+    /// held that would be remapped, a queue deleted while tickets are held, a gap-free number
+    /// whose lease runs. Nothing was written. [`Error::SpecConflict`],
+    /// [`Error::WouldGoBackwards`], [`Error::QueueAlterRefused`], [`Error::QueueInUse`],
+    /// [`Error::LeaseHeld`].
     Conflict,
     /// A non-cyclic sequence has fewer numbers left than asked. [`Error::Exhausted`].
     Exhausted,
@@ -334,6 +372,15 @@ pub enum ErrorKind {
     Corrupt,
     /// The caller's own business write of a gap-free number failed. [`Error::BusinessWrite`].
     BusinessWrite,
+}
+
+/// What holds a queue a delete refuses, in words.
+fn in_use(waiting: u64, shown: u64) -> String {
+    match (waiting, shown) {
+        (w, 0) => format!("{w} ticket(s) wait"),
+        (0, d) => format!("{d} desk(s) show a ticket"),
+        (w, d) => format!("{w} ticket(s) wait and {d} desk(s) show a ticket"),
+    }
 }
 
 /// Why a take was refused, in words: what was asked, what waits, what is shown.
@@ -389,7 +436,9 @@ impl Error {
             Error::SequenceExists { .. } | Error::QueueExists { .. } => ErrorKind::AlreadyExists,
             Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
-            | Error::QueueAlterRefused { .. } => ErrorKind::Conflict,
+            | Error::QueueAlterRefused { .. }
+            | Error::QueueInUse { .. }
+            | Error::LeaseHeld { .. } => ErrorKind::Conflict,
             Error::Exhausted { .. } => ErrorKind::Exhausted,
             Error::QueueFull { .. }
             | Error::NobodyWaiting { .. }
@@ -406,9 +455,10 @@ impl Error {
 
     /// A stable, machine-readable name of the error (what the service answers as `kind`):
     /// `invalid_input`, `no_such_sequence`, `no_such_queue`, `already_exists`,
-    /// `spec_conflict`, `would_go_backwards`, `would_remap`, `exhausted`, `queue_full`,
-    /// `nobody_waiting`, `ticket_not_waiting`, `nothing_to_recall`, `contention`, `database`,
-    /// `timeout`, `closed`, `corrupt_document`, `business_write`. A code is never renamed.
+    /// `spec_conflict`, `would_go_backwards`, `would_remap`, `queue_in_use`, `lease_held`,
+    /// `exhausted`, `queue_full`, `nobody_waiting`, `ticket_not_waiting`, `nothing_to_recall`,
+    /// `contention`, `database`, `timeout`, `closed`, `corrupt_document`, `business_write`. A
+    /// code is never renamed.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidName { .. }
@@ -420,6 +470,8 @@ impl Error {
             Error::SpecConflict { .. } => "spec_conflict",
             Error::WouldGoBackwards { .. } => "would_go_backwards",
             Error::QueueAlterRefused { .. } => "would_remap",
+            Error::QueueInUse { .. } => "queue_in_use",
+            Error::LeaseHeld { .. } => "lease_held",
             Error::Exhausted { .. } => "exhausted",
             Error::QueueFull { .. } => "queue_full",
             Error::NobodyWaiting { .. } => "nobody_waiting",
@@ -437,8 +489,9 @@ impl Error {
     /// The exit code of the command line for this error (the table in the guide's
     /// [command-line chapter](crate::guide::cli#exit-codes)): 2 invalid input, 3 not found, 4
     /// exhausted, 5 database, timeout or closed, 6 conflict (exists, another spec, backwards,
-    /// contention, a remap), 7 corrupt document, 9 queue full, 10 nobody waiting or nothing to
-    /// recall, 11 ticket not waiting, 12 a gap-free business write failed.
+    /// contention, a remap, a queue in use, a live gap-free lease), 7 corrupt document, 9
+    /// queue full, 10 nobody waiting or nothing to recall, 11 ticket not waiting, 12 a
+    /// gap-free business write failed.
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::InvalidName { .. }
@@ -452,7 +505,9 @@ impl Error {
             | Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
             | Error::Contention { .. }
-            | Error::QueueAlterRefused { .. } => 6,
+            | Error::QueueAlterRefused { .. }
+            | Error::QueueInUse { .. }
+            | Error::LeaseHeld { .. } => 6,
             Error::CorruptDocument { .. } => 7,
             Error::QueueFull { .. } => 9,
             Error::NobodyWaiting { .. } | Error::NothingToRecall { .. } => 10,
@@ -477,6 +532,8 @@ impl Error {
             | Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
             | Error::QueueAlterRefused { .. }
+            | Error::QueueInUse { .. }
+            | Error::LeaseHeld { .. }
             | Error::Exhausted { .. }
             | Error::QueueFull { .. }
             | Error::NobodyWaiting { .. }
@@ -824,6 +881,16 @@ mod tests {
                 max: 1,
                 reason: n(),
             },
+            Error::QueueInUse {
+                name: n(),
+                waiting: 2,
+                shown: 1,
+            },
+            Error::LeaseHeld {
+                name: n(),
+                number: 1,
+                until: bson::DateTime::from_millis(0),
+            },
             Error::NoSuchQueue { name: n() },
             Error::QueueExists {
                 name: n(),
@@ -857,10 +924,12 @@ mod tests {
                 Error::NoSuchQueue { .. } => 18,
                 Error::QueueExists { .. } => 19,
                 Error::Database { .. } => 20,
+                Error::QueueInUse { .. } => 21,
+                Error::LeaseHeld { .. } => 22,
             };
             seen.insert(variant);
         }
-        assert_eq!(seen.len(), 21, "every variant once");
+        assert_eq!(seen.len(), 23, "every variant once");
         all
     }
 

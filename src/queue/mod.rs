@@ -60,7 +60,7 @@ mod store;
 
 use std::sync::{Arc, Mutex};
 
-pub use action::{AtDesk, Call, Take, TakeMany};
+pub use action::{AtDesk, Call, DeleteQueue, Take, TakeMany};
 pub use spec::{QueueAlter, QueueSpec};
 pub use status::{
     CallEntry, DeskEntry, HourEntry, QueueCounters, QueueStatus, Ticket, WAITING_LISTED,
@@ -410,14 +410,22 @@ impl Dispenser {
             .await
     }
 
-    /// Deletes the queue `name`. Handles opened before then fail with
-    /// [`Error::NoSuchQueue`]. A queue created again under the name starts from its first
-    /// ticket: a ticket held from the old queue may then be handed out again, so delete a
-    /// queue only when nobody waits in it.
+    /// Deletes the queue `name`, unless tickets are held in it — waiting, or shown by a desk
+    /// — ([`Error::QueueInUse`], nothing deleted): a queue created again under the name starts
+    /// from its first ticket, so a ticket held from the old queue would be handed out again.
+    /// [`DeleteQueue::force`] deletes it all the same (the history records the force). Returns
+    /// a [`DeleteQueue`] to `.await`. Handles opened before then fail with
+    /// [`Error::NoSuchQueue`].
+    ///
+    /// The delete is pinned to the state it checked: a take landing between the check and the
+    /// delete makes it check again (and refuse), and a take that comes after it fails with
+    /// [`Error::NoSuchQueue`] — never a ticket of a deleted queue.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::NoSuchQueue`], [`Error::Database`],
+    /// [`Error::QueueInUse`] (nothing deleted), [`Error::InvalidArgument`] (a bad name),
+    /// [`Error::NoSuchQueue`], [`Error::CorruptDocument`] (a document that does not decode
+    /// is deleted only with force), [`Error::Contention`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -430,13 +438,24 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// d.delete_queue("lobby").await?;
-    /// assert!(d.open_queue("lobby").await.is_err());
+    /// match d.delete_queue("lobby").await {
+    ///     Err(dispenser::Error::QueueInUse { waiting, .. }) => {
+    ///         println!("{waiting} people still wait; call them first")
+    ///     }
+    ///     other => other?,
+    /// }
+    /// d.delete_queue("old-lobby").force().await?; // closed for good: nobody comes back
+    /// assert!(d.open_queue("old-lobby").await.is_err());
     /// # Ok(()) }
     /// ```
-    pub async fn delete_queue(&self, name: &str) -> Result<()> {
+    pub fn delete_queue<'a>(&'a self, name: &'a str) -> DeleteQueue<'a> {
+        DeleteQueue::new(self, name)
+    }
+
+    /// The delete [`DeleteQueue`] runs.
+    async fn delete_queue_now(&self, name: &str, force: bool) -> Result<()> {
         check_name(name)?;
-        if history::delete(self, &self.queues(), name).await? {
+        if history::delete(self, &self.queues(), name, force).await? {
             Ok(())
         } else {
             Err(no_such(name))
@@ -995,15 +1014,13 @@ impl Queue {
         Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
     }
 
-    /// Deletes the queue, as [`Dispenser::delete_queue`] does by name (which also deletes a
-    /// queue whose document no longer decodes). Handles opened before then fail with
-    /// [`Error::NoSuchQueue`]. A queue created again under the name starts from its first
-    /// ticket: a ticket held from the old queue may then be handed out again, so delete a
-    /// queue only when nobody waits in it.
+    /// Deletes the queue, as [`Dispenser::delete_queue`] does by name: refused while tickets
+    /// are held unless [`DeleteQueue::force`]. Returns a [`DeleteQueue`] to `.await`. Handles
+    /// opened before then fail with [`Error::NoSuchQueue`].
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchQueue`] (deleted already), [`Error::Database`], [`Error::Timeout`].
+    /// Those of [`Dispenser::delete_queue`].
     ///
     /// # Cancel safety
     ///
@@ -1015,12 +1032,17 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// d.open_queue("lobby").await?.delete().await?;
+    /// let lobby = d.open_queue("lobby").await?;
+    /// while lobby.status().await?.waiting > 0 {
+    ///     lobby.call().await?;
+    /// }
+    /// lobby.release().await?; // the desk without a name showed the last one
+    /// lobby.delete().await?;
     /// assert!(d.open_queue("lobby").await.is_err());
     /// # Ok(()) }
     /// ```
-    pub async fn delete(&self) -> Result<()> {
-        self.inner.dispenser.delete_queue(&self.inner.name).await
+    pub fn delete(&self) -> DeleteQueue<'_> {
+        DeleteQueue::new(&self.inner.dispenser, &self.inner.name)
     }
 
     /// Reads the queue's state: what each desk shows, the last calls, how many wait and for

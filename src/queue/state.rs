@@ -464,6 +464,18 @@ impl State {
         Some(unsigned(serial - self.served - 1 - before))
     }
 
+    /// What holds the queue at `now` (after a new day's restart, which clears the desks):
+    /// the tickets waiting and the desks showing a ticket. A queue deleted while either is
+    /// not zero and created again would hand their numbers out again.
+    pub(crate) fn held_at(&self, now: i64) -> (u64, u64) {
+        let mut s = self.clone();
+        s.roll(now);
+        (
+            unsigned(s.waiting()),
+            u64::try_from(s.desks.len()).unwrap_or(u64::MAX),
+        )
+    }
+
     /// The oldest serial held (waiting or shown by a desk), if any.
     pub(crate) fn oldest_held(&self) -> Option<i64> {
         let waiting = (self.served < self.taken).then_some(self.served + 1);

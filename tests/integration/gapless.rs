@@ -1235,7 +1235,11 @@ async fn a_voider_whose_clock_runs_ahead_cannot_void_a_live_holders_number() {
     void.args(["gapless", "void", "inv", "1", "--reason", "form destroyed"]);
     let out = skewed(&mut void, "+1h").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "a refusal, not bad input: {err}"
+    );
     assert!(err.contains("held by a caller"), "{err}");
     let mut status = cli(&f);
     status.args(["gapless", "status", "inv", "--json"]);
@@ -1866,8 +1870,10 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
     assert_eq!(n, 2);
     before.kill().unwrap();
     before.wait().unwrap();
+    // Regression (issue 49, item 10): a release while the lease runs is a refusal, exit 6
+    // (it was 2, "invalid input").
     let (code, _, err) = run(&["release", "inv", "2"]);
-    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(code, Some(6), "{err}");
     assert!(err.contains("could still land"), "{err}");
     let (code, out, err) = run(&["release", "inv", "3", "--force"]);
     assert_eq!(code, Some(2), "{out}{err}");

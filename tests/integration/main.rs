@@ -24,6 +24,7 @@ mod isolation;
 mod model;
 mod proxy;
 mod queue;
+mod queue_delete;
 mod queue_desks;
 mod queue_edges;
 mod reload;

@@ -132,11 +132,16 @@ pub enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a queue (exit 3 when there is none). Created again, it starts from its first
-    /// ticket: delete a queue only when nobody waits in it.
+    /// Delete a queue (exit 3 when there is none). Refused (exit 6, nothing deleted) while
+    /// tickets wait or a desk shows one: created again, the queue starts from its first ticket
+    /// and would hand out their numbers again.
     Delete {
         /// Queue name.
         name: String,
+        /// Delete it even while tickets are held (or its document cannot be read): you know
+        /// nobody waits any more. The history records the force.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -368,8 +373,8 @@ pub async fn run(
                 return Err(e);
             }
         }
-        QueueCommand::Delete { name } => {
-            d.delete_queue(&name).await?;
+        QueueCommand::Delete { name, force } => {
+            d.delete_queue(&name).with_force(force).await?;
             writeln!(out, "deleted queue {}", one_line_name(&name)).map_err(io_err)?;
         }
     }

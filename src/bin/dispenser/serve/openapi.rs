@@ -116,6 +116,7 @@ impl Modify for BearerAuth {
         queues::RecallBody,
         queues::CancelBody,
         queues::QueueAlterBody,
+        queues::QueueDeleteBody,
         HeldSequence,
         OverviewSequence,
         OverviewQueue,
@@ -140,7 +141,7 @@ fn meaning(status: u16) -> &'static str {
         404 => "`no_such_sequence` (`no_such_queue` for a queue)",
         408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
         409 => {
-            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `already_exists`"
+            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release without `force`, or a void, of a number whose holder's lease runs: nothing written)"
         }
         413 => "`payload_too_large`: a body over 64 KiB",
         414 => "`uri_too_long`: a URI over 65 534 bytes",
@@ -172,7 +173,9 @@ fn error_statuses(operation: &str) -> &'static [u16] {
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
         "queue_list" => &[400, 401, 403, 414, 431, 500, 503],
-        "queue_delete" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
+        "queue_delete" => &[
+            400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
+        ],
         "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "queue_create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
         "advance_to" | "reset" | "alter" | "gapless_void" | "gapless_release"

@@ -405,17 +405,31 @@ pub(super) async fn list(
     Ok(Json(json!({ "queues": out, "next": next })))
 }
 
-/// `DELETE /v1/queues/{name}`.
-#[utoipa::path(delete, path = "/v1/queues/{name}", operation_id = "queue_delete", tag = "queues", params(("name" = String, Path, description = "The queue name")),
+/// The body of `DELETE /v1/queues/{name}` (optional).
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct QueueDeleteBody {
+    /// Delete the queue even while tickets wait or a desk shows one (created again, it would
+    /// hand out their numbers again): you know nobody waits any more. The history records it.
+    #[serde(default)]
+    pub(super) force: bool,
+}
+
+/// `DELETE /v1/queues/{name}`: deletes a queue in which no ticket is held (409 `queue_in_use`,
+/// naming how many wait and how many desks show a ticket, nothing deleted), or any with
+/// `force: true`.
+#[utoipa::path(delete, path = "/v1/queues/{name}", operation_id = "queue_delete", tag = "queues", request_body(content = Option<QueueDeleteBody>, description = "Optional: `{\"force\": true}`"),
+    params(("name" = String, Path, description = "The queue name")),
     responses((status = 204, description = "Deleted")))]
 pub(super) async fn delete(
     State(st): State<Shared>,
-    headers: HeaderMap,
     Path(name): Path<String>,
+    req: Request,
 ) -> Result<StatusCode, ApiError> {
-    let acting = st.acting(&st.authorize_on(&headers, Op::Delete, Some(&name), QUEUE)?)?;
+    let acting = st.acting(&st.authorize_on(req.headers(), Op::Delete, Some(&name), QUEUE)?)?;
     check_name_of(QUEUE, &name, false)?;
-    acting.delete_queue(&name).await?;
+    let b: QueueDeleteBody = optional_json_body(req).await?;
+    acting.delete_queue(&name).with_force(b.force).await?;
     st.queues.events.nudge(&name);
     Ok(StatusCode::NO_CONTENT)
 }
