@@ -75,6 +75,11 @@ impl Service {
         let collection = common::unique(test);
         let path = std::env::temp_dir().join(format!("{collection}.tokens.json"));
         std::fs::write(&path, tokens.to_string()).unwrap();
+        // Private, as a tokens file should be (the service warns of one other users may read).
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
         let tokens = path;
         let mut child = Command::new(env!("CARGO_BIN_EXE_dispenser"))
             .env("MONGODB_URI", uri)
