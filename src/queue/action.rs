@@ -144,7 +144,8 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// Calls from `desk` (1–16 letters, digits, spaces, `-`, `_`, `.`), which then shows that
+    /// Calls from `desk` (1–16 letters, digits, spaces, `-`, `_`, `.`, not only spaces; the
+    /// spaces at either end are dropped: `"  3 "` is desk `"3"`), which then shows that
     /// ticket, held, until it calls again or is released.
     pub fn desk(mut self, desk: impl Into<String>) -> Self {
         self.desk = Some(desk.into());
@@ -195,7 +196,8 @@ impl<'a> AtDesk<'a> {
         }
     }
 
-    /// The desk (1–16 letters, digits, spaces, `-`, `_`, `.`).
+    /// The desk (1–16 letters, digits, spaces, `-`, `_`, `.`, not only spaces; the spaces at
+    /// either end are dropped, as for [`Call::desk`]).
     pub fn desk(mut self, desk: impl Into<String>) -> Self {
         self.desk = Some(desk.into());
         self

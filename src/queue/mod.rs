@@ -98,23 +98,32 @@ pub const MAX_DESK_CHARS: usize = 16;
 /// The longest request id, in bytes.
 pub const MAX_REQUEST_ID: usize = 64;
 
-/// Checks a desk label: 1 to 16 characters, letters, digits, space, `-`, `_` or `.`.
-fn check_desk(queue: &str, desk: &str) -> Result<()> {
+/// Checks a desk label and returns it as the board shows it: 1 to 16 characters, letters,
+/// digits, space, `-`, `_` or `.`, not only spaces (a blank label would show as no desk at
+/// all); the spaces at either end are dropped (`"  a  "` is desk `"a"`).
+fn check_desk(queue: &str, desk: &str) -> Result<String> {
     let n = desk.chars().count();
     let ok = (1..=MAX_DESK_CHARS).contains(&n)
         && desk
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::invalid_argument(
-            format!("desk of queue {queue:?}"),
-            format!(
-                "{desk:?} is not a desk label: 1 to {MAX_DESK_CHARS} letters, digits, spaces, '-', '_' or '.'"
-            ),
-        ))
+    let shown = desk.trim_matches(' ');
+    if ok && !shown.is_empty() {
+        return Ok(shown.to_owned());
     }
+    let reason = if ok {
+        format!(
+            "{desk:?} is blank: a desk label needs a letter, a digit, '-', '_' or '.' to show on the board"
+        )
+    } else {
+        format!(
+            "{desk:?} is not a desk label: 1 to {MAX_DESK_CHARS} letters, digits, spaces, '-', '_' or '.'"
+        )
+    };
+    Err(Error::invalid_argument(
+        format!("desk of queue {queue:?}"),
+        reason,
+    ))
 }
 
 /// Checks a request id: 1 to 64 printable ASCII characters.
@@ -842,9 +851,7 @@ impl Queue {
     /// The call [`Call`] runs.
     async fn call_now(&self, desk: Option<String>, ticket: Option<i64>) -> Result<Ticket> {
         let name = &self.inner.name;
-        if let Some(d) = &desk {
-            check_desk(name, d)?;
-        }
+        let desk = desk.map(|d| check_desk(name, &d)).transpose()?;
         let op = Op::Call {
             desk: desk.clone().unwrap_or_default(),
             ticket,
@@ -916,9 +923,7 @@ impl Queue {
     /// The recall or release [`AtDesk`] runs.
     async fn at_desk(&self, desk: Option<String>, release: bool) -> Result<Ticket> {
         let name = &self.inner.name;
-        if let Some(d) = &desk {
-            check_desk(name, d)?;
-        }
+        let desk = desk.map(|d| check_desk(name, &d)).transpose()?;
         let at = desk.clone().unwrap_or_default();
         let op = if release {
             Op::Release { desk: at }
@@ -1098,10 +1103,24 @@ mod tests {
         for ok in ["1", "Desk 12", "a-b_c.d", "0123456789abcdef"] {
             assert!(super::check_desk("q", ok).is_ok(), "{ok}");
         }
-        for bad in ["", "0123456789abcdefg", "a/b", "é", "a\n"] {
+        for bad in [
+            "",
+            "0123456789abcdefg",
+            "a/b",
+            "é",
+            "a\n",
+            " ",
+            "                ",
+        ] {
             let e = super::check_desk("q", bad).unwrap_err();
             assert!(e.to_string().contains("queue \"q\""), "{e}");
         }
+        // Regression (issue 49, item 10): " " and "  a  " showed blank on the board. A blank
+        // label is refused; spaces at either end are dropped.
+        let e = super::check_desk("q", "   ").unwrap_err();
+        assert!(e.to_string().contains("\"   \" is blank"), "{e}");
+        assert_eq!(super::check_desk("q", "  a  ").unwrap(), "a");
+        assert_eq!(super::check_desk("q", " Desk 12 ").unwrap(), "Desk 12");
         assert!(super::check_request_id("q", "kiosk-1/000042 x").is_ok());
         for bad in ["", "é", "a\tb", &"x".repeat(65)] {
             assert!(super::check_request_id("q", bad).is_err(), "{bad:?}");

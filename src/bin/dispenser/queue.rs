@@ -65,7 +65,8 @@ pub enum QueueCommand {
     Call {
         /// Queue name.
         name: String,
-        /// The desk calling: 1-16 letters, digits, spaces, '-', '_' or '.'.
+        /// The desk calling: 1-16 letters, digits, spaces, '-', '_' or '.', not only spaces
+        /// (spaces at either end are dropped).
         #[arg(long)]
         desk: Option<String>,
         /// Call this waiting ticket out of order (exit 11 when it does not wait).
@@ -304,7 +305,8 @@ pub async fn run(
             writeln!(
                 out,
                 "desk {} of queue {} released ticket {}",
-                desk.as_deref()
+                t.desk
+                    .as_deref()
                     .map_or_else(|| "(unnamed)".to_owned(), one_line_name),
                 one_line_name(&name),
                 t.label

@@ -256,6 +256,12 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                 .unwrap_or_default(),
         );
     }
+    // A desk label, in both bodies: not only spaces (one pattern, beside the service's check).
+    for schema in ["CallBody", "RecallBody"] {
+        if let Some(p) = property(&mut doc, schema, "desk") {
+            p.insert("pattern".into(), json!(queues::DESK_PATTERN));
+        }
+    }
     for schema in ["VoidBody", "ReleaseBody"] {
         if let Some(p) = property(&mut doc, schema, "reason") {
             p.insert("minLength".into(), json!(1));

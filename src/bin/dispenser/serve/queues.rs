@@ -71,9 +71,10 @@ pub(super) struct TakeBody {
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CallBody {
-    /// The desk calling: 1 to 16 letters, digits, spaces, `-`, `_` or `.`.
+    /// The desk calling: 1 to 16 letters, digits, spaces, `-`, `_` or `.`, not only spaces
+    /// (the spaces at either end are dropped).
     #[serde(default)]
-    #[schema(pattern = r"^[A-Za-z0-9 ._-]{1,16}(?![\s\S])")]
+    #[schema(max_length = 16)]
     pub(super) desk: Option<String>,
     /// Call this waiting ticket out of order.
     #[serde(default, deserialize_with = "whole_or_null")]
@@ -84,9 +85,10 @@ pub(super) struct CallBody {
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RecallBody {
-    /// The desk whose ticket is announced again (default: the desk without a name).
+    /// The desk whose ticket is announced again (default: the desk without a name): as
+    /// `CallBody`'s.
     #[serde(default)]
-    #[schema(pattern = r"^[A-Za-z0-9 ._-]{1,16}(?![\s\S])")]
+    #[schema(max_length = 16)]
     pub(super) desk: Option<String>,
 }
 
@@ -108,6 +110,12 @@ pub(super) struct QueueAlterBody {
     pub(super) max: i64,
 }
 
+/// The pattern of a desk label in the OpenAPI document: letters, digits, spaces, `-`, `_`
+/// and `.`, at least one of them not a space (with `maxLength` 16).
+pub(super) const DESK_PATTERN: &str = r"^ *[A-Za-z0-9._-][A-Za-z0-9 ._-]*(?![\s\S])";
+
+/// Checks a desk label as the document declares it (400 otherwise; the library drops the
+/// spaces at either end).
 fn check_desk(desk: Option<&str>) -> Result<(), ApiError> {
     match desk {
         Some(d)
@@ -121,6 +129,9 @@ fn check_desk(desk: Option<&str>) -> Result<(), ApiError> {
                 "desk {d:?} must be 1 to 16 letters, digits, spaces, '-', '_' or '.'"
             )))
         }
+        Some(d) if d.trim_matches(' ').is_empty() => Err(ApiError::invalid_input(format!(
+            "desk {d:?} is blank: a desk label needs a letter, a digit, '-', '_' or '.' to show on the board"
+        ))),
         _ => Ok(()),
     }
 }
