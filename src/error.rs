@@ -196,8 +196,9 @@ pub enum Error {
     /// as its range holds, so the next ticket would be one that someone waiting still holds.
     /// Nothing was written; take again once a ticket was called.
     #[error(
-        "queue {name:?} is full: {}; call the next one before taking more",
-        full_reason(*.requested, *.waiting, *.shown, *.capacity)
+        "queue {name:?} is full: {}{}; call the next one before taking more",
+        full_reason(*.requested, *.waiting, *.shown, *.capacity),
+        restart_reason(*.before_restart, *.oldest_before_restart)
     )]
     QueueFull {
         /// The queue's name.
@@ -211,6 +212,13 @@ pub enum Error {
         requested: u64,
         /// How many distinct tickets the queue's range holds.
         capacity: u64,
+        /// How many of the tickets waiting were taken before the daily queue's last restart (0
+        /// when none): they keep their numbers, so the new day's tickets stop before the
+        /// oldest of them — fewer fit than the range holds.
+        before_restart: u64,
+        /// The oldest of those tickets (`None` when `before_restart` is 0): the number the new
+        /// day's tickets stop before.
+        oldest_before_restart: Option<i64>,
     },
 
     /// [`Queue::call`](crate::queue::Queue::call) found nobody waiting: every ticket taken
@@ -372,6 +380,16 @@ pub enum ErrorKind {
     Corrupt,
     /// The caller's own business write of a gap-free number failed. [`Error::BusinessWrite`].
     BusinessWrite,
+}
+
+/// Why fewer tickets fit after a daily restart, in words (empty when that is not why).
+fn restart_reason(before_restart: u64, oldest: Option<i64>) -> String {
+    match oldest {
+        Some(t) if before_restart > 0 => format!(
+            "; {before_restart} of them were taken before the daily restart and keep their numbers, so today's tickets stop before {t}, the oldest of them"
+        ),
+        _ => String::new(),
+    }
 }
 
 /// What holds a queue a delete refuses, in words.
@@ -862,6 +880,8 @@ mod tests {
                 shown: None,
                 requested: 1,
                 capacity: 1,
+                before_restart: 0,
+                oldest_before_restart: None,
             },
             Error::NobodyWaiting {
                 name: n(),

@@ -987,9 +987,27 @@ async fn a_daily_queue_starts_again_each_local_day() {
         ("2030-11-25", 1, 3)
     );
     assert!(s.desks.is_empty(), "the boards start the day blank");
-    // 2 and 3 still wait from yesterday: today's 2 is refused.
+    // 2 and 3 still wait from yesterday: today's 2 is refused, and the message says why fewer
+    // fit than the range holds (regression, issue 49, item 10).
     let e = night.take().await.unwrap_err();
-    assert!(matches!(e, Error::QueueFull { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::QueueFull {
+                waiting: 3,
+                capacity: 5,
+                before_restart: 2,
+                oldest_before_restart: Some(2),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("2 of them were taken before the daily restart and keep their numbers, so today's tickets stop before 2"),
+        "{e}"
+    );
     // Yesterday's first.
     let order: Vec<i64> = [
         night.call().await.unwrap().number,
