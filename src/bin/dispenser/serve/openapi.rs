@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN};
+use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN, PATH_NAME_PATTERN};
 use super::schemas::{
     Created, Drawn, ErrorBody, ErrorDetail, FamilyTicket, Health, HeldSequence, HourCount, Hourly,
     ListEntry, Overview, OverviewQueue, OverviewSequence, QueueCallEntry, QueueCreated,
@@ -33,6 +33,9 @@ pub(super) const FORMAT_PATTERN: &str = concat!(
     r"(?:\{n\}|\{n:0\+?0*(?:[1-9]|1[0-9]|20)\})",
     r"(?:[^{}\u0000]|\{\{|\}\}|\{scope\}|\{n\}|\{n:0\+?0*(?:[1-9]|1[0-9]|20)\})*$"
 );
+
+/// What the service refuses of a name in a path (400), as every path parameter `name` says.
+const PATH_NAME_RULES: &str = "1 to 200 characters (at most 200 bytes of UTF-8: 422 past them), no control character (U+0000–U+001F, U+007F–U+009F), not starting with `$`. Percent-encode it; the service decodes it once, so the rules hold for the decoded name, and the pattern also rules out the escapes of what it refuses (`%0A`, `%7F`, `%C2%85`, a leading `%24`) for clients that decode a value once before encoding it.";
 
 /// The bearer-token scheme every `/v1` endpoint requires.
 struct BearerAuth;
@@ -315,7 +318,11 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                 if let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) {
                     for p in params {
                         match p["name"].as_str() {
-                            Some("name") => p["schema"] = name_schema(NAME_PATTERN),
+                            Some("name") => {
+                                p["schema"] = name_schema(PATH_NAME_PATTERN);
+                                let what = p["description"].as_str().unwrap_or("The name");
+                                p["description"] = json!(format!("{what}. {PATH_NAME_RULES}"));
+                            }
                             Some("count") => {
                                 p["schema"] = json!({
                                     "type": "integer", "minimum": 1, "maximum": max_count, "default": 1
