@@ -1478,6 +1478,25 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
             .contains("no holder"),
         "{body}"
     );
+    // A holder whose lease runs: a release without force is a refusal, 409 `lease_held` (it
+    // was 422, invalid input: issue 49, item 10), nothing written; forced, it goes through.
+    let (mut live, n) = holder_with(issue_cmd(&f, &business, 1, "60"), "before");
+    assert_eq!(n, 4);
+    let (status, body) = send(release(ADMIN, json!({ "number": 4 }))).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (409, Some("lease_held")),
+        "{body}"
+    );
+    assert_eq!(g.status().await.unwrap().next, 4, "nothing written");
+    live.kill().unwrap();
+    live.wait().unwrap();
+    let (status, body) = send(release(ADMIN, json!({ "number": 4, "force": true }))).await;
+    assert_eq!(
+        (status, &body["outcome"]),
+        (200, &json!("voided")),
+        "{body}"
+    );
     let (status, body) = send(
         http.post(svc.url(&format!("/v1/gapless/{long}/release")))
             .bearer_auth(ADMIN)
