@@ -668,6 +668,17 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
     assert!(status.success(), "{stderr}");
 }
 
+/// The service's `/openapi.json`.
+async fn openapi_of(http: &reqwest::Client, svc: &Service) -> Value {
+    http.get(svc.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// Item 3: the document says what the service does: name rules, `count` from 1 to
 /// `--max-count`, reset with `next` or `value`, striped answers, `/metrics` and
 /// `/openapi.json`, explicit status codes.
@@ -675,14 +686,7 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
 async fn the_openapi_document_says_what_the_service_does() {
     let svc = Service::start("openapi_exact");
     let http = reqwest::Client::new();
-    let doc: Value = http
-        .get(svc.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = openapi_of(&http, &svc).await;
     let text = doc.to_string();
     assert!(
         !text.contains("\"4XX\"") && !text.contains("\"5XX\""),
@@ -804,14 +808,7 @@ print(json.dumps([[v, bool(re.search(pattern, v)), quote(unquote(v), safe="")] f
 async fn every_path_parameter_says_what_the_service_refuses() {
     let svc = Service::start("path_names");
     let http = reqwest::Client::new();
-    let doc: Value = http
-        .get(svc.url("/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = openapi_of(&http, &svc).await;
     // Every operation with a path: one `name` parameter, one schema.
     let mut operations = Vec::new();
     let mut schemas = HashSet::new();

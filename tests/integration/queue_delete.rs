@@ -169,6 +169,17 @@ struct Room {
     unexpected: Vec<String>,
 }
 
+impl Room {
+    fn took(&mut self, label: &str, serial: u64) {
+        let e = incarnation(label);
+        self.taken.entry(e).or_default().insert(serial);
+    }
+
+    fn moved_past(&mut self, incarnation: u64, serial: u64) {
+        self.left.entry(incarnation).or_default().insert(serial);
+    }
+}
+
 /// The incarnation a ticket's label names (`e3-4`: 3).
 fn incarnation(label: &str) -> u64 {
     label
@@ -204,15 +215,19 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
     let started = Instant::now();
     let until = started + Duration::from_secs(6);
     let mut seeds = Rng(seed);
+    // Each actor: its own client, the room, a random stream of its own.
+    let mut actor = || {
+        (
+            f.dispenser(f.options()),
+            Arc::clone(&room),
+            Rng(seeds.next_u64()),
+        )
+    };
     let mut tasks = Vec::new();
     // Three takers, each with its own handle: a handle follows the name into a queue created
     // again (its remembered state is of the old incarnation, so its first write reads anew).
     for _ in 0..3 {
-        let (d, room, mut rng) = (
-            f.dispenser(f.options()),
-            Arc::clone(&room),
-            Rng(seeds.next_u64()),
-        );
+        let (d, room, mut rng) = actor();
         tasks.push(tokio::spawn(async move {
             let q = d.open_queue("mq").await.unwrap();
             while Instant::now() < until {
@@ -226,13 +241,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                 };
                 tokio::time::sleep(Duration::from_millis(pause)).await;
                 match q.take().await {
-                    Ok(t) => {
-                        let mut r = room.lock().unwrap();
-                        r.taken
-                            .entry(incarnation(&t.label))
-                            .or_default()
-                            .insert(t.serial);
-                    }
+                    Ok(t) => room.lock().unwrap().took(&t.label, t.serial),
                     Err(
                         Error::QueueFull { .. }
                         | Error::NoSuchQueue { .. }
@@ -245,11 +254,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
     }
     // One desk: calls while someone waits, and is released when nobody does.
     {
-        let (d, room, mut rng) = (
-            f.dispenser(f.options()),
-            Arc::clone(&room),
-            Rng(seeds.next_u64()),
-        );
+        let (d, room, mut rng) = actor();
         tasks.push(tokio::spawn(async move {
             let q = d.open_queue("mq").await.unwrap();
             // The ticket the desk shows: (incarnation, serial).
@@ -265,12 +270,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                         if let Some((e, serial)) = shown.replace(now)
                             && e == now.0
                         {
-                            room.lock()
-                                .unwrap()
-                                .left
-                                .entry(e)
-                                .or_default()
-                                .insert(serial);
+                            room.lock().unwrap().moved_past(e, serial);
                         }
                     }
                     Err(Error::NobodyWaiting { .. }) if shown.is_some() => {
@@ -278,12 +278,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                             Ok(t) => {
                                 let e = incarnation(&t.label);
                                 if shown.take() == Some((e, t.serial)) {
-                                    room.lock()
-                                        .unwrap()
-                                        .left
-                                        .entry(e)
-                                        .or_default()
-                                        .insert(t.serial);
+                                    room.lock().unwrap().moved_past(e, t.serial);
                                 }
                             }
                             // The desk shows nothing: a delete took its ticket off the board.
@@ -308,11 +303,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
     }
     // The deleter: deletes whenever it can, and creates the queue again at once.
     let deleter = {
-        let (d, room, mut rng) = (
-            f.dispenser(f.options()),
-            Arc::clone(&room),
-            Rng(seeds.next_u64()),
-        );
+        let (d, room, mut rng) = actor();
         tokio::spawn(async move {
             let mut current = 0;
             while Instant::now() < until {

@@ -18,9 +18,15 @@ use rcgen::{
 };
 use serde_json::{Value, json};
 use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::client::danger::{
+    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
+};
+use tokio_rustls::rustls::pki_types::UnixTime;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto};
+use tokio_rustls::rustls::{
+    ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme, crypto,
+};
 
 use crate::common;
 use crate::serve::{ADMIN, BOARD, ORDERS, Service};
@@ -624,28 +630,24 @@ fn bench_http_runs_over_tls() {
 #[derive(Debug)]
 struct AnyCertificate(Arc<crypto::CryptoProvider>);
 
-impl tokio_rustls::rustls::client::danger::ServerCertVerifier for AnyCertificate {
+impl ServerCertVerifier for AnyCertificate {
     fn verify_server_cert(
         &self,
         _: &CertificateDer<'_>,
         _: &[CertificateDer<'_>],
         _: &ServerName<'_>,
         _: &[u8],
-        _: tokio_rustls::rustls::pki_types::UnixTime,
-    ) -> Result<tokio_rustls::rustls::client::danger::ServerCertVerified, tokio_rustls::rustls::Error>
-    {
-        Ok(tokio_rustls::rustls::client::danger::ServerCertVerified::assertion())
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, tokio_rustls::rustls::Error> {
+        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
-        dss: &tokio_rustls::rustls::DigitallySignedStruct,
-    ) -> Result<
-        tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
-        tokio_rustls::rustls::Error,
-    > {
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
         crypto::verify_tls12_signature(
             message,
             cert,
@@ -658,11 +660,8 @@ impl tokio_rustls::rustls::client::danger::ServerCertVerifier for AnyCertificate
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
-        dss: &tokio_rustls::rustls::DigitallySignedStruct,
-    ) -> Result<
-        tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
-        tokio_rustls::rustls::Error,
-    > {
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
         crypto::verify_tls13_signature(
             message,
             cert,
@@ -671,7 +670,7 @@ impl tokio_rustls::rustls::client::danger::ServerCertVerifier for AnyCertificate
         )
     }
 
-    fn supported_verify_schemes(&self) -> Vec<tokio_rustls::rustls::SignatureScheme> {
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
