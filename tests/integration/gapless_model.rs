@@ -500,7 +500,8 @@ fn cli_actors(
                     Ok((Some(0), _)) => {
                         rec.lock().unwrap().voids.insert(n, reason);
                     }
-                    Ok((Some(2), _)) => {}
+                    // Refused: not the next number (2), or held by a live lease (6).
+                    Ok((Some(2 | 6), _)) => {}
                     Ok((code, o)) => rec.lock().unwrap().unexpected.push(format!(
                         "CLI void exited {code:?}: {}",
                         String::from_utf8_lossy(&o.stderr)
