@@ -173,6 +173,7 @@ impl QueueStore {
                     "moving request ids of queue {name:?} out of its document (nothing was taken)"
                 ),
                 after: timeout,
+                written: crate::Written::Nothing,
             }),
         }
     }
@@ -201,11 +202,16 @@ impl QueueStore {
         match tokio::time::timeout(timeout, self.coll().insert_one(d).into_future()).await {
             Ok(Ok(_)) => Ok(true),
             Ok(Err(e)) if is_duplicate_key(&e) => Ok(false),
-            Ok(Err(e)) => Err(Error::database(format!("creating queue {name:?}"), e)),
-            Err(_) => Err(Error::Timeout {
-                context: format!("creating queue {name:?} (the queue may or may not exist)"),
-                after: timeout,
-            }),
+            Ok(Err(e)) => Err(Error::database_as(
+                format!("creating queue {name:?}"),
+                e,
+                Aftermath::Admin,
+            )),
+            Err(_) => Err(Error::timeout(
+                format!("creating queue {name:?}"),
+                timeout,
+                Aftermath::Admin,
+            )),
         }
     }
 
@@ -301,8 +307,8 @@ impl QueueStore {
         let res = self
             .store
             .bounded_as(
-                Aftermath::Read,
-                || format!("deleting queue {name:?} (it may or may not be deleted)"),
+                Aftermath::Admin,
+                || format!("deleting queue {name:?}"),
                 self.coll().delete_one(doc! { field::ID: name }),
             )
             .await?;
