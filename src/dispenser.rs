@@ -650,7 +650,7 @@ impl Dispenser {
         validate_name(name)?;
         // `open` has just read the state: the loop starts from it (no second read).
         let handle = self.open(name).await?;
-        handle
+        let (_, written) = handle
             .drawer()
             .update(true, None, |stored, _| {
                 Ok(match decide(stored)? {
@@ -665,7 +665,11 @@ impl Dispenser {
                 })
             })
             .await?;
-        self.peek(name).await
+        let read = self.peek(name).await;
+        match written {
+            Some(_) => read.map_err(|e| e.after_write(&format!("sequence {name:?} changed"))),
+            None => read,
+        }
     }
 
     /// [`Sequence::set_format`] by name.

@@ -375,8 +375,8 @@ pub enum Written {
     /// Nothing was written: the call was refused, a read failed, the server could not be
     /// reached, or it refused the write. Making the call again is safe.
     Nothing,
-    /// The write was made; what failed came after it (the library's calls never end so; the
-    /// command line does when it cannot print the answer of a write it made).
+    /// The write was made; what failed came after it: reading back the answer (an admin
+    /// operation's state after its change), or, on the command line, printing it.
     Done,
     /// A write was sent and its reply never came (lost, its connection cut, a timeout): it
     /// may or may not have been applied. Find out before making it again where that matters
@@ -473,7 +473,8 @@ impl Error {
 
     /// What the failed call leaves written: [`Written::Unknown`] for a write whose reply
     /// never came ([`Error::Database`] or [`Error::Timeout`] of a write, an
-    /// [`Error::BusinessWrite`] that may have been applied), else [`Written::Nothing`] — every
+    /// [`Error::BusinessWrite`] that may have been applied); [`Written::Done`] when the call's
+    /// write was made and reading its answer back failed; else [`Written::Nothing`] — every
     /// refusal, every failed read, every failure before a write was sent.
     ///
     /// Writes the library makes only to keep its own books (a gap-free lease, a handle's
@@ -567,10 +568,12 @@ impl Error {
     /// another spec, backwards, contention, a remap), 7 corrupt document, 9 queue full, 10
     /// nobody waiting or nothing to recall, 11 ticket not waiting, 12 a gap-free business
     /// write failed, 13 the outcome is unknown (a write whose reply never came, see
-    /// [`Error::written`]).
+    /// [`Error::written`]), 14 written but its answer could not be read back.
     pub fn exit_code(&self) -> u8 {
-        if self.written() == Written::Unknown {
-            return 13;
+        match self.written() {
+            Written::Unknown => return 13,
+            Written::Done => return 14,
+            Written::Nothing => {}
         }
         match self {
             Error::InvalidName { .. }
@@ -653,6 +656,51 @@ impl Error {
     /// The refusal [`Error::is_not_the_next_number`] recognises, for `reason`.
     pub(crate) fn not_the_next_number(reason: impl Into<String>) -> Self {
         Error::invalid_argument(NOT_THE_NEXT, reason)
+    }
+
+    /// This error, met after a write was made (reading its answer back): for
+    /// [`Error::Database`] and [`Error::Timeout`], [`Written::Done`] and a context that says
+    /// `done` is written and only the answer is missing; any other error as it is. For a
+    /// caller that writes, then reads what to answer: the library's own admin operations do
+    /// it for the state they return.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Spec;
+    /// d.create("orders", Spec::default()).await?;
+    /// let state = d
+    ///     .peek("orders")
+    ///     .await
+    ///     .map_err(|e| e.after_write("sequence \"orders\" created"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn after_write(self, done: &str) -> Self {
+        let read = format!(" ({})", Aftermath::Read.says());
+        let context = |c: String| {
+            format!(
+                "{}, after {done} (that is written; only its answer is missing)",
+                c.strip_suffix(read.as_str()).unwrap_or(&c)
+            )
+        };
+        match self {
+            Error::Database {
+                context: c, source, ..
+            } => Error::Database {
+                context: context(c),
+                source,
+                written: Written::Done,
+            },
+            Error::Timeout {
+                context: c, after, ..
+            } => Error::Timeout {
+                context: context(c),
+                after,
+                written: Written::Done,
+            },
+            other => other,
+        }
     }
 
     /// [`Error::Database`] of a read (or of a write the library makes only for its own books):
@@ -1025,6 +1073,7 @@ mod tests {
                 mongodb::error::Error::from(io()),
                 Aftermath::Draw,
             ),
+            Error::timeout("reading", Duration::ZERO, Aftermath::Read).after_write("a reset"),
         ];
         let mut seen = std::collections::BTreeSet::new();
         for e in &all {
@@ -1078,10 +1127,18 @@ mod tests {
                         && l.contains(&format!("`{code}`"))),
                 "{e:?}: status {status} with kind `{code}` is not in the service chapter's table"
             );
-            // The groups agree with the mappings; an unknown outcome has its own exit code.
-            if e.written() == Written::Unknown {
-                assert_eq!(e.exit_code(), 13, "{e:?}");
-                continue;
+            // The groups agree with the mappings; an unknown outcome, and a write whose answer
+            // is missing, have exit codes of their own.
+            match e.written() {
+                Written::Unknown => {
+                    assert_eq!(e.exit_code(), 13, "{e:?}");
+                    continue;
+                }
+                Written::Done => {
+                    assert_eq!(e.exit_code(), 14, "{e:?}");
+                    continue;
+                }
+                Written::Nothing => {}
             }
             match e.kind() {
                 ErrorKind::InvalidInput => assert_eq!((e.exit_code(), status), (2, 422)),

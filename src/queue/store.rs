@@ -313,8 +313,11 @@ impl QueueStore {
             )
             .await?;
         // The request ids carry the incarnation, so none could answer for a queue created
-        // again under the name; they are deleted only to leave nothing behind.
-        self.delete_requests(name).await?;
+        // again under the name; they are deleted only to leave nothing behind (and expire
+        // within a day if this fails: the queue is deleted all the same).
+        if let Err(e) = self.delete_requests(name).await {
+            tracing::warn!(queue = %name, "{e} (the queue is deleted; its request ids expire within a day)");
+        }
         Ok(res.deleted_count == 1)
     }
 

@@ -52,18 +52,15 @@ impl Effect {
 /// (`tests/integration/outcomes.rs`) runs every command listed as writing.
 pub fn effect(cli: &Cli) -> Option<Effect> {
     let peek = |name: &str| {
-        format!(
-            "`dispenser peek {name}` and `dispenser history {name}` show whether it was made"
-        )
+        format!("`dispenser peek {name}` and `dispenser history {name}` show whether it was made")
     };
     let queue = |name: &str| {
         format!(
             "`dispenser queue status {name}` and `dispenser history --queue {name}` show whether it was made"
         )
     };
-    let gapless = |name: &str| {
-        format!("`dispenser gapless status {name}` shows whether it was made")
-    };
+    let gapless =
+        |name: &str| format!("`dispenser gapless status {name}` shows whether it was made");
     match &cli.command {
         Command::Create(a) => Effect::new(
             format!("sequence {:?} created", a.name),

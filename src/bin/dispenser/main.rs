@@ -88,6 +88,12 @@ fn main() -> ExitCode {
             refused = probe::refused(&uri) => Err(refused),
         }
     });
+    // The runtime is left running, never shut down: a shutdown cancels the tasks the driver
+    // spawned (its client's last `endSessions` among them), and one still waiting for such a
+    // task when it is polled panics inside the driver (`JoinError::Cancelled`). The process
+    // ends with whatever it still runs; the writes worth waiting for were waited for
+    // (`Dispenser::flush`).
+    std::mem::forget(runtime);
     // Anything a command printed and did not flush (it flushes), and whether it all arrived.
     let outcome = match outcome {
         Ok(o) => answer.flush().map(|()| o).map_err(output::io_err),
@@ -115,11 +121,16 @@ fn main() -> ExitCode {
                 let _ = writeln!(io::stdout(), "UNKNOWN {message}");
                 return ExitCode::from(check::Status::Unknown.code());
             }
-            if e.written() != Written::Unknown && !written.is_empty() {
+            let done = e.written() == Written::Done;
+            if done || (e.written() == Written::Nothing && !written.is_empty()) {
                 // Written, then what was to tell of it failed (reading it back).
+                let what = match (written.is_empty(), effect.as_ref()) {
+                    (false, _) => written.join("; "),
+                    (true, Some(f)) => f.what.clone(),
+                    (true, None) => "its write was made".to_owned(),
+                };
                 eprintln!(
-                    "dispenser: written, but its answer could not be made ({message}): {}; running it again writes again",
-                    written.join("; ")
+                    "dispenser: written, but its answer could not be made ({message}): {what}; running it again writes again"
                 );
                 return ExitCode::from(exit::UNPRINTED);
             }
@@ -197,18 +208,31 @@ fn unprinted(
 
 /// Whether `e` says no server could be reached (then the user is told what to check): no
 /// server selected, a name that does not resolve, a connection refused. A connection cut
-/// during an operation is not that: the server was reached.
+/// during an operation is not that, nor a selection that failed because the last connection
+/// was cut (the driver waits for its monitor to see the server again): the server was
+/// reached.
 fn unreachable(e: &Error) -> bool {
     use dispenser::mongodb::error::ErrorKind;
-    match e {
-        Error::Database { source, .. } => match source.kind.as_ref() {
-            ErrorKind::ServerSelection { .. } | ErrorKind::DnsResolve { .. } => true,
-            ErrorKind::Io(io) => matches!(
-                io.kind(),
-                io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound
-            ),
-            _ => false,
-        },
+    let Error::Database { source, .. } = e else {
+        return false;
+    };
+    let cut = [
+        "connection reset",
+        "broken pipe",
+        "end of file",
+        "early eof",
+        "aborted",
+    ];
+    let said = dispenser::redact::describe_driver_error(source).to_lowercase();
+    if cut.iter().any(|c| said.contains(c)) {
+        return false;
+    }
+    match source.kind.as_ref() {
+        ErrorKind::ServerSelection { .. } | ErrorKind::DnsResolve { .. } => true,
+        ErrorKind::Io(io) => matches!(
+            io.kind(),
+            io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound
+        ),
         _ => false,
     }
 }

@@ -225,8 +225,14 @@ mod tests {
             write!(a, "{n}").unwrap();
             writeln!(a).unwrap();
         }
-        assert_eq!(a.unprinted(), "1, 2, 3, 4, 5 … 96, 97, 98, 99, 100 (100 lines)");
+        assert_eq!(
+            a.unprinted(),
+            "1, 2, 3, 4, 5 … 96, 97, 98, 99, 100 (100 lines)"
+        );
         write!(a, "101").unwrap();
-        assert_eq!(a.unprinted(), "1, 2, 3, 4, 5 … 97, 98, 99, 100, 101 (101 lines)");
+        assert_eq!(
+            a.unprinted(),
+            "1, 2, 3, 4, 5 … 97, 98, 99, 100, 101 (101 lines)"
+        );
     }
 }
