@@ -154,10 +154,7 @@ fn told(e: &Error, message: &str, effect: Option<&Effect>, answer: &Answer<impl 
         let find_out = effect.map_or_else(String::new, |f| format!("; {}", f.find_out));
         return format!("{message}{before}{find_out}");
     }
-    if unreachable(e) {
-        return format!("{message}; {}", probe::HINT);
-    }
-    match effect {
+    let told = match effect {
         Some(_) if e.is_transient() || matches!(e, Error::Closed { .. }) => {
             let nothing = if answer.printed_some() {
                 "nothing was written after what was printed"
@@ -171,7 +168,11 @@ fn told(e: &Error, message: &str, effect: Option<&Effect>, answer: &Answer<impl 
             }
         }
         _ => message.to_owned(),
+    };
+    if unreachable(e) {
+        return format!("{told}; {}", probe::HINT);
     }
+    told
 }
 
 /// The end of a command whose answer could not be printed: exit 14, and stderr names what
