@@ -212,7 +212,8 @@ struct Shared {
 }
 
 enum Intercept {
-    Hold(Arc<Gate>),
+    /// Hold the request after letting this many such requests pass.
+    Hold(Arc<Gate>, usize),
     Answer(Document),
 }
 
@@ -326,8 +327,13 @@ impl Proxy {
     /// Holds the next `command` on `collection` (on any connection) before forwarding it,
     /// until the returned gate is opened.
     pub fn hold_next(&self, command: &str, collection: &str) -> Arc<Gate> {
+        self.hold_after(command, collection, 0)
+    }
+
+    /// As [`Proxy::hold_next`], after letting `pass` such requests go through untouched.
+    pub fn hold_after(&self, command: &str, collection: &str, pass: usize) -> Arc<Gate> {
         let gate = Arc::new(Gate::default());
-        self.intercept(command, collection, Intercept::Hold(gate.clone()));
+        self.intercept(command, collection, Intercept::Hold(gate.clone(), pass));
         gate
     }
 
@@ -430,6 +436,12 @@ fn take_intercept(shared: &Shared, request: &[u8]) -> Option<Intercept> {
     let i = intercepts
         .iter()
         .position(|(c, coll, _)| *c == name && coll == collection)?;
+    if let Intercept::Hold(_, pass) = &mut intercepts[i].2
+        && *pass > 0
+    {
+        *pass -= 1;
+        return None;
+    }
     Some(intercepts.remove(i).2)
 }
 
@@ -579,7 +591,7 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
             continue;
         }
         match take_intercept(&shared, &request) {
-            Some(Intercept::Hold(gate)) => {
+            Some(Intercept::Hold(gate, _)) => {
                 gate.arrived.notify_one();
                 gate.open.notified().await;
             }
