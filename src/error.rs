@@ -1194,6 +1194,54 @@ mod tests {
         );
     }
 
+    /// A write's driver error is of unknown outcome when the write may have gone through
+    /// (a connection cut, a write concern not met), nothing written when the server was not
+    /// reached or refused it; a read's never unknown; a read-back after a write is written.
+    #[test]
+    fn a_lost_reply_of_a_write_is_unknown_and_a_refusal_or_a_read_is_nothing() {
+        let io = |k| mongodb::error::Error::from(std::io::Error::new(k, "x"));
+        let reset = || io(std::io::ErrorKind::ConnectionReset);
+        let w = |e, left| Error::database_as("writing", e, left).written();
+        assert_eq!(w(reset(), Aftermath::Draw), Written::Unknown);
+        assert_eq!(w(reset(), Aftermath::Queue), Written::Unknown);
+        assert_eq!(w(reset(), Aftermath::Read), Written::Nothing);
+        assert_eq!(w(reset(), Aftermath::Lease), Written::Nothing);
+        let custom = mongodb::error::Error::custom("x");
+        assert!(
+            may_have_landed(&custom),
+            "an error of unknown kind may have landed"
+        );
+        let unknown = Error::database_as("writing sequence \"s\"", reset(), Aftermath::Draw);
+        assert!(
+            unknown.to_string().contains("the outcome is unknown"),
+            "{unknown}"
+        );
+        assert_eq!(unknown.exit_code(), 13);
+        assert_eq!(
+            Error::timeout("x", Duration::ZERO, Aftermath::Admin).written(),
+            Written::Unknown
+        );
+        assert_eq!(
+            Error::timeout("x", Duration::ZERO, Aftermath::Intent).written(),
+            Written::Nothing
+        );
+        let back = Error::timeout("reading sequence \"s\"", Duration::ZERO, Aftermath::Read)
+            .after_write("sequence \"s\" reset");
+        assert_eq!((back.written(), back.exit_code()), (Written::Done, 14));
+        let said = back.to_string();
+        assert!(
+            said.contains("after sequence \"s\" reset") && !said.contains("nothing was written"),
+            "{said}"
+        );
+        // Refusals stay refusals.
+        let gone = Error::NoSuchSequence { name: "s".into() }.after_write("x");
+        assert_eq!(gone.written(), Written::Nothing);
+        assert_eq!(
+            [Written::Nothing, Written::Done, Written::Unknown].map(Written::as_str),
+            ["nothing_written", "written", "unknown"]
+        );
+    }
+
     #[test]
     fn a_timeout_says_what_it_left_behind_by_operation() {
         let after = Duration::from_secs(1);

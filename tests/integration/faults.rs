@@ -886,18 +886,18 @@ async fn cli_through(
                 started.elapsed(),
             )
         }
-        Err(_) => (None, String::new(), "killed after 30 s".into(), started.elapsed()),
+        Err(_) => (
+            None,
+            String::new(),
+            "killed after 30 s".into(),
+            started.elapsed(),
+        ),
     }
 }
 
 /// The index of the first request `command` on `target` the command `args` sends (learnt
 /// through an untouched run of it, after `set_up` made what it needs).
-async fn index_of(
-    collection: &str,
-    args: &[&str],
-    command: &str,
-    target: &str,
-) -> usize {
+async fn index_of(collection: &str, args: &[&str], command: &str, target: &str) -> usize {
     let proxy = Proxy::to_test_server(Faults::default(), 1).await;
     proxy.script(None);
     let (code, _, err, _) = cli_through(&proxy.uri(""), collection, args).await;
@@ -924,9 +924,15 @@ async fn gapless_issue_ends_within_its_timeout_when_the_index_check_never_answer
     proxy.script(Some((at, crate::proxy::Fault::NeverAnswer)));
     let timed = [&["--timeout", "1"][..], &args[..]].concat();
     let (code, out, err, took) = cli_through(&proxy.uri(""), &f.collection, &timed).await;
-    assert!(took < Duration::from_secs(1) + SLACK * 4, "took {took:?}: {err}");
+    assert!(
+        took < Duration::from_secs(1) + SLACK * 4,
+        "took {took:?}: {err}"
+    );
     assert_eq!(code, Some(5), "{err}");
-    assert!(out.is_empty() && err.contains("nothing was written"), "{err}");
+    assert!(
+        out.is_empty() && err.contains("nothing was written"),
+        "{err}"
+    );
 }
 
 /// Regression (issue 49, item 6): a connection cut after a `queue take` was sent printed

@@ -919,3 +919,48 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
         other => panic!("no check for {other}"),
     }
 }
+
+/// Regression (issue 49, item 5): a business write whose reply was lost — applied, but the
+/// driver answered a connection reset — made `Gapless::issue` say the number "was released
+/// and goes to the next caller" while the document carrying it was in the collection. Its
+/// outcome is unknown, and the number is not handed out again: the next caller moves past it.
+/// A write the server refused is still a definite failure, its number released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_business_write_whose_reply_was_lost_is_of_unknown_outcome_never_released() {
+    use dispenser::Written;
+    let client = common::client().await;
+    let w = World::new(&client).await;
+    let g = w.gapless().await;
+    let coll = g.business().clone();
+    let lost = g
+        .issue(|n| {
+            let coll = coll.clone();
+            async move {
+                coll.insert_one(doc! { "n": n }).await?;
+                // Written, then the connection was cut before the reply.
+                let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+                Err::<(), _>(dispenser::mongodb::error::Error::from(reset))
+            }
+        })
+        .await
+        .expect_err("the reply was lost");
+    assert_eq!(lost.written(), Written::Unknown, "{lost}");
+    assert_eq!(lost.exit_code(), 13);
+    let said = lost.to_string();
+    assert!(
+        said.contains("unknown") && said.contains("audit") && !said.contains("was released"),
+        "{said}"
+    );
+    // Not handed out again: the next number is 2.
+    assert_eq!(common::issue_next(&g).await.unwrap(), 2);
+    // A refusal is definite: nothing written, its number released to the next caller.
+    let refused = g
+        .issue(|_| async { Err::<(), _>(std::io::Error::other("the customer is blocked")) })
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.written(), Written::Nothing, "{refused}");
+    assert_eq!(refused.exit_code(), 12);
+    assert_eq!(common::issue_next(&g).await.unwrap(), 3);
+    let a = common::audit_of(&g, None).await.unwrap();
+    assert!(a.duplicates.is_empty() && a.gaps.is_empty(), "{a:?}");
+}

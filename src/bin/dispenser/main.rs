@@ -4,9 +4,10 @@
 //! The files, from the top down: `cli.rs` lists the commands; each command lives in a file
 //! of its own with its arguments (`create.rs`, `next.rs`, `sequence.rs` for the other admin
 //! commands of a sequence, `check.rs`, `audit.rs`, `doctor.rs`, `gapless.rs`, `queue.rs`,
-//! `history.rs`, `bench/`, `serve/`); below them `args.rs` (argument pieces several commands share),
-//! `output.rs` (writing to stdout), `exit.rs` (exit codes) and `probe.rs` (is the server
-//! there at all).
+//! `history.rs`, `bench/`, `serve/`) and `effect.rs` (what each writes, in words, for the
+//! messages of an unknown outcome or an answer not printed); below them `args.rs` (argument
+//! pieces several commands share), `output.rs` (the answer on stdout), `exit.rs` (exit codes)
+//! and `probe.rs` (is the server there at all).
 
 mod args;
 mod audit;
@@ -15,6 +16,7 @@ mod check;
 mod cli;
 mod create;
 mod doctor;
+mod effect;
 mod exit;
 mod gapless;
 mod history;
@@ -32,7 +34,8 @@ use std::time::Duration;
 use dispenser::{Dispenser, Error, Options, Written};
 
 use cli::{Cli, Command};
-use exit::{Effect, Outcome};
+use effect::Effect;
+use exit::Outcome;
 use output::Answer;
 
 /// mimalloc: the service allocates on every request (hyper, axum, JSON), and glibc's malloc
@@ -72,7 +75,7 @@ fn main() -> ExitCode {
     };
     let uri = cli.uri.clone();
     let checking = matches!(cli.command, Command::Check(_));
-    let effect = exit::effect(&cli);
+    let effect = effect::effect(&cli);
     // Standard output, not locked: `bench` and `serve` print from other threads too.
     let mut answer = Answer::new(BufWriter::new(io::stdout()));
     // A service starts and waits for its database; a command fails at once when every

@@ -102,10 +102,11 @@ impl<W: Write> Answer<W> {
         }
     }
 
-    fn fail(&mut self, e: &io::Error) {
-        if self.failed.is_none() {
-            self.failed = Some(io::Error::new(e.kind(), e.to_string()));
-        }
+    /// Keeps the first error of the output (`e`), and returns one like it for the caller.
+    fn fail(&mut self, e: io::Error) -> io::Error {
+        let copy = io::Error::new(e.kind(), e.to_string());
+        self.failed.get_or_insert(e);
+        copy
     }
 }
 
@@ -121,8 +122,7 @@ impl<W: Write> Write for Answer<W> {
             }
             Err(e) => {
                 self.remember(buf);
-                self.fail(&e);
-                Err(e)
+                Err(self.fail(e))
             }
         }
     }
@@ -142,10 +142,7 @@ impl<W: Write> Write for Answer<W> {
                 untold().clear();
                 Ok(())
             }
-            Err(e) => {
-                self.fail(&e);
-                Err(e)
-            }
+            Err(e) => Err(self.fail(e)),
         }
     }
 }
