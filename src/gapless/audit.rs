@@ -300,7 +300,7 @@ pub(super) fn is_void(d: &Document, void_field: &str) -> bool {
 /// `op` within `timeout`, its errors said with `context` (an audit only reads).
 async fn bounded<T>(
     timeout: std::time::Duration,
-    context: &dyn Fn() -> String,
+    context: &(dyn Fn() -> String + Sync),
     op: impl IntoFuture<Output = mongodb::error::Result<T>>,
 ) -> Result<T> {
     match tokio::time::timeout(timeout, op.into_future()).await {
@@ -312,7 +312,7 @@ async fn bounded<T>(
 /// The cursor's next document within `timeout` (a batch from the server, when it needs one).
 async fn bounded_next(
     timeout: std::time::Duration,
-    context: &dyn Fn() -> String,
+    context: &(dyn Fn() -> String + Sync),
     cursor: &mut mongodb::Cursor<Document>,
 ) -> Result<Option<Document>> {
     bounded(timeout, context, cursor.try_next()).await
