@@ -296,7 +296,7 @@ impl Dispenser {
 
     /// [`Sequence::alter`](crate::Sequence::alter) without its history.
     async fn alter_now(&self, drawer: &Drawer, name: &str, change: Alter) -> Result<SequenceState> {
-        drawer
+        let (_, written) = drawer
             .update(true, None, |stored, _| {
                 let (value, spec) = plan(name, stored, &change)?;
                 Ok(Decision::Write {
@@ -311,7 +311,11 @@ impl Dispenser {
                 })
             })
             .await?;
-        self.peek(name).await
+        let read = self.peek(name).await;
+        match written {
+            Some(_) => read.map_err(|e| e.after_write(&format!("sequence {name:?} altered"))),
+            None => read,
+        }
     }
 }
 

@@ -589,6 +589,30 @@ impl Dispenser {
         self.store.ping().await
     }
 
+    /// Waits for the writes that dropped handles left running in the background — a handle
+    /// that goes away adds the numbers it issued to its sequence's usage counters in a write
+    /// of its own — at most the operation timeout; those still running then are abandoned
+    /// (a usage count is lost, never a number). Call it before the runtime shuts down: a
+    /// runtime that shuts down under such a write can make the driver panic in its task.
+    /// It waits for the writes of every dispenser of the process, not only this one's.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped, the writes it waited for go on running in the background.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let n = d.open("orders").await?.next().await?;
+    /// println!("{n}");
+    /// d.flush().await; // the handle is gone: let its count land before the program ends
+    /// # Ok(()) }
+    /// ```
+    pub async fn flush(&self) {
+        crate::strategy::wait_left_running(self.store.timeout()).await;
+    }
+
     /// The store (for the scope and block layers).
     pub(crate) fn store(&self) -> &Store {
         &self.store
@@ -626,7 +650,7 @@ impl Dispenser {
         validate_name(name)?;
         // `open` has just read the state: the loop starts from it (no second read).
         let handle = self.open(name).await?;
-        handle
+        let (_, written) = handle
             .drawer()
             .update(true, None, |stored, _| {
                 Ok(match decide(stored)? {
@@ -641,7 +665,11 @@ impl Dispenser {
                 })
             })
             .await?;
-        self.peek(name).await
+        let read = self.peek(name).await;
+        match written {
+            Some(_) => read.map_err(|e| e.after_write(&format!("sequence {name:?} changed"))),
+            None => read,
+        }
     }
 
     /// [`Sequence::set_format`] by name.
@@ -856,6 +884,7 @@ pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<Clien
         .map_err(|_| Error::Timeout {
             context: format!("resolving MongoDB URI {shown}"),
             after: timeout,
+            written: crate::Written::Nothing,
         })?;
     let mut opts = parsed.map_err(|e| match e.kind.as_ref() {
         mongodb::error::ErrorKind::DnsResolve { .. } => {

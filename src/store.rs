@@ -172,7 +172,7 @@ impl Store {
     ) -> Result<T> {
         match tokio::time::timeout(self.timeout, op.into_future()).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(Error::database(context(), e)),
+            Ok(Err(e)) => Err(Error::database_as(context(), e, left)),
             Err(_) => Err(Error::timeout(context(), self.timeout, left)),
         }
     }
@@ -191,11 +191,15 @@ impl Store {
         match res {
             Ok(Ok(_)) => Ok(Some(incarnation)),
             Ok(Err(e)) if is_duplicate_key(&e) => Ok(None),
-            Ok(Err(e)) => Err(Error::database(format!("creating sequence {name:?}"), e)),
+            Ok(Err(e)) => Err(Error::database_as(
+                format!("creating sequence {name:?}"),
+                e,
+                Aftermath::Admin,
+            )),
             Err(_) => Err(Error::timeout(
                 format!("creating sequence {name:?}"),
                 self.timeout,
-                Aftermath::Draw,
+                Aftermath::Admin,
             )),
         }
     }
@@ -322,7 +326,8 @@ impl Store {
             return Ok(0);
         }
         let res = self
-            .bounded(
+            .bounded_as(
+                Aftermath::Admin,
                 || format!("deleting {} sequences", ids.len()),
                 self.coll.delete_many(doc! { field::ID: { "$in": ids } }),
             )
@@ -342,7 +347,8 @@ impl Store {
             None => update.insert("$unset", doc! { field::FORMAT: "" }),
         };
         let res = self
-            .bounded(
+            .bounded_as(
+                Aftermath::Admin,
                 || format!("setting the format of sequence {name:?}"),
                 self.coll.update_one(doc! { field::ID: name }, update),
             )
@@ -546,7 +552,8 @@ impl Store {
     /// Deletes the document. `Ok(false)` when there was none.
     pub(crate) async fn delete(&self, name: &str) -> Result<bool> {
         let res = self
-            .bounded(
+            .bounded_as(
+                Aftermath::Admin,
                 || format!("deleting sequence {name:?}"),
                 self.coll.delete_one(doc! { field::ID: name }),
             )
