@@ -11,8 +11,8 @@ use super::store::QueueStore;
 use super::{Inner, Queue};
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
-use crate::history::Subject;
 use crate::history::states::queue_state;
+use crate::history::subject::Target;
 use crate::options::check_caller;
 
 /// The state `s` of queue `name` as the history keeps it.
@@ -38,7 +38,7 @@ pub(super) async fn insert(
     };
     let recorder = d.recorder();
     let entry = recorder
-        .begin(Subject::Queue, name, "create", params, None)
+        .begin(&Target::queue(name), "create", params, None)
         .await?;
     let inserted = queues.insert(name, fresh).await;
     let recorded = match &inserted {
@@ -72,7 +72,7 @@ pub(super) async fn delete(d: &Dispenser, queues: &QueueStore, name: &str) -> Re
     };
     let recorder = d.recorder();
     let entry = recorder
-        .begin(Subject::Queue, name, "delete", Document::new(), before)
+        .begin(&Target::queue(name), "delete", Document::new(), before)
         .await?;
     let deleted = queues.delete(name).await;
     let recorded = match &deleted {
@@ -101,8 +101,7 @@ impl Queue {
         inner
             .history
             .run(
-                Subject::Queue,
-                &inner.name,
+                &Target::queue(&inner.name),
                 op,
                 params,
                 Some(before),
