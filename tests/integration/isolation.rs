@@ -387,19 +387,40 @@ struct Drawn {
     asked: String,
 }
 
-/// One random request drawn from `ops`.
-fn request(rng: &mut Rng, w: &World, spec: &Value, ops: &[Operation], cursors: &[String]) -> Drawn {
-    let i = rng.below(ops.len() as u64) as usize;
+/// One random request drawn from `ops`, sent by `t`.
+fn request(
+    rng: &mut Rng,
+    (w, t): (&World, &Token),
+    spec: &Value,
+    ops: &[Operation],
+    cursors: &[String],
+) -> Drawn {
+    // A sequence's history often (where names that start with others meet), any operation
+    // otherwise.
+    let history = ops.iter().position(|o| o.id == "history");
+    let i = match history {
+        Some(h) if rng.chance(12) => h,
+        _ => rng.below(ops.len() as u64) as usize,
+    };
     let op = &ops[i];
+    // The names the token's globs give exactly (names of the world).
+    let own: Vec<&str> = t
+        .globs
+        .iter()
+        .filter(|g| w.subjects.iter().any(|s| &&s.name == g))
+        .map(String::as_str)
+        .collect();
     // The name a request is about: a queue for the queues' paths, a gap-free sequence for
-    // theirs, often the names whose histories meet names that start with them for the
-    // histories, any name otherwise (each sometimes another kind: refusals are tested too).
+    // theirs; for the histories often a name the token has exactly or one that others start
+    // with; any name otherwise (each sometimes another kind: refusals are tested too).
     let about = if op.path.starts_with("/v1/queues") && rng.chance(80) {
         rng.pick(&w.queues.iter().map(String::as_str).collect::<Vec<_>>())
             .to_owned()
     } else if op.path.starts_with("/v1/gapless") && rng.chance(80) {
         rng.pick(&w.gapless.iter().map(String::as_str).collect::<Vec<_>>())
             .to_owned()
+    } else if op.path.ends_with("/history") && !own.is_empty() && rng.chance(50) {
+        rng.pick(&own).to_owned()
     } else if op.path.ends_with("/history") && rng.chance(60) {
         let prefixes = [
             w.template.clone(),
@@ -484,14 +505,29 @@ fn globs(w: &World) -> Vec<String> {
     ]
 }
 
+/// A round's tokens: the first a tenant of a few names of the world exactly (the names others
+/// start with among them), which often may peek; the others with globs of every shape.
 fn tokens(rng: &mut Rng, w: &World) -> Vec<Token> {
     let pool = globs(w);
+    let exact: Vec<String> = vec![
+        w.template.clone(),
+        format!("{}@{}", w.template, w.keys[0]),
+        w.striped.clone(),
+        w.plain[1].clone(),
+        w.plain[2].clone(),
+        w.gapless[0].clone(),
+        w.queues[0].clone(),
+    ];
     (0..3)
         .map(|i| {
             let mut globs: Vec<String> = Vec::new();
             for _ in 0..rng.range(1, 3) {
                 // `*` rarely: it leaves nothing protected.
-                let pool = &pool[..pool.len() - usize::from(!rng.chance(5))];
+                let pool = if i == 0 {
+                    &exact[..]
+                } else {
+                    &pool[..pool.len() - usize::from(!rng.chance(5))]
+                };
                 globs.push(
                     rng.pick(&pool.iter().map(String::as_str).collect::<Vec<_>>())
                         .to_owned(),
@@ -501,6 +537,9 @@ fn tokens(rng: &mut Rng, w: &World) -> Vec<Token> {
                 OPS.iter().copied().filter(|_| rng.chance(40)).collect();
             if ops.is_empty() || rng.chance(60) {
                 ops.push("next");
+            }
+            if i == 0 && rng.chance(80) {
+                ops.push("peek");
             }
             ops.sort_unstable();
             ops.dedup();
@@ -601,10 +640,10 @@ fn world(rng: &mut Rng) -> World {
 }
 
 /// Makes the world `w` in `d`'s collections, with the markers it says (the business
-/// collections of its gap-free sequences are named after `business`): plain sequences, the template's
-/// scopes (the second reset backwards by the admin: a record with states), the striped
-/// sequence (reset: a record of each stripe), the gap-free sequences (one number issued,
-/// one voided), the queues.
+/// collections of its gap-free sequences are named after `business`): plain sequences, the
+/// template's scopes (the second reset backwards by the admin: a record with states), the
+/// striped sequence (reset: a record of each stripe), the gap-free sequences (one number
+/// issued, one voided), the queues.
 async fn build(w: &World, d: &Dispenser, business: &str) {
     for s in &w.subjects {
         let m = s.markers[0];
@@ -741,7 +780,7 @@ async fn round_of(
     let mut sent = 0;
     for step in 0..150 {
         let t = &tokens[rng.below(tokens.len() as u64) as usize];
-        let r = request(&mut rng, &w, &spec, &ops, &cursors);
+        let r = request(&mut rng, (&w, t), &spec, &ops, &cursors);
         *sent_per_op.entry(ops[r.op].id.clone()).or_default() += 1;
         let mut req = http
             .request(r.method.clone(), svc.url(&r.path))
