@@ -1,81 +1,12 @@
-//! What the history holds and how it is asked for: the record format (field names), the
-//! entries read back ([`HistoryEntry`]) and the query ([`HistoryQuery`]). No I/O.
+//! What the history holds and how it is asked for: the entries read back ([`HistoryEntry`])
+//! and the query ([`HistoryQuery`]). No I/O.
 
 use bson::oid::ObjectId;
 use bson::{Bson, Document, doc};
 use serde_json::Value;
 
-use super::subject;
+use super::subject::{self, Subject, field};
 use crate::error::{Error, Result};
-
-/// The fields of a history record (the collection's contract, for readers in any language).
-pub(crate) mod field {
-    pub const ID: &str = "_id";
-    /// `"intent"` (written before the change) or `"outcome"` (after it).
-    pub const PHASE: &str = "phase";
-    /// `"sequence"`, `"stripe"`, `"scope"`, `"gapless"` or `"queue"` (see `subject.rs`).
-    pub const KIND: &str = "kind";
-    /// The subject's name (a stripe's: its striped sequence's; a scope's: `t@k`).
-    pub const NAME: &str = "name";
-    /// A stripe's index.
-    pub const STRIPE: &str = "stripe";
-    /// A scope's template and key.
-    pub const TEMPLATE: &str = "template";
-    pub const KEY: &str = "key";
-    pub const OP: &str = "op";
-    pub const PARAMS: &str = "params";
-    pub const WHO: &str = "who";
-    /// The server's clock (its `hello` reply's `localTime`).
-    pub const AT: &str = "at";
-    /// Present and `"client"` when the server did not say its time and this process's
-    /// clock was used instead.
-    pub const CLOCK: &str = "clock";
-    pub const BEFORE: &str = "before";
-    pub const AFTER: &str = "after";
-    /// In an outcome: the `_id` of its intent.
-    pub const OF: &str = "of";
-    /// In an outcome: `"done"`, `"refused"` or `"failed"`.
-    pub const OUTCOME: &str = "outcome";
-    /// In an outcome that is not `"done"`: the error, as the library words it.
-    pub const ERROR: &str = "error";
-
-    pub const INTENT: &str = "intent";
-    pub const OUTCOME_PHASE: &str = "outcome";
-}
-
-/// What a history record is about: its kind of subject. A record names its exact subject (a
-/// stripe its striped sequence and index, a scope its template and key), and a read returns
-/// the records of exactly the subjects it asks for (see [`Dispenser::history`](crate::Dispenser::history)).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Subject {
-    /// A sequence of the dispenser's collection: a plain one, a template, or a striped
-    /// sequence as a whole (its creation). As a query's subject: the history of a sequence
-    /// name, which the name says is a plain or striped sequence, a stripe or a scope.
-    #[default]
-    Sequence,
-    /// A stripe of a striped sequence (`ids~3`: stripe 3 of `ids`).
-    Stripe,
-    /// A scope of a template (`t@k`: scope `k` of `t`).
-    Scope,
-    /// A gap-free sequence (`<collection>_gapless`).
-    Gapless,
-    /// A queue (`<collection>_queues`).
-    Queue,
-}
-
-impl Subject {
-    /// As records store it: `"sequence"`, `"stripe"`, `"scope"`, `"gapless"` or `"queue"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Subject::Sequence => "sequence",
-            Subject::Stripe => "stripe",
-            Subject::Scope => "scope",
-            Subject::Gapless => "gapless",
-            Subject::Queue => "queue",
-        }
-    }
-}
 
 /// How an operation ended, as its records say.
 #[derive(Clone, Debug, PartialEq, Eq)]

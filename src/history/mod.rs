@@ -93,11 +93,12 @@ use bson::{Document, doc};
 use futures::TryStreamExt;
 use mongodb::options::FindOptions;
 
-pub use entry::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE, Outcome, Subject};
+pub use entry::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE, Outcome};
+pub use subject::Subject;
 
 use crate::dispenser::Dispenser;
 use crate::error::Result;
-use entry::field;
+use subject::field;
 
 impl Dispenser {
     /// The history of `name`, as `query` says: oldest first, at most `query.limit` entries

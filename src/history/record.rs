@@ -21,8 +21,7 @@ use bson::{Bson, DateTime, Document, doc};
 use mongodb::options::IndexOptions;
 use mongodb::{Collection, IndexModel};
 
-use super::entry::field;
-use super::subject::Target;
+use super::subject::{Target, field};
 use crate::document::SequenceState;
 use crate::error::{Aftermath, Error, Result};
 use crate::store::Store;
