@@ -13,8 +13,8 @@ use crate::dispenser::{Dispenser, Sequence};
 use crate::document::{SequenceState, Stored};
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::history::Subject;
 use crate::history::record::sequence_state;
+use crate::history::subject::Target;
 use crate::spec::{Spec, validate_name};
 use crate::store::ShapeChange;
 use crate::strategy::{Decision, Drawer};
@@ -283,8 +283,7 @@ impl Dispenser {
         check(&before, &change)?;
         self.recorder()
             .run(
-                Subject::Sequence,
-                name,
+                &Target::sequence(name),
                 "alter",
                 params(&change),
                 Some(sequence_state(&before)),

@@ -61,9 +61,9 @@ use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
 
 use crate::dispenser::Dispenser;
 use crate::error::{Aftermath, Error, Result};
-use crate::history::Subject;
 use crate::history::record::Recorder;
 use crate::history::states::gapless_state;
+use crate::history::subject::Target;
 use crate::spec::validate_name;
 use crate::stats::Stats;
 use crate::store::is_duplicate_key;
@@ -307,7 +307,7 @@ impl Dispenser {
         let entry = g
             .inner
             .history
-            .begin(Subject::Sequence, name, "create", params, None)
+            .begin(&Target::gapless(name), "create", params, None)
             .await?;
         let fresh = state::fresh(name, &g.inner.options);
         let made = match g
@@ -599,8 +599,7 @@ impl Gapless {
         let entry = inner
             .history
             .begin(
-                Subject::Sequence,
-                &inner.name,
+                &Target::gapless(&inner.name),
                 op,
                 params,
                 Some(gapless_state(before)),
