@@ -97,7 +97,12 @@ pub(super) async fn delete(
     let before = read.as_ref().map(|s| shown(name, s, now));
     let recorder = d.recorder();
     let entry = recorder
-        .begin(&Target::queue(name), "delete", bson::doc! { "force": force }, before)
+        .begin(
+            &Target::queue(name),
+            "delete",
+            bson::doc! { "force": force },
+            before,
+        )
         .await?;
     let deleted = match read {
         Some(s) => delete_unheld(d, queues, name, s, now, force).await,

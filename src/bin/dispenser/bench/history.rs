@@ -33,6 +33,8 @@ fn db_error(e: dispenser::mongodb::error::Error) -> Error {
     Error::Database {
         context: "bench --history".into(),
         source: e,
+        // The benchmark's own collections: what a failed write left there does not matter.
+        written: dispenser::Written::Nothing,
     }
 }
 
