@@ -213,7 +213,7 @@ impl Gapless {
     ///   that may have let the write through — a driver error after the write was sent (a
     ///   connection cut, a lost reply, a write concern not met), or tokio's `Elapsed` from a
     ///   timeout the closure put on its write — is not a definite failure: the error's
-    ///   [`written`](Error::written) is [`Written::Unknown`](crate::Written::Unknown), and
+    ///   [`written`](Error::written) is [`Written::Unknown`], and
     ///   its message says so (if the write landed, its number is used and the next caller
     ///   moves past it; else the next caller gets it).
     /// - `write` fails with a duplicate key on the number (a void, or a holder whose lease
