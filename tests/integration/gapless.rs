@@ -1977,3 +1977,140 @@ async fn the_last_number_can_be_issued_or_voided_and_then_it_is_exhausted() {
     );
     assert!(voided.void(i64::MAX, "no such number").await.is_err());
 }
+
+/// Issue 53: a business write that fails on its own unique index — an invoice for an order
+/// that has one already, unique on `order_id` — is the business write's own failure: the
+/// call fails at once with `BusinessWrite` naming the index, having written once, the
+/// number released for the next caller. (A mutant that took the duplicate for "another
+/// holder wrote the number" survived: it wrote again and again until its wait ran out.)
+#[tokio::test]
+async fn a_business_write_failing_on_its_own_unique_index_fails_at_once_naming_it() {
+    use dispenser::mongodb::IndexModel;
+    use dispenser::mongodb::options::IndexOptions;
+    let f = Fixture::new("gapless_own_index").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let g = d
+        .ensure_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_wait(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+    let coll = g.business().clone();
+    coll.create_index(
+        IndexModel::builder()
+            .keys(doc! { "order_id": 1 })
+            .options(
+                IndexOptions::builder()
+                    .unique(true)
+                    .name("one_invoice_per_order".to_owned())
+                    .build(),
+            )
+            .build(),
+    )
+    .await
+    .unwrap();
+    let writes = AtomicU32::new(0);
+    let invoice = |order: i64| {
+        let (coll, writes) = (coll.clone(), &writes);
+        g.issue(move |n| {
+            writes.fetch_add(1, SeqCst);
+            let coll = coll.clone();
+            async move {
+                coll.insert_one(doc! { "number": n, "order_id": order })
+                    .await
+            }
+        })
+    };
+    assert_eq!(invoice(7).await.unwrap().number, 1);
+    writes.store(0, SeqCst);
+    let e = invoice(7).await.unwrap_err();
+    assert!(
+        matches!(e, Error::BusinessWrite { number: 2, .. }),
+        "a second invoice for order 7: {e}"
+    );
+    assert_eq!(e.written(), dispenser::Written::Nothing, "{e}");
+    assert!(
+        e.to_string().contains("order_id"),
+        "the index is named: {e}"
+    );
+    assert_eq!(writes.load(SeqCst), 1, "the failed write was tried once");
+    // Number 2 was released: the next order's invoice carries it, and the audit is clean.
+    assert_eq!(invoice(8).await.unwrap().number, 2);
+    let a = common::audit_of(&g, Some(1)).await.unwrap();
+    assert!(a.is_clean(), "{a:?}");
+}
+
+/// Issue 53: a handle writing number after number renews its lease once a quarter of it (at
+/// most 5 ms) has passed since it took it — in the write that confirms the numbers before —
+/// so a long run of slow business writes never outlives its lease; and it never writes more
+/// than 32 numbers under one lease. Each renewal is an `update` that takes the lease anew
+/// (`$currentDate`). (A mutant that renewed only when both were true survived.)
+#[tokio::test]
+async fn a_handle_writing_number_after_number_renews_its_lease_by_time_and_by_count() {
+    let f = Fixture::new("gapless_renew").await;
+    let business = format!("{}_inv", f.collection);
+    let state = format!("{}_gapless", f.collection);
+    let (client, updates) = common::client_recording("update", &state).await;
+    let g = dispenser::Dispenser::new(&client, f.options())
+        .unwrap()
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    let coll = g.business().clone();
+    // (to, from) of every renewal: the update's new `next` and the `next` it matched.
+    let renewals = || -> Vec<(i64, i64)> {
+        updates
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c.get_array("updates").unwrap().clone())
+            .filter_map(|u| {
+                let u = u.as_document().unwrap().clone();
+                let update = u.get_document("u").unwrap();
+                update.get_document("$currentDate").ok()?;
+                let to = update
+                    .get_document("$set")
+                    .unwrap()
+                    .get_i64("next")
+                    .unwrap();
+                let from = u.get_document("q").unwrap().get_i64("next").unwrap();
+                Some((to, from))
+            })
+            .collect()
+    };
+    // Slow writes (10 ms each, more than 5 ms): the lease is renewed every other number.
+    for want in 1..=10 {
+        let n = g
+            .issue(|n| {
+                let coll = coll.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    coll.insert_one(doc! { "number": n }).await
+                }
+            })
+            .await
+            .unwrap()
+            .number;
+        assert_eq!(n, want);
+    }
+    // The lease taken with number k is renewed with number k + 2 at the latest (the number
+    // written alongside the renewal comes under the new lease at once).
+    let slow = renewals();
+    assert!(slow.len() >= 4, "renewals in 10 slow writes: {slow:?}");
+    for (to, from) in &slow {
+        assert!(
+            to - from <= 2,
+            "{} slow numbers under one lease: {slow:?}",
+            to - from
+        );
+    }
+    // A fast burst: no lease covers more than 32 numbers.
+    for _ in 0..200 {
+        common::issue_next(&g).await.unwrap();
+    }
+    for (to, from) in renewals() {
+        assert!(to - from <= 33, "{} numbers under one lease", to - from);
+    }
+}
