@@ -1,0 +1,128 @@
+//! Scoped and daily sequences: a sequence per key (tenant, day, …) made from a template.
+
+use dispenser::jiff::civil::Date;
+use dispenser::jiff::tz::TimeZone;
+use napi::bindgen_prelude::i64n;
+use napi_derive::napi;
+
+use crate::convert::{Json, JsonList, invalid, js};
+use crate::dispenser::{Dispenser, listing};
+use crate::sequence::{Sequence, stats_json};
+
+#[napi]
+impl Dispenser {
+    /// Opens the scope `scope` of `template` (`template@scope`), creating it from the
+    /// template's shape when missing.
+    #[napi]
+    pub async fn ensure_scope(&self, template: String, scope: String) -> napi::Result<Sequence> {
+        let s = self
+            .inner
+            .ensure_scope(&template, &scope)
+            .await
+            .map_err(js)?;
+        Ok(Sequence::from(s))
+    }
+
+    /// Creates the scope `scope` of `template`; fails `AlreadyExists` when it exists.
+    #[napi]
+    pub async fn create_scope(&self, template: String, scope: String) -> napi::Result<Sequence> {
+        let s = self
+            .inner
+            .create_scope(&template, &scope)
+            .await
+            .map_err(js)?;
+        Ok(Sequence::from(s))
+    }
+
+    /// Opens the existing scope `scope` of `template`.
+    #[napi]
+    pub async fn open_scope(&self, template: String, scope: String) -> napi::Result<Sequence> {
+        let s = self.inner.open_scope(&template, &scope).await.map_err(js)?;
+        Ok(Sequence::from(s))
+    }
+
+    /// The scopes of `template`, by scope key.
+    #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
+    pub async fn list_scopes(&self, template: String) -> napi::Result<JsonList> {
+        Ok(listing(
+            self.inner.list_scopes(&template).await.map_err(js)?,
+        ))
+    }
+
+    /// Deletes the scopes of `template` whose key sorts before `before`; returns how many.
+    #[napi]
+    pub async fn delete_scopes_before(
+        &self,
+        template: String,
+        before: String,
+    ) -> napi::Result<u64> {
+        self.inner
+            .delete_scopes_before(&template, &before)
+            .await
+            .map_err(js)
+    }
+
+    /// A sequence whose numbering restarts every day in the IANA time zone `timeZone`.
+    #[napi]
+    pub fn open_daily(&self, template: String, time_zone: String) -> napi::Result<DailySequence> {
+        let tz = TimeZone::get(&time_zone)
+            .map_err(|e| invalid("time zone", format!("{time_zone:?}: {e}")))?;
+        let inner = self.inner.open_daily(&template, tz).map_err(js)?;
+        Ok(DailySequence { inner })
+    }
+}
+
+/// A number and the scope (for a daily sequence, the date `YYYY-MM-DD`) it was drawn in.
+#[napi(object, object_from_js = false)]
+pub struct ScopedNumber {
+    /// The scope key.
+    pub scope: String,
+    /// The number, unique within its scope.
+    pub number: i64n,
+}
+
+/// A sequence whose numbering restarts every day.
+#[napi]
+pub struct DailySequence {
+    inner: dispenser::scope::DailySequence,
+}
+
+#[napi]
+impl DailySequence {
+    /// The template's name.
+    #[napi(getter)]
+    pub fn template(&self) -> String {
+        self.inner.template().to_owned()
+    }
+
+    /// Today's date in the sequence's time zone (`YYYY-MM-DD`).
+    #[napi]
+    pub fn today(&self) -> String {
+        self.inner.today().to_string()
+    }
+
+    /// Issues the next number of today's scope.
+    #[napi]
+    pub async fn next(&self) -> napi::Result<ScopedNumber> {
+        let n = self.inner.next().await.map_err(js)?;
+        Ok(ScopedNumber {
+            scope: n.scope,
+            number: i64n(n.number),
+        })
+    }
+
+    /// Deletes the days before `before` (`YYYY-MM-DD`), never today or later; returns how many.
+    #[napi]
+    pub async fn delete_scopes_before(&self, before: String) -> napi::Result<u64> {
+        let d: Date = before
+            .parse()
+            .map_err(|e| invalid("date", format!("{before:?}: {e}")))?;
+        self.inner.delete_scopes_before(d).await.map_err(js)
+    }
+
+    /// What this sequence did so far, over every day.
+    #[napi(ts_return_type = "Stats")]
+    pub fn stats(&self) -> Json {
+        Json(stats_json(&self.inner.stats()))
+    }
+}

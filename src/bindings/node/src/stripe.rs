@@ -1,0 +1,147 @@
+//! Striped sequences: `S` disjoint stripes of one sequence, each its own document.
+
+use napi::bindgen_prelude::i64n;
+use napi_derive::napi;
+
+use crate::block::{BlockOptionsInput, block_options, close_json};
+use crate::convert::{Int, Json, JsonList, int, js};
+use crate::dispenser::{Dispenser, SpecInput};
+use crate::sequence::{AlterInput, ResetOptions, alter, stats_json};
+
+fn states(v: Vec<dispenser::sequence::SequenceState>) -> JsonList {
+    JsonList(v.iter().map(|s| s.to_json()).collect())
+}
+
+#[napi]
+impl Dispenser {
+    /// Creates the striped sequence `name` of `stripes` stripes, or opens it when it exists
+    /// with the same layout and spec.
+    #[napi]
+    pub async fn ensure_striped(
+        &self,
+        name: String,
+        stripes: u32,
+        spec: Option<SpecInput>,
+    ) -> napi::Result<StripedSequence> {
+        let s = crate::dispenser::spec(spec)?;
+        let inner = self
+            .inner
+            .ensure_striped(&name, stripes, s)
+            .await
+            .map_err(js)?;
+        Ok(StripedSequence { inner })
+    }
+
+    /// Creates the striped sequence `name`; fails `AlreadyExists` when it exists.
+    #[napi]
+    pub async fn create_striped(
+        &self,
+        name: String,
+        stripes: u32,
+        spec: Option<SpecInput>,
+    ) -> napi::Result<StripedSequence> {
+        let s = crate::dispenser::spec(spec)?;
+        let inner = self
+            .inner
+            .create_striped(&name, stripes, s)
+            .await
+            .map_err(js)?;
+        Ok(StripedSequence { inner })
+    }
+
+    /// Opens the existing striped sequence `name`.
+    #[napi]
+    pub async fn open_striped(&self, name: String) -> napi::Result<StripedSequence> {
+        let inner = self.inner.open_striped(&name).await.map_err(js)?;
+        Ok(StripedSequence { inner })
+    }
+
+    /// Deletes every stripe of `name`; returns how many.
+    #[napi]
+    pub async fn delete_striped(&self, name: String) -> napi::Result<u32> {
+        self.inner.delete_striped(&name).await.map_err(js)
+    }
+}
+
+/// A striped sequence: draws spread over its stripes, each number unique.
+#[napi]
+pub struct StripedSequence {
+    inner: dispenser::stripe::StripedSequence,
+}
+
+#[napi]
+impl StripedSequence {
+    /// The sequence's name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+
+    /// How many stripes.
+    #[napi(getter)]
+    pub fn stripes(&self) -> u32 {
+        self.inner.stripes()
+    }
+
+    /// The same sequence drawn through block clients, one per stripe.
+    #[napi]
+    pub fn with_blocks(&self, options: Option<BlockOptionsInput>) -> napi::Result<StripedSequence> {
+        let inner = self
+            .inner
+            .with_blocks(block_options(options)?)
+            .map_err(js)?;
+        Ok(StripedSequence { inner })
+    }
+
+    /// Issues the next number from one of the stripes.
+    #[napi]
+    pub async fn next(&self) -> napi::Result<i64n> {
+        self.inner.next().await.map(i64n).map_err(js)
+    }
+
+    /// Every stripe's state.
+    #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
+    pub async fn peek(&self) -> napi::Result<JsonList> {
+        Ok(states(self.inner.peek().await.map_err(js)?))
+    }
+
+    /// Moves every stripe past `n`.
+    #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
+    pub async fn advance_to(&self, n: Int) -> napi::Result<JsonList> {
+        let n = int("advance-to value", n)?;
+        Ok(states(self.inner.advance_to(n).await.map_err(js)?))
+    }
+
+    /// Sets the number issued next, each stripe within its own class.
+    #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
+    pub async fn reset(&self, next: Int, options: Option<ResetOptions>) -> napi::Result<JsonList> {
+        let force = options.and_then(|o| o.force).unwrap_or(false);
+        let r = dispenser::sequence::Reset::to(int("reset value", next)?).with_force(force);
+        Ok(states(self.inner.reset(r).await.map_err(js)?))
+    }
+
+    /// Changes every stripe's shape or format.
+    #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
+    pub async fn alter(&self, change: AlterInput) -> napi::Result<JsonList> {
+        let a = alter(change)?;
+        Ok(states(self.inner.alter(a).await.map_err(js)?))
+    }
+
+    /// Deletes every stripe; returns how many.
+    #[napi]
+    pub async fn delete(&self) -> napi::Result<u32> {
+        self.inner.delete().await.map_err(js)
+    }
+
+    /// Closes its block clients (when it draws through blocks), giving back what they held.
+    #[napi(ts_return_type = "Promise<CloseReport>")]
+    pub async fn close(&self) -> napi::Result<Json> {
+        Ok(Json(close_json(&self.inner.close().await.map_err(js)?)))
+    }
+
+    /// What it did so far.
+    #[napi(ts_return_type = "Stats")]
+    pub fn stats(&self) -> Json {
+        Json(stats_json(&self.inner.stats()))
+    }
+}
