@@ -20,4 +20,4 @@ mkdir -p "$stage/dispenser"
 cp src/bindings/python/python/dispenser/*.py src/bindings/python/python/dispenser/*.pyi \
   src/bindings/python/python/dispenser/py.typed "$stage/dispenser/" 2>/dev/null || true
 cp "$target/$profile/lib_dispenser.so" "$stage/dispenser/_dispenser.abi3.so"
-echo "$stage"
+(cd "$stage" && pwd)
