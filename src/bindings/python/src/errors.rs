@@ -68,10 +68,9 @@ pub(crate) fn to_py_err(py: Python<'_>, e: &Error) -> PyErr {
             source: Some(source),
             ..
         } = e
+            && let Some(raised) = source.downcast_ref::<Raised>()
         {
-            if let Some(raised) = source.downcast_ref::<Raised>() {
-                err.set_cause(py, Some(raised.0.clone_ref(py)));
-            }
+            err.set_cause(py, Some(raised.0.clone_ref(py)));
         }
         Ok(err)
     };

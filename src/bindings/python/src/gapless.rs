@@ -123,10 +123,13 @@ async fn business(
         .unwrap_or_else(|_| Err("the event loop dropped it before it ended".into()))
 }
 
+/// Where the outcome of a business write scheduled on the event loop goes.
+type Delivery = tokio::sync::oneshot::Sender<Result<Py<PyAny>, WriteError>>;
+
 /// Hands the outcome of a business write scheduled on the event loop back to the core.
 #[pyclass(frozen)]
 struct Deliver {
-    tx: Mutex<Option<tokio::sync::oneshot::Sender<Result<Py<PyAny>, WriteError>>>>,
+    tx: Mutex<Option<Delivery>>,
 }
 
 #[pymethods]

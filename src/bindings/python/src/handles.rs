@@ -46,7 +46,7 @@ pub(crate) fn blocks(
 ) -> Out<BlockSequence> {
     let (d, name) = (d.clone(), b.name().to_owned());
     let remake = Box::new(move |py: pyo3::Python<'_>| {
-        let (disp, name, o) = (d.get(py)?, name.clone(), options.clone());
+        let (disp, name, o) = (d.get(py)?, name.clone(), options);
         wait(py, async move { disp.open_blocks(&name, o).await })
     });
     out(b, remake, asynchronous)
@@ -62,7 +62,7 @@ pub(crate) fn blocks_of(
     let s = s.clone();
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         s.get(py)?
-            .into_blocks(options.clone())
+            .into_blocks(options)
             .map_err(|e| crate::errors::to_py_err(py, &e))
     });
     out(b, remake, asynchronous)
@@ -81,7 +81,7 @@ pub(crate) fn striped(
         let s = wait(py, async move { disp.open_striped(&name).await })?;
         match &blocks {
             Some(o) => s
-                .with_blocks(o.clone())
+                .with_blocks(*o)
                 .map_err(|e| crate::errors::to_py_err(py, &e)),
             None => Ok(s),
         }

@@ -48,10 +48,10 @@ pub(crate) fn _after_fork_in_child() {
 pub(crate) fn runtime() -> PyResult<&'static Runtime> {
     let now = generation();
     let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((g, rt)) = *slot {
-        if g == now {
-            return Ok(rt);
-        }
+    if let Some((g, rt)) = *slot
+        && g == now
+    {
+        return Ok(rt);
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

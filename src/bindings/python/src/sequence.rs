@@ -133,10 +133,11 @@ flavors! {
     }
 
     /// A block client over this sequence (no I/O until its first draw).
+    #[allow(clippy::wrong_self_convention)] // Python's handle stays usable: it is shared
     #[pyo3(signature = (*, size=None, prefetch=None, grow_to=None, range_share=None))]
     fn into_blocks(&self, py: Python<'_>, size: Option<u64>, prefetch: Option<f64>, grow_to: Option<u64>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
         let o = block_options(size, prefetch, grow_to, range_share);
-        let b = self.live().get(py)?.into_blocks(o.clone()).map_err(|e| to_py_err(py, &e))?;
+        let b = self.live().get(py)?.into_blocks(o).map_err(|e| to_py_err(py, &e))?;
         Ok(handles::blocks_of(self.live(), b, o, Self::ASYNC).into_pyobject(py)?.unbind())
     }
 }
@@ -271,9 +272,9 @@ flavors! {
     fn with_blocks(&self, py: Python<'_>, size: Option<u64>, prefetch: Option<f64>, grow_to: Option<u64>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
         let o = block_options(size, prefetch, grow_to, range_share);
         let parent = self.live().clone();
-        let made = parent.get(py)?.with_blocks(o.clone()).map_err(|e| to_py_err(py, &e))?;
+        let made = parent.get(py)?.with_blocks(o).map_err(|e| to_py_err(py, &e))?;
         let remake = Box::new(move |py: Python<'_>| {
-            parent.get(py)?.with_blocks(o.clone()).map_err(|e| to_py_err(py, &e))
+            parent.get(py)?.with_blocks(o).map_err(|e| to_py_err(py, &e))
         });
         let out = crate::flavor::Out(crate::flavor::Handle {
             live: std::sync::Arc::new(crate::runtime::Live::new(made, remake)),
