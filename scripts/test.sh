@@ -39,6 +39,9 @@ suites() {
   # target/, then pytest).
   if [ "$#" -eq 0 ]; then
     tests/python/run.sh || failed=$?
+    # The Node.js binding (tests/node/run.sh: builds the addon in the debug profile in
+    # target/, then node --test).
+    tests/node/run.sh || failed=$?
   fi
   return "$failed"
 }

@@ -187,11 +187,25 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class BlockSequence {
   /** The sequence's name. */
   get name(): string
-  /** The next number (from memory, or after a reservation). */
+  /**
+   * The next number (from memory, or after a reservation).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   next(): Promise<bigint>
   /** The next number if one is in memory now, else `null` (never waits). */
   tryNext(): bigint | null
-  /** Waits until no reservation is in flight. */
+  /**
+   * Waits until no reservation is in flight.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   settle(): Promise<void>
   /** How many reserved numbers it holds, not yet handed out. */
   held(): bigint
@@ -199,7 +213,14 @@ export declare class BlockSequence {
   blockSize(): bigint
   /** Whether it was closed. */
   isClosed(): boolean
-  /** Stops it and gives back what it reserved and did not hand out, when that is safe. */
+  /**
+   * Stops it and gives back what it reserved and did not hand out, when that is safe.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   close(): Promise<CloseReport>
   /** What it did so far. */
   stats(): Stats
@@ -211,9 +232,23 @@ export declare class DailySequence {
   get template(): string
   /** Today's date in the sequence's time zone (`YYYY-MM-DD`). */
   today(): string
-  /** Issues the next number of today's scope. */
+  /**
+   * Issues the next number of today's scope.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   next(): Promise<ScopedNumber>
-  /** Deletes the days before `before` (`YYYY-MM-DD`), never today or later; returns how many. */
+  /**
+   * Deletes the days before `before` (`YYYY-MM-DD`), never today or later; returns how many.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   deleteScopesBefore(before: string): Promise<bigint>
   /** What this sequence did so far, over every day. */
   stats(): Stats
@@ -224,11 +259,23 @@ export declare class DailySequence {
  * opens uses its connection pool.
  */
 export declare class Dispenser {
-  /** A block client on the existing sequence `name`. */
+  /**
+   * A block client on the existing sequence `name`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   openBlocks(name: string, options?: BlockOptionsInput | undefined | null): Promise<BlockSequence>
   /**
    * Connects (lazily: nothing is sent until the first operation) to the deployment at
    * `uri`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   static connect(uri: string, options?: ConnectOptions | undefined | null): Promise<Dispenser>
   /** The same dispenser acting as `caller`. */
@@ -239,70 +286,253 @@ export declare class Dispenser {
   get database(): string
   /** The collection holding the sequence documents. */
   get collection(): string
-  /** Creates a new sequence; fails `AlreadyExists` when the name is taken. */
+  /**
+   * Creates a new sequence; fails `AlreadyExists` when the name is taken.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   create(name: string, spec?: SpecInput | undefined | null): Promise<Sequence>
-  /** Creates the sequence, or opens it when it exists with the same spec. */
+  /**
+   * Creates the sequence, or opens it when it exists with the same spec.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   ensure(name: string, spec?: SpecInput | undefined | null): Promise<Sequence>
-  /** Opens an existing sequence. */
+  /**
+   * Opens an existing sequence.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   open(name: string): Promise<Sequence>
-  /** Reads a sequence's stored state. */
+  /**
+   * Reads a sequence's stored state.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   peek(name: string): Promise<SequenceState>
-  /** One page of the sequences, by name. */
+  /**
+   * One page of the sequences, by name.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   list(options?: ListOptions | undefined | null): Promise<Array<SequenceState | ListingError>>
-  /** The sequences of these names that exist, by name. */
+  /**
+   * The sequences of these names that exist, by name.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   listNamed(names: Array<string>): Promise<Array<SequenceState | ListingError>>
-  /** Deletes a sequence by name (also one whose document no longer decodes). */
+  /**
+   * Deletes a sequence by name (also one whose document no longer decodes).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   delete(name: string): Promise<void>
-  /** Checks that the server answers. */
+  /**
+   * Checks that the server answers.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   ping(): Promise<void>
-  /** The history of the admin operations on a sequence (its stripes included) or queue. */
+  /**
+   * The history of the admin operations on a sequence (its stripes included) or queue.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   history(name: string, options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
   /**
    * Makes the gap-free sequence `name`, or opens it when it exists with the same settings;
    * makes sure the business collection has a unique index on the field.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   ensureGapless(name: string, options: GaplessOptionsInput): Promise<Gapless>
-  /** Makes the gap-free sequence `name`; fails `AlreadyExists` when it exists. */
+  /**
+   * Makes the gap-free sequence `name`; fails `AlreadyExists` when it exists.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   createGapless(name: string, options: GaplessOptionsInput): Promise<Gapless>
-  /** Opens the existing gap-free sequence `name` with the settings it was created with. */
+  /**
+   * Opens the existing gap-free sequence `name` with the settings it was created with.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   openGapless(name: string): Promise<Gapless>
-  /** The names of one page of the gap-free sequences. */
+  /**
+   * The names of one page of the gap-free sequences.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   listGapless(options?: ListOptions | undefined | null): Promise<Array<string>>
-  /** Creates the queue `name`; fails `AlreadyExists` when it exists. */
+  /**
+   * Creates the queue `name`; fails `AlreadyExists` when it exists.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   createQueue(name: string, spec?: QueueSpecInput | undefined | null): Promise<Queue>
-  /** Creates the queue `name`, or opens it when it exists with the same spec. */
+  /**
+   * Creates the queue `name`, or opens it when it exists with the same spec.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   ensureQueue(name: string, spec?: QueueSpecInput | undefined | null): Promise<Queue>
-  /** Opens the existing queue `name`. */
+  /**
+   * Opens the existing queue `name`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   openQueue(name: string): Promise<Queue>
-  /** One page of the queues' statuses, by name. */
+  /**
+   * One page of the queues' statuses, by name.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueStatus | ListingError>>
-  /** Deletes the queue `name`. */
+  /**
+   * Deletes the queue `name`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   deleteQueue(name: string): Promise<void>
   /**
    * Opens the scope `scope` of `template` (`template@scope`), creating it from the
    * template's shape when missing.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   ensureScope(template: string, scope: string): Promise<Sequence>
-  /** Creates the scope `scope` of `template`; fails `AlreadyExists` when it exists. */
+  /**
+   * Creates the scope `scope` of `template`; fails `AlreadyExists` when it exists.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   createScope(template: string, scope: string): Promise<Sequence>
-  /** Opens the existing scope `scope` of `template`. */
+  /**
+   * Opens the existing scope `scope` of `template`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   openScope(template: string, scope: string): Promise<Sequence>
-  /** The scopes of `template`, by scope key. */
+  /**
+   * The scopes of `template`, by scope key.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   listScopes(template: string): Promise<Array<SequenceState | ListingError>>
-  /** Deletes the scopes of `template` whose key sorts before `before`; returns how many. */
+  /**
+   * Deletes the scopes of `template` whose key sorts before `before`; returns how many.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   deleteScopesBefore(template: string, before: string): Promise<bigint>
   /** A sequence whose numbering restarts every day in the IANA time zone `timeZone`. */
   openDaily(template: string, timeZone: string): DailySequence
   /**
    * Creates the striped sequence `name` of `stripes` stripes, or opens it when it exists
    * with the same layout and spec.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   ensureStriped(name: string, stripes: number, spec?: SpecInput | undefined | null): Promise<StripedSequence>
-  /** Creates the striped sequence `name`; fails `AlreadyExists` when it exists. */
+  /**
+   * Creates the striped sequence `name`; fails `AlreadyExists` when it exists.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   createStriped(name: string, stripes: number, spec?: SpecInput | undefined | null): Promise<StripedSequence>
-  /** Opens the existing striped sequence `name`. */
+  /**
+   * Opens the existing striped sequence `name`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   openStriped(name: string): Promise<StripedSequence>
-  /** Deletes every stripe of `name`; returns how many. */
+  /**
+   * Deletes every stripe of `name`; returns how many.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   deleteStriped(name: string): Promise<number>
 }
 
@@ -319,19 +549,66 @@ export declare class Gapless {
   /**
    * `Gapless.issue` without its JavaScript half: `write(n)` resolves to the outcome of the
    * business write (the wrapper catches its error) rather than rejecting.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   _issue(write: ((arg: bigint) => Promise<WriteOutcome>)): Promise<IssuedNumber>
-  /** The state: the next number, the lease, the voided numbers. */
+  /**
+   * The state: the next number, the lease, the voided numbers.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   status(): Promise<GaplessStatus>
-  /** Confirms at once the last number this handle used. */
+  /**
+   * Confirms at once the last number this handle used.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   flush(): Promise<void>
-  /** Changes the sequence's longest lease (milliseconds). */
+  /**
+   * Changes the sequence's longest lease (milliseconds).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   setMaxLease(maxLeaseMs: number): Promise<void>
-  /** Voids the next number on purpose, with a reason. */
+  /**
+   * Voids the next number on purpose, with a reason.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   void(number: Int, reason: string): Promise<void>
-  /** Ends a holder's lease on `number`: voided if it was not written, else moved past. */
+  /**
+   * Ends a holder's lease on `number`: voided if it was not written, else moved past.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   release(number: Int, reason: string, options?: ReleaseOptions | undefined | null): Promise<Released>
-  /** Checks the business collection: every number from `from` used or voided exactly once. */
+  /**
+   * Checks the business collection: every number from `from` used or voided exactly once.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   audit(options?: AuditInput | undefined | null): Promise<Audit>
   /** What this handle did so far. */
   stats(): Stats
@@ -341,23 +618,86 @@ export declare class Gapless {
 export declare class Queue {
   /** The queue's name. */
   get name(): string
-  /** Takes the next ticket. */
+  /**
+   * Takes the next ticket.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   take(options?: TakeOptions | undefined | null): Promise<Ticket>
-  /** Takes `count` consecutive tickets, all or nothing (a family). */
+  /**
+   * Takes `count` consecutive tickets, all or nothing (a family).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   takeMany(n: Int, options?: TakeOptions | undefined | null): Promise<Array<Ticket>>
-  /** Calls the oldest waiting ticket (or `ticket`), from a desk. */
+  /**
+   * Calls the oldest waiting ticket (or `ticket`), from a desk.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   call(options?: CallOptions | undefined | null): Promise<Ticket>
-  /** Announces again the ticket a desk shows. */
+  /**
+   * Announces again the ticket a desk shows.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   recall(options?: DeskOptions | undefined | null): Promise<Ticket>
-  /** A desk is done with the ticket it shows, and shows none. */
+  /**
+   * A desk is done with the ticket it shows, and shows none.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   release(options?: DeskOptions | undefined | null): Promise<Ticket>
-  /** Cancels a waiting ticket. */
+  /**
+   * Cancels a waiting ticket.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   cancel(ticket: Int): Promise<Ticket>
-  /** Changes the queue's range. */
+  /**
+   * Changes the queue's range.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   alter(change: QueueAlterInput): Promise<QueueStatus>
-  /** Deletes the queue. */
+  /**
+   * Deletes the queue.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   delete(): Promise<void>
-  /** The queue's status: who waits, what each desk shows, the recent calls. */
+  /**
+   * The queue's status: who waits, what each desk shows, the recent calls.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   status(): Promise<QueueStatus>
 }
 
@@ -390,21 +730,77 @@ export declare class Sequence {
   intoBlocks(options?: BlockOptionsInput | undefined | null): BlockSequence
   /** The sequence's name. */
   get name(): string
-  /** Issues the next number. */
+  /**
+   * Issues the next number.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   next(): Promise<bigint>
-  /** Issues a contiguous run of `n` numbers in one write (with `cycle`, fewer near the wrap). */
+  /**
+   * Issues a contiguous run of `n` numbers in one write (with `cycle`, fewer near the wrap).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   nextN(n: Int): Promise<Run>
-  /** Reads the sequence's state now. */
+  /**
+   * Reads the sequence's state now.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   peek(): Promise<SequenceState>
-  /** Moves the sequence past `n` (never backwards). */
+  /**
+   * Moves the sequence past `n` (never backwards).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   advanceTo(n: Int): Promise<SequenceState>
-  /** Sets the number issued next; backwards only with `force`. */
+  /**
+   * Sets the number issued next; backwards only with `force`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   reset(next: Int, options?: ResetOptions | undefined | null): Promise<SequenceState>
-  /** Changes the sequence's shape or format while it is in use. */
+  /**
+   * Changes the sequence's shape or format while it is in use.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   alter(change: AlterInput): Promise<SequenceState>
-  /** Sets (or with `null` removes) the serial format. */
+  /**
+   * Sets (or with `null` removes) the serial format.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   setFormat(format?: string | undefined | null): Promise<void>
-  /** Deletes the sequence. */
+  /**
+   * Deletes the sequence.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   delete(): Promise<void>
   /** What this handle did so far. */
   stats(): Stats
@@ -420,19 +816,68 @@ export declare class StripedSequence {
   get stripes(): number
   /** The same sequence drawn through block clients, one per stripe. */
   withBlocks(options?: BlockOptionsInput | undefined | null): StripedSequence
-  /** Issues the next number from one of the stripes. */
+  /**
+   * Issues the next number from one of the stripes.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   next(): Promise<bigint>
-  /** Every stripe's state. */
+  /**
+   * Every stripe's state.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   peek(): Promise<Array<SequenceState>>
-  /** Moves every stripe past `n`. */
+  /**
+   * Moves every stripe past `n`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   advanceTo(n: Int): Promise<Array<SequenceState>>
-  /** Sets the number issued next, each stripe within its own class. */
+  /**
+   * Sets the number issued next, each stripe within its own class.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   reset(next: Int, options?: ResetOptions | undefined | null): Promise<Array<SequenceState>>
-  /** Changes every stripe's shape or format. */
+  /**
+   * Changes every stripe's shape or format.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   alter(change: AlterInput): Promise<Array<SequenceState>>
-  /** Deletes every stripe; returns how many. */
+  /**
+   * Deletes every stripe; returns how many.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   delete(): Promise<number>
-  /** Closes its block clients (when it draws through blocks), giving back what they held. */
+  /**
+   * Closes its block clients (when it draws through blocks), giving back what they held.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
   close(): Promise<CloseReport>
   /** What it did so far. */
   stats(): Stats

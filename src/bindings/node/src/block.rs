@@ -52,6 +52,11 @@ pub fn close_json(r: &CloseReport) -> Value {
 #[napi]
 impl Dispenser {
     /// A block client on the existing sequence `name`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn open_blocks(
         &self,
@@ -93,6 +98,11 @@ impl BlockSequence {
     }
 
     /// The next number (from memory, or after a reservation).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn next(&self) -> napi::Result<i64n> {
         self.inner.next().await.map(i64n).map_err(js)
@@ -105,6 +115,11 @@ impl BlockSequence {
     }
 
     /// Waits until no reservation is in flight.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn settle(&self) {
         self.inner.settle().await;
@@ -129,6 +144,11 @@ impl BlockSequence {
     }
 
     /// Stops it and gives back what it reserved and did not hand out, when that is safe.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<CloseReport>")]
     pub async fn close(&self) -> napi::Result<Json> {
         Ok(Json(close_json(&self.inner.close().await.map_err(js)?)))

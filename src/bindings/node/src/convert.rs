@@ -172,38 +172,3 @@ fn camel(key: &str) -> String {
     }
     out
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_become_camel_case_and_other_keys_stay() {
-        assert_eq!(camel("estimated_wait_seconds"), "estimatedWaitSeconds");
-        assert_eq!(camel("next"), "next");
-        assert_eq!(camel("2026-11-28"), "2026-11-28");
-        assert_eq!(camel("_id"), "_id");
-    }
-
-    #[test]
-    fn integers_are_taken_exactly_or_refused_naming_the_argument() {
-        assert_eq!(int("start", Either::A(42.0)).ok(), Some(42));
-        assert_eq!(
-            int("start", Either::B(BigInt::from(i64::MIN))).ok(),
-            Some(i64::MIN)
-        );
-        let e = int("start", Either::A(1.5)).err().map(|e| e.reason);
-        assert!(e.is_some_and(|r| r.contains("invalid start: 1.5 is not a safe integer")));
-        let e = int("max", Either::A(2f64.powi(60))).err().map(|e| e.reason);
-        assert!(e.is_some_and(|r| r.contains("invalid max")));
-        let e = int("max", Either::B(BigInt::from(u64::MAX)))
-            .err()
-            .map(|e| e.reason);
-        assert!(e.is_some_and(|r| r.contains("18446744073709551615n does not fit")));
-        assert_eq!(
-            count("n", Either::B(BigInt::from(u64::MAX))).ok(),
-            Some(u64::MAX)
-        );
-        assert!(count("n", Either::A(-1.0)).is_err());
-    }
-}

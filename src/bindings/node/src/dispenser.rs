@@ -117,6 +117,11 @@ pub struct Dispenser {
 impl Dispenser {
     /// Connects (lazily: nothing is sent until the first operation) to the deployment at
     /// `uri`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(writable = true, configurable = true)]
     pub async fn connect(uri: String, options: Option<ConnectOptions>) -> napi::Result<Dispenser> {
         let mut o = Options::default();
@@ -167,6 +172,11 @@ impl Dispenser {
     }
 
     /// Creates a new sequence; fails `AlreadyExists` when the name is taken.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn create(&self, name: String, spec: Option<SpecInput>) -> napi::Result<Sequence> {
         let s = crate::dispenser::spec(spec)?;
@@ -176,6 +186,11 @@ impl Dispenser {
     }
 
     /// Creates the sequence, or opens it when it exists with the same spec.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn ensure(&self, name: String, spec: Option<SpecInput>) -> napi::Result<Sequence> {
         let s = crate::dispenser::spec(spec)?;
@@ -185,18 +200,33 @@ impl Dispenser {
     }
 
     /// Opens an existing sequence.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn open(&self, name: String) -> napi::Result<Sequence> {
         Ok(Sequence::from(self.inner.open(&name).await.map_err(js)?))
     }
 
     /// Reads a sequence's stored state.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub async fn peek(&self, name: String) -> napi::Result<Json> {
         Ok(Json(self.inner.peek(&name).await.map_err(js)?.to_json()))
     }
 
     /// One page of the sequences, by name.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
     pub async fn list(&self, options: Option<ListOptions>) -> napi::Result<JsonList> {
         let (patterns, after, limit) = match options {
@@ -215,24 +245,44 @@ impl Dispenser {
     }
 
     /// The sequences of these names that exist, by name.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
     pub async fn list_named(&self, names: Vec<String>) -> napi::Result<JsonList> {
         Ok(listing(self.inner.list_named(&names).await.map_err(js)?))
     }
 
     /// Deletes a sequence by name (also one whose document no longer decodes).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn delete(&self, name: String) -> napi::Result<()> {
         self.inner.delete(&name).await.map_err(js)
     }
 
     /// Checks that the server answers.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn ping(&self) -> napi::Result<()> {
         self.inner.ping().await.map_err(js)
     }
 
     /// The history of the admin operations on a sequence (its stripes included) or queue.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
     pub async fn history(
         &self,

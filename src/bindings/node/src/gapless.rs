@@ -95,6 +95,11 @@ fn options(input: GaplessOptionsInput) -> napi::Result<GaplessOptions> {
 impl Dispenser {
     /// Makes the gap-free sequence `name`, or opens it when it exists with the same settings;
     /// makes sure the business collection has a unique index on the field.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn ensure_gapless(
         &self,
@@ -107,6 +112,11 @@ impl Dispenser {
     }
 
     /// Makes the gap-free sequence `name`; fails `AlreadyExists` when it exists.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn create_gapless(
         &self,
@@ -119,6 +129,11 @@ impl Dispenser {
     }
 
     /// Opens the existing gap-free sequence `name` with the settings it was created with.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn open_gapless(&self, name: String) -> napi::Result<Gapless> {
         let inner = self.inner.open_gapless(&name).await.map_err(js)?;
@@ -126,6 +141,11 @@ impl Dispenser {
     }
 
     /// The names of one page of the gap-free sequences.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn list_gapless(&self, options: Option<ListOptions>) -> napi::Result<Vec<String>> {
         let (patterns, after, limit) = match options {
@@ -197,6 +217,11 @@ impl Gapless {
 
     /// `Gapless.issue` without its JavaScript half: `write(n)` resolves to the outcome of the
     /// business write (the wrapper catches its error) rather than rejecting.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(js_name = "_issue")]
     pub async fn issue_outcome(
         &self,
@@ -233,18 +258,33 @@ impl Gapless {
     }
 
     /// The state: the next number, the lease, the voided numbers.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<GaplessStatus>")]
     pub async fn status(&self) -> napi::Result<Json> {
         Ok(Json(self.inner.status().await.map_err(js)?.to_json()))
     }
 
     /// Confirms at once the last number this handle used.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn flush(&self) -> napi::Result<()> {
         self.inner.flush().await.map_err(js)
     }
 
     /// Changes the sequence's longest lease (milliseconds).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn set_max_lease(&self, max_lease_ms: f64) -> napi::Result<()> {
         let d = millis("maxLeaseMs", max_lease_ms)?;
@@ -252,6 +292,11 @@ impl Gapless {
     }
 
     /// Voids the next number on purpose, with a reason.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn void(&self, number: Int, reason: String) -> napi::Result<()> {
         let n = int("number", number)?;
@@ -259,6 +304,11 @@ impl Gapless {
     }
 
     /// Ends a holder's lease on `number`: voided if it was not written, else moved past.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Released>")]
     pub async fn release(
         &self,
@@ -289,6 +339,11 @@ impl Gapless {
     }
 
     /// Checks the business collection: every number from `from` used or voided exactly once.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Audit>")]
     pub async fn audit(&self, options: Option<AuditInput>) -> napi::Result<Json> {
         let mut o =

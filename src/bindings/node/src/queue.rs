@@ -96,6 +96,11 @@ fn tickets(v: Vec<Ticket>) -> JsonList {
 #[napi]
 impl Dispenser {
     /// Creates the queue `name`; fails `AlreadyExists` when it exists.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn create_queue(
         &self,
@@ -108,6 +113,11 @@ impl Dispenser {
     }
 
     /// Creates the queue `name`, or opens it when it exists with the same spec.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn ensure_queue(
         &self,
@@ -120,6 +130,11 @@ impl Dispenser {
     }
 
     /// Opens the existing queue `name`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn open_queue(&self, name: String) -> napi::Result<Queue> {
         let inner = self.inner.open_queue(&name).await.map_err(js)?;
@@ -127,6 +142,11 @@ impl Dispenser {
     }
 
     /// One page of the queues' statuses, by name.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<QueueStatus | ListingError>>")]
     pub async fn list_queues(&self, options: Option<ListOptions>) -> napi::Result<JsonList> {
         let (patterns, after, limit) = match options {
@@ -145,6 +165,11 @@ impl Dispenser {
     }
 
     /// Deletes the queue `name`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn delete_queue(&self, name: String) -> napi::Result<()> {
         self.inner.delete_queue(&name).await.map_err(js)
@@ -166,6 +191,11 @@ impl Queue {
     }
 
     /// Takes the next ticket.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
     pub async fn take(&self, options: Option<TakeOptions>) -> napi::Result<Json> {
         let mut t = self.inner.take();
@@ -181,6 +211,11 @@ impl Queue {
     }
 
     /// Takes `count` consecutive tickets, all or nothing (a family).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<Ticket>>")]
     pub async fn take_many(&self, n: Int, options: Option<TakeOptions>) -> napi::Result<JsonList> {
         let n = count("ticket count", n)?;
@@ -197,6 +232,11 @@ impl Queue {
     }
 
     /// Calls the oldest waiting ticket (or `ticket`), from a desk.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
     pub async fn call(&self, options: Option<CallOptions>) -> napi::Result<Json> {
         let mut c = self.inner.call();
@@ -212,6 +252,11 @@ impl Queue {
     }
 
     /// Announces again the ticket a desk shows.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
     pub async fn recall(&self, options: Option<DeskOptions>) -> napi::Result<Json> {
         let mut r = self.inner.recall();
@@ -222,6 +267,11 @@ impl Queue {
     }
 
     /// A desk is done with the ticket it shows, and shows none.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
     pub async fn release(&self, options: Option<DeskOptions>) -> napi::Result<Json> {
         let mut r = self.inner.release();
@@ -232,6 +282,11 @@ impl Queue {
     }
 
     /// Cancels a waiting ticket.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
     pub async fn cancel(&self, ticket: Int) -> napi::Result<Json> {
         let t = int("ticket", ticket)?;
@@ -239,6 +294,11 @@ impl Queue {
     }
 
     /// Changes the queue's range.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<QueueStatus>")]
     pub async fn alter(&self, change: QueueAlterInput) -> napi::Result<Json> {
         let mut a = QueueAlter::default();
@@ -249,12 +309,22 @@ impl Queue {
     }
 
     /// Deletes the queue.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn delete(&self) -> napi::Result<()> {
         self.inner.delete().await.map_err(js)
     }
 
     /// The queue's status: who waits, what each desk shows, the recent calls.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<QueueStatus>")]
     pub async fn status(&self) -> napi::Result<Json> {
         let s: Value = self.inner.status().await.map_err(js)?.to_json();

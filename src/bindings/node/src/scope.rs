@@ -13,6 +13,11 @@ use crate::sequence::{Sequence, stats_json};
 impl Dispenser {
     /// Opens the scope `scope` of `template` (`template@scope`), creating it from the
     /// template's shape when missing.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn ensure_scope(&self, template: String, scope: String) -> napi::Result<Sequence> {
         let s = self
@@ -24,6 +29,11 @@ impl Dispenser {
     }
 
     /// Creates the scope `scope` of `template`; fails `AlreadyExists` when it exists.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn create_scope(&self, template: String, scope: String) -> napi::Result<Sequence> {
         let s = self
@@ -35,6 +45,11 @@ impl Dispenser {
     }
 
     /// Opens the existing scope `scope` of `template`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn open_scope(&self, template: String, scope: String) -> napi::Result<Sequence> {
         let s = self.inner.open_scope(&template, &scope).await.map_err(js)?;
@@ -42,6 +57,11 @@ impl Dispenser {
     }
 
     /// The scopes of `template`, by scope key.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
     pub async fn list_scopes(&self, template: String) -> napi::Result<JsonList> {
         Ok(listing(
@@ -50,6 +70,11 @@ impl Dispenser {
     }
 
     /// Deletes the scopes of `template` whose key sorts before `before`; returns how many.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn delete_scopes_before(
         &self,
@@ -102,6 +127,11 @@ impl DailySequence {
     }
 
     /// Issues the next number of today's scope.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn next(&self) -> napi::Result<ScopedNumber> {
         let n = self.inner.next().await.map_err(js)?;
@@ -112,6 +142,11 @@ impl DailySequence {
     }
 
     /// Deletes the days before `before` (`YYYY-MM-DD`), never today or later; returns how many.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn delete_scopes_before(&self, before: String) -> napi::Result<u64> {
         let d: Date = before

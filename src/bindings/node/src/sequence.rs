@@ -119,12 +119,22 @@ impl Sequence {
     }
 
     /// Issues the next number.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn next(&self) -> napi::Result<i64n> {
         self.inner.next().await.map(i64n).map_err(js)
     }
 
     /// Issues a contiguous run of `n` numbers in one write (with `cycle`, fewer near the wrap).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn next_n(&self, n: Int) -> napi::Result<Run> {
         let n = count("count", n)?;
@@ -133,12 +143,22 @@ impl Sequence {
     }
 
     /// Reads the sequence's state now.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub async fn peek(&self) -> napi::Result<Json> {
         Ok(Json(self.inner.peek().await.map_err(js)?.to_json()))
     }
 
     /// Moves the sequence past `n` (never backwards).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub async fn advance_to(&self, n: Int) -> napi::Result<Json> {
         let n = int("advance-to value", n)?;
@@ -146,6 +166,11 @@ impl Sequence {
     }
 
     /// Sets the number issued next; backwards only with `force`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub async fn reset(&self, next: Int, options: Option<ResetOptions>) -> napi::Result<Json> {
         let force = options.and_then(|o| o.force).unwrap_or(false);
@@ -154,6 +179,11 @@ impl Sequence {
     }
 
     /// Changes the sequence's shape or format while it is in use.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub async fn alter(&self, change: AlterInput) -> napi::Result<Json> {
         let a = alter(change)?;
@@ -161,6 +191,11 @@ impl Sequence {
     }
 
     /// Sets (or with `null` removes) the serial format.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn set_format(&self, format: Option<String>) -> napi::Result<()> {
         let f = format.as_deref().map(crate::sequence::format).transpose()?;
@@ -168,6 +203,11 @@ impl Sequence {
     }
 
     /// Deletes the sequence.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn delete(&self) -> napi::Result<()> {
         self.inner.delete().await.map_err(js)

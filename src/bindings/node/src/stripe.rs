@@ -16,6 +16,11 @@ fn states(v: Vec<dispenser::sequence::SequenceState>) -> JsonList {
 impl Dispenser {
     /// Creates the striped sequence `name` of `stripes` stripes, or opens it when it exists
     /// with the same layout and spec.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn ensure_striped(
         &self,
@@ -33,6 +38,11 @@ impl Dispenser {
     }
 
     /// Creates the striped sequence `name`; fails `AlreadyExists` when it exists.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn create_striped(
         &self,
@@ -50,6 +60,11 @@ impl Dispenser {
     }
 
     /// Opens the existing striped sequence `name`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn open_striped(&self, name: String) -> napi::Result<StripedSequence> {
         let inner = self.inner.open_striped(&name).await.map_err(js)?;
@@ -57,6 +72,11 @@ impl Dispenser {
     }
 
     /// Deletes every stripe of `name`; returns how many.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn delete_striped(&self, name: String) -> napi::Result<u32> {
         self.inner.delete_striped(&name).await.map_err(js)
@@ -94,18 +114,33 @@ impl StripedSequence {
     }
 
     /// Issues the next number from one of the stripes.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn next(&self) -> napi::Result<i64n> {
         self.inner.next().await.map(i64n).map_err(js)
     }
 
     /// Every stripe's state.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
     pub async fn peek(&self) -> napi::Result<JsonList> {
         Ok(states(self.inner.peek().await.map_err(js)?))
     }
 
     /// Moves every stripe past `n`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
     pub async fn advance_to(&self, n: Int) -> napi::Result<JsonList> {
         let n = int("advance-to value", n)?;
@@ -113,6 +148,11 @@ impl StripedSequence {
     }
 
     /// Sets the number issued next, each stripe within its own class.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
     pub async fn reset(&self, next: Int, options: Option<ResetOptions>) -> napi::Result<JsonList> {
         let force = options.and_then(|o| o.force).unwrap_or(false);
@@ -121,6 +161,11 @@ impl StripedSequence {
     }
 
     /// Changes every stripe's shape or format.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
     pub async fn alter(&self, change: AlterInput) -> napi::Result<JsonList> {
         let a = alter(change)?;
@@ -128,12 +173,22 @@ impl StripedSequence {
     }
 
     /// Deletes every stripe; returns how many.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub async fn delete(&self) -> napi::Result<u32> {
         self.inner.delete().await.map_err(js)
     }
 
     /// Closes its block clients (when it draws through blocks), giving back what they held.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<CloseReport>")]
     pub async fn close(&self) -> napi::Result<Json> {
         Ok(Json(close_json(&self.inner.close().await.map_err(js)?)))
