@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList};
 
+use dispenser::block::BlockOptions;
 use dispenser::mongodb::bson::Document;
 use dispenser::{Error, Run};
 
@@ -143,4 +144,33 @@ pub(crate) fn day(value: &Bound<'_, PyAny>) -> PyResult<String> {
         return Ok(s);
     }
     value.call_method0("isoformat")?.extract()
+}
+
+/// Block options from the keywords given; the others keep the core's defaults.
+pub(crate) fn block_options(
+    size: Option<u64>,
+    prefetch: Option<f64>,
+    grow_to: Option<u64>,
+    range_share: Option<f64>,
+) -> BlockOptions {
+    let mut o = BlockOptions::default();
+    if let Some(v) = size {
+        o = o.with_size(v);
+    }
+    if let Some(v) = prefetch {
+        o = o.with_prefetch(Some(v));
+    }
+    if let Some(v) = grow_to {
+        o = o.with_grow_to(Some(v));
+    }
+    if let Some(v) = range_share {
+        o = o.with_range_share(Some(v));
+    }
+    o
+}
+
+/// The time zone of an IANA name.
+pub(crate) fn time_zone_named(name: &str) -> Result<dispenser::jiff::tz::TimeZone, Error> {
+    dispenser::jiff::tz::TimeZone::get(name)
+        .map_err(|e| invalid("time zone", format!("{name:?}: {e}")))
 }

@@ -4,14 +4,13 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 
-use dispenser::block::BlockOptions;
 use dispenser::gapless::GaplessOptions;
 use dispenser::history::HistoryQuery;
 use dispenser::options::Strategy;
 use dispenser::queue::QueueSpec;
 use dispenser::{Dispenser, Error, Format, Options, Spec};
 
-use crate::convert::{Json, Listing, day, document, seconds};
+use crate::convert::{Json, Listing, block_options, day, document, seconds, time_zone_named};
 use crate::errors::{Outcome, invalid};
 use crate::flavor::{Out, flavors};
 use crate::handles;
@@ -42,29 +41,6 @@ pub(crate) fn spec(
         s = s.with_cycle(v);
     }
     s
-}
-
-/// Block options from the keywords given; the others keep the core's defaults.
-pub(crate) fn block_options(
-    size: Option<u64>,
-    prefetch: Option<f64>,
-    grow_to: Option<u64>,
-    range_share: Option<f64>,
-) -> BlockOptions {
-    let mut o = BlockOptions::default();
-    if let Some(v) = size {
-        o = o.with_size(v);
-    }
-    if let Some(v) = prefetch {
-        o = o.with_prefetch(Some(v));
-    }
-    if let Some(v) = grow_to {
-        o = o.with_grow_to(Some(v));
-    }
-    if let Some(v) = range_share {
-        o = o.with_range_share(Some(v));
-    }
-    o
 }
 
 fn strategy(name: &str) -> Result<Strategy, Error> {
@@ -103,11 +79,6 @@ fn queue_spec(
         s = s.with_daily(v);
     }
     Ok(s)
-}
-
-pub(crate) fn time_zone_named(name: &str) -> Result<dispenser::jiff::tz::TimeZone, Error> {
-    dispenser::jiff::tz::TimeZone::get(name)
-        .map_err(|e| invalid("time zone", format!("{name:?}: {e}")))
 }
 
 /// Gap-free options from the keywords given; the others keep the core's defaults.

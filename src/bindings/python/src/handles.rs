@@ -100,7 +100,7 @@ pub(crate) fn daily(
     let d = d.clone();
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         let disp = d.get(py)?;
-        crate::dispenser::time_zone_named(&time_zone)
+        crate::convert::time_zone_named(&time_zone)
             .and_then(|tz| disp.open_daily(&template, tz))
             .map_err(|e| crate::errors::to_py_err(py, &e))
     });

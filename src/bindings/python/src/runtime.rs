@@ -141,8 +141,6 @@ pub(crate) fn wait<T: Send>(
 
 /// `asyncio._get_running_loop`, looked up once.
 static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-/// The function that resolves an `asyncio.Future` on its loop (`dispenser._bridge.resolve`).
-static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub(crate) fn running_loop<'py>(py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
     let f = GET_RUNNING_LOOP.get_or_try_init(py, || {
@@ -192,8 +190,8 @@ where
     }
 }
 
-/// The asyncio flavour: an `asyncio.Future` of the running loop, resolved (through
-/// `call_soon_threadsafe`) when the core future ends; cancelling it drops the core future.
+/// The asyncio flavour: an `asyncio.Future` of the running loop, resolved on the loop when the
+/// core future ends (through the loop's [`Inbox`]); cancelling it drops the core future.
 fn spawn<T, F>(py: Python<'_>, fut: F) -> PyResult<Py<PyAny>>
 where
     F: Future<Output = Result<T, Failure>> + Send + 'static,
@@ -205,31 +203,15 @@ where
              coroutine (asyncio.run(...)), or use the blocking API (import dispenser)",
         ));
     };
-    let resolve = RESOLVE
-        .get_or_try_init(py, || {
-            py.import("dispenser._bridge")?
-                .getattr("resolve")
-                .map(Bound::unbind)
-        })?
-        .clone_ref(py);
+    let inbox = inbox_for(py, &event_loop)?;
     let future = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
-    let (loop_ref, future_ref) = (event_loop.unbind(), future.clone().unbind());
+    let future_ref = future.clone().unbind();
     let task = runtime()?.spawn(async move {
         let out = fut.await;
-        Python::attach(|py| {
-            let (ok, value) = match out {
-                Ok(v) => match v.into_pyobject(py) {
-                    Ok(b) => (true, b.into_any().unbind()),
-                    Err(e) => (false, Into::<PyErr>::into(e).into_value(py).into_any()),
-                },
-                Err(f) => (false, f.into_py_err(py).into_value(py).into_any()),
-            };
-            // A loop closed meanwhile has nobody left to tell.
-            let _ = loop_ref.bind(py).call_method1(
-                pyo3::intern!(py, "call_soon_threadsafe"),
-                (resolve, future_ref, ok, value),
-            );
-        });
+        Inbox::push(
+            &inbox,
+            Box::new(move |py| settle(py, future_ref.bind(py), out)),
+        );
     });
     future.call_method1(
         pyo3::intern!(py, "add_done_callback"),
@@ -238,6 +220,126 @@ where
         },),
     )?;
     Ok(future.unbind())
+}
+
+/// Sets the result (or the exception) of `future`, on its loop, unless it was cancelled.
+fn settle<T>(py: Python<'_>, future: &Bound<'_, PyAny>, out: Result<T, Failure>) -> PyResult<()>
+where
+    T: for<'py> IntoPyObject<'py>,
+{
+    if future
+        .call_method0(pyo3::intern!(py, "cancelled"))?
+        .is_truthy()?
+    {
+        return Ok(());
+    }
+    let failed = match out {
+        Ok(v) => match v.into_pyobject(py) {
+            Ok(b) => {
+                future.call_method1(
+                    pyo3::intern!(py, "set_result"),
+                    (b.into_bound().into_any(),),
+                )?;
+                return Ok(());
+            }
+            Err(e) => e.into(),
+        },
+        Err(f) => f.into_py_err(py),
+    };
+    future.call_method1(pyo3::intern!(py, "set_exception"), (failed.into_value(py),))?;
+    Ok(())
+}
+
+/// What is left to do on the loop's thread for one finished call.
+type Settle = Box<dyn FnOnce(Python<'_>) -> PyResult<()> + Send>;
+
+/// The calls of one event loop that finished in the core, waiting to be settled on the loop:
+/// the first to arrive schedules one `call_soon_threadsafe`, which settles every call that
+/// arrived by then. So a write that served many calls at once (coalesced draws) wakes the
+/// loop once and takes the GIL once on the runtime's side, not once per call.
+#[pyclass(frozen)]
+struct Inbox {
+    event_loop: Py<PyAny>,
+    waiting: Mutex<(Vec<Settle>, bool)>,
+}
+
+impl Inbox {
+    fn push(inbox: &Py<Inbox>, settle: Settle) {
+        let me = inbox.get();
+        let schedule = {
+            let mut w = me.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            w.0.push(settle);
+            !std::mem::replace(&mut w.1, true)
+        };
+        if schedule {
+            Python::attach(|py| {
+                let scheduled = me.event_loop.bind(py).call_method1(
+                    pyo3::intern!(py, "call_soon_threadsafe"),
+                    (inbox.clone_ref(py),),
+                );
+                if scheduled.is_err() {
+                    // A loop closed meanwhile has nobody left to tell.
+                    let mut w = me.waiting.lock().unwrap_or_else(|p| p.into_inner());
+                    let dropped = std::mem::take(&mut w.0);
+                    w.1 = false;
+                    drop(w);
+                    drop(dropped);
+                }
+            });
+        }
+    }
+}
+
+#[pymethods]
+impl Inbox {
+    /// Settles every call that finished (run by the loop).
+    fn __call__(&self, py: Python<'_>) {
+        let ready = {
+            let mut w = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            w.1 = false;
+            std::mem::take(&mut w.0)
+        };
+        for settle in ready {
+            if let Err(e) = settle(py) {
+                e.write_unraisable(py, None);
+            }
+        }
+    }
+}
+
+/// An inbox, with the loop it belongs to and its process generation.
+type LoopInbox = (u64, Py<PyAny>, Py<Inbox>);
+
+thread_local! {
+    /// The inbox of the loop this thread runs (of this process generation).
+    static INBOX: std::cell::RefCell<Option<LoopInbox>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The inbox of `event_loop`, made on its first call.
+fn inbox_for(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Py<Inbox>> {
+    INBOX.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if let Some((g, l, inbox)) = &*cell
+            && *g == generation()
+            && l.bind(py).is(event_loop)
+        {
+            return Ok(inbox.clone_ref(py));
+        }
+        let inbox = Py::new(
+            py,
+            Inbox {
+                event_loop: event_loop.clone().unbind(),
+                waiting: Mutex::new((Vec::new(), false)),
+            },
+        )?;
+        *cell = Some((
+            generation(),
+            event_loop.clone().unbind(),
+            inbox.clone_ref(py),
+        ));
+        Ok(inbox)
+    })
 }
 
 /// Drops the core future of a cancelled `asyncio.Future` (each core call documents what a

@@ -9,8 +9,7 @@ use dispenser::scope::DailySequence;
 use dispenser::sequence::{Alter, Reset};
 use dispenser::stripe::StripedSequence;
 
-use crate::convert::{Json, Numbers, day};
-use crate::dispenser::block_options;
+use crate::convert::{Json, Numbers, block_options, day};
 use crate::errors::{Outcome, to_py_err};
 use crate::flavor::flavors;
 use crate::handles::{self, close_json, stats_json};

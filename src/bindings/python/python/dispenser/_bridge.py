@@ -5,16 +5,6 @@ from __future__ import annotations
 import inspect
 
 
-def resolve(future, ok, value):
-    """Sets the result (or exception) of ``future`` unless it was cancelled meanwhile."""
-    if future.cancelled():
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
-
-
 async def call(write, n):
     """Runs a gap-free business write on the event loop: ``write(n)``, awaited if it
     returns an awaitable (a coroutine function, a Motor call)."""
