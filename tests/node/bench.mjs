@@ -82,7 +82,7 @@ for (let r = 1; r <= rounds; r++) {
   for (const [name, op] of Object.entries(phases)) {
     const [perSecond, results] = await rate(op)
     rates[name].push(perSecond)
-    if (numbered[name]) numbered[name].push(...results)
+    if (numbered[name]) for (const x of results) numbered[name].push(x)
     console.log(`round ${r}  ${name.padEnd(38)} ${show(perSecond)}`)
   }
 }
@@ -92,6 +92,10 @@ for (const name of Object.keys(phases)) {
   const extra = numbered[name] ? `  (${numbered[name].length} numbers, ${dups[name]} duplicates)` : ''
   console.log(`  ${name.padEnd(38)} ${show(median(rates[name]))}${extra}`)
 }
+const drawn = await d.peek('draws')
+const orders = await d.peek('orders')
+// Every write moves a sequence's version by one: numbers per write is what coalescing shares.
+console.log(`  writes of next(): ${drawn.version} for ${drawn.value} numbers; of the plugin: ${orders.version} for ${orders.value} numbers`)
 const m = (k) => median(rates[k])
 console.log(`  next() / findOneAndUpdate($inc):        ${(m('dispenser next()') / m('driver findOneAndUpdate($inc)')).toFixed(2)}x`)
 console.log(`  plugin / unnumbered saves:               ${(m('mongoose create + plugin') / m('mongoose create, unnumbered')).toFixed(2)}x`)
