@@ -38,10 +38,11 @@ suites() {
   # The Python binding (tests/python/run.sh: builds the extension in the debug profile in
   # target/, then pytest).
   if [ "$#" -eq 0 ]; then
-    tests/python/run.sh || failed=$?
     # The Node.js binding (tests/node/run.sh: builds the addon in the debug profile in
-    # target/, then node --test).
+    # target/, then node --test). First: the Python suite's cross-language test spawns
+    # tests/node/draw.mjs, which loads that addon.
     tests/node/run.sh || failed=$?
+    tests/python/run.sh || failed=$?
   fi
   return "$failed"
 }
