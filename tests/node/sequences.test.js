@@ -102,7 +102,7 @@ test('errors are one class per kind, with the core code and a message naming wha
   assert.ok(!e6.message.includes('secret'), e6.message)
 })
 
-test('the admin operations: alter, advance, format, list, history, delete', async () => {
+test('the admin operations: alter, advance, format, list, history, delete, doctor', async () => {
   const d = await connect('admin', { caller: 'node-test' })
   const s = await d.ensure('invoices')
   await s.next()
@@ -117,6 +117,10 @@ test('the admin operations: alter, advance, format, list, history, delete', asyn
   assert.ok(ops.every((o) => o[1] === 'node-test' && o[2] === 'done'), JSON.stringify(ops))
   await s.delete()
   await assert.rejects(d.peek('invoices'), NotFoundError)
+  const report = await d.doctor({ tasks: 2, increments: 20, swaps: 10 })
+  assert.equal(report.fit, true, report.reason)
+  assert.equal(report.probe.tasks, 2n)
+  await assert.rejects(d.doctor({ tasks: 1 }), InvalidInputError)
 })
 
 test('scopes, daily sequences, blocks and stripes draw distinct numbers', async () => {

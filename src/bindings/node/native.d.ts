@@ -172,6 +172,16 @@ export interface QueueStatus {
   updatedAt: string
 }
 
+/** What `doctor` found: `fit` when the server keeps the guarantees, else the `reason`. */
+export interface DoctorReport {
+  fit: boolean
+  reason: string | null
+  server: Record<string, unknown>
+  writeConcern: Record<string, unknown>
+  operations: Array<{ name: string; what: string; ok: boolean; detail: string | null }>
+  probe: Record<string, unknown>
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -358,6 +368,15 @@ export declare class Dispenser {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   ping(): Promise<void>
+  /**
+   * Examines the server: does it keep the guarantees the library relies on?
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  doctor(options?: DoctorInput | undefined | null): Promise<DoctorReport>
   /**
    * The history of the admin operations on a sequence (its stripes included) or queue.
    *
@@ -952,6 +971,18 @@ export interface ConnectOptions {
 export interface DeskOptions {
   /** The desk. Defaults to the desk without a name. */
   desk?: string
+}
+
+/** How long and how hard `Dispenser.doctor` examines the server. */
+export interface DoctorInput {
+  /** How many tasks write at once (2 to 64). Defaults to 8. */
+  tasks?: number
+  /** How many conditional increments each task sends. Defaults to 200. */
+  increments?: number
+  /** How many compare-and-set wins each task collects. Defaults to 100. */
+  swaps?: number
+  /** The longest the whole examination may take, in milliseconds. Defaults to 10 000. */
+  timeLimitMs?: number
 }
 
 /** Where a gap-free sequence's numbers are carried and how long a holder may keep one. */

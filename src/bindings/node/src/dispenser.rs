@@ -62,6 +62,19 @@ pub struct HistoryOptions {
     pub limit: Option<u32>,
 }
 
+/// How long and how hard `Dispenser.doctor` examines the server.
+#[napi(object)]
+pub struct DoctorInput {
+    /// How many tasks write at once (2 to 64). Defaults to 8.
+    pub tasks: Option<u32>,
+    /// How many conditional increments each task sends. Defaults to 200.
+    pub increments: Option<u32>,
+    /// How many compare-and-set wins each task collects. Defaults to 100.
+    pub swaps: Option<u32>,
+    /// The longest the whole examination may take, in milliseconds. Defaults to 10 000.
+    pub time_limit_ms: Option<f64>,
+}
+
 /// The core's spec from its JavaScript form.
 pub fn spec(input: Option<SpecInput>) -> napi::Result<Spec> {
     let mut s = Spec::default();
@@ -275,6 +288,32 @@ impl Dispenser {
     #[napi]
     pub async fn ping(&self) -> napi::Result<()> {
         self.inner.ping().await.map_err(js)
+    }
+
+    /// Examines the server: does it keep the guarantees the library relies on?
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<DoctorReport>")]
+    pub async fn doctor(&self, options: Option<DoctorInput>) -> napi::Result<Json> {
+        let mut o = dispenser::doctor::DoctorOptions::default();
+        if let Some(i) = options {
+            if let Some(v) = i.tasks {
+                o = o.with_tasks(v);
+            }
+            if let Some(v) = i.increments {
+                o = o.with_increments(v);
+            }
+            if let Some(v) = i.swaps {
+                o = o.with_swaps(v);
+            }
+            if let Some(v) = i.time_limit_ms {
+                o = o.with_time_limit(millis("timeLimitMs", v)?);
+            }
+        }
+        Ok(Json(self.inner.doctor(o).await.map_err(js)?.to_json()))
     }
 
     /// The history of the admin operations on a sequence (its stripes included) or queue.

@@ -171,3 +171,13 @@ export interface QueueStatus {
   createdAt: string
   updatedAt: string
 }
+
+/** What `doctor` found: `fit` when the server keeps the guarantees, else the `reason`. */
+export interface DoctorReport {
+  fit: boolean
+  reason: string | null
+  server: Record<string, unknown>
+  writeConcern: Record<string, unknown>
+  operations: Array<{ name: string; what: string; ok: boolean; detail: string | null }>
+  probe: Record<string, unknown>
+}
