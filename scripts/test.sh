@@ -35,13 +35,13 @@ status=0
 suites() {
   local failed=0
   cargo test --locked "$@" || failed=$?
-  # The Python binding (tests/python/run.sh: builds the extension in the debug profile in
-  # target/, then pytest).
   if [ "$#" -eq 0 ]; then
     # The Node.js binding (tests/node/run.sh: builds the addon in the debug profile in
     # target/, then node --test). First: the Python suite's cross-language test spawns
     # tests/node/draw.mjs, which loads that addon.
     tests/node/run.sh || failed=$?
+    # The Python binding (tests/python/run.sh: builds the extension in the debug profile in
+    # target/, then pytest).
     tests/python/run.sh || failed=$?
   fi
   return "$failed"
