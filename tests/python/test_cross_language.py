@@ -29,7 +29,12 @@ def test_python_threads_node_promises_and_the_cli_in_separate_processes_never_sh
         [sys.executable, str(ROOT / "tests/python/draw.py"), *args, "8", "50"],
         [sys.executable, str(ROOT / "tests/python/draw.py"), *args, "8", "50"],
     ]
-    if NODE_DRAW.exists() and shutil.which("node"):
+    if NODE_DRAW.exists():
+        built = list((ROOT / "src" / "bindings" / "node").glob("dispenser.*.node"))
+        assert shutil.which("node") and built, (
+            "the Node.js addon is not built: run tests/node/build.sh (scripts/test.sh runs "
+            "the Node.js suite, which builds it, before this one)"
+        )
         starters.append(["node", str(NODE_DRAW), *args, "16", "25"])
     env = {**os.environ, "READY_FIRST": "1"}
     procs = [
