@@ -41,7 +41,10 @@ test('the plugin replaces mongoose-sequence in a sample schema: only the plugin 
     const AutoIncrement = require('mongoose-sequence')(connection)
     const theirs = connection.model('OrderA', orderSchema((s) => s.plugin(AutoIncrement, { inc_field: 'number' })))
     const before = await sampleApp(theirs)
-    assert.equal(new Set(before).size, 20)
+    // Every save got a number. (Not always 20 distinct ones here: mongoose-sequence reads its
+    // counter back without a projection, which mongo-java-server answers outside its lock.)
+    assert.equal(before.length, 20)
+    assert.ok(before.every((n) => Number.isInteger(n) && n > 0), String(before))
 
     const d = await connect('mongoose_plugin')
     const ours = connection.model('OrderB', orderSchema((s) => s.plugin(mongoosePlugin, { dispenser: d, field: 'number' })))

@@ -1,6 +1,8 @@
 //! Blocks: numbers reserved in one write and handed out from memory by one client.
 
 use dispenser::block::{BlockOptions, CloseReport};
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
 use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 use serde_json::{Value, json};
@@ -58,14 +60,18 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn open_blocks(
+    pub fn open_blocks<'env>(
         &self,
+        env: &'env Env,
         name: String,
         options: Option<BlockOptionsInput>,
-    ) -> napi::Result<BlockSequence> {
-        let o = block_options(options)?;
-        let inner = self.inner.open_blocks(&name, o).await.map_err(js)?;
-        Ok(BlockSequence { inner })
+    ) -> napi::Result<PromiseRaw<'env, BlockSequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let o = block_options(options)?;
+            let inner = inner.open_blocks(&name, o).await.map_err(js)?;
+            Ok(BlockSequence { inner })
+        })
     }
 }
 
@@ -104,8 +110,9 @@ impl BlockSequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn next(&self) -> napi::Result<i64n> {
-        self.inner.next().await.map(i64n).map_err(js)
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.next().await.map(i64n).map_err(js) })
     }
 
     /// The next number if one is in memory now, else `null` (never waits).
@@ -120,9 +127,13 @@ impl BlockSequence {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn settle(&self) {
-        self.inner.settle().await;
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn settle<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            inner.settle().await;
+            Ok(())
+        })
     }
 
     /// How many reserved numbers it holds, not yet handed out.
@@ -150,8 +161,9 @@ impl BlockSequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<CloseReport>")]
-    pub async fn close(&self) -> napi::Result<Json> {
-        Ok(Json(close_json(&self.inner.close().await.map_err(js)?)))
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Json(close_json(&inner.close().await.map_err(js)?))) })
     }
 
     /// What it did so far.

@@ -2,6 +2,8 @@
 
 use dispenser::history::HistoryQuery;
 use dispenser::{Options, Spec};
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
 use serde_json::{Value, json};
 
@@ -191,11 +193,17 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn create(&self, name: String, spec: Option<SpecInput>) -> napi::Result<Sequence> {
-        let s = crate::dispenser::spec(spec)?;
-        Ok(Sequence::from(
-            self.inner.create(&name, s).await.map_err(js)?,
-        ))
+    pub fn create<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        spec: Option<SpecInput>,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::dispenser::spec(spec)?;
+            Ok(Sequence::from(inner.create(&name, s).await.map_err(js)?))
+        })
     }
 
     /// Creates the sequence, or opens it when it exists with the same spec.
@@ -205,11 +213,17 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn ensure(&self, name: String, spec: Option<SpecInput>) -> napi::Result<Sequence> {
-        let s = crate::dispenser::spec(spec)?;
-        Ok(Sequence::from(
-            self.inner.ensure(&name, s).await.map_err(js)?,
-        ))
+    pub fn ensure<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        spec: Option<SpecInput>,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::dispenser::spec(spec)?;
+            Ok(Sequence::from(inner.ensure(&name, s).await.map_err(js)?))
+        })
     }
 
     /// Opens an existing sequence.
@@ -219,8 +233,13 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn open(&self, name: String) -> napi::Result<Sequence> {
-        Ok(Sequence::from(self.inner.open(&name).await.map_err(js)?))
+    pub fn open<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Sequence::from(inner.open(&name).await.map_err(js)?)) })
     }
 
     /// Reads a sequence's stored state.
@@ -230,8 +249,9 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
-    pub async fn peek(&self, name: String) -> napi::Result<Json> {
-        Ok(Json(self.inner.peek(&name).await.map_err(js)?.to_json()))
+    pub fn peek<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Json(inner.peek(&name).await.map_err(js)?.to_json())) })
     }
 
     /// One page of the sequences, by name.
@@ -241,20 +261,26 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
-    pub async fn list(&self, options: Option<ListOptions>) -> napi::Result<JsonList> {
-        let (patterns, after, limit) = match options {
-            Some(o) => (o.patterns, o.after, o.limit),
-            None => (None, None, None),
-        };
-        let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
-        let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-        let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
-        let page = self
-            .inner
-            .list_after_matching(&patterns, after.as_deref(), limit)
-            .await
-            .map_err(js)?;
-        Ok(listing(page))
+    pub fn list<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<ListOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let (patterns, after, limit) = match options {
+                Some(o) => (o.patterns, o.after, o.limit),
+                None => (None, None, None),
+            };
+            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
+            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
+            let page = inner
+                .list_after_matching(&patterns, after.as_deref(), limit)
+                .await
+                .map_err(js)?;
+            Ok(listing(page))
+        })
     }
 
     /// The sequences of these names that exist, by name.
@@ -264,8 +290,13 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
-    pub async fn list_named(&self, names: Vec<String>) -> napi::Result<JsonList> {
-        Ok(listing(self.inner.list_named(&names).await.map_err(js)?))
+    pub fn list_named<'env>(
+        &self,
+        env: &'env Env,
+        names: Vec<String>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(listing(inner.list_named(&names).await.map_err(js)?)) })
     }
 
     /// Deletes a sequence by name (also one whose document no longer decodes).
@@ -274,9 +305,10 @@ impl Dispenser {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn delete(&self, name: String) -> napi::Result<()> {
-        self.inner.delete(&name).await.map_err(js)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete(&name).await.map_err(js) })
     }
 
     /// Checks that the server answers.
@@ -285,9 +317,10 @@ impl Dispenser {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn ping(&self) -> napi::Result<()> {
-        self.inner.ping().await.map_err(js)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.ping().await.map_err(js) })
     }
 
     /// Examines the server: does it keep the guarantees the library relies on?
@@ -297,23 +330,30 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<DoctorReport>")]
-    pub async fn doctor(&self, options: Option<DoctorInput>) -> napi::Result<Json> {
-        let mut o = dispenser::doctor::DoctorOptions::default();
-        if let Some(i) = options {
-            if let Some(v) = i.tasks {
-                o = o.with_tasks(v);
+    pub fn doctor<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<DoctorInput>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut o = dispenser::doctor::DoctorOptions::default();
+            if let Some(i) = options {
+                if let Some(v) = i.tasks {
+                    o = o.with_tasks(v);
+                }
+                if let Some(v) = i.increments {
+                    o = o.with_increments(v);
+                }
+                if let Some(v) = i.swaps {
+                    o = o.with_swaps(v);
+                }
+                if let Some(v) = i.time_limit_ms {
+                    o = o.with_time_limit(millis("timeLimitMs", v)?);
+                }
             }
-            if let Some(v) = i.increments {
-                o = o.with_increments(v);
-            }
-            if let Some(v) = i.swaps {
-                o = o.with_swaps(v);
-            }
-            if let Some(v) = i.time_limit_ms {
-                o = o.with_time_limit(millis("timeLimitMs", v)?);
-            }
-        }
-        Ok(Json(self.inner.doctor(o).await.map_err(js)?.to_json()))
+            Ok(Json(inner.doctor(o).await.map_err(js)?.to_json()))
+        })
     }
 
     /// The history of the admin operations on a sequence (its stripes included) or queue.
@@ -323,37 +363,41 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
-    pub async fn history(
+    pub fn history<'env>(
         &self,
+        env: &'env Env,
         name: String,
         options: Option<HistoryOptions>,
-    ) -> napi::Result<JsonList> {
-        let mut q = HistoryQuery::default();
-        if let Some(o) = options {
-            q = match o.subject.as_deref() {
-                None | Some("sequence") => q,
-                Some("queue") => HistoryQuery::queue(),
-                Some(other) => {
-                    return Err(invalid(
-                        "history subject",
-                        format!("{other:?}; give \"sequence\" or \"queue\""),
-                    ));
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut q = HistoryQuery::default();
+            if let Some(o) = options {
+                q = match o.subject.as_deref() {
+                    None | Some("sequence") => q,
+                    Some("queue") => HistoryQuery::queue(),
+                    Some(other) => {
+                        return Err(invalid(
+                            "history subject",
+                            format!("{other:?}; give \"sequence\" or \"queue\""),
+                        ));
+                    }
+                };
+                if let Some(since) = o.since {
+                    let t: dispenser::jiff::Timestamp = since
+                        .parse()
+                        .map_err(|e| invalid("history since", format!("{since:?}: {e}")))?;
+                    q = q.with_since(t);
                 }
-            };
-            if let Some(since) = o.since {
-                let t: dispenser::jiff::Timestamp = since
-                    .parse()
-                    .map_err(|e| invalid("history since", format!("{since:?}: {e}")))?;
-                q = q.with_since(t);
+                if let Some(after) = o.after {
+                    q = q.with_after(after);
+                }
+                if let Some(limit) = o.limit {
+                    q = q.with_limit(usize::try_from(limit).unwrap_or(usize::MAX));
+                }
             }
-            if let Some(after) = o.after {
-                q = q.with_after(after);
-            }
-            if let Some(limit) = o.limit {
-                q = q.with_limit(usize::try_from(limit).unwrap_or(usize::MAX));
-            }
-        }
-        let entries = self.inner.history(&name, &q).await.map_err(js)?;
-        Ok(JsonList(entries.iter().map(|e| e.to_json()).collect()))
+            let entries = inner.history(&name, &q).await.map_err(js)?;
+            Ok(JsonList(entries.iter().map(|e| e.to_json()).collect()))
+        })
     }
 }

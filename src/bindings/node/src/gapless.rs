@@ -7,7 +7,9 @@ use std::sync::Arc;
 use dispenser::gapless::{AuditOptions, GaplessOptions, Released};
 use dispenser::mongodb::bson::doc;
 use dispenser::mongodb::error::{ErrorKind, WriteError, WriteFailure};
+use napi::Env;
 use napi::Status;
+use napi::bindgen_prelude::PromiseRaw;
 use napi::bindgen_prelude::{Promise, i64n};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
@@ -101,14 +103,18 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn ensure_gapless(
+    pub fn ensure_gapless<'env>(
         &self,
+        env: &'env Env,
         name: String,
         options: GaplessOptionsInput,
-    ) -> napi::Result<Gapless> {
-        let o = crate::gapless::options(options)?;
-        let inner = self.inner.ensure_gapless(&name, o).await.map_err(js)?;
-        Ok(Gapless { inner })
+    ) -> napi::Result<PromiseRaw<'env, Gapless>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let o = crate::gapless::options(options)?;
+            let inner = inner.ensure_gapless(&name, o).await.map_err(js)?;
+            Ok(Gapless { inner })
+        })
     }
 
     /// Makes the gap-free sequence `name`; fails `AlreadyExists` when it exists.
@@ -118,14 +124,18 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn create_gapless(
+    pub fn create_gapless<'env>(
         &self,
+        env: &'env Env,
         name: String,
         options: GaplessOptionsInput,
-    ) -> napi::Result<Gapless> {
-        let o = crate::gapless::options(options)?;
-        let inner = self.inner.create_gapless(&name, o).await.map_err(js)?;
-        Ok(Gapless { inner })
+    ) -> napi::Result<PromiseRaw<'env, Gapless>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let o = crate::gapless::options(options)?;
+            let inner = inner.create_gapless(&name, o).await.map_err(js)?;
+            Ok(Gapless { inner })
+        })
     }
 
     /// Opens the existing gap-free sequence `name` with the settings it was created with.
@@ -135,9 +145,16 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn open_gapless(&self, name: String) -> napi::Result<Gapless> {
-        let inner = self.inner.open_gapless(&name).await.map_err(js)?;
-        Ok(Gapless { inner })
+    pub fn open_gapless<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, Gapless>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let inner = inner.open_gapless(&name).await.map_err(js)?;
+            Ok(Gapless { inner })
+        })
     }
 
     /// The names of one page of the gap-free sequences.
@@ -147,18 +164,25 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn list_gapless(&self, options: Option<ListOptions>) -> napi::Result<Vec<String>> {
-        let (patterns, after, limit) = match options {
-            Some(o) => (o.patterns, o.after, o.limit),
-            None => (None, None, None),
-        };
-        let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
-        let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-        let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
-        self.inner
-            .list_gapless_after_matching(&patterns, after.as_deref(), limit)
-            .await
-            .map_err(js)
+    pub fn list_gapless<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<ListOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let (patterns, after, limit) = match options {
+                Some(o) => (o.patterns, o.after, o.limit),
+                None => (None, None, None),
+            };
+            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
+            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
+            inner
+                .list_gapless_after_matching(&patterns, after.as_deref(), limit)
+                .await
+                .map_err(js)
+        })
     }
 }
 
@@ -223,37 +247,40 @@ impl Gapless {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(js_name = "_issue")]
-    pub async fn issue_outcome(
+    pub fn issue_outcome<'env>(
         &self,
+        env: &'env Env,
         write: ThreadsafeFunction<i64n, Promise<WriteOutcome>, i64n, Status, false>,
-    ) -> napi::Result<IssuedNumber> {
-        let write = Arc::new(write);
-        let issued = self
-            .inner
-            .issue(|n| {
-                let write = write.clone();
-                async move {
-                    let called = write.call_async(i64n(n)).await;
-                    let outcome = match called {
-                        Ok(promise) => promise.await,
-                        Err(e) => Err(e),
-                    };
-                    match outcome {
-                        Ok(o) if o.ok => Ok(()),
-                        Ok(o) => Err(failure(o)),
-                        Err(e) => Err(failure(WriteOutcome {
-                            ok: false,
-                            code: None,
-                            message: Some(e.reason),
-                        })),
+    ) -> napi::Result<PromiseRaw<'env, IssuedNumber>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let write = Arc::new(write);
+            let issued = inner
+                .issue(|n| {
+                    let write = write.clone();
+                    async move {
+                        let called = write.call_async(i64n(n)).await;
+                        let outcome = match called {
+                            Ok(promise) => promise.await,
+                            Err(e) => Err(e),
+                        };
+                        match outcome {
+                            Ok(o) if o.ok => Ok(()),
+                            Ok(o) => Err(failure(o)),
+                            Err(e) => Err(failure(WriteOutcome {
+                                ok: false,
+                                code: None,
+                                message: Some(e.reason),
+                            })),
+                        }
                     }
-                }
+                })
+                .await
+                .map_err(js)?;
+            Ok(IssuedNumber {
+                number: i64n(issued.number),
+                skipped: issued.skipped,
             })
-            .await
-            .map_err(js)?;
-        Ok(IssuedNumber {
-            number: i64n(issued.number),
-            skipped: issued.skipped,
         })
     }
 
@@ -264,8 +291,9 @@ impl Gapless {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<GaplessStatus>")]
-    pub async fn status(&self) -> napi::Result<Json> {
-        Ok(Json(self.inner.status().await.map_err(js)?.to_json()))
+    pub fn status<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Json(inner.status().await.map_err(js)?.to_json())) })
     }
 
     /// Confirms at once the last number this handle used.
@@ -274,9 +302,10 @@ impl Gapless {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn flush(&self) -> napi::Result<()> {
-        self.inner.flush().await.map_err(js)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn flush<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.flush().await.map_err(js) })
     }
 
     /// Changes the sequence's longest lease (milliseconds).
@@ -285,10 +314,17 @@ impl Gapless {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn set_max_lease(&self, max_lease_ms: f64) -> napi::Result<()> {
-        let d = millis("maxLeaseMs", max_lease_ms)?;
-        self.inner.set_max_lease(d).await.map_err(js)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn set_max_lease<'env>(
+        &self,
+        env: &'env Env,
+        max_lease_ms: f64,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let d = millis("maxLeaseMs", max_lease_ms)?;
+            inner.set_max_lease(d).await.map_err(js)
+        })
     }
 
     /// Voids the next number on purpose, with a reason.
@@ -297,10 +333,18 @@ impl Gapless {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn void(&self, number: Int, reason: String) -> napi::Result<()> {
-        let n = int("number", number)?;
-        self.inner.void(n, &reason).await.map_err(js)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn void<'env>(
+        &self,
+        env: &'env Env,
+        number: Int,
+        reason: String,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = int("number", number)?;
+            inner.void(n, &reason).await.map_err(js)
+        })
     }
 
     /// Ends a holder's lease on `number`: voided if it was not written, else moved past.
@@ -310,32 +354,35 @@ impl Gapless {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Released>")]
-    pub async fn release(
+    pub fn release<'env>(
         &self,
+        env: &'env Env,
         number: Int,
         reason: String,
         options: Option<ReleaseOptions>,
-    ) -> napi::Result<Json> {
-        let n = int("number", number)?;
-        let force = options.and_then(|o| o.force).unwrap_or(false);
-        let r = self
-            .inner
-            .release(n, reason)
-            .with_force(force)
-            .await
-            .map_err(js)?;
-        Ok(Json(match r {
-            Released::Voided(n) => json!({ "kind": "voided", "number": n }),
-            Released::Used { first, last } => {
-                json!({ "kind": "used", "first": first, "last": last })
-            }
-            other => {
-                return Err(invalid(
-                    "release",
-                    format!("{other:?} is not known to this binding"),
-                ));
-            }
-        }))
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = int("number", number)?;
+            let force = options.and_then(|o| o.force).unwrap_or(false);
+            let r = inner
+                .release(n, reason)
+                .with_force(force)
+                .await
+                .map_err(js)?;
+            Ok(Json(match r {
+                Released::Voided(n) => json!({ "kind": "voided", "number": n }),
+                Released::Used { first, last } => {
+                    json!({ "kind": "used", "first": first, "last": last })
+                }
+                other => {
+                    return Err(invalid(
+                        "release",
+                        format!("{other:?} is not known to this binding"),
+                    ));
+                }
+            }))
+        })
     }
 
     /// Checks the business collection: every number from `from` used or voided exactly once.
@@ -345,22 +392,28 @@ impl Gapless {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Audit>")]
-    pub async fn audit(&self, options: Option<AuditInput>) -> napi::Result<Json> {
-        let mut o =
-            AuditOptions::default().with_void_field(self.inner.options().void_field.clone());
-        if let Some(from) = opt_int("from", options.and_then(|o| o.from))? {
-            o = o.with_from(from);
-        }
-        let field = &self.inner.options().field;
-        let a = dispenser::gapless::audit(self.inner.business(), field, &o)
-            .await
-            .map_err(js)?;
-        Ok(Json(json!({
-            "clean": a.is_clean(), "numbers": a.numbers, "first": a.first, "last": a.last,
-            "missing": a.missing, "gaps": a.gaps, "duplicated": a.duplicated,
-            "duplicates": a.duplicates, "not_integer": a.not_integer, "voided": a.voided,
-            "voids": a.voids, "malformed": a.malformed, "malformed_docs": a.malformed_docs,
-        })))
+    pub fn audit<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<AuditInput>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut o = AuditOptions::default().with_void_field(inner.options().void_field.clone());
+            if let Some(from) = opt_int("from", options.and_then(|o| o.from))? {
+                o = o.with_from(from);
+            }
+            let field = &inner.options().field;
+            let a = dispenser::gapless::audit(inner.business(), field, &o)
+                .await
+                .map_err(js)?;
+            Ok(Json(json!({
+                "clean": a.is_clean(), "numbers": a.numbers, "first": a.first, "last": a.last,
+                "missing": a.missing, "gaps": a.gaps, "duplicated": a.duplicated,
+                "duplicates": a.duplicates, "not_integer": a.not_integer, "voided": a.voided,
+                "voids": a.voids, "malformed": a.malformed, "malformed_docs": a.malformed_docs,
+            })))
+        })
     }
 
     /// What this handle did so far.

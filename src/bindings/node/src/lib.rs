@@ -10,6 +10,12 @@
 //! last one unloads; every driver client is created inside it. Nothing here holds a
 //! reference on the event loop between calls, so a process exits when its JavaScript is
 //! done, without a `close()`.
+//!
+//! Every method that returns a Promise clones the core's handle (cheap: the core's handles
+//! share their state) and moves the clone into the future it spawns, instead of an `async fn`
+//! borrowing `&self`: a worker thread that is terminated frees its objects, and a future
+//! still running on the shared runtime would then read freed memory (it did: a division by a
+//! step of 0, then SIGSEGV).
 #![deny(missing_docs)]
 
 mod block;

@@ -2,6 +2,8 @@
 
 use dispenser::jiff::tz::TimeZone;
 use dispenser::queue::{QueueAlter, QueueSpec, QueueStatus, Ticket};
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
 use serde_json::Value;
 
@@ -102,14 +104,18 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn create_queue(
+    pub fn create_queue<'env>(
         &self,
+        env: &'env Env,
         name: String,
         spec: Option<QueueSpecInput>,
-    ) -> napi::Result<Queue> {
-        let s = crate::queue::spec(spec)?;
-        let inner = self.inner.create_queue(&name, s).await.map_err(js)?;
-        Ok(Queue { inner })
+    ) -> napi::Result<PromiseRaw<'env, Queue>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::queue::spec(spec)?;
+            let inner = inner.create_queue(&name, s).await.map_err(js)?;
+            Ok(Queue { inner })
+        })
     }
 
     /// Creates the queue `name`, or opens it when it exists with the same spec.
@@ -119,14 +125,18 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn ensure_queue(
+    pub fn ensure_queue<'env>(
         &self,
+        env: &'env Env,
         name: String,
         spec: Option<QueueSpecInput>,
-    ) -> napi::Result<Queue> {
-        let s = crate::queue::spec(spec)?;
-        let inner = self.inner.ensure_queue(&name, s).await.map_err(js)?;
-        Ok(Queue { inner })
+    ) -> napi::Result<PromiseRaw<'env, Queue>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::queue::spec(spec)?;
+            let inner = inner.ensure_queue(&name, s).await.map_err(js)?;
+            Ok(Queue { inner })
+        })
     }
 
     /// Opens the existing queue `name`.
@@ -136,9 +146,16 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn open_queue(&self, name: String) -> napi::Result<Queue> {
-        let inner = self.inner.open_queue(&name).await.map_err(js)?;
-        Ok(Queue { inner })
+    pub fn open_queue<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, Queue>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let inner = inner.open_queue(&name).await.map_err(js)?;
+            Ok(Queue { inner })
+        })
     }
 
     /// One page of the queues' statuses, by name.
@@ -148,20 +165,26 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<QueueStatus | ListingError>>")]
-    pub async fn list_queues(&self, options: Option<ListOptions>) -> napi::Result<JsonList> {
-        let (patterns, after, limit) = match options {
-            Some(o) => (o.patterns, o.after, o.limit),
-            None => (None, None, None),
-        };
-        let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
-        let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-        let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
-        let page = self
-            .inner
-            .list_queues_after_matching(&patterns, after.as_deref(), limit)
-            .await
-            .map_err(js)?;
-        Ok(statuses(page))
+    pub fn list_queues<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<ListOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let (patterns, after, limit) = match options {
+                Some(o) => (o.patterns, o.after, o.limit),
+                None => (None, None, None),
+            };
+            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
+            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
+            let page = inner
+                .list_queues_after_matching(&patterns, after.as_deref(), limit)
+                .await
+                .map_err(js)?;
+            Ok(statuses(page))
+        })
     }
 
     /// Deletes the queue `name`.
@@ -170,9 +193,14 @@ impl Dispenser {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn delete_queue(&self, name: String) -> napi::Result<()> {
-        self.inner.delete_queue(&name).await.map_err(js)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete_queue<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete_queue(&name).await.map_err(js) })
     }
 }
 
@@ -197,17 +225,24 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
-    pub async fn take(&self, options: Option<TakeOptions>) -> napi::Result<Json> {
-        let mut t = self.inner.take();
-        if let Some(o) = options {
-            if let Some(id) = o.request_id {
-                t = t.request_id(id);
+    pub fn take<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<TakeOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut t = inner.take();
+            if let Some(o) = options {
+                if let Some(id) = o.request_id {
+                    t = t.request_id(id);
+                }
+                if let Some(c) = o.caller {
+                    t = t.caller(c);
+                }
             }
-            if let Some(c) = o.caller {
-                t = t.caller(c);
-            }
-        }
-        Ok(Json(t.await.map_err(js)?.to_json()))
+            Ok(Json(t.await.map_err(js)?.to_json()))
+        })
     }
 
     /// Takes `count` consecutive tickets, all or nothing (a family).
@@ -217,18 +252,26 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<Ticket>>")]
-    pub async fn take_many(&self, n: Int, options: Option<TakeOptions>) -> napi::Result<JsonList> {
-        let n = count("ticket count", n)?;
-        let mut t = self.inner.take().count(n);
-        if let Some(o) = options {
-            if let Some(id) = o.request_id {
-                t = t.request_id(id);
+    pub fn take_many<'env>(
+        &self,
+        env: &'env Env,
+        n: Int,
+        options: Option<TakeOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = count("ticket count", n)?;
+            let mut t = inner.take().count(n);
+            if let Some(o) = options {
+                if let Some(id) = o.request_id {
+                    t = t.request_id(id);
+                }
+                if let Some(c) = o.caller {
+                    t = t.caller(c);
+                }
             }
-            if let Some(c) = o.caller {
-                t = t.caller(c);
-            }
-        }
-        Ok(tickets(t.await.map_err(js)?))
+            Ok(tickets(t.await.map_err(js)?))
+        })
     }
 
     /// Calls the oldest waiting ticket (or `ticket`), from a desk.
@@ -238,17 +281,24 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
-    pub async fn call(&self, options: Option<CallOptions>) -> napi::Result<Json> {
-        let mut c = self.inner.call();
-        if let Some(o) = options {
-            if let Some(d) = o.desk {
-                c = c.desk(d);
+    pub fn call<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<CallOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut c = inner.call();
+            if let Some(o) = options {
+                if let Some(d) = o.desk {
+                    c = c.desk(d);
+                }
+                if let Some(t) = o.ticket {
+                    c = c.ticket(int("ticket", t)?);
+                }
             }
-            if let Some(t) = o.ticket {
-                c = c.ticket(int("ticket", t)?);
-            }
-        }
-        Ok(Json(c.await.map_err(js)?.to_json()))
+            Ok(Json(c.await.map_err(js)?.to_json()))
+        })
     }
 
     /// Announces again the ticket a desk shows.
@@ -258,12 +308,19 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
-    pub async fn recall(&self, options: Option<DeskOptions>) -> napi::Result<Json> {
-        let mut r = self.inner.recall();
-        if let Some(d) = options.and_then(|o| o.desk) {
-            r = r.desk(d);
-        }
-        Ok(Json(r.await.map_err(js)?.to_json()))
+    pub fn recall<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<DeskOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut r = inner.recall();
+            if let Some(d) = options.and_then(|o| o.desk) {
+                r = r.desk(d);
+            }
+            Ok(Json(r.await.map_err(js)?.to_json()))
+        })
     }
 
     /// A desk is done with the ticket it shows, and shows none.
@@ -273,12 +330,19 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
-    pub async fn release(&self, options: Option<DeskOptions>) -> napi::Result<Json> {
-        let mut r = self.inner.release();
-        if let Some(d) = options.and_then(|o| o.desk) {
-            r = r.desk(d);
-        }
-        Ok(Json(r.await.map_err(js)?.to_json()))
+    pub fn release<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<DeskOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut r = inner.release();
+            if let Some(d) = options.and_then(|o| o.desk) {
+                r = r.desk(d);
+            }
+            Ok(Json(r.await.map_err(js)?.to_json()))
+        })
     }
 
     /// Cancels a waiting ticket.
@@ -288,9 +352,16 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
-    pub async fn cancel(&self, ticket: Int) -> napi::Result<Json> {
-        let t = int("ticket", ticket)?;
-        Ok(Json(self.inner.cancel(t).await.map_err(js)?.to_json()))
+    pub fn cancel<'env>(
+        &self,
+        env: &'env Env,
+        ticket: Int,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let t = int("ticket", ticket)?;
+            Ok(Json(inner.cancel(t).await.map_err(js)?.to_json()))
+        })
     }
 
     /// Changes the queue's range.
@@ -300,12 +371,19 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<QueueStatus>")]
-    pub async fn alter(&self, change: QueueAlterInput) -> napi::Result<Json> {
-        let mut a = QueueAlter::default();
-        if let Some(m) = opt_int("max", change.max)? {
-            a = a.with_max(m);
-        }
-        Ok(Json(self.inner.alter(a).await.map_err(js)?.to_json()))
+    pub fn alter<'env>(
+        &self,
+        env: &'env Env,
+        change: QueueAlterInput,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut a = QueueAlter::default();
+            if let Some(m) = opt_int("max", change.max)? {
+                a = a.with_max(m);
+            }
+            Ok(Json(inner.alter(a).await.map_err(js)?.to_json()))
+        })
     }
 
     /// Deletes the queue.
@@ -314,9 +392,10 @@ impl Queue {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn delete(&self) -> napi::Result<()> {
-        self.inner.delete().await.map_err(js)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete().await.map_err(js) })
     }
 
     /// The queue's status: who waits, what each desk shows, the recent calls.
@@ -326,8 +405,11 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<QueueStatus>")]
-    pub async fn status(&self) -> napi::Result<Json> {
-        let s: Value = self.inner.status().await.map_err(js)?.to_json();
-        Ok(Json(s))
+    pub fn status<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s: Value = inner.status().await.map_err(js)?.to_json();
+            Ok(Json(s))
+        })
     }
 }

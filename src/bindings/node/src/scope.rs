@@ -2,6 +2,8 @@
 
 use dispenser::jiff::civil::Date;
 use dispenser::jiff::tz::TimeZone;
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
 use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 
@@ -19,13 +21,17 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn ensure_scope(&self, template: String, scope: String) -> napi::Result<Sequence> {
-        let s = self
-            .inner
-            .ensure_scope(&template, &scope)
-            .await
-            .map_err(js)?;
-        Ok(Sequence::from(s))
+    pub fn ensure_scope<'env>(
+        &self,
+        env: &'env Env,
+        template: String,
+        scope: String,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = inner.ensure_scope(&template, &scope).await.map_err(js)?;
+            Ok(Sequence::from(s))
+        })
     }
 
     /// Creates the scope `scope` of `template`; fails `AlreadyExists` when it exists.
@@ -35,13 +41,17 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn create_scope(&self, template: String, scope: String) -> napi::Result<Sequence> {
-        let s = self
-            .inner
-            .create_scope(&template, &scope)
-            .await
-            .map_err(js)?;
-        Ok(Sequence::from(s))
+    pub fn create_scope<'env>(
+        &self,
+        env: &'env Env,
+        template: String,
+        scope: String,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = inner.create_scope(&template, &scope).await.map_err(js)?;
+            Ok(Sequence::from(s))
+        })
     }
 
     /// Opens the existing scope `scope` of `template`.
@@ -51,9 +61,17 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn open_scope(&self, template: String, scope: String) -> napi::Result<Sequence> {
-        let s = self.inner.open_scope(&template, &scope).await.map_err(js)?;
-        Ok(Sequence::from(s))
+    pub fn open_scope<'env>(
+        &self,
+        env: &'env Env,
+        template: String,
+        scope: String,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = inner.open_scope(&template, &scope).await.map_err(js)?;
+            Ok(Sequence::from(s))
+        })
     }
 
     /// The scopes of `template`, by scope key.
@@ -63,10 +81,15 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
-    pub async fn list_scopes(&self, template: String) -> napi::Result<JsonList> {
-        Ok(listing(
-            self.inner.list_scopes(&template).await.map_err(js)?,
-        ))
+    pub fn list_scopes<'env>(
+        &self,
+        env: &'env Env,
+        template: String,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(
+            async move { Ok(listing(inner.list_scopes(&template).await.map_err(js)?)) },
+        )
     }
 
     /// Deletes the scopes of `template` whose key sorts before `before`; returns how many.
@@ -76,15 +99,19 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn delete_scopes_before(
+    pub fn delete_scopes_before<'env>(
         &self,
+        env: &'env Env,
         template: String,
         before: String,
-    ) -> napi::Result<u64> {
-        self.inner
-            .delete_scopes_before(&template, &before)
-            .await
-            .map_err(js)
+    ) -> napi::Result<PromiseRaw<'env, u64>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            inner
+                .delete_scopes_before(&template, &before)
+                .await
+                .map_err(js)
+        })
     }
 
     /// A sequence whose numbering restarts every day in the IANA time zone `timeZone`.
@@ -133,11 +160,14 @@ impl DailySequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn next(&self) -> napi::Result<ScopedNumber> {
-        let n = self.inner.next().await.map_err(js)?;
-        Ok(ScopedNumber {
-            scope: n.scope,
-            number: i64n(n.number),
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ScopedNumber>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = inner.next().await.map_err(js)?;
+            Ok(ScopedNumber {
+                scope: n.scope,
+                number: i64n(n.number),
+            })
         })
     }
 
@@ -148,11 +178,18 @@ impl DailySequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn delete_scopes_before(&self, before: String) -> napi::Result<u64> {
-        let d: Date = before
-            .parse()
-            .map_err(|e| invalid("date", format!("{before:?}: {e}")))?;
-        self.inner.delete_scopes_before(d).await.map_err(js)
+    pub fn delete_scopes_before<'env>(
+        &self,
+        env: &'env Env,
+        before: String,
+    ) -> napi::Result<PromiseRaw<'env, u64>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let d: Date = before
+                .parse()
+                .map_err(|e| invalid("date", format!("{before:?}: {e}")))?;
+            inner.delete_scopes_before(d).await.map_err(js)
+        })
     }
 
     /// What this sequence did so far, over every day.

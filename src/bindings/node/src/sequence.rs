@@ -3,6 +3,8 @@
 
 use dispenser::Format;
 use dispenser::sequence::{Alter, Reset, Stats};
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
 use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 use serde_json::{Value, json};
@@ -125,8 +127,9 @@ impl Sequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn next(&self) -> napi::Result<i64n> {
-        self.inner.next().await.map(i64n).map_err(js)
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.next().await.map(i64n).map_err(js) })
     }
 
     /// Issues a contiguous run of `n` numbers in one write (with `cycle`, fewer near the wrap).
@@ -136,10 +139,13 @@ impl Sequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn next_n(&self, n: Int) -> napi::Result<Run> {
-        let n = count("count", n)?;
-        let inner = self.inner.next_n(n).await.map_err(js)?;
-        Ok(Run { inner })
+    pub fn next_n<'env>(&self, env: &'env Env, n: Int) -> napi::Result<PromiseRaw<'env, Run>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = count("count", n)?;
+            let inner = inner.next_n(n).await.map_err(js)?;
+            Ok(Run { inner })
+        })
     }
 
     /// Reads the sequence's state now.
@@ -149,8 +155,9 @@ impl Sequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
-    pub async fn peek(&self) -> napi::Result<Json> {
-        Ok(Json(self.inner.peek().await.map_err(js)?.to_json()))
+    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Json(inner.peek().await.map_err(js)?.to_json())) })
     }
 
     /// Moves the sequence past `n` (never backwards).
@@ -160,9 +167,12 @@ impl Sequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
-    pub async fn advance_to(&self, n: Int) -> napi::Result<Json> {
-        let n = int("advance-to value", n)?;
-        Ok(Json(self.inner.advance_to(n).await.map_err(js)?.to_json()))
+    pub fn advance_to<'env>(&self, env: &'env Env, n: Int) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = int("advance-to value", n)?;
+            Ok(Json(inner.advance_to(n).await.map_err(js)?.to_json()))
+        })
     }
 
     /// Sets the number issued next; backwards only with `force`.
@@ -172,10 +182,18 @@ impl Sequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
-    pub async fn reset(&self, next: Int, options: Option<ResetOptions>) -> napi::Result<Json> {
-        let force = options.and_then(|o| o.force).unwrap_or(false);
-        let r = Reset::to(int("reset value", next)?).with_force(force);
-        Ok(Json(self.inner.reset(r).await.map_err(js)?.to_json()))
+    pub fn reset<'env>(
+        &self,
+        env: &'env Env,
+        next: Int,
+        options: Option<ResetOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let force = options.and_then(|o| o.force).unwrap_or(false);
+            let r = Reset::to(int("reset value", next)?).with_force(force);
+            Ok(Json(inner.reset(r).await.map_err(js)?.to_json()))
+        })
     }
 
     /// Changes the sequence's shape or format while it is in use.
@@ -185,9 +203,16 @@ impl Sequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
-    pub async fn alter(&self, change: AlterInput) -> napi::Result<Json> {
-        let a = alter(change)?;
-        Ok(Json(self.inner.alter(a).await.map_err(js)?.to_json()))
+    pub fn alter<'env>(
+        &self,
+        env: &'env Env,
+        change: AlterInput,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let a = alter(change)?;
+            Ok(Json(inner.alter(a).await.map_err(js)?.to_json()))
+        })
     }
 
     /// Sets (or with `null` removes) the serial format.
@@ -196,10 +221,17 @@ impl Sequence {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn set_format(&self, format: Option<String>) -> napi::Result<()> {
-        let f = format.as_deref().map(crate::sequence::format).transpose()?;
-        self.inner.set_format(f.as_ref()).await.map_err(js)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn set_format<'env>(
+        &self,
+        env: &'env Env,
+        format: Option<String>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let f = format.as_deref().map(crate::sequence::format).transpose()?;
+            inner.set_format(f.as_ref()).await.map_err(js)
+        })
     }
 
     /// Deletes the sequence.
@@ -208,9 +240,10 @@ impl Sequence {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi]
-    pub async fn delete(&self) -> napi::Result<()> {
-        self.inner.delete().await.map_err(js)
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete().await.map_err(js) })
     }
 
     /// What this handle did so far.

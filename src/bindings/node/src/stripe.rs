@@ -1,5 +1,7 @@
 //! Striped sequences: `S` disjoint stripes of one sequence, each its own document.
 
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
 use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 
@@ -22,19 +24,19 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn ensure_striped(
+    pub fn ensure_striped<'env>(
         &self,
+        env: &'env Env,
         name: String,
         stripes: u32,
         spec: Option<SpecInput>,
-    ) -> napi::Result<StripedSequence> {
-        let s = crate::dispenser::spec(spec)?;
-        let inner = self
-            .inner
-            .ensure_striped(&name, stripes, s)
-            .await
-            .map_err(js)?;
-        Ok(StripedSequence { inner })
+    ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::dispenser::spec(spec)?;
+            let inner = inner.ensure_striped(&name, stripes, s).await.map_err(js)?;
+            Ok(StripedSequence { inner })
+        })
     }
 
     /// Creates the striped sequence `name`; fails `AlreadyExists` when it exists.
@@ -44,19 +46,19 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn create_striped(
+    pub fn create_striped<'env>(
         &self,
+        env: &'env Env,
         name: String,
         stripes: u32,
         spec: Option<SpecInput>,
-    ) -> napi::Result<StripedSequence> {
-        let s = crate::dispenser::spec(spec)?;
-        let inner = self
-            .inner
-            .create_striped(&name, stripes, s)
-            .await
-            .map_err(js)?;
-        Ok(StripedSequence { inner })
+    ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::dispenser::spec(spec)?;
+            let inner = inner.create_striped(&name, stripes, s).await.map_err(js)?;
+            Ok(StripedSequence { inner })
+        })
     }
 
     /// Opens the existing striped sequence `name`.
@@ -66,9 +68,16 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn open_striped(&self, name: String) -> napi::Result<StripedSequence> {
-        let inner = self.inner.open_striped(&name).await.map_err(js)?;
-        Ok(StripedSequence { inner })
+    pub fn open_striped<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let inner = inner.open_striped(&name).await.map_err(js)?;
+            Ok(StripedSequence { inner })
+        })
     }
 
     /// Deletes every stripe of `name`; returns how many.
@@ -78,8 +87,13 @@ impl Dispenser {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn delete_striped(&self, name: String) -> napi::Result<u32> {
-        self.inner.delete_striped(&name).await.map_err(js)
+    pub fn delete_striped<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, u32>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete_striped(&name).await.map_err(js) })
     }
 }
 
@@ -120,8 +134,9 @@ impl StripedSequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn next(&self) -> napi::Result<i64n> {
-        self.inner.next().await.map(i64n).map_err(js)
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.next().await.map(i64n).map_err(js) })
     }
 
     /// Every stripe's state.
@@ -131,8 +146,9 @@ impl StripedSequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
-    pub async fn peek(&self) -> napi::Result<JsonList> {
-        Ok(states(self.inner.peek().await.map_err(js)?))
+    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(states(inner.peek().await.map_err(js)?)) })
     }
 
     /// Moves every stripe past `n`.
@@ -142,9 +158,16 @@ impl StripedSequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
-    pub async fn advance_to(&self, n: Int) -> napi::Result<JsonList> {
-        let n = int("advance-to value", n)?;
-        Ok(states(self.inner.advance_to(n).await.map_err(js)?))
+    pub fn advance_to<'env>(
+        &self,
+        env: &'env Env,
+        n: Int,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = int("advance-to value", n)?;
+            Ok(states(inner.advance_to(n).await.map_err(js)?))
+        })
     }
 
     /// Sets the number issued next, each stripe within its own class.
@@ -154,10 +177,18 @@ impl StripedSequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
-    pub async fn reset(&self, next: Int, options: Option<ResetOptions>) -> napi::Result<JsonList> {
-        let force = options.and_then(|o| o.force).unwrap_or(false);
-        let r = dispenser::sequence::Reset::to(int("reset value", next)?).with_force(force);
-        Ok(states(self.inner.reset(r).await.map_err(js)?))
+    pub fn reset<'env>(
+        &self,
+        env: &'env Env,
+        next: Int,
+        options: Option<ResetOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let force = options.and_then(|o| o.force).unwrap_or(false);
+            let r = dispenser::sequence::Reset::to(int("reset value", next)?).with_force(force);
+            Ok(states(inner.reset(r).await.map_err(js)?))
+        })
     }
 
     /// Changes every stripe's shape or format.
@@ -167,9 +198,16 @@ impl StripedSequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
-    pub async fn alter(&self, change: AlterInput) -> napi::Result<JsonList> {
-        let a = alter(change)?;
-        Ok(states(self.inner.alter(a).await.map_err(js)?))
+    pub fn alter<'env>(
+        &self,
+        env: &'env Env,
+        change: AlterInput,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let a = alter(change)?;
+            Ok(states(inner.alter(a).await.map_err(js)?))
+        })
     }
 
     /// Deletes every stripe; returns how many.
@@ -179,8 +217,9 @@ impl StripedSequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
-    pub async fn delete(&self) -> napi::Result<u32> {
-        self.inner.delete().await.map_err(js)
+    pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, u32>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete().await.map_err(js) })
     }
 
     /// Closes its block clients (when it draws through blocks), giving back what they held.
@@ -190,8 +229,9 @@ impl StripedSequence {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<CloseReport>")]
-    pub async fn close(&self) -> napi::Result<Json> {
-        Ok(Json(close_json(&self.inner.close().await.map_err(js)?)))
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Json(close_json(&inner.close().await.map_err(js)?))) })
     }
 
     /// What it did so far.
