@@ -202,6 +202,7 @@ scope|src/scope.rs|"if is_date_key(key) && key >= today {"|"if false && is_date_
 desks|src/queue/state.rs|"            .chain(self.desks.iter().map(\x7cd\x7c d.serial))\n            .min()"|"            .chain(self.calls.iter().find(\x7cc\x7c !c.recall).map(\x7cc\x7c c.serial))\n            .min()"|queue_desks::seeded_model_of_desks_recalls_cancels_given_calls_alters_and_retried_takes
 newday|src/queue/state.rs|"(self.oldest_held(), self.newest_held()) {"|"(self.oldest_held(), Some(self.taken)) {"|queue_edges::seeded_model_of_queues_across_days_zones_clocks_ranges_and_colliding_request_ids
 caller|src/queue/state.rs|"k.key == id.id && k.caller == id.caller &&"|"k.key == id.id &&"|queue_edges::seeded_model_of_queues_across_days_zones_clocks_ranges_and_colliding_request_ids
+qdelete|src/queue/history.rs|"if queues.delete_unchanged(name, &s).await? {"|"if queues.delete(name).await? {"|queue_delete::deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_again
 EOF
 )
 

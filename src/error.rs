@@ -154,7 +154,7 @@ pub enum Error {
     /// leaves behind depends on the operation, and `context` says it: a read lost nothing;
     /// a write's outcome is unknown — numbers a draw may have reserved are a gap, never
     /// issued, and a gap-free sequence leaves no gap (its number is used only once a
-    /// document carries it).
+    /// document carries it). `written` says which ([`Error::written`]).
     ///
     /// [`Options::operation_timeout`]: crate::Options::operation_timeout
     #[error("timed out after {after:?} while {context}")]
@@ -163,6 +163,9 @@ pub enum Error {
         context: String,
         /// The configured timeout.
         after: Duration,
+        /// [`Written::Unknown`] when the operation was a write that may have been applied,
+        /// else [`Written::Nothing`].
+        written: Written,
     },
 
     /// The block client was closed (see [`BlockSequence::close`]); it issues nothing more.
@@ -175,11 +178,13 @@ pub enum Error {
     },
 
     /// The business write of a gap-free number failed, returned an error or panicked (see
-    /// [`Gapless::issue`](crate::gapless::Gapless::issue)). The number was released: the next
-    /// caller gets it, so the failure leaves no gap.
-    #[error(
-        "the business write numbered {number} of gap-free sequence {name:?} failed: {reason}; the number was released and goes to the next caller"
-    )]
+    /// [`Gapless::issue`](crate::gapless::Gapless::issue)). With `written`
+    /// [`Written::Nothing`] the number was released: the next caller gets it, so the failure
+    /// leaves no gap. With [`Written::Unknown`] the write failed in a way that may have
+    /// applied it (its reply was lost, its connection cut, it timed out): if it was applied
+    /// the number is used (the next caller moves past it), else the next caller gets it —
+    /// look for the document before writing it again.
+    #[error("{}", business_write_message(.name, *.number, .reason, *.written))]
     BusinessWrite {
         /// The gap-free sequence's name.
         name: String,
@@ -190,14 +195,18 @@ pub enum Error {
         /// The closure's error, if it returned one (`None` when it panicked).
         #[source]
         source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+        /// [`Written::Unknown`] when the write may have been applied, [`Written::Nothing`]
+        /// when it certainly was not (the number was released).
+        written: Written,
     },
 
     /// [`Queue::take`](crate::queue::Queue::take) found the queue full: as many tickets wait
     /// as its range holds, so the next ticket would be one that someone waiting still holds.
     /// Nothing was written; take again once a ticket was called.
     #[error(
-        "queue {name:?} is full: {}; call the next one before taking more",
-        full_reason(*.requested, *.waiting, *.shown, *.capacity)
+        "queue {name:?} is full: {}{}; call the next one before taking more",
+        full_reason(*.requested, *.waiting, *.shown, *.capacity),
+        restart_reason(*.before_restart, *.oldest_before_restart)
     )]
     QueueFull {
         /// The queue's name.
@@ -211,6 +220,13 @@ pub enum Error {
         requested: u64,
         /// How many distinct tickets the queue's range holds.
         capacity: u64,
+        /// How many of the tickets waiting were taken before the daily queue's last restart (0
+        /// when none): they keep their numbers, so the new day's tickets stop before the
+        /// oldest of them — fewer fit than the range holds.
+        before_restart: u64,
+        /// The oldest of those tickets (`None` when `before_restart` is 0): the number the new
+        /// day's tickets stop before.
+        oldest_before_restart: Option<i64>,
     },
 
     /// [`Queue::call`](crate::queue::Queue::call) found nobody waiting: every ticket taken
@@ -262,6 +278,42 @@ pub enum Error {
         reason: String,
     },
 
+    /// [`Dispenser::delete_queue`](crate::Dispenser::delete_queue) found tickets held —
+    /// waiting, or shown by a desk — and was not forced: a queue created again under the name
+    /// starts from its first ticket, and would hand out those numbers again while their holders
+    /// still wait. Nothing was deleted; delete it once nobody waits (call or cancel the
+    /// tickets, release the desks), or with force.
+    #[error(
+        "queue {name:?} is in use: {}; created again, it would hand out their numbers again while they wait. Delete it once nobody waits and no desk shows a ticket, or delete it with force",
+        in_use(*.waiting, *.shown)
+    )]
+    QueueInUse {
+        /// The queue's name.
+        name: String,
+        /// How many tickets wait.
+        waiting: u64,
+        /// How many desks show a ticket.
+        shown: u64,
+    },
+
+    /// A number of a gap-free sequence is held by a caller whose lease has not run out by the
+    /// server's clock, so its business write could still land: a
+    /// [`Gapless::release`](crate::gapless::Gapless::release) without force, or a
+    /// [`Gapless::void`](crate::gapless::Gapless::void), is refused. Nothing was written; try
+    /// again once the lease ran out, or release it with force when its holder is known dead.
+    #[error(
+        "{number} of gap-free sequence {name:?} is held by a caller until {} (server time), so its write could still land; wait until then, or release it with force if you know the holder is dead (a write that lands afterwards fails on the unique index)",
+        .until.try_to_rfc3339_string().unwrap_or_default()
+    )]
+    LeaseHeld {
+        /// The gap-free sequence's name.
+        name: String,
+        /// The number held.
+        number: i64,
+        /// When the lease runs out, by the server's clock.
+        until: bson::DateTime,
+    },
+
     /// The queue does not exist (it was never created, or it was deleted).
     #[error("no such queue {name:?}")]
     NoSuchQueue {
@@ -293,11 +345,17 @@ pub enum Error {
     /// driver's error itself is the [`source`](std::error::Error::source).
     #[error("database error while {context}: {}", describe_driver_error(.source))]
     Database {
-        /// What the library was doing.
+        /// What the library was doing (for a write whose outcome is unknown, also what that
+        /// leaves behind).
         context: String,
         /// The driver's error.
         #[source]
         source: mongodb::error::Error,
+        /// [`Written::Unknown`] when the operation was a write the failure may have let
+        /// through (a connection cut or a reply lost after it was sent, a write concern not
+        /// met), else [`Written::Nothing`] (a read; the server was not reached; it refused
+        /// the write).
+        written: Written,
     },
 }
 
@@ -315,8 +373,10 @@ pub enum ErrorKind {
     /// One of that name exists already. [`Error::SequenceExists`], [`Error::QueueExists`].
     AlreadyExists,
     /// The stored state refuses the change: another spec, a value going backwards, a ticket
-    /// held that would be remapped. Nothing was written. [`Error::SpecConflict`],
-    /// [`Error::WouldGoBackwards`], [`Error::QueueAlterRefused`].
+    /// held that would be remapped, a queue deleted while tickets are held, a gap-free number
+    /// whose lease runs. Nothing was written. [`Error::SpecConflict`],
+    /// [`Error::WouldGoBackwards`], [`Error::QueueAlterRefused`], [`Error::QueueInUse`],
+    /// [`Error::LeaseHeld`].
     Conflict,
     /// A non-cyclic sequence has fewer numbers left than asked. [`Error::Exhausted`].
     Exhausted,
@@ -334,6 +394,113 @@ pub enum ErrorKind {
     Corrupt,
     /// The caller's own business write of a gap-free number failed. [`Error::BusinessWrite`].
     BusinessWrite,
+}
+
+/// Why fewer tickets fit after a daily restart, in words (empty when that is not why).
+fn restart_reason(before_restart: u64, oldest: Option<i64>) -> String {
+    match oldest {
+        Some(t) if before_restart > 0 => format!(
+            "; {before_restart} of them were taken before the daily restart and keep their numbers, so today's tickets stop before {t}, the oldest of them"
+        ),
+        _ => String::new(),
+    }
+}
+
+/// What holds a queue a delete refuses, in words.
+fn in_use(waiting: u64, shown: u64) -> String {
+    match (waiting, shown) {
+        (w, 0) => format!("{w} ticket(s) wait"),
+        (0, d) => format!("{d} desk(s) show a ticket"),
+        (w, d) => format!("{w} ticket(s) wait and {d} desk(s) show a ticket"),
+    }
+}
+
+/// What a failed call leaves written ([`Error::written`]): the three outcomes of a call that
+/// writes, which the command line's exit codes and the service's `outcome` field say too (the
+/// guide's [guarantees](crate::guide::guarantees#when-the-outcome-is-unknown)).
+///
+/// `#[non_exhaustive]`: keep a `_` arm.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(seq: dispenser::Sequence) -> dispenser::Result<()> {
+/// use dispenser::Written;
+/// match seq.next().await {
+///     Ok(n) => println!("{n}"),
+///     // A draw whose reply was lost: its numbers, if it reserved any, are a gap.
+///     Err(e) if e.written() == Written::Unknown => eprintln!("{e}; drawing again is safe"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Written {
+    /// Nothing was written: the call was refused, a read failed, the server could not be
+    /// reached, or it refused the write. Making the call again is safe.
+    Nothing,
+    /// The write was made; what failed came after it: reading back the answer (an admin
+    /// operation's state after its change), or, on the command line, printing it.
+    Done,
+    /// A write was sent and its reply never came (lost, its connection cut, a timeout): it
+    /// may or may not have been applied. Find out before making it again where that matters
+    /// (a gap-free business write, a queue take without a request id).
+    Unknown,
+}
+
+impl Written {
+    /// The outcome as the service's error answers name it: `nothing_written`, `written`,
+    /// `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Written::Nothing => "nothing_written",
+            Written::Done => "written",
+            Written::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// [`Error::BusinessWrite`]'s message: a definite failure (the number released), or one whose
+/// write may have been applied.
+fn business_write_message(name: &str, number: i64, reason: &str, written: Written) -> String {
+    match written {
+        Written::Unknown => format!(
+            "the outcome of the business write numbered {number} of gap-free sequence {name:?} is unknown ({reason}): it may have been applied; if it was, {number} is used and the next caller moves past it, else {number} goes to the next caller; look for the document numbered {number} (`dispenser audit` lists the numbers used) before writing it again"
+        ),
+        _ => format!(
+            "the business write numbered {number} of gap-free sequence {name:?} failed: {reason}; the number was released and goes to the next caller"
+        ),
+    }
+}
+
+/// Whether a write that failed with `e` may still have been applied: the driver sent it, or
+/// may have, and no answer says it was refused (a connection cut or reset, a reply that did
+/// not decode, a write concern not met). Not when the server was never reached (server
+/// selection, DNS, authentication, a paused pool) or answered that it refused the write.
+pub(crate) fn may_have_landed(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    !matches!(
+        e.kind.as_ref(),
+        ErrorKind::InvalidArgument { .. }
+            | ErrorKind::Authentication { .. }
+            | ErrorKind::BsonSerialization(_)
+            | ErrorKind::Command(_)
+            | ErrorKind::DnsResolve { .. }
+            | ErrorKind::ConnectionPoolCleared { .. }
+            | ErrorKind::ServerSelection { .. }
+            | ErrorKind::SessionsNotSupported
+            | ErrorKind::InvalidTlsConfig { .. }
+            | ErrorKind::Write(WriteFailure::WriteError(_))
+            | ErrorKind::IncompatibleServer { .. }
+            | ErrorKind::Shutdown
+    )
 }
 
 /// Why a take was refused, in words: what was asked, what waits, what is shown.
@@ -369,6 +536,32 @@ impl Error {
         matches!(self, Error::Timeout { .. })
     }
 
+    /// What the failed call leaves written: [`Written::Unknown`] for a write whose reply
+    /// never came ([`Error::Database`] or [`Error::Timeout`] of a write, an
+    /// [`Error::BusinessWrite`] that may have been applied); [`Written::Done`] when the call's
+    /// write was made and reading its answer back failed; else [`Written::Nothing`] — every
+    /// refusal, every failed read, every failure before a write was sent.
+    ///
+    /// Writes the library makes only to keep its own books (a gap-free lease, a handle's
+    /// usage count, the history's record before an admin operation) are not the call's
+    /// write: when only one of them may have been applied, nothing was written.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::{Error, Written};
+    /// let refused = Error::NoSuchSequence { name: "orders".into() };
+    /// assert_eq!(refused.written(), Written::Nothing);
+    /// ```
+    pub fn written(&self) -> Written {
+        match self {
+            Error::Database { written, .. }
+            | Error::Timeout { written, .. }
+            | Error::BusinessWrite { written, .. } => *written,
+            _ => Written::Nothing,
+        }
+    }
+
     /// True where the same call may succeed if made again: [`Error::Database`],
     /// [`Error::Timeout`], [`Error::Contention`]. (A write whose reply was lost may have
     /// landed: a queue take retried with the same request id learns its tickets.)
@@ -389,7 +582,9 @@ impl Error {
             Error::SequenceExists { .. } | Error::QueueExists { .. } => ErrorKind::AlreadyExists,
             Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
-            | Error::QueueAlterRefused { .. } => ErrorKind::Conflict,
+            | Error::QueueAlterRefused { .. }
+            | Error::QueueInUse { .. }
+            | Error::LeaseHeld { .. } => ErrorKind::Conflict,
             Error::Exhausted { .. } => ErrorKind::Exhausted,
             Error::QueueFull { .. }
             | Error::NobodyWaiting { .. }
@@ -406,9 +601,10 @@ impl Error {
 
     /// A stable, machine-readable name of the error (what the service answers as `kind`):
     /// `invalid_input`, `no_such_sequence`, `no_such_queue`, `already_exists`,
-    /// `spec_conflict`, `would_go_backwards`, `would_remap`, `exhausted`, `queue_full`,
-    /// `nobody_waiting`, `ticket_not_waiting`, `nothing_to_recall`, `contention`, `database`,
-    /// `timeout`, `closed`, `corrupt_document`, `business_write`. A code is never renamed.
+    /// `spec_conflict`, `would_go_backwards`, `would_remap`, `queue_in_use`, `lease_held`,
+    /// `exhausted`, `queue_full`, `nobody_waiting`, `ticket_not_waiting`, `nothing_to_recall`,
+    /// `contention`, `database`, `timeout`, `closed`, `corrupt_document`, `business_write`. A
+    /// code is never renamed.
     pub fn code(&self) -> &'static str {
         match self {
             Error::InvalidName { .. }
@@ -420,6 +616,8 @@ impl Error {
             Error::SpecConflict { .. } => "spec_conflict",
             Error::WouldGoBackwards { .. } => "would_go_backwards",
             Error::QueueAlterRefused { .. } => "would_remap",
+            Error::QueueInUse { .. } => "queue_in_use",
+            Error::LeaseHeld { .. } => "lease_held",
             Error::Exhausted { .. } => "exhausted",
             Error::QueueFull { .. } => "queue_full",
             Error::NobodyWaiting { .. } => "nobody_waiting",
@@ -436,10 +634,18 @@ impl Error {
 
     /// The exit code of the command line for this error (the table in the guide's
     /// [command-line chapter](crate::guide::cli#exit-codes)): 2 invalid input, 3 not found, 4
-    /// exhausted, 5 database, timeout or closed, 6 conflict (exists, another spec, backwards,
-    /// contention, a remap), 7 corrupt document, 9 queue full, 10 nobody waiting or nothing to
-    /// recall, 11 ticket not waiting, 12 a gap-free business write failed.
+    /// exhausted, 5 database, timeout or closed with nothing written, 6 conflict (exists,
+    /// another spec, backwards, contention, a remap, a queue in use, a live gap-free lease), 7
+    /// corrupt document, 9 queue full, 10 nobody waiting or nothing to recall, 11 ticket not
+    /// waiting, 12 a gap-free business write failed, 13 the outcome is unknown (a write whose
+    /// reply never came, see [`Error::written`]), 14 written but its answer could not be read
+    /// back.
     pub fn exit_code(&self) -> u8 {
+        match self.written() {
+            Written::Unknown => return 13,
+            Written::Done => return 14,
+            Written::Nothing => {}
+        }
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
@@ -452,7 +658,9 @@ impl Error {
             | Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
             | Error::Contention { .. }
-            | Error::QueueAlterRefused { .. } => 6,
+            | Error::QueueAlterRefused { .. }
+            | Error::QueueInUse { .. }
+            | Error::LeaseHeld { .. } => 6,
             Error::CorruptDocument { .. } => 7,
             Error::QueueFull { .. } => 9,
             Error::NobodyWaiting { .. } | Error::NothingToRecall { .. } => 10,
@@ -477,6 +685,8 @@ impl Error {
             | Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
             | Error::QueueAlterRefused { .. }
+            | Error::QueueInUse { .. }
+            | Error::LeaseHeld { .. }
             | Error::Exhausted { .. }
             | Error::QueueFull { .. }
             | Error::NobodyWaiting { .. }
@@ -523,10 +733,77 @@ impl Error {
         Error::invalid_argument(NOT_THE_NEXT, reason)
     }
 
+    /// This error, met after a write was made (reading its answer back): for
+    /// [`Error::Database`] and [`Error::Timeout`], [`Written::Done`] and a context that says
+    /// `done` is written and only the answer is missing; any other error as it is. For a
+    /// caller that writes, then reads what to answer: the library's own admin operations do
+    /// it for the state they return.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Spec;
+    /// d.create("orders", Spec::default()).await?;
+    /// let state = d
+    ///     .peek("orders")
+    ///     .await
+    ///     .map_err(|e| e.after_write("sequence \"orders\" created"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn after_write(self, done: &str) -> Self {
+        let read = format!(" ({})", Aftermath::Read.says());
+        let context = |c: String| {
+            format!(
+                "{}, after {done} (that is written; only its answer is missing)",
+                c.strip_suffix(read.as_str()).unwrap_or(&c)
+            )
+        };
+        match self {
+            Error::Database {
+                context: c, source, ..
+            } => Error::Database {
+                context: context(c),
+                source,
+                written: Written::Done,
+            },
+            Error::Timeout {
+                context: c, after, ..
+            } => Error::Timeout {
+                context: context(c),
+                after,
+                written: Written::Done,
+            },
+            other => other,
+        }
+    }
+
+    /// [`Error::Database`] of a read (or of a write the library makes only for its own books):
+    /// nothing was written.
     pub(crate) fn database(context: impl Into<String>, source: mongodb::error::Error) -> Self {
         Error::Database {
             context: context.into(),
             source,
+            written: Written::Nothing,
+        }
+    }
+
+    /// [`Error::Database`] of the operation `context`, whose driver error `source` leaves
+    /// what `left` says when the operation is a write that may have been applied (then the
+    /// context says it too), else nothing written.
+    pub(crate) fn database_as(
+        context: impl Into<String>,
+        source: mongodb::error::Error,
+        left: Aftermath,
+    ) -> Self {
+        if left.written() == Written::Unknown && may_have_landed(&source) {
+            Error::Database {
+                context: format!("{} ({})", context.into(), left.says()),
+                source,
+                written: Written::Unknown,
+            }
+        } else {
+            Error::database(context, source)
         }
     }
 
@@ -543,6 +820,7 @@ impl Error {
         Error::Timeout {
             context: format!("{} ({})", context.into(), left.says()),
             after,
+            written: left.written(),
         }
     }
 
@@ -579,9 +857,29 @@ pub(crate) enum Aftermath {
     Queue,
     /// The history's record written before an admin operation: the operation was not made.
     Intent,
+    /// A gap-free lease (taken, confirmed, released): no number was used or voided by it.
+    Lease,
+    /// An admin write (create, delete, a format): it may or may not have been made.
+    Admin,
+    /// Setting up before the call's write (a unique index found or created): nothing the
+    /// call is for was written.
+    Setup,
 }
 
 impl Aftermath {
+    /// Whether an operation of this kind that failed without an answer may have written
+    /// what the call is for.
+    pub(crate) fn written(self) -> Written {
+        match self {
+            Aftermath::Read | Aftermath::Intent | Aftermath::Lease | Aftermath::Setup => {
+                Written::Nothing
+            }
+            Aftermath::Draw | Aftermath::GapFree | Aftermath::Queue | Aftermath::Admin => {
+                Written::Unknown
+            }
+        }
+    }
+
     fn says(self) -> &'static str {
         match self {
             Aftermath::Read => "a read: nothing was written and nothing is lost; try again",
@@ -597,6 +895,13 @@ impl Aftermath {
             Aftermath::Intent => {
                 "the record of the history written before the change: the change was not made (the history may show the operation pending); try again"
             }
+            Aftermath::Lease => {
+                "a lease of a gap-free sequence: no number was used or voided; a lease it may have taken runs out by itself and its number goes to the next caller"
+            }
+            Aftermath::Admin => {
+                "the outcome is unknown: the change may or may not have been made; `peek` and the history show which"
+            }
+            Aftermath::Setup => "setting up: nothing was written yet; try again",
         }
     }
 }
@@ -747,7 +1052,7 @@ mod tests {
     /// and status in the guide's tables.
     fn every_variant() -> Vec<Error> {
         let n = || "n".to_owned();
-        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let io = || std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
         let all = vec![
             Error::NoSuchSequence { name: n() },
             Error::SequenceExists { name: n() },
@@ -788,16 +1093,22 @@ mod tests {
                 elapsed: Duration::ZERO,
             },
             Error::corrupt("n", "value", "is missing"),
-            Error::Timeout {
-                context: n(),
-                after: Duration::ZERO,
-            },
+            Error::timeout(n(), Duration::ZERO, Aftermath::Read),
+            Error::timeout(n(), Duration::ZERO, Aftermath::Draw),
             Error::Closed { name: n() },
             Error::BusinessWrite {
                 name: n(),
                 number: 1,
                 reason: n(),
                 source: None,
+                written: Written::Nothing,
+            },
+            Error::BusinessWrite {
+                name: n(),
+                number: 1,
+                reason: n(),
+                source: None,
+                written: Written::Unknown,
             },
             Error::QueueFull {
                 name: n(),
@@ -805,6 +1116,8 @@ mod tests {
                 shown: None,
                 requested: 1,
                 capacity: 1,
+                before_restart: 0,
+                oldest_before_restart: None,
             },
             Error::NobodyWaiting {
                 name: n(),
@@ -824,6 +1137,16 @@ mod tests {
                 max: 1,
                 reason: n(),
             },
+            Error::QueueInUse {
+                name: n(),
+                waiting: 2,
+                shown: 1,
+            },
+            Error::LeaseHeld {
+                name: n(),
+                number: 1,
+                until: bson::DateTime::from_millis(0),
+            },
             Error::NoSuchQueue { name: n() },
             Error::QueueExists {
                 name: n(),
@@ -831,7 +1154,13 @@ mod tests {
                 max: 9,
                 differs: None,
             },
-            Error::database("reading", mongodb::error::Error::from(io)),
+            Error::database("reading", mongodb::error::Error::from(io())),
+            Error::database_as(
+                "writing",
+                mongodb::error::Error::from(io()),
+                Aftermath::Draw,
+            ),
+            Error::timeout("reading", Duration::ZERO, Aftermath::Read).after_write("a reset"),
         ];
         let mut seen = std::collections::BTreeSet::new();
         for e in &all {
@@ -857,10 +1186,12 @@ mod tests {
                 Error::NoSuchQueue { .. } => 18,
                 Error::QueueExists { .. } => 19,
                 Error::Database { .. } => 20,
+                Error::QueueInUse { .. } => 21,
+                Error::LeaseHeld { .. } => 22,
             };
             seen.insert(variant);
         }
-        assert_eq!(seen.len(), 21, "every variant once");
+        assert_eq!(seen.len(), 23, "every variant once");
         all
     }
 
@@ -885,7 +1216,19 @@ mod tests {
                         && l.contains(&format!("`{code}`"))),
                 "{e:?}: status {status} with kind `{code}` is not in the service chapter's table"
             );
-            // The groups agree with the mappings.
+            // The groups agree with the mappings; an unknown outcome, and a write whose answer
+            // is missing, have exit codes of their own.
+            match e.written() {
+                Written::Unknown => {
+                    assert_eq!(e.exit_code(), 13, "{e:?}");
+                    continue;
+                }
+                Written::Done => {
+                    assert_eq!(e.exit_code(), 14, "{e:?}");
+                    continue;
+                }
+                Written::Nothing => {}
+            }
             match e.kind() {
                 ErrorKind::InvalidInput => assert_eq!((e.exit_code(), status), (2, 422)),
                 ErrorKind::NotFound => assert_eq!((e.exit_code(), status), (3, 404)),
@@ -937,6 +1280,54 @@ mod tests {
         assert_eq!(
             describe_selection(unsuitable),
             "server selection timed out: no suitable server (a:1: a RsSecondary server)"
+        );
+    }
+
+    /// A write's driver error is of unknown outcome when the write may have gone through
+    /// (a connection cut, a write concern not met), nothing written when the server was not
+    /// reached or refused it; a read's never unknown; a read-back after a write is written.
+    #[test]
+    fn a_lost_reply_of_a_write_is_unknown_and_a_refusal_or_a_read_is_nothing() {
+        let io = |k| mongodb::error::Error::from(std::io::Error::new(k, "x"));
+        let reset = || io(std::io::ErrorKind::ConnectionReset);
+        let w = |e, left| Error::database_as("writing", e, left).written();
+        assert_eq!(w(reset(), Aftermath::Draw), Written::Unknown);
+        assert_eq!(w(reset(), Aftermath::Queue), Written::Unknown);
+        assert_eq!(w(reset(), Aftermath::Read), Written::Nothing);
+        assert_eq!(w(reset(), Aftermath::Lease), Written::Nothing);
+        let custom = mongodb::error::Error::custom("x");
+        assert!(
+            may_have_landed(&custom),
+            "an error of unknown kind may have landed"
+        );
+        let unknown = Error::database_as("writing sequence \"s\"", reset(), Aftermath::Draw);
+        assert!(
+            unknown.to_string().contains("the outcome is unknown"),
+            "{unknown}"
+        );
+        assert_eq!(unknown.exit_code(), 13);
+        assert_eq!(
+            Error::timeout("x", Duration::ZERO, Aftermath::Admin).written(),
+            Written::Unknown
+        );
+        assert_eq!(
+            Error::timeout("x", Duration::ZERO, Aftermath::Intent).written(),
+            Written::Nothing
+        );
+        let back = Error::timeout("reading sequence \"s\"", Duration::ZERO, Aftermath::Read)
+            .after_write("sequence \"s\" reset");
+        assert_eq!((back.written(), back.exit_code()), (Written::Done, 14));
+        let said = back.to_string();
+        assert!(
+            said.contains("after sequence \"s\" reset") && !said.contains("nothing was written"),
+            "{said}"
+        );
+        // Refusals stay refusals.
+        let gone = Error::NoSuchSequence { name: "s".into() }.after_write("x");
+        assert_eq!(gone.written(), Written::Nothing);
+        assert_eq!(
+            [Written::Nothing, Written::Done, Written::Unknown].map(Written::as_str),
+            ["nothing_written", "written", "unknown"]
         );
     }
 

@@ -8,7 +8,7 @@ use bson::oid::ObjectId;
 use super::lease::Found;
 use super::path::set_field;
 use super::{Gapless, GaplessStatus};
-use crate::error::{Error, Result};
+use crate::error::{Aftermath, Error, Result};
 use crate::store::{is_duplicate_key, is_validation_failure};
 
 /// What [`Gapless::release`] did.
@@ -68,9 +68,9 @@ impl Gapless {
     ///
     /// # Errors
     ///
+    /// [`Error::LeaseHeld`] for a number held by a live lease (nothing written);
     /// [`Error::InvalidArgument`] for an empty reason (or over 1000 bytes), a number that is
-    /// not the next one (saying which is), a number held by a live lease, or one a document
-    /// already carries (a holder that died after its write, or a void that just won: nothing
+    /// not the next one (saying which is), or one a document already carries (a holder that died after its write, or a void that just won: nothing
     /// is voided, the sequence moves past it); [`Error::CorruptDocument`] when a document
     /// holds the number as a `Decimal128` or in an array; [`Error::Exhausted`] at `i64::MAX`;
     /// [`Error::Database`], [`Error::Timeout`] (whether the void document was written is then
@@ -136,14 +136,11 @@ impl Gapless {
             None => None,
             Some(l) if s.lease_expired() => Some(l.holder),
             Some(l) => {
-                return Err(Error::invalid_argument(
-                    "void",
-                    format!(
-                        "{number} of gap-free sequence {:?} is held by a caller until {} (server time); try again after",
-                        inner.name,
-                        l.expires.try_to_rfc3339_string().unwrap_or_default()
-                    ),
-                ));
+                return Err(Error::LeaseHeld {
+                    name: inner.name.clone(),
+                    number,
+                    until: l.expires,
+                });
             }
         };
         Ok(holder)
@@ -165,9 +162,9 @@ impl Gapless {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for an empty reason (or over 1000 bytes), a number that is
-    /// not the held one (saying which is), a number no one holds, a live lease without
-    /// [`ReleaseLease::force`], or a number a write of the holder is landing on (not yet committed by a
+    /// [`Error::LeaseHeld`] for a live lease without [`ReleaseLease::force`] (nothing
+    /// written); [`Error::InvalidArgument`] for an empty reason (or over 1000 bytes), a
+    /// number that is not the held one (saying which is), a number no one holds, or a number a write of the holder is landing on (not yet committed by a
     /// majority: try again); [`Error::Exhausted`] at `i64::MAX`; [`Error::Database`] (among
     /// them a unique index that cannot be created again), [`Error::Timeout`] (the status
     /// then shows what happened), [`Error::CorruptDocument`] (a document holding the number
@@ -245,14 +242,11 @@ impl Gapless {
             ));
         };
         if !s.lease_expired() && !force {
-            return Err(Error::invalid_argument(
-                "release",
-                format!(
-                    "{number} of gap-free sequence {:?} is held by a caller until {} (server time), so its write could still land; wait until then, or force the release if you know the holder is dead (a write that lands afterwards fails on the unique index)",
-                    inner.name,
-                    l.expires.try_to_rfc3339_string().unwrap_or_default()
-                ),
-            ));
+            return Err(Error::LeaseHeld {
+                name: inner.name.clone(),
+                number,
+                until: l.expires,
+            });
         }
         Ok(l.holder)
     }
@@ -293,7 +287,7 @@ impl Gapless {
         match inner
             .bounded(
                 "writing the void document",
-                true,
+                Aftermath::GapFree,
                 inner.business.insert_one(void),
             )
             .await
@@ -317,7 +311,13 @@ impl Gapless {
         // Voided. Move the sequence past it; if a caller took the number meanwhile, its write
         // meets the void document at the index and it moves past the number itself.
         if let Err(e) = inner
-            .settle(holder, number, to, "moving past a voided number")
+            .settle(
+                holder,
+                number,
+                to,
+                "moving past a voided number",
+                Aftermath::Lease,
+            )
             .await
         {
             tracing::warn!(sequence = %inner.name, number, "{e} (the number is voided; the next taker moves past it)");
@@ -341,7 +341,13 @@ impl Gapless {
                 // won: move past it as a taker would. If this fails, the next taker finds the
                 // number used and moves past it itself.
                 if let Err(e) = inner
-                    .settle(holder, number, to, "moving past a used number")
+                    .settle(
+                        holder,
+                        number,
+                        to,
+                        "moving past a used number",
+                        Aftermath::Lease,
+                    )
                     .await
                 {
                     tracing::debug!(sequence = %inner.name, number, error = %e, "could not move past a used number; the next taker will");

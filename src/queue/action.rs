@@ -1,7 +1,7 @@
-//! The queue's actions as builders: [`Queue::take`], [`Queue::call`], [`Queue::recall`] and
-//! [`Queue::release`] each return a value on which the options are set, and that is
-//! `.await`ed — one method per action, no twins — in the way of the
-//! `mongodb` driver's actions:
+//! The queue's actions as builders: [`Queue::take`], [`Queue::call`], [`Queue::recall`],
+//! [`Queue::release`] and the deletes ([`Queue::delete`], [`Dispenser::delete_queue`]) each
+//! return a value on which the options are set, and that is `.await`ed — one method per
+//! action, no twins — in the way of the `mongodb` driver's actions:
 //!
 //! ```no_run
 //! # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
@@ -9,6 +9,7 @@
 //! let family = lobby.take().count(3).request_id("kiosk-1/000042").await?; // a Vec<Ticket>
 //! let next = lobby.call().desk("2").await?;
 //! lobby.recall().desk("2").await?;
+//! lobby.delete().force().await?; // even while tickets are held
 //! # Ok(()) }
 //! ```
 //!
@@ -18,6 +19,7 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
 use super::{Queue, Ticket};
+use crate::dispenser::Dispenser;
 use crate::error::Result;
 
 /// The future an action's `.await` runs.
@@ -142,7 +144,8 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// Calls from `desk` (1–16 letters, digits, spaces, `-`, `_`, `.`), which then shows that
+    /// Calls from `desk` (1–16 letters, digits, spaces, `-`, `_`, `.`, not only spaces; the
+    /// spaces at either end are dropped: `"  3 "` is desk `"3"`), which then shows that
     /// ticket, held, until it calls again or is released.
     pub fn desk(mut self, desk: impl Into<String>) -> Self {
         self.desk = Some(desk.into());
@@ -193,7 +196,8 @@ impl<'a> AtDesk<'a> {
         }
     }
 
-    /// The desk (1–16 letters, digits, spaces, `-`, `_`, `.`).
+    /// The desk (1–16 letters, digits, spaces, `-`, `_`, `.`, not only spaces; the spaces at
+    /// either end are dropped, as for [`Call::desk`]).
     pub fn desk(mut self, desk: impl Into<String>) -> Self {
         self.desk = Some(desk.into());
         self
@@ -206,5 +210,49 @@ impl<'a> IntoFuture for AtDesk<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.queue.at_desk(self.desk, self.release))
+    }
+}
+
+/// A delete of a queue ([`Queue::delete`], [`Dispenser::delete_queue`]): refused while
+/// tickets are held — waiting, or shown by a desk — unless [`DeleteQueue::force`]. `.await`
+/// it.
+#[must_use = "a delete does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct DeleteQueue<'a> {
+    dispenser: &'a Dispenser,
+    name: &'a str,
+    force: bool,
+}
+
+impl<'a> DeleteQueue<'a> {
+    pub(super) fn new(dispenser: &'a Dispenser, name: &'a str) -> Self {
+        DeleteQueue {
+            dispenser,
+            name,
+            force: false,
+        }
+    }
+
+    /// Deletes the queue even while tickets are held (and one whose document no longer
+    /// decodes): the caller knows nobody waits any more — a queue created again under the
+    /// name hands out its first tickets again, whoever still holds those numbers. The
+    /// history records the force.
+    pub fn force(self) -> Self {
+        self.with_force(true)
+    }
+
+    /// [`DeleteQueue::force`] when `force` is true (for a value read from elsewhere).
+    pub fn with_force(mut self, force: bool) -> Self {
+        self.force = force;
+        self
+    }
+}
+
+impl<'a> IntoFuture for DeleteQueue<'a> {
+    type Output = Result<()>;
+    type IntoFuture = Action<'a, ()>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.dispenser.delete_queue_now(self.name, self.force))
     }
 }

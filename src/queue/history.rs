@@ -11,9 +11,10 @@ use super::store::QueueStore;
 use super::{Inner, Queue};
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
-use crate::history::Subject;
 use crate::history::states::queue_state;
+use crate::history::subject::Target;
 use crate::options::check_caller;
+use crate::retry::RetryBudget;
 
 /// The state `s` of queue `name` as the history keeps it.
 fn shown(name: &str, s: &State, now: i64) -> Document {
@@ -38,7 +39,7 @@ pub(super) async fn insert(
     };
     let recorder = d.recorder();
     let entry = recorder
-        .begin(Subject::Queue, name, "create", params, None)
+        .begin(&Target::queue(name), "create", params, None)
         .await?;
     let inserted = queues.insert(name, fresh).await;
     let recorded = match &inserted {
@@ -60,21 +61,53 @@ pub(super) async fn insert(
     inserted
 }
 
-/// Deletes the queue `name` (`Ok(false)` when there is none), recorded: a queue that does
-/// not exist is refused without a record; one whose document does not decode is deleted,
-/// its state not recorded.
-pub(super) async fn delete(d: &Dispenser, queues: &QueueStore, name: &str) -> Result<bool> {
-    let before = match queues.load(name).await {
-        Ok(Some(s)) => Some(shown(name, &s, jiff::Timestamp::now().as_millisecond())),
+/// Deletes the queue `name` (`Ok(false)` when there is none), recorded with `force`: a queue
+/// that does not exist is refused without a record. Unless `force`, a queue whose tickets are
+/// held (waiting, or shown by a desk) is refused ([`Error::QueueInUse`]), and so is one whose
+/// document does not decode (who holds its tickets cannot be read); forced, the latter is
+/// deleted, its state not recorded.
+pub(super) async fn delete(
+    d: &Dispenser,
+    queues: &QueueStore,
+    name: &str,
+    force: bool,
+) -> Result<bool> {
+    let read = match queues.load(name).await {
+        Ok(Some(s)) => Some(s),
         Ok(None) => return Ok(false),
+        Err(Error::CorruptDocument {
+            what,
+            name,
+            field,
+            problem,
+        }) if !force => {
+            return Err(Error::CorruptDocument {
+                what,
+                name,
+                field,
+                problem: format!(
+                    "{problem} (who holds its tickets cannot be read, so it is deleted only with force)"
+                ),
+            });
+        }
         Err(Error::CorruptDocument { .. }) => None,
         Err(e) => return Err(e),
     };
+    let now = queues.now().await?;
+    let before = read.as_ref().map(|s| shown(name, s, now));
     let recorder = d.recorder();
     let entry = recorder
-        .begin(Subject::Queue, name, "delete", Document::new(), before)
+        .begin(
+            &Target::queue(name),
+            "delete",
+            bson::doc! { "force": force },
+            before,
+        )
         .await?;
-    let deleted = queues.delete(name).await;
+    let deleted = match read {
+        Some(s) => delete_unheld(d, queues, name, s, now, force).await,
+        None => queues.delete(name).await,
+    };
     let recorded = match &deleted {
         Ok(true) => Ok(()),
         Ok(false) => Err(Error::NoSuchQueue {
@@ -84,6 +117,45 @@ pub(super) async fn delete(d: &Dispenser, queues: &QueueStore, name: &str) -> Re
     };
     entry.end(&recorded, None).await;
     deleted
+}
+
+/// Deletes queue `name`, read in state `s` at `now`, unless tickets are held and not `force`:
+/// the delete is pinned to the state it checked, so a take (or call) landing between the check
+/// and the delete makes it match nothing — it reads again and checks again, within the retry
+/// budget. A take computed before the delete and written after it matches nothing either (the
+/// queue is gone, or another incarnation): it fails with [`Error::NoSuchQueue`].
+async fn delete_unheld(
+    d: &Dispenser,
+    queues: &QueueStore,
+    name: &str,
+    mut s: State,
+    mut now: i64,
+    force: bool,
+) -> Result<bool> {
+    let mut budget = RetryBudget::new(&d.options().backoff);
+    loop {
+        let (waiting, shown) = s.held_at(now);
+        if !force && (waiting > 0 || shown > 0) {
+            return Err(Error::QueueInUse {
+                name: name.to_owned(),
+                waiting,
+                shown,
+            });
+        }
+        budget.attempted();
+        if queues.delete_unchanged(name, &s).await? {
+            return Ok(true);
+        }
+        // Changed since it was read, or gone: read it again after the back-off.
+        let delay = budget.after_conflict(name)?;
+        tracing::debug!(queue = %name, version = s.version, ?delay, "the queue changed while being deleted; checking again");
+        tokio::time::sleep(delay).await;
+        let Some(fresh) = queues.load(name).await? else {
+            return Ok(false);
+        };
+        s = fresh;
+        now = queues.now().await?;
+    }
 }
 
 impl Queue {
@@ -101,8 +173,7 @@ impl Queue {
         inner
             .history
             .run(
-                Subject::Queue,
-                &inner.name,
+                &Target::queue(&inner.name),
                 op,
                 params,
                 Some(before),

@@ -60,7 +60,7 @@ mod store;
 
 use std::sync::{Arc, Mutex};
 
-pub use action::{AtDesk, Call, Take, TakeMany};
+pub use action::{AtDesk, Call, DeleteQueue, Take, TakeMany};
 pub use spec::{QueueAlter, QueueSpec};
 pub use status::{
     CallEntry, DeskEntry, HourEntry, QueueCounters, QueueStatus, Ticket, WAITING_LISTED,
@@ -98,23 +98,32 @@ pub const MAX_DESK_CHARS: usize = 16;
 /// The longest request id, in bytes.
 pub const MAX_REQUEST_ID: usize = 64;
 
-/// Checks a desk label: 1 to 16 characters, letters, digits, space, `-`, `_` or `.`.
-fn check_desk(queue: &str, desk: &str) -> Result<()> {
+/// Checks a desk label and returns it as the board shows it: 1 to 16 characters, letters,
+/// digits, space, `-`, `_` or `.`, not only spaces (a blank label would show as no desk at
+/// all); the spaces at either end are dropped (`"  a  "` is desk `"a"`).
+fn check_desk(queue: &str, desk: &str) -> Result<String> {
     let n = desk.chars().count();
     let ok = (1..=MAX_DESK_CHARS).contains(&n)
         && desk
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::invalid_argument(
-            format!("desk of queue {queue:?}"),
-            format!(
-                "{desk:?} is not a desk label: 1 to {MAX_DESK_CHARS} letters, digits, spaces, '-', '_' or '.'"
-            ),
-        ))
+    let shown = desk.trim_matches(' ');
+    if ok && !shown.is_empty() {
+        return Ok(shown.to_owned());
     }
+    let reason = if ok {
+        format!(
+            "{desk:?} is blank: a desk label needs a letter, a digit, '-', '_' or '.' to show on the board"
+        )
+    } else {
+        format!(
+            "{desk:?} is not a desk label: 1 to {MAX_DESK_CHARS} letters, digits, spaces, '-', '_' or '.'"
+        )
+    };
+    Err(Error::invalid_argument(
+        format!("desk of queue {queue:?}"),
+        reason,
+    ))
 }
 
 /// Checks a request id: 1 to 64 printable ASCII characters.
@@ -410,14 +419,22 @@ impl Dispenser {
             .await
     }
 
-    /// Deletes the queue `name`. Handles opened before then fail with
-    /// [`Error::NoSuchQueue`]. A queue created again under the name starts from its first
-    /// ticket: a ticket held from the old queue may then be handed out again, so delete a
-    /// queue only when nobody waits in it.
+    /// Deletes the queue `name`, unless tickets are held in it — waiting, or shown by a desk
+    /// — ([`Error::QueueInUse`], nothing deleted): a queue created again under the name starts
+    /// from its first ticket, so a ticket held from the old queue would be handed out again.
+    /// [`DeleteQueue::force`] deletes it all the same (the history records the force). Returns
+    /// a [`DeleteQueue`] to `.await`. Handles opened before then fail with
+    /// [`Error::NoSuchQueue`].
+    ///
+    /// The delete is pinned to the state it checked: a take landing between the check and the
+    /// delete makes it check again (and refuse), and a take that comes after it fails with
+    /// [`Error::NoSuchQueue`] — never a ticket of a deleted queue.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::NoSuchQueue`], [`Error::Database`],
+    /// [`Error::QueueInUse`] (nothing deleted), [`Error::InvalidArgument`] (a bad name),
+    /// [`Error::NoSuchQueue`], [`Error::CorruptDocument`] (a document that does not decode
+    /// is deleted only with force), [`Error::Contention`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -430,13 +447,24 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// d.delete_queue("lobby").await?;
-    /// assert!(d.open_queue("lobby").await.is_err());
+    /// match d.delete_queue("lobby").await {
+    ///     Err(dispenser::Error::QueueInUse { waiting, .. }) => {
+    ///         println!("{waiting} people still wait; call them first")
+    ///     }
+    ///     other => other?,
+    /// }
+    /// d.delete_queue("old-lobby").force().await?; // closed for good: nobody comes back
+    /// assert!(d.open_queue("old-lobby").await.is_err());
     /// # Ok(()) }
     /// ```
-    pub async fn delete_queue(&self, name: &str) -> Result<()> {
+    pub fn delete_queue<'a>(&'a self, name: &'a str) -> DeleteQueue<'a> {
+        DeleteQueue::new(self, name)
+    }
+
+    /// The delete [`DeleteQueue`] runs.
+    async fn delete_queue_now(&self, name: &str, force: bool) -> Result<()> {
         check_name(name)?;
-        if history::delete(self, &self.queues(), name).await? {
+        if history::delete(self, &self.queues(), name, force).await? {
             Ok(())
         } else {
             Err(no_such(name))
@@ -823,9 +851,7 @@ impl Queue {
     /// The call [`Call`] runs.
     async fn call_now(&self, desk: Option<String>, ticket: Option<i64>) -> Result<Ticket> {
         let name = &self.inner.name;
-        if let Some(d) = &desk {
-            check_desk(name, d)?;
-        }
+        let desk = desk.map(|d| check_desk(name, &d)).transpose()?;
         let op = Op::Call {
             desk: desk.clone().unwrap_or_default(),
             ticket,
@@ -897,9 +923,7 @@ impl Queue {
     /// The recall or release [`AtDesk`] runs.
     async fn at_desk(&self, desk: Option<String>, release: bool) -> Result<Ticket> {
         let name = &self.inner.name;
-        if let Some(d) = &desk {
-            check_desk(name, d)?;
-        }
+        let desk = desk.map(|d| check_desk(name, &d)).transpose()?;
         let at = desk.clone().unwrap_or_default();
         let op = if release {
             Op::Release { desk: at }
@@ -995,15 +1019,13 @@ impl Queue {
         Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
     }
 
-    /// Deletes the queue, as [`Dispenser::delete_queue`] does by name (which also deletes a
-    /// queue whose document no longer decodes). Handles opened before then fail with
-    /// [`Error::NoSuchQueue`]. A queue created again under the name starts from its first
-    /// ticket: a ticket held from the old queue may then be handed out again, so delete a
-    /// queue only when nobody waits in it.
+    /// Deletes the queue, as [`Dispenser::delete_queue`] does by name: refused while tickets
+    /// are held unless [`DeleteQueue::force`]. Returns a [`DeleteQueue`] to `.await`. Handles
+    /// opened before then fail with [`Error::NoSuchQueue`].
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchQueue`] (deleted already), [`Error::Database`], [`Error::Timeout`].
+    /// Those of [`Dispenser::delete_queue`].
     ///
     /// # Cancel safety
     ///
@@ -1015,12 +1037,17 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// d.open_queue("lobby").await?.delete().await?;
+    /// let lobby = d.open_queue("lobby").await?;
+    /// while lobby.status().await?.waiting > 0 {
+    ///     lobby.call().await?;
+    /// }
+    /// lobby.release().await?; // the desk without a name showed the last one
+    /// lobby.delete().await?;
     /// assert!(d.open_queue("lobby").await.is_err());
     /// # Ok(()) }
     /// ```
-    pub async fn delete(&self) -> Result<()> {
-        self.inner.dispenser.delete_queue(&self.inner.name).await
+    pub fn delete(&self) -> DeleteQueue<'_> {
+        DeleteQueue::new(&self.inner.dispenser, &self.inner.name)
     }
 
     /// Reads the queue's state: what each desk shows, the last calls, how many wait and for
@@ -1076,10 +1103,24 @@ mod tests {
         for ok in ["1", "Desk 12", "a-b_c.d", "0123456789abcdef"] {
             assert!(super::check_desk("q", ok).is_ok(), "{ok}");
         }
-        for bad in ["", "0123456789abcdefg", "a/b", "é", "a\n"] {
+        for bad in [
+            "",
+            "0123456789abcdefg",
+            "a/b",
+            "é",
+            "a\n",
+            " ",
+            "                ",
+        ] {
             let e = super::check_desk("q", bad).unwrap_err();
             assert!(e.to_string().contains("queue \"q\""), "{e}");
         }
+        // Regression (issue 49, item 10): " " and "  a  " showed blank on the board. A blank
+        // label is refused; spaces at either end are dropped.
+        let e = super::check_desk("q", "   ").unwrap_err();
+        assert!(e.to_string().contains("\"   \" is blank"), "{e}");
+        assert_eq!(super::check_desk("q", "  a  ").unwrap(), "a");
+        assert_eq!(super::check_desk("q", " Desk 12 ").unwrap(), "Desk 12");
         assert!(super::check_request_id("q", "kiosk-1/000042 x").is_ok());
         for bad in ["", "é", "a\tb", &"x".repeat(65)] {
             assert!(super::check_request_id("q", bad).is_err(), "{bad:?}");

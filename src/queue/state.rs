@@ -253,6 +253,9 @@ pub(crate) enum Refusal {
         waiting: i64,
         /// The oldest serial a desk shows there.
         shown: Option<i64>,
+        /// The tickets still waiting from before the last daily restart: how many, and the
+        /// oldest one's serial (whose number today's tickets stop before).
+        before_restart: Option<(i64, i64)>,
     },
     Nobody,
     NotWaiting {
@@ -462,6 +465,40 @@ impl State {
             .map(|s| s.to - s.from + 1)
             .sum();
         Some(unsigned(serial - self.served - 1 - before))
+    }
+
+    /// What holds the queue at `now` (after a new day's restart, which clears the desks):
+    /// the tickets waiting and the desks showing a ticket. A queue deleted while either is
+    /// not zero and created again would hand their numbers out again.
+    pub(crate) fn held_at(&self, now: i64) -> (u64, u64) {
+        let mut s = self.clone();
+        s.roll(now);
+        (
+            unsigned(s.waiting()),
+            u64::try_from(s.desks.len()).unwrap_or(u64::MAX),
+        )
+    }
+
+    /// The tickets still waiting from before the last daily restart — those before the last
+    /// span of void serials — as (how many, the oldest's serial); `None` when there are none.
+    /// (A restart leaves a void span only when someone waited; the span goes once the line
+    /// reaches it.)
+    fn waiting_before_restart(&self) -> Option<(i64, i64)> {
+        let void = self.out_of_line.iter().rfind(|x| x.kind == Kind::Void)?;
+        let done: i64 = self
+            .out_of_line
+            .iter()
+            .filter(|x| x.to < void.from)
+            .map(|x| x.to - x.from + 1)
+            .sum();
+        let count = void.from - 1 - self.served - done;
+        let mut oldest = self.served + 1;
+        for x in &self.out_of_line {
+            if x.from <= oldest && oldest <= x.to {
+                oldest = x.to + 1;
+            }
+        }
+        (count > 0).then_some((count, oldest))
     }
 
     /// The oldest serial held (waiting or shown by a desk), if any.
@@ -916,6 +953,7 @@ impl State {
                         requested: *count,
                         waiting: s.waiting(),
                         shown: s.desks.iter().map(|d| d.serial).min(),
+                        before_restart: s.waiting_before_restart(),
                     });
                 }
                 let first = s.taken + 1;
@@ -1138,12 +1176,16 @@ impl Refusal {
                 requested,
                 waiting,
                 shown,
+                before_restart,
             } => Error::QueueFull {
                 name: name.to_owned(),
                 waiting: unsigned(waiting),
                 shown: shown.map(|serial| s.spec.ticket(unsigned(serial))),
                 requested,
                 capacity: s.spec.capacity(),
+                before_restart: before_restart.map_or(0, |(n, _)| unsigned(n)),
+                oldest_before_restart: before_restart
+                    .map(|(_, serial)| s.spec.ticket(unsigned(serial))),
             },
             Refusal::Nobody => Error::NobodyWaiting {
                 name: name.to_owned(),
@@ -1802,8 +1844,29 @@ mod tests {
         assert!(s.desks.is_empty(), "the boards start blank");
         assert_eq!(take_at(&mut s, day2).unwrap(), 2);
         assert_eq!(take_at(&mut s, day2).unwrap(), 3);
-        // 4 still waits from yesterday: refused.
-        assert!(matches!(take_at(&mut s, day2), Err(Refusal::Full { .. })));
+        // 4 still waits from yesterday: refused, and the refusal says why fewer fit than the
+        // range holds (regression, issue 49, item 10: it said only "5 wait, the range holds
+        // 10").
+        match take_at(&mut s, day2) {
+            Err(r @ Refusal::Full { .. }) => {
+                assert!(
+                    matches!(
+                        r,
+                        Refusal::Full {
+                            before_restart: Some((2, _)),
+                            ..
+                        }
+                    ),
+                    "{r:?}"
+                );
+                let m = r.into_error("q", &s).to_string();
+                assert!(
+                    m.contains("5 ticket(s) wait and its range holds 10; 2 of them were taken before the daily restart and keep their numbers, so today's tickets stop before 4, the oldest of them"),
+                    "{m}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
         assert_eq!(s.waiting(), 5);
         assert_eq!(s.taken_tickets(), 8);
         // Calls serve yesterday's first.

@@ -173,18 +173,26 @@ impl QueueStore {
                     "moving request ids of queue {name:?} out of its document (nothing was taken)"
                 ),
                 after: timeout,
+                written: crate::Written::Nothing,
             }),
         }
     }
 
-    /// Deletes the request ids of queue `name` (all incarnations).
-    async fn delete_requests(&self, name: &str) -> Result<()> {
+    /// Deletes the request ids of queue `name`: of its incarnation `incarnation`, or of all
+    /// when `None` (a document that did not decode).
+    async fn delete_requests(
+        &self,
+        name: &str,
+        incarnation: Option<bson::oid::ObjectId>,
+    ) -> Result<()> {
+        let mut filter = doc! { "queue": name };
+        if let Some(i) = incarnation {
+            filter.insert("incarnation", i);
+        }
         self.requests
             .bounded_read(
                 || format!("deleting the request ids of queue {name:?}"),
-                self.requests
-                    .collection()
-                    .delete_many(doc! { "queue": name }),
+                self.requests.collection().delete_many(filter),
             )
             .await
             .map(|_| ())
@@ -201,11 +209,16 @@ impl QueueStore {
         match tokio::time::timeout(timeout, self.coll().insert_one(d).into_future()).await {
             Ok(Ok(_)) => Ok(true),
             Ok(Err(e)) if is_duplicate_key(&e) => Ok(false),
-            Ok(Err(e)) => Err(Error::database(format!("creating queue {name:?}"), e)),
-            Err(_) => Err(Error::Timeout {
-                context: format!("creating queue {name:?} (the queue may or may not exist)"),
-                after: timeout,
-            }),
+            Ok(Err(e)) => Err(Error::database_as(
+                format!("creating queue {name:?}"),
+                e,
+                Aftermath::Admin,
+            )),
+            Err(_) => Err(Error::timeout(
+                format!("creating queue {name:?}"),
+                timeout,
+                Aftermath::Admin,
+            )),
         }
     }
 
@@ -296,20 +309,46 @@ impl QueueStore {
             .await
     }
 
-    /// Deletes the queue `name`, then its request ids; `Ok(false)` when there was none.
+    /// Deletes the queue `name` whatever its state (a document that does not decode), then
+    /// its request ids; `Ok(false)` when there was none.
     pub(crate) async fn delete(&self, name: &str) -> Result<bool> {
+        self.delete_where(name, doc! { field::ID: name }, None)
+            .await
+    }
+
+    /// Deletes the queue `name` only if it is still exactly the state `expected` (as
+    /// [`QueueStore::replace`] matches it), then its request ids: `Ok(false)` when it changed
+    /// (a take landed, a desk called) or is gone, and nothing was deleted.
+    pub(crate) async fn delete_unchanged(&self, name: &str, expected: &State) -> Result<bool> {
+        self.delete_where(name, pinned(name, expected), Some(expected.incarnation))
+            .await
+    }
+
+    async fn delete_where(
+        &self,
+        name: &str,
+        filter: Document,
+        incarnation: Option<bson::oid::ObjectId>,
+    ) -> Result<bool> {
         let res = self
             .store
             .bounded_as(
-                Aftermath::Read,
-                || format!("deleting queue {name:?} (it may or may not be deleted)"),
-                self.coll().delete_one(doc! { field::ID: name }),
+                Aftermath::Admin,
+                || format!("deleting queue {name:?}"),
+                self.coll().delete_one(filter),
             )
             .await?;
+        if res.deleted_count == 0 {
+            return Ok(false);
+        }
         // The request ids carry the incarnation, so none could answer for a queue created
-        // again under the name; they are deleted only to leave nothing behind.
-        self.delete_requests(name).await?;
-        Ok(res.deleted_count == 1)
+        // again under the name; they are deleted only to leave nothing behind (those of the
+        // deleted incarnation: a queue created again meanwhile keeps its own; they expire
+        // within a day if this fails: the queue is deleted all the same).
+        if let Err(e) = self.delete_requests(name, incarnation).await {
+            tracing::warn!(queue = %name, "{e} (the queue is deleted; its request ids expire within a day)");
+        }
+        Ok(true)
     }
 
     /// The compare-and-set: replaces the queue by `next` only if it is still exactly the
@@ -322,14 +361,7 @@ impl QueueStore {
         next: &State,
         what: &str,
     ) -> Result<bool> {
-        let filter = doc! {
-            field::ID: name,
-            field::VERSION: expected.version,
-            field::INCARNATION: expected.incarnation,
-            field::TAKEN: expected.taken,
-            field::SERVED: expected.served,
-            field::WAITING: expected.waiting(),
-        };
+        let filter = pinned(name, expected);
         let res = self
             .store
             .bounded_as(
@@ -340,6 +372,19 @@ impl QueueStore {
             )
             .await?;
         Ok(res.matched_count == 1)
+    }
+}
+
+/// The filter of a write pinned to the state `expected` of queue `name`: its incarnation,
+/// version and the counters the decoder checked.
+fn pinned(name: &str, expected: &State) -> Document {
+    doc! {
+        field::ID: name,
+        field::VERSION: expected.version,
+        field::INCARNATION: expected.incarnation,
+        field::TAKEN: expected.taken,
+        field::SERVED: expected.served,
+        field::WAITING: expected.waiting(),
     }
 }
 

@@ -128,6 +128,30 @@ async fn check_speaks_the_monitoring_convention() {
     assert_eq!(run(&coll, &["check", "nope"]).status.code(), Some(3));
 }
 
+/// Regression (issue 49, item 10): `check --warn 80% --critical 70%` was accepted, and WARNING
+/// could never be seen. Thresholds in the wrong order (or equal) are a usage error — UNKNOWN
+/// (3), the message naming both flags and their values — found before anything connects (here
+/// to a server that does not exist).
+#[test]
+fn warn_at_or_above_critical_is_a_usage_error() {
+    for (warn, critical) in [("80%", "70%"), ("0.9", "90%")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_dispenser"))
+            .args(["--uri", "mongodb://127.0.0.1:1", "check", "orders"])
+            .args(["--warn", warn, "--critical", critical])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        let want = format!(
+            "--warn {} must be below --critical {}",
+            if warn == "0.9" { "90%" } else { warn },
+            critical
+        );
+        assert!(err.contains(&want), "{err}");
+        assert!(!err.contains("connection refused"), "{err}");
+    }
+}
+
 /// The per-day counters behind the rate are carried on a handle's draws at most a second
 /// late (not on every write: each update path costs the server time on every draw), and
 /// nothing is left out: a dropped handle adds what it still holds, a closed block client too.

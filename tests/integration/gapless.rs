@@ -1235,7 +1235,11 @@ async fn a_voider_whose_clock_runs_ahead_cannot_void_a_live_holders_number() {
     void.args(["gapless", "void", "inv", "1", "--reason", "form destroyed"]);
     let out = skewed(&mut void, "+1h").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "a refusal, not bad input: {err}"
+    );
     assert!(err.contains("held by a caller"), "{err}");
     let mut status = cli(&f);
     status.args(["gapless", "status", "inv", "--json"]);
@@ -1472,6 +1476,25 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
             .as_str()
             .unwrap()
             .contains("no holder"),
+        "{body}"
+    );
+    // A holder whose lease runs: a release without force is a refusal, 409 `lease_held` (it
+    // was 422, invalid input: issue 49, item 10), nothing written; forced, it goes through.
+    let (mut live, n) = holder_with(issue_cmd(&f, &business, 1, "60"), "before");
+    assert_eq!(n, 4);
+    let (status, body) = send(release(ADMIN, json!({ "number": 4 }))).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (409, Some("lease_held")),
+        "{body}"
+    );
+    assert_eq!(g.status().await.unwrap().next, 4, "nothing written");
+    live.kill().unwrap();
+    live.wait().unwrap();
+    let (status, body) = send(release(ADMIN, json!({ "number": 4, "force": true }))).await;
+    assert_eq!(
+        (status, &body["outcome"]),
+        (200, &json!("voided")),
         "{body}"
     );
     let (status, body) = send(
@@ -1866,8 +1889,10 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
     assert_eq!(n, 2);
     before.kill().unwrap();
     before.wait().unwrap();
+    // Regression (issue 49, item 10): a release while the lease runs is a refusal, exit 6
+    // (it was 2, "invalid input").
     let (code, _, err) = run(&["release", "inv", "2"]);
-    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(code, Some(6), "{err}");
     assert!(err.contains("could still land"), "{err}");
     let (code, out, err) = run(&["release", "inv", "3", "--force"]);
     assert_eq!(code, Some(2), "{out}{err}");

@@ -276,7 +276,7 @@ async fn voider(
                     rec.lock().unwrap().voids.insert(target, reason);
                     break;
                 }
-                Err(e) if e.is_invalid_input() => {
+                Err(e) if e.is_invalid_input() || matches!(e, Error::LeaseHeld { .. }) => {
                     tokio::time::sleep(Duration::from_millis(1 + rng.below(4))).await;
                 }
                 Err(e) => {
@@ -341,7 +341,7 @@ async fn operator(
                 rec.released.2 += u32::from(force);
             }
             // Raced: the holder finished, or the lease runs (not forced).
-            Err(e) if e.is_invalid_input() => {}
+            Err(e) if e.is_invalid_input() || matches!(e, Error::LeaseHeld { .. }) => {}
             Err(e) => unexpected(format!("release {} (force {force}): {e}", lease.number)),
         }
     }
@@ -500,7 +500,8 @@ fn cli_actors(
                     Ok((Some(0), _)) => {
                         rec.lock().unwrap().voids.insert(n, reason);
                     }
-                    Ok((Some(2), _)) => {}
+                    // Refused: not the next number (2), or held by a live lease (6).
+                    Ok((Some(2 | 6), _)) => {}
                     Ok((code, o)) => rec.lock().unwrap().unexpected.push(format!(
                         "CLI void exited {code:?}: {}",
                         String::from_utf8_lossy(&o.stderr)

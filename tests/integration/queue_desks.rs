@@ -987,9 +987,27 @@ async fn a_daily_queue_starts_again_each_local_day() {
         ("2030-11-25", 1, 3)
     );
     assert!(s.desks.is_empty(), "the boards start the day blank");
-    // 2 and 3 still wait from yesterday: today's 2 is refused.
+    // 2 and 3 still wait from yesterday: today's 2 is refused, and the message says why fewer
+    // fit than the range holds (regression, issue 49, item 10).
     let e = night.take().await.unwrap_err();
-    assert!(matches!(e, Error::QueueFull { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::QueueFull {
+                waiting: 3,
+                capacity: 5,
+                before_restart: 2,
+                oldest_before_restart: Some(2),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("2 of them were taken before the daily restart and keep their numbers, so today's tickets stop before 2"),
+        "{e}"
+    );
     // Yesterday's first.
     let order: Vec<i64> = [
         night.call().await.unwrap().number,
@@ -1306,6 +1324,106 @@ async fn the_branch_operations_over_http() {
     );
     let (status, _) = send(http.delete(svc.url("/v1/queues/lobby2")).bearer_auth(KIOSK)).await;
     assert_eq!(status, 403);
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// Regression (issue 49, item 10): the desk labels `" "` and `"  a  "` were taken as given, and
+/// the board showed a blank desk. On every surface that takes a desk label a blank one is
+/// refused, nothing written (the library's `InvalidArgument`, exit 2, HTTP 400 — and the
+/// OpenAPI document's pattern rules it out), and the spaces at either end are dropped: `"  a  "`
+/// is desk `"a"`, which the status shows and a recall or release by `"a"` finds.
+#[tokio::test]
+async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
+    let f = Fixture::new("queue_desk_blank").await;
+    let d = f.dispenser(f.options());
+    let q = d
+        .create_queue("q", QueueSpec::default().with_max(9))
+        .await
+        .unwrap();
+    q.take().count(4).await.unwrap();
+    let version = q.status().await.unwrap().version;
+    for blank in [" ", "    "] {
+        let e = q.call().desk(blank).await.unwrap_err();
+        assert!(
+            e.is_invalid_input() && e.to_string().contains("is blank"),
+            "{e}"
+        );
+        let e = q.recall().desk(blank).await.unwrap_err();
+        assert!(e.is_invalid_input(), "{e}");
+    }
+    assert_eq!(
+        q.status().await.unwrap().version,
+        version,
+        "nothing written"
+    );
+    let t = q.call().desk("  a  ").await.unwrap();
+    assert_eq!((t.number, t.desk.as_deref()), (1, Some("a")));
+    let desks = q.status().await.unwrap().desks;
+    assert_eq!(desks.len(), 1);
+    assert_eq!(desks[0].desk.as_deref(), Some("a"));
+    assert_eq!(q.recall().desk("a").await.unwrap().number, 1);
+
+    // The command line.
+    let coll = f.collection.as_str();
+    let err = fails(coll, &["queue", "call", "q", "--desk", "   "], EXIT_INVALID);
+    assert!(err.contains("is blank"), "{err}");
+    assert_eq!(ok(coll, &["queue", "call", "q", "--desk", " b "]), "2\n");
+    assert_eq!(
+        ok(coll, &["queue", "release", "q", "--desk", "b "]),
+        "desk b of queue q released ticket 2\n"
+    );
+    fails(coll, &["queue", "recall", "q", "--desk", " "], EXIT_INVALID);
+
+    // The service, and its OpenAPI document.
+    let svc = Service::start("queue_desk_blank_http");
+    let http = reqwest::Client::new();
+    let post = |path: &str, body: Value| http.post(svc.url(path)).bearer_auth(ADMIN).json(&body);
+    let (status, body) = send(post("/v1/queues", json!({ "name": "lobby" }))).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = send(post("/v1/queues/lobby/take", json!({ "count": 2 }))).await;
+    assert_eq!(status, 200, "{body}");
+    for path in [
+        "/v1/queues/lobby/call",
+        "/v1/queues/lobby/recall",
+        "/v1/queues/lobby/release",
+    ] {
+        let (status, body) = send(post(path, json!({ "desk": "  " }))).await;
+        assert_eq!(
+            (status, body["error"]["kind"].as_str()),
+            (400, Some("invalid_input")),
+            "{path}: {body}"
+        );
+    }
+    let (status, body) = send(post("/v1/queues/lobby/call", json!({ "desk": " c  " }))).await;
+    assert_eq!((status, &body["desk"]), (200, &json!("c")), "{body}");
+    let (status, body) = send(post("/v1/queues/lobby/recall", json!({ "desk": "c" }))).await;
+    assert_eq!((status, &body["ticket"]), (200, &json!(1)), "{body}");
+    let (_, doc) = send(http.get(svc.url("/openapi.json"))).await;
+    let pattern = doc["components"]["schemas"]["CallBody"]["properties"]["desk"]["pattern"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        doc["components"]["schemas"]["RecallBody"]["properties"]["desk"]["pattern"],
+        json!(pattern)
+    );
+    // Read as Schemathesis reads it (Python's regular expressions).
+    let check = std::process::Command::new(crate::clients::tool("venv/bin/python"))
+        .args([
+            "-c",
+            "import re, sys; p = sys.argv[1]; \
+             print([bool(re.search(p, s)) for s in [' ', '    ', '  a  ', 'Desk 3', 'a/b', 'a\\n']])",
+            &pattern,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&check.stdout).trim(),
+        "[False, False, True, True, False, False]",
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
 }

@@ -293,7 +293,13 @@ async fn queues_have_series_and_a_wait_histogram() {
         again.contains("dispenser_queue_wait_seconds_count{queue=\"lobby\"} 2"),
         "{again}"
     );
-    let (status, body) = send(http.delete(svc.url("/v1/queues/lobby")).bearer_auth(ADMIN)).await;
+    // A ticket still waits: the delete is forced (issue 49, item 2).
+    let (status, body) = send(
+        http.delete(svc.url("/v1/queues/lobby"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "force": true })),
+    )
+    .await;
     assert_eq!(status, 204, "{body}");
     let gone = scrape_text(&http, &svc).await;
     assert!(!gone.contains("queue=\"lobby\""), "{gone}");

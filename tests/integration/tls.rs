@@ -18,9 +18,15 @@ use rcgen::{
 };
 use serde_json::{Value, json};
 use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::client::danger::{
+    HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
+};
+use tokio_rustls::rustls::pki_types::UnixTime;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto};
+use tokio_rustls::rustls::{
+    ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme, crypto,
+};
 
 use crate::common;
 use crate::serve::{ADMIN, BOARD, ORDERS, Service};
@@ -63,6 +69,24 @@ impl Ca {
         params.use_authority_key_identifier_extension = true;
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![purpose];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        Pair {
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+        }
+    }
+
+    /// A server certificate for `localhost` valid from `from` to `to` (year, month, day).
+    fn server_valid(&self, from: (i32, u8, u8), to: (i32, u8, u8)) -> Pair {
+        let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "localhost");
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.not_before = rcgen::date_time_ymd(from.0, from.1, from.2);
+        params.not_after = rcgen::date_time_ymd(to.0, to.1, to.2);
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         Pair {
@@ -598,5 +622,193 @@ fn bench_http_runs_over_tls() {
     assert_eq!(runs[0]["errors"], 0, "{}", runs[0]);
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A server certificate verifier that accepts any certificate (its signatures still checked):
+/// to see which certificate a service serves when no client would trust it.
+#[derive(Debug)]
+struct AnyCertificate(Arc<crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, tokio_rustls::rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, tokio_rustls::rustls::Error> {
+        crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// A client configuration that accepts any server certificate ([`AnyCertificate`]).
+fn any_certificate() -> Arc<ClientConfig> {
+    let provider = Arc::new(crypto::ring::default_provider());
+    Arc::new(
+        ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+            .with_no_client_auth(),
+    )
+}
+
+/// Waits (10 s at most) until the service at `addr` serves the certificate of `pair`.
+async fn served(addr: &str, pair: &Pair) {
+    let any = any_certificate();
+    let want = CertificateDer::pem_slice_iter(pair.cert.as_bytes())
+        .next()
+        .unwrap()
+        .unwrap();
+    let asked = Instant::now();
+    loop {
+        if let Ok(c) = connect(addr, &any).await
+            && c.served == want
+        {
+            return;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "the new certificate was not served within 10 s of SIGHUP"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A token added to the tokens file by a reload.
+const EXTRA: &str = "extra-token-for-tests-00005";
+
+/// Waits (10 s at most) until `GET /v1/sequences/none` with [`EXTRA`] answers `status` (404:
+/// the token is in use; 401: it is not), over a connection that accepts any certificate.
+async fn extra_answers(addr: &str, status: u16) {
+    let any = any_certificate();
+    let asked = Instant::now();
+    loop {
+        let mut c = connect(addr, &any).await.unwrap();
+        let (got, _) = c
+            .call("GET", "/v1/sequences/none", Some(EXTRA), None)
+            .await
+            .unwrap();
+        if got == status {
+            return;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(10),
+            "the tokens were not reloaded within 10 s of SIGHUP ({got})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Sets the mode of `path` (permission bits).
+fn chmod(path: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Regression (issue 49, item 10): a TLS key or tokens file other users may read was used
+/// without a word, and a certificate that had expired or was not valid yet was served without
+/// one (clients refuse it). Each is still served, with a warning naming the file (and the
+/// certificate's dates) at start and on every SIGHUP; a valid certificate and private files get
+/// none. The files: at start an expired certificate and a key of mode 0644 (the tokens file is
+/// private); then a certificate not valid before 2090, a private key, tokens of mode 0644; then
+/// a valid certificate and every file private.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_secrets_and_out_of_date_certificates_are_warned_of_at_start_and_on_reload() {
+    let dir = scratch("tls_warnings");
+    let ca = Ca::new("ca warnings");
+    let expired = ca.server_valid((2020, 1, 1), (2021, 1, 1));
+    let (cert, key) = write_pair(&dir, &expired);
+    chmod(&key, 0o644);
+    let svc = Service::start_args(
+        "tls_warnings",
+        &common::uri(),
+        &["--tls-cert", &cert, "--tls-key", &key],
+    );
+    let addr = addr_of(&svc);
+    let tokens = svc.tokens_path().to_string_lossy().into_owned();
+    served(&addr, &expired).await;
+
+    // Each reload is seen done when its certificate is served and its tokens answer (the
+    // warnings are found before either is put in use).
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
+    let mut more = written.clone();
+    more["tokens"].as_array_mut().unwrap().push(json!({
+        "name": "extra", "token": EXTRA, "sequences": ["*"], "operations": ["peek"]
+    }));
+    let early = ca.server_valid((2090, 1, 1), (2091, 1, 1));
+    write_pair(&dir, &early);
+    chmod(&key, 0o600);
+    std::fs::write(&tokens, more.to_string()).unwrap();
+    chmod(&tokens, 0o644);
+    hang_up(&svc);
+    served(&addr, &early).await;
+    extra_answers(&addr, 404).await;
+
+    let valid = ca.server();
+    write_pair(&dir, &valid);
+    chmod(&key, 0o600);
+    std::fs::write(&tokens, written.to_string()).unwrap();
+    chmod(&tokens, 0o600);
+    hang_up(&svc);
+    served(&addr, &valid).await;
+    extra_answers(&addr, 401).await;
+
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning:")).collect();
+    let expected = [
+        format!(
+            "dispenser: warning: the certificate in {cert} expired on 2021-01-01T00:00:00Z (valid from 2020-01-01T00:00:00Z to 2021-01-01T00:00:00Z): clients will refuse it"
+        ),
+        format!(
+            "dispenser: warning: the TLS key (--tls-key) {key} can be read or changed by other users of this machine (mode 0644); make it private: chmod 600 {key}"
+        ),
+        format!(
+            "dispenser: SIGHUP: warning: the certificate in {cert} is not valid before 2090-01-01T00:00:00Z (valid from 2090-01-01T00:00:00Z to 2091-01-01T00:00:00Z; this machine's clock says "
+        ),
+        format!(
+            "dispenser: SIGHUP: warning: the tokens file (--tokens) {tokens} can be read or changed by other users of this machine (mode 0644); make it private: chmod 600 {tokens}"
+        ),
+    ];
+    assert_eq!(warnings.len(), expected.len(), "{stderr}");
+    for (got, want) in warnings.iter().zip(&expected) {
+        assert!(got.starts_with(want.as_str()), "{got}\nwanted {want}…");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

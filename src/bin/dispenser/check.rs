@@ -44,6 +44,27 @@ pub struct CheckArgs {
     pub min_history: Duration,
 }
 
+impl CheckArgs {
+    /// Refuses thresholds in the wrong order: a sequence must reach WARNING before CRITICAL
+    /// (with `--warn` at or above `--critical`, WARNING could never be seen). The message
+    /// names both flags and their values.
+    pub fn check_thresholds(&self) -> Result<(), String> {
+        if self.warn < self.critical {
+            return Ok(());
+        }
+        Err(format!(
+            "--warn {} must be below --critical {}: a sequence is WARNING before it is CRITICAL, and with these it would never be WARNING; lower --warn or raise --critical",
+            percent(self.warn),
+            percent(self.critical)
+        ))
+    }
+}
+
+/// A share as a percentage, as it is given: `0.8` is `80%`, `0.955` is `95.5%`.
+fn percent(share: f64) -> String {
+    format!("{}%", (share * 10_000.0).round() / 100.0)
+}
+
 /// A monitoring status, worst last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Status {
@@ -272,6 +293,31 @@ mod tests {
         assert_eq!(parse_horizon("90m").unwrap(), Duration::from_secs(5_400));
         assert!(parse_horizon("soon").is_err());
         assert!(parse_horizon("").is_err());
+    }
+
+    /// Regression (issue 49, item 10): `--warn 80% --critical 70%` was accepted (WARNING could
+    /// never be seen). WARNING must come before CRITICAL; the message says so, naming both.
+    #[test]
+    fn warn_must_be_below_critical() {
+        let args = |warn: f64, critical: f64| CheckArgs {
+            names: vec!["orders".into()],
+            all: false,
+            warn,
+            critical,
+            horizon: Duration::from_secs(86_400),
+            min_history: DEFAULT_MIN_HISTORY,
+        };
+        assert_eq!(args(0.8, 0.95).check_thresholds(), Ok(()));
+        let e = args(0.8, 0.7).check_thresholds().unwrap_err();
+        assert!(
+            e.starts_with("--warn 80% must be below --critical 70%: "),
+            "{e}"
+        );
+        let e = args(0.955, 0.955).check_thresholds().unwrap_err();
+        assert!(
+            e.contains("--warn 95.5% must be below --critical 95.5%"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -81,6 +81,19 @@ impl Cli {
                     .filter(|c| !c.is_empty())
             })
             .unwrap_or_else(crate::history::default_caller);
+        // What one flag's parser cannot see: `check`'s thresholds in the wrong order, a usage
+        // error like any other (before anything connects).
+        if let Command::Check(a) = &cli.command
+            && let Err(m) = a.check_thresholds()
+        {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            cmd.build();
+            let kind = clap::error::ErrorKind::ArgumentConflict;
+            return Err(match cmd.find_subcommand_mut("check") {
+                Some(check) => check.error(kind, m),
+                None => cmd.error(kind, m),
+            });
+        }
         Ok(cli)
     }
 }

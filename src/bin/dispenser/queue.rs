@@ -65,7 +65,8 @@ pub enum QueueCommand {
     Call {
         /// Queue name.
         name: String,
-        /// The desk calling: 1-16 letters, digits, spaces, '-', '_' or '.'.
+        /// The desk calling: 1-16 letters, digits, spaces, '-', '_' or '.', not only spaces
+        /// (spaces at either end are dropped).
         #[arg(long)]
         desk: Option<String>,
         /// Call this waiting ticket out of order (exit 11 when it does not wait).
@@ -132,11 +133,16 @@ pub enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Delete a queue (exit 3 when there is none). Created again, it starts from its first
-    /// ticket: delete a queue only when nobody waits in it.
+    /// Delete a queue (exit 3 when there is none). Refused (exit 6, nothing deleted) while
+    /// tickets wait or a desk shows one: created again, the queue starts from its first ticket
+    /// and would hand out their numbers again.
     Delete {
         /// Queue name.
         name: String,
+        /// Delete it even while tickets are held (or its document cannot be read): you know
+        /// nobody waits any more. The history records the force.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -247,6 +253,7 @@ pub async fn run(
             } else {
                 d.create_queue(&name, spec).await?
             };
+            crate::output::wrote(format!("queue {name:?} created"));
             writeln!(out, "{}", describe(&q.status().await?)).map_err(io_err)?;
         }
         QueueCommand::Take {
@@ -299,7 +306,8 @@ pub async fn run(
             writeln!(
                 out,
                 "desk {} of queue {} released ticket {}",
-                desk.as_deref()
+                t.desk
+                    .as_deref()
                     .map_or_else(|| "(unnamed)".to_owned(), one_line_name),
                 one_line_name(&name),
                 t.label
@@ -368,8 +376,8 @@ pub async fn run(
                 return Err(e);
             }
         }
-        QueueCommand::Delete { name } => {
-            d.delete_queue(&name).await?;
+        QueueCommand::Delete { name, force } => {
+            d.delete_queue(&name).with_force(force).await?;
             writeln!(out, "deleted queue {}", one_line_name(&name)).map_err(io_err)?;
         }
     }

@@ -3,7 +3,9 @@
 //! in:
 //! - its connection is told a request is being served, and whether it carried a valid token
 //!   (which gives the connection the longer idle timeout and keeps it from eviction);
-//! - its body is limited to [`MAX_BODY`] bytes (413 at once when it declares more);
+//! - its body is limited to [`MAX_BODY`] bytes: one that declares more is never read, and
+//!   the endpoint's read of it fails at once (413) — after the endpoint checked the token, so
+//!   a request without a valid token gets 401 whatever its size;
 //! - it is cut at `--request-timeout`: 408 when its body had not arrived, else 503;
 //! - the request is counted and timed, and its error answers become the JSON error body,
 //!   scrubbed (`observe`).
@@ -23,13 +25,13 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::{Body, HttpBody};
 use axum::extract::Request;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::header;
+use axum::response::Response;
 use axum::serve::IncomingStream;
 use tower_service::Service;
 
 use super::conn::{self, Capped, Clock};
-use super::errors::{ApiError, timed_out};
+use super::errors::timed_out;
 use super::json::{MAX_BODY, ReadingBody};
 use super::observe::observe;
 use super::state::Shared;
@@ -100,53 +102,51 @@ async fn guard(c: Arc<Connection>, req: Request) -> Response {
     let st = &c.state;
     let started = Instant::now();
     conn::started(&c.clock, || st.authenticate(req.headers()).is_ok());
-    let resp = match limit_body(req) {
-        Err(too_large) => too_large.into_response(),
-        Ok((req, reading)) => {
-            let call = {
-                let mut router = c.router.lock().unwrap_or_else(PoisonError::into_inner);
-                Service::call(&mut *router, req)
-            };
-            let mut call = std::pin::pin!(call);
-            // Most requests are answered when first polled (a draw from memory): the
-            // request timeout's timer is set, in a box of its own, only for those that wait.
-            match std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await {
-                Poll::Ready(Ok(resp)) => resp,
-                Poll::Ready(Err(never)) => match never {},
-                Poll::Pending => {
-                    match Box::pin(tokio::time::timeout(st.request_timeout, call)).await {
-                        Ok(Ok(resp)) => resp,
-                        Ok(Err(never)) => match never {},
-                        Err(_) => timed_out(reading.is_some_and(|r| r.now()), st.request_timeout),
-                    }
-                }
-            }
-        }
+    let (req, reading) = limit_body(req);
+    let call = {
+        let mut router = c.router.lock().unwrap_or_else(PoisonError::into_inner);
+        Service::call(&mut *router, req)
+    };
+    let mut call = std::pin::pin!(call);
+    // Most requests are answered when first polled (a draw from memory): the request
+    // timeout's timer is set, in a box of its own, only for those that wait.
+    let resp = match std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await {
+        Poll::Ready(Ok(resp)) => resp,
+        Poll::Ready(Err(never)) => match never {},
+        Poll::Pending => match Box::pin(tokio::time::timeout(st.request_timeout, call)).await {
+            Ok(Ok(resp)) => resp,
+            Ok(Err(never)) => match never {},
+            Err(_) => timed_out(reading.is_some_and(|r| r.now()), st.request_timeout),
+        },
     };
     let (resp, done) = observe(st, started, resp).await;
     conn::answered(&c.clock, resp, done)
 }
 
 /// The request with its body limited to [`MAX_BODY`] bytes, and the flag its body's reader
-/// raises while it waits for the body (none when the request has no body): 413 at once when
-/// it declares a longer body.
-fn limit_body(req: Request) -> Result<(Request, Option<ReadingBody>), ApiError> {
+/// raises while it waits for the body (none when the request has no body). A request that
+/// declares a longer body gets a body whose first read fails as too large (413): the bytes
+/// sent are never read, and the endpoint answers 401 first when the token is not valid, as
+/// for any other request (the 413 used to come before the token was looked at).
+fn limit_body(req: Request) -> (Request, Option<ReadingBody>) {
     if req.body().is_end_stream() {
-        return Ok((req, None));
+        return (req, None);
     }
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            format!("the request body is larger than {MAX_BODY} bytes"),
-        ));
+        // A limit of 0 over one byte: the first read is the limit's error, which the body
+        // extractors answer 413 (`json.rs`).
+        let too_large = http_body_util::Limited::new(
+            http_body_util::Full::new(axum::body::Bytes::from_static(b" ")),
+            0,
+        );
+        return (req.map(|_| Body::new(too_large)), None);
     }
     let reading = ReadingBody::default();
     let mut req = req.map(|body| Body::new(http_body_util::Limited::new(body, MAX_BODY)));
     req.extensions_mut().insert(reading.clone());
-    Ok((req, Some(reading)))
+    (req, Some(reading))
 }

@@ -47,6 +47,21 @@ fn is_json(headers: &HeaderMap) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
+/// The error of a body that could not be read: 413 past [`MAX_BODY`] (whether its length
+/// was declared or it ran past the limit), else 400.
+fn unread(rejection: axum::extract::rejection::BytesRejection) -> ApiError {
+    let status = rejection.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            status,
+            "payload_too_large",
+            format!("the request body is larger than {MAX_BODY} bytes"),
+        )
+    } else {
+        ApiError::new(status, "bad_request", rejection.body_text())
+    }
+}
+
 /// The JSON body of `req`, read only now (after the token was checked): 415 for another
 /// content type, 413 past the size limit, 400 `malformed_json` for a body that is not the
 /// JSON the operation takes.
@@ -66,15 +81,7 @@ pub(super) async fn json_body<T: DeserializeOwned>(req: Request) -> Result<T, Ap
     if let Some(r) = &reading {
         r.0.store(false, SeqCst);
     }
-    let bytes = bytes.map_err(|rejection| {
-        let status = rejection.status();
-        let kind = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            "payload_too_large"
-        } else {
-            "bad_request"
-        };
-        ApiError::new(status, kind, rejection.body_text())
-    })?;
+    let bytes = bytes.map_err(unread)?;
     serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -98,15 +105,7 @@ pub(super) async fn optional_json_body<T: DeserializeOwned + Default>(
     if let Some(r) = &reading {
         r.0.store(false, SeqCst);
     }
-    let bytes = bytes.map_err(|rejection| {
-        let status = rejection.status();
-        let kind = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            "payload_too_large"
-        } else {
-            "bad_request"
-        };
-        ApiError::new(status, kind, rejection.body_text())
-    })?;
+    let bytes = bytes.map_err(unread)?;
     if bytes.is_empty() {
         return Ok(T::default());
     }

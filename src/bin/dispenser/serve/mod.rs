@@ -344,18 +344,31 @@ impl Service {
         uri: &str,
         tokens: Option<&str>,
     ) -> dispenser::Result<Service> {
+        let mut warnings = Vec::new();
         let tokens = match tokens {
             Some(text) => tokens::parse_tokens(text)?,
-            None => load_tokens(args.tokens.as_ref())?,
+            None => {
+                let rules = load_tokens(args.tokens.as_ref())?;
+                warnings.extend(tokens::tokens_warnings(args.tokens.as_ref()));
+                rules
+            }
         };
         let tls = match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => Some(Arc::new(tls::Tls::load(tls::TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-                client_ca: args.tls_client_ca.clone(),
-            })?)),
+            (Some(cert), Some(key)) => {
+                let (tls, said) = tls::Tls::load(tls::TlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    client_ca: args.tls_client_ca.clone(),
+                })?;
+                warnings.extend(said);
+                Some(Arc::new(tls))
+            }
             _ => None,
         };
+        // Served all the same, but said at once (as ssh says of a key open to others).
+        for w in warnings {
+            eprintln!("dispenser: warning: {w}");
+        }
         let metrics_token =
             MetricsToken::new(args.metrics_token.as_ref().map(|s| s.0.as_str()), &tokens)?;
         if args.max_block < args.block {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN};
+use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN, PATH_NAME_PATTERN};
 use super::schemas::{
     Created, Drawn, ErrorBody, ErrorDetail, FamilyTicket, Health, HeldSequence, HourCount, Hourly,
     ListEntry, Overview, OverviewQueue, OverviewSequence, QueueCallEntry, QueueCreated,
@@ -33,6 +33,9 @@ pub(super) const FORMAT_PATTERN: &str = concat!(
     r"(?:\{n\}|\{n:0\+?0*(?:[1-9]|1[0-9]|20)\})",
     r"(?:[^{}\u0000]|\{\{|\}\}|\{scope\}|\{n\}|\{n:0\+?0*(?:[1-9]|1[0-9]|20)\})*$"
 );
+
+/// What the service refuses of a name in a path (400), as every path parameter `name` says.
+const PATH_NAME_RULES: &str = "1 to 200 characters (at most 200 bytes of UTF-8: 422 past them), no control character (U+0000–U+001F, U+007F–U+009F), not starting with `$`. Percent-encode it; the service decodes it once, so the rules hold for the decoded name, and the pattern also rules out the escapes of what it refuses (`%0A`, `%7F`, `%C2%85`, a leading `%24`) for clients that decode a value once before encoding it.";
 
 /// The bearer-token scheme every `/v1` endpoint requires.
 struct BearerAuth;
@@ -77,6 +80,7 @@ impl Modify for BearerAuth {
         queues::delete,
         overview::overview,
         history::sequence,
+        history::gapless,
         history::queue,
     ),
     components(schemas(
@@ -116,6 +120,7 @@ impl Modify for BearerAuth {
         queues::RecallBody,
         queues::CancelBody,
         queues::QueueAlterBody,
+        queues::QueueDeleteBody,
         HeldSequence,
         OverviewSequence,
         OverviewQueue,
@@ -140,7 +145,7 @@ fn meaning(status: u16) -> &'static str {
         404 => "`no_such_sequence` (`no_such_queue` for a queue)",
         408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
         409 => {
-            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `already_exists`"
+            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release without `force`, or a void, of a number whose holder's lease runs: nothing written)"
         }
         413 => "`payload_too_large`: a body over 64 KiB",
         414 => "`uri_too_long`: a URI over 65 534 bytes",
@@ -167,12 +172,16 @@ fn error_statuses(operation: &str) -> &'static [u16] {
             &[400, 401, 403, 404, 414, 422, 431, 500, 503]
         }
         "list" | "overview" => &[400, 401, 403, 414, 431, 500, 503],
-        "history" | "queue_history" => &[400, 401, 403, 414, 422, 431, 500, 503],
+        "history" | "gapless_history" | "queue_history" => {
+            &[400, 401, 403, 414, 422, 431, 500, 503]
+        }
         "take" | "call" | "recall" | "release" | "cancel" | "queue_alter" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
         "queue_list" => &[400, 401, 403, 414, 431, 500, 503],
-        "queue_delete" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
+        "queue_delete" => &[
+            400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
+        ],
         "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "queue_create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
         "advance_to" | "reset" | "alter" | "gapless_void" | "gapless_release"
@@ -253,6 +262,12 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                 .unwrap_or_default(),
         );
     }
+    // A desk label, in both bodies: not only spaces (one pattern, beside the service's check).
+    for schema in ["CallBody", "RecallBody"] {
+        if let Some(p) = property(&mut doc, schema, "desk") {
+            p.insert("pattern".into(), json!(queues::DESK_PATTERN));
+        }
+    }
     for schema in ["VoidBody", "ReleaseBody"] {
         if let Some(p) = property(&mut doc, schema, "reason") {
             p.insert("minLength".into(), json!(1));
@@ -306,7 +321,11 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                 if let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) {
                     for p in params {
                         match p["name"].as_str() {
-                            Some("name") => p["schema"] = name_schema(NAME_PATTERN),
+                            Some("name") => {
+                                p["schema"] = name_schema(PATH_NAME_PATTERN);
+                                let what = p["description"].as_str().unwrap_or("The name");
+                                p["description"] = json!(format!("{what}. {PATH_NAME_RULES}"));
+                            }
                             Some("count") => {
                                 p["schema"] = json!({
                                     "type": "integer", "minimum": 1, "maximum": max_count, "default": 1
@@ -317,7 +336,7 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                     "overview" => {
                                         (super::overview::MAX_PAGE, super::overview::DEFAULT_PAGE)
                                     }
-                                    "history" | "queue_history" => (
+                                    "history" | "gapless_history" | "queue_history" => (
                                         dispenser::history::MAX_HISTORY_PAGE as u64,
                                         history::DEFAULT_PAGE,
                                     ),
@@ -335,7 +354,7 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                     "pattern": "^[!-~]([ -~]{0,62}[!-~])?(?![\\s\\S])"
                                 });
                             }
-                            Some("after") if id == "history" || id == "queue_history" => {
+                            Some("after") if id.ends_with("history") => {
                                 // A history's cursor: milliseconds, a dash, the record's id.
                                 p["schema"] = json!({
                                     "type": "string", "pattern": "^[0-9]{1,18}-[0-9a-f]{24}(?![\\s\\S])"

@@ -71,9 +71,10 @@ pub(super) struct TakeBody {
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CallBody {
-    /// The desk calling: 1 to 16 letters, digits, spaces, `-`, `_` or `.`.
+    /// The desk calling: 1 to 16 letters, digits, spaces, `-`, `_` or `.`, not only spaces
+    /// (the spaces at either end are dropped).
     #[serde(default)]
-    #[schema(pattern = r"^[A-Za-z0-9 ._-]{1,16}(?![\s\S])")]
+    #[schema(max_length = 16)]
     pub(super) desk: Option<String>,
     /// Call this waiting ticket out of order.
     #[serde(default, deserialize_with = "whole_or_null")]
@@ -84,9 +85,10 @@ pub(super) struct CallBody {
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RecallBody {
-    /// The desk whose ticket is announced again (default: the desk without a name).
+    /// The desk whose ticket is announced again (default: the desk without a name): as
+    /// `CallBody`'s.
     #[serde(default)]
-    #[schema(pattern = r"^[A-Za-z0-9 ._-]{1,16}(?![\s\S])")]
+    #[schema(max_length = 16)]
     pub(super) desk: Option<String>,
 }
 
@@ -108,6 +110,12 @@ pub(super) struct QueueAlterBody {
     pub(super) max: i64,
 }
 
+/// The pattern of a desk label in the OpenAPI document: letters, digits, spaces, `-`, `_`
+/// and `.`, at least one of them not a space (with `maxLength` 16).
+pub(super) const DESK_PATTERN: &str = r"^ *[A-Za-z0-9._-][A-Za-z0-9 ._-]*(?![\s\S])";
+
+/// Checks a desk label as the document declares it (400 otherwise; the library drops the
+/// spaces at either end).
 fn check_desk(desk: Option<&str>) -> Result<(), ApiError> {
     match desk {
         Some(d)
@@ -121,6 +129,9 @@ fn check_desk(desk: Option<&str>) -> Result<(), ApiError> {
                 "desk {d:?} must be 1 to 16 letters, digits, spaces, '-', '_' or '.'"
             )))
         }
+        Some(d) if d.trim_matches(' ').is_empty() => Err(ApiError::invalid_input(format!(
+            "desk {d:?} is blank: a desk label needs a letter, a digit, '-', '_' or '.' to show on the board"
+        ))),
         _ => Ok(()),
     }
 }
@@ -172,7 +183,11 @@ pub(super) async fn create(
         }
         Err(e) => return Err(e.into()),
     };
-    Ok(created_reply(&queue.status().await?, created))
+    let status = queue.status().await.map_err(|e| match created {
+        true => e.after_write(&format!("queue {:?} created", b.name)),
+        false => e,
+    })?;
+    Ok(created_reply(&status, created))
 }
 
 /// The 409 for a queue that exists, to a token that may not read it: only that it exists.
@@ -405,17 +420,31 @@ pub(super) async fn list(
     Ok(Json(json!({ "queues": out, "next": next })))
 }
 
-/// `DELETE /v1/queues/{name}`.
-#[utoipa::path(delete, path = "/v1/queues/{name}", operation_id = "queue_delete", tag = "queues", params(("name" = String, Path, description = "The queue name")),
+/// The body of `DELETE /v1/queues/{name}` (optional).
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct QueueDeleteBody {
+    /// Delete the queue even while tickets wait or a desk shows one (created again, it would
+    /// hand out their numbers again): you know nobody waits any more. The history records it.
+    #[serde(default)]
+    pub(super) force: bool,
+}
+
+/// `DELETE /v1/queues/{name}`: deletes a queue in which no ticket is held (409 `queue_in_use`,
+/// naming how many wait and how many desks show a ticket, nothing deleted), or any with
+/// `force: true`.
+#[utoipa::path(delete, path = "/v1/queues/{name}", operation_id = "queue_delete", tag = "queues", request_body(content = Option<QueueDeleteBody>, description = "Optional: `{\"force\": true}`"),
+    params(("name" = String, Path, description = "The queue name")),
     responses((status = 204, description = "Deleted")))]
 pub(super) async fn delete(
     State(st): State<Shared>,
-    headers: HeaderMap,
     Path(name): Path<String>,
+    req: Request,
 ) -> Result<StatusCode, ApiError> {
-    let acting = st.acting(&st.authorize_on(&headers, Op::Delete, Some(&name), QUEUE)?)?;
+    let acting = st.acting(&st.authorize_on(req.headers(), Op::Delete, Some(&name), QUEUE)?)?;
     check_name_of(QUEUE, &name, false)?;
-    acting.delete_queue(&name).await?;
+    let b: QueueDeleteBody = optional_json_body(req).await?;
+    acting.delete_queue(&name).with_force(b.force).await?;
     st.queues.events.nudge(&name);
     Ok(StatusCode::NO_CONTENT)
 }

@@ -8,7 +8,9 @@
 //!   process runs (a process's environment is fixed at its start).
 //!
 //! Each is read as a whole and put in use only if it loads; otherwise one line on stderr
-//! says why and what was in use stays.
+//! says why and what was in use stays. What loads but is wrong — a certificate expired or not
+//! valid yet, a key or tokens file other users may read — is put in use with a warning, as at
+//! start.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,7 +18,7 @@ use std::sync::Arc;
 use super::scrape::MetricsToken;
 use super::state::Shared;
 use super::tls::Tls;
-use super::tokens::load_tokens;
+use super::tokens::{load_tokens, tokens_warnings};
 
 /// What a SIGHUP reads again.
 pub(super) struct Reloadable {
@@ -54,10 +56,15 @@ pub(super) async fn on_hangup(mut hangups: tokio::signal::unix::Signal, what: Re
 fn reload(what: &Reloadable) {
     if let Some(tls) = &what.tls {
         match tls.reload() {
-            Ok(()) => eprintln!(
-                "dispenser: SIGHUP: TLS reloaded ({}); new connections get it",
-                tls.describe()
-            ),
+            Ok(warnings) => {
+                eprintln!(
+                    "dispenser: SIGHUP: TLS reloaded ({}); new connections get it",
+                    tls.describe()
+                );
+                for w in warnings {
+                    eprintln!("dispenser: SIGHUP: warning: {w}");
+                }
+            }
             Err(e) => eprintln!(
                 "dispenser: SIGHUP: TLS not reloaded, the previous certificate stays in use: {e}"
             ),
@@ -72,6 +79,8 @@ fn reload(what: &Reloadable) {
                 "dispenser: SIGHUP: tokens not reloaded, the previous tokens stay in use: {e}"
             ),
             Ok(rules) => {
+                // Looked at before the new tokens are put in use.
+                let warnings = tokens_warnings(Some(path));
                 if let Some(name) = what.metrics_token.shared_with(&rules) {
                     eprintln!(
                         "dispenser: SIGHUP: tokens not reloaded, the previous tokens stay in use: token {name:?} of {} is the metrics token; give /metrics a token of its own",
@@ -89,6 +98,9 @@ fn reload(what: &Reloadable) {
                     r.removed.len(),
                     r.removed
                 );
+                for w in warnings {
+                    eprintln!("dispenser: SIGHUP: warning: {w}");
+                }
             }
         },
     }

@@ -3,7 +3,7 @@
 //! time; the table in use, which a reload of the file replaces ([`Tokens`]).
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use tokio::sync::watch;
@@ -357,6 +357,37 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
         });
     }
     Ok(rules)
+}
+
+/// A warning when the file `path` (`what`: its role, naming the flag) can be read or changed
+/// by users other than its owner (any of the mode bits 077, as ssh checks a private key): its
+/// secrets are open to every account on the machine. `None` when it is private, or cannot be
+/// looked at (reading it then fails with its own error).
+pub(super) fn open_to_others(what: &str, path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then(|| {
+            format!(
+                "{what} {} can be read or changed by other users of this machine (mode {mode:04o}); make it private: chmod 600 {}",
+                path.display(),
+                path.display()
+            )
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (what, path);
+        None
+    }
+}
+
+/// The warnings about the tokens file (`--tokens`), if one was given.
+pub(super) fn tokens_warnings(path: Option<&PathBuf>) -> Vec<String> {
+    path.and_then(|p| open_to_others("the tokens file (--tokens)", p))
+        .into_iter()
+        .collect()
 }
 
 pub(super) fn load_tokens(path: Option<&PathBuf>) -> Result<Vec<TokenRule>, Error> {
