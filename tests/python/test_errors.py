@@ -60,6 +60,22 @@ def test_exhausted_and_queue_refusals(d):
     with pytest.raises(dispenser.QueueRefusedError) as e:
         q.call()
     assert e.value.code == "nobody_waiting"
+    assert e.value.written == "nothing_written"
+
+
+def test_a_queue_with_people_waiting_is_deleted_only_when_forced(d):
+    q = d.create_queue("room", max=5)
+    q.take(count=2)
+    with pytest.raises(dispenser.ConflictError) as e:
+        d.delete_queue("room")
+    assert e.value.code == "queue_in_use" and e.value.written == "nothing_written"
+    assert "2" in str(e.value)
+    assert q.status()["waiting"] == 2
+    d.delete_queue("room", force=True)
+    with pytest.raises(dispenser.NotFoundError):
+        d.open_queue("room")
+    last = d.history("room", subject="queue")[-1]
+    assert (last["op"], last["params"]["force"], last["kind"]) == ("delete", True, "queue")
 
 
 def test_an_unreachable_server_is_unavailable_and_the_uri_password_never_shown():
@@ -75,4 +91,9 @@ def test_exceptions_pickle_with_their_fields(d):
         d.open("missing")
     again = pickle.loads(pickle.dumps(e.value))
     assert type(again) is dispenser.NotFoundError
-    assert (again.code, again.kind, again.message) == (e.value.code, e.value.kind, e.value.message)
+    assert (again.code, again.kind, again.message, again.written) == (
+        e.value.code,
+        e.value.kind,
+        e.value.message,
+        e.value.written,
+    )

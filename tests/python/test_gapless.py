@@ -36,6 +36,8 @@ def test_gapless_issue_with_pymongo_inserts_some_failing_leaves_no_gap(d, mongo,
             except dispenser.BusinessWriteError as e:
                 assert e.code == "business_write"
                 with lock:
+                    # A write that raised is a definite failure: the number was released.
+                    assert e.written == "nothing_written", e
                     if mode == 1:
                         assert isinstance(e.__cause__, ValueError), e
                         outcomes["declined"] += 1
@@ -54,6 +56,10 @@ def test_gapless_issue_with_pymongo_inserts_some_failing_leaves_no_gap(d, mongo,
     for t in threads:
         t.join()
     used = outcomes["used"]
+    # The gap-free sequence's own history: its create, under its kind, never a sequence's.
+    created = d.history("invoices", subject="gapless")
+    assert [(h["op"], h["kind"]) for h in created][:1] == [("create", "gapless")], created
+    assert d.history("invoices", subject="sequence") == []
     assert outcomes["declined"] > 0 and outcomes["duplicate_id"] > 0, outcomes
     assert len(used) == 96 - outcomes["declined"] - outcomes["duplicate_id"]
     # Void the next number on purpose, then use one more: no gap either way.

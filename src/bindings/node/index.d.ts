@@ -36,6 +36,11 @@ export declare class DispenserError extends Error {
   readonly code: string
   /** The core's kind, the name of the subclass without `Error`: `NotFound`, `Exhausted`, … */
   readonly kind: string
+  /**
+   * What the failed call wrote: `nothing_written` (making it again is safe), `written` (the
+   * write was made; reading its answer back failed) or `unknown` (its reply never came).
+   */
+  readonly written: 'nothing_written' | 'written' | 'unknown'
 }
 /** The input was refused (a name, a spec, an argument); nothing was written. */
 export declare class InvalidInputError extends DispenserError {}

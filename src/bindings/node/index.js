@@ -6,13 +6,19 @@
 
 const native = require('./native.js')
 
-/** Every error the library throws: `code` is the core's stable code, `kind` its kind. */
+/**
+ * Every error the library throws: `code` is the core's stable code, `kind` its kind, and
+ * `written` what the failed call wrote: `nothing_written` (making it again is safe), `written`
+ * (the write was made; reading its answer back failed) or `unknown` (a write was sent and its
+ * reply never came: find out before making it again where that matters).
+ */
 class DispenserError extends Error {
-  constructor(message, code, kind, options) {
+  constructor(message, code, kind, options, written = 'nothing_written') {
     super(message, options)
     this.name = new.target.name
     this.code = code
     this.kind = kind
+    this.written = written
   }
 }
 
@@ -35,16 +41,16 @@ for (const kind of kinds) {
   errors[name] = { [name]: class extends DispenserError {} }[name]
 }
 
-const HEAD = /^\[dispenser:(\w+):(\w+)\] /
+const HEAD = /^\[dispenser:(\w+):(\w+):(\w+)\] /
 
 /** The native error `e` as the error class of its kind (other errors as they are). */
 function translate(e) {
   if (!(e instanceof Error) || e instanceof DispenserError) return e
   const m = HEAD.exec(e.message)
   if (m) {
-    const [, kind, code] = m
+    const [, kind, code, written] = m
     const Class = errors[`${kind}Error`] || DispenserError
-    return new Class(e.message.slice(m[0].length), code, kind)
+    return new Class(e.message.slice(m[0].length), code, kind, undefined, written)
   }
   // napi-rs refused an argument before the core saw it (a string for a number, …).
   if (e.code === 'InvalidArg' || e.code === 'NumberExpected' || e.code === 'StringExpected' || e.code === 'ObjectExpected') {

@@ -378,7 +378,8 @@ export declare class Dispenser {
    */
   doctor(options?: DoctorInput | undefined | null): Promise<DoctorReport>
   /**
-   * The history of the admin operations on a sequence (its stripes included) or queue.
+   * The history of the admin operations on a sequence (its stripes included), a gap-free
+   * sequence or a queue.
    *
    * # Cancel safety
    *
@@ -460,14 +461,15 @@ export declare class Dispenser {
    */
   listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueStatus | ListingError>>
   /**
-   * Deletes the queue `name`.
+   * Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
+   * wait, unless `force` is true (recorded in the history).
    *
    * # Cancel safety
    *
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  deleteQueue(name: string): Promise<void>
+  deleteQueue(name: string, force?: boolean | undefined | null): Promise<void>
   /**
    * Opens the scope `scope` of `template` (`template@scope`), creating it from the
    * template's shape when missing.
@@ -1005,7 +1007,7 @@ export interface GaplessOptionsInput {
 
 /** Which history entries to read. */
 export interface HistoryOptions {
-  /** `"sequence"` (the default) or `"queue"`. */
+  /** `"sequence"` (the default), `"gapless"` or `"queue"`. */
   subject?: string
   /** Only entries at or after this time: an RFC 3339 string (`date.toISOString()`). */
   since?: string

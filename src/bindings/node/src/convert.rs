@@ -18,7 +18,12 @@ const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 /// `[dispenser:KIND:CODE]` head of the message and throws the error class of the kind, with
 /// `code` and `kind` set and the head removed.
 pub fn js(e: dispenser::Error) -> napi::Error {
-    napi::Error::from_reason(format!("[dispenser:{:?}:{}] {e}", e.kind(), e.code()))
+    napi::Error::from_reason(format!(
+        "[dispenser:{:?}:{}:{}] {e}",
+        e.kind(),
+        e.code(),
+        e.written().as_str()
+    ))
 }
 
 /// A refused argument, as the core refuses one.

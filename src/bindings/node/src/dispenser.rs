@@ -54,7 +54,7 @@ pub struct ListOptions {
 /// Which history entries to read.
 #[napi(object)]
 pub struct HistoryOptions {
-    /// `"sequence"` (the default) or `"queue"`.
+    /// `"sequence"` (the default), `"gapless"` or `"queue"`.
     pub subject: Option<String>,
     /// Only entries at or after this time: an RFC 3339 string (`date.toISOString()`).
     pub since: Option<String>,
@@ -356,7 +356,8 @@ impl Dispenser {
         })
     }
 
-    /// The history of the admin operations on a sequence (its stripes included) or queue.
+    /// The history of the admin operations on a sequence (its stripes included), a gap-free
+    /// sequence or a queue.
     ///
     /// # Cancel safety
     ///
@@ -376,10 +377,11 @@ impl Dispenser {
                 q = match o.subject.as_deref() {
                     None | Some("sequence") => q,
                     Some("queue") => HistoryQuery::queue(),
+                    Some("gapless") => HistoryQuery::gapless(),
                     Some(other) => {
                         return Err(invalid(
                             "history subject",
-                            format!("{other:?}; give \"sequence\" or \"queue\""),
+                            format!("{other:?}; give \"sequence\", \"gapless\" or \"queue\""),
                         ));
                     }
                 };

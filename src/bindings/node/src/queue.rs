@@ -187,7 +187,8 @@ impl Dispenser {
         })
     }
 
-    /// Deletes the queue `name`.
+    /// Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
+    /// wait, unless `force` is true (recorded in the history).
     ///
     /// # Cancel safety
     ///
@@ -198,9 +199,17 @@ impl Dispenser {
         &self,
         env: &'env Env,
         name: String,
+        force: Option<bool>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
-        env.spawn_future(async move { inner.delete_queue(&name).await.map_err(js) })
+        let force = force.unwrap_or(false);
+        env.spawn_future(async move {
+            inner
+                .delete_queue(&name)
+                .with_force(force)
+                .await
+                .map_err(js)
+        })
     }
 }
 

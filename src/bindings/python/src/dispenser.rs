@@ -301,7 +301,8 @@ flavors! {
     }
 
     /// Who created, altered, reset or deleted `name`, when, with the states before and
-    /// after: a list of dicts, oldest first. `subject` is `"sequence"` or `"queue"`;
+    /// after: a list of dicts, oldest first. `subject` is `"sequence"`, `"gapless"` or
+    /// `"queue"`;
     /// `since` an aware `datetime`; `after` the `cursor` of the last entry of the previous
     /// page.
     #[pyo3(signature = (name, *, subject="sequence", since=None, after=None, limit=None))]
@@ -310,8 +311,9 @@ flavors! {
         let mut q = match subject {
             "sequence" => HistoryQuery::sequence(),
             "queue" => HistoryQuery::queue(),
+            "gapless" => HistoryQuery::gapless(),
             other => {
-                let e = invalid("history subject", format!("{other:?}: use \"sequence\" or \"queue\""));
+                let e = invalid("history subject", format!("{other:?}: use \"sequence\", \"gapless\" or \"queue\""));
                 return Err(crate::errors::to_py_err(py, &e));
             }
         };
@@ -543,10 +545,12 @@ flavors! {
         })
     }
 
-    /// Deletes the queue `name`.
-    fn delete_queue(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+    /// Deletes the queue `name`; refused (`ConflictError`, code `queue_in_use`) while
+    /// people wait, unless `force=True` (recorded in the history).
+    #[pyo3(signature = (name, *, force=false))]
+    fn delete_queue(&self, py: Python<'_>, name: String, force: bool) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_queue(&name).await?) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_queue(&name).with_force(force).await?) })
     }
 }
 

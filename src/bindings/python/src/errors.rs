@@ -1,5 +1,6 @@
 //! The core's errors as Python exceptions: one class per `ErrorKind` (defined in
-//! `dispenser/_errors.py`), each carrying the core's stable `code`, its kind and message.
+//! `dispenser/_errors.py`), each carrying the core's stable `code`, its kind, message and what
+//! the failed call wrote (`Error::written`).
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -52,17 +53,19 @@ fn class_of(kind: ErrorKind) -> (&'static str, String) {
     (class, name.to_owned())
 }
 
-/// The Python exception for a core error: `cls(message, code, kind)`; a failed business
+/// The Python exception for a core error: `cls(message, code, kind, written)`; a failed business
 /// write's own Python exception is its `__cause__`.
 pub(crate) fn to_py_err(py: Python<'_>, e: &Error) -> PyErr {
     let make = || -> PyResult<PyErr> {
         let module =
             ERRORS.get_or_try_init(py, || py.import("dispenser._errors").map(Bound::unbind))?;
         let (class, kind) = class_of(e.kind());
-        let exc = module
-            .bind(py)
-            .getattr(class)?
-            .call1((e.to_string(), e.code(), kind))?;
+        let exc = module.bind(py).getattr(class)?.call1((
+            e.to_string(),
+            e.code(),
+            kind,
+            e.written().as_str(),
+        ))?;
         let err = PyErr::from_value(exc);
         if let Error::BusinessWrite {
             source: Some(source),

@@ -3,6 +3,11 @@
 Every exception carries the core's stable ``code`` (``"no_such_sequence"``, ``"exhausted"``,
 ``"queue_full"``, …; a code is never renamed), its ``kind`` (the class's, as a word) and the
 one-line ``message``. Catch a class to branch on a kind, compare ``code`` for the exact case.
+
+``written`` says what the failed call wrote: ``"nothing_written"`` (making it again is safe),
+``"written"`` (the write was made; reading its answer back failed) or ``"unknown"`` (a write
+was sent and its reply never came: find out — ``peek``, the gap-free audit, the same request
+id — before making it again where that matters).
 """
 
 from __future__ import annotations
@@ -23,20 +28,24 @@ __all__ = [
 
 
 class DispenserError(Exception):
-    """Every error of dispenser: ``code`` (stable), ``kind`` and ``message``."""
+    """Every error of dispenser: ``code`` (stable), ``kind``, ``message`` and ``written``."""
 
     code: str
     kind: str
     message: str
+    written: str
 
-    def __init__(self, message: str, code: str, kind: str) -> None:
+    def __init__(
+        self, message: str, code: str, kind: str, written: str = "nothing_written"
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.kind = kind
+        self.written = written
 
     def __reduce__(self):  # picklable (multiprocessing), with its fields
-        return (type(self), (self.message, self.code, self.kind))
+        return (type(self), (self.message, self.code, self.kind, self.written))
 
 
 class InvalidInputError(DispenserError, ValueError):
@@ -76,7 +85,9 @@ class CorruptError(DispenserError):
 
 
 class BusinessWriteError(DispenserError):
-    """The business write of a gap-free number failed; the number was released.
+    """The business write of a gap-free number failed.
 
-    The exception the write raised is its ``__cause__``.
+    With ``written == "nothing_written"`` the number was released (the next caller gets it);
+    with ``"unknown"`` the write may have landed (see ``Gapless.audit``). The exception the
+    write raised is its ``__cause__``.
     """
