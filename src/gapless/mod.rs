@@ -62,12 +62,12 @@ use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
 use crate::dispenser::Dispenser;
 use crate::error::{Aftermath, Error, Result};
 use crate::history::record::Recorder;
-use crate::history::states::gapless_state;
 use crate::history::subject::Target;
 use crate::spec::validate_name;
 use crate::stats::Stats;
 use crate::store::is_duplicate_key;
 use index::{ensure_unique_index, has_unique_index};
+use state::gapless_state;
 
 pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit};
 pub use options::GaplessOptions;

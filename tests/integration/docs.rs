@@ -461,3 +461,49 @@ fn lab_notebook_marks_stay_in_the_benchmarks_chapters() {
          CHANGELOG.md: {found:#?}"
     );
 }
+
+/// Layers are modules (issue 50): `scripts/circles.py` fails on two modules that import each
+/// other through different files — no file circle — and names both hops; with the hop back
+/// removed, it passes.
+#[test]
+fn the_circle_check_finds_a_module_circle_that_no_file_circle_shows() {
+    let dir = std::env::temp_dir().join(format!("circles-{}", std::process::id()));
+    let write = |path: &str, text: &str| {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write("lib.rs", "mod a;\nmod b;\n");
+    write("a.rs", "use crate::b::c::Low;\npub struct High(Low);\n");
+    write("b/mod.rs", "pub mod c;\npub mod d;\n");
+    write("b/c.rs", "pub struct Low;\n");
+    write("b/d.rs", "use crate::a::High;\npub fn up(_: High) {}\n");
+    let run = || {
+        Command::new("python3")
+            .arg(root().join("scripts/circles.py"))
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("0 circles, 1 module circles"), "{text}");
+    assert!(
+        text.contains("module circle: crate::a → crate::b → crate::a"),
+        "{text}"
+    );
+    assert!(
+        text.contains("crate::b → crate::a: b/d.rs uses crate::a::High"),
+        "{text}"
+    );
+    write("b/d.rs", "pub fn up() {}\n");
+    let out = run();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
