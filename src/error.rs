@@ -299,10 +299,12 @@ pub enum Error {
     /// A number of a gap-free sequence is held by a caller whose lease has not run out by the
     /// server's clock, so its business write could still land: a
     /// [`Gapless::release`](crate::gapless::Gapless::release) without force, or a
-    /// [`Gapless::void`](crate::gapless::Gapless::void), is refused. Nothing was written; try
-    /// again once the lease ran out, or release it with force when its holder is known dead.
+    /// [`Gapless::void`](crate::gapless::Gapless::void), or a
+    /// [`Dispenser::delete_gapless`](crate::Dispenser::delete_gapless) without force, is
+    /// refused. Nothing was written; try again once the lease ran out, or force the release or
+    /// the delete when its holder is known dead.
     #[error(
-        "{number} of gap-free sequence {name:?} is held by a caller until {} (server time), so its write could still land; wait until then, or release it with force if you know the holder is dead (a write that lands afterwards fails on the unique index)",
+        "{number} of gap-free sequence {name:?} is held by a caller until {} (server time), so its write could still land; wait until then, or, if you know the holder is dead, force the release or the delete (a write that lands afterwards fails on the unique index)",
         .until.try_to_rfc3339_string().unwrap_or_default()
     )]
     LeaseHeld {

@@ -42,6 +42,7 @@
 //! past them.
 
 mod audit;
+mod delete;
 mod index;
 mod issue;
 mod lease;
@@ -70,6 +71,7 @@ use index::{ensure_unique_index, has_unique_index};
 use state::gapless_state;
 
 pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit};
+pub use delete::DeleteGapless;
 pub use options::GaplessOptions;
 pub use path::set_field;
 pub use state::{GaplessStatus, Lease, Voided};

@@ -2114,3 +2114,128 @@ async fn a_handle_writing_number_after_number_renews_its_lease_by_time_and_by_co
         assert!(to - from <= 33, "{} numbers under one lease", to - from);
     }
 }
+
+/// Issue 50: a gap-free sequence has the whole lifecycle on the command line and over HTTP —
+/// create (exit 6 / 409 when it exists), list, status, delete: refused while a holder's
+/// lease runs (exit 6 / 409 `lease_held`, nothing deleted), done with force, recorded — and
+/// the documents it numbered outlive it: created again from the same start, it moves past
+/// every number they carry, the one the holder wrote after the delete included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
+    let f = Fixture::new("gapless_lifecycle").await;
+    let business = format!("{}_inv", f.collection);
+    let run = |args: &[&str]| cli(&f).args(args).output().unwrap();
+    let err = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let create = [
+        "gapless", "create", "inv", "--into", &business, "--field", "number", "--start", "100",
+    ];
+    let out = run(&create);
+    assert!(out.status.success(), "{}", err(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("100, 101"));
+    let again = run(&create);
+    assert_eq!(again.status.code(), Some(6), "{}", err(&again));
+    let listed = run(&["gapless", "list", "--json"]);
+    let all: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(
+        (all[0]["name"].as_str(), all[0]["next"].as_i64()),
+        (Some("inv"), Some(100)),
+        "{all}"
+    );
+    // A holder holds 100: the delete is refused and deletes nothing.
+    let d = f.dispenser(f.options());
+    let g = d.open_gapless("inv").await.unwrap();
+    let h = paused_holder(&g, "holder");
+    h.holds().await;
+    let refused = run(&["gapless", "delete", "inv"]);
+    assert_eq!(refused.status.code(), Some(6), "{}", err(&refused));
+    assert!(
+        err(&refused).contains("held by a caller"),
+        "{}",
+        err(&refused)
+    );
+    assert_eq!(
+        d.open_gapless("inv")
+            .await
+            .unwrap()
+            .status()
+            .await
+            .unwrap()
+            .next,
+        100
+    );
+    let forced = run(&["gapless", "delete", "inv", "--force"]);
+    assert!(forced.status.success(), "{}", err(&forced));
+    let gone = run(&["gapless", "status", "inv"]);
+    assert_eq!(gone.status.code(), Some(3), "{}", err(&gone));
+    // The holder writes 100 after the delete; the documents stay.
+    h.write.notify_one();
+    within("the holder's write", h.written.notified()).await;
+    let _ = within("the holder's call", h.task).await;
+    let again = d
+        .create_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_start(100),
+        )
+        .await
+        .unwrap();
+    assert_eq!(common::issue_next(&again).await.unwrap(), 101);
+    let a = common::audit_of(&again, Some(100)).await.unwrap();
+    assert!(a.is_clean() && a.duplicates.is_empty(), "{a:?}");
+    // The history: created, deleted by force, created again.
+    let h = d
+        .history("inv", &dispenser::history::HistoryQuery::gapless())
+        .await
+        .unwrap();
+    let ops: Vec<_> = h
+        .iter()
+        .map(|e| (e.op.as_str(), e.params["force"].as_bool()))
+        .collect();
+    assert_eq!(
+        ops,
+        [("create", None), ("delete", Some(true)), ("create", None)],
+        "{h:?}"
+    );
+
+    // Over HTTP.
+    let svc = VoidService::start("gapless_lifecycle_http");
+    let http = reqwest::Client::new();
+    let url = |p: &str| format!("{}{p}", svc.base);
+    let body = serde_json::json!({ "name": "web", "collection": format!("{}_web", svc.collection), "field": "n" });
+    let send = |r: reqwest::RequestBuilder| async move {
+        let r = r.bearer_auth(ADMIN).send().await.unwrap();
+        let code = r.status().as_u16();
+        (
+            code,
+            r.json::<serde_json::Value>().await.unwrap_or_default(),
+        )
+    };
+    let (code, made) = send(http.post(url("/v1/gapless")).json(&body)).await;
+    assert_eq!(
+        (code, made["next"].as_i64(), made["created"].as_bool()),
+        (201, Some(1), Some(true)),
+        "{made}"
+    );
+    let (code, twice) = send(http.post(url("/v1/gapless")).json(&body)).await;
+    assert_eq!(
+        (code, twice["error"]["kind"].as_str()),
+        (409, Some("already_exists")),
+        "{twice}"
+    );
+    assert!(
+        twice["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gap-free sequence \"web\" already exists"),
+        "{twice}"
+    );
+    let (code, list) = send(http.get(url("/v1/gapless"))).await;
+    assert_eq!(
+        (code, list["gapless"][0]["name"].as_str()),
+        (200, Some("web")),
+        "{list}"
+    );
+    let (code, _) = send(http.delete(url("/v1/gapless/web"))).await;
+    assert_eq!(code, 204);
+    let (code, _) = send(http.get(url("/v1/gapless/web"))).await;
+    assert_eq!(code, 404);
+}

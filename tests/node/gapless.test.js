@@ -81,6 +81,10 @@ test('a number another document carries is moved past: the write runs again with
     const audit = await g.audit({ from: 1 })
     assert.ok(audit.clean)
     assert.equal(audit.numbers, 3n)
+    // Deleted: the state goes, the documents stay.
+    await d.deleteGapless('receipts')
+    await assert.rejects(d.openGapless('receipts'), dispenser.NotFoundError)
+    assert.equal(await receipts.countDocuments({}), 3)
   } finally {
     await client.close()
   }

@@ -80,6 +80,12 @@ def test_gapless_issue_with_pymongo_inserts_some_failing_leaves_no_gap(d, mongo,
     ), audit
     carried = sorted(x["number"] for x in coll.find({"number": {"$exists": True}}))
     assert carried == list(range(1, n_total + 1))
+    # Deleted: the state goes, the documents stay, the history says so.
+    d.delete_gapless("invoices")
+    with pytest.raises(dispenser.NotFoundError):
+        d.open_gapless("invoices")
+    assert coll.count_documents({}) == n_total
+    assert d.history("invoices", subject="gapless")[-1]["op"] == "delete"
 
 
 def test_a_gapless_sequence_refuses_what_its_index_cannot_guarantee(d, mongo, collection):

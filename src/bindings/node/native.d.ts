@@ -471,6 +471,17 @@ export declare class Dispenser {
    */
   deleteQueue(name: string, force?: boolean | undefined | null): Promise<void>
   /**
+   * Deletes the gap-free sequence `name` (its state; the business collection and its
+   * documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
+   * runs, unless `force` is true (recorded in the history).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  deleteGapless(name: string, force?: boolean | undefined | null): Promise<void>
+  /**
    * Opens the scope `scope` of `template` (`template@scope`), creating it from the
    * template's shape when missing.
    *

@@ -138,6 +138,32 @@ impl Dispenser {
         })
     }
 
+    /// Deletes the gap-free sequence `name` (its state; the business collection and its
+    /// documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
+    /// runs, unless `force` is true (recorded in the history).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete_gapless<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        force: Option<bool>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        let force = force.unwrap_or(false);
+        env.spawn_future(async move {
+            inner
+                .delete_gapless(&name)
+                .with_force(force)
+                .await
+                .map_err(js)
+        })
+    }
+
     /// Opens the existing gap-free sequence `name` with the settings it was created with.
     ///
     /// # Cancel safety

@@ -468,6 +468,15 @@ flavors! {
         run(py, a, async move { Outcome::Ok(handles::gapless(&dl, d.open_gapless(&name).await?, None, a)) })
     }
 
+    /// Deletes the gap-free sequence `name` (its state; the business collection and its
+    /// documents stay); refused (`ConflictError`, code `lease_held`) while a holder's lease
+    /// runs, unless `force=True` (recorded in the history).
+    #[pyo3(signature = (name, *, force=false))]
+    fn delete_gapless(&self, py: Python<'_>, name: String, force: bool) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_gapless(&name).with_force(force).await?) })
+    }
+
     /// The names of one page of the gap-free sequences matching one of `patterns`.
     #[pyo3(signature = (patterns, after=None, limit=1000))]
     fn list_gapless_after_matching(&self, py: Python<'_>, patterns: Vec<String>, after: Option<String>, limit: usize) -> PyResult<Py<PyAny>> {
