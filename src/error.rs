@@ -6,10 +6,6 @@
 
 use std::time::Duration;
 
-/// The `what` of the refusal [`Error::is_not_the_next_number`] recognises (the message reads
-/// "invalid gap-free number: …").
-const NOT_THE_NEXT: &str = "gap-free number";
-
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -95,6 +91,23 @@ pub enum Error {
         /// Which argument or option.
         what: String,
         /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A [`Gapless::void`](crate::gapless::Gapless::void) or
+    /// [`Gapless::release`](crate::gapless::Gapless::release) of a number other than the one
+    /// that may be voided or released now (the sequence's next number). Nothing was written.
+    /// Its message names the next number, which the service does not tell a caller that may
+    /// not read the sequence.
+    #[error("invalid gap-free number: {reason}")]
+    NotTheNextNumber {
+        /// The gap-free sequence's name.
+        name: String,
+        /// The number asked for.
+        number: i64,
+        /// The sequence's next number: the one that may be voided or released.
+        next: i64,
+        /// Why, in words (used or voided already, not handed out yet, not held).
         reason: String,
     },
 
@@ -579,7 +592,8 @@ impl Error {
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. } => ErrorKind::InvalidInput,
+            | Error::InvalidArgument { .. }
+            | Error::NotTheNextNumber { .. } => ErrorKind::InvalidInput,
             Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => ErrorKind::NotFound,
             Error::SequenceExists { .. } | Error::QueueExists { .. } => ErrorKind::AlreadyExists,
             Error::SpecConflict { .. }
@@ -611,7 +625,8 @@ impl Error {
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. } => "invalid_input",
+            | Error::InvalidArgument { .. }
+            | Error::NotTheNextNumber { .. } => "invalid_input",
             Error::NoSuchSequence { .. } => "no_such_sequence",
             Error::NoSuchQueue { .. } => "no_such_queue",
             Error::SequenceExists { .. } | Error::QueueExists { .. } => "already_exists",
@@ -651,7 +666,8 @@ impl Error {
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. } => 2,
+            | Error::InvalidArgument { .. }
+            | Error::NotTheNextNumber { .. } => 2,
             Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 3,
             Error::Exhausted { .. } => 4,
             Error::Database { .. } | Error::Timeout { .. } | Error::Closed { .. } => 5,
@@ -680,7 +696,8 @@ impl Error {
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. } => 422,
+            | Error::InvalidArgument { .. }
+            | Error::NotTheNextNumber { .. } => 422,
             Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 404,
             Error::SequenceExists { .. }
             | Error::QueueExists { .. }
@@ -700,39 +717,6 @@ impl Error {
             | Error::Closed { .. } => 503,
             Error::CorruptDocument { .. } | Error::BusinessWrite { .. } => 500,
         }
-    }
-
-    /// True for errors caused by the caller's input (names, specs, arguments): nothing was written.
-    pub fn is_invalid_input(&self) -> bool {
-        matches!(
-            self,
-            Error::InvalidSpec { .. } | Error::InvalidName { .. } | Error::InvalidArgument { .. }
-        )
-    }
-
-    /// True for the refusal of a [`Gapless::void`](crate::gapless::Gapless::void) or
-    /// [`Gapless::release`](crate::gapless::Gapless::release) of a number other than the one
-    /// that may be voided or released now (an [`Error::InvalidArgument`], nothing written).
-    /// Its message names the sequence's next number, which a caller that may not read the
-    /// sequence is not to be told: the service answers such a caller a message of its own.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(invoices: dispenser::gapless::Gapless) -> dispenser::Result<()> {
-    /// match invoices.void(7, "form destroyed").await {
-    ///     Err(e) if e.is_not_the_next_number() => println!("7 may not be voided now"),
-    ///     other => other?,
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub fn is_not_the_next_number(&self) -> bool {
-        matches!(self, Error::InvalidArgument { what, .. } if what == NOT_THE_NEXT)
-    }
-
-    /// The refusal [`Error::is_not_the_next_number`] recognises, for `reason`.
-    pub(crate) fn not_the_next_number(reason: impl Into<String>) -> Self {
-        Error::invalid_argument(NOT_THE_NEXT, reason)
     }
 
     /// This error, met after a write was made (reading its answer back): for
@@ -1032,20 +1016,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_refusal_of_a_number_not_the_next_is_recognised_as_one() {
-        let refused = Error::not_the_next_number("5 is not handed out yet");
-        assert!(refused.is_not_the_next_number());
+    fn the_refusal_of_a_number_not_the_next_is_its_own_variant_of_invalid_input() {
+        let refused = Error::NotTheNextNumber {
+            name: "inv".into(),
+            number: 5,
+            next: 3,
+            reason: "5 is not handed out yet".into(),
+        };
         assert_eq!(
             refused.to_string(),
             "invalid gap-free number: 5 is not handed out yet"
         );
-        assert_eq!(refused.code(), "invalid_input");
-        assert!(!Error::invalid_argument("release", "no holder").is_not_the_next_number());
-        assert!(
-            !Error::NoSuchSequence {
-                name: NOT_THE_NEXT.to_owned()
-            }
-            .is_not_the_next_number()
+        assert_eq!(
+            (
+                refused.code(),
+                refused.kind(),
+                refused.exit_code(),
+                refused.http_status()
+            ),
+            ("invalid_input", ErrorKind::InvalidInput, 2, 422)
         );
     }
 
@@ -1083,6 +1072,12 @@ mod tests {
                 name: n(),
                 stored: n(),
                 requested: n(),
+            },
+            Error::NotTheNextNumber {
+                name: n(),
+                number: 3,
+                next: 1,
+                reason: n(),
             },
             Error::WouldGoBackwards {
                 name: n(),
@@ -1190,10 +1185,11 @@ mod tests {
                 Error::Database { .. } => 20,
                 Error::QueueInUse { .. } => 21,
                 Error::LeaseHeld { .. } => 22,
+                Error::NotTheNextNumber { .. } => 23,
             };
             seen.insert(variant);
         }
-        assert_eq!(seen.len(), 23, "every variant once");
+        assert_eq!(seen.len(), 24, "every variant once");
         all
     }
 

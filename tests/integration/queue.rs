@@ -777,7 +777,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
             d.ensure_queue(name, spec).await,
         ] {
             let e = result.unwrap_err();
-            assert!(e.is_invalid_input(), "{e}");
+            assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
             assert!(e.to_string().contains(needle), "{e} lacks {needle}");
         }
     }

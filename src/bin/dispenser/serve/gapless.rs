@@ -90,7 +90,7 @@ fn may_peek(st: &Shared, headers: &HeaderMap, name: &str) -> bool {
 /// the sequence is not told which number is the next one.
 fn refusal(e: Error, name: &str, number: i64, what: &str, may_peek: bool) -> ApiError {
     match e {
-        e if !may_peek && e.is_not_the_next_number() => ApiError::new(
+        Error::NotTheNextNumber { .. } if !may_peek => ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_input",
             format!(
