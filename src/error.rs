@@ -75,9 +75,13 @@ pub enum Error {
         reason: String,
     },
 
-    /// The sequence name is not acceptable. Nothing was written.
-    #[error("invalid sequence name {name:?}: {reason}")]
+    /// The name is not acceptable for its kind (the same rules for every kind: 1–200 bytes,
+    /// no control character, not starting with `$`; `~` and `@` per the guide's table of
+    /// names). Nothing was written.
+    #[error("invalid {kind} name {name:?}: {reason}")]
     InvalidName {
+        /// The kind of what was named.
+        kind: Kind,
         /// The offending name (lossily shown).
         name: String,
         /// What is wrong with it.
@@ -430,6 +434,36 @@ fn in_use(waiting: u64, shown: u64) -> String {
     }
 }
 
+/// What a name names: the kinds of things a dispenser keeps, each with its own names (a
+/// sequence and a queue may share a name; see the guide's table of names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A sequence: plain, a stripe, a striped sequence, a template or a scope.
+    Sequence,
+    /// A gap-free sequence.
+    Gapless,
+    /// A ticket queue.
+    Queue,
+}
+
+impl Kind {
+    /// The kind in words: `sequence`, `gap-free sequence`, `queue`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Sequence => "sequence",
+            Kind::Gapless => "gap-free sequence",
+            Kind::Queue => "queue",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What a failed call leaves written ([`Error::written`]): the three outcomes of a call that
 /// writes, which the command line's exit codes and the service's `outcome` field say too (the
 /// guide's [guarantees](crate::guide::guarantees#when-the-outcome-is-unknown)).
@@ -716,6 +750,15 @@ impl Error {
             | Error::Timeout { .. }
             | Error::Closed { .. } => 503,
             Error::CorruptDocument { .. } | Error::BusinessWrite { .. } => 500,
+        }
+    }
+
+    /// This error, with an [`Error::InvalidName`] naming `kind` (the name checks are shared
+    /// by every kind; each says which it checked).
+    pub(crate) fn for_kind(self, kind: Kind) -> Self {
+        match self {
+            Error::InvalidName { name, reason, .. } => Error::InvalidName { kind, name, reason },
+            other => other,
         }
     }
 
@@ -1061,6 +1104,7 @@ mod tests {
                 reason: n(),
             },
             Error::InvalidName {
+                kind: Kind::Queue,
                 name: n(),
                 reason: n(),
             },

@@ -277,7 +277,7 @@ impl Dispenser {
         options: GaplessOptions,
         new_only: bool,
     ) -> Result<Gapless> {
-        validate_name(name)?;
+        validate_name(name).map_err(|e| e.for_kind(crate::error::Kind::Gapless))?;
         options.validate()?;
         let business = self.gapless_collection(&options.collection);
         let g = self.gapless(name, business, options);
@@ -377,7 +377,7 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn open_gapless(&self, name: &str) -> Result<Gapless> {
-        validate_name(name)?;
+        validate_name(name).map_err(|e| e.for_kind(crate::error::Kind::Gapless))?;
         let probe = self.gapless(
             name,
             self.gapless_collection("unknown"),

@@ -2135,6 +2135,16 @@ async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("100, 101"));
     let again = run(&create);
     assert_eq!(again.status.code(), Some(6), "{}", err(&again));
+    // A bad name is refused as a sequence's is, naming the kind.
+    let bad = run(&[
+        "gapless", "create", "$x", "--into", &business, "--field", "number",
+    ]);
+    assert_eq!(bad.status.code(), Some(2), "{}", err(&bad));
+    assert!(
+        err(&bad).contains("invalid gap-free sequence name \"$x\": must not start with '$'"),
+        "{}",
+        err(&bad)
+    );
     let listed = run(&["gapless", "list", "--json"]);
     let all: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert_eq!(
