@@ -266,6 +266,19 @@ impl RetryBudget {
         }
     }
 
+    /// A budget of time only, for the operations that must not give up after a number of lost
+    /// races (a queue's take or call waits its turn): any number of attempts, until `limit`
+    /// after `started` (when the caller began, which may be before this budget was made).
+    pub(crate) fn until(policy: &Backoff, started: Instant, limit: Duration) -> Self {
+        RetryBudget {
+            delays: policy.delays(),
+            max_attempts: u32::MAX,
+            max_elapsed: limit,
+            started,
+            attempts: 0,
+        }
+    }
+
     /// Records one write attempt.
     pub(crate) fn attempted(&mut self) {
         self.attempts += 1;
