@@ -34,7 +34,9 @@ use crate::error::{Error, Result};
 /// | `max_attempts` | 100 writes |
 /// | `max_elapsed` | 10 s |
 ///
-/// When either budget runs out the call fails with [`Error::Contention`]. With the defaults
+/// When either budget runs out the call fails with [`Error::Contention`]. (A queue's operations
+/// use the delays only: they retry until [`Options::operation_timeout`](crate::Options::operation_timeout),
+/// whatever the attempts, so that a crowd's takes wait their turn.) With the defaults
 /// the delays of a whole budget (99 × at most 100 ms) fit in `max_elapsed`, so the attempt
 /// budget, not the clock, ends a call that keeps losing.
 ///

@@ -23,11 +23,18 @@
 //!   at most `capacity` serials: no number twice.
 //! - **Every operation is one compare-and-set** of that document: read, compute the next
 //!   state, replace the document filtered on its version, incarnation and counters; first
-//!   writer wins, losers back off ([`Options::backoff`](crate::Options::backoff)) and try
-//!   again ([`Options::strategy`](crate::Options::strategy) does not apply to queues). A
-//!   refusal (full, nobody waiting, not waiting) is only ever reported from a fresh read. So
-//!   the operations are linearizable: each takes effect at its write, in the document's
-//!   version order.
+//!   writer wins, losers back off ([`Options::backoff`](crate::Options::backoff)'s delays)
+//!   and try again until the operation timeout, however many races they lose
+//!   ([`Options::strategy`](crate::Options::strategy) does not apply to queues). A refusal
+//!   (full, nobody waiting, not waiting) is only ever reported from a fresh read or beside an
+//!   acknowledged write. So the operations are linearizable: each takes effect at its write,
+//!   in the document's version order.
+//! - **Concurrent operations on one handle share one write** (its clones included): while
+//!   one write is in flight the others line up, and the line is then applied in arrival
+//!   order, each operation to the state the ones before it left, and written in one
+//!   compare-and-set; each caller gets its own answer (its ticket, the counters and version
+//!   as of its operation), a take that does not fit is refused while the others are served,
+//!   and a write whose outcome is unknown fails every caller of its line.
 //! - **A ticket is handed out only once its write was acknowledged** with the dispenser's
 //!   write concern (majority and journaled by default). A take whose reply is lost (a
 //!   network error, a timeout) may still have taken its ticket: without a request id that
@@ -652,7 +659,8 @@ impl Queue {
     /// [`Error::InvalidArgument`] when the count is 0, the request id is not 1–64 printable
     /// ASCII characters, or it was used for a take of another count,
     /// [`Error::NoSuchQueue`] (deleted meanwhile), [`Error::Contention`] (the
-    /// compare-and-set's retry budget ran out), [`Error::CorruptDocument`],
+    /// compare-and-set kept losing to other handles for the whole operation timeout: nothing
+    /// taken), [`Error::CorruptDocument`],
     /// [`Error::Database`] or [`Error::Timeout`] (the tickets the write may have taken are
     /// then a gap: they wait with no one holding them, and are never handed to anyone else;
     /// take with a request id to be able to ask again).
