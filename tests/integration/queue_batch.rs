@@ -651,7 +651,10 @@ async fn model_round(seed: u64, faults: bool) -> Result<String, String> {
         None
     };
     let pool = 4 + rng.below(12);
-    let handles = 2 + rng.below(2);
+    // Two to five handles; in half the rounds each has one task (its lines are of one
+    // operation, and what it remembers grows stale while the others write), else 2 to 12.
+    let handles = 2 + rng.below(4);
+    let crowded = rng.below(2) == 0;
     let mut actors = Vec::new();
     for h in 0..handles {
         let uri = match (&proxy, h) {
@@ -662,15 +665,15 @@ async fn model_round(seed: u64, faults: bool) -> Result<String, String> {
             .await
             .map_err(|e| e.to_string())?;
         let q = Arc::new(d.open_queue("q").await.map_err(|e| e.to_string())?);
-        let tasks = 4 + rng.below(12);
+        let tasks = if crowded { 2 + rng.below(11) } else { 1 };
         let take_share = 45 + rng.below(20);
         for t in 0..tasks {
             let (q, tseed) = (q.clone(), rng.next_u64());
             actors.push(tokio::spawn(async move {
                 let mut r = Rng(tseed);
                 let mut log = Vec::new();
-                for _ in 0..12 {
-                    if r.below(4) == 0 {
+                for _ in 0..if crowded { 12 } else { 30 } {
+                    if r.below(2) == 0 {
                         tokio::time::sleep(Duration::from_micros(r.below(3000))).await;
                     }
                     let start = Instant::now();
@@ -788,7 +791,8 @@ async fn model_round(seed: u64, faults: bool) -> Result<String, String> {
         .filter(|o| matches!(o.outcome, Outcome::Unknown))
         .count();
     Ok(format!(
-        "tickets {min}…{max} (capacity {capacity}), {handles} handles, {} operations, {lost} unknown: {summary}",
+        "tickets {min}…{max} (capacity {capacity}), {handles} handles of {}, {} operations, {lost} unknown: {summary}",
+        if crowded { "many tasks" } else { "one task" },
         obs.len()
     ))
 }
@@ -803,7 +807,7 @@ async fn seeded_model_of_coalesced_batches_with_repeated_ids_families_desks_and_
     let rounds: u64 = std::env::var("DISPENSER_QUEUE_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(4);
+        .unwrap_or(6);
     eprintln!(
         "queue batch model: seed {seed} (replay: DISPENSER_QUEUE_SEED={seed}), {rounds} rounds"
     );
