@@ -203,6 +203,8 @@ desks|src/queue/state.rs|"            .chain(self.desks.iter().map(\x7cd\x7c d.s
 newday|src/queue/state.rs|"(self.oldest_held(), self.newest_held()) {"|"(self.oldest_held(), Some(self.taken)) {"|queue_edges::seeded_model_of_queues_across_days_zones_clocks_ranges_and_colliding_request_ids
 caller|src/queue/state.rs|"k.key == id.id && k.caller == id.caller &&"|"k.key == id.id &&"|queue_edges::seeded_model_of_queues_across_days_zones_clocks_ranges_and_colliding_request_ids
 qdelete|src/queue/history.rs|"if queues.delete_unchanged(name, &s).await? {"|"if queues.delete(name).await? {"|queue_delete::deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_again
+qmemory|src/queue/combine.rs|"            // Nothing to write: only a fresh read may refuse or answer.\n            if from_memory {\n                continue;\n            }\n"|"            // Nothing to write: only a fresh read may refuse or answer.\n"|queue_batch::seeded_model_of_coalesced_batches_with_repeated_ids_families_desks_and_lost_replies
+qrequest|src/queue/state.rs|"            && let Some(k) = self.find_key(id, now)\n"|"            && let Some(k) = None::<&Key>\n"|queue_batch::seeded_model_of_coalesced_batches_with_repeated_ids_families_desks_and_lost_replies
 EOF
 )
 

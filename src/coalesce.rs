@@ -164,10 +164,16 @@ const LINGER_YIELDS: u32 = 16;
 /// of 1 and N−1 alternate, half the throughput (measured at a 2 ms round trip with 32 tasks:
 /// a mean batch of 16, 1.7× a raw `$inc`'s numbers per second; with it 32 and 3.1–3.3×).
 async fn linger(combiner: &Combiner, served: usize, round_trip: Duration) {
+    linger_while(|| combiner.lock().waiting.len(), served, round_trip).await;
+}
+
+/// [`linger`] for any queue of callers: `waiting` says how many wait now. (Queues coalesce
+/// their operations the same way: `queue::combine`.)
+pub(crate) async fn linger_while(waiting: impl Fn() -> usize, served: usize, round_trip: Duration) {
     let since = Instant::now();
     for _ in 0..LINGER_YIELDS {
         tokio::task::yield_now().await;
-        if combiner.lock().waiting.len() >= served || since.elapsed() * 16 >= round_trip {
+        if waiting() >= served || since.elapsed() * 16 >= round_trip {
             return;
         }
     }

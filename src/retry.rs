@@ -34,7 +34,9 @@ use crate::error::{Error, Result};
 /// | `max_attempts` | 100 writes |
 /// | `max_elapsed` | 10 s |
 ///
-/// When either budget runs out the call fails with [`Error::Contention`]. With the defaults
+/// When either budget runs out the call fails with [`Error::Contention`]. (A queue's operations
+/// use the delays only: they retry until [`Options::operation_timeout`](crate::Options::operation_timeout),
+/// whatever the attempts, so that a crowd's takes wait their turn.) With the defaults
 /// the delays of a whole budget (99 × at most 100 ms) fit in `max_elapsed`, so the attempt
 /// budget, not the clock, ends a call that keeps losing.
 ///
@@ -262,6 +264,19 @@ impl RetryBudget {
             max_attempts: policy.max_attempts,
             max_elapsed: policy.max_elapsed,
             started: Instant::now(),
+            attempts: 0,
+        }
+    }
+
+    /// A budget of time only, for the operations that must not give up after a number of lost
+    /// races (a queue's take or call waits its turn): any number of attempts, until `limit`
+    /// after `started` (when the caller began, which may be before this budget was made).
+    pub(crate) fn until(policy: &Backoff, started: Instant, limit: Duration) -> Self {
+        RetryBudget {
+            delays: policy.delays(),
+            max_attempts: u32::MAX,
+            max_elapsed: limit,
+            started,
             attempts: 0,
         }
     }

@@ -182,8 +182,8 @@ impl Queue {
         &self,
         op: &str,
         params: Document,
-        run: impl Future<Output = Result<(State, Done, i64)>>,
-    ) -> Result<(State, Done, i64)> {
+        run: impl Future<Output = Result<(std::sync::Arc<State>, Done, i64)>>,
+    ) -> Result<(std::sync::Arc<State>, Done, i64)> {
         let inner = &self.inner;
         let before = inner.read().await?;
         let before = shown(&inner.name, &before, inner.now().await?);
@@ -228,6 +228,7 @@ impl Queue {
                 remembered: std::sync::Mutex::new(i.remembered()),
                 history: i.history.as_caller(caller),
                 dispenser: i.dispenser.with_caller(caller)?,
+                combiner: super::combine::Combiner::default(),
             }),
         })
     }

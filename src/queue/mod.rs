@@ -23,11 +23,18 @@
 //!   at most `capacity` serials: no number twice.
 //! - **Every operation is one compare-and-set** of that document: read, compute the next
 //!   state, replace the document filtered on its version, incarnation and counters; first
-//!   writer wins, losers back off ([`Options::backoff`](crate::Options::backoff)) and try
-//!   again ([`Options::strategy`](crate::Options::strategy) does not apply to queues). A
-//!   refusal (full, nobody waiting, not waiting) is only ever reported from a fresh read. So
-//!   the operations are linearizable: each takes effect at its write, in the document's
-//!   version order.
+//!   writer wins, losers back off ([`Options::backoff`](crate::Options::backoff)'s delays)
+//!   and try again until the operation timeout, however many races they lose
+//!   ([`Options::strategy`](crate::Options::strategy) does not apply to queues). A refusal
+//!   (full, nobody waiting, not waiting) is only ever reported from a fresh read or beside an
+//!   acknowledged write. So the operations are linearizable: each takes effect at its write,
+//!   in the document's version order.
+//! - **Concurrent operations on one handle share one write** (its clones included): while
+//!   one write is in flight the others line up, and the line is then applied in arrival
+//!   order, each operation to the state the ones before it left, and written in one
+//!   compare-and-set; each caller gets its own answer (its ticket, the counters and version
+//!   as of its operation), a take that does not fit is refused while the others are served,
+//!   and a write whose outcome is unknown fails every caller of its line.
 //! - **A ticket is handed out only once its write was acknowledged** with the dispenser's
 //!   write concern (majority and journaled by default). A take whose reply is lost (a
 //!   network error, a timeout) may still have taken its ticket: without a request id that
@@ -51,6 +58,7 @@
 //! ```
 
 mod action;
+mod combine;
 mod document;
 mod history;
 mod spec;
@@ -69,9 +77,9 @@ pub use status::{
 
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
-use crate::retry::{Backoff, RetryBudget};
+use crate::retry::Backoff;
 use crate::scope::Clock;
-use state::{Done, Op, RequestId, State, Step};
+use state::{Done, Op, RequestId, State};
 use store::QueueStore;
 
 /// Checks a queue name: the rules of a stored sequence name ([`validate_name`]: 1–200 bytes,
@@ -477,6 +485,7 @@ impl Dispenser {
                 remembered: Mutex::new(stored),
                 history: self.recorder(),
                 dispenser: self.clone(),
+                combiner: combine::Combiner::default(),
             }),
         }
     }
@@ -516,6 +525,8 @@ struct Inner {
     history: crate::history::record::Recorder,
     /// The dispenser it was opened from (for [`Queue::delete`]).
     dispenser: Dispenser,
+    /// The line of this handle's operations, served in shared writes (see `combine`).
+    combiner: combine::Combiner,
 }
 
 impl std::fmt::Debug for Queue {
@@ -573,83 +584,6 @@ impl Inner {
             TimeSource::Given(c) => Ok(c().as_millisecond()),
         }
     }
-
-    /// One operation: computed from the remembered state first, written with the
-    /// compare-and-set; a lost race (or a refusal from memory) re-reads, within the retry
-    /// budget. Returns the state the answer is read from and what the operation did.
-    ///
-    /// A take with a request id that the ring does not hold and that may have moved out (the
-    /// document's filter of moved ids does not rule it out) first asks the request
-    /// collection. That answer holds for the state it
-    /// was asked beside as long as no more ids moved out — which changes `spilled` and the
-    /// version, so the compare-and-set would fail and the question is asked again.
-    async fn act(&self, op: Op) -> Result<(State, Done, i64)> {
-        let mut budget = RetryBudget::new(&self.backoff);
-        let mut guess = Some(self.remembered());
-        // The request collection was asked about this take's id as of this many spills.
-        let mut asked: Option<i64> = None;
-        loop {
-            let from_memory = guess.is_some();
-            let stored = match guess.take() {
-                Some(s) => s,
-                None => self.read().await?,
-            };
-            let now = self.now().await?;
-            if let Op::Take {
-                count,
-                key: Some(id),
-            } = &op
-                && stored.may_have_spilled(id)
-                && asked != Some(stored.spilled)
-                && stored.find_key(id, now).is_none()
-            {
-                let found = self
-                    .store
-                    .find_request(&self.name, stored.incarnation, id, now)
-                    .await?;
-                match found {
-                    // Answered only from a fresh read (the queue may have been deleted and
-                    // created again since the remembered state).
-                    Some(_) if from_memory => continue,
-                    Some(k) => {
-                        let done = State::replay(&k, id, *count)
-                            .map_err(|r| r.into_error(&self.name, &stored))?;
-                        return Ok((stored, done, now));
-                    }
-                    None => asked = Some(stored.spilled),
-                }
-            }
-            match stored.apply(&op, now) {
-                Ok(Step::Write(next, done, spill)) => {
-                    budget.attempted();
-                    if !spill.is_empty() {
-                        self.store
-                            .spill(&self.name, stored.incarnation, &spill)
-                            .await?;
-                    }
-                    if self
-                        .store
-                        .replace(&self.name, &stored, &next, what(&op))
-                        .await?
-                    {
-                        self.remember(&next, false);
-                        return Ok((*next, done, now));
-                    }
-                    if from_memory {
-                        // The remembered state was stale: read, no back-off yet.
-                        continue;
-                    }
-                    let delay = budget.after_conflict(&self.name)?;
-                    tracing::debug!(queue = %self.name, version = stored.version, ?delay, "lost the compare-and-set race; backing off");
-                    tokio::time::sleep(delay).await;
-                }
-                // Only a fresh read may refuse or answer without writing.
-                Ok(Step::Answer(_)) | Err(_) if from_memory => {}
-                Ok(Step::Answer(done)) => return Ok((stored, done, now)),
-                Err(refusal) => return Err(refusal.into_error(&self.name, &stored)),
-            }
-        }
-    }
 }
 
 impl Queue {
@@ -703,6 +637,7 @@ impl Queue {
                 remembered: Mutex::new(i.remembered()),
                 history: i.history.clone(),
                 dispenser: i.dispenser.clone(),
+                combiner: combine::Combiner::default(),
             }),
         }
     }
@@ -719,7 +654,8 @@ impl Queue {
     /// [`Error::InvalidArgument`] when the count is 0, the request id is not 1–64 printable
     /// ASCII characters, or it was used for a take of another count,
     /// [`Error::NoSuchQueue`] (deleted meanwhile), [`Error::Contention`] (the
-    /// compare-and-set's retry budget ran out), [`Error::CorruptDocument`],
+    /// compare-and-set kept losing to other handles for the whole operation timeout: nothing
+    /// taken), [`Error::CorruptDocument`],
     /// [`Error::Database`] or [`Error::Timeout`] (the tickets the write may have taken are
     /// then a gap: they wait with no one holding them, and are never handed to anyone else;
     /// take with a request id to be able to ask again).
@@ -783,7 +719,7 @@ impl Queue {
             id,
         });
         let op = Op::Take { count, key };
-        let (s, done, now) = self.inner.act(op).await?;
+        let (s, done, now) = combine::act(&self.inner, op).await?;
         match done {
             Done::Took {
                 first,
@@ -851,7 +787,7 @@ impl Queue {
             desk: desk.clone().unwrap_or_default(),
             ticket,
         };
-        let (s, done, now) = self.inner.act(op).await?;
+        let (s, done, now) = combine::act(&self.inner, op).await?;
         match done {
             Done::Called { serial } => Ok(Ticket::new(&s, serial, desk, now)),
             _ => Err(no_such(name)),
@@ -925,7 +861,7 @@ impl Queue {
         } else {
             Op::Recall { desk: at }
         };
-        let (s, done, now) = self.inner.act(op).await?;
+        let (s, done, now) = combine::act(&self.inner, op).await?;
         match done {
             Done::Recalled { serial, at } => Ok(Ticket::new(&s, serial, desk, at)),
             Done::Released { serial } => Ok(Ticket::new(&s, serial, desk, now)),
@@ -960,7 +896,7 @@ impl Queue {
             .recorded(
                 "cancel",
                 bson::doc! { "ticket": ticket },
-                self.inner.act(Op::Cancel { ticket }),
+                combine::act(&self.inner, Op::Cancel { ticket }),
             )
             .await?;
         match done {
@@ -1008,7 +944,7 @@ impl Queue {
             .recorded(
                 "alter",
                 bson::doc! { "max": max },
-                self.inner.act(Op::SetMax { max }),
+                combine::act(&self.inner, Op::SetMax { max }),
             )
             .await?;
         Ok(QueueStatus::new(self.inner.name.clone(), &s, now))

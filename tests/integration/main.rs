@@ -25,6 +25,7 @@ mod model;
 mod outcomes;
 mod proxy;
 mod queue;
+mod queue_batch;
 mod queue_delete;
 mod queue_desks;
 mod queue_edges;

@@ -76,6 +76,13 @@ pub struct BenchArgs {
     /// dropped afterwards.
     #[arg(long, value_parser = whole::<u64>(1, 10_000_000), conflicts_with_all = ["compare", "gapless", "http", "suite"], allow_negative_numbers = true)]
     pub scale: Option<u64>,
+    /// Measure a ticket queue under a crowd: each of --tasks takers (in each of --processes
+    /// processes, one queue handle per process) takes a ticket and calls one, beside the raw
+    /// driver's `findOneAndUpdate $inc` in the same run; the report counts the takes and calls
+    /// that gave up (failed). With --http: takes over HTTP through the service (a queue whose
+    /// range never fills), beside the same service's draws of a sequence.
+    #[arg(long, conflicts_with_all = ["compare", "gapless", "suite", "scale", "block", "prefetch", "no_prefetch"])]
+    pub queue: bool,
     /// Measure queues at their largest beside the fresh case, in one run: a take on a queue
     /// that stored 1 000 request ids and made 600 calls beside a take on a new queue, and
     /// the service's `/v1/overview` (for a token that sees one queue) and `/metrics` over a

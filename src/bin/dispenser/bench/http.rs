@@ -27,6 +27,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{Request, StatusCode, Uri, header};
 use axum::routing::post;
+use dispenser::queue::QueueSpec;
 use dispenser::{Dispenser, Error, Options, Spec};
 use http_body_util::BodyExt;
 use hyper::client::conn::http1::SendRequest;
@@ -133,10 +134,13 @@ struct Target {
     tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
 }
 
-/// The answer of a draw, as the load reads it.
+/// The answer of a draw (its `numbers`) or of a queue's take (its ticket's `serial`), as
+/// the load reads it.
 #[derive(Deserialize)]
 struct Drawn {
+    #[serde(default)]
     numbers: Vec<i64>,
+    serial: Option<i64>,
 }
 
 /// Runs `bench --http`; `Ok(false)` when a duplicate was found. The service's database
@@ -164,12 +168,21 @@ pub(super) async fn run(
     );
     let twin = format!("{stamp}-direct");
     d.create(&stamp, Spec::default()).await?;
+    let queue = format!("{stamp}-queue");
+    if args.queue {
+        // Its range never fills: every take is a ticket.
+        d.create_queue(&queue, QueueSpec::default().with_max(1 << 62))
+            .await?;
+    }
     if let Some(direct) = &direct {
         direct.create(&twin, Spec::default()).await?;
     }
     let outcome = measure(&d, direct.as_ref(), uri, args, (&stamp, &twin)).await;
     // The bench leaves nothing behind.
     let _ = d.delete(&stamp).await;
+    if args.queue {
+        let _ = d.delete_queue(&queue).force().await;
+    }
     if let Some(direct) = &direct {
         let _ = direct.delete(&twin).await;
     }
@@ -253,7 +266,7 @@ async fn measure(
         None => {
             let token = fresh_token();
             let tokens = json!({ "tokens": [{
-                "name": "bench", "token": token, "sequences": ["bench-http-*"], "operations": ["next"],
+                "name": "bench", "token": token, "sequences": ["bench-http-*"], "operations": ["next", "take"],
             }]})
             .to_string();
             let mut variants: Vec<(String, Variant)> = Vec::new();
@@ -286,6 +299,22 @@ async fn measure(
                     start_service(d, uri, (&token, &tokens), name, (&label, rtt), variant).await?;
                 started.push((stop, task));
                 targets.push(target);
+            }
+            if args.queue
+                && let Some(service) = targets.last()
+            {
+                // The same service taking tickets of a queue (its one handle per queue
+                // coalesces the takes of every connection).
+                let queue = Target {
+                    label: at("queue take, service"),
+                    database_rtt_ms: service.database_rtt_ms,
+                    addr: service.addr.clone(),
+                    authority: service.authority.clone(),
+                    path: format!("/v1/queues/{name}-queue/take"),
+                    bearer: service.bearer.clone(),
+                    tls: service.tls.clone(),
+                };
+                targets.push(queue);
             }
             if let Some(direct) = direct {
                 let (stop, task, target) = start_service(
@@ -652,7 +681,10 @@ async fn exchange(
         return Err(format!("{status}: {}", String::from_utf8_lossy(&body)));
     }
     serde_json::from_slice::<Drawn>(&body)
-        .map(|d| d.numbers)
+        .map(|d| match d.serial {
+            Some(serial) => vec![serial],
+            None => d.numbers,
+        })
         .map_err(|e| {
             format!(
                 "an answer without numbers ({e}): {}",
@@ -786,6 +818,23 @@ fn print(args: &BenchArgs, rtt: Option<RttLabel>, reports: &[HttpReport]) {
     }
     for r in reports.iter().filter(|r| r.errors > 0) {
         println!("{}: {} request(s) failed (see the log)", r.run, r.errors);
+    }
+    if let Some(q) = reports.iter().find(|r| r.url.contains("/v1/queues/")) {
+        // The sequence drawn through the same service: the run just before the queue's.
+        let draws = reports
+            .iter()
+            .take_while(|r| !r.url.contains("/v1/queues/"))
+            .last();
+        if let Some(s) = draws.filter(|s| s.requests_per_s > 0.0) {
+            println!(
+                "{}: {:.2}x the draws of a sequence through the same service ({:.0} tickets/s, {:.0} numbers/s); {} take(s) gave up",
+                q.run,
+                q.requests_per_s / s.requests_per_s,
+                q.requests_per_s,
+                s.requests_per_s,
+                q.errors
+            );
+        }
     }
 }
 

@@ -210,6 +210,9 @@ fn kinds(args: &BenchArgs) -> Vec<Kind> {
     if args.gapless {
         return vec![Kind::RawInsert, Kind::Gapless];
     }
+    if args.queue {
+        return vec![Kind::Raw, Kind::QueueTake];
+    }
     // Blocks take the library's defaults (prefetch 0.5) unless --no-prefetch.
     let measured = if args.block > 1 || args.prefetch.is_some() {
         let prefetch = if args.no_prefetch {

@@ -82,8 +82,18 @@ pub(super) fn print_reports(
     if reports.iter().any(|r| r.writes_per_number.is_none()) {
         println!("-: not counted (a queue's take counts no writes).");
     }
-    for r in reports.iter().filter(|r| r.errors > 0) {
-        println!("{}: {} draw(s) failed (see the log)", r.run, r.errors);
+    for r in reports
+        .iter()
+        .filter(|r| r.errors > 0 || (args.queue && r.run.starts_with("queue")))
+    {
+        if r.run.starts_with("queue") {
+            println!(
+                "{}: {} take(s) or call(s) gave up (see the log)",
+                r.run, r.errors
+            );
+        } else {
+            println!("{}: {} draw(s) failed (see the log)", r.run, r.errors);
+        }
     }
 }
 
