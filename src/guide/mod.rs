@@ -12,6 +12,7 @@
 //! | [`scopes`] | per-key and daily sequences, formatted serials, advance-to |
 //! | [`gapless`] | gap-free numbers for invoices: issue with the business write, void, confirm |
 //! | [`queues`] | ticket queues: take a ticket, call the next one |
+//! | [`queues_holding`] | how a queue holds: its document, the coalesced line, lost replies |
 //! | [`operations`] | alter a live sequence, exhaustion alerts (`check`), `doctor`, `audit` |
 //! | [`cli`] | the command line: commands, flags and their limits, output, exit codes |
 //! | [`python`] | the Python package: install, the API call by call, asyncio, threads and fork, errors, its figures |
@@ -23,6 +24,7 @@
 //! | [`metrics`] | the service's Prometheus metrics, alert rules and logs |
 //! | [`benchmarks`] | `dispenser bench`: running it, sequences, blocks, what the numbers mean |
 //! | [`benchmarks_rtt`] | the benchmarks at a real network round trip (`bench --rtt`) |
+//! | [`benchmarks_queue`] | queues under a crowd at a real round trip (`bench --queue`) |
 //! | [`benchmarks_service`] | the benchmarks of the HTTP service, queues at their largest, TLS |
 //! | [`guarantees`] | every promise, under which configuration, and the tests that check it |
 //! | [`production`] | a real MongoDB, compatibility, least privilege, scaling out, the local server |
@@ -52,6 +54,9 @@ pub mod gapless {}
 
 #[doc = include_str!("queues.md")]
 pub mod queues {}
+
+#[doc = include_str!("queues_holding.md")]
+pub mod queues_holding {}
 
 #[doc = include_str!("operations.md")]
 pub mod operations {}
@@ -85,6 +90,9 @@ pub mod benchmarks {}
 
 #[doc = include_str!("benchmarks_rtt.md")]
 pub mod benchmarks_rtt {}
+
+#[doc = include_str!("benchmarks_queue.md")]
+pub mod benchmarks_queue {}
 
 #[doc = include_str!("benchmarks_service.md")]
 pub mod benchmarks_service {}
