@@ -52,6 +52,7 @@
 
 mod action;
 mod document;
+mod follow;
 mod history;
 mod spec;
 mod state;
@@ -61,6 +62,7 @@ mod store;
 use std::sync::{Arc, Mutex};
 
 pub use action::{AtDesk, Call, DeleteQueue, Take, TakeMany};
+pub use follow::{TicketState, TicketView};
 pub use spec::{QueueAlter, QueueSpec};
 pub use status::{
     CallEntry, DeskEntry, HourEntry, QueueCounters, QueueStatus, Ticket, WAITING_LISTED,
