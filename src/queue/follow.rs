@@ -58,8 +58,9 @@ pub enum TicketState {
     Passed,
     /// It was cancelled while it waited.
     Cancelled,
-    /// It no longer waits and no desk shows it, but whether it was called or cancelled is no
-    /// longer kept (long ago).
+    /// It no longer waits and no desk shows it, and whether it was called or cancelled is no
+    /// longer kept: the line moved past it (a ticket cancelled at the head of the line, or
+    /// called longer ago than the calls the queue keeps).
     Done,
     /// No ticket of this serial was handed out (yet).
     NotTaken,
