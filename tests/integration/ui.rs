@@ -20,6 +20,23 @@ use serde_json::{Value, json};
 use crate::common::{self, DB};
 use crate::serve::{ADMIN, BOARD, KIOSK, Service, send};
 
+/// The ticket link of `lobby` in these tests: three takes per phone, and enough per address
+/// for a crowd of phones on one machine.
+const PHONE: &str = "phones-token-for-tests-0005";
+
+/// The tokens of the browser test: the admin, the kiosk and the board of `lobby*`, and the
+/// ticket link of `lobby`.
+fn tokens() -> Value {
+    json!({ "tokens": [
+        { "name": "admin", "token": ADMIN, "sequences": ["*"],
+          "operations": ["next", "create", "peek", "list", "advance-to", "reset", "delete", "alter", "void", "take", "call"] },
+        { "name": "kiosk", "token": KIOSK, "sequences": ["lobby*"], "operations": ["take"] },
+        { "name": "board", "token": BOARD, "sequences": ["lobby*"], "operations": ["peek"] },
+        { "name": "phones", "token": PHONE,
+          "ticket_link": { "queue": "lobby", "takes_per_phone": 3, "takes_per_address": 1000 } },
+    ]})
+}
+
 fn cli(collection: &str, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_dispenser"))
         .env("MONGODB_URI", common::uri())
@@ -60,7 +77,7 @@ async fn admin(svc: &Service, path: &str, body: Value, expected: u16) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pages_work_in_headless_chromium() {
-    let svc = Service::start("ui");
+    let svc = Service::start_tokens("ui", &common::uri(), &tokens(), &[]);
     let coll = svc.collection.clone();
     // The scene (the screenshots show it).
     cli(&coll, &["create", "orders"]);
@@ -175,6 +192,8 @@ async fn the_pages_work_in_headless_chromium() {
         .env("KIOSK_TOKEN", KIOSK)
         .env("BOARD_TOKEN", BOARD)
         .env("ADMIN_TOKEN", ADMIN)
+        .env("PHONE_TOKEN", PHONE)
+        .env("CROWD", "200")
         .env("DISPENSER", env!("CARGO_BIN_EXE_dispenser"))
         .env("MONGODB_URI", common::uri())
         .env("DB", DB)

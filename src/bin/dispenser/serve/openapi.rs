@@ -147,9 +147,7 @@ fn meaning(status: u16) -> &'static str {
         }
         401 => "`unauthorized`: no token, a malformed `Authorization` header, or an unknown token",
         403 => "`forbidden`: the token may not do this operation, or not on this sequence",
-        404 => {
-            "`no_such_sequence` (`no_such_queue` for a queue; `no_ticket_link` for a queue no ticket link is for)"
-        }
+        404 => "`no_such_sequence` (`no_such_queue` for a queue)",
         408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
         409 => {
             "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release without `force`, or a void, of a number whose holder's lease runs: nothing written)"

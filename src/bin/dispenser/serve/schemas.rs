@@ -324,12 +324,12 @@ pub(super) struct FollowedTicket {
 pub(super) struct TicketLink {
     /// The queue's name.
     queue: String,
-    /// The name of the ticket link's token.
-    token_name: String,
+    /// The name of the ticket link's token (`null`: the queue has no ticket link).
+    token_name: Option<String>,
     /// The ticket page's address, with the link's token in its fragment (`#token=…`).
-    url: String,
+    url: Option<String>,
     /// `url` as a QR code: an SVG document.
-    qr_svg: String,
+    qr_svg: Option<String>,
 }
 
 /// The answer of a recall.

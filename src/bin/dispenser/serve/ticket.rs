@@ -161,8 +161,9 @@ fn link_key(rule: &TokenRule, key: Option<String>) -> Result<(String, String), A
 
 /// The take of request id `key` through link `rule` (`phone`, from `client`): counted
 /// against the link's limits unless this service answered that id already, given back when
-/// it took nothing new (a replay, a refusal), kept counted when its outcome is unknown (a
-/// transient error: it may have taken a ticket).
+/// it took nothing new (a replay, a refusal, a lost race), kept counted when its outcome is
+/// unknown (a database error or a timeout: it may have taken a ticket; its retry with the
+/// same id is then a replay, given back).
 async fn counted_take(
     st: &AppState,
     q: &Queue,
@@ -183,8 +184,12 @@ async fn counted_take(
     };
     let outcome = q.take().request_id(key).caller(rule.name.clone()).await;
     st.queues.events.nudge(q.name());
-    let fresh =
-        matches!(&outcome, Ok(t) if !t.replayed) || matches!(&outcome, Err(e) if e.is_transient());
+    // A lost race (`Contention`) wrote nothing; a database error or a timeout may have.
+    let fresh = matches!(&outcome, Ok(t) if !t.replayed)
+        || matches!(
+            &outcome,
+            Err(dispenser::Error::Database { .. } | dispenser::Error::Timeout { .. })
+        );
     if let Some(c) = counted
         && !fresh
     {
@@ -333,7 +338,7 @@ fn origin(st: &AppState, headers: &HeaderMap) -> String {
 /// `GET /v1/queues/{name}/ticket-link`: the queue's ticket link, and its QR code.
 #[utoipa::path(get, path = "/v1/queues/{name}/ticket-link", operation_id = "ticket_link", tag = "queues",
     params(("name" = String, Path, description = "The queue name")),
-    responses((status = 200, description = "The link of the queue's ticket page with the token of its ticket link (the first in the tokens file for this queue), and the link as a QR code in SVG, for a board or a kiosk to show; 404 `no_ticket_link` when no ticket link is for this queue", body = TicketLink)))]
+    responses((status = 200, description = "The link of the queue's ticket page with the token of its ticket link (the first in the tokens file for this queue), and the link as a QR code in SVG, for a board or a kiosk to show; `url`, `qr_svg` and `token_name` are `null` when no ticket link is for this queue", body = TicketLink)))]
 pub(super) async fn ticket_link(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -345,18 +350,15 @@ pub(super) async fn ticket_link(
     }
     check_name_of(QUEUE, &name, false)?;
     let tokens = st.tokens.current();
-    let link = tokens
+    let Some(link) = tokens
         .iter()
         .find(|r| r.link.as_ref().is_some_and(|l| l.queue == name))
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                "no_ticket_link",
-                format!(
-                    "queue {name:?} has no ticket link: add a token with \"ticket_link\": {{\"queue\": {name:?}}} to the tokens file"
-                ),
-            )
-        })?;
+    else {
+        // No ticket link is for this queue (a page that asks shows none).
+        return Ok(Json(
+            json!({ "queue": name, "token_name": null, "url": null, "qr_svg": null }),
+        ));
+    };
     let url = format!(
         "{}/ui/queues/{}/ticket#token={}",
         origin(&st, &headers),

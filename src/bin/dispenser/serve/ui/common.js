@@ -313,7 +313,10 @@ const Dispenser = (() => {
     try {
       link = await api("GET", queuePath(name, "/ticket-link"));
     } catch (_) {
-      box.hidden = true; // no ticket link for this queue (404), or not for this token
+      link = null; // not for this token (403), or an older service (404)
+    }
+    if (!link || typeof link.qr_svg !== "string") {
+      box.hidden = true; // no ticket link for this queue
       return;
     }
     const img = box.querySelector("img");

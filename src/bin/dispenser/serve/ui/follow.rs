@@ -6,8 +6,11 @@
 //! It reads the same status feed as the boards (`events.rs`: one poller per watched queue,
 //! however many boards and phones follow it), so a thousand phones cost the database nothing
 //! more than one board; each stream makes its ticket's view from the status it is sent. A
-//! stream ends once its ticket is past (passed, cancelled, done, or not taken: nothing more
-//! will change), besides where a board's ends (the service stopping, its token revoked,
+//! status that does not show the ticket yet (read before its take: `not_taken`) is not sent.
+//! With `?incarnation=HEX` (the queue's, from the ticket's first view), a status of another
+//! incarnation — the queue deleted and created again — is sent as it is, and ends the stream.
+//! A stream also ends once its ticket is past (passed, cancelled, done: nothing more will
+//! change), and where a board's ends (the service stopping, its token revoked,
 //! [`MAX_STREAM`]).
 //!
 //! It needs a token that may follow the queue's tickets (`peek` on it, or its ticket link).
@@ -20,7 +23,7 @@ use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr};
 
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -60,9 +63,34 @@ fn too_many(refused_by: Refused, address: IpAddr, queue: &str) -> Response {
     refused(status, message)
 }
 
-/// Whether nothing more will change for a ticket in this state.
+/// Whether nothing more will change for a ticket in this state (`not_taken` is not sent:
+/// the status was read before the ticket's take).
 fn past(state: TicketState) -> bool {
-    !matches!(state, TicketState::Waiting | TicketState::Called)
+    !matches!(
+        state,
+        TicketState::Waiting | TicketState::Called | TicketState::NotTaken
+    )
+}
+
+/// The stream's `?incarnation=HEX` (24 hexadecimal digits), if given (400 when malformed or
+/// for any other parameter).
+fn incarnation_of(query: &[(String, String)]) -> Result<Option<String>, ApiError> {
+    let mut found = None;
+    for (k, v) in query {
+        match k.as_str() {
+            "incarnation"
+                if found.is_none() && v.len() == 24 && v.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                found = Some(v.to_ascii_lowercase());
+            }
+            _ => {
+                return Err(ApiError::invalid_input(format!(
+                    "{k}={v:?}: a ticket stream takes only `incarnation`, once: the queue's incarnation, 24 hexadecimal digits"
+                )));
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// `GET /ui/queues/{name}/tickets/{serial}/events`.
@@ -71,11 +99,13 @@ pub(crate) async fn ticket_events(
     headers: HeaderMap,
     client: Option<Extension<ClientAddr>>,
     Path((name, serial)): Path<(String, String)>,
+    Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
     let token = st.authenticate(&headers)?;
     may_follow(&token, &name)?;
     check_name_of("queue", &name, false)?;
     let serial = serial_of(&serial)?;
+    let incarnation = incarnation_of(&query)?;
     // A queue that does not exist is 404 before any stream starts.
     st.queues.handle(&st.dispenser, &name).await?;
     let address = client.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |Extension(c)| c.0);
@@ -93,39 +123,54 @@ pub(crate) async fn ticket_events(
     let state = (rx, (stop, revoked), place, (String::new(), false));
     let stream = futures::stream::unfold(
         state,
-        move |(mut rx, (mut stop, mut revoked), place, (mut sent, over))| async move {
-            if over {
-                return None;
-            }
-            loop {
-                let changed = tokio::select! {
-                    changed = rx.changed() => changed.is_ok(),
-                    _ = stop.wait_for(|s| *s) => false,
-                    _ = revoked.wait_for(|r| *r) => false,
-                    () = tokio::time::sleep_until(deadline) => false,
-                };
-                if !changed {
+        move |(mut rx, (mut stop, mut revoked), place, (mut sent, over))| {
+            let incarnation = incarnation.clone();
+            async move {
+                if over {
                     return None;
                 }
-                let shown = rx.borrow_and_update().clone();
-                let Some(snapshot) = shown else { continue };
-                let (text, over) = match &snapshot.status {
-                    Some(status) => {
-                        let (view, state) = view_json(status, &snapshot.serving, serial);
-                        (view.to_string(), past(state))
+                loop {
+                    let changed = tokio::select! {
+                        changed = rx.changed() => changed.is_ok(),
+                        _ = stop.wait_for(|s| *s) => false,
+                        _ = revoked.wait_for(|r| *r) => false,
+                        () = tokio::time::sleep_until(deadline) => false,
+                    };
+                    if !changed {
+                        return None;
                     }
-                    // `{"error": …}`, as the board is sent.
-                    None => (snapshot.text.clone(), false),
-                };
-                if text == sent {
-                    continue;
+                    let shown = rx.borrow_and_update().clone();
+                    let Some(snapshot) = shown else { continue };
+                    let (text, over) = match &snapshot.status {
+                        Some(status)
+                            if incarnation
+                                .as_ref()
+                                .is_some_and(|i| *i != status.incarnation.to_hex()) =>
+                        {
+                            // Another incarnation: the page learns its ticket is gone.
+                            let (view, _) = view_json(status, &snapshot.serving, serial);
+                            (view.to_string(), true)
+                        }
+                        Some(status) => {
+                            let (view, state) = view_json(status, &snapshot.serving, serial);
+                            if state == TicketState::NotTaken {
+                                continue;
+                            }
+                            (view.to_string(), past(state))
+                        }
+                        // `{"error": …}`, as the board is sent.
+                        None => (snapshot.text.clone(), false),
+                    };
+                    if text == sent {
+                        continue;
+                    }
+                    let event = Event::default().event("ticket").data(&text);
+                    sent = text;
+                    return Some((
+                        Ok::<_, Infallible>(event),
+                        (rx, (stop, revoked), place, (sent, over)),
+                    ));
                 }
-                let event = Event::default().event("ticket").data(&text);
-                sent = text;
-                return Some((
-                    Ok::<_, Infallible>(event),
-                    (rx, (stop, revoked), place, (sent, over)),
-                ));
             }
         },
     );

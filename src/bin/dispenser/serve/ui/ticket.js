@@ -147,6 +147,13 @@
       save();
       message("");
       showMine();
+      // Shown from the take's answer until the first view comes.
+      show({
+        state: "waiting",
+        position: t.position,
+        estimated_wait_seconds: t.estimated_wait_seconds,
+        now_serving_label: null,
+      });
       follow();
     } catch (e) {
       if (!unknownOutcome(e)) {
@@ -184,13 +191,15 @@
     if (t.incarnation && v.incarnation !== t.incarnation) {
       return over("This queue was started again: your ticket no longer exists.", "Ticket gone");
     }
-    if (!t.incarnation) {
+    if (!t.incarnation && v.incarnation) {
       t.incarnation = v.incarnation;
       save();
     }
-    $("serving").textContent = v.now_serving_label
-      ? "Now serving " + v.now_serving_label + "."
-      : "Nobody has been called yet.";
+    if (v.incarnation) {
+      $("serving").textContent = v.now_serving_label
+        ? "Now serving " + v.now_serving_label + "."
+        : "Nobody has been called yet.";
+    }
     const mine = $("mine");
     mine.classList.toggle("called", v.state === "called");
     const estimate = $("estimate");
@@ -269,10 +278,14 @@
     mine.classList.add("fresh");
   }
 
+  /** The ticket's view (or its stream, `events`: told the queue's incarnation once known). */
   function ticketPath(serial, events) {
-    return events
-      ? "/ui/queues/" + encodeURIComponent(name) + "/tickets/" + serial + "/events"
-      : Dispenser.queuePath(name, "/tickets/" + serial);
+    if (!events) return Dispenser.queuePath(name, "/tickets/" + serial);
+    const known = saved.ticket && saved.ticket.incarnation;
+    return (
+      "/ui/queues/" + encodeURIComponent(name) + "/tickets/" + serial + "/events" +
+      (known ? "?incarnation=" + encodeURIComponent(known) : "")
+    );
   }
 
   /** Looks at the ticket every few seconds for a while; true once it is past. */
