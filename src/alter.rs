@@ -13,8 +13,8 @@ use crate::dispenser::{Dispenser, Sequence};
 use crate::document::{SequenceState, Stored};
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::history::Subject;
 use crate::history::record::sequence_state;
+use crate::history::subject::Target;
 use crate::spec::{Spec, validate_name};
 use crate::store::ShapeChange;
 use crate::strategy::{Decision, Drawer};
@@ -283,8 +283,7 @@ impl Dispenser {
         check(&before, &change)?;
         self.recorder()
             .run(
-                Subject::Sequence,
-                name,
+                &Target::sequence(name),
                 "alter",
                 params(&change),
                 Some(sequence_state(&before)),
@@ -296,7 +295,7 @@ impl Dispenser {
 
     /// [`Sequence::alter`](crate::Sequence::alter) without its history.
     async fn alter_now(&self, drawer: &Drawer, name: &str, change: Alter) -> Result<SequenceState> {
-        drawer
+        let (_, written) = drawer
             .update(true, None, |stored, _| {
                 let (value, spec) = plan(name, stored, &change)?;
                 Ok(Decision::Write {
@@ -311,7 +310,11 @@ impl Dispenser {
                 })
             })
             .await?;
-        self.peek(name).await
+        let read = self.peek(name).await;
+        match written {
+            Some(_) => read.map_err(|e| e.after_write(&format!("sequence {name:?} altered"))),
+            None => read,
+        }
     }
 }
 

@@ -10,10 +10,11 @@ use mongodb::options::ClientOptions;
 use crate::arith::{self, Run};
 use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
+use crate::error::ErrorKind;
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::history::Subject;
 use crate::history::record::{Recorder, sequence_state};
+use crate::history::subject::Target;
 use crate::options::Options;
 use crate::redact;
 use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
@@ -176,8 +177,7 @@ impl Dispenser {
         let sequence = self
             .recorder()
             .run(
-                Subject::Sequence,
-                name,
+                &Target::sequence(name),
                 "create",
                 spec_params(&spec),
                 None,
@@ -230,28 +230,48 @@ impl Dispenser {
         validate_plain_name(name)?;
         spec.validate(name)?;
         self.refuse_if_striped(name).await?;
+        self.ensure_recorded(name, spec, true, false).await
+    }
+
+    /// Opens the sequence or scope `name` (already validated) when it exists, comparing its
+    /// shape with `spec` (and its start, when `check_start`), or with `new_only` refuses it:
+    /// nothing written either way. Else creates it with `spec`, recorded: the intent before
+    /// the insert, the outcome after (`refused` when another client created it between the
+    /// look and the insert; the sequence it made is opened all the same unless `new_only`).
+    pub(crate) async fn ensure_recorded(
+        &self,
+        name: &str,
+        spec: Spec,
+        check_start: bool,
+        new_only: bool,
+    ) -> Result<Sequence> {
+        let exists = || Error::SequenceExists {
+            name: name.to_owned(),
+        };
         // Opening an existing sequence changes nothing: only a creation is recorded.
         if let Some(stored) = self.store.load(name).await? {
-            return self.open_as(name, &spec, None, true, stored);
+            if new_only {
+                return Err(exists());
+            }
+            return self.open_as(name, &spec, None, check_start, stored);
         }
         let recorder = self.recorder();
         let entry = recorder
-            .begin(Subject::Sequence, name, "create", spec_params(&spec), None)
+            .begin(&Target::sequence(name), "create", spec_params(&spec), None)
             .await?;
-        let made = self.insert_or_load(name, spec, None, true).await;
+        let made = self.insert_or_load(name, spec, None, check_start).await;
         let (recorded, after) = match &made {
             Ok((_, true)) => (Ok(()), Some(sequence_state(&fresh_state(name, &spec)))),
             // Another client created it between the look and the insert.
-            Ok((_, false)) => (
-                Err(Error::SequenceExists {
-                    name: name.to_owned(),
-                }),
-                None,
-            ),
+            Ok((_, false)) => (Err(exists()), None),
             Err(e) => (Err(e.clone()), None),
         };
         entry.end(&recorded, after).await;
-        made.map(|(sequence, _)| sequence)
+        match made? {
+            (sequence, true) => Ok(sequence),
+            (sequence, false) if !new_only => Ok(sequence),
+            (_, false) => Err(exists()),
+        }
     }
 
     /// A plain sequence and a striped one must not share a name (`ids` and `ids~0 …`): both
@@ -504,15 +524,25 @@ impl Dispenser {
     /// [`Sequence::reset`] by name.
     pub(crate) async fn reset(&self, name: &str, reset: Reset) -> Result<SequenceState> {
         let Reset { next, force } = reset;
-        // A reset the state refuses is refused before anything is written, history included.
         let before = self.peek(name).await?;
-        reset_decision(name, next, force)(&before.stored())?;
+        let params = bson::doc! { "next": next, "force": force };
+        // Bad input is refused before anything is written; a refusal of the state (a reset
+        // backwards without force) is recorded, intent and outcome `refused`.
+        if let Err(e) = reset_decision(name, next, force)(&before.stored()) {
+            if e.kind() != ErrorKind::Conflict {
+                return Err(e);
+            }
+            let state = Some(sequence_state(&before));
+            let recorder = self.recorder();
+            return Err(recorder
+                .refused(&Target::sequence(name), "reset", params, state, e)
+                .await);
+        }
         self.recorder()
             .run(
-                Subject::Sequence,
-                name,
+                &Target::sequence(name),
                 "reset",
-                bson::doc! { "next": next, "force": force },
+                params,
                 Some(sequence_state(&before)),
                 self.set_value(name, reset_decision(name, next, force)),
                 |s| Some(sequence_state(s)),
@@ -551,8 +581,7 @@ impl Dispenser {
         };
         self.recorder()
             .run(
-                Subject::Sequence,
-                name,
+                &Target::sequence(name),
                 "delete",
                 bson::Document::new(),
                 before,
@@ -589,6 +618,30 @@ impl Dispenser {
         self.store.ping().await
     }
 
+    /// Waits for the writes that dropped handles left running in the background — a handle
+    /// that goes away adds the numbers it issued to its sequence's usage counters in a write
+    /// of its own — at most the operation timeout; those still running then are abandoned
+    /// (a usage count is lost, never a number). Call it before the runtime shuts down: a
+    /// runtime that shuts down under such a write can make the driver panic in its task.
+    /// It waits for the writes of every dispenser of the process, not only this one's.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropped, the writes it waited for go on running in the background.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let n = d.open("orders").await?.next().await?;
+    /// println!("{n}");
+    /// d.flush().await; // the handle is gone: let its count land before the program ends
+    /// # Ok(()) }
+    /// ```
+    pub async fn flush(&self) {
+        crate::strategy::wait_left_running(self.store.timeout()).await;
+    }
+
     /// The store (for the scope and block layers).
     pub(crate) fn store(&self) -> &Store {
         &self.store
@@ -603,8 +656,7 @@ impl Dispenser {
         }
         self.recorder()
             .run(
-                Subject::Sequence,
-                name,
+                &Target::sequence(name),
                 "advance-to",
                 bson::doc! { "to": n },
                 Some(sequence_state(&before)),
@@ -626,7 +678,7 @@ impl Dispenser {
         validate_name(name)?;
         // `open` has just read the state: the loop starts from it (no second read).
         let handle = self.open(name).await?;
-        handle
+        let (_, written) = handle
             .drawer()
             .update(true, None, |stored, _| {
                 Ok(match decide(stored)? {
@@ -641,7 +693,11 @@ impl Dispenser {
                 })
             })
             .await?;
-        self.peek(name).await
+        let read = self.peek(name).await;
+        match written {
+            Some(_) => read.map_err(|e| e.after_write(&format!("sequence {name:?} changed"))),
+            None => read,
+        }
     }
 
     /// [`Sequence::set_format`] by name.
@@ -653,8 +709,7 @@ impl Dispenser {
         let recorder = self.recorder();
         let entry = recorder
             .begin(
-                Subject::Sequence,
-                name,
+                &Target::sequence(name),
                 "set-format",
                 bson::doc! { "format": shown },
                 Some(sequence_state(&before)),
@@ -856,6 +911,7 @@ pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<Clien
         .map_err(|_| Error::Timeout {
             context: format!("resolving MongoDB URI {shown}"),
             after: timeout,
+            written: crate::Written::Nothing,
         })?;
     let mut opts = parsed.map_err(|e| match e.kind.as_ref() {
         mongodb::error::ErrorKind::DnsResolve { .. } => {

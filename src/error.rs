@@ -154,7 +154,7 @@ pub enum Error {
     /// leaves behind depends on the operation, and `context` says it: a read lost nothing;
     /// a write's outcome is unknown — numbers a draw may have reserved are a gap, never
     /// issued, and a gap-free sequence leaves no gap (its number is used only once a
-    /// document carries it).
+    /// document carries it). `written` says which ([`Error::written`]).
     ///
     /// [`Options::operation_timeout`]: crate::Options::operation_timeout
     #[error("timed out after {after:?} while {context}")]
@@ -163,6 +163,9 @@ pub enum Error {
         context: String,
         /// The configured timeout.
         after: Duration,
+        /// [`Written::Unknown`] when the operation was a write that may have been applied,
+        /// else [`Written::Nothing`].
+        written: Written,
     },
 
     /// The block client was closed (see [`BlockSequence::close`]); it issues nothing more.
@@ -175,11 +178,13 @@ pub enum Error {
     },
 
     /// The business write of a gap-free number failed, returned an error or panicked (see
-    /// [`Gapless::issue`](crate::gapless::Gapless::issue)). The number was released: the next
-    /// caller gets it, so the failure leaves no gap.
-    #[error(
-        "the business write numbered {number} of gap-free sequence {name:?} failed: {reason}; the number was released and goes to the next caller"
-    )]
+    /// [`Gapless::issue`](crate::gapless::Gapless::issue)). With `written`
+    /// [`Written::Nothing`] the number was released: the next caller gets it, so the failure
+    /// leaves no gap. With [`Written::Unknown`] the write failed in a way that may have
+    /// applied it (its reply was lost, its connection cut, it timed out): if it was applied
+    /// the number is used (the next caller moves past it), else the next caller gets it —
+    /// look for the document before writing it again.
+    #[error("{}", business_write_message(.name, *.number, .reason, *.written))]
     BusinessWrite {
         /// The gap-free sequence's name.
         name: String,
@@ -190,6 +195,9 @@ pub enum Error {
         /// The closure's error, if it returned one (`None` when it panicked).
         #[source]
         source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+        /// [`Written::Unknown`] when the write may have been applied, [`Written::Nothing`]
+        /// when it certainly was not (the number was released).
+        written: Written,
     },
 
     /// [`Queue::take`](crate::queue::Queue::take) found the queue full: as many tickets wait
@@ -337,11 +345,17 @@ pub enum Error {
     /// driver's error itself is the [`source`](std::error::Error::source).
     #[error("database error while {context}: {}", describe_driver_error(.source))]
     Database {
-        /// What the library was doing.
+        /// What the library was doing (for a write whose outcome is unknown, also what that
+        /// leaves behind).
         context: String,
         /// The driver's error.
         #[source]
         source: mongodb::error::Error,
+        /// [`Written::Unknown`] when the operation was a write the failure may have let
+        /// through (a connection cut or a reply lost after it was sent, a write concern not
+        /// met), else [`Written::Nothing`] (a read; the server was not reached; it refused
+        /// the write).
+        written: Written,
     },
 }
 
@@ -401,6 +415,94 @@ fn in_use(waiting: u64, shown: u64) -> String {
     }
 }
 
+/// What a failed call leaves written ([`Error::written`]): the three outcomes of a call that
+/// writes, which the command line's exit codes and the service's `outcome` field say too (the
+/// guide's [guarantees](crate::guide::guarantees#when-the-outcome-is-unknown)).
+///
+/// `#[non_exhaustive]`: keep a `_` arm.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(seq: dispenser::Sequence) -> dispenser::Result<()> {
+/// use dispenser::Written;
+/// match seq.next().await {
+///     Ok(n) => println!("{n}"),
+///     // A draw whose reply was lost: its numbers, if it reserved any, are a gap.
+///     Err(e) if e.written() == Written::Unknown => eprintln!("{e}; drawing again is safe"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Written {
+    /// Nothing was written: the call was refused, a read failed, the server could not be
+    /// reached, or it refused the write. Making the call again is safe.
+    Nothing,
+    /// The write was made; what failed came after it: reading back the answer (an admin
+    /// operation's state after its change), or, on the command line, printing it.
+    Done,
+    /// A write was sent and its reply never came (lost, its connection cut, a timeout): it
+    /// may or may not have been applied. Find out before making it again where that matters
+    /// (a gap-free business write, a queue take without a request id).
+    Unknown,
+}
+
+impl Written {
+    /// The outcome as the service's error answers name it: `nothing_written`, `written`,
+    /// `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Written::Nothing => "nothing_written",
+            Written::Done => "written",
+            Written::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// [`Error::BusinessWrite`]'s message: a definite failure (the number released), or one whose
+/// write may have been applied.
+fn business_write_message(name: &str, number: i64, reason: &str, written: Written) -> String {
+    match written {
+        Written::Unknown => format!(
+            "the outcome of the business write numbered {number} of gap-free sequence {name:?} is unknown ({reason}): it may have been applied; if it was, {number} is used and the next caller moves past it, else {number} goes to the next caller; look for the document numbered {number} (`dispenser audit` lists the numbers used) before writing it again"
+        ),
+        _ => format!(
+            "the business write numbered {number} of gap-free sequence {name:?} failed: {reason}; the number was released and goes to the next caller"
+        ),
+    }
+}
+
+/// Whether a write that failed with `e` may still have been applied: the driver sent it, or
+/// may have, and no answer says it was refused (a connection cut or reset, a reply that did
+/// not decode, a write concern not met). Not when the server was never reached (server
+/// selection, DNS, authentication, a paused pool) or answered that it refused the write.
+pub(crate) fn may_have_landed(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    !matches!(
+        e.kind.as_ref(),
+        ErrorKind::InvalidArgument { .. }
+            | ErrorKind::Authentication { .. }
+            | ErrorKind::BsonSerialization(_)
+            | ErrorKind::Command(_)
+            | ErrorKind::DnsResolve { .. }
+            | ErrorKind::ConnectionPoolCleared { .. }
+            | ErrorKind::ServerSelection { .. }
+            | ErrorKind::SessionsNotSupported
+            | ErrorKind::InvalidTlsConfig { .. }
+            | ErrorKind::Write(WriteFailure::WriteError(_))
+            | ErrorKind::IncompatibleServer { .. }
+            | ErrorKind::Shutdown
+    )
+}
+
 /// Why a take was refused, in words: what was asked, what waits, what is shown.
 fn full_reason(requested: u64, waiting: u64, shown: Option<i64>, capacity: u64) -> String {
     let asked = if requested > 1 {
@@ -432,6 +534,32 @@ impl Error {
     /// [`Options::operation_timeout`](crate::Options::operation_timeout).
     pub fn is_timeout(&self) -> bool {
         matches!(self, Error::Timeout { .. })
+    }
+
+    /// What the failed call leaves written: [`Written::Unknown`] for a write whose reply
+    /// never came ([`Error::Database`] or [`Error::Timeout`] of a write, an
+    /// [`Error::BusinessWrite`] that may have been applied); [`Written::Done`] when the call's
+    /// write was made and reading its answer back failed; else [`Written::Nothing`] — every
+    /// refusal, every failed read, every failure before a write was sent.
+    ///
+    /// Writes the library makes only to keep its own books (a gap-free lease, a handle's
+    /// usage count, the history's record before an admin operation) are not the call's
+    /// write: when only one of them may have been applied, nothing was written.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::{Error, Written};
+    /// let refused = Error::NoSuchSequence { name: "orders".into() };
+    /// assert_eq!(refused.written(), Written::Nothing);
+    /// ```
+    pub fn written(&self) -> Written {
+        match self {
+            Error::Database { written, .. }
+            | Error::Timeout { written, .. }
+            | Error::BusinessWrite { written, .. } => *written,
+            _ => Written::Nothing,
+        }
     }
 
     /// True where the same call may succeed if made again: [`Error::Database`],
@@ -506,11 +634,18 @@ impl Error {
 
     /// The exit code of the command line for this error (the table in the guide's
     /// [command-line chapter](crate::guide::cli#exit-codes)): 2 invalid input, 3 not found, 4
-    /// exhausted, 5 database, timeout or closed, 6 conflict (exists, another spec, backwards,
-    /// contention, a remap, a queue in use, a live gap-free lease), 7 corrupt document, 9
-    /// queue full, 10 nobody waiting or nothing to recall, 11 ticket not waiting, 12 a
-    /// gap-free business write failed.
+    /// exhausted, 5 database, timeout or closed with nothing written, 6 conflict (exists,
+    /// another spec, backwards, contention, a remap, a queue in use, a live gap-free lease), 7
+    /// corrupt document, 9 queue full, 10 nobody waiting or nothing to recall, 11 ticket not
+    /// waiting, 12 a gap-free business write failed, 13 the outcome is unknown (a write whose
+    /// reply never came, see [`Error::written`]), 14 written but its answer could not be read
+    /// back.
     pub fn exit_code(&self) -> u8 {
+        match self.written() {
+            Written::Unknown => return 13,
+            Written::Done => return 14,
+            Written::Nothing => {}
+        }
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
@@ -598,10 +733,77 @@ impl Error {
         Error::invalid_argument(NOT_THE_NEXT, reason)
     }
 
+    /// This error, met after a write was made (reading its answer back): for
+    /// [`Error::Database`] and [`Error::Timeout`], [`Written::Done`] and a context that says
+    /// `done` is written and only the answer is missing; any other error as it is. For a
+    /// caller that writes, then reads what to answer: the library's own admin operations do
+    /// it for the state they return.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Spec;
+    /// d.create("orders", Spec::default()).await?;
+    /// let state = d
+    ///     .peek("orders")
+    ///     .await
+    ///     .map_err(|e| e.after_write("sequence \"orders\" created"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn after_write(self, done: &str) -> Self {
+        let read = format!(" ({})", Aftermath::Read.says());
+        let context = |c: String| {
+            format!(
+                "{}, after {done} (that is written; only its answer is missing)",
+                c.strip_suffix(read.as_str()).unwrap_or(&c)
+            )
+        };
+        match self {
+            Error::Database {
+                context: c, source, ..
+            } => Error::Database {
+                context: context(c),
+                source,
+                written: Written::Done,
+            },
+            Error::Timeout {
+                context: c, after, ..
+            } => Error::Timeout {
+                context: context(c),
+                after,
+                written: Written::Done,
+            },
+            other => other,
+        }
+    }
+
+    /// [`Error::Database`] of a read (or of a write the library makes only for its own books):
+    /// nothing was written.
     pub(crate) fn database(context: impl Into<String>, source: mongodb::error::Error) -> Self {
         Error::Database {
             context: context.into(),
             source,
+            written: Written::Nothing,
+        }
+    }
+
+    /// [`Error::Database`] of the operation `context`, whose driver error `source` leaves
+    /// what `left` says when the operation is a write that may have been applied (then the
+    /// context says it too), else nothing written.
+    pub(crate) fn database_as(
+        context: impl Into<String>,
+        source: mongodb::error::Error,
+        left: Aftermath,
+    ) -> Self {
+        if left.written() == Written::Unknown && may_have_landed(&source) {
+            Error::Database {
+                context: format!("{} ({})", context.into(), left.says()),
+                source,
+                written: Written::Unknown,
+            }
+        } else {
+            Error::database(context, source)
         }
     }
 
@@ -618,6 +820,7 @@ impl Error {
         Error::Timeout {
             context: format!("{} ({})", context.into(), left.says()),
             after,
+            written: left.written(),
         }
     }
 
@@ -654,9 +857,29 @@ pub(crate) enum Aftermath {
     Queue,
     /// The history's record written before an admin operation: the operation was not made.
     Intent,
+    /// A gap-free lease (taken, confirmed, released): no number was used or voided by it.
+    Lease,
+    /// An admin write (create, delete, a format): it may or may not have been made.
+    Admin,
+    /// Setting up before the call's write (a unique index found or created): nothing the
+    /// call is for was written.
+    Setup,
 }
 
 impl Aftermath {
+    /// Whether an operation of this kind that failed without an answer may have written
+    /// what the call is for.
+    pub(crate) fn written(self) -> Written {
+        match self {
+            Aftermath::Read | Aftermath::Intent | Aftermath::Lease | Aftermath::Setup => {
+                Written::Nothing
+            }
+            Aftermath::Draw | Aftermath::GapFree | Aftermath::Queue | Aftermath::Admin => {
+                Written::Unknown
+            }
+        }
+    }
+
     fn says(self) -> &'static str {
         match self {
             Aftermath::Read => "a read: nothing was written and nothing is lost; try again",
@@ -672,6 +895,13 @@ impl Aftermath {
             Aftermath::Intent => {
                 "the record of the history written before the change: the change was not made (the history may show the operation pending); try again"
             }
+            Aftermath::Lease => {
+                "a lease of a gap-free sequence: no number was used or voided; a lease it may have taken runs out by itself and its number goes to the next caller"
+            }
+            Aftermath::Admin => {
+                "the outcome is unknown: the change may or may not have been made; `peek` and the history show which"
+            }
+            Aftermath::Setup => "setting up: nothing was written yet; try again",
         }
     }
 }
@@ -822,7 +1052,7 @@ mod tests {
     /// and status in the guide's tables.
     fn every_variant() -> Vec<Error> {
         let n = || "n".to_owned();
-        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let io = || std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
         let all = vec![
             Error::NoSuchSequence { name: n() },
             Error::SequenceExists { name: n() },
@@ -863,16 +1093,22 @@ mod tests {
                 elapsed: Duration::ZERO,
             },
             Error::corrupt("n", "value", "is missing"),
-            Error::Timeout {
-                context: n(),
-                after: Duration::ZERO,
-            },
+            Error::timeout(n(), Duration::ZERO, Aftermath::Read),
+            Error::timeout(n(), Duration::ZERO, Aftermath::Draw),
             Error::Closed { name: n() },
             Error::BusinessWrite {
                 name: n(),
                 number: 1,
                 reason: n(),
                 source: None,
+                written: Written::Nothing,
+            },
+            Error::BusinessWrite {
+                name: n(),
+                number: 1,
+                reason: n(),
+                source: None,
+                written: Written::Unknown,
             },
             Error::QueueFull {
                 name: n(),
@@ -918,7 +1154,13 @@ mod tests {
                 max: 9,
                 differs: None,
             },
-            Error::database("reading", mongodb::error::Error::from(io)),
+            Error::database("reading", mongodb::error::Error::from(io())),
+            Error::database_as(
+                "writing",
+                mongodb::error::Error::from(io()),
+                Aftermath::Draw,
+            ),
+            Error::timeout("reading", Duration::ZERO, Aftermath::Read).after_write("a reset"),
         ];
         let mut seen = std::collections::BTreeSet::new();
         for e in &all {
@@ -974,7 +1216,19 @@ mod tests {
                         && l.contains(&format!("`{code}`"))),
                 "{e:?}: status {status} with kind `{code}` is not in the service chapter's table"
             );
-            // The groups agree with the mappings.
+            // The groups agree with the mappings; an unknown outcome, and a write whose answer
+            // is missing, have exit codes of their own.
+            match e.written() {
+                Written::Unknown => {
+                    assert_eq!(e.exit_code(), 13, "{e:?}");
+                    continue;
+                }
+                Written::Done => {
+                    assert_eq!(e.exit_code(), 14, "{e:?}");
+                    continue;
+                }
+                Written::Nothing => {}
+            }
             match e.kind() {
                 ErrorKind::InvalidInput => assert_eq!((e.exit_code(), status), (2, 422)),
                 ErrorKind::NotFound => assert_eq!((e.exit_code(), status), (3, 404)),
@@ -1026,6 +1280,54 @@ mod tests {
         assert_eq!(
             describe_selection(unsuitable),
             "server selection timed out: no suitable server (a:1: a RsSecondary server)"
+        );
+    }
+
+    /// A write's driver error is of unknown outcome when the write may have gone through
+    /// (a connection cut, a write concern not met), nothing written when the server was not
+    /// reached or refused it; a read's never unknown; a read-back after a write is written.
+    #[test]
+    fn a_lost_reply_of_a_write_is_unknown_and_a_refusal_or_a_read_is_nothing() {
+        let io = |k| mongodb::error::Error::from(std::io::Error::new(k, "x"));
+        let reset = || io(std::io::ErrorKind::ConnectionReset);
+        let w = |e, left| Error::database_as("writing", e, left).written();
+        assert_eq!(w(reset(), Aftermath::Draw), Written::Unknown);
+        assert_eq!(w(reset(), Aftermath::Queue), Written::Unknown);
+        assert_eq!(w(reset(), Aftermath::Read), Written::Nothing);
+        assert_eq!(w(reset(), Aftermath::Lease), Written::Nothing);
+        let custom = mongodb::error::Error::custom("x");
+        assert!(
+            may_have_landed(&custom),
+            "an error of unknown kind may have landed"
+        );
+        let unknown = Error::database_as("writing sequence \"s\"", reset(), Aftermath::Draw);
+        assert!(
+            unknown.to_string().contains("the outcome is unknown"),
+            "{unknown}"
+        );
+        assert_eq!(unknown.exit_code(), 13);
+        assert_eq!(
+            Error::timeout("x", Duration::ZERO, Aftermath::Admin).written(),
+            Written::Unknown
+        );
+        assert_eq!(
+            Error::timeout("x", Duration::ZERO, Aftermath::Intent).written(),
+            Written::Nothing
+        );
+        let back = Error::timeout("reading sequence \"s\"", Duration::ZERO, Aftermath::Read)
+            .after_write("sequence \"s\" reset");
+        assert_eq!((back.written(), back.exit_code()), (Written::Done, 14));
+        let said = back.to_string();
+        assert!(
+            said.contains("after sequence \"s\" reset") && !said.contains("nothing was written"),
+            "{said}"
+        );
+        // Refusals stay refusals.
+        let gone = Error::NoSuchSequence { name: "s".into() }.after_write("x");
+        assert_eq!(gone.written(), Written::Nothing);
+        assert_eq!(
+            [Written::Nothing, Written::Done, Written::Unknown].map(Written::as_str),
+            ["nothing_written", "written", "unknown"]
         );
     }
 

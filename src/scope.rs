@@ -17,7 +17,8 @@ use jiff::tz::TimeZone;
 use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 use crate::error::{Error, Result};
-use crate::history::Subject;
+use crate::history::record::{Entry, sequence_state};
+use crate::history::subject::Target;
 use crate::spec::{Spec, validate_name, validate_plain_name};
 use crate::stats::Stats;
 
@@ -78,9 +79,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future part way may leave the scope created or not (a scope's creation is
-    /// not recorded in the history); it issues no number. Call it again: it opens what was
-    /// created.
+    /// Dropping the future part way may leave the scope created or not, and its `create`
+    /// entry in the [history](crate::history) `pending`; it issues no number. Call it again:
+    /// it opens what was created.
     ///
     /// # Example
     ///
@@ -96,7 +97,7 @@ impl Dispenser {
     pub async fn ensure_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
         let (name, spec) = self.scope_spec(template, scope).await?;
         // A scope starts where its template stands when it is first used: compare the shape.
-        self.ensure_as(&name, spec, None, false).await
+        self.ensure_recorded(&name, spec, false, false).await
     }
 
     /// Makes scope `scope` of template `template`, as [`Dispenser::ensure_scope`] does, but
@@ -109,9 +110,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// Dropped part way, the scope may have been made; a second `create_scope` then fails
-    /// with [`Error::SequenceExists`] and [`Dispenser::open_scope`] opens it. It issues no
-    /// number.
+    /// Dropped part way, the scope may have been made (its `create` entry in the
+    /// [history](crate::history) `pending`); a second `create_scope` then fails with
+    /// [`Error::SequenceExists`] and [`Dispenser::open_scope`] opens it. It issues no number.
     ///
     /// # Example
     ///
@@ -122,10 +123,7 @@ impl Dispenser {
     /// ```
     pub async fn create_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
         let (name, spec) = self.scope_spec(template, scope).await?;
-        match self.insert_or_load(&name, spec, None, false).await? {
-            (sequence, true) => Ok(sequence),
-            (_, false) => Err(Error::SequenceExists { name }),
-        }
+        self.ensure_recorded(&name, spec, false, true).await
     }
 
     /// Opens the existing scope `scope` of template `template`, never writing (the same as
@@ -234,8 +232,16 @@ impl Dispenser {
     ) -> Result<u64> {
         let upper = scoped_name(template, before)?;
         let (from, _) = scope_range(template)?;
-        let ids = self.store().ids_in_range(&from, &upper).await?;
-        for id in &ids {
+        // Each scope with its state (none for a document that does not decode).
+        let mut scopes: Vec<(String, Option<SequenceState>)> = Vec::new();
+        for listed in self.store().list_range(&from, &upper).await? {
+            scopes.push(match listed {
+                Ok(s) => (s.name.clone(), Some(s)),
+                Err(Error::CorruptDocument { name, .. }) => (name, None),
+                Err(e) => return Err(e),
+            });
+        }
+        for (id, _) in &scopes {
             let key = &id[from.len()..];
             if is_date_key(key) && key >= today {
                 return Err(Error::invalid_argument(
@@ -248,6 +254,7 @@ impl Dispenser {
                 ));
             }
         }
+        let ids: Vec<String> = scopes.iter().map(|(id, _)| id.clone()).collect();
         let (Some(first), Some(last)) = (ids.first(), ids.last()) else {
             return Ok(0);
         };
@@ -255,17 +262,35 @@ impl Dispenser {
             "before": before, "scopes": i64::try_from(ids.len()).unwrap_or(i64::MAX),
             "first": first, "last": last,
         };
-        self.recorder()
-            .run(
-                Subject::Sequence,
-                template,
-                "delete-scopes",
-                params,
-                None,
-                self.store().delete_ids(&ids),
-                |n| Some(bson::doc! { "deleted": i64::try_from(*n).unwrap_or(i64::MAX) }),
-            )
-            .await
+        // The template's record, and one of each scope deleted (its history ends with it).
+        let recorder = self.recorder();
+        let entry = recorder
+            .begin(&Target::sequence(template), "delete-scopes", params, None)
+            .await?;
+        let each = scopes
+            .iter()
+            .map(|(id, state)| {
+                (
+                    Target::sequence(id),
+                    bson::doc! { "scopes_before": before },
+                    state.as_ref().map(sequence_state),
+                )
+            })
+            .collect();
+        let deleted = match recorder.begin_many("delete", each).await {
+            Ok(entries) => {
+                let deleted = self.store().delete_ids(&ids).await;
+                Entry::end_many(entries, &deleted).await;
+                deleted
+            }
+            Err(e) => Err(e),
+        };
+        let after = deleted
+            .as_ref()
+            .ok()
+            .map(|n| bson::doc! { "deleted": i64::try_from(*n).unwrap_or(i64::MAX) });
+        entry.end(&deleted, after).await;
+        deleted
     }
 
     /// A daily sequence: scope `YYYY-MM-DD` of `template`, the date taken in `time_zone`, so

@@ -254,6 +254,50 @@ pub fn validate_plain_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// What a stored sequence name names, by its separators (the glossary's table of names says
+/// why each is unambiguous):
+///
+/// - a name with `@` whose part before the first `@` is a plain name (a template has no `@`
+///   and no `~`) and whose part after it is not empty: that **scope** of that template — the
+///   key may hold anything, `@` and `~` included (`t@a~1` is scope `a~1` of `t`: a scope is
+///   never striped);
+/// - else a name `BASE~I`, `BASE` a plain name and `I` a stripe number written as the
+///   library writes it (`0`, or digits not starting with `0`): stripe `I` of the striped
+///   sequence `BASE`;
+/// - any other name: itself, a plain sequence (or a name no document of this library has,
+///   such as `a~b`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NameParts<'a> {
+    /// A plain sequence (or a striped one as a whole, or a template).
+    Plain(&'a str),
+    /// Stripe `.1` of the striped sequence `.0`.
+    Stripe(&'a str, u32),
+    /// Scope key `.1` of template `.0`.
+    Scope(&'a str, &'a str),
+}
+
+/// The parts of the stored sequence name `name` (see [`NameParts`]).
+pub(crate) fn name_parts(name: &str) -> NameParts<'_> {
+    if let Some((template, key)) = name.split_once('@') {
+        return if validate_plain_name(template).is_ok() && !key.is_empty() {
+            NameParts::Scope(template, key)
+        } else {
+            NameParts::Plain(name)
+        };
+    }
+    if let Some((base, index)) = name.split_once('~') {
+        let canonical =
+            index == "0" || (!index.starts_with('0') && index.bytes().all(|b| b.is_ascii_digit()));
+        if let Ok(i) = index.parse::<u32>()
+            && canonical
+            && validate_plain_name(base).is_ok()
+        {
+            return NameParts::Stripe(base, i);
+        }
+    }
+    NameParts::Plain(name)
+}
+
 fn invalid(name: &str, reason: String) -> Error {
     let shown: String = name.chars().take(64).collect();
     Error::InvalidName {
@@ -425,6 +469,33 @@ mod tests {
                 .to_string()
                 .contains("202 bytes")
         );
+    }
+
+    #[test]
+    fn a_stored_name_says_what_it_names() {
+        use NameParts::{Plain, Scope, Stripe};
+        for (name, parts) in [
+            ("orders", Plain("orders")),
+            ("ids~0", Stripe("ids", 0)),
+            ("ids~17", Stripe("ids", 17)),
+            ("t@2026-11-22", Scope("t", "2026-11-22")),
+            // The key holds anything after the first `@`: a scope is never striped.
+            ("t@a~1", Scope("t", "a~1")),
+            ("t@ann@example.com", Scope("t", "ann@example.com")),
+            // Names no document of the library has are themselves, never a prefix.
+            ("ids~01", Plain("ids~01")),
+            ("ids~", Plain("ids~")),
+            ("ids~-1", Plain("ids~-1")),
+            ("ids~1~2", Plain("ids~1~2")),
+            ("a~b", Plain("a~b")),
+            ("~1", Plain("~1")),
+            ("@k", Plain("@k")),
+            ("t@", Plain("t@")),
+            ("a~1@k", Plain("a~1@k")),
+            ("ids~99999999999", Plain("ids~99999999999")),
+        ] {
+            assert_eq!(name_parts(name), parts, "{name}");
+        }
     }
 
     #[test]

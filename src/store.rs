@@ -25,8 +25,9 @@ use crate::options::Options;
 use crate::spec::Spec;
 use crate::usage;
 use jiff::Timestamp;
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 /// Duplicate key: someone else inserted that `_id` first.
 const DUPLICATE_KEY: i32 = 11000;
@@ -43,6 +44,9 @@ pub(crate) struct Store {
     pruned_day: Arc<AtomicI64>,
     /// The server's clock, shared by every store of one dispenser (its siblings included).
     clock: Arc<ServerClock>,
+    /// The collections whose indexes this dispenser made sure of (the history's), shared
+    /// like the clock.
+    indexed: Arc<Mutex<HashSet<String>>>,
 }
 
 /// The filter that pins a document to the shape a computation assumed.
@@ -98,6 +102,7 @@ impl Store {
             timeout: options.operation_timeout,
             pruned_day: Arc::new(AtomicI64::new(i64::MIN)),
             clock: Arc::default(),
+            indexed: Arc::default(),
         }
     }
 
@@ -142,7 +147,13 @@ impl Store {
             timeout: self.timeout,
             pruned_day: Arc::new(AtomicI64::new(i64::MIN)),
             clock: self.clock.clone(),
+            indexed: self.indexed.clone(),
         }
+    }
+
+    /// The collections whose indexes this dispenser made sure of (see the field).
+    pub(crate) fn indexed(&self) -> Arc<Mutex<HashSet<String>>> {
+        self.indexed.clone()
     }
 
     /// Runs one write under the timeout, mapping driver errors (a timeout: its outcome is
@@ -172,7 +183,7 @@ impl Store {
     ) -> Result<T> {
         match tokio::time::timeout(self.timeout, op.into_future()).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(Error::database(context(), e)),
+            Ok(Err(e)) => Err(Error::database_as(context(), e, left)),
             Err(_) => Err(Error::timeout(context(), self.timeout, left)),
         }
     }
@@ -191,11 +202,15 @@ impl Store {
         match res {
             Ok(Ok(_)) => Ok(Some(incarnation)),
             Ok(Err(e)) if is_duplicate_key(&e) => Ok(None),
-            Ok(Err(e)) => Err(Error::database(format!("creating sequence {name:?}"), e)),
+            Ok(Err(e)) => Err(Error::database_as(
+                format!("creating sequence {name:?}"),
+                e,
+                Aftermath::Admin,
+            )),
             Err(_) => Err(Error::timeout(
                 format!("creating sequence {name:?}"),
                 self.timeout,
-                Aftermath::Draw,
+                Aftermath::Admin,
             )),
         }
     }
@@ -291,38 +306,14 @@ impl Store {
         Ok(docs.iter().map(document::decode_state).collect())
     }
 
-    /// The names of the documents whose `_id` is a string in `[from, to)`, sorted.
-    pub(crate) async fn ids_in_range(&self, from: &str, to: &str) -> Result<Vec<String>> {
-        let opts = FindOptions::builder()
-            .projection(doc! { field::ID: 1 })
-            .sort(doc! { field::ID: 1 })
-            .build();
-        let docs: Vec<Document> = self
-            .bounded_read(
-                || format!("listing sequences from {from:?} to {to:?}"),
-                async {
-                    self.coll
-                        .find(doc! { field::ID: { "$gte": from, "$lt": to } })
-                        .with_options(opts)
-                        .await?
-                        .try_collect()
-                        .await
-                },
-            )
-            .await?;
-        Ok(docs
-            .iter()
-            .filter_map(|d| d.get_str(field::ID).ok().map(str::to_owned))
-            .collect())
-    }
-
     /// Deletes the documents named `ids` (those that still exist); returns how many.
     pub(crate) async fn delete_ids(&self, ids: &[String]) -> Result<u64> {
         if ids.is_empty() {
             return Ok(0);
         }
         let res = self
-            .bounded(
+            .bounded_as(
+                Aftermath::Admin,
                 || format!("deleting {} sequences", ids.len()),
                 self.coll.delete_many(doc! { field::ID: { "$in": ids } }),
             )
@@ -342,7 +333,8 @@ impl Store {
             None => update.insert("$unset", doc! { field::FORMAT: "" }),
         };
         let res = self
-            .bounded(
+            .bounded_as(
+                Aftermath::Admin,
                 || format!("setting the format of sequence {name:?}"),
                 self.coll.update_one(doc! { field::ID: name }, update),
             )
@@ -546,7 +538,8 @@ impl Store {
     /// Deletes the document. `Ok(false)` when there was none.
     pub(crate) async fn delete(&self, name: &str) -> Result<bool> {
         let res = self
-            .bounded(
+            .bounded_as(
+                Aftermath::Admin,
                 || format!("deleting sequence {name:?}"),
                 self.coll.delete_one(doc! { field::ID: name }),
             )

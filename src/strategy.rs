@@ -126,7 +126,9 @@ pub(crate) struct Drawer {
 }
 
 /// A handle going away adds its pending count in a write of its own, on the runtime it was
-/// dropped in (if any; without one the count is lost: it is statistics, not numbers).
+/// dropped in (if any; without one the count is lost: it is statistics, not numbers). The
+/// write is left running and kept in [`LEFT_RUNNING`], so that a program can wait for it
+/// before its runtime shuts down ([`Dispenser::flush`](crate::Dispenser::flush)).
 impl Drop for Drawer {
     fn drop(&mut self) {
         let Some((incarnation, n)) = self.take_pending() else {
@@ -136,11 +138,39 @@ impl Drop for Drawer {
             return;
         };
         let (store, name) = (self.store.clone(), std::mem::take(&mut self.name));
-        runtime.spawn(async move {
+        let task = runtime.spawn(async move {
             if let Err(e) = store.add_usage(&name, incarnation, n).await {
                 tracing::debug!(sequence = %name, n, error = %e, "could not add a closed handle's issued count");
             }
         });
+        let mut left = LEFT_RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+        left.retain(|t| !t.is_finished());
+        left.push(task);
+    }
+}
+
+/// The usage writes of dropped handles still running, in this process. A runtime that shuts
+/// down while one of them waits for the driver makes the driver panic
+/// (`JoinError::Cancelled` in its join handle): [`wait_left_running`] lets them finish first.
+static LEFT_RUNNING: Mutex<Vec<tokio::task::JoinHandle<()>>> = Mutex::new(Vec::new());
+
+/// Waits for the usage writes dropped handles left running (see [`LEFT_RUNNING`]), at most
+/// `timeout`; those still running then are aborted, and waited for until they are gone (an
+/// aborted task never runs again, so the runtime's shutdown cannot wake it inside the driver).
+pub(crate) async fn wait_left_running(timeout: std::time::Duration) {
+    let mut tasks = std::mem::take(&mut *LEFT_RUNNING.lock().unwrap_or_else(|p| p.into_inner()));
+    if tasks.is_empty() {
+        return;
+    }
+    let all = futures::future::join_all(tasks.iter_mut());
+    if tokio::time::timeout(timeout, all).await.is_ok() {
+        return;
+    }
+    for task in tasks.iter().filter(|t| !t.is_finished()) {
+        task.abort();
+    }
+    for task in tasks.iter_mut().filter(|t| !t.is_finished()) {
+        let _ = task.await;
     }
 }
 

@@ -20,7 +20,7 @@ use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 pub use crate::document::StripeId;
 use crate::error::{Error, Result};
-use crate::history::Subject;
+use crate::history::subject::Target;
 pub use crate::spec::stripe_name;
 use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
 use crate::stats::Stats;
@@ -273,7 +273,7 @@ impl StripedSequence {
                 };
                 dispenser
                 .recorder()
-                .run(Subject::Sequence, name, "create", params, None, make, |p: &Vec<Sequence>| {
+                .run(&Target::sequence(name), "create", params, None, make, |p: &Vec<Sequence>| {
                     Some(bson::doc! { "stripes": i64::try_from(p.len()).unwrap_or(i64::MAX) })
                 })
                 .await?

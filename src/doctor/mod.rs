@@ -255,6 +255,7 @@ async fn bounded<T>(
         Err(_) => Err(Error::Timeout {
             context: context(),
             after,
+            written: crate::Written::Nothing,
         }),
     }
 }

@@ -6,7 +6,7 @@ use mongodb::Collection;
 use mongodb::options::ReadConcern;
 
 use super::path::{at_path, number_in};
-use crate::error::{Error, Result};
+use crate::error::{Aftermath, Error, Result};
 
 /// How many gap ranges and duplicated numbers an [`Audit`] lists (the counts are always
 /// complete).
@@ -86,6 +86,9 @@ pub struct AuditOptions {
     /// `reason` counts as voided (`None`: no document does). Defaults to `voided`, as
     /// [`GaplessOptions`](super::GaplessOptions) writes them.
     pub void_field: Option<String>,
+    /// How long each database operation of the audit (the query, each batch of its
+    /// cursor) may take before the audit fails with [`Error::Timeout`]. Defaults to 10 s.
+    pub timeout: std::time::Duration,
 }
 
 impl Default for AuditOptions {
@@ -93,6 +96,7 @@ impl Default for AuditOptions {
         AuditOptions {
             from: None,
             void_field: Some("voided".to_owned()),
+            timeout: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -102,6 +106,13 @@ impl AuditOptions {
     #[must_use]
     pub fn with_from(mut self, from: i64) -> Self {
         self.from = Some(from);
+        self
+    }
+
+    /// Sets how long each database operation of the audit may take.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = timeout;
         self
     }
 
@@ -246,22 +257,19 @@ pub async fn audit(
         projection.insert(v, 1);
     }
     let context = || format!("auditing {field:?} of collection {collection:?}");
-    let mut cursor = coll
+    // Each operation within the timeout: the query, then each batch.
+    let query = coll
         .find(filter)
         .sort(doc! { field: 1 })
         .projection(projection)
         .read_concern(ReadConcern::majority())
         .allow_disk_use(true)
-        .await
-        .map_err(|e| Error::database(context(), e))?;
+        .into_future();
+    let mut cursor = bounded(options.timeout, &context, query).await?;
     let mut a = Audit::default();
     // The server sorts numbers of different types together, but non-numbers apart; a
     // double with a fraction is counted apart.
-    while let Some(d) = cursor
-        .try_next()
-        .await
-        .map_err(|e| Error::database(context(), e))?
-    {
+    while let Some(d) = bounded_next(options.timeout, &context, &mut cursor).await? {
         match number_in(&d, field) {
             Ok(Some(n)) => {
                 a.add(n, from);
@@ -287,6 +295,27 @@ pub(super) fn is_void(d: &Document, void_field: &str) -> bool {
     at_path(d, void_field)
         .and_then(Bson::as_document)
         .is_some_and(|v| v.get_str("reason").is_ok())
+}
+
+/// `op` within `timeout`, its errors said with `context` (an audit only reads).
+async fn bounded<T>(
+    timeout: std::time::Duration,
+    context: &(dyn Fn() -> String + Sync),
+    op: impl IntoFuture<Output = mongodb::error::Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(timeout, op.into_future()).await {
+        Ok(r) => r.map_err(|e| Error::database(context(), e)),
+        Err(_) => Err(Error::timeout(context(), timeout, Aftermath::Read)),
+    }
+}
+
+/// The cursor's next document within `timeout` (a batch from the server, when it needs one).
+async fn bounded_next(
+    timeout: std::time::Duration,
+    context: &(dyn Fn() -> String + Sync),
+    cursor: &mut mongodb::Cursor<Document>,
+) -> Result<Option<Document>> {
+    bounded(timeout, context, cursor.try_next()).await
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use super::lease::Found;
 use super::{Baton, Gapless, Held, Inner, Issued, Owed};
-use crate::error::{Error, Result};
+use crate::error::{Aftermath, Error, Result, Written};
 use crate::store::is_duplicate_key;
 
 /// How many numbers `n` to `last` are: a run found used and moved past (counted in
@@ -68,6 +68,22 @@ enum Wrote<T> {
 struct Failure {
     reason: String,
     source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    /// Whether the write may have been applied all the same (see [`may_have_landed`]).
+    written: Written,
+}
+
+/// Whether the business write's error `e` leaves its outcome unknown: a driver error that
+/// may have let the write through (a connection cut or a reply lost after it was sent, a
+/// write concern not met), a timeout the closure put on its write (tokio's `Elapsed`), or a
+/// dispenser error of unknown outcome. Any other error, and a panic, is a definite failure.
+fn may_have_landed(e: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    if let Some(driver) = e.downcast_ref::<mongodb::error::Error>() {
+        return crate::error::may_have_landed(driver);
+    }
+    if let Some(ours) = e.downcast_ref::<Error>() {
+        return ours.written() == Written::Unknown;
+    }
+    e.is::<tokio::time::error::Elapsed>()
 }
 
 /// Runs the business write once, catching its panic.
@@ -87,9 +103,15 @@ where
                 Some(d) => crate::error::describe_driver_error(d),
                 None => boxed.to_string(),
             };
+            let written = if !duplicate && may_have_landed(boxed.as_ref()) {
+                Written::Unknown
+            } else {
+                Written::Nothing
+            };
             let f = Failure {
                 reason,
                 source: Some(Arc::from(boxed)),
+                written,
             };
             if duplicate {
                 Wrote::Duplicate(f)
@@ -100,6 +122,7 @@ where
         Err(panic) => Wrote::Failed(Failure {
             reason: panic_message(&panic),
             source: None,
+            written: Written::Nothing,
         }),
     }
 }
@@ -186,7 +209,13 @@ impl Gapless {
     /// once that write succeeded. The number is **used** exactly when `write` succeeds.
     ///
     /// - `write` returns an error or panics: the number is released (the next caller gets
-    ///   it) and the call fails with [`Error::BusinessWrite`] carrying the error.
+    ///   it) and the call fails with [`Error::BusinessWrite`] carrying the error. An error
+    ///   that may have let the write through — a driver error after the write was sent (a
+    ///   connection cut, a lost reply, a write concern not met), or tokio's `Elapsed` from a
+    ///   timeout the closure put on its write — is not a definite failure: the error's
+    ///   [`written`](Error::written) is [`Written::Unknown`], and
+    ///   its message says so (if the write landed, its number is used and the next caller
+    ///   moves past it; else the next caller gets it).
     /// - `write` fails with a duplicate key on the number (a void, or a holder whose lease
     ///   ran out while it stalled, wrote that number first): the call moves past it and
     ///   calls `write` again with the next number. So `write` may run more than once — each
@@ -198,18 +227,20 @@ impl Gapless {
     ///
     /// Make `write` one write of one document, carrying the number in `field` (use
     /// [`set_field`](super::set_field) for a nested field): the unique index must see every
-    /// use of a number. A write that succeeded but whose reply was lost is reported as a
-    /// failure by the driver; its number then turns out used and is moved past by the next
-    /// caller (no gap, no duplicate — but the caller that lost the reply may write again with
-    /// another number, so make a retry of a failed `issue` check for its own document first
-    /// if that matters).
+    /// use of a number. Bound it in time (the lease says how long a holder may take): the
+    /// call waits for it. A write that succeeded but whose reply was lost is reported as a
+    /// failure by the driver, of unknown outcome; its number then turns out used and is moved
+    /// past by the next caller (no gap, no duplicate — but the caller that lost the reply may
+    /// write again with another number, so make a retry of a failed `issue` look for its own
+    /// document first when the outcome is unknown).
     ///
     /// The returned number is confirmed — the sequence moved past it — by this handle's next
     /// call or shortly after in the background; see [`Gapless::flush`].
     ///
     /// # Errors
     ///
-    /// [`Error::BusinessWrite`] (nothing used, the number released), [`Error::Contention`]
+    /// [`Error::BusinessWrite`] (nothing used and the number released, or of unknown
+    /// outcome), [`Error::Contention`]
     /// (waited `wait` for other holders, or spent it moving past numbers found used),
     /// [`Error::Exhausted`] at `i64::MAX`, [`Error::NoSuchSequence`], [`Error::Database`],
     /// [`Error::Timeout`].
@@ -412,7 +443,13 @@ impl Gapless {
                         {
                             let to = last.checked_add(1).ok_or_else(|| inner.exhausted(last))?;
                             if inner
-                                .settle(Some(l.holder), l.number, to, "moving past used numbers")
+                                .settle(
+                                    Some(l.holder),
+                                    l.number,
+                                    to,
+                                    "moving past used numbers",
+                                    Aftermath::Lease,
+                                )
                                 .await?
                             {
                                 inner.counters.retries.fetch_add(1, Relaxed);
@@ -580,6 +617,7 @@ impl Gapless {
             number,
             reason: f.reason,
             source: f.source,
+            written: f.written,
         }
     }
 }

@@ -40,32 +40,24 @@ pub(super) enum Found {
 }
 
 impl Inner {
-    fn db_error(&self, what: &str, e: mongodb::error::Error) -> Error {
-        Error::database(format!("{what} of gap-free sequence {:?}", self.name), e)
-    }
-
-    /// Runs one database operation under the operation timeout, counting it.
+    /// Runs one database operation under the operation timeout, counting it. `left` says
+    /// what it leaves behind when it fails without an answer: [`Aftermath::Read`] for a read,
+    /// [`Aftermath::Lease`] for a lease's write (no number used or voided by it), else what
+    /// the write is for.
     pub(super) async fn bounded<T>(
         &self,
         what: &str,
-        write: bool,
+        left: Aftermath,
         op: impl IntoFuture<Output = mongodb::error::Result<T>>,
     ) -> Result<T> {
         self.counters.round_trips.fetch_add(1, Relaxed);
-        if write {
+        if left != Aftermath::Read {
             self.counters.writes.fetch_add(1, Relaxed);
         }
+        let context = || format!("{what} of gap-free sequence {:?}", self.name);
         match tokio::time::timeout(self.timeout, op.into_future()).await {
-            Ok(r) => r.map_err(|e| self.db_error(what, e)),
-            Err(_) => Err(Error::timeout(
-                format!("{what} of gap-free sequence {:?}", self.name),
-                self.timeout,
-                if write {
-                    Aftermath::GapFree
-                } else {
-                    Aftermath::Read
-                },
-            )),
+            Ok(r) => r.map_err(|e| Error::database_as(context(), e, left)),
+            Err(_) => Err(Error::timeout(context(), self.timeout, left)),
         }
     }
 
@@ -79,7 +71,7 @@ impl Inner {
             cursor.try_next().await
         };
         let d = self
-            .bounded("reading the state", false, read)
+            .bounded("reading the state", Aftermath::Read, read)
             .await?
             .ok_or_else(|| Error::NoSuchSequence {
                 name: self.name.clone(),
@@ -93,7 +85,7 @@ impl Inner {
         let before = self
             .bounded(
                 "taking a lease",
-                true,
+                Aftermath::Lease,
                 self.state
                     .find_one_and_update(
                         state::take_filter(&self.name, polite),
@@ -130,7 +122,7 @@ impl Inner {
         let r = self
             .bounded(
                 "confirming a number and taking the next",
-                true,
+                Aftermath::Lease,
                 self.state.update_one(
                     state::chain_filter(&self.name, holder, next),
                     state::chain_update(to, me, state::lease_ms(self.options.lease)),
@@ -144,17 +136,20 @@ impl Inner {
     }
 
     /// While `holder` (`None`: no one) holds `number`, sets `next` to `to` and frees the
-    /// lease. `false` when that is no longer so.
+    /// lease. `false` when that is no longer so. `left`: [`Aftermath::Lease`] where this is
+    /// the library's own bookkeeping, [`Aftermath::GapFree`] where it is what the call is
+    /// for (a release).
     pub(super) async fn settle(
         &self,
         holder: Option<ObjectId>,
         number: i64,
         to: i64,
         what: &str,
+        left: Aftermath,
     ) -> Result<bool> {
         self.bounded(
             what,
-            true,
+            left,
             self.state.update_one(
                 state::settle_filter(&self.name, holder, number),
                 state::settle_update(to),
@@ -168,7 +163,7 @@ impl Inner {
     pub(super) async fn release_any(&self, holder: ObjectId) -> Result<bool> {
         self.bounded(
             "releasing a lease",
-            true,
+            Aftermath::Lease,
             self.state.update_one(
                 doc! { "_id": &self.name, "lease.holder": holder },
                 doc! { "$set": { "lease.holder": Bson::Null } },
@@ -183,8 +178,14 @@ impl Inner {
         let r = match owed {
             Owed::Release(holder) => self.release_any(holder).await,
             Owed::Settle { holder, number, to } => {
-                self.settle(Some(holder), number, to, "confirming a number")
-                    .await
+                self.settle(
+                    Some(holder),
+                    number,
+                    to,
+                    "confirming a number",
+                    Aftermath::Lease,
+                )
+                .await
             }
         };
         if let Err(e) = r {
@@ -197,7 +198,7 @@ impl Inner {
     pub(super) async fn flag_want(&self, holder: ObjectId) -> Result<()> {
         self.bounded(
             "saying a caller waits",
-            true,
+            Aftermath::Lease,
             self.state
                 .update_one(state::want_filter(&self.name, holder), state::want_update()),
         )
@@ -231,7 +232,7 @@ impl Inner {
                 .await
         };
         let mut last = None;
-        for d in self.bounded(what, false, run).await? {
+        for d in self.bounded(what, Aftermath::Read, run).await? {
             let m = match number_in(&d, field) {
                 Ok(Some(m)) => m,
                 Ok(None) => break,
@@ -242,7 +243,7 @@ impl Inner {
                     let id = d.get("_id").cloned().unwrap_or(Bson::Null);
                     let carries = self.bounded(
                         what,
-                        false,
+                        Aftermath::Read,
                         self.business
                             .find_one(doc! { "_id": id, field: n })
                             .projection(doc! { "_id": 1 })
@@ -268,7 +269,7 @@ impl Inner {
             && let Some(d) = self
                 .bounded(
                     what,
-                    false,
+                    Aftermath::Read,
                     self.business
                         .find_one(doc! { field: n })
                         .projection(doc! { field: 1, "_id": 1 })
@@ -311,7 +312,7 @@ impl Inner {
                 .try_collect::<Vec<_>>()
                 .await
         };
-        self.bounded("reading the voided numbers", false, read)
+        self.bounded("reading the voided numbers", Aftermath::Read, read)
             .await
     }
 }

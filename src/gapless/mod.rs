@@ -61,9 +61,9 @@ use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
 
 use crate::dispenser::Dispenser;
 use crate::error::{Aftermath, Error, Result};
-use crate::history::Subject;
 use crate::history::record::Recorder;
 use crate::history::states::gapless_state;
+use crate::history::subject::Target;
 use crate::spec::validate_name;
 use crate::stats::Stats;
 use crate::store::is_duplicate_key;
@@ -294,7 +294,7 @@ impl Dispenser {
             Err(Error::NoSuchSequence { .. }) => false,
             Err(e) => return Err(e),
         };
-        ensure_unique_index(&g.inner.business, &g.inner.options).await?;
+        g.inner.index_bounded().await?;
         if exists {
             return Ok(g);
         }
@@ -307,12 +307,16 @@ impl Dispenser {
         let entry = g
             .inner
             .history
-            .begin(Subject::Sequence, name, "create", params, None)
+            .begin(&Target::gapless(name), "create", params, None)
             .await?;
         let fresh = state::fresh(name, &g.inner.options);
         let made = match g
             .inner
-            .bounded("creating it", true, g.inner.state.insert_one(fresh))
+            .bounded(
+                "creating it",
+                Aftermath::Admin,
+                g.inner.state.insert_one(fresh),
+            )
             .await
         {
             Ok(_) => Ok(true),
@@ -489,7 +493,7 @@ impl Inner {
     async fn read_raw(&self) -> Result<Document> {
         self.bounded(
             "reading the state",
-            false,
+            Aftermath::Read,
             self.state.find_one(doc! { "_id": &self.name }),
         )
         .await?
@@ -519,9 +523,15 @@ impl Inner {
     }
 
     /// Makes sure the business collection still has the unique index (creating it again
-    /// when it was dropped), bounded by the operation timeout.
+    /// when it was dropped), its look-up and creation together bounded by the operation
+    /// timeout.
     async fn check_index(&self) -> Result<()> {
         self.counters.round_trips.fetch_add(1, Relaxed);
+        self.index_bounded().await
+    }
+
+    /// [`Inner::check_index`], not counted (opening a sequence is not one of its calls).
+    async fn index_bounded(&self) -> Result<()> {
         tokio::time::timeout(
             self.timeout,
             ensure_unique_index(&self.business, &self.options),
@@ -534,7 +544,7 @@ impl Inner {
                     self.name
                 ),
                 self.timeout,
-                Aftermath::GapFree,
+                Aftermath::Setup,
             ))
         })
     }
@@ -562,6 +572,7 @@ impl Inner {
                     p.next,
                     p.last.saturating_add(1),
                     "confirming used numbers",
+                    Aftermath::Lease,
                 )
                 .await
         {
@@ -588,8 +599,7 @@ impl Gapless {
         let entry = inner
             .history
             .begin(
-                Subject::Sequence,
-                &inner.name,
+                &Target::gapless(&inner.name),
                 op,
                 params,
                 Some(gapless_state(before)),
@@ -789,7 +799,7 @@ impl Gapless {
         let r = inner
             .bounded(
                 "setting the longest lease",
-                true,
+                Aftermath::Admin,
                 inner.state.update_one(
                     doc! { "_id": &inner.name },
                     state::max_lease_update(max_lease),

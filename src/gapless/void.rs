@@ -8,7 +8,7 @@ use bson::oid::ObjectId;
 use super::lease::Found;
 use super::path::set_field;
 use super::{Gapless, GaplessStatus};
-use crate::error::{Error, Result};
+use crate::error::{Aftermath, Error, Result};
 use crate::store::{is_duplicate_key, is_validation_failure};
 
 /// What [`Gapless::release`] did.
@@ -287,7 +287,7 @@ impl Gapless {
         match inner
             .bounded(
                 "writing the void document",
-                true,
+                Aftermath::GapFree,
                 inner.business.insert_one(void),
             )
             .await
@@ -311,7 +311,13 @@ impl Gapless {
         // Voided. Move the sequence past it; if a caller took the number meanwhile, its write
         // meets the void document at the index and it moves past the number itself.
         if let Err(e) = inner
-            .settle(holder, number, to, "moving past a voided number")
+            .settle(
+                holder,
+                number,
+                to,
+                "moving past a voided number",
+                Aftermath::Lease,
+            )
             .await
         {
             tracing::warn!(sequence = %inner.name, number, "{e} (the number is voided; the next taker moves past it)");
@@ -335,7 +341,13 @@ impl Gapless {
                 // won: move past it as a taker would. If this fails, the next taker finds the
                 // number used and moves past it itself.
                 if let Err(e) = inner
-                    .settle(holder, number, to, "moving past a used number")
+                    .settle(
+                        holder,
+                        number,
+                        to,
+                        "moving past a used number",
+                        Aftermath::Lease,
+                    )
                     .await
                 {
                     tracing::debug!(sequence = %inner.name, number, error = %e, "could not move past a used number; the next taker will");

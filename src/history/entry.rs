@@ -1,62 +1,12 @@
-//! What the history holds and how it is asked for: the record format (field names), the
-//! entries read back ([`HistoryEntry`]) and the query ([`HistoryQuery`]). No I/O.
+//! What the history holds and how it is asked for: the entries read back ([`HistoryEntry`])
+//! and the query ([`HistoryQuery`]). No I/O.
 
 use bson::oid::ObjectId;
 use bson::{Bson, Document, doc};
 use serde_json::Value;
 
+use super::subject::{self, Subject, field};
 use crate::error::{Error, Result};
-
-/// The fields of a history record (the collection's contract, for readers in any language).
-pub(crate) mod field {
-    pub const ID: &str = "_id";
-    /// `"intent"` (written before the change) or `"outcome"` (after it).
-    pub const PHASE: &str = "phase";
-    /// `"sequence"` or `"queue"`.
-    pub const KIND: &str = "kind";
-    pub const NAME: &str = "name";
-    pub const OP: &str = "op";
-    pub const PARAMS: &str = "params";
-    pub const WHO: &str = "who";
-    /// The server's clock (its `hello` reply's `localTime`).
-    pub const AT: &str = "at";
-    /// Present and `"client"` when the server did not say its time and this process's
-    /// clock was used instead.
-    pub const CLOCK: &str = "clock";
-    pub const BEFORE: &str = "before";
-    pub const AFTER: &str = "after";
-    /// In an outcome: the `_id` of its intent.
-    pub const OF: &str = "of";
-    /// In an outcome: `"done"`, `"refused"` or `"failed"`.
-    pub const OUTCOME: &str = "outcome";
-    /// In an outcome that is not `"done"`: the error, as the library words it.
-    pub const ERROR: &str = "error";
-
-    pub const INTENT: &str = "intent";
-    pub const OUTCOME_PHASE: &str = "outcome";
-}
-
-/// What a history is kept for: a sequence (plain, striped, gap-free) or a queue.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Subject {
-    /// A sequence of the dispenser's collection, its stripes (`name~i`) included, or a
-    /// gap-free sequence.
-    #[default]
-    Sequence,
-    /// A queue (`<collection>_queues`).
-    Queue,
-}
-
-impl Subject {
-    /// As records store it: `"sequence"` or `"queue"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Subject::Sequence => "sequence",
-            Subject::Queue => "queue",
-        }
-    }
-}
 
 /// How an operation ended, as its records say.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,13 +54,22 @@ impl Outcome {
 pub struct HistoryEntry {
     /// The record's id (its intent's `_id`, hexadecimal).
     pub id: String,
-    /// What it is the history of.
+    /// What kind of subject the operation changed.
     pub subject: Subject,
-    /// The sequence, stripe or queue the operation changed.
+    /// The exact name of what the operation changed: the sequence, the stripe's document
+    /// (`ids~3`), the scope (`t@k`), the gap-free sequence or the queue.
     pub name: String,
+    /// For a stripe: its index (the striped sequence is `name` before its last `~`, see
+    /// [`HistoryEntry::striped_sequence`]).
+    pub stripe: Option<u32>,
+    /// For a scope: its template (`name` is `template@key`).
+    pub template: Option<String>,
+    /// For a scope: its key.
+    pub key: Option<String>,
     /// The operation: `create`, `alter`, `set-format`, `advance-to`, `reset`, `delete`,
-    /// `delete-scopes`, `void`, `release`, `max-lease` (gap-free sequences), or for queues
-    /// `create`, `alter`, `cancel`, `delete`.
+    /// `delete-scopes` (a template's; each scope deleted has its own `delete`), for gap-free
+    /// sequences `create`, `void`, `release`, `max-lease`, for queues `create`, `alter`,
+    /// `cancel`, `delete`.
     pub op: String,
     /// Its parameters, as given.
     pub params: Value,
@@ -134,15 +93,23 @@ pub struct HistoryEntry {
 }
 
 impl HistoryEntry {
+    /// For a stripe: the striped sequence it belongs to (`ids` for `ids~3`).
+    pub fn striped_sequence(&self) -> Option<&str> {
+        self.stripe?;
+        self.name.rsplit_once('~').map(|(base, _)| base)
+    }
+
     /// Where a query continues after this entry ([`HistoryQuery::with_after`]): an opaque
     /// string.
     pub fn cursor(&self) -> String {
         format!("{}-{}", self.at.as_millisecond(), self.id)
     }
 
-    /// The entry as JSON: `{id, kind, name, op, params, who, at, clock, before, after,
-    /// outcome, error, ended_at, cursor}` (times in RFC 3339; `clock` is `"server"` or
-    /// `"client"`; `error` is `null` unless the outcome is `refused` or `failed`).
+    /// The entry as JSON: `{id, kind, name, stripe, template, key, op, params, who, at,
+    /// clock, before, after, outcome, error, ended_at, cursor}` (times in RFC 3339; `clock`
+    /// is `"server"` or `"client"`; `stripe` is `null` unless the kind is `stripe`,
+    /// `template` and `key` unless it is `scope`; `error` is `null` unless the outcome is
+    /// `refused` or `failed`).
     ///
     /// # Example
     ///
@@ -159,6 +126,9 @@ impl HistoryEntry {
             "id": self.id,
             "kind": self.subject.as_str(),
             "name": self.name,
+            "stripe": self.stripe,
+            "template": self.template,
+            "key": self.key,
             "op": self.op,
             "params": self.params,
             "who": self.who,
@@ -177,8 +147,9 @@ impl HistoryEntry {
 /// The most entries one query returns.
 pub const MAX_HISTORY_PAGE: usize = 1000;
 
-/// Which entries to read: of a sequence or a queue, from a time on, after a cursor, at most
-/// `limit`, oldest first.
+/// Which entries to read: of a sequence (a plain or striped sequence, a stripe or a scope,
+/// as its name says), a gap-free sequence or a queue, from a time on, after a cursor, at
+/// most `limit`, oldest first.
 ///
 /// # Default
 ///
@@ -194,7 +165,10 @@ pub const MAX_HISTORY_PAGE: usize = 1000;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HistoryQuery {
-    /// A sequence's history or a queue's. Defaults to [`Subject::Sequence`].
+    /// Whose history: [`Subject::Sequence`] (the name says whether a plain or striped
+    /// sequence, a stripe `ids~3` or a scope `t@k`; [`Subject::Stripe`] and
+    /// [`Subject::Scope`] read the same), [`Subject::Gapless`] or [`Subject::Queue`].
+    /// Defaults to [`Subject::Sequence`].
     pub subject: Subject,
     /// Only entries at or after this time (the server's clock). Defaults to none.
     pub since: Option<jiff::Timestamp>,
@@ -230,6 +204,14 @@ impl HistoryQuery {
         }
     }
 
+    /// A gap-free sequence's history.
+    pub fn gapless() -> Self {
+        HistoryQuery {
+            subject: Subject::Gapless,
+            ..HistoryQuery::default()
+        }
+    }
+
     /// Only entries at or after `since`.
     #[must_use]
     pub fn with_since(mut self, since: jiff::Timestamp) -> Self {
@@ -251,8 +233,26 @@ impl HistoryQuery {
         self
     }
 
-    /// The filter of the intents this query reads, for the history of `name`.
-    pub(crate) fn filter(&self, name: &str) -> Result<Document> {
+    /// The filter of the records this query reads for the history of `name` (their intents:
+    /// each entry's outcome is then looked up by its `of`), as the library sends it — for
+    /// a tool that reads the history collection itself with the same filter,
+    /// [`HistoryQuery::sort`] and `limit`. Exact subjects only: see
+    /// [`Dispenser::history`](crate::Dispenser::history).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a limit outside 1 to [`MAX_HISTORY_PAGE`] or a cursor
+    /// that is not one.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::history::HistoryQuery;
+    /// let f = HistoryQuery::queue().filter("lobby")?;
+    /// assert_eq!((f.get_str("name")?, f.get_str("kind")?), ("lobby", "queue"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn filter(&self, name: &str) -> Result<Document> {
         if !(1..=MAX_HISTORY_PAGE).contains(&self.limit) {
             return Err(Error::invalid_argument(
                 "history limit",
@@ -262,36 +262,27 @@ impl HistoryQuery {
                 ),
             ));
         }
-        let mut filter = doc! {
-            field::KIND: self.subject.as_str(),
-            field::PHASE: field::INTENT,
-        };
-        let mut and: Vec<Bson> = Vec::new();
-        match self.subject {
-            // A striped sequence's history holds its stripes' (`name~i`: `~` is 0x7e, so
-            // the names that start with `name~` sort below `name` + 0x7f).
-            Subject::Sequence => and.push(Bson::Document(doc! { "$or": [
-                { field::NAME: name },
-                { field::NAME: { "$gte": format!("{name}~"), "$lt": format!("{name}\u{7f}") } },
-            ] })),
-            Subject::Queue => {
-                filter.insert(field::NAME, name);
-            }
-        }
+        let mut filter = doc! { field::PHASE: field::INTENT };
+        filter.extend(subject::read_filter(self.subject, name));
         if let Some(since) = self.since {
             filter.insert(field::AT, doc! { "$gte": to_bson_time(since) });
         }
         if let Some(cursor) = &self.after {
             let (at, id) = parse_cursor(cursor)?;
-            and.push(Bson::Document(doc! { "$or": [
-                { field::AT: { "$gt": at } },
-                { field::AT: at, field::ID: { "$gt": id } },
-            ] }));
-        }
-        if !and.is_empty() {
-            filter.insert("$and", and);
+            filter.insert(
+                "$and",
+                vec![Bson::Document(doc! { "$or": [
+                    { field::AT: { "$gt": at } },
+                    { field::AT: at, field::ID: { "$gt": id } },
+                ] })],
+            );
         }
         Ok(filter)
+    }
+
+    /// The order of a read: oldest first, `{at: 1, _id: 1}` (see [`HistoryQuery::filter`]).
+    pub fn sort(&self) -> Document {
+        doc! { field::AT: 1, field::ID: 1 }
     }
 }
 
@@ -349,10 +340,13 @@ pub(crate) fn entry(intent: &Document, outcome: Option<&Document>) -> Result<His
     let id = intent
         .get_object_id(field::ID)
         .map_err(|_| corrupt(&name, intent, field::ID, "not an ObjectId"))?;
-    let subject = match intent.get_str(field::KIND) {
-        Ok("queue") => Subject::Queue,
-        Ok("sequence") => Subject::Sequence,
-        _ => return Err(corrupt(&name, intent, field::KIND, "unknown")),
+    let Some(of) = subject::decode(intent) else {
+        return Err(corrupt(
+            &name,
+            intent,
+            field::KIND,
+            "an unknown kind, or a stripe or scope without its fields",
+        ));
     };
     let op = intent
         .get_str(field::OP)
@@ -375,9 +369,14 @@ pub(crate) fn entry(intent: &Document, outcome: Option<&Document>) -> Result<His
             )
         }
     };
+    let (template, key) = of.scope.unzip();
     Ok(HistoryEntry {
         id: id.to_hex(),
-        subject,
+        subject: of.subject,
+        stripe: of.stripe,
+        template,
+        key,
+        name: of.name,
         op,
         params: json_of(intent.get(field::PARAMS)).unwrap_or(Value::Null),
         who: intent.get_str(field::WHO).ok().map(str::to_owned),
@@ -387,7 +386,6 @@ pub(crate) fn entry(intent: &Document, outcome: Option<&Document>) -> Result<His
         after,
         outcome: outcome_state,
         ended_at,
-        name,
     })
 }
 

@@ -15,21 +15,57 @@
 //! What it holds and what it proves:
 //!
 //! - An operation refused by the state it finds (a reset that would go backwards without
-//!   force, a cancel of a ticket that does not wait) is recorded `refused` when the refusal
-//!   came from the operation itself; bad input (a malformed name, an invalid spec or
-//!   argument, a refusal the state read before shows) is refused before anything is written,
+//!   force, a cancel of a ticket that does not wait, a name already taken by a racing
+//!   create) is recorded: its intent, then its outcome `refused` with the error the caller
+//!   got — whether the state read before the operation or its write showed the refusal.
+//!   Bad input (a malformed name, an invalid spec or argument) and a name that is not there
+//!   (a reset of a sequence that does not exist) are refused before anything is written,
 //!   history included.
 //! - A crash (or a lost connection) between the two writes leaves an entry `pending`: its
 //!   change may or may not have been made, and the state — or the next entry's `before` —
 //!   tells which. An operation whose write failed with its outcome unknown is `failed`.
 //! - `before` and `after` are the states read just before and just after the operation:
 //!   draws by other clients may fall between those reads and the change.
+//! - A scope made by its first draw has a `create` record (its template's next number is
+//!   its start); each scope [`Dispenser::delete_scopes_before`] deletes has a `delete`
+//!   record of its own, beside the template's `delete-scopes`.
 //! - Draws, takes and calls are not admin operations and are not recorded.
 //! - The history proves what the library's clients recorded. Anyone with write access to
 //!   the database can still change a sequence without a record, or edit and delete records:
 //!   give the clients only `insert` and `find` on the history collection, and the right to
 //!   change it to no one (see the guide's
 //!   [deploying chapter](crate::guide::deploying#least-privilege-for-the-history)).
+//!
+//! # What a record names, and what a read returns
+//!
+//! Every record names its **kind** and its **exact subject**, and a read returns the records
+//! of exactly the subjects it asks for — by equality, never because a name starts with
+//! another (a token allowed `pub` never reads the history of a gap-free `pub~hidden` or of
+//! scope `pub@a~secret` through it):
+//!
+//! | subject | `kind` | `name` | more fields | read by |
+//! |---|---|---|---|---|
+//! | a sequence (plain, a template, a striped sequence as a whole) | `sequence` | its name | | `history("ids")`, with its stripes |
+//! | stripe *i* of the striped sequence `ids` | `stripe` | `ids` | `stripe`: *i* | `history("ids")` and `history("ids~3")` |
+//! | scope `k` of template `t` | `scope` | `t@k` | `template`, `key` | `history("t@k")` |
+//! | a gap-free sequence | `gapless` | its name | | `history(name, &HistoryQuery::gapless())` |
+//! | a queue | `queue` | its name | | `history(name, &HistoryQuery::queue())` |
+//!
+//! A record is `{_id, phase: "intent", kind, name, …, op, params, who, at, before}` and its
+//! outcome `{_id, phase: "outcome", of: <the intent's _id>, kind, name, …, at, outcome,
+//! error, after}` (`clock: "client"` beside `at` when the server did not say its time). The
+//! library creates two indexes with the collection, before a dispenser's first record:
+//! `reads` on `{phase, name, kind, at, _id}` (a read's intents: equality, then its order)
+//! and `outcomes` on `{of}` (unique and sparse: one outcome per intent). Without them (a
+//! database user without the right to create indexes: the first record logs it) the reads
+//! are the same, only slower.
+//!
+//! Records written before kinds were recorded have kind `sequence` for every sequence,
+//! stripe, scope and gap-free sequence, and a stripe's document name (`ids~3`) as its name.
+//! They are read by that exact name: `ids~3`'s with stripe 3's history (`history("ids~3")`,
+//! not `history("ids")`), `t@k`'s with the scope's, and a gap-free sequence's — told apart
+//! by their operations, `void`, `release`, `max-lease` and a `create` whose parameters say
+//! `gapless: true` — with the gap-free sequence's. Entries show them with their kind.
 //!
 //! # Example
 //!
@@ -48,23 +84,35 @@
 mod entry;
 pub(crate) mod record;
 pub(crate) mod states;
+pub(crate) mod subject;
 
+use std::collections::HashMap;
+
+use bson::oid::ObjectId;
 use bson::{Document, doc};
 use futures::TryStreamExt;
 use mongodb::options::FindOptions;
 
-pub use entry::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE, Outcome, Subject};
+pub use entry::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE, Outcome};
+pub use subject::Subject;
 
 use crate::dispenser::Dispenser;
 use crate::error::Result;
-use entry::field;
+use subject::field;
 
 impl Dispenser {
-    /// The history of the sequence (its stripes included) or queue `name`, as `query` says:
-    /// oldest first, at most `query.limit` entries (continue with
-    /// [`HistoryQuery::with_after`] and the last entry's [`HistoryEntry::cursor`]). Two
-    /// queries, whatever the length of the history. A name without history (or without a
-    /// document) has an empty history.
+    /// The history of `name`, as `query` says: oldest first, at most `query.limit` entries
+    /// (continue with [`HistoryQuery::with_after`] and the last entry's
+    /// [`HistoryEntry::cursor`]). Two queries, whatever the length of the history, each
+    /// served by an index the library creates with the collection (see
+    /// [`record`](self#what-a-record-names-and-what-a-read-returns)). A name without history
+    /// (or without a document) has an empty history.
+    ///
+    /// The read returns the records of exactly the subjects it asks for, never those of a
+    /// name that merely starts with `name`: for [`Subject::Sequence`] (the default), a
+    /// sequence `ids` with its stripes `ids~0 …` (a striped sequence's history), one stripe
+    /// `ids~3`, or one scope `t@k`; for [`Subject::Gapless`] and [`Subject::Queue`], the
+    /// gap-free sequence or the queue `name`.
     ///
     /// # Errors
     ///
@@ -100,7 +148,7 @@ impl Dispenser {
                 coll.find(filter)
                     .with_options(
                         FindOptions::builder()
-                            .sort(doc! { field::AT: 1, field::ID: 1 })
+                            .sort(query.sort())
                             .limit(limit)
                             .build(),
                     )
@@ -116,21 +164,28 @@ impl Dispenser {
             .iter()
             .filter_map(|d| d.get_object_id(field::ID).ok())
             .collect();
+        // Only outcomes have `of`: the filter is the `outcomes` index's key alone, so a server
+        // that uses an index only for a filter on exactly its keys uses it too.
         let outcomes: Vec<Document> = store
             .bounded_read(|| format!("reading the history of {name:?}"), async {
-                coll.find(doc! { field::PHASE: field::OUTCOME_PHASE, field::OF: { "$in": ids } })
+                coll.find(doc! { field::OF: { "$in": ids } })
                     .await?
                     .try_collect()
                     .await
             })
             .await?;
+        let by_intent: HashMap<ObjectId, &Document> = outcomes
+            .iter()
+            .filter(|o| o.get_str(field::PHASE) == Ok(field::OUTCOME_PHASE))
+            .filter_map(|o| Some((o.get_object_id(field::OF).ok()?, o)))
+            .collect();
         intents
             .iter()
             .map(|intent| {
-                let id = intent.get_object_id(field::ID).ok();
-                let outcome = outcomes
-                    .iter()
-                    .find(|o| id.is_some() && o.get_object_id(field::OF).ok() == id);
+                let outcome = intent
+                    .get_object_id(field::ID)
+                    .ok()
+                    .and_then(|id| by_intent.get(&id).copied());
                 entry::entry(intent, outcome)
             })
             .collect()

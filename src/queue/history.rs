@@ -11,8 +11,8 @@ use super::store::QueueStore;
 use super::{Inner, Queue};
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
-use crate::history::Subject;
 use crate::history::states::queue_state;
+use crate::history::subject::Target;
 use crate::options::check_caller;
 use crate::retry::RetryBudget;
 
@@ -39,7 +39,7 @@ pub(super) async fn insert(
     };
     let recorder = d.recorder();
     let entry = recorder
-        .begin(Subject::Queue, name, "create", params, None)
+        .begin(&Target::queue(name), "create", params, None)
         .await?;
     let inserted = queues.insert(name, fresh).await;
     let recorded = match &inserted {
@@ -98,8 +98,7 @@ pub(super) async fn delete(
     let recorder = d.recorder();
     let entry = recorder
         .begin(
-            Subject::Queue,
-            name,
+            &Target::queue(name),
             "delete",
             bson::doc! { "force": force },
             before,
@@ -174,8 +173,7 @@ impl Queue {
         inner
             .history
             .run(
-                Subject::Queue,
-                &inner.name,
+                &Target::queue(&inner.name),
                 op,
                 params,
                 Some(before),

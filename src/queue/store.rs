@@ -173,6 +173,7 @@ impl QueueStore {
                     "moving request ids of queue {name:?} out of its document (nothing was taken)"
                 ),
                 after: timeout,
+                written: crate::Written::Nothing,
             }),
         }
     }
@@ -208,11 +209,16 @@ impl QueueStore {
         match tokio::time::timeout(timeout, self.coll().insert_one(d).into_future()).await {
             Ok(Ok(_)) => Ok(true),
             Ok(Err(e)) if is_duplicate_key(&e) => Ok(false),
-            Ok(Err(e)) => Err(Error::database(format!("creating queue {name:?}"), e)),
-            Err(_) => Err(Error::Timeout {
-                context: format!("creating queue {name:?} (the queue may or may not exist)"),
-                after: timeout,
-            }),
+            Ok(Err(e)) => Err(Error::database_as(
+                format!("creating queue {name:?}"),
+                e,
+                Aftermath::Admin,
+            )),
+            Err(_) => Err(Error::timeout(
+                format!("creating queue {name:?}"),
+                timeout,
+                Aftermath::Admin,
+            )),
         }
     }
 
@@ -327,8 +333,8 @@ impl QueueStore {
         let res = self
             .store
             .bounded_as(
-                Aftermath::Read,
-                || format!("deleting queue {name:?} (it may or may not be deleted)"),
+                Aftermath::Admin,
+                || format!("deleting queue {name:?}"),
                 self.coll().delete_one(filter),
             )
             .await?;
@@ -337,8 +343,11 @@ impl QueueStore {
         }
         // The request ids carry the incarnation, so none could answer for a queue created
         // again under the name; they are deleted only to leave nothing behind (those of the
-        // deleted incarnation: a queue created again meanwhile keeps its own).
-        self.delete_requests(name, incarnation).await?;
+        // deleted incarnation: a queue created again meanwhile keeps its own; they expire
+        // within a day if this fails: the queue is deleted all the same).
+        if let Err(e) = self.delete_requests(name, incarnation).await {
+            tracing::warn!(queue = %name, "{e} (the queue is deleted; its request ids expire within a day)");
+        }
         Ok(true)
     }
 

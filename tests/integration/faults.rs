@@ -858,3 +858,167 @@ async fn a_gracefully_restarted_server_keeps_its_state_and_clients_carry_on() {
         );
     }
 }
+
+/// The binary run with `args` in `collection` through `uri`, killed after 30 s: its exit
+/// code, stdout, stderr and how long it took.
+async fn cli_through(
+    uri: &str,
+    collection: &str,
+    args: &[&str],
+) -> (Option<i32>, String, String, Duration) {
+    let started = Instant::now();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", uri)
+        .args(["--db", DB, "--collection", collection, "--caller", "faults"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("run dispenser");
+    match tokio::time::timeout(Duration::from_secs(30), child.wait_with_output()).await {
+        Ok(out) => {
+            let out = out.expect("output");
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+                started.elapsed(),
+            )
+        }
+        Err(_) => (
+            None,
+            String::new(),
+            "killed after 30 s".into(),
+            started.elapsed(),
+        ),
+    }
+}
+
+/// The index of the first request `command` on `target` the command `args` sends (learnt
+/// through an untouched run of it, after `set_up` made what it needs).
+async fn index_of(collection: &str, args: &[&str], command: &str, target: &str) -> usize {
+    let proxy = Proxy::to_test_server(Faults::default(), 1).await;
+    proxy.script(None);
+    let (code, _, err, _) = cli_through(&proxy.uri(""), collection, args).await;
+    assert_eq!(code, Some(0), "{args:?}: {err}");
+    let seen = proxy.seen();
+    seen.iter()
+        .position(|s| s.command == command && s.target == target)
+        .unwrap_or_else(|| panic!("{args:?} sent no {command} on {target}: {seen:?}"))
+}
+
+/// Regression (issue 49, item 3): through a server that never answered `listIndexes` (the
+/// unique-index check of a gap-free sequence's first use), `--timeout 2 gapless issue` ran
+/// for minutes. It ends within its timeout, and says nothing was written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gapless_issue_ends_within_its_timeout_when_the_index_check_never_answers() {
+    let f = Fixture::new("issue_hung_index").await;
+    let b = format!("{}_b", f.collection);
+    let args = ["gapless", "issue", "inv", "--into", &b, "--field", "n"];
+    let at = index_of(&f.collection, &args, "listIndexes", &b).await;
+    let f = Fixture::new("issue_hung_index").await;
+    let b = format!("{}_b", f.collection);
+    let args = ["gapless", "issue", "inv", "--into", &b, "--field", "n"];
+    let proxy = Proxy::to_test_server(Faults::default(), 2).await;
+    proxy.script(Some((at, crate::proxy::Fault::NeverAnswer)));
+    let timed = [&["--timeout", "1"][..], &args[..]].concat();
+    let (code, out, err, took) = cli_through(&proxy.uri(""), &f.collection, &timed).await;
+    assert!(
+        took < Duration::from_secs(1) + SLACK * 4,
+        "took {took:?}: {err}"
+    );
+    assert_eq!(code, Some(5), "{err}");
+    assert!(
+        out.is_empty() && err.contains("nothing was written"),
+        "{err}"
+    );
+}
+
+/// Regression (issue 49, item 6): a connection cut after a `queue take` was sent printed
+/// "is the server running and MONGODB_URI right?" (exit 5); the server was reached and the
+/// take may have happened. It says the outcome is unknown (exit 13) and to take again with
+/// the same request id, which then answers the ticket the first take got.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_take_cut_after_its_write_is_of_unknown_outcome_and_its_request_id_finds_the_ticket() {
+    let take = ["queue", "take", "q", "--request-id", "kiosk-7"];
+    let queues = |f: &Fixture| format!("{}_queues", f.collection);
+    let f = Fixture::new("take_cut").await;
+    let d = f.dispenser(f.options());
+    d.create_queue("q", Default::default()).await.unwrap();
+    let at = index_of(&f.collection, &take, "update", &queues(&f)).await;
+
+    let f = Fixture::new("take_cut").await;
+    let d = f.dispenser(f.options());
+    d.create_queue("q", Default::default()).await.unwrap();
+    let proxy = Proxy::to_test_server(Faults::default(), 3).await;
+    proxy.script(Some((at, crate::proxy::Fault::ResetAfter)));
+    let (code, _, err, _) = cli_through(&proxy.uri(""), &f.collection, &take).await;
+    assert_eq!(code, Some(13), "{err}");
+    assert!(err.contains("unknown"), "{err}");
+    assert!(err.contains("--request-id kiosk-7"), "{err}");
+    assert!(!err.contains("is the server running"), "{err}");
+    // The take happened (the proxy forwarded it): the same id learns its ticket.
+    let (code, out, err, _) = cli_through(&common::uri(), &f.collection, &take).await;
+    assert_eq!((code, out.trim()), (Some(0), "1"), "{err}");
+    let q = d.open_queue("q").await.unwrap();
+    assert_eq!(q.status().await.unwrap().taken, 1);
+}
+
+/// Regression (issue 49, item 9): a command's handle, dropped at its end, leaves the count of
+/// the numbers it issued to a write of its own; the process ended (and shut its runtime
+/// down) under that write — which lost the count, and twice in ~116 timed-out draws panicked
+/// inside the driver (`JoinError::Cancelled`). The command waits for the write, even a slow
+/// one, and never panics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_waits_for_its_handles_usage_count_before_it_exits() {
+    let f = Fixture::new("usage_at_exit").await;
+    let d = f.dispenser(f.options());
+    // Three runs (one wraps): the first write carries its count, the later two stay pending
+    // until the handle goes; the wrap is a compare-and-set (`update`), the count the next
+    // `update`.
+    d.create("t", Spec::default().with_max(2).with_cycle(true))
+        .await
+        .unwrap();
+    let proxy = Proxy::to_test_server(Faults::default(), 4).await;
+    let gate = proxy.hold_after("update", &f.collection, 1);
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", proxy.uri(""))
+        .args(["--db", DB, "--collection", &f.collection])
+        .args(["next", "t", "--count", "6"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    tokio::select! {
+        () = gate.arrived() => {
+            // Slow, not lost: the count lands half a second later.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            gate.open();
+        }
+        _ = child.wait() => {}
+    }
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("the command ends")
+        .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .await
+        .unwrap();
+    assert!(status.success() && !err.contains("panicked"), "{err}");
+    let counted: i64 = d
+        .peek("t")
+        .await
+        .unwrap()
+        .issued_by_day
+        .iter()
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(counted, 6, "the usage counters count every number issued");
+}

@@ -4,25 +4,41 @@
 //! header parameter (paging cursors among them: an `after` is often the `next` a previous
 //! answer gave), every request body property (`if_not_exists` among them) — so an endpoint
 //! added later is covered without anyone adding it here; the test fails unless every
-//! operation of the document was sent. Names are plain names, scopes, stripes, queues,
-//! gap-free sequences, new names and percent-encoded names. Two properties:
+//! operation of the document was sent.
 //!
-//! - **Nothing read past the rights.** No answer to a token carries the name of a sequence
-//!   or queue it has no right on (unless the request named it) — not in an entry, not in an
-//!   error, not in a paging cursor — nor the shape of one it may not read
-//!   (each sequence's `max` is a unique marker, and so are the gap-free sequence's numbers;
-//!   `peek`, `list`, `alter`, `advance-to` and `reset` answer with the state, so they count as
-//!   reading).
+//! **The names are generated, once for every kind** (issue 49): each round makes a world of
+//! plain sequences, a template with scopes, a striped sequence, gap-free sequences and queues
+//! whose names are drawn from an alphabet with `~`, `@`, `*`, `?`, `[`, `]`, `/`, `%` and
+//! non-ASCII letters, where names prefix others: a plain `P`, a plain `P` + one more
+//! character, scopes `P@a` and `P@a~…` (its key holding `~`, `@` and the rest), a gap-free
+//! `P~…` and `P@…`, a gap-free `B~1` beside the stripes of a striped `B`, a queue `P~…` and
+//! a queue with `@`. Requests name them (percent-encoded as a path segment must be, `@` and
+//! `~` sometimes too), their prefixes, new names, and names of the wrong kind; token globs
+//! are drawn from the same names (exact ones, prefixes with `*`, `*@a`, …). Two properties:
+//!
+//! - **Nothing read past the rights.** No answer to a token carries the name of a subject
+//!   (a sequence, a scope, a striped sequence, a gap-free sequence, a queue) it has no right
+//!   on (unless the request named it) — not in an entry, not in an error, not in a paging
+//!   cursor, not in a history — nor a value only a reader of that subject may see: each
+//!   subject has unique markers (a sequence's, a scope's and a striped sequence's `max`, a
+//!   queue's `max`, a gap-free sequence's numbers), and `peek`, `list`, `alter`,
+//!   `advance-to`, `reset` and the histories answer with states, so they count as reading.
+//!   A stripe belongs to its striped sequence, and a scope's template's `max` shows in the
+//!   scope's creation, so a reader of either may see it.
 //! - **Nothing disturbed past the rights.** A sequence no token has any right on (a
 //!   *protected* one) is drawn by the admin between the tokens' requests: every draw succeeds
-//!   (never `409 template`, never a lost sequence), and at the end its shape is as created.
+//!   (never `409 template`, never a lost sequence), and at the end its shape is as created;
+//!   a protected queue keeps its range and a protected gap-free sequence its next number.
 //!
 //! It prints its seed; `DISPENSER_ISOLATION_SEED=<seed>` replays one. Sensitivity: with the
 //! service marking a template before the scope exists (the defect this test was written for:
 //! a token drawing `T@KEY`, with no right on `T`, made the admin's draws of `T` answer
-//! `409 template`), it fails within its rounds.
+//! `409 template`), it fails within its rounds; with the history read of `NAME` returning
+//! the records of every name starting with `NAME~` (issue 49 item 1), it fails within its
+//! rounds naming the gap-free `P~…` or the scope `P@a~…` in `P`'s or `P@a`'s history.
 
 use dispenser::mongodb::bson::doc;
+use dispenser::sequence::{Alter, Reset};
 use dispenser::{Dispenser, Options, Spec};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -47,43 +63,101 @@ const OPS: [&str; 11] = [
     "call",
 ];
 
-/// Operations whose answers show a sequence's state: holding one on a name reads it.
+/// Operations whose answers show a subject's state: holding one on a name reads it.
 const READS: [&str; 5] = ["peek", "list", "alter", "advance-to", "reset"];
 
-/// Plain sequences made by the admin (the first is also a template with a scope `@a`).
-const PLAIN: [&str; 5] = [
-    "tmpl-invoice",
-    "acct-payroll",
-    "acct-billing",
-    "tmpl-ticket",
-    "ledger-main",
+/// The characters of a plain name (a sequence, a template, a striped sequence): everything
+/// a name may hold that a path, a query, a glob or a regular expression treats specially,
+/// except the separators.
+const PLAIN_CHARS: [char; 12] = ['a', 'b', 'é', '字', '*', '?', '[', ']', '/', '%', '-', '.'];
+/// The characters of a scope key, a gap-free sequence's and a queue's name: with `~` and `@`.
+const ANY_CHARS: [char; 14] = [
+    'a', 'b', 'é', '字', '*', '?', '[', ']', '/', '%', '-', '.', '~', '@',
 ];
-const STRIPED: &str = "ids-fast";
-const QUEUE: &str = "queue-lobby";
-/// A queue only a `*` glob reaches: a page of queues must never name it, not even as the
-/// cursor of the next page.
-const QUEUE2: &str = "lobby-private";
-const GAPLESS: &str = "gap-inv";
 
-/// What a token's globs are drawn from.
-const GLOBS: [&str; 16] = [
-    "acct-*",
-    "tmpl-*",
-    "*@a",
-    "*@k1",
-    "*@*",
-    "tmpl-ticket@*",
-    "acct-payroll",
-    "*-billing",
-    "ids-fast",
-    "ids-fast~*",
-    "queue-*",
-    "gap-*",
-    "ledger-*@*",
-    "new-*",
-    "*-main",
-    "*",
-];
+/// What kind of subject a name of the world is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Sequence,
+    Scope,
+    Striped,
+    Gapless,
+    Queue,
+}
+
+/// One subject of the world.
+#[derive(Clone, Debug)]
+struct Subject {
+    name: String,
+    kind: Kind,
+    /// Values only a reader of this subject may see.
+    markers: Vec<i64>,
+    /// The names through which a token reaches it: its own (and a striped sequence's
+    /// stripes).
+    names: Vec<String>,
+}
+
+/// The world of a round: its subjects and the names requests and globs are drawn from.
+struct World {
+    subjects: Vec<Subject>,
+    /// The plain sequences made by the admin (the first is also the template).
+    plain: Vec<String>,
+    template: String,
+    /// The scope keys of the template the admin made.
+    keys: Vec<String>,
+    striped: String,
+    gapless: Vec<String>,
+    queues: Vec<String>,
+    /// Names of sequences a token may make.
+    fresh: String,
+}
+
+impl World {
+    /// The markers a subject of `name` (of any kind) holds.
+    fn marker_of(&self, name: &str) -> Option<i64> {
+        self.subjects
+            .iter()
+            .find(|s| s.name == name && s.kind != Kind::Scope)
+            .and_then(|s| s.markers.first().copied())
+    }
+
+    /// The names `base` stands for: itself, its stripes, its scopes (what makes a base
+    /// protected only when no token touches any of them).
+    fn family(&self, base: &str) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .subjects
+            .iter()
+            .filter(|s| s.name == base)
+            .flat_map(|s| s.names.clone())
+            .collect();
+        out.extend(
+            self.subjects
+                .iter()
+                .filter(|s| {
+                    s.kind == Kind::Scope && s.name.split_once('@').map(|(t, _)| t) == Some(base)
+                })
+                .map(|s| s.name.clone()),
+        );
+        out
+    }
+}
+
+/// `n` characters of `alphabet`.
+fn chars(rng: &mut Rng, alphabet: &[char], n: usize) -> String {
+    (0..n).map(|_| rng.pick(alphabet)).collect()
+}
+
+/// The unique `max` (or start) of the `i`-th marker of a round.
+fn marker(i: usize) -> i64 {
+    9_100_000_000_000 + i as i64 * 1_000_003
+}
+
+fn today() -> String {
+    jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .to_string()
+}
 
 struct Token {
     name: String,
@@ -104,18 +178,11 @@ impl Token {
     fn reads(&self, name: &str) -> bool {
         READS.iter().any(|op| self.may(op, name))
     }
-}
 
-/// The names a base name stands for: itself, its stripes, its existing scopes.
-fn family(base: &str, scopes: &[String]) -> Vec<String> {
-    let mut out = vec![base.to_owned(), format!("{base}~0"), format!("{base}~1")];
-    out.extend(
-        scopes
-            .iter()
-            .filter(|s| s.starts_with(&format!("{base}@")))
-            .cloned(),
-    );
-    out
+    /// Whether it may read the subject `s` (through any of its names).
+    fn reads_subject(&self, s: &Subject) -> bool {
+        s.names.iter().any(|n| self.reads(n))
+    }
 }
 
 /// Every string value in `v`, at any depth.
@@ -128,40 +195,55 @@ fn strings_of(v: &Value) -> Vec<String> {
     }
 }
 
-/// The unique `max` each base's documents carry (scopes and stripes inherit it).
-fn marker(i: usize) -> i64 {
-    9_100_000_000_000 + i as i64 * 1_000_003
-}
-
-fn today() -> String {
-    jiff::Timestamp::now()
-        .to_zoned(jiff::tz::TimeZone::UTC)
-        .date()
-        .to_string()
-}
-
-/// A name to send a request about.
-fn pick_name(rng: &mut Rng) -> String {
-    let bases: Vec<&str> = PLAIN.iter().copied().chain([STRIPED]).collect();
-    let base = rng.pick(&bases);
-    match rng.below(9) {
-        0..=2 => base.to_owned(),
-        3 => format!("{base}@a"),
+/// A name to send a request about: a name of the world, a prefix of one, one longer, a new
+/// one, a scope, a stripe, a name of another kind.
+fn pick_name(rng: &mut Rng, w: &World) -> String {
+    let mut bases: Vec<&str> = w.plain.iter().map(String::as_str).collect();
+    bases.push(&w.striped);
+    let base = rng.pick(&bases).to_owned();
+    match rng.below(12) {
+        0..=2 => base,
+        3 => format!(
+            "{}@{}",
+            w.template,
+            rng.pick(&w.keys.iter().map(String::as_str).collect::<Vec<_>>())
+        ),
         4 => format!("{base}@k1"),
         5 => format!("{base}@{}", today()),
-        6 => format!("{STRIPED}~{}", rng.below(2)),
-        7 => format!("new-{}", rng.below(5)),
-        _ => rng.pick(&[QUEUE, GAPLESS]).to_owned(),
+        6 => format!("{}~{}", w.striped, rng.below(2)),
+        7 => format!("{}{}", w.fresh, chars(rng, &PLAIN_CHARS, 1)),
+        8 => rng
+            .pick(&w.gapless.iter().map(String::as_str).collect::<Vec<_>>())
+            .to_owned(),
+        9 => rng
+            .pick(&w.queues.iter().map(String::as_str).collect::<Vec<_>>())
+            .to_owned(),
+        // A prefix of a name of the world, or a name of it and more.
+        10 => {
+            let all: Vec<&str> = w.subjects.iter().map(|s| s.name.as_str()).collect();
+            let n: Vec<char> = rng.pick(&all).chars().collect();
+            n[..rng.range(1, n.len() as i64) as usize].iter().collect()
+        }
+        _ => format!("{base}{}", chars(rng, &ANY_CHARS, 1)),
     }
 }
 
-/// `name` as a path segment: sometimes with `@` and `~` percent-encoded.
-fn segment(rng: &mut Rng, name: &str) -> String {
-    if rng.chance(30) {
-        name.replace('@', "%40").replace('~', "%7E")
-    } else {
-        name.to_owned()
+/// `s` percent-encoded for a path segment or a query value: every byte but the unreserved
+/// ones, and `@` and `~` sometimes left as they are.
+fn encoded(rng: &mut Rng, s: &str) -> String {
+    let raw_separators = rng.chance(70);
+    let mut out = String::new();
+    for b in s.bytes() {
+        let keep = b.is_ascii_alphanumeric()
+            || matches!(b, b'-' | b'.' | b'_' | b'*')
+            || (raw_separators && matches!(b, b'@' | b'~'));
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
     }
+    out
 }
 
 /// One operation of the service's `/openapi.json`.
@@ -233,10 +315,10 @@ fn resolve<'s>(spec: &'s Value, schema: &'s Value) -> &'s Value {
 /// cursors from earlier answers, numbers small or large (never a marker), booleans either way.
 fn value_for(
     rng: &mut Rng,
+    w: &World,
     spec: &Value,
     schema: &Value,
-    prop: &str,
-    about: &str,
+    (prop, about): (&str, &str),
     cursors: &[String],
 ) -> Value {
     let schema = resolve(spec, schema);
@@ -253,7 +335,7 @@ fn value_for(
         ("after", _) if !cursors.is_empty() && rng.chance(70) => {
             json!(cursors[rng.below(cursors.len() as u64) as usize])
         }
-        ("after", _) => json!(pick_name(rng)),
+        ("after", _) => json!(pick_name(rng, w)),
         ("limit", _) => json!(rng.range(1, 3)),
         ("count", _) => json!(rng.range(1, 3)),
         ("desk", _) => json!(rng.pick(&["1", "2"])),
@@ -283,57 +365,92 @@ fn value_for(
             if let Some(props) = schema["properties"].as_object() {
                 for (k, v) in props {
                     if required.contains(&k.as_str()) || rng.chance(50) {
-                        o.insert(k.clone(), value_for(rng, spec, v, k, about, cursors));
+                        o.insert(k.clone(), value_for(rng, w, spec, v, (k, about), cursors));
                     }
                 }
             }
             Value::Object(o)
         }
-        _ => json!(pick_name(rng)),
+        _ => json!(pick_name(rng, w)),
     }
 }
 
-/// A request drawn: the operation's index, method, path, body, headers, and the name it is
-/// about (if any).
-type Drawn = (
-    usize,
-    Method,
-    String,
-    Option<Value>,
-    Vec<(String, String)>,
-    Option<String>,
-);
+/// A request drawn: the operation's index, method, path, body, headers, the name it is about
+/// (if any), and what it asked in plain text (the name, the query's values, the body).
+struct Drawn {
+    op: usize,
+    method: Method,
+    path: String,
+    body: Option<Value>,
+    headers: Vec<(String, String)>,
+    about: Option<String>,
+    asked: String,
+}
 
-/// One random request drawn from `ops`.
-fn request(rng: &mut Rng, spec: &Value, ops: &[Operation], cursors: &[String]) -> Drawn {
-    let i = rng.below(ops.len() as u64) as usize;
+/// One random request drawn from `ops`, sent by `t`.
+fn request(
+    rng: &mut Rng,
+    (w, t): (&World, &Token),
+    spec: &Value,
+    ops: &[Operation],
+    cursors: &[String],
+) -> Drawn {
+    // A sequence's history often (where names that start with others meet), any operation
+    // otherwise.
+    let history = ops.iter().position(|o| o.id == "history");
+    let i = match history {
+        Some(h) if rng.chance(12) => h,
+        _ => rng.below(ops.len() as u64) as usize,
+    };
     let op = &ops[i];
-    // The name a request is about: a queue for the queues' paths, the gap-free sequence for
-    // its own, any name otherwise (each sometimes another kind: refusals are tested too).
+    // The names the token's globs give exactly (names of the world).
+    let own: Vec<&str> = t
+        .globs
+        .iter()
+        .filter(|g| w.subjects.iter().any(|s| &&s.name == g))
+        .map(String::as_str)
+        .collect();
+    // The name a request is about: a queue for the queues' paths, a gap-free sequence for
+    // theirs; for the histories often a name the token has exactly or one that others start
+    // with; any name otherwise (each sometimes another kind: refusals are tested too).
     let about = if op.path.starts_with("/v1/queues") && rng.chance(80) {
-        rng.pick(&[QUEUE, QUEUE, QUEUE2, "queue-new"]).to_owned()
+        rng.pick(&w.queues.iter().map(String::as_str).collect::<Vec<_>>())
+            .to_owned()
     } else if op.path.starts_with("/v1/gapless") && rng.chance(80) {
-        GAPLESS.to_owned()
+        rng.pick(&w.gapless.iter().map(String::as_str).collect::<Vec<_>>())
+            .to_owned()
+    } else if op.path.ends_with("/history") && !own.is_empty() && rng.chance(50) {
+        rng.pick(&own).to_owned()
+    } else if op.path.ends_with("/history") && rng.chance(60) {
+        let prefixes = [
+            w.template.clone(),
+            format!("{}@{}", w.template, w.keys[0]),
+            w.striped.clone(),
+        ];
+        prefixes[rng.below(3) as usize].clone()
     } else {
-        pick_name(rng)
+        pick_name(rng, w)
     };
     let mut path = op.path.clone();
     let mut query = Vec::new();
     let mut headers = Vec::new();
     let mut named = None;
+    let mut asked = String::new();
     for (name, place, schema) in &op.params {
         match place.as_str() {
             "path" => {
-                path = path.replace(&format!("{{{name}}}"), &segment(rng, &about));
+                let segment = encoded(rng, &about);
+                path = path.replace(&format!("{{{name}}}"), &segment);
                 named = Some(about.clone());
+                asked.push_str(&about);
+                asked.push(' ');
             }
             "query" if rng.chance(70) => {
-                let v = value_for(rng, spec, schema, name, &about, cursors);
+                let v = value_for(rng, w, spec, schema, (name, &about), cursors);
                 let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                query.push(format!(
-                    "{name}={}",
-                    v.replace('@', "%40").replace('~', "%7E")
-                ));
+                query.push(format!("{name}={}", encoded(rng, &v)));
+                asked.push_str(&v);
+                asked.push(' ');
             }
             "header" if rng.chance(70) => {
                 headers.push((name.clone(), format!("isolation-{}", rng.below(4))));
@@ -345,29 +462,84 @@ fn request(rng: &mut Rng, spec: &Value, ops: &[Operation], cursors: &[String]) -
         path = format!("{path}?{}", query.join("&"));
     }
     let body = op.body.as_ref().map(|schema| {
-        let b = value_for(rng, spec, schema, "", &about, cursors);
+        let b = value_for(rng, w, spec, schema, ("", &about), cursors);
         if b.get("name").is_some() {
             named = Some(about.clone());
         }
+        asked.push_str(&strings_of(&b).join(" "));
         b
     });
-    (i, op.method.clone(), path, body, headers, named)
+    Drawn {
+        op: i,
+        method: op.method.clone(),
+        path,
+        body,
+        headers,
+        about: named,
+        asked,
+    }
 }
 
-fn tokens(rng: &mut Rng) -> Vec<Token> {
+/// The globs a round's tokens draw theirs from: names of the world, exactly and as prefixes,
+/// scopes by key, and (rarely) everything.
+fn globs(w: &World) -> Vec<String> {
+    let p = &w.template;
+    let stem: String = p.chars().take(2).collect();
+    vec![
+        p.clone(),
+        w.plain[1].clone(),
+        w.plain[2].clone(),
+        format!("{p}@{}", w.keys[0]),
+        format!("{p}@*"),
+        "*@a".to_owned(),
+        "*@k1".to_owned(),
+        format!("{stem}*"),
+        w.striped.clone(),
+        format!("{}~*", w.striped),
+        w.gapless[0].clone(),
+        w.queues[0].clone(),
+        "*~*".to_owned(),
+        "*@*".to_owned(),
+        format!("{}*", w.fresh),
+        "*".to_owned(),
+    ]
+}
+
+/// A round's tokens: the first a tenant of a few names of the world exactly (the names others
+/// start with among them), which often may peek; the others with globs of every shape.
+fn tokens(rng: &mut Rng, w: &World) -> Vec<Token> {
+    let pool = globs(w);
+    let exact: Vec<String> = vec![
+        w.template.clone(),
+        format!("{}@{}", w.template, w.keys[0]),
+        w.striped.clone(),
+        w.plain[1].clone(),
+        w.plain[2].clone(),
+        w.gapless[0].clone(),
+        w.queues[0].clone(),
+    ];
     (0..3)
         .map(|i| {
             let mut globs: Vec<String> = Vec::new();
             for _ in 0..rng.range(1, 3) {
                 // `*` rarely: it leaves nothing protected.
-                let pool = &GLOBS[..GLOBS.len() - usize::from(!rng.chance(5))];
-                let g = rng.pick(pool);
-                globs.push(g.to_owned());
+                let pool = if i == 0 {
+                    &exact[..]
+                } else {
+                    &pool[..pool.len() - usize::from(!rng.chance(5))]
+                };
+                globs.push(
+                    rng.pick(&pool.iter().map(String::as_str).collect::<Vec<_>>())
+                        .to_owned(),
+                );
             }
             let mut ops: Vec<&'static str> =
                 OPS.iter().copied().filter(|_| rng.chance(40)).collect();
             if ops.is_empty() || rng.chance(60) {
                 ops.push("next");
+            }
+            if i == 0 && rng.chance(80) {
+                ops.push("peek");
             }
             ops.sort_unstable();
             ops.dedup();
@@ -403,6 +575,125 @@ async fn no_token_reads_or_disturbs_what_its_rights_do_not_cover() {
     eprintln!("isolation test: requests per operation of /openapi.json: {sent:?}");
 }
 
+/// The world of a round, its names drawn by `rng` (nothing made yet: see [`build`]).
+fn world(rng: &mut Rng) -> World {
+    // Every name of the world is distinct (a draw that repeats one is drawn again).
+    let plain_name = |rng: &mut Rng, head: &str| format!("{head}{}", chars(rng, &PLAIN_CHARS, 2));
+    let p = plain_name(rng, "zq");
+    let p2 = format!("{p}{}", chars(rng, &PLAIN_CHARS, 1));
+    let l = plain_name(rng, "zl");
+    let b = plain_name(rng, "zb");
+    let keys = vec!["a".to_owned(), format!("a~{}", chars(rng, &ANY_CHARS, 2))];
+    let gapless = vec![
+        format!("{p}~{}", chars(rng, &ANY_CHARS, 2)),
+        format!("{b}~1"),
+        format!("{p}@{}", chars(rng, &ANY_CHARS, 1)),
+    ];
+    let queues = vec![
+        format!("{p}~q{}", chars(rng, &ANY_CHARS, 1)),
+        format!(
+            "zy{}@{}",
+            chars(rng, &ANY_CHARS, 1),
+            chars(rng, &ANY_CHARS, 1)
+        ),
+    ];
+    let mut subjects = Vec::new();
+    let one = |name: &String, kind: Kind, markers: Vec<i64>| Subject {
+        name: name.clone(),
+        kind,
+        markers,
+        names: vec![name.clone()],
+    };
+    for (i, name) in [&p, &p2, &l].into_iter().enumerate() {
+        subjects.push(one(name, Kind::Sequence, vec![marker(i)]));
+    }
+    // A scope's creation shows its template's max; then it gets its own.
+    for (i, key) in keys.iter().enumerate() {
+        let name = format!("{p}@{key}");
+        subjects.push(one(&name, Kind::Scope, vec![marker(3 + i), marker(0)]));
+    }
+    subjects.push(Subject {
+        name: b.clone(),
+        kind: Kind::Striped,
+        markers: vec![marker(5)],
+        names: vec![b.clone(), format!("{b}~0"), format!("{b}~1")],
+    });
+    // A gap-free sequence's numbers: the one issued, the one voided (its reason names the
+    // next), the next.
+    for (i, name) in gapless.iter().enumerate() {
+        let m = marker(6 + i);
+        subjects.push(one(name, Kind::Gapless, vec![m, m + 1, m + 2]));
+    }
+    for (i, name) in queues.iter().enumerate() {
+        subjects.push(one(name, Kind::Queue, vec![marker(9 + i)]));
+    }
+    World {
+        subjects,
+        plain: vec![p.clone(), p2, l],
+        template: p,
+        keys,
+        striped: b,
+        gapless,
+        queues,
+        fresh: format!("zn{}", chars(rng, &PLAIN_CHARS, 1)),
+    }
+}
+
+/// Makes the world `w` in `d`'s collections, with the markers it says (the business
+/// collections of its gap-free sequences are named after `business`): plain sequences, the
+/// template's scopes (the second reset backwards by the admin: a record with states), the
+/// striped sequence (reset: a record of each stripe), the gap-free sequences (one number
+/// issued, one voided), the queues.
+async fn build(w: &World, d: &Dispenser, business: &str) {
+    for s in &w.subjects {
+        let m = s.markers[0];
+        match s.kind {
+            Kind::Sequence => {
+                d.create(&s.name, Spec::default().with_max(m))
+                    .await
+                    .unwrap();
+            }
+            Kind::Scope => {
+                let (template, key) = s.name.split_once('@').unwrap();
+                let scope = d.ensure_scope(template, key).await.unwrap();
+                scope.alter(Alter::default().with_max(m)).await.unwrap();
+                if key != w.keys[0] {
+                    scope.next().await.unwrap();
+                    scope.next().await.unwrap();
+                    scope.reset(Reset::to(1).force()).await.unwrap();
+                }
+            }
+            Kind::Striped => {
+                let striped = d
+                    .ensure_striped(&s.name, 2, Spec::default().with_max(m))
+                    .await
+                    .unwrap();
+                striped.reset(Reset::to(7)).await.unwrap();
+            }
+            Kind::Gapless => {
+                let coll = format!("{business}_{}", m % 1000);
+                let g = d
+                    .ensure_gapless(
+                        &s.name,
+                        dispenser::gapless::GaplessOptions::new(coll, "number").with_start(m),
+                    )
+                    .await
+                    .unwrap();
+                common::issue_next(&g).await.unwrap();
+                g.void(m + 1, &format!("isolation reason {}", m + 2))
+                    .await
+                    .unwrap();
+                g.flush().await.unwrap();
+            }
+            Kind::Queue => {
+                d.ensure_queue(&s.name, dispenser::queue::QueueSpec::default().with_max(m))
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
 async fn round_of(
     seed: u64,
     top: u64,
@@ -410,7 +701,8 @@ async fn round_of(
     sent_per_op: &mut std::collections::BTreeMap<String, usize>,
 ) {
     let mut rng = Rng(seed);
-    let tokens = tokens(&mut rng);
+    let mut w = world(&mut rng);
+    let tokens = tokens(&mut rng, &w);
     let mut entries =
         vec![json!({ "name": "admin", "token": ADMIN, "sequences": ["*"], "operations": OPS })];
     entries.extend(tokens.iter().map(
@@ -429,9 +721,14 @@ async fn round_of(
             .with_collection(svc.collection.as_str()),
     )
     .unwrap();
-    let context = |what: &str| {
+    build(&w, &d, &format!("{}_inv", svc.collection)).await;
+    let context = |what: &str, w: &World| {
         format!(
-            "{what} (round {round}; replay: DISPENSER_ISOLATION_SEED={top}; tokens: {})",
+            "{what} (round {round}; replay: DISPENSER_ISOLATION_SEED={top}; world: {:?}; tokens: {})",
+            w.subjects
+                .iter()
+                .map(|s| (&s.name, s.kind))
+                .collect::<Vec<_>>(),
             tokens
                 .iter()
                 .map(|t| format!("{} {:?} {:?}", t.name, t.globs, t.ops))
@@ -440,71 +737,36 @@ async fn round_of(
         )
     };
 
-    // The world, made by the admin: each base with its unique max.
-    // What each base's answers may show only to a token that may read it: the plain and
-    // striped sequences' unique max, the gap-free sequence's numbers (it starts at a marker).
-    let mut markers: Vec<(String, i64)> = Vec::new();
-    for (i, name) in PLAIN.iter().enumerate() {
-        d.create(name, Spec::default().with_max(marker(i)))
-            .await
-            .unwrap();
-        markers.push(((*name).to_owned(), marker(i)));
-    }
-    d.ensure_striped(STRIPED, 2, Spec::default().with_max(marker(9)))
-        .await
-        .unwrap();
-    markers.push((STRIPED.to_owned(), marker(9)));
-    let mut scopes = vec![format!("{}@a", PLAIN[0])];
-    d.ensure_scope(PLAIN[0], "a").await.unwrap();
-    for (i, queue) in [QUEUE, QUEUE2].iter().enumerate() {
-        d.ensure_queue(
-            queue,
-            dispenser::queue::QueueSpec::default().with_max(marker(11 + i)),
-        )
-        .await
-        .unwrap();
-        markers.push(((*queue).to_owned(), marker(11 + i)));
-    }
-    let business = format!("{}_inv", svc.collection);
-    let g = d
-        .ensure_gapless(
-            GAPLESS,
-            dispenser::gapless::GaplessOptions::new(&business, "number").with_start(marker(10)),
-        )
-        .await
-        .unwrap();
-    common::issue_next(&g).await.unwrap();
-    g.flush().await.unwrap();
-    // The number issued, and the next one.
-    markers.push((GAPLESS.to_owned(), marker(10)));
-    markers.push((GAPLESS.to_owned(), marker(10) + 1));
-
     // Protected: no token has any right on the base, its stripes or its scopes.
-    let every: Vec<&str> = PLAIN
+    let protected: Vec<Subject> = w
+        .subjects
         .iter()
-        .copied()
-        .chain([STRIPED, QUEUE, QUEUE2, GAPLESS])
-        .collect();
-    let protected: Vec<&str> = every
-        .iter()
-        .copied()
-        .filter(|b| {
-            let names = family(b, &scopes);
+        .filter(|s| s.kind != Kind::Scope)
+        .filter(|s| {
+            let names = w.family(&s.name);
             !tokens.iter().any(|t| names.iter().any(|n| t.touches(n)))
         })
+        .cloned()
         .collect();
     // What the admin draws to check availability: a template through its scope.
     let admin_draws: Vec<String> = protected
         .iter()
-        .filter(|b| PLAIN.contains(b))
-        .map(|b| {
-            if *b == PLAIN[0] {
-                scopes[0].clone()
+        .filter(|s| s.kind == Kind::Sequence)
+        .map(|s| {
+            if s.name == w.template {
+                format!("{}@{}", w.template, w.keys[0])
             } else {
-                (*b).to_owned()
+                s.name.clone()
             }
         })
         .collect();
+    let before: Vec<(String, Value)> = {
+        let mut states = Vec::new();
+        for s in &protected {
+            states.push((s.name.clone(), state_of(&d, s).await));
+        }
+        states
+    };
 
     let http = reqwest::Client::new();
     let (_, spec) = send(http.get(svc.url("/openapi.json"))).await;
@@ -518,16 +780,16 @@ async fn round_of(
     let mut sent = 0;
     for step in 0..150 {
         let t = &tokens[rng.below(tokens.len() as u64) as usize];
-        let (i, method, path, body, headers, about) = request(&mut rng, &spec, &ops, &cursors);
-        *sent_per_op.entry(ops[i].id.clone()).or_default() += 1;
+        let r = request(&mut rng, (&w, t), &spec, &ops, &cursors);
+        *sent_per_op.entry(ops[r.op].id.clone()).or_default() += 1;
         let mut req = http
-            .request(method.clone(), svc.url(&path))
+            .request(r.method.clone(), svc.url(&r.path))
             .bearer_auth(&t.secret)
             .timeout(std::time::Duration::from_secs(30));
-        for (k, v) in &headers {
+        for (k, v) in &r.headers {
             req = req.header(k.as_str(), v.as_str());
         }
-        if let Some(b) = &body {
+        if let Some(b) = &r.body {
             req = req.json(b);
         }
         let (status, answer) = send(req).await;
@@ -538,56 +800,90 @@ async fn round_of(
             cursors.push(next.to_owned());
         }
         let text = answer.to_string();
-        let asked = format!(
-            "{path} {}",
-            body.as_ref().map(Value::to_string).unwrap_or_default()
-        );
+        let (method, path) = (&r.method, &r.path);
         // Scopes made by a token's draw from now on inherit their template's marker (a draw
         // with or without `?count`: one without it, making a scope of a protected template
         // that another token lists, once failed the test by chance).
         if status == 200
-            && method == Method::POST
-            && path.starts_with("/v1/sequences/")
-            && path.split('?').next().is_some_and(|p| p.ends_with("/next"))
-            && let Some(n) = &about
-            && n.contains('@')
-            && !scopes.contains(n)
+            && r.method == Method::POST
+            && r.path.starts_with("/v1/sequences/")
+            && r.path
+                .split('?')
+                .next()
+                .is_some_and(|p| p.ends_with("/next"))
+            && let Some(n) = &r.about
+            && let Some((template, _)) = n.split_once('@')
+            && !w
+                .subjects
+                .iter()
+                .any(|s| s.kind == Kind::Scope && &s.name == n)
         {
-            scopes.push(n.clone());
+            let inherited = w.marker_of(template).into_iter().collect();
+            w.subjects.push(Subject {
+                name: n.clone(),
+                kind: Kind::Scope,
+                markers: inherited,
+                names: vec![n.clone()],
+            });
         }
-        for (base, max) in &markers {
-            let names = family(base, &scopes);
-            let may_read = names.iter().any(|n| t.reads(n));
-            assert!(
-                may_read || !text.contains(&max.to_string()),
-                "{}",
-                context(&format!(
-                    "step {step}: {} {method} {path} got {status} showing the max of {base:?}, which it may not read: {text}",
-                    t.name
-                ))
-            );
-            let may_name = names.iter().any(|n| t.touches(n)) || asked.contains(base.as_str());
-            // A name the token may use that contains the base (a queue `tmpl-ticket@a` another
-            // token created beside the protected `tmpl-ticket`) is not the base named.
-            let unseen = strings_of(&answer)
-                .into_iter()
-                .filter(|v| v.contains(base.as_str()) && !v.contains(' ') && t.touches(v))
+        // Each marker only to a token that may read a subject holding it.
+        for s in &w.subjects {
+            for m in &s.markers {
+                let readers: Vec<&Subject> = w
+                    .subjects
+                    .iter()
+                    .filter(|o| o.markers.contains(m))
+                    .collect();
+                let may_read = readers.iter().any(|o| t.reads_subject(o));
+                assert!(
+                    may_read || !text.contains(&m.to_string()),
+                    "{}",
+                    context(
+                        &format!(
+                            "step {step}: {} {method} {path} got {status} showing {m}, a value of {:?} ({:?}), which it may not read: {text}",
+                            t.name, s.name, s.kind
+                        ),
+                        &w
+                    )
+                );
+            }
+        }
+        // Each name only to a token that may use a subject of that name (a gap-free `B~1` and
+        // stripe 1 of `B` share one), or that asked about it. A name the token may use that
+        // contains another (`P@a` beside `P`, `P` + one more character) is not the other
+        // named.
+        let strings = strings_of(&answer);
+        for s in &w.subjects {
+            let may_name = w
+                .subjects
+                .iter()
+                .any(|o| o.names.contains(&s.name) && o.names.iter().any(|n| t.touches(n)))
+                || r.asked.contains(s.name.as_str());
+            if may_name {
+                continue;
+            }
+            let unseen = strings
+                .iter()
+                .filter(|v| v.contains(s.name.as_str()) && !v.contains(' ') && t.touches(v))
                 .fold(text.clone(), |text, v| {
-                    text.replace(&Value::String(v).to_string(), "\"\"")
+                    text.replace(&Value::String(v.clone()).to_string(), "\"\"")
                 });
             assert!(
-                may_name || !unseen.contains(base.as_str()),
+                !unseen.contains(s.name.as_str()),
                 "{}",
-                context(&format!(
-                    "step {step}: {} {method} {path} got {status} naming {base:?}, on which it has no right: {text}",
-                    t.name
-                ))
+                context(
+                    &format!(
+                        "step {step}: {} {method} {path} got {status} naming {:?} ({:?}), on which it has no right: {text}",
+                        t.name, s.name, s.kind
+                    ),
+                    &w
+                )
             );
         }
         if step % 5 == 4 {
             for name in &admin_draws {
                 let (status, answer) = send(
-                    http.post(svc.url(&format!("/v1/sequences/{name}/next")))
+                    http.post(svc.url(&format!("/v1/sequences/{}/next", encoded(&mut rng, name))))
                         .bearer_auth(ADMIN),
                 )
                 .await;
@@ -595,34 +891,69 @@ async fn round_of(
                     status,
                     200,
                     "{}",
-                    context(&format!(
-                        "step {step}: the admin's draw of protected {name:?} failed: {answer}"
-                    ))
+                    context(
+                        &format!(
+                            "step {step}: the admin's draw of protected {name:?} failed: {answer}"
+                        ),
+                        &w
+                    )
                 );
             }
         }
     }
-    // Protected sequences keep their shape.
-    for base in protected.iter().filter(|b| PLAIN.contains(b)) {
-        let state = d.peek(base).await.unwrap();
+    // Protected subjects keep their shape (a sequence), range (a queue) or next number (a
+    // gap-free sequence); a striped sequence's shape.
+    for ((name, was), s) in before.iter().zip(&protected) {
+        let now = state_of(&d, s).await;
         assert_eq!(
-            (state.max, state.step, state.min, state.cycle),
-            (
-                marker(PLAIN.iter().position(|p| p == base).unwrap_or(0)),
-                1,
-                Spec::default().min,
-                false
-            ),
+            &now,
+            was,
             "{}",
-            context(&format!("protected {base:?} changed shape"))
+            context(&format!("protected {name:?} ({:?}) changed", s.kind), &w)
         );
     }
     eprintln!(
         "isolation test: round {round}: {sent} requests from {} tokens, {} protected ({})",
         tokens.len(),
         protected.len(),
-        protected.join(", ")
+        protected
+            .iter()
+            .map(|s| format!("{:?}", s.name))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// What must not change of a protected subject: a sequence's shape, a striped sequence's
+/// stripes' shapes, a queue's range, a gap-free sequence's next number and longest lease.
+async fn state_of(d: &Dispenser, s: &Subject) -> Value {
+    let shape = |st: dispenser::sequence::SequenceState| json!([st.step, st.min, st.max, st.cycle]);
+    match s.kind {
+        Kind::Sequence | Kind::Scope => shape(d.peek(&s.name).await.unwrap()),
+        Kind::Striped => {
+            let mut all = Vec::new();
+            for n in &s.names[1..] {
+                all.push(shape(d.peek(n).await.unwrap()));
+            }
+            Value::Array(all)
+        }
+        Kind::Queue => {
+            let q = d.open_queue(&s.name).await.unwrap().status().await.unwrap();
+            json!([q.min, q.max])
+        }
+        Kind::Gapless => {
+            let g = d
+                .open_gapless(&s.name)
+                .await
+                .unwrap()
+                .status()
+                .await
+                .unwrap();
+            json!([g.next, g.max_lease.as_millis() as u64])
+        }
+    }
 }
 
 /// A service whose tokens are the admin and `extra` (`(name, token, globs, operations)`).

@@ -22,6 +22,7 @@ mod hardening;
 mod history;
 mod isolation;
 mod model;
+mod outcomes;
 mod proxy;
 mod queue;
 mod queue_delete;

@@ -23,6 +23,12 @@
 //! The connection handshake and monitoring commands (`hello`, `isMaster`, and anything that is
 //! not an `OP_MSG`) are spared by default, so that faults land on the operations under test
 //! rather than on server discovery.
+//!
+//! A **script** ([`Proxy::script`]) instead gives one chosen request one [`Fault`] and forwards
+//! everything else: the requests are counted in the order they arrive (connection handshakes
+//! and the driver's monitoring excepted, an application's own `hello` included), and the
+//! `at`-th gets the fault. [`Proxy::seen`] lists what was counted, so a test can first run an
+//! operation untouched to learn its requests, then fault each in turn.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -150,8 +156,53 @@ impl fmt::Display for Counts {
     }
 }
 
+/// What a script does to the one request it picks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Forward it, swallow the reply, and keep the connection open and silent: a reply lost
+    /// (the write happened; the client learns nothing until it gives up).
+    DropReply,
+    /// Forward it, swallow the reply, and reset the connection: a connection cut after the
+    /// write.
+    ResetAfter,
+    /// Never forward it and never answer, keeping the connection open: a server that hangs.
+    NeverAnswer,
+}
+
+/// One counted request: its command and the collection (or the value of the command's
+/// field) it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub command: String,
+    pub target: String,
+}
+
+impl Seen {
+    /// Whether the command writes (an insert, update, delete, findAndModify, index creation).
+    pub fn writes(&self) -> bool {
+        matches!(
+            self.command.as_str(),
+            "insert" | "update" | "delete" | "findAndModify" | "createIndexes"
+        )
+    }
+}
+
+impl fmt::Display for Seen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.command, self.target)
+    }
+}
+
+/// The scripted fault and what the script counted.
+#[derive(Default)]
+struct Scripted {
+    fault: Option<(usize, Fault)>,
+    seen: Vec<Seen>,
+}
+
 struct Shared {
     upstream: SocketAddr,
+    script: Mutex<Option<Scripted>>,
     faults: Mutex<Faults>,
     rng: Mutex<XorShift>,
     counters: Counters,
@@ -161,7 +212,8 @@ struct Shared {
 }
 
 enum Intercept {
-    Hold(Arc<Gate>),
+    /// Hold the request after letting this many such requests pass.
+    Hold(Arc<Gate>, usize),
     Answer(Document),
 }
 
@@ -206,6 +258,7 @@ impl Proxy {
         let addr = listener.local_addr().expect("proxy address");
         let shared = Arc::new(Shared {
             upstream,
+            script: Mutex::new(None),
             faults: Mutex::new(faults),
             rng: Mutex::new(XorShift::new(seed)),
             counters: Counters::default(),
@@ -239,6 +292,26 @@ impl Proxy {
         format!("mongodb://{}/?directConnection=true{extra}", self.addr)
     }
 
+    /// From now on counts the requests (see the module's docs) and gives the `at`-th (from
+    /// 0) `fault`; `None` only counts. The probabilistic [`Faults`] no longer apply.
+    pub fn script(&self, fault: Option<(usize, Fault)>) {
+        *self.shared.script.lock().expect("script") = Some(Scripted {
+            fault,
+            seen: Vec::new(),
+        });
+    }
+
+    /// The requests the script counted, in order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.shared
+            .script
+            .lock()
+            .expect("script")
+            .as_ref()
+            .map(|s| s.seen.clone())
+            .unwrap_or_default()
+    }
+
     /// Answers PLAIN `saslStart` itself, accepting any user and password.
     pub fn accept_any_plain_login(&self) {
         self.shared.fake_plain_auth.store(true, Relaxed);
@@ -254,8 +327,13 @@ impl Proxy {
     /// Holds the next `command` on `collection` (on any connection) before forwarding it,
     /// until the returned gate is opened.
     pub fn hold_next(&self, command: &str, collection: &str) -> Arc<Gate> {
+        self.hold_after(command, collection, 0)
+    }
+
+    /// As [`Proxy::hold_next`], after letting `pass` such requests go through untouched.
+    pub fn hold_after(&self, command: &str, collection: &str, pass: usize) -> Arc<Gate> {
         let gate = Arc::new(Gate::default());
-        self.intercept(command, collection, Intercept::Hold(gate.clone()));
+        self.intercept(command, collection, Intercept::Hold(gate.clone(), pass));
         gate
     }
 
@@ -358,6 +436,12 @@ fn take_intercept(shared: &Shared, request: &[u8]) -> Option<Intercept> {
     let i = intercepts
         .iter()
         .position(|(c, coll, _)| *c == name && coll == collection)?;
+    if let Intercept::Hold(_, pass) = &mut intercepts[i].2
+        && *pass > 0
+    {
+        *pass -= 1;
+        return None;
+    }
     Some(intercepts.remove(i).2)
 }
 
@@ -411,6 +495,51 @@ enum Fate {
     DropThenReset,
     DropThenStall,
     Forward(Duration),
+    /// Held forever, never forwarded.
+    Hang,
+}
+
+/// The command and its target of an `OP_MSG` request, for a script's count.
+fn seen(request: &[u8]) -> Option<Seen> {
+    let command = command_name(request)?;
+    let body = Document::from_reader(request.get(21..)?).ok()?;
+    let target = match body.get(&command) {
+        Some(dispenser::mongodb::bson::Bson::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    // The driver's monitoring: an awaited `hello` (streaming) says so.
+    let lower = command.to_ascii_lowercase();
+    if (lower == "hello" || lower == "ismaster")
+        && (body.contains_key("topologyVersion") || body.contains_key("maxAwaitTimeMS"))
+    {
+        return None;
+    }
+    Some(Seen { command, target })
+}
+
+/// The fate of `msg` under a script (`first`: the first message of its connection, the
+/// handshake, never counted), `None` when no script runs.
+fn scripted(shared: &Shared, msg: &[u8], first: bool) -> Option<Fate> {
+    let mut script = shared.script.lock().expect("script");
+    let script = script.as_mut()?;
+    let counted = if first { None } else { seen(msg) };
+    let Some(s) = counted else {
+        return Some(Fate::Forward(Duration::ZERO));
+    };
+    let at = script.seen.len();
+    script.seen.push(s);
+    Some(match script.fault {
+        Some((k, fault)) if k == at => {
+            shared.counters.targeted.fetch_add(1, Relaxed);
+            match fault {
+                Fault::DropReply => Fate::DropThenStall,
+                Fault::ResetAfter => Fate::DropThenReset,
+                Fault::NeverAnswer => Fate::Hang,
+            }
+        }
+        _ => Fate::Forward(Duration::ZERO),
+    })
 }
 
 fn decide(shared: &Shared, msg: &[u8]) -> Fate {
@@ -446,10 +575,12 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
         return;
     };
     let c = &shared.counters;
+    let mut first = true;
     loop {
         let Ok(Some(request)) = read_message(&mut client).await else {
             return;
         };
+        let handshake = std::mem::take(&mut first);
         c.requests.fetch_add(1, Relaxed);
         if shared.fake_plain_auth.load(Relaxed)
             && command_name(&request).as_deref() == Some("saslStart")
@@ -460,7 +591,7 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
             continue;
         }
         match take_intercept(&shared, &request) {
-            Some(Intercept::Hold(gate)) => {
+            Some(Intercept::Hold(gate, _)) => {
                 gate.arrived.notify_one();
                 gate.open.notified().await;
             }
@@ -472,7 +603,14 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
             }
             None => {}
         }
-        let fate = decide(&shared, &request);
+        let fate =
+            scripted(&shared, &request, handshake).unwrap_or_else(|| decide(&shared, &request));
+        if let Fate::Hang = fate {
+            // Silent until the client gives up and closes (or the proxy is dropped).
+            let mut sink = [0_u8; 4096];
+            while matches!(client.read(&mut sink).await, Ok(n) if n > 0) {}
+            return;
+        }
         if let Fate::Reset = fate {
             c.reset_before.fetch_add(1, Relaxed);
             reset(client);
@@ -491,7 +629,7 @@ async fn serve(mut client: TcpStream, shared: Arc<Shared>) {
             return;
         };
         match fate {
-            Fate::Reset => unreachable!("handled above"),
+            Fate::Reset | Fate::Hang => unreachable!("handled above"),
             Fate::DropThenReset => {
                 c.dropped_then_reset.fetch_add(1, Relaxed);
                 reset(client);

@@ -115,8 +115,9 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
 /// Admin operations are methods of the handle (issue 38): a handle opened from a dispenser with a
 /// caller records its alter, advance-to, reset, set-format and delete as that caller, each
 /// answering the state the next draw follows; a queue's alter and delete likewise. An empty
-/// change is refused by name and writes nothing, history included; a handle that outlives its
-/// delete is refused, never handed a number.
+/// change is refused by name and writes nothing, history included; a reset backwards without
+/// force is recorded, refused; a handle that outlives its delete is refused, never handed a
+/// number.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     use dispenser::history::HistoryQuery;
@@ -155,7 +156,7 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     ));
     let h = d.history("orders", &HistoryQuery::default()).await.unwrap();
     let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
-    // The refused reset (backwards without force) wrote nothing, history included.
+    // The refused reset (backwards without force) is recorded, refused.
     assert_eq!(
         ops,
         [
@@ -163,11 +164,13 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
             "alter",
             "advance-to",
             "reset",
+            "reset",
             "set-format",
             "delete"
         ],
         "{h:#?}"
     );
+    assert_eq!(h[3].outcome.as_str(), "refused", "{h:#?}");
     assert!(h.iter().all(|e| e.who.as_deref() == Some("ops")), "{h:#?}");
 
     // A queue: alter and delete on the handle, an empty alter refused with nothing written.

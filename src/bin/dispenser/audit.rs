@@ -50,7 +50,9 @@ pub async fn run(
     args: AuditArgs,
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
-    let mut options = AuditOptions::default().with_void_field(&args.void_field);
+    let mut options = AuditOptions::default()
+        .with_void_field(&args.void_field)
+        .with_timeout(d.options().operation_timeout);
     options.from = args.from;
     let business = d
         .client()

@@ -6,7 +6,7 @@ use dispenser::{Dispenser, Error, Format, Spec};
 
 use crate::args::whole;
 use crate::exit::Outcome;
-use crate::output::io_err;
+use crate::output::{self, io_err};
 use crate::sequence::describe;
 
 /// `dispenser create`.
@@ -61,6 +61,10 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
             });
         }
         let ids = d.ensure_striped(&a.name, stripes, spec).await?;
+        output::wrote(format!(
+            "striped sequence {:?} of {stripes} stripes created or found",
+            a.name
+        ));
         for state in ids.peek().await? {
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
         }
@@ -72,6 +76,11 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
     } else {
         d.create(&a.name, spec).await?
     };
+    output::wrote(if a.if_not_exists {
+        format!("sequence {:?} created or found", a.name)
+    } else {
+        format!("sequence {:?} created", a.name)
+    });
     if let Some(f) = &format {
         made.set_format(Some(f)).await?;
     }

@@ -211,6 +211,9 @@ pub async fn run(
             };
             let g = d.ensure_gapless(&name, options.with_lease(lease)).await?;
             let hold = hold_point();
+            // The business write is bounded like every database operation: cut, its outcome
+            // is unknown (`Gapless::issue` takes tokio's `Elapsed` so).
+            let limit = d.options().operation_timeout;
             for _ in 0..count {
                 let coll = g.business();
                 let (base, field, hold) = (&base, &field, &hold);
@@ -226,19 +229,27 @@ pub async fn run(
                                 eprintln!("holding {n}");
                                 std::future::pending::<()>().await;
                             }
-                            let r = coll.insert_one(doc).await;
+                            let r = match tokio::time::timeout(limit, coll.insert_one(doc)).await {
+                                Ok(r) => r.map(drop).map_err(BoxError::from),
+                                Err(elapsed) => Err(BoxError::from(elapsed)),
+                            };
                             if hold.as_deref() == Some("after") && r.is_ok() {
                                 eprintln!("holding {n}");
                                 std::future::pending::<()>().await;
                             }
-                            r.map(drop).map_err(BoxError::from)
+                            r
                         }
                     })
                     .await?;
                 writeln!(out, "{}", issued.number).map_err(io)?;
             }
-            // Confirm the last number now: the process is about to exit.
-            g.flush().await?;
+            // Confirm the last number now: the process is about to exit. The numbers are
+            // written either way; unconfirmed, the next caller finds them used.
+            if let Err(e) = g.flush().await {
+                eprintln!(
+                    "dispenser: warning: {e} (the numbers printed are written; the next caller finds them used and moves past them)"
+                );
+            }
         }
         GaplessCommand::Release {
             name,

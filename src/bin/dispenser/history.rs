@@ -1,5 +1,6 @@
-//! `dispenser history`: the admin operations recorded for a sequence (its stripes included)
-//! or a queue, oldest first — and the caller the command line acts as (`--caller`).
+//! `dispenser history`: the admin operations recorded for a sequence (a striped one with its
+//! stripes), a stripe, a scope, a gap-free sequence or a queue, oldest first, printed page by
+//! page — and the caller the command line acts as (`--caller`).
 
 use std::io::Write;
 
@@ -14,14 +15,18 @@ use crate::output::{io_err, one_line_name};
 /// `dispenser history`.
 #[derive(Debug, clap::Args)]
 pub struct HistoryArgs {
-    /// The sequence (a striped sequence's stripes included), or with --queue the queue.
+    /// The sequence (a striped sequence with its stripes; a stripe ids~3 or a scope t@k
+    /// alone), or with --gapless the gap-free sequence, with --queue the queue.
     pub name: String,
     /// The history of the queue NAME.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "gapless")]
     pub queue: bool,
+    /// The history of the gap-free sequence NAME.
+    #[arg(long)]
+    pub gapless: bool,
     /// Only operations from then on: a time (2026-11-26T08:00:00Z), a date (2026-11-26, from
-    /// midnight UTC) or a time ago (90m, 12h, 7d).
-    #[arg(long, value_name = "WHEN", value_parser = parse_since)]
+    /// midnight UTC) or a time ago (90m, 12h, 7d, -7d).
+    #[arg(long, value_name = "WHEN", value_parser = parse_since, allow_hyphen_values = true)]
     pub since: Option<jiff::Timestamp>,
     /// At most this many operations, the oldest first [default: all].
     #[arg(long, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
@@ -31,7 +36,8 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
-/// `--since`: an RFC 3339 time, a date (midnight UTC) or a span back from now.
+/// `--since`: an RFC 3339 time, a date (midnight UTC) or a span back from now (`7d`, or
+/// `-7d`: a span is always back from now).
 pub fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
     let utc = jiff::tz::TimeZone::UTC;
     if let Ok(t) = s.parse::<jiff::Timestamp>() {
@@ -43,16 +49,42 @@ pub fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
             .map(|z| z.timestamp())
             .map_err(|e| format!("{s:?}: {e}"));
     }
-    if let Ok(span) = s.parse::<jiff::Span>() {
-        return jiff::Timestamp::now()
+    let out_of_range = || {
+        format!(
+            "{s:?} is out of range: a time ago reaches back at most to {}, the earliest time \
+             there is (about {} years); give a shorter span or a date",
+            jiff::Timestamp::MIN
+                .to_string()
+                .split('T')
+                .next()
+                .unwrap_or_default(),
+            (jiff::Timestamp::now().as_second() - jiff::Timestamp::MIN.as_second())
+                / (365 * 86_400)
+        )
+    };
+    match s.parse::<jiff::Span>() {
+        Ok(span) => jiff::Timestamp::now()
             .to_zoned(utc)
             .checked_sub(span.abs())
             .map(|z| z.timestamp())
-            .map_err(|e| format!("{s:?}: {e}"));
+            .map_err(|_| out_of_range()),
+        // Digits and units that do not fit a span (`1000000y`): a time ago, too far back.
+        Err(_) if looks_like_a_span(s) => Err(out_of_range()),
+        Err(_) => Err(format!(
+            "{s:?} is not a time (2026-11-26T08:00:00Z), a date (2026-11-26) or a time ago (90m, 12h, 7d)"
+        )),
     }
-    Err(format!(
-        "{s:?} is not a time (2026-11-26T08:00:00Z), a date (2026-11-26) or a time ago (90m, 12h, 7d)"
-    ))
+}
+
+/// Whether `s` has the shape of a time ago — an optional sign, then numbers each followed by
+/// a unit (`7d`, `-1000000y`, `2h 30m`) — whatever its size.
+fn looks_like_a_span(s: &str) -> bool {
+    let body = s.trim().trim_start_matches(['-', '+']).trim_start();
+    body.starts_with(|c: char| c.is_ascii_digit())
+        && body.chars().any(|c| c.is_ascii_alphabetic())
+        && body
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | ',' | '.'))
 }
 
 /// The user and host the command line acts as when neither `--caller` nor
@@ -75,50 +107,57 @@ pub fn default_caller() -> String {
         .collect()
 }
 
+/// Prints the history page by page as the pages arrive (one page in memory at a time), so
+/// a long history starts printing at once and never has to fit in memory.
 pub async fn run(
     d: &Dispenser,
     a: HistoryArgs,
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
-    let mut query = if a.queue {
-        HistoryQuery::queue()
+    let (mut query, kind) = if a.queue {
+        (HistoryQuery::queue(), "queue")
+    } else if a.gapless {
+        (HistoryQuery::gapless(), "gap-free sequence")
     } else {
-        HistoryQuery::sequence()
+        (HistoryQuery::sequence(), "sequence")
     };
     if let Some(since) = a.since {
         query = query.with_since(since);
     }
     let wanted = a.limit.unwrap_or(usize::MAX);
-    let mut entries: Vec<HistoryEntry> = Vec::new();
+    let mut printed = 0_usize;
+    if a.json {
+        write!(out, "[").map_err(io_err)?;
+    }
     loop {
-        let page = wanted.saturating_sub(entries.len()).min(MAX_HISTORY_PAGE);
+        let page = wanted.saturating_sub(printed).min(MAX_HISTORY_PAGE);
         if page == 0 {
             break;
         }
         let got = d.history(&a.name, &query.clone().with_limit(page)).await?;
-        let done = got.len() < page;
-        if let Some(last) = got.last() {
-            query = query.with_after(last.cursor());
+        for e in &got {
+            if a.json {
+                let comma = if printed == 0 { "" } else { "," };
+                write!(out, "{comma}{}", e.to_json()).map_err(io_err)?;
+            } else {
+                writeln!(out, "{}", describe(e)).map_err(io_err)?;
+            }
+            printed += 1;
         }
-        entries.extend(got);
-        if done {
-            break;
+        out.flush().map_err(io_err)?;
+        match got.last() {
+            Some(last) if got.len() == page => query = query.with_after(last.cursor()),
+            _ => break,
         }
     }
     if a.json {
-        let all: Vec<Value> = entries.iter().map(HistoryEntry::to_json).collect();
-        writeln!(out, "{}", Value::Array(all)).map_err(io_err)?;
-    } else if entries.is_empty() {
-        let kind = if a.queue { "queue" } else { "sequence" };
+        writeln!(out, "]").map_err(io_err)?;
+    } else if printed == 0 {
         let o = d.options();
         eprintln!(
             "dispenser: no history of {kind} {:?} in {}.{}_history",
             a.name, o.database, o.collection
         );
-    } else {
-        for e in &entries {
-            writeln!(out, "{}", describe(e)).map_err(io_err)?;
-        }
     }
     out.flush().map_err(io_err)?;
     Ok(Outcome::Done)
@@ -197,7 +236,21 @@ mod tests {
         let week = jiff::Timestamp::now() - parse_since("7d").unwrap();
         assert!((week.get_seconds() - 7 * 86_400).abs() <= 5, "{week:?}");
         let e = parse_since("yesterday-ish").unwrap_err();
-        assert!(e.contains("yesterday-ish"), "{e}");
+        assert!(
+            e.contains("yesterday-ish") && e.contains("not a time"),
+            "{e}"
+        );
+        // A span is back from now, with or without its sign.
+        let week = jiff::Timestamp::now() - parse_since("-7d").unwrap();
+        assert!((week.get_seconds() - 7 * 86_400).abs() <= 5, "{week:?}");
+        // Too far back: out of range, with the range; not "not a time".
+        for far in ["1000000y", "-1000000y", "5000000d", "20000y"] {
+            let e = parse_since(far).unwrap_err();
+            assert!(
+                e.contains("out of range") && e.contains("-009999"),
+                "{far}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -104,10 +104,7 @@ pub async fn run(d: &Dispenser, a: NextArgs, out: &mut impl Write) -> dispenser:
             writeln!(out, "{n}").map_err(io_err)?;
             out.flush().map_err(io_err)?;
         }
-        let report = ids.close().await?;
-        if let Some(line) = close_line("block clients", &report) {
-            eprintln!("{line}");
-        }
+        close_report("block clients", ids.close().await);
         return Ok(Outcome::Done);
     }
     let seq = opened?;
@@ -122,10 +119,7 @@ pub async fn run(d: &Dispenser, a: NextArgs, out: &mut impl Write) -> dispenser:
             }
         }
         out.flush().map_err(io_err)?;
-        let report = blocks.close().await?;
-        if let Some(line) = close_line("block client", &report) {
-            eprintln!("{line}");
-        }
+        close_report("block client", blocks.close().await);
     } else {
         let mut left = a.count;
         while left > 0 {
@@ -151,6 +145,21 @@ fn run_blocks(size: u64, count: u64) -> BlockOptions {
     BlockOptions::default()
         .with_size(size)
         .with_grow_to(Some(count.div_ceil(2).max(size)))
+}
+
+/// Says on stderr what closing a block client did. A close that failed is a warning: every
+/// number printed was issued, and what the close could not give back is a gap.
+fn close_report(what: &str, closed: dispenser::Result<CloseReport>) {
+    match closed {
+        Ok(report) => {
+            if let Some(line) = close_line(what, &report) {
+                eprintln!("{line}");
+            }
+        }
+        Err(e) => eprintln!(
+            "dispenser: warning: {what} closed: {e} (the numbers printed were issued; what it held unused is a gap)"
+        ),
+    }
 }
 
 /// What closing a block client did, for stderr; `None` when there is nothing to say (no

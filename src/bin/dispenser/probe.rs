@@ -81,6 +81,7 @@ pub async fn refused(uri: &str) -> Error {
             return Error::Database {
                 context: format!("connecting to {context}"),
                 source: dispenser::mongodb::error::Error::from(io::Error::new(kind, cause)),
+                written: dispenser::Written::Nothing,
             };
         }
     }

@@ -253,6 +253,7 @@ pub async fn run(
             } else {
                 d.create_queue(&name, spec).await?
             };
+            crate::output::wrote(format!("queue {name:?} created"));
             writeln!(out, "{}", describe(&q.status().await?)).map_err(io_err)?;
         }
         QueueCommand::Take {

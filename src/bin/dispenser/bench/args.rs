@@ -84,6 +84,16 @@ pub struct BenchArgs {
     /// dropped afterwards.
     #[arg(long, conflicts_with_all = ["compare", "gapless", "http", "scale"])]
     pub queue_growth: bool,
+    /// Measure the history read at scale instead: a scratch collection's history gets this
+    /// many records (intents and outcomes), and `Dispenser::history` of one name with a
+    /// limit of 10 (what `dispenser history NAME --limit 10` runs) is timed beside the raw
+    /// driver's find with the same filter, sort and limit, in pairs; then the name's whole
+    /// history page by page beside one raw find. The collections are dropped afterwards.
+    #[arg(long, value_name = "N", value_parser = whole::<u64>(4, 10_000_000), conflicts_with_all = ["compare", "gapless", "http", "scale", "queue_growth", "suite", "rtt"], allow_negative_numbers = true)]
+    pub history: Option<u64>,
+    /// With --history: how many of the records belong to the name read [default: N/12].
+    #[arg(long, value_name = "M", value_parser = whole::<u64>(2, 10_000_000), requires = "history", allow_negative_numbers = true)]
+    pub history_name: Option<u64>,
     /// With --scale: how many of the sequences are drawn once through the service first.
     #[arg(long, default_value_t = 200, value_parser = whole::<u64>(0, 1_000_000), requires = "scale", allow_negative_numbers = true)]
     pub scale_drawn: u64,

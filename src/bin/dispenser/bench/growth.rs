@@ -180,6 +180,7 @@ async fn document_size(d: &Dispenser, name: &str) -> Result<usize, Error> {
         .map_err(|e| Error::Database {
             context: "bench --queue-growth: reading a queue document".into(),
             source: e,
+            written: dispenser::Written::Nothing,
         })?
         .ok_or_else(|| growth_error(format!("queue {name:?} is gone")))?;
     let mut bytes = Vec::new();
@@ -231,6 +232,7 @@ async fn largest(d: &Dispenser, name: &str) -> Result<Document, Error> {
         .map_err(|e| Error::Database {
             context: "bench --queue-growth: reading the largest queue".into(),
             source: e,
+            written: dispenser::Written::Nothing,
         })?
         .ok_or_else(|| growth_error(format!("queue {name:?} is gone")))
 }
@@ -263,6 +265,7 @@ async fn service_reads(
     coll.insert_many(docs).await.map_err(|e| Error::Database {
         context: "bench --queue-growth: writing the large queue documents".into(),
         source: e,
+        written: dispenser::Written::Nothing,
     })?;
     // The copies are valid: the library reads one whole.
     large.open_queue("big-0299").await?.status().await?;

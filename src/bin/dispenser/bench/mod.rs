@@ -20,6 +20,7 @@ use workers::{draw, spawn_workers, worker};
 
 pub mod args;
 mod growth;
+mod history;
 mod http;
 mod print;
 mod rtt;
@@ -53,6 +54,10 @@ async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
     }
     if args.queue_growth {
         growth::run(uri, options, &args).await?;
+        return Ok(true);
+    }
+    if let Some(n) = args.history {
+        history::run(uri, options, &args, n).await?;
         return Ok(true);
     }
     let proxy = match args.rtt {

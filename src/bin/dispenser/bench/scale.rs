@@ -318,6 +318,7 @@ async fn fill(d: &Dispenser, n: u64) -> Result<Vec<String>, Error> {
     let db_error = |e| Error::Database {
         context: "bench --scale: filling the scratch collection".into(),
         source: e,
+        written: dispenser::Written::Nothing,
     };
     let template = coll
         .find_one(doc! { "_id": "s-template" })
@@ -462,6 +463,7 @@ async fn raw_page(d: &Dispenser, after: Option<&str>) -> Result<(Duration, usize
     let db_error = |e| Error::Database {
         context: "bench --scale: the raw page".into(),
         source: e,
+        written: dispenser::Written::Nothing,
     };
     let filter = match after {
         Some(a) => doc! { "_id": { "$gt": a } },

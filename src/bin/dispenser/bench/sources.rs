@@ -221,6 +221,7 @@ fn raw_error(context: &str) -> impl Fn(dispenser::mongodb::error::Error) -> Erro
     move |e| Error::Database {
         context: context.into(),
         source: e,
+        written: dispenser::Written::Nothing,
     }
 }
 
@@ -296,6 +297,7 @@ impl Source {
                     .map_err(|e| Error::Database {
                         context: "raw baseline insert".into(),
                         source: e,
+                        written: dispenser::Written::Nothing,
                     })?;
                 Ok(n)
             }
@@ -456,6 +458,7 @@ pub(super) async fn prepare_target(
             .map_err(|e| Error::Database {
                 context: "creating the raw baseline document".into(),
                 source: e,
+                written: dispenser::Written::Nothing,
             }),
         Kind::RawShaped | Kind::Seq(..) | Kind::Blocks(..) => {
             d.create(target, Spec::default()).await.map(drop)
@@ -476,6 +479,7 @@ pub(super) async fn prepare_target(
             .map_err(|e| Error::Database {
                 context: "creating the raw baseline's unique index".into(),
                 source: e,
+                written: dispenser::Written::Nothing,
             })
         }
         Kind::Gapless => d

@@ -27,6 +27,8 @@ pub(super) fn classify(e: &Error) -> (StatusCode, &'static str) {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         let (status, kind) = classify(&e);
-        ApiError::new(status, kind, e.to_string())
+        let mut answer = ApiError::new(status, kind, e.to_string());
+        answer.outcome = e.written().as_str();
+        answer
     }
 }

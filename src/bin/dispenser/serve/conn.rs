@@ -791,7 +791,9 @@ pub(super) fn json_answer(status: u16) -> Vec<u8> {
             "the request is not valid HTTP/1.1 (its request line or a header could not be parsed)",
         ),
     };
-    let body = json!({ "error": { "kind": kind, "message": message } }).to_string();
+    let body =
+        json!({ "error": { "kind": kind, "message": message, "outcome": "nothing_written" } })
+            .to_string();
     format!(
         "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()

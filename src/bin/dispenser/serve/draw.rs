@@ -157,7 +157,8 @@ pub(super) async fn next(
         Some(known) => known,
         None => {
             Box::pin(st.target(&era, &name, |template, key, already| {
-                may_make_scope(&rule, template, key, already, &name)
+                may_make_scope(&rule, template, key, already, &name)?;
+                st.acting(&rule)
             }))
             .await
         }
@@ -282,7 +283,10 @@ async fn draw_striped<'n>(
         let slot = st.slot(name);
         let era = slot.era.read().await;
         // A stripe is never a scope: nothing is made here.
-        let Target::Plain(shape) = st.target(&era, name, |_, _, _| Ok(())).await? else {
+        let Target::Plain(shape) = st
+            .target(&era, name, |_, _, _| Ok(st.dispenser.clone()))
+            .await?
+        else {
             return Err(Error::NoSuchSequence { name: name.clone() }.into());
         };
         match draw_document(st, &slot, &era, name, shape, left, out).await {

@@ -7,13 +7,16 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-/// A JSON error reply: `{"error": {"kind", "message"}}`. The `observe` middleware scrubs
-/// its message of secrets (the URI's password, the tokens) before it is sent.
+/// A JSON error reply: `{"error": {"kind", "message", "outcome"}}`. The `observe` middleware
+/// scrubs its message of secrets (the URI's password, the tokens) before it is sent.
 #[derive(Clone, Debug)]
 pub(super) struct ApiError {
     pub(super) status: StatusCode,
     pub(super) kind: &'static str,
     pub(super) message: String,
+    /// What the request left written: `nothing_written`, or `unknown` when a write it sent
+    /// lost its answer (`dispenser::Written`).
+    pub(super) outcome: &'static str,
 }
 
 impl ApiError {
@@ -22,6 +25,7 @@ impl ApiError {
             status,
             kind,
             message: message.into(),
+            outcome: dispenser::Written::Nothing.as_str(),
         }
     }
 
@@ -32,7 +36,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Json(json!({ "error": { "kind": self.kind, "message": self.message } }));
+        let body = Json(json!({
+            "error": { "kind": self.kind, "message": self.message, "outcome": self.outcome }
+        }));
         let mut resp = (self.status, body).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
@@ -49,7 +55,8 @@ pub(super) async fn fallback() -> ApiError {
 }
 
 /// The answer to a request cut at `--request-timeout`: 408 `request_timeout` when the client
-/// had not sent its body yet, else 503 `timeout`.
+/// had not sent its body yet (nothing written), else 503 `timeout` (its outcome unknown: it
+/// may have been cut during a write).
 pub(super) fn timed_out(reading_body: bool, timeout: std::time::Duration) -> Response {
     let secs = timeout.as_secs_f64();
     let mut resp = if reading_body {
@@ -62,14 +69,15 @@ pub(super) fn timed_out(reading_body: bool, timeout: std::time::Duration) -> Res
         )
         .into_response()
     } else {
-        ApiError::new(
+        let mut cut = ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
             format!(
-                "the request took longer than the service's --request-timeout ({secs} s); a draw cut short is a gap, never a duplicate; try again"
+                "the request took longer than the service's --request-timeout ({secs} s); its outcome is unknown (a draw cut short is a gap, never a duplicate); try again"
             ),
-        )
-        .into_response()
+        );
+        cut.outcome = dispenser::Written::Unknown.as_str();
+        cut.into_response()
     };
     if reading_body {
         // What is left of the body is not read: the connection cannot carry another request.

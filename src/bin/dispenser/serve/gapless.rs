@@ -108,7 +108,9 @@ pub(super) async fn void(
         .await
         .map_err(|e| refusal(e, &name, b.number, "voided", peek))?;
     if peek {
-        Ok(Json(g.status().await?.to_json()))
+        let voided = format!("number {} voided", b.number);
+        let status = g.status().await.map_err(|e| e.after_write(&voided))?;
+        Ok(Json(status.to_json()))
     } else {
         Ok(Json(json!({ "name": name, "voided": b.number })))
     }
@@ -168,13 +170,18 @@ pub(super) async fn release(
         _ => answer["outcome"] = json!("other"),
     }
     if peek {
-        answer["status"] = status_of(&g).await?;
+        answer["status"] = status_of(&g, b.number).await?;
     }
     Ok(Json(answer))
 }
 
-async fn status_of(g: &Gapless) -> Result<Value, ApiError> {
-    Ok(g.status().await?.to_json())
+/// The status after the lease on `number` was released.
+async fn status_of(g: &Gapless, number: i64) -> Result<Value, ApiError> {
+    let released = format!("the lease on number {number} released");
+    Ok(g.status()
+        .await
+        .map_err(|e| e.after_write(&released))?
+        .to_json())
 }
 
 /// The body of a change of the longest lease.

@@ -136,10 +136,20 @@ pub(super) async fn create(
                 Err(Error::SequenceExists { .. }) if b.if_not_exists => return Ok(None),
                 Err(e) => return Err(e),
             };
+            let created = format!("sequence {:?} created", b.name);
             if let Some(f) = &format {
-                made.set_format(Some(f)).await?;
+                made.set_format(Some(f))
+                    .await
+                    .map_err(|e| match e.written() {
+                        dispenser::Written::Nothing => e.after_write(&created),
+                        _ => e,
+                    })?;
             }
-            st.dispenser.peek(&b.name).await.map(Some)
+            st.dispenser
+                .peek(&b.name)
+                .await
+                .map(Some)
+                .map_err(|e| e.after_write(&created))
         })
         .await?;
     match made {

@@ -84,6 +84,7 @@ impl Modify for BearerAuth {
         queues::delete,
         overview::overview,
         history::sequence,
+        history::gapless,
         history::queue,
     ),
     components(schemas(
@@ -180,7 +181,9 @@ fn error_statuses(operation: &str) -> &'static [u16] {
             &[400, 401, 403, 404, 414, 422, 431, 500, 503]
         }
         "list" | "overview" => &[400, 401, 403, 414, 431, 500, 503],
-        "history" | "queue_history" => &[400, 401, 403, 414, 422, 431, 500, 503],
+        "history" | "gapless_history" | "queue_history" => {
+            &[400, 401, 403, 414, 422, 431, 500, 503]
+        }
         "take" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 429, 431, 500, 503,
         ],
@@ -352,7 +355,7 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                     "overview" => {
                                         (super::overview::MAX_PAGE, super::overview::DEFAULT_PAGE)
                                     }
-                                    "history" | "queue_history" => (
+                                    "history" | "gapless_history" | "queue_history" => (
                                         dispenser::history::MAX_HISTORY_PAGE as u64,
                                         history::DEFAULT_PAGE,
                                     ),
@@ -370,7 +373,7 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                     "pattern": "^[!-~]([ -~]{0,62}[!-~])?(?![\\s\\S])"
                                 });
                             }
-                            Some("after") if id == "history" || id == "queue_history" => {
+                            Some("after") if id.ends_with("history") => {
                                 // A history's cursor: milliseconds, a dash, the record's id.
                                 p["schema"] = json!({
                                     "type": "string", "pattern": "^[0-9]{1,18}-[0-9a-f]{24}(?![\\s\\S])"

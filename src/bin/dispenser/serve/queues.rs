@@ -185,7 +185,11 @@ pub(super) async fn create(
         }
         Err(e) => return Err(e.into()),
     };
-    Ok(created_reply(&queue.status().await?, created))
+    let status = queue.status().await.map_err(|e| match created {
+        true => e.after_write(&format!("queue {:?} created", b.name)),
+        false => e,
+    })?;
+    Ok(created_reply(&status, created))
 }
 
 /// The 409 for a queue that exists, to a token that may not read it: only that it exists.

@@ -414,7 +414,7 @@ pub(super) struct Health {
     status: String,
 }
 
-/// Every error answer: `{"error": {"kind", "message"}}`.
+/// Every error answer: `{"error": {"kind", "message", "outcome"}}`.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub(super) struct ErrorBody {
@@ -428,4 +428,8 @@ pub(super) struct ErrorBody {
 pub(super) struct ErrorDetail {
     kind: String,
     message: String,
+    /// What the request left written: `nothing_written`, or `unknown` when a write it sent
+    /// lost its answer (look before making it again where that matters). Every error answer
+    /// has it; a document shown in a listing does not.
+    outcome: Option<String>,
 }

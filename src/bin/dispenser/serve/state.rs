@@ -183,8 +183,9 @@ impl AppState {
     /// What `name` stands for in this era, found by the era's first draw: its own document
     /// (a plain sequence, a stripe, a scope), a scope `T@KEY` that does not exist yet (made
     /// now from its template `T`, as `next --scope` does, when `may_make_scope(T, KEY,
-    /// already)` allows it, `already` saying whether `T` is a template already), or a striped
-    /// sequence.
+    /// already)` allows it, `already` saying whether `T` is a template already; it returns
+    /// the dispenser that makes it, acting as the token, whose name the scope's `create`
+    /// record names), or a striped sequence.
     ///
     /// A scope's template is marked as one only once the scope exists: a draw that makes
     /// nothing changes nothing about the template.
@@ -192,7 +193,7 @@ impl AppState {
         &self,
         era: &'e Era,
         name: &str,
-        may_make_scope: impl FnOnce(&str, &str, bool) -> Result<(), ApiError>,
+        may_make_scope: impl FnOnce(&str, &str, bool) -> Result<Dispenser, ApiError>,
     ) -> Result<&'e Target, ApiError> {
         era.target
             .get_or_try_init(|| async {
@@ -206,8 +207,8 @@ impl AppState {
                             Err(Error::NoSuchSequence { .. }) => false,
                             Err(e) => return Err(e.into()),
                         };
-                        may_make_scope(template, key, already)?;
-                        self.dispenser.ensure_scope(template, key).await?;
+                        let maker = may_make_scope(template, key, already)?;
+                        maker.ensure_scope(template, key).await?;
                         self.dispenser.peek(name).await?
                     }
                     Err(e @ Error::NoSuchSequence { .. }) => {

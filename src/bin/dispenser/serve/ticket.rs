@@ -161,9 +161,9 @@ fn link_key(rule: &TokenRule, key: Option<String>) -> Result<(String, String), A
 
 /// The take of request id `key` through link `rule` (`phone`, from `client`): counted
 /// against the link's limits unless this service answered that id already, given back when
-/// it took nothing new (a replay, a refusal, a lost race), kept counted when its outcome is
-/// unknown (a database error or a timeout: it may have taken a ticket; its retry with the
-/// same id is then a replay, given back).
+/// it took nothing new (a replay, or an error that wrote nothing: a refusal, a lost race),
+/// kept counted when its outcome is unknown (a lost reply: it may have taken a ticket; its
+/// retry with the same id is then a replay, given back).
 async fn counted_take(
     st: &AppState,
     q: &Queue,
@@ -184,12 +184,11 @@ async fn counted_take(
     };
     let outcome = q.take().request_id(key).caller(rule.name.clone()).await;
     st.queues.events.nudge(q.name());
-    // A lost race (`Contention`) wrote nothing; a database error or a timeout may have.
-    let fresh = matches!(&outcome, Ok(t) if !t.replayed)
-        || matches!(
-            &outcome,
-            Err(dispenser::Error::Database { .. } | dispenser::Error::Timeout { .. })
-        );
+    // A refusal or a lost race wrote nothing; a lost reply may have taken a ticket.
+    let fresh = match &outcome {
+        Ok(t) => !t.replayed,
+        Err(e) => e.written() != dispenser::Written::Nothing,
+    };
     if let Some(c) = counted
         && !fresh
     {
