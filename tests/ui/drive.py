@@ -19,10 +19,12 @@ script error lands there). Tokens are passed in the address's fragment
 (never sent to the server) and never printed.
 """
 
+import faulthandler
 import http.client
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -128,7 +130,7 @@ def api(method, path, token, body=None, headers=None):
     for k, v in (headers or {}).items():
         request.add_header(k, v)
     try:
-        with urllib.request.urlopen(request) as resp:
+        with urllib.request.urlopen(request, timeout=60) as resp:
             return resp.status, json.load(resp)
     except urllib.error.HTTPError as e:
         return e.code, json.load(e)
@@ -509,6 +511,7 @@ def phone(driver):
     wait(driver, 10, lambda d: ticket_state(d)["state"] != ahead, "the phone's new place")
     out["follow"] = {"state": ticket_state(driver)["state"],
                      "shown_after_ms": round((time.monotonic() - after_call) * 1000)}
+    viewport(driver, WIDE)
     out["phone_overflow"] = shoot(driver, "ticket")
     viewport(driver, PHONE)
     # Reload: the same ticket, followed, and nothing taken.
@@ -603,7 +606,7 @@ class Follower(threading.Thread):
         self.key = f"{i:016x}.{i:016x}"
         self.events = []
         self.status = None
-        self.conn = None
+        self.sock = None
         self.retried = 0
 
     def run(self):
@@ -620,12 +623,13 @@ class Follower(threading.Thread):
             self.status = code
             return
         url = urllib.parse.urlsplit(BASE)
-        self.conn = http.client.HTTPConnection(url.hostname, url.port, timeout=300)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=300)
         try:
-            self.conn.request("GET", f"/ui/queues/{QUEUE}/tickets/{ticket['serial']}/events",
-                              headers={"Authorization": "Bearer " + os.environ["PHONE_TOKEN"],
-                                       "Accept": "text/event-stream"})
-            resp = self.conn.getresponse()
+            conn.request("GET", f"/ui/queues/{QUEUE}/tickets/{ticket['serial']}/events",
+                         headers={"Authorization": "Bearer " + os.environ["PHONE_TOKEN"],
+                                  "Accept": "text/event-stream"})
+            self.sock = conn.sock
+            resp = conn.getresponse()
             self.status = resp.status
             while resp.status == 200:
                 line = resp.readline()
@@ -671,13 +675,22 @@ def crowd(driver):
 
     out["moved_up"] = sum(1 for i, p in enumerate(phones) if len(p.events) > seen[i]
                           and moved_up(p, seen[i]))
+    # The streams are cut under their readers (closing a connection another thread reads
+    # would wait for that read's lock), and the readers end.
     for p in phones:
-        if p.conn is not None:
-            p.conn.close()
+        if p.sock is not None:
+            try:
+                p.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+    for p in phones:
+        p.join(10)
     return out
 
 
 def main():
+    # A run stuck anywhere ends with every thread's stack on stderr, not a silent hang.
+    faulthandler.dump_traceback_later(900, exit=True)
     driver = browser()
     result = {"console_errors": []}
     try:
