@@ -14,10 +14,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::common::{self, DB};
+use crate::queue::next_event;
 use crate::serve::{ADMIN, BOARD, KIOSK, Service, send};
 
 /// The ticket link of `lobby` in these tests: three takes per phone, and enough per address
@@ -700,7 +702,12 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
           "ticket_link": { "queue": "hall", "takes_per_phone": 2, "takes_per_address": 3,
                            "per_seconds": 3600 } },
     ]});
-    let svc = Service::start_tokens("ticket_link", &common::uri(), &tokens, &[]);
+    let svc = Service::start_tokens(
+        "ticket_link",
+        &common::uri(),
+        &tokens,
+        &["--max-ticket-streams-per-address", "1"],
+    );
     for name in ["hall", "hall-b"] {
         admin(&svc, "/v1/queues", json!({"name": name}), 201).await;
     }
@@ -811,6 +818,37 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
         assert!(message.contains(needle), "{message}");
     }
 
+    // The second ticket's stream: its view at once. A second stream from this address is
+    // past --max-ticket-streams-per-address 1.
+    let events = |serial: &Value| {
+        http.get(svc.url(&format!("/ui/queues/hall/tickets/{serial}/events")))
+            .bearer_auth(LINK)
+    };
+    let mut live = events(&second["serial"]).send().await.unwrap();
+    assert_eq!(live.status(), 200);
+    let mut buffer = String::new();
+    let wait = Duration::from_secs(5);
+    let v = next_event(&mut live, &mut buffer, wait, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(
+        (&v["state"], &v["serial"]),
+        (&json!("waiting"), &second["serial"]),
+        "{v}"
+    );
+    let resp = events(&first["serial"]).send().await.unwrap();
+    assert_eq!(resp.status(), 429);
+    assert_eq!(resp.headers()["retry-after"], "10");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["kind"], "too_many_streams", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the most the service's --max-ticket-streams-per-address allows"),
+        "{body}"
+    );
+
     // Following: two wait before the first ticket, then one after a call.
     let follow = |serial: &Value| http.get(svc.url(&format!("/v1/queues/hall/tickets/{serial}")));
     let (status, view) = send(follow(&first["serial"]).bearer_auth(LINK)).await;
@@ -882,6 +920,47 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
         (status, &view["state"], &view["desk"]),
         (200, &json!("called"), &json!("2")),
         "{view}"
+    );
+    // The stream tells the call, then that its desk moved on, and ends.
+    let v = next_event(&mut live, &mut buffer, wait, |v| v["state"] == "called").await;
+    assert_eq!(v.map(|v| v["desk"].clone()), Some(json!("2")));
+    admin(&svc, "/v1/queues/hall/call", json!({"desk": "2"}), 200).await;
+    let v = next_event(&mut live, &mut buffer, wait, |_| true).await;
+    assert_eq!(v.map(|v| v["state"].clone()), Some(json!("passed")));
+    assert_eq!(
+        next_event(&mut live, &mut buffer, wait, |_| true).await,
+        None,
+        "ended"
+    );
+    // Its place came back: another stream is let in.
+    let mut again = events(&first["serial"]).send().await.unwrap();
+    for _ in 0..50 {
+        if again.status() == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        again = events(&first["serial"]).send().await.unwrap();
+    }
+    assert_eq!(again.status(), 200);
+    // The first ticket, given up, is past (the line has moved beyond it: `done`): its stream
+    // sends its view once, without `version` and `queue_waiting`, and ends.
+    let mut buffer = String::new();
+    let v = next_event(&mut again, &mut buffer, wait, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(
+        (&v["state"], &v["serial"]),
+        (&json!("done"), &first["serial"]),
+        "{v}"
+    );
+    assert!(
+        v.get("version").is_none() && v.get("queue_waiting").is_none(),
+        "{v}"
+    );
+    assert_eq!(
+        next_event(&mut again, &mut buffer, wait, |_| true).await,
+        None,
+        "ended"
     );
 
     // The link as the board and the kiosk show it: the page's address with the token in its

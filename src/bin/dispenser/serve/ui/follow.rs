@@ -1,7 +1,9 @@
 //! A phone's live feed of its own ticket: `GET /ui/queues/{name}/tickets/{serial}/events`,
 //! server-sent events (`event: ticket`, `data:` the ticket's view, as `GET
-//! /v1/queues/{name}/tickets/{serial}` answers it) — one at once, then one each time the view
-//! changes (its place, its estimate, the call).
+//! /v1/queues/{name}/tickets/{serial}` answers it but without `version` and `queue_waiting`,
+//! which every take behind the ticket changes) — one at once, then one each time the view
+//! changes (its place, its estimate, what is served now, the call). So a crowd following one
+//! queue is sent nothing while people take tickets behind it.
 //!
 //! It reads the same status feed as the boards (`events.rs`: one poller per watched queue,
 //! however many boards and phones follow it), so a thousand phones cost the database nothing
@@ -70,6 +72,16 @@ fn past(state: TicketState) -> bool {
         state,
         TicketState::Waiting | TicketState::Called | TicketState::NotTaken
     )
+}
+
+/// A ticket's view as its stream sends it: without the queue's `version` and `queue_waiting`,
+/// which change with every take (a phone is sent only what changes for its ticket).
+fn streamed(mut view: serde_json::Value) -> String {
+    if let Some(fields) = view.as_object_mut() {
+        fields.remove("version");
+        fields.remove("queue_waiting");
+    }
+    view.to_string()
 }
 
 /// The stream's `?incarnation=HEX` (24 hexadecimal digits), if given (400 when malformed or
@@ -149,14 +161,14 @@ pub(crate) async fn ticket_events(
                         {
                             // Another incarnation: the page learns its ticket is gone.
                             let (view, _) = view_json(status, &snapshot.serving, serial);
-                            (view.to_string(), true)
+                            (streamed(view), true)
                         }
                         Some(status) => {
                             let (view, state) = view_json(status, &snapshot.serving, serial);
                             if state == TicketState::NotTaken {
                                 continue;
                             }
-                            (view.to_string(), past(state))
+                            (streamed(view), past(state))
                         }
                         // `{"error": …}`, as the board is sent.
                         None => (snapshot.text.clone(), false),
