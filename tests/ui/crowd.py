@@ -71,9 +71,13 @@ class Http:
         return status, json.loads(text) if text else None
 
 
-async def stream(host, port, path, token):
-    """An event stream's reader, once its answer's head arrived (200 asserted)."""
-    reader, writer = await asyncio.open_connection(host, port)
+async def stream(host, port, path, token, http=None):
+    """An event stream's reader and writer, once its answer's head arrived (200 asserted); on
+    the connection of `http` when given (as a browser reuses the take's connection)."""
+    if http is not None and http.writer is not None:
+        reader, writer = http.reader, http.writer
+    else:
+        reader, writer = await asyncio.open_connection(host, port)
     writer.write((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
                   f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n").encode())
     await writer.drain()
@@ -169,7 +173,8 @@ async def measure(args, pid, host, port):
     await asyncio.sleep(1)
     baseline = rss_mib(pid)
 
-    # The phones: each takes through the link (its own phone id), then follows its ticket.
+    # The phones: each takes through the link (its own phone id), then follows its ticket on
+    # the same connection.
     async def phone(i):
         http = Http(host, port)
         for attempt in range(20):
@@ -180,9 +185,8 @@ async def measure(args, pid, host, port):
             await asyncio.sleep(0.2 * (attempt + 1))
         else:
             raise SystemExit(f"phone {i}: take answered {status} {t}")
-        http.writer.close()
         return Watcher(await stream(host, port,
-                                    f"/ui/queues/{QUEUE}/tickets/{t['serial']}/events", LINK))
+                                    f"/ui/queues/{QUEUE}/tickets/{t['serial']}/events", LINK, http))
 
     started = time.monotonic()
     phones = []
