@@ -21,6 +21,11 @@ A name not followed (macro, variant) lives in the last module reached. A `pub us
 signpost, not a dependency; `mod x;` neither. A module file and its submodules' files are one
 unit: an edge between a file and an ancestor (block/mod.rs using block/pool.rs, which uses
 `super::Shared`; a helper in main.rs) closes no circle: --graph marks it, --parents counts it.
+
+Layers are modules, so modules are checked too: among the children of each module (the
+crate's top-level modules included), each child standing for all its files, an import circle
+between two children is a module circle even where no file circle exists (history/mod.rs
+using dispenser.rs, which uses history/record.rs).
 """
 import re
 import sys
@@ -290,6 +295,51 @@ def tour(comp, succ):
     return walk
 
 
+def module_circles(crate, edges, name):
+    """Circles among the modules that are siblings (the children of one module, the crate's
+    top-level modules included), each module standing for every file below it; printed with
+    an edge of each hop. A file circle is one; two modules that import each other through
+    different files are one too."""
+    def chain(f):  # the modules from f's own up to the root
+        m, out = crate.mods[f], []
+        while m:
+            out.append(m)
+            m = m.parent
+        return out
+
+    def modname(m):  # crate::history, crate::serve::ui
+        parts = []
+        while m.parent:
+            parts.append(m.dir.name)
+            m = m.parent
+        return "::".join(["crate"] + parts[::-1])
+
+    found = []
+    for parent in crate.mods.values():
+        def child(f):  # the child of `parent` holding f, or None (f outside it, or its own file)
+            ms = chain(f)
+            for below, m in zip(ms, ms[1:]):
+                if m is parent:
+                    return None if below.file == parent.file else below
+            return None
+
+        succ, why = {}, {}
+        for (a, b), uses in edges.items():
+            ca, cb = child(a), child(b)
+            if ca and cb and ca is not cb:
+                ka, kb = modname(ca), modname(cb)
+                succ.setdefault(ka, set()).add(kb)
+                why.setdefault((ka, kb), (name(a), name(b), uses[0]))
+        for comp in components(sorted(succ), succ):
+            walk = tour(comp, succ)
+            found.append(comp)
+            print("module circle: " + " → ".join(walk) + f"  (the modules of {modname(parent)})")
+            for ka, kb in zip(walk, walk[1:]):
+                a, b, (text, line) = why[ka, kb]
+                print(f"  {ka} → {kb}: {a} uses {text} (line {line}) of {b}")
+    return found
+
+
 def main(argv):
     flags = {a for a in argv if a.startswith("--")}
     roots = [(a, Path(a)) for a in argv if a not in flags]
@@ -319,8 +369,10 @@ def main(argv):
             pairs += sorted((a, b) for a in comp for b in succ[a] if b in comp)
             for a, b in dict.fromkeys(pairs):
                 print(f"  {name(a)} → {name(b)}: {name(a)} uses %s (line %d)" % edges[a, b][0])
-        print(f"{root}: {len(crate.files)} files, {len(comps)} circles")
-        found += len(comps)
+        mcomps = module_circles(crate, edges, name)
+        print(f"{root}: {len(crate.files)} files, {len(comps)} circles, "
+              f"{len(mcomps)} module circles")
+        found += len(comps) + len(mcomps)
     return 1 if found else 0
 
 

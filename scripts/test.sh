@@ -5,7 +5,8 @@
 # drive (scripts/tools.sh: mongosh, pymongo, Schemathesis, FerretDB, ... once per machine,
 # linked into .tools/), and afterwards prints the slowest tests of the run.
 # Exit status: the tests'.
-# Extra arguments go to `cargo test`.
+# Extra arguments go to `cargo test`; without them the language bindings' suites run too
+# (tests/python/run.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
@@ -29,7 +30,23 @@ if [ -z "${!runner:-}" ]; then
   export "$runner=$PWD/scripts/test-times.sh" DISPENSER_TEST_TIMES="$times"
 fi
 status=0
-with_local_server test --backend memory -- cargo test --locked "$@" || status=$?
+# suites ARGS...: the Rust tests (cargo test ARGS), then, when no ARGS narrow the run, the
+# language bindings' suites against the same server.
+suites() {
+  local failed=0
+  cargo test --locked "$@" || failed=$?
+  if [ "$#" -eq 0 ]; then
+    # The Node.js binding (tests/node/run.sh: builds the addon in the debug profile in
+    # target/, then node --test). First: the Python suite's cross-language test spawns
+    # tests/node/draw.mjs, which loads that addon.
+    tests/node/run.sh || failed=$?
+    # The Python binding (tests/python/run.sh: builds the extension in the debug profile in
+    # target/, then pytest).
+    tests/python/run.sh || failed=$?
+  fi
+  return "$failed"
+}
+with_local_server test --backend memory -- suites "$@" || status=$?
 slowest=${DISPENSER_SLOWEST:-20}
 if [ "$slowest" -gt 0 ] && grep -q ' <[0-9.]*s>$' "$times"; then
   echo "test.sh: the $slowest slowest tests of this run (seconds):" >&2

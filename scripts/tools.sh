@@ -10,6 +10,10 @@
 #   chromium + chromedriver                (Debian: chromium, chromium-driver) and Selenium (PyPI,
 #                                           into .tools/venv): the browser tests of serve's pages;
 #   zbarimg                                (Debian: zbar-tools) reads their QR codes
+#                                           into .tools/venv): the browser tests of serve's pages
+#   .tools/pyvenv/bin/pytest               (PyPI: pytest, pymongo, uvloop, motor): tests/python
+#   .tools/node/node_modules               (npm: @napi-rs/cli, mongodb, mongoose 8, mongoose-sequence,
+#                                           typescript): tests/node and the Node package's builds
 # Each .tools/NAME is a link into the machine's tool cache (scripts/lib.sh: $DISPENSER_TOOLS_CACHE,
 # else ~/.cache/dispenser-tools), one directory per tool and pinned versions, shared by every
 # clone: a fresh clone links what an earlier clone installed and downloads nothing. (A real
@@ -150,5 +154,62 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   fi
 fi
 # --- end of Chromium
+
+# --- The Python binding's tests (tests/python): pytest, with pymongo (the apps' own driver
+# in the gap-free tests), Motor and uvloop (the asyncio flavour under both loops), in a venv
+# of their own so that bumping them reinstalls nothing else.
+PYTEST_VERSION=9.2.0
+UVLOOP_VERSION=0.23.0
+MOTOR_VERSION=3.7.1
+PYVENV_STAMP="pytest=$PYTEST_VERSION pymongo=$PYMONGO_VERSION uvloop=$UVLOOP_VERSION motor=$MOTOR_VERSION"
+pyvenv_ok() { stamped "$1" "$PYVENV_STAMP" && "$1/bin/python" -c '' 2>/dev/null; }
+if ! pyvenv_ok "$tools/pyvenv"; then
+  dir=$(tools_cache_dir pyvenv "$PYVENV_STAMP")
+  tools_lock pyvenv
+  if ! pyvenv_ok "$dir"; then
+    need python3 "Python 3.9 or newer (with the venv module)"
+    echo "tools.sh: creating $dir with $PYVENV_STAMP" >&2
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
+      "pytest==$PYTEST_VERSION" "pymongo==$PYMONGO_VERSION" "uvloop==$UVLOOP_VERSION" \
+      "motor==$MOTOR_VERSION" >&2
+    echo "$PYVENV_STAMP" >"$dir/.stamp"
+  fi
+  tools_unlock
+  link_tool "$tools/pyvenv" "$dir"
+fi
+# --- end of the Python binding's tests
+
+# --- The Node.js binding's tests (tests/node): @napi-rs/cli (the addon's release builds and
+# its TypeScript declarations), the official driver (the apps' own inserts in the gap-free
+# tests, the hand-written counter of bench.mjs), Mongoose 8 and mongoose-sequence 6.0.1 (the
+# plugin beside the one it replaces), TypeScript (the declarations compiled), installed into a
+# scratch directory and moved into the cache whole. mongodb is the version Mongoose pins.
+NAPI_CLI_VERSION=3.10.12
+NODE_MONGODB_VERSION=6.20.0
+MONGOOSE_VERSION=8.24.10
+MONGOOSE_SEQUENCE_VERSION=6.0.1
+TYPESCRIPT_VERSION=6.0.3
+NODE_STAMP="@napi-rs/cli=$NAPI_CLI_VERSION mongodb=$NODE_MONGODB_VERSION mongoose=$MONGOOSE_VERSION mongoose-sequence=$MONGOOSE_SEQUENCE_VERSION typescript=$TYPESCRIPT_VERSION"
+node_ok() { stamped "$1" "$NODE_STAMP" && [ -x "$1/node_modules/.bin/napi" ]; }
+if ! node_ok "$tools/node"; then
+  dir=$(tools_cache_dir node "$NODE_STAMP")
+  tools_lock node
+  if ! node_ok "$dir"; then
+    need npm "Node.js 18 or newer (with npm)"
+    echo "tools.sh: installing $NODE_STAMP into $dir" >&2
+    rm -rf "$dir" "$dir.tmp"
+    mkdir -p "$dir.tmp"
+    npm install --prefix "$dir.tmp" --no-audit --no-fund --loglevel=error \
+      "@napi-rs/cli@$NAPI_CLI_VERSION" "mongodb@$NODE_MONGODB_VERSION" "mongoose@$MONGOOSE_VERSION" \
+      "mongoose-sequence@$MONGOOSE_SEQUENCE_VERSION" "typescript@$TYPESCRIPT_VERSION" >&2
+    echo "$NODE_STAMP" >"$dir.tmp/.stamp"
+    mv "$dir.tmp" "$dir"
+  fi
+  tools_unlock
+  link_tool "$tools/node" "$dir"
+fi
+# --- end of the Node.js binding's tests
 
 echo "tools.sh: tools ready in $tools/ ($(($(date +%s) - started)) s)" >&2

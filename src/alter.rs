@@ -1,4 +1,4 @@
-//! `alter`: change the shape of a live sequence (step, bounds, cycle, format) while other
+//! `alter`: change the shape of a live sequence (step, bounds, cycle) and its format while other
 //! processes draw from it.
 //!
 //! The change is one compare-and-set on the exact state it was computed from (incarnation,

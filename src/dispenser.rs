@@ -13,8 +13,9 @@ use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::ErrorKind;
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::history::record::{Recorder, sequence_state};
+use crate::history::record::{self, Recorder, sequence_state};
 use crate::history::subject::Target;
+use crate::history::{self, HistoryEntry, HistoryQuery};
 use crate::options::Options;
 use crate::redact;
 use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
@@ -640,6 +641,48 @@ impl Dispenser {
     /// ```
     pub async fn flush(&self) {
         crate::strategy::wait_left_running(self.store.timeout()).await;
+    }
+
+    /// The history of `name`, as `query` says: oldest first, at most `query.limit` entries
+    /// (continue with [`HistoryQuery::with_after`] and the last entry's
+    /// [`HistoryEntry::cursor`]). Two queries, whatever the length of the history, each
+    /// served by an index the library creates with the collection (see
+    /// [`record`](crate::history#what-a-record-names-and-what-a-read-returns)). A name without history
+    /// (or without a document) has an empty history.
+    ///
+    /// The read returns the records of exactly the subjects it asks for, never those of a
+    /// name that merely starts with `name`: for [`Subject::Sequence`](crate::history::Subject::Sequence) (the default), a
+    /// sequence `ids` with its stripes `ids~0 …` (a striped sequence's history), one stripe
+    /// `ids~3`, or one scope `t@k`; for [`Subject::Gapless`](crate::history::Subject::Gapless) and [`Subject::Queue`](crate::history::Subject::Queue), the
+    /// gap-free sequence or the queue `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a limit outside 1 to
+    /// [`MAX_HISTORY_PAGE`](crate::history::MAX_HISTORY_PAGE) or a cursor that is not one; [`Error::CorruptDocument`](crate::Error::CorruptDocument) for a record
+    /// that does not decode; [`Error::Database`](crate::Error::Database),
+    /// [`Error::Timeout`](crate::Error::Timeout).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::history::HistoryQuery;
+    /// let last_day = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
+    /// for e in d.history("lobby", &HistoryQuery::queue().with_since(last_day)).await? {
+    ///     println!("{}", e.to_json());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn history(&self, name: &str, query: &HistoryQuery) -> Result<Vec<HistoryEntry>> {
+        let store = self
+            .store()
+            .sibling(&record::collection_name(&self.options().collection));
+        history::read(&store, name, query).await
     }
 
     /// The store (for the scope and block layers).

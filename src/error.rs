@@ -6,10 +6,6 @@
 
 use std::time::Duration;
 
-/// The `what` of the refusal [`Error::is_not_the_next_number`] recognises (the message reads
-/// "invalid gap-free number: …").
-const NOT_THE_NEXT: &str = "gap-free number";
-
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -79,9 +75,13 @@ pub enum Error {
         reason: String,
     },
 
-    /// The sequence name is not acceptable. Nothing was written.
-    #[error("invalid sequence name {name:?}: {reason}")]
+    /// The name is not acceptable for its kind (the same rules for every kind: 1–200 bytes,
+    /// no control character, not starting with `$`; `~` and `@` per the guide's table of
+    /// names). Nothing was written.
+    #[error("invalid {kind} name {name:?}: {reason}")]
     InvalidName {
+        /// The kind of what was named.
+        kind: Kind,
         /// The offending name (lossily shown).
         name: String,
         /// What is wrong with it.
@@ -95,6 +95,23 @@ pub enum Error {
         /// Which argument or option.
         what: String,
         /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A [`Gapless::void`](crate::gapless::Gapless::void) or
+    /// [`Gapless::release`](crate::gapless::Gapless::release) of a number other than the one
+    /// that may be voided or released now (the sequence's next number). Nothing was written.
+    /// Its message names the next number, which the service does not tell a caller that may
+    /// not read the sequence.
+    #[error("invalid gap-free number: {reason}")]
+    NotTheNextNumber {
+        /// The gap-free sequence's name.
+        name: String,
+        /// The number asked for.
+        number: i64,
+        /// The sequence's next number: the one that may be voided or released.
+        next: i64,
+        /// Why, in words (used or voided already, not handed out yet, not held).
         reason: String,
     },
 
@@ -299,10 +316,12 @@ pub enum Error {
     /// A number of a gap-free sequence is held by a caller whose lease has not run out by the
     /// server's clock, so its business write could still land: a
     /// [`Gapless::release`](crate::gapless::Gapless::release) without force, or a
-    /// [`Gapless::void`](crate::gapless::Gapless::void), is refused. Nothing was written; try
-    /// again once the lease ran out, or release it with force when its holder is known dead.
+    /// [`Gapless::void`](crate::gapless::Gapless::void), or a
+    /// [`Dispenser::delete_gapless`](crate::Dispenser::delete_gapless) without force, is
+    /// refused. Nothing was written; try again once the lease ran out, or force the release or
+    /// the delete when its holder is known dead.
     #[error(
-        "{number} of gap-free sequence {name:?} is held by a caller until {} (server time), so its write could still land; wait until then, or release it with force if you know the holder is dead (a write that lands afterwards fails on the unique index)",
+        "{number} of gap-free sequence {name:?} is held by a caller until {} (server time), so its write could still land; wait until then, or, if you know the holder is dead, force the release or the delete (a write that lands afterwards fails on the unique index)",
         .until.try_to_rfc3339_string().unwrap_or_default()
     )]
     LeaseHeld {
@@ -412,6 +431,36 @@ fn in_use(waiting: u64, shown: u64) -> String {
         (w, 0) => format!("{w} ticket(s) wait"),
         (0, d) => format!("{d} desk(s) show a ticket"),
         (w, d) => format!("{w} ticket(s) wait and {d} desk(s) show a ticket"),
+    }
+}
+
+/// What a name names: the kinds of things a dispenser keeps, each with its own names (a
+/// sequence and a queue may share a name; see the guide's table of names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A sequence: plain, a stripe, a striped sequence, a template or a scope.
+    Sequence,
+    /// A gap-free sequence.
+    Gapless,
+    /// A ticket queue.
+    Queue,
+}
+
+impl Kind {
+    /// The kind in words: `sequence`, `gap-free sequence`, `queue`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Sequence => "sequence",
+            Kind::Gapless => "gap-free sequence",
+            Kind::Queue => "queue",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -577,7 +626,8 @@ impl Error {
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. } => ErrorKind::InvalidInput,
+            | Error::InvalidArgument { .. }
+            | Error::NotTheNextNumber { .. } => ErrorKind::InvalidInput,
             Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => ErrorKind::NotFound,
             Error::SequenceExists { .. } | Error::QueueExists { .. } => ErrorKind::AlreadyExists,
             Error::SpecConflict { .. }
@@ -609,7 +659,8 @@ impl Error {
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. } => "invalid_input",
+            | Error::InvalidArgument { .. }
+            | Error::NotTheNextNumber { .. } => "invalid_input",
             Error::NoSuchSequence { .. } => "no_such_sequence",
             Error::NoSuchQueue { .. } => "no_such_queue",
             Error::SequenceExists { .. } | Error::QueueExists { .. } => "already_exists",
@@ -649,7 +700,8 @@ impl Error {
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. } => 2,
+            | Error::InvalidArgument { .. }
+            | Error::NotTheNextNumber { .. } => 2,
             Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 3,
             Error::Exhausted { .. } => 4,
             Error::Database { .. } | Error::Timeout { .. } | Error::Closed { .. } => 5,
@@ -678,7 +730,8 @@ impl Error {
         match self {
             Error::InvalidName { .. }
             | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. } => 422,
+            | Error::InvalidArgument { .. }
+            | Error::NotTheNextNumber { .. } => 422,
             Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 404,
             Error::SequenceExists { .. }
             | Error::QueueExists { .. }
@@ -700,37 +753,13 @@ impl Error {
         }
     }
 
-    /// True for errors caused by the caller's input (names, specs, arguments): nothing was written.
-    pub fn is_invalid_input(&self) -> bool {
-        matches!(
-            self,
-            Error::InvalidSpec { .. } | Error::InvalidName { .. } | Error::InvalidArgument { .. }
-        )
-    }
-
-    /// True for the refusal of a [`Gapless::void`](crate::gapless::Gapless::void) or
-    /// [`Gapless::release`](crate::gapless::Gapless::release) of a number other than the one
-    /// that may be voided or released now (an [`Error::InvalidArgument`], nothing written).
-    /// Its message names the sequence's next number, which a caller that may not read the
-    /// sequence is not to be told: the service answers such a caller a message of its own.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(invoices: dispenser::gapless::Gapless) -> dispenser::Result<()> {
-    /// match invoices.void(7, "form destroyed").await {
-    ///     Err(e) if e.is_not_the_next_number() => println!("7 may not be voided now"),
-    ///     other => other?,
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub fn is_not_the_next_number(&self) -> bool {
-        matches!(self, Error::InvalidArgument { what, .. } if what == NOT_THE_NEXT)
-    }
-
-    /// The refusal [`Error::is_not_the_next_number`] recognises, for `reason`.
-    pub(crate) fn not_the_next_number(reason: impl Into<String>) -> Self {
-        Error::invalid_argument(NOT_THE_NEXT, reason)
+    /// This error, with an [`Error::InvalidName`] naming `kind` (the name checks are shared
+    /// by every kind; each says which it checked).
+    pub(crate) fn for_kind(self, kind: Kind) -> Self {
+        match self {
+            Error::InvalidName { name, reason, .. } => Error::InvalidName { kind, name, reason },
+            other => other,
+        }
     }
 
     /// This error, met after a write was made (reading its answer back): for
@@ -1030,20 +1059,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_refusal_of_a_number_not_the_next_is_recognised_as_one() {
-        let refused = Error::not_the_next_number("5 is not handed out yet");
-        assert!(refused.is_not_the_next_number());
+    fn the_refusal_of_a_number_not_the_next_is_its_own_variant_of_invalid_input() {
+        let refused = Error::NotTheNextNumber {
+            name: "inv".into(),
+            number: 5,
+            next: 3,
+            reason: "5 is not handed out yet".into(),
+        };
         assert_eq!(
             refused.to_string(),
             "invalid gap-free number: 5 is not handed out yet"
         );
-        assert_eq!(refused.code(), "invalid_input");
-        assert!(!Error::invalid_argument("release", "no holder").is_not_the_next_number());
-        assert!(
-            !Error::NoSuchSequence {
-                name: NOT_THE_NEXT.to_owned()
-            }
-            .is_not_the_next_number()
+        assert_eq!(
+            (
+                refused.code(),
+                refused.kind(),
+                refused.exit_code(),
+                refused.http_status()
+            ),
+            ("invalid_input", ErrorKind::InvalidInput, 2, 422)
         );
     }
 
@@ -1070,6 +1104,7 @@ mod tests {
                 reason: n(),
             },
             Error::InvalidName {
+                kind: Kind::Queue,
                 name: n(),
                 reason: n(),
             },
@@ -1081,6 +1116,12 @@ mod tests {
                 name: n(),
                 stored: n(),
                 requested: n(),
+            },
+            Error::NotTheNextNumber {
+                name: n(),
+                number: 3,
+                next: 1,
+                reason: n(),
             },
             Error::WouldGoBackwards {
                 name: n(),
@@ -1188,10 +1229,11 @@ mod tests {
                 Error::Database { .. } => 20,
                 Error::QueueInUse { .. } => 21,
                 Error::LeaseHeld { .. } => 22,
+                Error::NotTheNextNumber { .. } => 23,
             };
             seen.insert(variant);
         }
-        assert_eq!(seen.len(), 23, "every variant once");
+        assert_eq!(seen.len(), 24, "every variant once");
         all
     }
 

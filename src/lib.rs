@@ -124,7 +124,7 @@ mod usage;
 
 pub use arith::Run;
 pub use dispenser::{Dispenser, Sequence};
-pub use error::{Error, ErrorKind, Result, Written};
+pub use error::{Error, ErrorKind, Kind, Result, Written};
 pub use format::Format;
 pub use options::Options;
 pub use spec::Spec;

@@ -46,6 +46,7 @@ pub fn scoped_name(template: &str, scope: &str) -> Result<String> {
     validate_plain_name(template)?;
     if scope.is_empty() || scope.contains(char::is_control) {
         return Err(Error::InvalidName {
+            kind: crate::error::Kind::Sequence,
             name: scope.to_owned(),
             reason: "a scope key must be non-empty and without a control character".to_owned(),
         });

@@ -301,6 +301,7 @@ pub(crate) fn name_parts(name: &str) -> NameParts<'_> {
 fn invalid(name: &str, reason: String) -> Error {
     let shown: String = name.chars().take(64).collect();
     Error::InvalidName {
+        kind: crate::error::Kind::Sequence,
         name: shown,
         reason,
     }

@@ -97,6 +97,16 @@ struct Inner {
     cursor: AtomicUsize,
 }
 
+/// A sequence opened by name, plain or striped ([`Dispenser::open_either`]): a closed choice,
+/// so a `match` needs no other arm.
+#[derive(Clone, Debug)]
+pub enum Either {
+    /// A plain sequence: a document of its own.
+    Plain(Sequence),
+    /// A striped sequence: its stripes `name~0 …`.
+    Striped(StripedSequence),
+}
+
 /// A striped sequence: unique numbers from `S` disjoint stripes, for rates one document
 /// cannot sustain. **Not in global order**: each call takes the next stripe round robin
 /// (from a random stripe per handle), so numbers interleave across stripes.
@@ -803,6 +813,45 @@ impl Dispenser {
     /// ```
     pub async fn open_striped(&self, name: &str) -> Result<StripedSequence> {
         StripedSequence::open(self, name).await
+    }
+
+    /// Opens the sequence `name`, plain or striped: the one answer to "is this name a plain
+    /// sequence or a striped one?" that the command line's admin commands take. A plain
+    /// sequence (a document of its own) is looked up first; without one, a striped sequence of
+    /// that name (its stripe `name~0`). Names with `~` or `@` are never striped sequences, so
+    /// the two never both exist.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSuchSequence`] naming `name` when it is neither (a striped layout that
+    /// cannot be opened — a delete interrupted part way, which [`Dispenser::delete_striped`]
+    /// finishes — counts as none); [`Error::InvalidName`], [`Error::CorruptDocument`],
+    /// [`Error::Database`], [`Error::Timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::stripe::Either;
+    /// let states = match d.open_either("ids").await? {
+    ///     Either::Plain(s) => vec![s.peek().await?],
+    ///     Either::Striped(ids) => ids.peek().await?,
+    /// };
+    /// # Ok(()) }
+    /// ```
+    pub async fn open_either(&self, name: &str) -> Result<Either> {
+        match self.open(name).await {
+            Err(plain @ Error::NoSuchSequence { .. }) => match self.open_striped(name).await {
+                Ok(ids) => Ok(Either::Striped(ids)),
+                Err(e) if e.kind() == crate::error::ErrorKind::Unavailable => Err(e),
+                Err(_) => Err(plain),
+            },
+            other => other.map(Either::Plain),
+        }
     }
 
     /// Deletes the stripes of the striped sequence `name` that exist, highest first and

@@ -173,6 +173,7 @@ fn with_write_concern(coll: &Collection<Document>, wc: WriteConcern) -> Collecti
 pub(crate) struct Clock {
     started: Instant,
     work_until: Instant,
+    finish_until: Instant,
     end: Instant,
     op_timeout: Duration,
 }
@@ -185,6 +186,7 @@ impl Clock {
         Clock {
             started,
             work_until: started + (limit - reserve),
+            finish_until: started + (limit - reserve / 2),
             end: started + limit,
             op_timeout: op_timeout.min(limit),
         }
@@ -217,14 +219,16 @@ impl Clock {
         .await
     }
 
-    /// Runs a closing read of the probe (a final value), bounded by the time limit itself: it
-    /// may use the time kept for the removal, so that a probe cut short still reports it.
+    /// Runs a closing read of the probe (a final value): it may use half the time kept for
+    /// the removal, so that a probe cut short still reports it, and leaves the other half to
+    /// the removal (on a slow server, closing reads that took all of it left the scratch
+    /// collection behind).
     pub(crate) async fn finish<T>(
         &self,
         context: impl FnOnce() -> String,
         op: impl Future<Output = Result<T>>,
     ) -> Result<T> {
-        bounded(self.end, self.op_timeout, context, op).await
+        bounded(self.finish_until, self.op_timeout, context, op).await
     }
 
     /// Runs one operation of the clean-up, bounded by the time limit itself.

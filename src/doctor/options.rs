@@ -210,7 +210,7 @@ mod tests {
             ),
         ] {
             let e = o.validate().expect_err("invalid");
-            assert!(e.is_invalid_input(), "{e}");
+            assert!(e.kind() == crate::ErrorKind::InvalidInput, "{e}");
             assert!(e.to_string().contains(named), "{e}");
         }
     }

@@ -42,6 +42,7 @@
 //! past them.
 
 mod audit;
+mod delete;
 mod index;
 mod issue;
 mod lease;
@@ -62,14 +63,15 @@ use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
 use crate::dispenser::Dispenser;
 use crate::error::{Aftermath, Error, Result};
 use crate::history::record::Recorder;
-use crate::history::states::gapless_state;
 use crate::history::subject::Target;
 use crate::spec::validate_name;
 use crate::stats::Stats;
 use crate::store::is_duplicate_key;
 use index::{ensure_unique_index, has_unique_index};
+use state::gapless_state;
 
 pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit};
+pub use delete::DeleteGapless;
 pub use options::GaplessOptions;
 pub use path::set_field;
 pub use state::{GaplessStatus, Lease, Voided};
@@ -275,7 +277,7 @@ impl Dispenser {
         options: GaplessOptions,
         new_only: bool,
     ) -> Result<Gapless> {
-        validate_name(name)?;
+        validate_name(name).map_err(|e| e.for_kind(crate::error::Kind::Gapless))?;
         options.validate()?;
         let business = self.gapless_collection(&options.collection);
         let g = self.gapless(name, business, options);
@@ -375,7 +377,7 @@ impl Dispenser {
     /// # Ok(()) }
     /// ```
     pub async fn open_gapless(&self, name: &str) -> Result<Gapless> {
-        validate_name(name)?;
+        validate_name(name).map_err(|e| e.for_kind(crate::error::Kind::Gapless))?;
         let probe = self.gapless(
             name,
             self.gapless_collection("unknown"),

@@ -355,6 +355,25 @@ pub(super) fn decode(name: &str, d: &Document) -> Result<GaplessStatus> {
     })
 }
 
+/// A gap-free sequence's next number, longest lease and lease, as the history keeps them
+/// (what an admin operation changes).
+pub(super) fn gapless_state(s: &GaplessStatus) -> Document {
+    let lease = s.lease.as_ref().map_or(Bson::Null, |l| {
+        Bson::Document(doc! {
+            "number": l.number,
+            "holder": l.holder.to_hex(),
+            "expires": l.expires.try_to_rfc3339_string().unwrap_or_default(),
+        })
+    });
+    doc! {
+        "next": s.next,
+        "max_lease_ms": i64::try_from(s.max_lease.as_millis()).unwrap_or(i64::MAX),
+        "collection": &s.collection,
+        "field": &s.field,
+        "lease": lease,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -127,10 +127,15 @@ impl Gapless {
             } else {
                 "is not handed out yet"
             };
-            return Err(Error::not_the_next_number(format!(
-                "{number} {what}; only the next number of gap-free sequence {:?}, {}, can be voided",
-                inner.name, s.next
-            )));
+            return Err(Error::NotTheNextNumber {
+                name: inner.name.clone(),
+                number,
+                next: s.next,
+                reason: format!(
+                    "{number} {what}; only the next number of gap-free sequence {:?}, {}, can be voided",
+                    inner.name, s.next
+                ),
+            });
         }
         let holder = match &s.lease {
             None => None,
@@ -227,10 +232,15 @@ impl Gapless {
     fn releasable(&self, number: i64, force: bool, s: &GaplessStatus) -> Result<ObjectId> {
         let inner = &self.inner;
         if number != s.next {
-            return Err(Error::not_the_next_number(format!(
-                "{number} is not held; only the number a holder of gap-free sequence {:?} holds, {}, can be released",
-                inner.name, s.next
-            )));
+            return Err(Error::NotTheNextNumber {
+                name: inner.name.clone(),
+                number,
+                next: s.next,
+                reason: format!(
+                    "{number} is not held; only the number a holder of gap-free sequence {:?} holds, {}, can be released",
+                    inner.name, s.next
+                ),
+            });
         }
         let Some(l) = &s.lease else {
             return Err(Error::invalid_argument(

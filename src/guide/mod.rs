@@ -14,6 +14,8 @@
 //! | [`queues`] | ticket queues: take a ticket, call the next one |
 //! | [`operations`] | alter a live sequence, exhaustion alerts (`check`), `doctor`, `audit` |
 //! | [`cli`] | the command line: commands, flags and their limits, output, exit codes |
+//! | [`python`] | the Python package: install, the API call by call, asyncio, threads and fork, errors, its figures |
+//! | [`node`] | the Node.js package: install, the API call by call, bigints, errors, gap-free numbers with the app's driver, the Mongoose plugin, workers and exit, its figures |
 //! | [`service`] | the HTTP service: running it, endpoints, errors, how draws are served |
 //! | [`tokens`] | the service's tokens and rights, and the connection limits |
 //! | [`deploying`] | TLS or a proxy, rotating certificates and tokens, the history's database rights |
@@ -56,6 +58,12 @@ pub mod operations {}
 
 #[doc = include_str!("cli.md")]
 pub mod cli {}
+
+#[doc = include_str!("python.md")]
+pub mod python {}
+
+#[doc = include_str!("node.md")]
+pub mod node {}
 
 #[doc = include_str!("service.md")]
 pub mod service {}

@@ -27,7 +27,7 @@
 //! - `before` and `after` are the states read just before and just after the operation:
 //!   draws by other clients may fall between those reads and the change.
 //! - A scope made by its first draw has a `create` record (its template's next number is
-//!   its start); each scope [`Dispenser::delete_scopes_before`] deletes has a `delete`
+//!   its start); each scope [`Dispenser::delete_scopes_before`](crate::Dispenser::delete_scopes_before) deletes has a `delete`
 //!   record of its own, beside the template's `delete-scopes`.
 //! - Draws, takes and calls are not admin operations and are not recorded.
 //! - The history proves what the library's clients recorded. Anyone with write access to
@@ -83,7 +83,6 @@
 
 mod entry;
 pub(crate) mod record;
-pub(crate) mod states;
 pub(crate) mod subject;
 
 use std::collections::HashMap;
@@ -96,98 +95,64 @@ use mongodb::options::FindOptions;
 pub use entry::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE, Outcome};
 pub use subject::Subject;
 
-use crate::dispenser::Dispenser;
 use crate::error::Result;
+use crate::store::Store;
 use subject::field;
 
-impl Dispenser {
-    /// The history of `name`, as `query` says: oldest first, at most `query.limit` entries
-    /// (continue with [`HistoryQuery::with_after`] and the last entry's
-    /// [`HistoryEntry::cursor`]). Two queries, whatever the length of the history, each
-    /// served by an index the library creates with the collection (see
-    /// [`record`](self#what-a-record-names-and-what-a-read-returns)). A name without history
-    /// (or without a document) has an empty history.
-    ///
-    /// The read returns the records of exactly the subjects it asks for, never those of a
-    /// name that merely starts with `name`: for [`Subject::Sequence`] (the default), a
-    /// sequence `ids` with its stripes `ids~0 …` (a striped sequence's history), one stripe
-    /// `ids~3`, or one scope `t@k`; for [`Subject::Gapless`] and [`Subject::Queue`], the
-    /// gap-free sequence or the queue `name`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a limit outside 1 to
-    /// [`MAX_HISTORY_PAGE`] or a cursor that is not one; [`Error::CorruptDocument`](crate::Error::CorruptDocument) for a record
-    /// that does not decode; [`Error::Database`](crate::Error::Database),
-    /// [`Error::Timeout`](crate::Error::Timeout).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::history::HistoryQuery;
-    /// let last_day = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
-    /// for e in d.history("lobby", &HistoryQuery::queue().with_since(last_day)).await? {
-    ///     println!("{}", e.to_json());
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn history(&self, name: &str, query: &HistoryQuery) -> Result<Vec<HistoryEntry>> {
-        let filter = query.filter(name)?;
-        let store = self
-            .store()
-            .sibling(&record::collection_name(&self.options().collection));
-        let coll = store.collection();
-        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
-        let intents: Vec<Document> = store
-            .bounded_read(|| format!("reading the history of {name:?}"), async {
-                coll.find(filter)
-                    .with_options(
-                        FindOptions::builder()
-                            .sort(query.sort())
-                            .limit(limit)
-                            .build(),
-                    )
-                    .await?
-                    .try_collect()
-                    .await
-            })
-            .await?;
-        if intents.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<_> = intents
-            .iter()
-            .filter_map(|d| d.get_object_id(field::ID).ok())
-            .collect();
-        // Only outcomes have `of`: the filter is the `outcomes` index's key alone, so a server
-        // that uses an index only for a filter on exactly its keys uses it too.
-        let outcomes: Vec<Document> = store
-            .bounded_read(|| format!("reading the history of {name:?}"), async {
-                coll.find(doc! { field::OF: { "$in": ids } })
-                    .await?
-                    .try_collect()
-                    .await
-            })
-            .await?;
-        let by_intent: HashMap<ObjectId, &Document> = outcomes
-            .iter()
-            .filter(|o| o.get_str(field::PHASE) == Ok(field::OUTCOME_PHASE))
-            .filter_map(|o| Some((o.get_object_id(field::OF).ok()?, o)))
-            .collect();
-        intents
-            .iter()
-            .map(|intent| {
-                let outcome = intent
-                    .get_object_id(field::ID)
-                    .ok()
-                    .and_then(|id| by_intent.get(&id).copied());
-                entry::entry(intent, outcome)
-            })
-            .collect()
+/// The history of `name` as `query` says, read from `store`, the history collection (see
+/// [`Dispenser::history`](crate::Dispenser::history)).
+pub(crate) async fn read(
+    store: &Store,
+    name: &str,
+    query: &HistoryQuery,
+) -> Result<Vec<HistoryEntry>> {
+    let filter = query.filter(name)?;
+    let coll = store.collection();
+    let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+    let intents: Vec<Document> = store
+        .bounded_read(|| format!("reading the history of {name:?}"), async {
+            coll.find(filter)
+                .with_options(
+                    FindOptions::builder()
+                        .sort(query.sort())
+                        .limit(limit)
+                        .build(),
+                )
+                .await?
+                .try_collect()
+                .await
+        })
+        .await?;
+    if intents.is_empty() {
+        return Ok(Vec::new());
     }
+    let ids: Vec<_> = intents
+        .iter()
+        .filter_map(|d| d.get_object_id(field::ID).ok())
+        .collect();
+    // Only outcomes have `of`: the filter is the `outcomes` index's key alone, so a server
+    // that uses an index only for a filter on exactly its keys uses it too.
+    let outcomes: Vec<Document> = store
+        .bounded_read(|| format!("reading the history of {name:?}"), async {
+            coll.find(doc! { field::OF: { "$in": ids } })
+                .await?
+                .try_collect()
+                .await
+        })
+        .await?;
+    let by_intent: HashMap<ObjectId, &Document> = outcomes
+        .iter()
+        .filter(|o| o.get_str(field::PHASE) == Ok(field::OUTCOME_PHASE))
+        .filter_map(|o| Some((o.get_object_id(field::OF).ok()?, o)))
+        .collect();
+    intents
+        .iter()
+        .map(|intent| {
+            let outcome = intent
+                .get_object_id(field::ID)
+                .ok()
+                .and_then(|id| by_intent.get(&id).copied());
+            entry::entry(intent, outcome)
+        })
+        .collect()
 }

@@ -3,7 +3,7 @@
 //! it, with the queue's state before and after. Takes, calls, recalls and releases are the
 //! queue's daily work and are not recorded.
 
-use bson::Document;
+use bson::{Bson, Document, doc};
 
 use super::state::{Done, State};
 use super::status::QueueStatus;
@@ -11,10 +11,27 @@ use super::store::QueueStore;
 use super::{Inner, Queue};
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
-use crate::history::states::queue_state;
 use crate::history::subject::Target;
 use crate::options::check_caller;
 use crate::retry::RetryBudget;
+
+/// A queue's range, format, day settings and counters, as the history keeps them (what an
+/// admin operation changes, not the live counters).
+fn queue_state(s: &QueueStatus) -> Document {
+    doc! {
+        "min": s.min,
+        "max": s.max,
+        "format": s.label_format.clone().map_or(Bson::Null, Bson::String),
+        "time_zone": &s.time_zone,
+        "daily": s.daily,
+        "taken": i64::try_from(s.taken).unwrap_or(i64::MAX),
+        "served": i64::try_from(s.served).unwrap_or(i64::MAX),
+        "waiting": i64::try_from(s.waiting).unwrap_or(i64::MAX),
+        "cancelled": i64::try_from(s.cancelled).unwrap_or(i64::MAX),
+        "next_ticket": s.next_ticket.map_or(Bson::Null, Bson::Int64),
+        "version": s.version,
+    }
+}
 
 /// The state `s` of queue `name` as the history keeps it.
 fn shown(name: &str, s: &State, now: i64) -> Document {

@@ -81,12 +81,7 @@ use store::QueueStore;
 ///
 /// [`validate_name`]: crate::sequence::validate_name
 fn check_name(name: &str) -> Result<()> {
-    crate::spec::validate_name(name).map_err(|e| match e {
-        Error::InvalidName { name, reason } => {
-            Error::invalid_argument("queue name", format!("{name:?} {reason}"))
-        }
-        other => other,
-    })
+    crate::spec::validate_name(name).map_err(|e| e.for_kind(crate::error::Kind::Queue))
 }
 
 fn no_such(name: &str) -> Error {

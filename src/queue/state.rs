@@ -2086,4 +2086,39 @@ mod tests {
             }
         }
     }
+
+    /// Issue 53 (a mutant that never merged adjacent void spans survived): a daily queue
+    /// whose range an operator alters on days nobody takes, while a ticket from the first
+    /// day still waits, voids serials at each new day right after the last day's void ones.
+    /// Those spans merge into one, so the line's bookkeeping does not grow a span a day and,
+    /// past [`MAX_SPANS`] such days, a new day still starts again at the first ticket
+    /// (unmerged, the spans filled up and the restarts were skipped).
+    #[test]
+    fn restarts_with_nothing_taken_between_them_merge_their_void_serials() {
+        let spec = QueueSpec::default().with_max(9).with_daily(true);
+        let day1 = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 9 * 3_600_000;
+        let mut s = State::new(spec, bson::oid::ObjectId::new(), day1);
+        assert_eq!(take_at(&mut s, 1, day1).unwrap(), vec![1]); // waits, day after day
+        let days = MAX_SPANS as i64 + 10;
+        for d in 1..=days {
+            // The day's one write: the range set to 9 and 10 on alternate days, so each new
+            // day has serials to void up to the wrap, right after the last day's.
+            let max = if d % 2 == 0 { 9 } else { 10 };
+            let (next, _) = run(&s, Op::SetMax { max }, day1 + d * 86_400_000).unwrap();
+            s = next;
+            assert_eq!(s.out_of_line.len(), 1, "void spans after day {d}");
+            assert_eq!(s.check(), Ok(()), "day {d}");
+        }
+        let last = day1 + (days + 1) * 86_400_000;
+        // The first day's ticket 1 is called at last, and its desk is done with it: nothing
+        // is held, and today's first ticket is 1 again.
+        assert_eq!(call_at(&mut s, last).unwrap(), 1);
+        assert_eq!(s.waiting(), 0);
+        s = run(&s, Op::Release { desk: "1".into() }, last).unwrap().0;
+        assert_eq!(
+            take_at(&mut s, 1, last).unwrap(),
+            vec![1],
+            "a new day starts at 1"
+        );
+    }
 }

@@ -7,8 +7,9 @@
 //! * every public function of the library that returns a future documents its
 //!   `# Cancel safety`, as the blocks chapter (`src/guide/blocks.md`) says.
 //! * no chapter of the guide is longer than [`MAX_CHAPTER_LINES`];
-//! * no chapter but the benchmarks ones, and not the README, holds a lab notebook's marks: a date
-//!   in its prose or a commit hash in backticks (history goes to `CHANGELOG.md`).
+//! * no chapter of the guide, the README or CONTRIBUTING holds a lab notebook's marks: a date or a
+//!   time of day in its prose, a commit hash, narration of how the work went (history goes to
+//!   `CHANGELOG.md`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -365,7 +366,9 @@ fn no_chapter_of_the_guide_is_longer_than_the_limit() {
     );
 }
 
-/// The prose of a Markdown text: what is outside fenced code blocks and inline code spans.
+/// The prose of a Markdown text: what is outside fenced code blocks and inline code spans (a
+/// span opens with a run of backticks and closes with a run of the same length, so that
+/// ```` ```rust ```` is one span; a run that is never closed is text).
 fn prose(text: &str) -> String {
     let mut outside = String::new();
     let mut fenced = false;
@@ -379,14 +382,62 @@ fn prose(text: &str) -> String {
             outside.push('\n');
         }
     }
-    outside.split('`').step_by(2).collect::<Vec<_>>().join(" ")
+    let b = outside.as_bytes();
+    let run = |i: usize| b[i..].iter().take_while(|&&c| c == b'`').count();
+    let mut out = String::new();
+    let (mut start, mut i) = (0, 0);
+    while i < b.len() {
+        if b[i] != b'`' {
+            i += 1;
+            continue;
+        }
+        let n = run(i);
+        let mut j = i + n;
+        let close = loop {
+            match b[j..].iter().position(|&c| c == b'`') {
+                None => break None,
+                Some(k) => {
+                    let m = run(j + k);
+                    if m == n {
+                        break Some(j + k);
+                    }
+                    j += k + m;
+                }
+            }
+        };
+        match close {
+            Some(c) => {
+                out.push_str(&outside[start..i]);
+                out.push(' ');
+                i = c + n;
+                start = i;
+            }
+            None => i += n,
+        }
+    }
+    out.push_str(&outside[start..]);
+    out
 }
 
-/// The dates `20YY-MM-DD` in `text`.
+/// The dates in `text`: `20YY-MM-DD`, and a month named with its year (`November 2026`).
 fn dates(text: &str) -> Vec<String> {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
     let b = text.as_bytes();
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
-    (0..b.len().saturating_sub(9))
+    let mut out: Vec<String> = (0..b.len().saturating_sub(9))
         .filter(|&i| {
             b[i..].starts_with(b"20")
                 && digits(i..i + 4)
@@ -397,15 +448,64 @@ fn dates(text: &str) -> Vec<String> {
                 && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
         })
         .map(|i| text[i..i + 10].to_owned())
+        .collect();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for pair in words.windows(2) {
+        let year = pair[1].trim_end_matches(|c: char| !c.is_ascii_digit());
+        if MONTHS.contains(&pair[0])
+            && year.len() == 4
+            && year.starts_with("20")
+            && digits_only(year)
+        {
+            out.push(format!("{} {year}", pair[0]));
+        }
+    }
+    out
+}
+
+fn digits_only(s: &str) -> bool {
+    s.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// The times of day in `text` given with a time zone: `HH:MM` (or `HH:MM:SS`) with `UTC`,
+/// `GMT`, a zone's abbreviation (`CET`, `PST`) or an offset (`+01:00`) within the few words that
+/// follow, so that both ends of `19:31–20:18 UTC` or `between 19:31 and 20:18 UTC` count.
+fn times(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let zone = |word: &str| {
+        let w = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '+');
+        w == "UTC"
+            || w == "GMT"
+            || (w.starts_with("UTC+") || w.starts_with('+')) && w.len() > 1
+            || (2..=5).contains(&w.len())
+                && w.ends_with('T')
+                && w.chars().all(|c| c.is_ascii_uppercase())
+    };
+    (0..b.len().saturating_sub(4))
+        .filter(|&i| {
+            b[i].is_ascii_digit()
+                && b[i + 1].is_ascii_digit()
+                && b[i + 2] == b':'
+                && b[i + 3].is_ascii_digit()
+                && b[i + 4].is_ascii_digit()
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b"./:".contains(&b[i - 1])))
+                && (b[i] - b'0') * 10 + (b[i + 1] - b'0') < 24
+                && b[i + 3] < b'6'
+                && !b.get(i + 5).is_some_and(u8::is_ascii_alphanumeric)
+                && text[i + 5..]
+                    .split_whitespace()
+                    .take(4)
+                    .take_while(|w| !w.contains(['.', ',', ';', '(', ')']) || zone(w))
+                    .any(zone)
+        })
+        .map(|i| text[i..i + 5].to_owned())
         .collect()
 }
 
-/// The backticked tokens of `text` that look like commit hashes: 7 to 40 lowercase hex digits,
-/// letters and digits both.
+/// The tokens of `text` (its prose and its inline code spans) that look like commit hashes: 7 to
+/// 40 lowercase hex digits, letters and digits both.
 fn hashes(text: &str) -> Vec<String> {
-    text.split('`')
-        .skip(1)
-        .step_by(2)
+    text.split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|s| {
             (7..=40).contains(&s.len())
                 && s.chars()
@@ -417,47 +517,543 @@ fn hashes(text: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn lab_notebook_marks_stay_in_the_benchmarks_chapters() {
-    // The marks are found where they should be (the parser works) …
-    let benchmarks = read(&root().join("src/guide/benchmarks_service.md"));
-    assert!(!dates(&prose(&benchmarks)).is_empty() && !hashes(&benchmarks).is_empty());
-    assert_eq!(
-        dates("on 2026-11-25 at 20:20, not x2026-11-25"),
-        ["2026-11-25"]
-    );
-    assert_eq!(
-        hashes("commit `0a34ab7`, not `20000000` or `deadline`"),
-        ["0a34ab7"]
-    );
-    // … and nowhere else. A date in code (`tickets@2026-11-22`, an example's output) is data.
-    let mut docs: Vec<PathBuf> = chapters()
-        .into_iter()
+/// Words that narrate how the work went rather than say what is: a lab notebook's, not a
+/// reference's. Lowercase; matched case-insensitively in the prose.
+const NARRATION: [&str; 11] = [
+    "this round",
+    "the round before",
+    "other engineers",
+    "re-measured",
+    "in the same hour",
+    "an hour earlier",
+    "as of commit",
+    "this work",
+    "an earlier run",
+    "earlier runs",
+    "the start of this work",
+];
+
+/// The narrating phrases of [`NARRATION`] in `text`, as whole words.
+fn narration(text: &str) -> Vec<String> {
+    let text = text
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
+    NARRATION
+        .iter()
         .filter(|p| {
-            !p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("benchmarks"))
+            text.match_indices(*p).any(|(i, _)| {
+                !word(text[..i].chars().next_back()) && !word(text[i + p.len()..].chars().next())
+            })
         })
-        .collect();
+        .map(|p| (*p).to_owned())
+        .collect()
+}
+
+/// The docs a reader takes as the reference: the README, every chapter of the guide (the
+/// benchmarks ones included) and CONTRIBUTING.
+fn reference_docs() -> Vec<PathBuf> {
+    let mut docs = chapters();
     docs.push(root().join("README.md"));
+    docs.push(root().join(".github/CONTRIBUTING.md"));
+    docs
+}
+
+/// What `text` (Markdown) holds of a lab notebook: dates and times of day in its prose, commit
+/// hashes in its prose or inline code, narration. Code blocks and inline code are data
+/// (`tickets@2026-11-22`, an example's output), and are left out of all but the hashes.
+fn notebook_marks(text: &str) -> Vec<String> {
+    let prose = prose(text);
+    let mut inline = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            inline.push_str(line);
+            inline.push('\n');
+        }
+    }
+    let mut found = Vec::new();
+    found.extend(dates(&prose).into_iter().map(|d| format!("the date {d}")));
+    found.extend(
+        times(&prose)
+            .into_iter()
+            .map(|t| format!("the time of day {t}")),
+    );
+    found.extend(
+        hashes(&inline)
+            .into_iter()
+            .map(|h| format!("the commit hash {h}")),
+    );
+    found.extend(
+        narration(&prose)
+            .into_iter()
+            .map(|n| format!("the narration \"{n}\"")),
+    );
+    found
+}
+
+/// Docs are a reference (issue 50): every figure with its command and the machine class, and no
+/// lab notebook's marks — no date of a run, no time of day, no commit hash, no narration of how
+/// the work went — in the README, any chapter of the guide or CONTRIBUTING. History goes to
+/// `CHANGELOG.md`.
+#[test]
+fn no_lab_notebook_marks_in_the_docs() {
+    // The parser finds the marks (in prose, not in code) …
+    let sample = "Re-measured on 2026-11-25 at 20:20 UTC, between 19:31 and 20:18 UTC, in \
+                  November 2026, as of commit `0a34ab7` (the start of this work; e3f9a12 this \
+                  round); not x2026-11-25, `tickets@2026-11-22`, 127.0.0.1:8080, 1:20, \
+                  `20000000` or `deadline`.\n```text\n2026-11-27T08:01:12Z 0a34ab7e\n```\n";
+    assert_eq!(
+        notebook_marks(sample),
+        [
+            "the date 2026-11-25",
+            "the date November 2026",
+            "the time of day 20:20",
+            "the time of day 19:31",
+            "the time of day 20:18",
+            "the commit hash 0a34ab7",
+            "the commit hash e3f9a12",
+            "the narration \"this round\"",
+            "the narration \"re-measured\"",
+            "the narration \"as of commit\"",
+            "the narration \"this work\"",
+            "the narration \"the start of this work\"",
+        ]
+    );
+    assert_eq!(
+        times("from 02:10–02:12 UTC; at 9:30, 10:15 CET"),
+        ["02:10", "02:12", "10:15"]
+    );
+    // … and none is left in the docs.
+    let docs = reference_docs();
+    assert!(docs.len() > 12, "{} docs found", docs.len());
     let mut found = Vec::new();
     for doc in &docs {
-        let text = read(doc);
         let name = doc
             .strip_prefix(root())
             .unwrap_or(doc)
             .display()
             .to_string();
-        for date in dates(&prose(&text)) {
-            found.push(format!("{name}: the date {date}"));
-        }
-        for hash in hashes(&text) {
-            found.push(format!("{name}: the commit hash `{hash}`"));
+        for mark in notebook_marks(&read(doc)) {
+            found.push(format!("{name}: {mark}"));
         }
     }
     assert!(
         found.is_empty(),
-        "measurements' dates and commit hashes belong in the benchmarks chapters or \
-         CHANGELOG.md: {found:#?}"
+        "the docs are a reference: a figure with its command and machine class, no date of a \
+         run, time of day, commit hash or narration (history goes to CHANGELOG.md): {found:#?}"
+    );
+}
+
+/// Layers are modules (issue 50): `scripts/circles.py` fails on two modules that import each
+/// other through different files — no file circle — and names both hops; with the hop back
+/// removed, it passes.
+#[test]
+fn the_circle_check_finds_a_module_circle_that_no_file_circle_shows() {
+    let dir = std::env::temp_dir().join(format!("circles-{}", std::process::id()));
+    let write = |path: &str, text: &str| {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write("lib.rs", "mod a;\nmod b;\n");
+    write("a.rs", "use crate::b::c::Low;\npub struct High(Low);\n");
+    write("b/mod.rs", "pub mod c;\npub mod d;\n");
+    write("b/c.rs", "pub struct Low;\n");
+    write("b/d.rs", "use crate::a::High;\npub fn up(_: High) {}\n");
+    let run = || {
+        Command::new("python3")
+            .arg(root().join("scripts/circles.py"))
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("0 circles, 1 module circles"), "{text}");
+    assert!(
+        text.contains("module circle: crate::a → crate::b → crate::a"),
+        "{text}"
+    );
+    assert!(
+        text.contains("crate::b → crate::a: b/d.rs uses crate::a::High"),
+        "{text}"
+    );
+    write("b/d.rs", "pub fn up() {}\n");
+    let out = run();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The operationIds `src/guide/service.md` lists: the backticked words of the parenthesis that
+/// follows "its `operationId` (" in the `/openapi.json` row.
+fn listed_operation_ids(chapter: &str) -> BTreeSet<String> {
+    let (_, after) = chapter
+        .split_once("with its `operationId` (")
+        .expect("service.md lists the operationIds after \"with its `operationId` (\"");
+    let list = &after[..after
+        .find(')')
+        .expect("the list of operationIds ends with ')'")];
+    list.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The service chapter is a reference of the HTTP API (issue 50): it lists every operationId of
+/// the service's own `/openapi.json`, and no other, and every endpoint of the document — method
+/// and path — is a row of its table.
+#[tokio::test]
+async fn the_service_chapter_lists_every_operation_of_the_openapi_document() {
+    let svc = crate::serve::Service::start("docs_openapi");
+    let (status, doc) =
+        crate::serve::send(reqwest::Client::new().get(svc.url("/openapi.json"))).await;
+    assert_eq!(status, 200, "{doc}");
+    let mut ids = BTreeSet::new();
+    let mut endpoints = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("a path item") {
+            if let Some(id) = op["operationId"].as_str() {
+                ids.insert(id.to_owned());
+                endpoints.push(format!("{} {path}", method.to_uppercase()));
+            }
+        }
+    }
+    assert!(
+        ids.len() > 25,
+        "{} operationIds in /openapi.json",
+        ids.len()
+    );
+    let chapter = read(&root().join("src/guide/service.md"));
+    let listed = listed_operation_ids(&chapter);
+    assert!(
+        listed == ids,
+        "src/guide/service.md lists the operationIds {listed:?}; /openapi.json has {ids:?}: \
+         missing from the chapter {:?}, not in the document {:?}",
+        ids.difference(&listed).collect::<Vec<_>>(),
+        listed.difference(&ids).collect::<Vec<_>>()
+    );
+    // `POST /v1/sequences` written as itself, not only as the start of a longer path.
+    let missing: Vec<&String> = endpoints
+        .iter()
+        .filter(|e| {
+            let written = format!("`{e}");
+            !chapter.match_indices(&written).any(|(i, _)| {
+                chapter[i + written.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| matches!(c, '`' | '?'))
+            })
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "src/guide/service.md has no row for {missing:?}"
+    );
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// The numbers a Markdown table cell states: `1 – 100 000 000` is 1 and 100000000 (groups of
+/// three digits after a space belong to the number before), `0.001` none.
+fn numbers_in(cell: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for word in cell.split_whitespace() {
+        let trimmed = word.trim_start_matches(['(', '`']);
+        let digits = trimmed.trim_end_matches(|c: char| !c.is_ascii_digit());
+        let whole = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+        let ends = digits.len() < trimmed.len();
+        match (&mut current, whole) {
+            (Some(n), true) if digits.len() == 3 && trimmed.len() == word.len() => {
+                n.push_str(digits)
+            }
+            (_, true) => {
+                if let Some(n) = current.take() {
+                    out.push(n.parse().unwrap());
+                }
+                current = Some(digits.to_owned());
+            }
+            (_, false) => {
+                if let Some(n) = current.take() {
+                    out.push(n.parse().unwrap());
+                }
+            }
+        }
+        if ends && let Some(n) = current.take() {
+            out.push(n.parse().unwrap());
+        }
+    }
+    if let Some(n) = current {
+        out.push(n.parse().unwrap());
+    }
+    out
+}
+
+/// The value of a constant as `file` (under `src/`) defines it: `NAME: T = 100_000;`,
+/// `64 * 1024`, `10_000.0`, `Duration::from_secs(3600)` — for the binary's constants, which a
+/// test cannot name.
+fn source_const(file: &str, name: &str) -> u64 {
+    let text = read(&root().join("src").join(file));
+    let line = text
+        .lines()
+        .find(|l| l.contains(&format!("const {name}:")))
+        .unwrap_or_else(|| panic!("src/{file} defines no const {name}"));
+    let value = line
+        .split_once('=')
+        .and_then(|(_, v)| v.split_once(';'))
+        .map(|(v, _)| v.trim())
+        .unwrap_or_else(|| panic!("src/{file}: {line}"));
+    let value = value
+        .strip_prefix("Duration::from_secs(")
+        .and_then(|v| v.strip_suffix(')'))
+        .unwrap_or(value);
+    value
+        .split('*')
+        .map(|f| {
+            let f = f.trim().replace('_', "");
+            f.strip_suffix(".0")
+                .unwrap_or(&f)
+                .parse::<u64>()
+                .unwrap_or_else(|e| panic!("src/{file}: {name} = {value}: {e}"))
+        })
+        .product()
+}
+
+/// The `pub const MAX_…` names of the crate's sources (the language bindings' aside).
+fn public_max_constants(dir: &Path, out: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.ends_with("bindings") {
+            public_max_constants(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            for line in read(&path).lines() {
+                if let Some(rest) = line.trim_start().strip_prefix("pub const MAX_")
+                    && let Some((name, _)) = rest.split_once(':')
+                {
+                    out.insert(format!("MAX_{name}"));
+                }
+            }
+        }
+    }
+}
+
+/// The README promises every limit in the command-line chapter (issue 50): each limit's number
+/// there is the code's — the library's public constants, and the binary's and the service's as
+/// their sources define them — and every public `MAX_…` constant is one of them.
+#[test]
+fn the_command_line_chapter_states_every_limit_as_the_code_defines_it() {
+    use dispenser::doctor::DoctorOptions;
+    let chapter = read(&root().join("src/guide/cli.md"));
+    let rows: Vec<Vec<String>> = chapter
+        .lines()
+        .filter(|l| l.starts_with('|') && !l.starts_with("|---"))
+        .map(|l| l.split('|').map(|c| c.trim().to_owned()).collect())
+        .collect();
+    let u = |n: usize| n as u64;
+    // (the start of the row's first cell, the constant, its value)
+    let limits: Vec<(&str, &str, u64)> = vec![
+        (
+            "a name:",
+            "MAX_NAME_BYTES",
+            u(dispenser::sequence::MAX_NAME_BYTES),
+        ),
+        ("who acts", "MAX_CALLER", u(dispenser::options::MAX_CALLER)),
+        ("a format", "MAX_BYTES", u(dispenser::Format::MAX_BYTES)),
+        ("a format", "MAX_PAD", u(dispenser::Format::MAX_PAD)),
+        (
+            "a desk's label",
+            "MAX_DESK_CHARS",
+            u(dispenser::queue::MAX_DESK_CHARS),
+        ),
+        (
+            "a request id",
+            "MAX_REQUEST_ID",
+            u(dispenser::queue::MAX_REQUEST_ID),
+        ),
+        (
+            "desks showing",
+            "MAX_DESKS",
+            source_const("queue/state.rs", "MAX_DESKS"),
+        ),
+        (
+            "spans of tickets",
+            "MAX_SPANS",
+            source_const("queue/state.rs", "MAX_SPANS"),
+        ),
+        (
+            "waiting tickets",
+            "WAITING_LISTED",
+            u(dispenser::queue::WAITING_LISTED),
+        ),
+        (
+            "entries of one history query",
+            "MAX_HISTORY_PAGE",
+            u(dispenser::history::MAX_HISTORY_PAGE),
+        ),
+        (
+            "entries of one history query",
+            "DEFAULT_PAGE",
+            source_const("bin/dispenser/serve/history.rs", "DEFAULT_PAGE"),
+        ),
+        (
+            "gap ranges",
+            "AUDIT_LIST_LIMIT",
+            u(dispenser::gapless::AUDIT_LIST_LIMIT),
+        ),
+        (
+            "HTTP: a request body",
+            "MAX_BODY",
+            source_const("bin/dispenser/serve/json.rs", "MAX_BODY"),
+        ),
+        (
+            "HTTP: a page of `GET /v1/sequences`",
+            "MAX_PAGE",
+            source_const("bin/dispenser/serve/handlers.rs", "MAX_PAGE"),
+        ),
+        (
+            "HTTP: a page of `GET /v1/sequences`",
+            "DEFAULT_PAGE",
+            source_const("bin/dispenser/serve/handlers.rs", "DEFAULT_PAGE"),
+        ),
+        (
+            "HTTP: a page of `GET /v1/overview`",
+            "MAX_PAGE",
+            source_const("bin/dispenser/serve/overview.rs", "MAX_PAGE"),
+        ),
+        (
+            "HTTP: a page of `GET /v1/overview`",
+            "DEFAULT_PAGE",
+            source_const("bin/dispenser/serve/overview.rs", "DEFAULT_PAGE"),
+        ),
+        (
+            "HTTP: numbers a draw answers",
+            "LIST_LIMIT",
+            source_const("bin/dispenser/serve/draw.rs", "LIST_LIMIT"),
+        ),
+        (
+            "HTTP: a token",
+            "MIN_TOKEN_LEN",
+            source_const("bin/dispenser/serve/tokens.rs", "MIN_TOKEN_LEN"),
+        ),
+        (
+            "HTTP: a token",
+            "MAX_TOKEN_LEN",
+            source_const("bin/dispenser/serve/tokens.rs", "MAX_TOKEN_LEN"),
+        ),
+        (
+            "`next --count`",
+            "MAX_COUNT",
+            source_const("bin/dispenser/args.rs", "MAX_COUNT"),
+        ),
+        (
+            "`serve --max-count`",
+            "MAX_COUNT",
+            source_const("bin/dispenser/args.rs", "MAX_COUNT"),
+        ),
+        (
+            "`next --block`",
+            "MAX_BLOCK",
+            source_const("bin/dispenser/args.rs", "MAX_BLOCK"),
+        ),
+        (
+            "`serve --max-block`",
+            "MAX_BLOCK",
+            source_const("bin/dispenser/args.rs", "MAX_BLOCK"),
+        ),
+        (
+            "`create --stripes`",
+            "MAX_STRIPES",
+            u64::from(dispenser::stripe::MAX_STRIPES),
+        ),
+        (
+            "`queue take --count`",
+            "MAX_TAKE",
+            source_const("bin/dispenser/queue.rs", "MAX_TAKE"),
+        ),
+        (
+            "`queue take --count`",
+            "MAX_TAKE",
+            source_const("bin/dispenser/serve/queues.rs", "MAX_TAKE"),
+        ),
+        (
+            "`doctor --tasks`",
+            "MAX_TASKS",
+            u64::from(DoctorOptions::MAX_TASKS),
+        ),
+        (
+            "`doctor --tasks`",
+            "MAX_PER_TASK",
+            u64::from(DoctorOptions::MAX_PER_TASK),
+        ),
+        (
+            "`doctor --tasks`",
+            "MAX_TIME_LIMIT",
+            DoctorOptions::MAX_TIME_LIMIT.as_secs(),
+        ),
+        (
+            "`gapless max-lease`",
+            "MAX_LEASE_MS",
+            source_const("bin/dispenser/serve/gapless.rs", "MAX_LEASE_MS"),
+        ),
+        (
+            "`gapless max-lease`",
+            "MAX_LEASE_MS",
+            source_const("bin/dispenser/serve/gapless.rs", "MAX_LEASE_MS") / 1000,
+        ),
+        (
+            "`bench --rtt`",
+            "MAX_RTT_MS",
+            source_const("bin/dispenser/bench/rtt.rs", "MAX_RTT_MS"),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (row, name, value) in &limits {
+        match rows
+            .iter()
+            .find(|r| r.get(1).is_some_and(|c| c.starts_with(row)))
+        {
+            None => wrong.push(format!("no row starting {row:?} (for {name} = {value})")),
+            Some(r) => {
+                // The row's name may state the limit too (HTTP `max_lease_ms`: 1 – 86 400 000).
+                let mut stated = numbers_in(&r[1]);
+                stated.extend(numbers_in(&r[2]));
+                if !stated.contains(value) {
+                    wrong.push(format!("{row:?} states {stated:?}; {name} is {value}"));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "src/guide/cli.md and the code disagree on {} limits: {wrong:#?}",
+        wrong.len()
+    );
+    // Every public MAX_ constant is a limit the chapter states.
+    let mut public = BTreeSet::new();
+    public_max_constants(&root().join("src"), &mut public);
+    assert!(public.len() >= 10, "{public:?}");
+    let checked: BTreeSet<String> = limits.iter().map(|(_, n, _)| (*n).to_owned()).collect();
+    let unstated: Vec<&String> = public.difference(&checked).collect();
+    assert!(
+        unstated.is_empty(),
+        "public limits the command-line chapter does not state (add a row to its limits and \
+         to this test): {unstated:?}"
+    );
+    // The cell parser reads the chapter's way of writing numbers.
+    assert_eq!(
+        numbers_in("1 – 100 000 000; default 1000 (64 KiB), 0.001 – 86 400, 64, 100 000, 3600 s"),
+        [1, 100_000_000, 1000, 64, 86_400, 64, 100_000, 3600]
     );
 }

@@ -378,7 +378,7 @@ async fn doctor_usage_errors_exit_2_name_the_flag_and_send_nothing() {
         .doctor(DoctorOptions::default().with_tasks(1))
         .await
         .expect_err("invalid");
-    assert!(e.is_invalid_input(), "{e}");
+    assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -357,7 +357,7 @@ async fn voids_are_kept_with_their_reason_and_misuse_is_refused() {
     ] {
         let e = g.void(n, reason).await.unwrap_err();
         assert!(
-            e.is_invalid_input() && e.to_string().contains(needle),
+            e.kind() == dispenser::ErrorKind::InvalidInput && e.to_string().contains(needle),
             "{e}"
         );
     }
@@ -532,7 +532,7 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
         .await
         .unwrap_err();
     assert!(
-        e.is_invalid_input() && e.to_string().contains("field"),
+        e.kind() == dispenser::ErrorKind::InvalidInput && e.to_string().contains("field"),
         "{e}"
     );
 }
@@ -654,7 +654,10 @@ async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
             panic!("{what}: the weak index was accepted");
         };
         let text = e.to_string();
-        assert!(e.is_invalid_input(), "{what}: {text}");
+        assert!(
+            e.kind() == dispenser::ErrorKind::InvalidInput,
+            "{what}: {text}"
+        );
         assert!(
             text.contains("\"by_number\"") && text.contains(needle),
             "{what}: {text}"
@@ -1270,7 +1273,7 @@ async fn a_void_meets_a_dead_holders_write_at_the_index_or_takes_its_unwritten_n
     let g = d.open_gapless("inv").await.unwrap();
     let e = g.void(1, "form destroyed").await.unwrap_err();
     assert!(
-        e.is_invalid_input() && e.to_string().contains("already carried"),
+        e.kind() == dispenser::ErrorKind::InvalidInput && e.to_string().contains("already carried"),
         "{e}"
     );
     let s = g.status().await.unwrap();
@@ -1617,10 +1620,8 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
         Duration::from_secs(300)
     );
     assert!(
-        g.set_max_lease(Duration::ZERO)
-            .await
-            .unwrap_err()
-            .is_invalid_input()
+        g.set_max_lease(Duration::ZERO).await.unwrap_err().kind()
+            == dispenser::ErrorKind::InvalidInput
     );
     g.set_max_lease(Duration::from_secs(30)).await.unwrap();
     let e = d
@@ -1976,4 +1977,276 @@ async fn the_last_number_can_be_issued_or_voided_and_then_it_is_exhausted() {
             .is_exhausted()
     );
     assert!(voided.void(i64::MAX, "no such number").await.is_err());
+}
+
+/// Issue 53: a business write that fails on its own unique index — an invoice for an order
+/// that has one already, unique on `order_id` — is the business write's own failure: the
+/// call fails at once with `BusinessWrite` naming the index, having written once, the
+/// number released for the next caller. (A mutant that took the duplicate for "another
+/// holder wrote the number" survived: it wrote again and again until its wait ran out.)
+#[tokio::test]
+async fn a_business_write_failing_on_its_own_unique_index_fails_at_once_naming_it() {
+    use dispenser::mongodb::IndexModel;
+    use dispenser::mongodb::options::IndexOptions;
+    let f = Fixture::new("gapless_own_index").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let g = d
+        .ensure_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_wait(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+    let coll = g.business().clone();
+    coll.create_index(
+        IndexModel::builder()
+            .keys(doc! { "order_id": 1 })
+            .options(
+                IndexOptions::builder()
+                    .unique(true)
+                    .name("one_invoice_per_order".to_owned())
+                    .build(),
+            )
+            .build(),
+    )
+    .await
+    .unwrap();
+    let writes = AtomicU32::new(0);
+    let invoice = |order: i64| {
+        let (coll, writes) = (coll.clone(), &writes);
+        g.issue(move |n| {
+            writes.fetch_add(1, SeqCst);
+            let coll = coll.clone();
+            async move {
+                coll.insert_one(doc! { "number": n, "order_id": order })
+                    .await
+            }
+        })
+    };
+    assert_eq!(invoice(7).await.unwrap().number, 1);
+    writes.store(0, SeqCst);
+    let e = invoice(7).await.unwrap_err();
+    assert!(
+        matches!(e, Error::BusinessWrite { number: 2, .. }),
+        "a second invoice for order 7: {e}"
+    );
+    assert_eq!(e.written(), dispenser::Written::Nothing, "{e}");
+    assert!(
+        e.to_string().contains("order_id"),
+        "the index is named: {e}"
+    );
+    assert_eq!(writes.load(SeqCst), 1, "the failed write was tried once");
+    // Number 2 was released: the next order's invoice carries it, and the audit is clean.
+    assert_eq!(invoice(8).await.unwrap().number, 2);
+    let a = common::audit_of(&g, Some(1)).await.unwrap();
+    assert!(a.is_clean(), "{a:?}");
+}
+
+/// Issue 53: a handle writing number after number renews its lease once a quarter of it (at
+/// most 5 ms) has passed since it took it — in the write that confirms the numbers before —
+/// so a long run of slow business writes never outlives its lease; and it never writes more
+/// than 32 numbers under one lease. Each renewal is an `update` that takes the lease anew
+/// (`$currentDate`). (A mutant that renewed only when both were true survived.)
+#[tokio::test]
+async fn a_handle_writing_number_after_number_renews_its_lease_by_time_and_by_count() {
+    let f = Fixture::new("gapless_renew").await;
+    let business = format!("{}_inv", f.collection);
+    let state = format!("{}_gapless", f.collection);
+    let (client, updates) = common::client_recording("update", &state).await;
+    let g = dispenser::Dispenser::new(&client, f.options())
+        .unwrap()
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    let coll = g.business().clone();
+    // (to, from) of every renewal: the update's new `next` and the `next` it matched.
+    let renewals = || -> Vec<(i64, i64)> {
+        updates
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c.get_array("updates").unwrap().clone())
+            .filter_map(|u| {
+                let u = u.as_document().unwrap().clone();
+                let update = u.get_document("u").unwrap();
+                update.get_document("$currentDate").ok()?;
+                let to = update
+                    .get_document("$set")
+                    .unwrap()
+                    .get_i64("next")
+                    .unwrap();
+                let from = u.get_document("q").unwrap().get_i64("next").unwrap();
+                Some((to, from))
+            })
+            .collect()
+    };
+    // Slow writes (10 ms each, more than 5 ms): the lease is renewed every other number.
+    for want in 1..=10 {
+        let n = g
+            .issue(|n| {
+                let coll = coll.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    coll.insert_one(doc! { "number": n }).await
+                }
+            })
+            .await
+            .unwrap()
+            .number;
+        assert_eq!(n, want);
+    }
+    // The lease taken with number k is renewed with number k + 2 at the latest (the number
+    // written alongside the renewal comes under the new lease at once).
+    let slow = renewals();
+    assert!(slow.len() >= 4, "renewals in 10 slow writes: {slow:?}");
+    for (to, from) in &slow {
+        assert!(
+            to - from <= 2,
+            "{} slow numbers under one lease: {slow:?}",
+            to - from
+        );
+    }
+    // A fast burst: no lease covers more than 32 numbers.
+    for _ in 0..200 {
+        common::issue_next(&g).await.unwrap();
+    }
+    for (to, from) in renewals() {
+        assert!(to - from <= 33, "{} numbers under one lease", to - from);
+    }
+}
+
+/// Issue 50: a gap-free sequence has the whole lifecycle on the command line and over HTTP —
+/// create (exit 6 / 409 when it exists), list, status, delete: refused while a holder's
+/// lease runs (exit 6 / 409 `lease_held`, nothing deleted), done with force, recorded — and
+/// the documents it numbered outlive it: created again from the same start, it moves past
+/// every number they carry, the one the holder wrote after the delete included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
+    let f = Fixture::new("gapless_lifecycle").await;
+    let business = format!("{}_inv", f.collection);
+    let run = |args: &[&str]| cli(&f).args(args).output().unwrap();
+    let err = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let create = [
+        "gapless", "create", "inv", "--into", &business, "--field", "number", "--start", "100",
+    ];
+    let out = run(&create);
+    assert!(out.status.success(), "{}", err(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("100, 101"));
+    let again = run(&create);
+    assert_eq!(again.status.code(), Some(6), "{}", err(&again));
+    // A bad name is refused as a sequence's is, naming the kind.
+    let bad = run(&[
+        "gapless", "create", "$x", "--into", &business, "--field", "number",
+    ]);
+    assert_eq!(bad.status.code(), Some(2), "{}", err(&bad));
+    assert!(
+        err(&bad).contains("invalid gap-free sequence name \"$x\": must not start with '$'"),
+        "{}",
+        err(&bad)
+    );
+    let listed = run(&["gapless", "list", "--json"]);
+    let all: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(
+        (all[0]["name"].as_str(), all[0]["next"].as_i64()),
+        (Some("inv"), Some(100)),
+        "{all}"
+    );
+    // A holder holds 100: the delete is refused and deletes nothing.
+    let d = f.dispenser(f.options());
+    let g = d.open_gapless("inv").await.unwrap();
+    let h = paused_holder(&g, "holder");
+    h.holds().await;
+    let refused = run(&["gapless", "delete", "inv"]);
+    assert_eq!(refused.status.code(), Some(6), "{}", err(&refused));
+    assert!(
+        err(&refused).contains("held by a caller"),
+        "{}",
+        err(&refused)
+    );
+    assert_eq!(
+        d.open_gapless("inv")
+            .await
+            .unwrap()
+            .status()
+            .await
+            .unwrap()
+            .next,
+        100
+    );
+    let forced = run(&["gapless", "delete", "inv", "--force"]);
+    assert!(forced.status.success(), "{}", err(&forced));
+    let gone = run(&["gapless", "status", "inv"]);
+    assert_eq!(gone.status.code(), Some(3), "{}", err(&gone));
+    // The holder writes 100 after the delete; the documents stay.
+    h.write.notify_one();
+    within("the holder's write", h.written.notified()).await;
+    let _ = within("the holder's call", h.task).await;
+    let again = d
+        .create_gapless(
+            "inv",
+            GaplessOptions::new(&business, "number").with_start(100),
+        )
+        .await
+        .unwrap();
+    assert_eq!(common::issue_next(&again).await.unwrap(), 101);
+    let a = common::audit_of(&again, Some(100)).await.unwrap();
+    assert!(a.is_clean() && a.duplicates.is_empty(), "{a:?}");
+    // The history: created, deleted by force, created again.
+    let h = d
+        .history("inv", &dispenser::history::HistoryQuery::gapless())
+        .await
+        .unwrap();
+    let ops: Vec<_> = h
+        .iter()
+        .map(|e| (e.op.as_str(), e.params["force"].as_bool()))
+        .collect();
+    assert_eq!(
+        ops,
+        [("create", None), ("delete", Some(true)), ("create", None)],
+        "{h:?}"
+    );
+
+    // Over HTTP.
+    let svc = VoidService::start("gapless_lifecycle_http");
+    let http = reqwest::Client::new();
+    let url = |p: &str| format!("{}{p}", svc.base);
+    let body = serde_json::json!({ "name": "web", "collection": format!("{}_web", svc.collection), "field": "n" });
+    let send = |r: reqwest::RequestBuilder| async move {
+        let r = r.bearer_auth(ADMIN).send().await.unwrap();
+        let code = r.status().as_u16();
+        (
+            code,
+            r.json::<serde_json::Value>().await.unwrap_or_default(),
+        )
+    };
+    let (code, made) = send(http.post(url("/v1/gapless")).json(&body)).await;
+    assert_eq!(
+        (code, made["next"].as_i64(), made["created"].as_bool()),
+        (201, Some(1), Some(true)),
+        "{made}"
+    );
+    let (code, twice) = send(http.post(url("/v1/gapless")).json(&body)).await;
+    assert_eq!(
+        (code, twice["error"]["kind"].as_str()),
+        (409, Some("already_exists")),
+        "{twice}"
+    );
+    assert!(
+        twice["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gap-free sequence \"web\" already exists"),
+        "{twice}"
+    );
+    let (code, list) = send(http.get(url("/v1/gapless"))).await;
+    assert_eq!(
+        (code, list["gapless"][0]["name"].as_str()),
+        (200, Some("web")),
+        "{list}"
+    );
+    let (code, _) = send(http.delete(url("/v1/gapless/web"))).await;
+    assert_eq!(code, 204);
+    let (code, _) = send(http.get(url("/v1/gapless/web"))).await;
+    assert_eq!(code, 404);
 }

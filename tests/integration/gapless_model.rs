@@ -276,7 +276,10 @@ async fn voider(
                     rec.lock().unwrap().voids.insert(target, reason);
                     break;
                 }
-                Err(e) if e.is_invalid_input() || matches!(e, Error::LeaseHeld { .. }) => {
+                Err(e)
+                    if e.kind() == dispenser::ErrorKind::InvalidInput
+                        || matches!(e, Error::LeaseHeld { .. }) =>
+                {
                     tokio::time::sleep(Duration::from_millis(1 + rng.below(4))).await;
                 }
                 Err(e) => {
@@ -341,7 +344,9 @@ async fn operator(
                 rec.released.2 += u32::from(force);
             }
             // Raced: the holder finished, or the lease runs (not forced).
-            Err(e) if e.is_invalid_input() || matches!(e, Error::LeaseHeld { .. }) => {}
+            Err(e)
+                if e.kind() == dispenser::ErrorKind::InvalidInput
+                    || matches!(e, Error::LeaseHeld { .. }) => {}
             Err(e) => unexpected(format!("release {} (force {force}): {e}", lease.number)),
         }
     }

@@ -60,6 +60,8 @@ enum Cmd {
     AdvanceTo,
     Reset,
     Delete,
+    GaplessCreate,
+    GaplessDelete,
     GaplessIssue,
     GaplessVoid,
     GaplessRelease,
@@ -75,13 +77,15 @@ enum Cmd {
 }
 
 /// The commands that write, as the CLI names them.
-const WRITERS: [(Cmd, &str); 18] = [
+const WRITERS: [(Cmd, &str); 20] = [
     (Cmd::Create, "create"),
     (Cmd::Next, "next"),
     (Cmd::Alter, "alter"),
     (Cmd::AdvanceTo, "advance-to"),
     (Cmd::Reset, "reset"),
     (Cmd::Delete, "delete"),
+    (Cmd::GaplessCreate, "gapless create"),
+    (Cmd::GaplessDelete, "gapless delete"),
     (Cmd::GaplessIssue, "gapless issue"),
     (Cmd::GaplessVoid, "gapless void"),
     (Cmd::GaplessRelease, "gapless release"),
@@ -98,7 +102,7 @@ const WRITERS: [(Cmd, &str); 18] = [
 
 /// The commands that only read (`doctor` and `bench` write only scratch documents of their
 /// own and remove them; `serve` is checked through its HTTP operations).
-const READERS: [&str; 11] = [
+const READERS: [&str; 12] = [
     "peek",
     "list",
     "check",
@@ -108,6 +112,7 @@ const READERS: [&str; 11] = [
     "bench",
     "serve",
     "gapless status",
+    "gapless list",
     "queue status",
     "queue list",
 ];
@@ -181,7 +186,7 @@ impl World {
     async fn set_up(&mut self, cmd: Cmd) {
         let d = &self.d;
         match cmd {
-            Cmd::Create | Cmd::GaplessIssue | Cmd::QueueCreate => {}
+            Cmd::Create | Cmd::GaplessCreate | Cmd::GaplessIssue | Cmd::QueueCreate => {}
             Cmd::Next | Cmd::Alter | Cmd::AdvanceTo | Cmd::Delete => {
                 d.create("s", Spec::default()).await.expect("create");
             }
@@ -189,7 +194,7 @@ impl World {
                 d.create("s", Spec::default()).await.expect("create");
                 d.open("s").await.unwrap().next().await.expect("draw");
             }
-            Cmd::GaplessVoid | Cmd::GaplessMaxLease => {
+            Cmd::GaplessVoid | Cmd::GaplessMaxLease | Cmd::GaplessDelete => {
                 self.gapless().await;
             }
             Cmd::GaplessRelease => {
@@ -234,6 +239,8 @@ impl World {
             Cmd::AdvanceTo => vec!["advance-to", "s", "100"],
             Cmd::Reset => vec!["reset", "s", "--next", "50"],
             Cmd::Delete => vec!["delete", "s"],
+            Cmd::GaplessCreate => vec!["gapless", "create", "inv", "--into", b, "--field", "n"],
+            Cmd::GaplessDelete => vec!["gapless", "delete", "inv"],
             Cmd::GaplessIssue => vec![
                 "gapless", "issue", "inv", "--into", b, "--field", "n", "--lease", "5",
             ],
@@ -263,6 +270,11 @@ impl World {
             Cmd::AdvanceTo => seq().await.expect("peek").value >= 100,
             Cmd::Reset => seq().await.expect("peek").value == 49,
             Cmd::Delete => matches!(seq().await, Err(Error::NoSuchSequence { .. })),
+            Cmd::GaplessCreate => d.open_gapless("inv").await.is_ok(),
+            Cmd::GaplessDelete => matches!(
+                d.open_gapless("inv").await,
+                Err(Error::NoSuchSequence { .. })
+            ),
             Cmd::GaplessIssue => {
                 self.business_docs(doc! { "n": 1, "voided": { "$exists": false } })
                     .await
@@ -757,13 +769,15 @@ async fn http_operation(
 }
 
 /// The HTTP operations that write.
-const HTTP_WRITERS: [&str; 18] = [
+const HTTP_WRITERS: [&str; 20] = [
     "next",
     "create",
     "alter",
     "advance_to",
     "reset",
     "delete",
+    "gapless_create",
+    "gapless_delete",
     "gapless_void",
     "gapless_release",
     "gapless_max_lease",
@@ -802,6 +816,12 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
             json!({ "next": 50 }),
         ),
         "delete" => ("delete", format!("/v1/sequences/{n}"), json!(null)),
+        "gapless_create" => (
+            "post",
+            "/v1/gapless".to_owned(),
+            json!({ "name": n, "collection": format!("{n}_inv"), "field": "n" }),
+        ),
+        "gapless_delete" => ("delete", format!("/v1/gapless/{n}"), json!(null)),
         "gapless_void" => (
             "post",
             format!("/v1/gapless/{n}/void"),
@@ -841,7 +861,7 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
 
 async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
     match op {
-        "create" | "queue_create" => {}
+        "create" | "queue_create" | "gapless_create" => {}
         "next" | "alter" | "advance_to" | "delete" => {
             d.create(n, Spec::default()).await.unwrap();
         }
@@ -849,7 +869,7 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
             d.create(n, Spec::default()).await.unwrap();
             d.open(n).await.unwrap().next().await.unwrap();
         }
-        "gapless_void" | "gapless_max_lease" => {
+        "gapless_void" | "gapless_max_lease" | "gapless_delete" => {
             d.ensure_gapless(n, GaplessOptions::new(business, "n"))
                 .await
                 .unwrap();
@@ -923,6 +943,8 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
         "advance_to" => d.peek(n).await.unwrap().value >= 100,
         "reset" => d.peek(n).await.unwrap().value == 49,
         "delete" => matches!(d.peek(n).await, Err(Error::NoSuchSequence { .. })),
+        "gapless_create" => d.open_gapless(n).await.is_ok(),
+        "gapless_delete" => matches!(d.open_gapless(n).await, Err(Error::NoSuchSequence { .. })),
         "gapless_void" | "gapless_release" => voided().await,
         "gapless_max_lease" => {
             let g = d.open_gapless(n).await.unwrap();

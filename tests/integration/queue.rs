@@ -751,7 +751,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
         (
             "",
             QueueSpec::default(),
-            "invalid queue name: \"\" must not be empty",
+            "invalid queue name \"\": must not be empty",
         ),
         ("$x", QueueSpec::default(), "must not start with '$'"),
         ("a\nb", QueueSpec::default(), "control character"),
@@ -777,7 +777,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
             d.ensure_queue(name, spec).await,
         ] {
             let e = result.unwrap_err();
-            assert!(e.is_invalid_input(), "{e}");
+            assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
             assert!(e.to_string().contains(needle), "{e} lacks {needle}");
         }
     }
@@ -811,7 +811,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
         ),
         (
             &["queue", "create", "$x"][..],
-            "invalid queue name: \"$x\" must not start with '$'",
+            "invalid queue name \"$x\": must not start with '$'",
         ),
         (
             &["queue", "take", "x", "--count", "0"][..],

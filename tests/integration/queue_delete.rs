@@ -213,7 +213,9 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
     admin.create_queue("mq", spec(0)).await.unwrap();
     let room = Arc::new(Mutex::new(Room::default()));
     let started = Instant::now();
-    let until = started + Duration::from_secs(6);
+    // The race runs 6 s, longer (up to 60 s) until it saw more than 3 deletes and 3
+    // refusals: on a loaded machine 6 s may not be enough (the deleter decides when to stop).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut seeds = Rng(seed);
     // Each actor: its own client, the room, a random stream of its own.
     let mut actor = || {
@@ -228,9 +230,10 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
     // again (its remembered state is of the old incarnation, so its first write reads anew).
     for _ in 0..3 {
         let (d, room, mut rng) = actor();
+        let stop = Arc::clone(&stop);
         tasks.push(tokio::spawn(async move {
             let q = d.open_queue("mq").await.unwrap();
-            while Instant::now() < until {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 // Busy spells, in which the queue fills, and quiet ones, in which it empties
                 // and a take now and then lands while the deleter finds it empty.
                 let quiet = started.elapsed().as_millis() / 200 % 2 == 1;
@@ -255,11 +258,12 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
     // One desk: calls while someone waits, and is released when nobody does.
     {
         let (d, room, mut rng) = actor();
+        let stop = Arc::clone(&stop);
         tasks.push(tokio::spawn(async move {
             let q = d.open_queue("mq").await.unwrap();
             // The ticket the desk shows: (incarnation, serial).
             let mut shown: Option<(u64, u64)> = None;
-            while Instant::now() < until {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_millis(rng.below(4))).await;
                 match q.call().desk("A").await {
                     Ok(t) => {
@@ -304,9 +308,19 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
     // The deleter: deletes whenever it can, and creates the queue again at once.
     let deleter = {
         let (d, room, mut rng) = actor();
+        let stop = Arc::clone(&stop);
         tokio::spawn(async move {
             let mut current = 0;
-            while Instant::now() < until {
+            loop {
+                let ran = started.elapsed();
+                let seen = {
+                    let r = room.lock().unwrap();
+                    r.deleted > 3 && r.refused > 3
+                };
+                if ran >= Duration::from_secs(60) || (ran >= Duration::from_secs(6) && seen) {
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                    break;
+                }
                 tokio::time::sleep(Duration::from_millis(rng.below(3))).await;
                 match d.delete_queue("mq").await {
                     Ok(()) => {

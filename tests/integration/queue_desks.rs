@@ -1346,11 +1346,11 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
     for blank in [" ", "    "] {
         let e = q.call().desk(blank).await.unwrap_err();
         assert!(
-            e.is_invalid_input() && e.to_string().contains("is blank"),
+            e.kind() == dispenser::ErrorKind::InvalidInput && e.to_string().contains("is blank"),
             "{e}"
         );
         let e = q.recall().desk(blank).await.unwrap_err();
-        assert!(e.is_invalid_input(), "{e}");
+        assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
     }
     assert_eq!(
         q.status().await.unwrap().version,

@@ -265,3 +265,31 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
     }
     assert_eq!(q.status().await.unwrap().version, version);
 }
+
+/// Issue 50: "plain or striped?" is decided once, by `Dispenser::open_either`: a plain
+/// sequence is plain, a striped one striped, neither is `NoSuchSequence` naming the name, a
+/// name that cannot be either is `InvalidName`.
+#[tokio::test]
+async fn open_either_tells_a_plain_sequence_from_a_striped_one() {
+    use dispenser::stripe::Either;
+    let f = Fixture::new("vocabulary_either").await;
+    let d = f.dispenser(f.options());
+    d.create("plain", Spec::default()).await.unwrap();
+    d.create_striped("ids", 3, Spec::default()).await.unwrap();
+    match d.open_either("plain").await.unwrap() {
+        Either::Plain(s) => assert_eq!(s.peek().await.unwrap().name, "plain"),
+        Either::Striped(ids) => panic!("plain opened as striped: {ids:?}"),
+    }
+    match d.open_either("ids").await.unwrap() {
+        Either::Striped(ids) => assert_eq!(ids.stripes(), 3),
+        Either::Plain(s) => panic!("striped opened as plain: {s:?}"),
+    }
+    match d.open_either("neither").await {
+        Err(Error::NoSuchSequence { name }) => assert_eq!(name, "neither"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        d.open_either("$x").await,
+        Err(Error::InvalidName { .. })
+    ));
+}

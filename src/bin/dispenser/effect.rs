@@ -55,7 +55,17 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
         ),
         Command::Delete(a) => Effect::new(format!("sequence {:?} deleted", a.name), peek(&a.name)),
         Command::Gapless(g) => match g {
-            GaplessCommand::Status { .. } => None,
+            GaplessCommand::Status { .. } | GaplessCommand::List { .. } => None,
+            GaplessCommand::Create { name, .. } => Effect::new(
+                format!("gap-free sequence {name:?} created"),
+                gapless(name),
+            ),
+            GaplessCommand::Delete { name, .. } => Effect::new(
+                format!("gap-free sequence {name:?} deleted"),
+                format!(
+                    "`dispenser gapless status {name}` and `dispenser history --gapless {name}` show whether it was"
+                ),
+            ),
             GaplessCommand::Issue {
                 name, into, field, ..
             } => Effect::new(

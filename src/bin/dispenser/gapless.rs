@@ -1,11 +1,11 @@
-//! `dispenser gapless …`: status, voids, issuing, releases and the longest lease of gap-free
-//! sequences.
+//! `dispenser gapless …`: the lifecycle (create, list, status, delete), voids, issuing,
+//! releases and the longest lease of gap-free sequences.
 
 use std::io::Write;
 use std::time::Duration;
 
 use dispenser::Dispenser;
-use dispenser::gapless::{GaplessOptions, Released};
+use dispenser::gapless::{GaplessOptions, GaplessStatus, Released};
 use dispenser::mongodb::bson::{Bson, Document};
 
 use crate::exit::Outcome;
@@ -14,6 +14,45 @@ use crate::output::io_err;
 /// `dispenser gapless`.
 #[derive(clap::Subcommand, Debug)]
 pub enum GaplessCommand {
+    /// Create a gap-free sequence numbering the documents of a business collection (and its
+    /// unique index on the number field); exit 6 when one of that name exists.
+    Create {
+        /// The gap-free sequence.
+        name: String,
+        /// The business collection (in --db).
+        #[arg(long)]
+        into: String,
+        /// The number field (a dotted path for a nested field).
+        #[arg(long)]
+        field: String,
+        /// The first number.
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+        start: i64,
+        /// The longest lease, in seconds (more than 0, at most 86400): no holder's lease
+        /// counts for longer.
+        #[arg(long, default_value_t = 300.0)]
+        max_lease: f64,
+        /// The field of a void document that holds why the number was voided.
+        #[arg(long, default_value = "voided")]
+        void_field: String,
+    },
+    /// List the gap-free sequences, one status line each (or one JSON array).
+    List {
+        /// Print one JSON array of statuses.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a gap-free sequence: its state goes, the business collection and its documents
+    /// stay (exit 3 when there is none). Refused (exit 6, nothing deleted) while a holder's
+    /// lease runs.
+    Delete {
+        /// The gap-free sequence.
+        name: String,
+        /// Delete it even while a holder's lease runs: you know the holder is dead (if it is
+        /// not, its write still meets the unique index). The history records the force.
+        #[arg(long)]
+        force: bool,
+    },
     /// Show the next number, the lease, the longest lease and the voided numbers.
     Status {
         /// The gap-free sequence.
@@ -82,6 +121,28 @@ pub enum GaplessCommand {
     },
 }
 
+/// The status of a gap-free sequence in one line: where its numbers go, the next, the lease,
+/// how many were voided.
+fn status_line(s: &GaplessStatus) -> String {
+    let lease = match &s.lease {
+        None => "no holder".to_owned(),
+        Some(l) => format!(
+            "{} held until {} (server time){}",
+            l.number,
+            l.expires.try_to_rfc3339_string().unwrap_or_default(),
+            if s.lease_expired() { ", ran out" } else { "" }
+        ),
+    };
+    format!(
+        "{}: numbers in {}.{}; next {}; {lease}; {} voided",
+        s.name,
+        s.collection,
+        s.field,
+        s.next,
+        s.voided.len()
+    )
+}
+
 /// `seconds` as a duration of 1 ms to a day, else an error naming `what`.
 fn seconds(what: &str, seconds: f64) -> dispenser::Result<Duration> {
     if !(0.001..=86_400.0).contains(&seconds) {
@@ -114,31 +175,73 @@ pub async fn run(
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
     match cmd {
+        GaplessCommand::Create {
+            name,
+            into,
+            field,
+            start,
+            max_lease,
+            void_field,
+        } => {
+            let options = GaplessOptions::new(&into, &field)
+                .with_start(start)
+                .with_max_lease(seconds("--max-lease", max_lease)?)
+                .with_void_field(void_field);
+            d.create_gapless(&name, options).await?;
+            writeln!(
+                out,
+                "created gap-free sequence {name}: numbers {start}, {}, … in {}.{into}.{field}",
+                start.saturating_add(1),
+                d.options().database
+            )
+            .map_err(io)?;
+        }
+        GaplessCommand::List { json } => {
+            let mut statuses = Vec::new();
+            let mut after: Option<String> = None;
+            loop {
+                let page = d
+                    .list_gapless_after_matching(&["*"], after.as_deref(), 1000)
+                    .await?;
+                for name in &page {
+                    statuses.push(d.open_gapless(name).await?.status().await?);
+                }
+                match page.last() {
+                    Some(last) if page.len() == 1000 => after = Some(last.clone()),
+                    _ => break,
+                }
+            }
+            if json {
+                let all: Vec<_> = statuses.iter().map(GaplessStatus::to_json).collect();
+                writeln!(out, "{}", serde_json::Value::Array(all)).map_err(io)?;
+            } else if statuses.is_empty() {
+                let place = format!(
+                    "{}.{}_gapless",
+                    d.options().database,
+                    d.options().collection
+                );
+                eprintln!("dispenser: no gap-free sequences in {place}");
+            } else {
+                for s in &statuses {
+                    writeln!(out, "{}", status_line(s)).map_err(io)?;
+                }
+            }
+        }
+        GaplessCommand::Delete { name, force } => {
+            d.delete_gapless(&name).with_force(force).await?;
+            writeln!(
+                out,
+                "deleted gap-free sequence {name} (the documents it numbered stay)"
+            )
+            .map_err(io)?;
+        }
         GaplessCommand::Status { name, json } => {
             let s = d.open_gapless(&name).await?.status().await?;
             if json {
                 let v = s.to_json();
                 writeln!(out, "{v}").map_err(io)?;
             } else {
-                let lease = match &s.lease {
-                    None => "no holder".to_owned(),
-                    Some(l) => format!(
-                        "{} held until {} (server time){}",
-                        l.number,
-                        l.expires.try_to_rfc3339_string().unwrap_or_default(),
-                        if s.lease_expired() { ", ran out" } else { "" }
-                    ),
-                };
-                writeln!(
-                    out,
-                    "{}: numbers in {}.{}; next {}; {lease}; {} voided",
-                    s.name,
-                    s.collection,
-                    s.field,
-                    s.next,
-                    s.voided.len()
-                )
-                .map_err(io)?;
+                writeln!(out, "{}", status_line(&s)).map_err(io)?;
                 writeln!(out, "  longest lease {:?}", s.max_lease).map_err(io)?;
                 if !s.unique_index {
                     writeln!(

@@ -4,12 +4,12 @@
 use std::io::Write;
 
 use dispenser::block::BlockOptions;
+use dispenser::stripe::Either;
 use dispenser::{Dispenser, Error, block::CloseReport};
 
 use crate::args::{MAX_BLOCK, MAX_COUNT, StrategyArg, whole};
 use crate::exit::Outcome;
 use crate::output::io_err;
-use crate::sequence::striped;
 
 /// `dispenser next`.
 #[derive(Debug, clap::Args)]
@@ -86,28 +86,25 @@ pub async fn run(d: &Dispenser, a: NextArgs, out: &mut impl Write) -> dispenser:
         Some(f) => f.try_render(n, scope.as_deref()),
         None => Ok(n.to_string()),
     };
-    let opened = match &scope {
-        Some(key) => d.ensure_scope(&a.name, key).await,
-        None => d.open(&a.name).await,
+    let seq = match &scope {
+        Some(key) => d.ensure_scope(&a.name, key).await?,
+        None => match d.open_either(&a.name).await? {
+            Either::Plain(s) => s,
+            Either::Striped(ids) => {
+                let ids = match a.block {
+                    Some(size) => ids.with_blocks(run_blocks(size, a.count))?,
+                    None => ids,
+                };
+                for _ in 0..a.count {
+                    let n = ids.next().await?;
+                    writeln!(out, "{n}").map_err(io_err)?;
+                    out.flush().map_err(io_err)?;
+                }
+                close_report("block clients", ids.close().await);
+                return Ok(Outcome::Done);
+            }
+        },
     };
-    let striped_ids = match &opened {
-        Err(Error::NoSuchSequence { .. }) if scope.is_none() => striped(d, &a.name).await,
-        _ => None,
-    };
-    if let Some(ids) = striped_ids {
-        let ids = match a.block {
-            Some(size) => ids.with_blocks(run_blocks(size, a.count))?,
-            None => ids,
-        };
-        for _ in 0..a.count {
-            let n = ids.next().await?;
-            writeln!(out, "{n}").map_err(io_err)?;
-            out.flush().map_err(io_err)?;
-        }
-        close_report("block clients", ids.close().await);
-        return Ok(Outcome::Done);
-    }
-    let seq = opened?;
     if let Some(size) = a.block {
         let blocks = seq.into_blocks(run_blocks(size, a.count))?;
         for i in 1..=a.count {

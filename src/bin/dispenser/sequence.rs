@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use dispenser::sequence::Reset;
-use dispenser::stripe::StripedSequence;
+use dispenser::stripe::Either;
 use dispenser::{
     Dispenser, Error, Format,
     sequence::{Alter, SequenceState},
@@ -116,12 +116,9 @@ pub async fn peek(d: &Dispenser, a: PeekArgs, out: &mut impl Write) -> dispenser
             describe(state)
         }
     };
-    let states = match d.peek(&a.name).await {
-        Err(e @ Error::NoSuchSequence { .. }) => match striped(d, &a.name).await {
-            Some(ids) => ids.peek().await?,
-            None => return Err(e),
-        },
-        other => vec![other?],
+    let states = match d.open_either(&a.name).await? {
+        Either::Striped(ids) => ids.peek().await?,
+        Either::Plain(s) => vec![s.peek().await?],
     };
     for state in &states {
         writeln!(out, "{}", line(state)).map_err(io_err)?;
@@ -183,9 +180,9 @@ pub async fn alter(
     } else if a.no_format {
         change.format = Some(None);
     }
-    let states = match striped(d, &a.name).await {
-        Some(ids) => ids.alter(change).await?,
-        None => vec![d.open(&a.name).await?.alter(change).await?],
+    let states = match d.open_either(&a.name).await? {
+        Either::Striped(ids) => ids.alter(change).await?,
+        Either::Plain(s) => vec![s.alter(change).await?],
     };
     print_states(&states, out)
 }
@@ -195,13 +192,9 @@ pub async fn advance_to(
     a: AdvanceToArgs,
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
-    let advanced = async { d.open(&a.name).await?.advance_to(a.n).await };
-    let states = match advanced.await {
-        Err(e @ Error::NoSuchSequence { .. }) => match striped(d, &a.name).await {
-            Some(ids) => ids.advance_to(a.n).await?,
-            None => return Err(e),
-        },
-        other => vec![other?],
+    let states = match d.open_either(&a.name).await? {
+        Either::Striped(ids) => ids.advance_to(a.n).await?,
+        Either::Plain(s) => vec![s.advance_to(a.n).await?],
     };
     print_states(&states, out)
 }
@@ -212,13 +205,9 @@ pub async fn reset(
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
     let reset = Reset::to(a.value).with_force(a.force);
-    let done = async { d.open(&a.name).await?.reset(reset).await };
-    let states = match done.await {
-        Err(e @ Error::NoSuchSequence { .. }) => match striped(d, &a.name).await {
-            Some(ids) => ids.reset(reset).await?,
-            None => return Err(e),
-        },
-        other => vec![other?],
+    let states = match d.open_either(&a.name).await? {
+        Either::Striped(ids) => ids.reset(reset).await?,
+        Either::Plain(s) => vec![s.reset(reset).await?],
     };
     print_states(&states, out)
 }
@@ -268,12 +257,6 @@ fn print_states(states: &[SequenceState], out: &mut impl Write) -> dispenser::Re
     }
     out.flush().map_err(io_err)?;
     Ok(Outcome::Done)
-}
-
-/// The striped sequence `name`, when it is one (`name~0` records its stripes): the admin
-/// commands then act on every stripe.
-pub async fn striped(d: &Dispenser, name: &str) -> Option<StripedSequence> {
-    d.open_striped(name).await.ok()
 }
 
 /// A sequence's state as one line (what `peek`, `list` and the other commands print).

@@ -1,7 +1,7 @@
-//! Gap-free sequences through the service: status (with the lease and the voided numbers),
-//! void, release (ending a stopped holder's lease at once) and the longest lease. Issuing
-//! stays with the application: the business write that uses a number is its own (see
-//! `dispenser::gapless`).
+//! Gap-free sequences through the service: create, list, status (with the lease and the
+//! voided numbers), void, release (ending a stopped holder's lease at once), the longest lease
+//! and delete. Issuing stays with the application: the business write that uses a number is
+//! its own (see `dispenser::gapless`).
 //!
 //! Every endpoint checks the name as the sequence endpoints do (`names.rs`), and an answer
 //! tells only what the token may read: a token that may void or release but not `peek` the
@@ -10,18 +10,19 @@
 
 use std::time::Duration;
 
-use axum::extract::{Path, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use dispenser::Error;
-use dispenser::gapless::{Gapless, Released};
+use dispenser::gapless::{Gapless, GaplessOptions, GaplessStatus, Released};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::errors::ApiError;
-use super::json::json_body;
+use super::handlers::{DEFAULT_PAGE, MAX_PAGE, page_of, page_query};
+use super::json::{json_body, optional_json_body, whole_or_null};
 use super::names::check_name_of;
 use super::schemas::ErrorBody;
 use super::state::Shared;
@@ -30,13 +31,51 @@ use super::tokens::Op;
 /// What the messages call a name.
 const NOUN: &str = "gap-free sequence";
 
+/// The business collections the service creates gap-free sequences on: 1 to 100 letters,
+/// digits, `_`, `-` and `.` (the library takes more; the service keeps to names every server
+/// takes, and refuses `system.` names with the library).
+pub(super) const COLLECTION_PATTERN: &str = "^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$";
+
+/// A number or void field: dot-separated runs of letters, digits and `_`, at most 200.
+pub(super) const FIELD_PATTERN: &str = "^[A-Za-z0-9_]{1,64}(\\.[A-Za-z0-9_]{1,64}){0,3}$";
+
+/// Whether `collection` and `fields` are names the service creates sequences on, else the
+/// 422 naming which is not.
+fn check_business(collection: &str, fields: &[(&str, &str)]) -> Result<(), ApiError> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let ok_collection = (1..=100).contains(&collection.len())
+        && !collection.starts_with('.')
+        && collection
+            .chars()
+            .all(|c| word(c) || matches!(c, '-' | '.'));
+    if !ok_collection {
+        return Err(ApiError::invalid_input(format!(
+            "collection {collection:?} must be 1 to 100 letters, digits, '_', '-' or '.', not starting with '.'"
+        )));
+    }
+    for (what, f) in fields {
+        let parts: Vec<&str> = f.split('.').collect();
+        let ok = parts.len() <= 4
+            && parts
+                .iter()
+                .all(|p| (1..=64).contains(&p.len()) && p.chars().all(word));
+        if !ok {
+            return Err(ApiError::invalid_input(format!(
+                "{what} {f:?} must be up to 4 dot-separated runs of 1 to 64 letters, digits or '_' (such as `number` or `meta.number`)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The longest lease, in milliseconds, that an admin may set (a day).
 pub(super) const MAX_LEASE_MS: u64 = 86_400_000;
 
 /// The gap-free endpoints (merged into the service's router).
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
-        .route("/v1/gapless/{name}", get(status))
+        .route("/v1/gapless", post(create).get(list))
+        .route("/v1/gapless/{name}", get(status).delete(delete))
         .route("/v1/gapless/{name}/void", post(void))
         .route("/v1/gapless/{name}/release", post(release))
         .route("/v1/gapless/{name}/max-lease", post(max_lease))
@@ -51,7 +90,7 @@ fn may_peek(st: &Shared, headers: &HeaderMap, name: &str) -> bool {
 /// the sequence is not told which number is the next one.
 fn refusal(e: Error, name: &str, number: i64, what: &str, may_peek: bool) -> ApiError {
     match e {
-        e if !may_peek && e.is_not_the_next_number() => ApiError::new(
+        Error::NotTheNextNumber { .. } if !may_peek => ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_input",
             format!(
@@ -60,6 +99,168 @@ fn refusal(e: Error, name: &str, number: i64, what: &str, may_peek: bool) -> Api
         ),
         e => e.into(),
     }
+}
+
+/// The body of `POST /v1/gapless`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GaplessCreateBody {
+    /// The new gap-free sequence's name.
+    pub(super) name: String,
+    /// The business collection whose documents carry the numbers (in the service's
+    /// database).
+    pub(super) collection: String,
+    /// The number field (a dotted path for a nested one).
+    pub(super) field: String,
+    /// The first number (default 1).
+    #[serde(default, deserialize_with = "whole_or_null")]
+    pub(super) start: Option<i64>,
+    /// The longest lease, in milliseconds (1 to 86 400 000; default 300 000).
+    #[serde(default, deserialize_with = "whole_or_null")]
+    pub(super) max_lease_ms: Option<i64>,
+    /// The field of a void document that holds why it was voided (default `voided`).
+    #[serde(default)]
+    pub(super) void_field: Option<String>,
+    /// An existing sequence with the same collection and field is no error (nothing is
+    /// written).
+    #[serde(default)]
+    pub(super) if_not_exists: bool,
+}
+
+/// `POST /v1/gapless`: creates a gap-free sequence (and the unique index on the business
+/// collection's number field).
+#[utoipa::path(post, path = "/v1/gapless", operation_id = "gapless_create", tag = "gapless", request_body = GaplessCreateBody,
+    responses((status = 201, description = "Created: the status (as `GET /v1/gapless/{name}` answers it), `created: true`", body = Value), (status = 200, description = "`if_not_exists` found it with the same collection and field, and the token may `peek` on it: its status, `created: false` (without `peek`: 409 `already_exists`)", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+pub(super) async fn create(
+    State(st): State<Shared>,
+    req: Request,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let rule = st.authenticate(req.headers())?;
+    super::state::AppState::permit_on(&rule, Op::Create, None, NOUN)?;
+    let b: GaplessCreateBody = json_body(req).await?;
+    super::state::AppState::permit_on(&rule, Op::Create, Some(&b.name), NOUN)?;
+    check_name_of(NOUN, &b.name, false)?;
+    let void_field = b.void_field.clone().unwrap_or_else(|| "voided".to_owned());
+    check_business(
+        &b.collection,
+        &[("field", &b.field), ("void_field", &void_field)],
+    )?;
+    let mut options = GaplessOptions::new(&b.collection, &b.field);
+    if let Some(start) = b.start {
+        options = options.with_start(start);
+    }
+    if let Some(ms) = b.max_lease_ms {
+        let ms = u64::try_from(ms)
+            .ok()
+            .filter(|ms| (1..=MAX_LEASE_MS).contains(ms))
+            .ok_or_else(|| {
+                ApiError::invalid_input(format!(
+                    "max_lease_ms {ms} must be 1 to {MAX_LEASE_MS} (a day)"
+                ))
+            })?;
+        options = options.with_max_lease(Duration::from_millis(ms));
+    }
+    if let Some(v) = &b.void_field {
+        options = options.with_void_field(v);
+    }
+    let may_read = super::state::AppState::permit_on(&rule, Op::Peek, Some(&b.name), NOUN).is_ok();
+    let acting = st.acting(&rule)?;
+    let (g, created) = match acting.create_gapless(&b.name, options.clone()).await {
+        Ok(g) => (g, true),
+        Err(Error::SequenceExists { .. }) if b.if_not_exists && may_read => {
+            (acting.ensure_gapless(&b.name, options).await?, false)
+        }
+        Err(Error::SequenceExists { .. }) => {
+            let see = if may_read {
+                "GET /v1/gapless/{name} shows it; `if_not_exists` answers 200 when its collection and field are the ones asked for"
+            } else {
+                "a token with `peek` on it sees its state"
+            };
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "already_exists",
+                format!("{NOUN} {:?} already exists; {see}", b.name),
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let status = g.status().await.map_err(|e| match created {
+        true => e.after_write(&format!("{NOUN} {:?} created", b.name)),
+        false => e,
+    })?;
+    let mut body = status.to_json();
+    if let Some(o) = body.as_object_mut() {
+        o.insert("created".into(), Value::Bool(created));
+    }
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((code, Json(body)))
+}
+
+/// `GET /v1/gapless`: one page of the gap-free sequences, by name, each with its status.
+#[utoipa::path(get, path = "/v1/gapless", operation_id = "gapless_list", tag = "gapless",
+    params(("limit" = Option<u64>, Query, description = "How many gap-free sequences at most (1 to 10 000; default 1000)"),
+        ("after" = Option<String>, Query, description = "The cursor: list the names after this one (the `next` of the previous page)")),
+    responses((status = 200, description = "`{\"gapless\": […], \"next\"}`: one page of the gap-free sequences the token may use, by name, each as `GET /v1/gapless/{name}` answers it (one that cannot be read as `{name, error}` in its place); `next` is the cursor of the next page, `null` after the last", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+pub(super) async fn list(
+    State(st): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    let rule = st.authorize_on(&headers, Op::List, None, NOUN)?;
+    let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let d = &st.dispenser;
+    let (out, next) = page_of(
+        &st,
+        &rule,
+        limit,
+        after,
+        |a, patterns| async move {
+            let names = d
+                .list_gapless_after_matching(&patterns, a.as_deref(), limit)
+                .await?;
+            let mut page = Vec::with_capacity(names.len());
+            for name in names {
+                page.push(async { d.open_gapless(&name).await?.status().await }.await);
+            }
+            Ok(page)
+        },
+        |s: &GaplessStatus| &s.name,
+        GaplessStatus::to_json,
+    )
+    .await?;
+    Ok(Json(json!({ "gapless": out, "next": next })))
+}
+
+/// The body of `DELETE /v1/gapless/{name}` (optional).
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GaplessDeleteBody {
+    /// Delete it even while a holder's lease runs: you know the holder is dead (if it is not,
+    /// its write still meets the unique index). The history records it.
+    #[serde(default)]
+    pub(super) force: bool,
+}
+
+/// `DELETE /v1/gapless/{name}`: deletes a gap-free sequence's state (the business collection
+/// and its documents stay); 409 `lease_held` while a holder's lease runs, unless `force`.
+#[utoipa::path(delete, path = "/v1/gapless/{name}", operation_id = "gapless_delete", tag = "gapless", request_body(content = Option<GaplessDeleteBody>, description = "Optional: `{\"force\": true}`"),
+    params(("name" = String, Path, description = "The gap-free sequence")),
+    responses((status = 204, description = "Deleted"), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+pub(super) async fn delete(
+    State(st): State<Shared>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<StatusCode, ApiError> {
+    let acting = st.acting(&st.authorize_on(req.headers(), Op::Delete, Some(&name), NOUN)?)?;
+    check_name_of(NOUN, &name, false)?;
+    let b: GaplessDeleteBody = optional_json_body(req).await?;
+    acting.delete_gapless(&name).with_force(b.force).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `GET /v1/gapless/{name}`: the next number, the lease (the one pending number, if any),

@@ -179,7 +179,9 @@ pub(super) async fn peek(
 
 /// When `name` has no document of its own but is a striped sequence, the striped sequence and
 /// the names of its stripes (the admin endpoints then act on every stripe, each within its
-/// residue class); otherwise `no_such`, the plain operation's error.
+/// residue class); otherwise `no_such`, the plain operation's error. The decision
+/// `Dispenser::open_either` makes (plain first; a layout that cannot be opened is none; a
+/// database that does not answer is that error), after the plain operation found no document.
 async fn stripes_or(
     d: &Dispenser,
     name: &str,
@@ -190,6 +192,7 @@ async fn stripes_or(
             let names = (0..ids.stripes()).map(|i| stripe_name(name, i)).collect();
             Ok((ids, names))
         }
+        Err(e) if e.kind() == dispenser::ErrorKind::Unavailable => Err(e.into()),
         Err(_) => Err(no_such.into()),
     }
 }

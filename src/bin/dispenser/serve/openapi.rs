@@ -65,7 +65,10 @@ impl Modify for BearerAuth {
         handlers::reset,
         handlers::healthz,
         handlers::hourly,
+        gapless::create,
+        gapless::list,
         gapless::status,
+        gapless::delete,
         gapless::void,
         gapless::release,
         gapless::max_lease,
@@ -105,6 +108,8 @@ impl Modify for BearerAuth {
         handlers::AlterBody,
         handlers::AdvanceBody,
         handlers::ResetBody,
+        gapless::GaplessCreateBody,
+        gapless::GaplessDeleteBody,
         gapless::VoidBody,
         gapless::ReleaseBody,
         gapless::MaxLeaseBody,
@@ -151,7 +156,7 @@ fn meaning(status: u16) -> &'static str {
         404 => "`no_such_sequence` (`no_such_queue` for a queue)",
         408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
         409 => {
-            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release without `force`, or a void, of a number whose holder's lease runs: nothing written)"
+            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release or a delete without `force`, or a void, of a number whose holder's lease runs: nothing written), `already_exists`"
         }
         413 => "`payload_too_large`: a body over 64 KiB",
         429 => {
@@ -192,12 +197,14 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "call" | "recall" | "release" | "cancel" | "queue_alter" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
-        "queue_list" => &[400, 401, 403, 414, 431, 500, 503],
-        "queue_delete" => &[
+        "queue_list" | "gapless_list" => &[400, 401, 403, 414, 431, 500, 503],
+        "queue_delete" | "gapless_delete" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
         "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
-        "queue_create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
+        "queue_create" | "gapless_create" => {
+            &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503]
+        }
         "advance_to" | "reset" | "alter" | "gapless_void" | "gapless_release"
         | "gapless_max_lease" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
@@ -286,6 +293,28 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
         if let Some(p) = property(&mut doc, schema, "reason") {
             p.insert("minLength".into(), json!(1));
             p.insert("maxLength".into(), json!(1000));
+        }
+    }
+    if let Some(p) = property(&mut doc, "GaplessCreateBody", "name") {
+        p.extend(
+            name_schema(NAME_PATTERN)
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
+    }
+    if let Some(p) = property(&mut doc, "GaplessCreateBody", "collection") {
+        p.insert("pattern".into(), json!(gapless::COLLECTION_PATTERN));
+    }
+    for field in ["field", "void_field"] {
+        if let Some(p) = property(&mut doc, "GaplessCreateBody", field) {
+            p.insert("pattern".into(), json!(gapless::FIELD_PATTERN));
+        }
+    }
+    for schema in ["MaxLeaseBody", "GaplessCreateBody"] {
+        if let Some(p) = property(&mut doc, schema, "max_lease_ms") {
+            p.insert("minimum".into(), json!(1));
+            p.insert("maximum".into(), json!(gapless::MAX_LEASE_MS));
         }
     }
     if let Some(p) = property(&mut doc, "MaxLeaseBody", "max_lease_ms") {
@@ -402,6 +431,7 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                         match id.as_str() {
                             "create" => created["links"] = links(),
                             "queue_create" => created["links"] = queue_links(),
+                            "gapless_create" => created["links"] = gapless_links(),
                             _ => {}
                         }
                     }
@@ -452,6 +482,25 @@ fn queue_links() -> Value {
         "cancel",
         "queue_alter",
         "queue_status",
+    ] {
+        links.insert(
+            format!("{op}_created"),
+            json!({ "operationId": op, "parameters": { "name": "$response.body#/name" } }),
+        );
+    }
+    Value::Object(links)
+}
+
+/// From a created gap-free sequence to the operations on it.
+fn gapless_links() -> Value {
+    let mut links = Map::new();
+    for op in [
+        "gapless_status",
+        "gapless_void",
+        "gapless_release",
+        "gapless_max_lease",
+        "gapless_history",
+        "gapless_delete",
     ] {
         links.insert(
             format!("{op}_created"),

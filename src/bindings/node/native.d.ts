@@ -1,0 +1,1125 @@
+/* The shapes of the core's answers (its JSON views, keys in camelCase): every integer is a
+   bigint, exact over the whole 64-bit range; times are RFC 3339 strings. This file heads
+   native.d.ts (package.json: napi.dtsHeaderFile). */
+
+/** An integer argument: a number (a safe integer) or a bigint. */
+export type Int = number | bigint
+
+/** A sequence's stored state (`peek`, and the answers of its admin operations). */
+export interface SequenceState {
+  name: string
+  /** The last number issued. */
+  value: bigint
+  /** The number issued next; `null` when a non-cyclic sequence is exhausted. */
+  next: bigint | null
+  remaining: bigint
+  step: bigint
+  min: bigint
+  max: bigint
+  cycle: boolean
+  cycles: bigint
+  version: bigint
+  createdAt: string | null
+  updatedAt: string | null
+  format: string | null
+  start: bigint | null
+  stripe: { index: bigint; count: bigint } | null
+  incarnation: string | null
+  usage: {
+    fractionUsed: number
+    remaining: bigint
+    ratePerSec: number | null
+    exhaustedInSecs: bigint | null
+    wrapsPerDay: number | null
+    historySecs: bigint | null
+    issuedByDay: Record<string, bigint>
+  }
+}
+
+/** An entry of a listing that could not be read, in its place. */
+export interface ListingError {
+  name: string | null
+  error: { code: string; kind: string; message: string }
+}
+
+/** What a handle did so far. */
+export interface Stats {
+  issued: bigint
+  writes: bigint
+  conflicts: bigint
+  retries: bigint
+  roundTrips: bigint
+  fallbacks: bigint
+  optimisticWrites: bigint
+  pessimisticWrites: bigint
+  blockRefills: bigint
+  waits: bigint
+  batches: bigint
+  batchedCalls: bigint
+  coalescedCalls: bigint
+  maxBatch: bigint
+}
+
+/** What closing a block client did with the numbers it held. */
+export interface CloseReport {
+  givenBack: bigint
+  lost: bigint
+}
+
+/** One admin operation, as the history recorded it. */
+export interface HistoryEntry {
+  id: string
+  kind: 'sequence' | 'queue'
+  name: string
+  op: string
+  params: unknown
+  who: string | null
+  at: string
+  clock: 'server' | 'client'
+  before: unknown
+  after: unknown
+  outcome: string
+  error: string | null
+  endedAt: string | null
+  cursor: string
+}
+
+/** A gap-free sequence's state. */
+export interface GaplessStatus {
+  name: string
+  collection: string
+  field: string
+  voidField: string
+  next: bigint
+  maxLeaseMs: bigint
+  uniqueIndex: boolean
+  lease: { number: bigint; holder: string; expires: string; waiters: boolean } | null
+  leaseExpired: boolean
+  serverTime: string
+  voided: Array<{ number: bigint; reason: string; at: string }>
+}
+
+/** What a release of a gap-free number did. */
+export type Released =
+  | { kind: 'voided'; number: bigint }
+  | { kind: 'used'; first: bigint; last: bigint }
+
+/** A gap-free audit: every number used or voided exactly once? */
+export interface Audit {
+  clean: boolean
+  numbers: bigint
+  first: bigint | null
+  last: bigint | null
+  missing: bigint
+  gaps: Array<[bigint, bigint]>
+  duplicated: bigint
+  duplicates: Array<[bigint, bigint]>
+  notInteger: bigint
+  voided: bigint
+  voids: Array<bigint>
+  malformed: bigint
+  malformedDocs: Array<[string, string]>
+}
+
+/** A ticket, as a take, call, recall, release or cancel answers it. */
+export interface Ticket {
+  ticket: bigint
+  label: string
+  serial: bigint
+  taken: bigint
+  served: bigint
+  waiting: bigint
+  position: bigint | null
+  estimatedWaitSeconds: bigint | null
+  desk: string | null
+  replayed: boolean
+  at: string
+  version: bigint
+}
+
+/** A queue's status. */
+export interface QueueStatus {
+  name: string
+  min: bigint
+  max: bigint
+  capacity: bigint
+  labelFormat: string | null
+  tz: string
+  daily: boolean
+  day: string | null
+  taken: bigint
+  served: bigint
+  waiting: bigint
+  cancelled: bigint
+  nowServing: bigint | null
+  nowServingLabel: string | null
+  nextTicket: bigint
+  nextTicketLabel: string
+  full: boolean
+  rounds: bigint
+  recentCalls: Array<{ ticket: bigint; label: string; serial: bigint; desk: string | null; at: string; recall: boolean; waitSeconds: bigint | null }>
+  desks: Array<{ desk: string | null; ticket: bigint; label: string; serial: bigint; at: string }>
+  waitingList: Array<{ ticket: bigint; label: string; serial: bigint }>
+  estimatedWaitSeconds: bigint | null
+  averageWaitSeconds: bigint | null
+  p90WaitSeconds: bigint | null
+  takenToday: bigint
+  servedToday: bigint
+  hourly: Array<{ hour: string; taken: bigint; served: bigint; waiting: bigint }>
+  version: bigint
+  incarnation: string
+  createdAt: string
+  updatedAt: string
+}
+
+/** What `doctor` found: `fit` when the server keeps the guarantees, else the `reason`. */
+export interface DoctorReport {
+  fit: boolean
+  reason: string | null
+  server: Record<string, unknown>
+  writeConcern: Record<string, unknown>
+  operations: Array<{ name: string; what: string; ok: boolean; detail: string | null }>
+  probe: Record<string, unknown>
+}
+
+/**
+ * Which binding artifact the generated loader actually loaded: `'native'` for
+ * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
+ * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
+ * can point the loader at a WASI artifact this package does not build itself.
+ */
+export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
+
+/**
+ * A block client: numbers from blocks reserved in one write each, handed out from memory.
+ * Close it to give back what it reserved and did not hand out.
+ */
+export declare class BlockSequence {
+  /** The sequence's name. */
+  get name(): string
+  /**
+   * The next number (from memory, or after a reservation).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  next(): Promise<bigint>
+  /** The next number if one is in memory now, else `null` (never waits). */
+  tryNext(): bigint | null
+  /**
+   * Waits until no reservation is in flight.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  settle(): Promise<void>
+  /** How many reserved numbers it holds, not yet handed out. */
+  held(): bigint
+  /** The size of its next reservation. */
+  blockSize(): bigint
+  /** Whether it was closed. */
+  isClosed(): boolean
+  /**
+   * Stops it and gives back what it reserved and did not hand out, when that is safe.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  close(): Promise<CloseReport>
+  /** What it did so far. */
+  stats(): Stats
+}
+
+/** A sequence whose numbering restarts every day. */
+export declare class DailySequence {
+  /** The template's name. */
+  get template(): string
+  /** Today's date in the sequence's time zone (`YYYY-MM-DD`). */
+  today(): string
+  /**
+   * Issues the next number of today's scope.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  next(): Promise<ScopedNumber>
+  /**
+   * Deletes the days before `before` (`YYYY-MM-DD`), never today or later; returns how many.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  deleteScopesBefore(before: string): Promise<bigint>
+  /** What this sequence did so far, over every day. */
+  stats(): Stats
+}
+
+/**
+ * One collection of sequences on one MongoDB deployment. Cheap to share: every handle it
+ * opens uses its connection pool.
+ */
+export declare class Dispenser {
+  /**
+   * A block client on the existing sequence `name`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  openBlocks(name: string, options?: BlockOptionsInput | undefined | null): Promise<BlockSequence>
+  /**
+   * Connects (lazily: nothing is sent until the first operation) to the deployment at
+   * `uri`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  static connect(uri: string, options?: ConnectOptions | undefined | null): Promise<Dispenser>
+  /** The same dispenser acting as `caller`. */
+  withCaller(caller: string): Dispenser
+  /** Who this dispenser acts as; `null` for the unnamed caller. */
+  get caller(): string | null
+  /** The database holding the documents. */
+  get database(): string
+  /** The collection holding the sequence documents. */
+  get collection(): string
+  /**
+   * Creates a new sequence; fails `AlreadyExists` when the name is taken.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  create(name: string, spec?: SpecInput | undefined | null): Promise<Sequence>
+  /**
+   * Creates the sequence, or opens it when it exists with the same spec.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  ensure(name: string, spec?: SpecInput | undefined | null): Promise<Sequence>
+  /**
+   * Opens an existing sequence.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  open(name: string): Promise<Sequence>
+  /**
+   * Reads a sequence's stored state.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  peek(name: string): Promise<SequenceState>
+  /**
+   * One page of the sequences, by name.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  list(options?: ListOptions | undefined | null): Promise<Array<SequenceState | ListingError>>
+  /**
+   * The sequences of these names that exist, by name.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  listNamed(names: Array<string>): Promise<Array<SequenceState | ListingError>>
+  /**
+   * Deletes a sequence by name (also one whose document no longer decodes).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  delete(name: string): Promise<void>
+  /**
+   * Checks that the server answers.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  ping(): Promise<void>
+  /**
+   * Examines the server: does it keep the guarantees the library relies on?
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  doctor(options?: DoctorInput | undefined | null): Promise<DoctorReport>
+  /**
+   * The history of the admin operations on a sequence (its stripes included), a gap-free
+   * sequence or a queue.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  history(name: string, options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
+  /**
+   * Makes the gap-free sequence `name`, or opens it when it exists with the same settings;
+   * makes sure the business collection has a unique index on the field.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  ensureGapless(name: string, options: GaplessOptionsInput): Promise<Gapless>
+  /**
+   * Makes the gap-free sequence `name`; fails `AlreadyExists` when it exists.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  createGapless(name: string, options: GaplessOptionsInput): Promise<Gapless>
+  /**
+   * Opens the existing gap-free sequence `name` with the settings it was created with.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  openGapless(name: string): Promise<Gapless>
+  /**
+   * The names of one page of the gap-free sequences.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  listGapless(options?: ListOptions | undefined | null): Promise<Array<string>>
+  /**
+   * Creates the queue `name`; fails `AlreadyExists` when it exists.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  createQueue(name: string, spec?: QueueSpecInput | undefined | null): Promise<Queue>
+  /**
+   * Creates the queue `name`, or opens it when it exists with the same spec.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  ensureQueue(name: string, spec?: QueueSpecInput | undefined | null): Promise<Queue>
+  /**
+   * Opens the existing queue `name`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  openQueue(name: string): Promise<Queue>
+  /**
+   * One page of the queues' statuses, by name.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueStatus | ListingError>>
+  /**
+   * Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
+   * wait, unless `force` is true (recorded in the history).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  deleteQueue(name: string, force?: boolean | undefined | null): Promise<void>
+  /**
+   * Deletes the gap-free sequence `name` (its state; the business collection and its
+   * documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
+   * runs, unless `force` is true (recorded in the history).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  deleteGapless(name: string, force?: boolean | undefined | null): Promise<void>
+  /**
+   * Opens the scope `scope` of `template` (`template@scope`), creating it from the
+   * template's shape when missing.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  ensureScope(template: string, scope: string): Promise<Sequence>
+  /**
+   * Creates the scope `scope` of `template`; fails `AlreadyExists` when it exists.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  createScope(template: string, scope: string): Promise<Sequence>
+  /**
+   * Opens the existing scope `scope` of `template`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  openScope(template: string, scope: string): Promise<Sequence>
+  /**
+   * The scopes of `template`, by scope key.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  listScopes(template: string): Promise<Array<SequenceState | ListingError>>
+  /**
+   * Deletes the scopes of `template` whose key sorts before `before`; returns how many.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  deleteScopesBefore(template: string, before: string): Promise<bigint>
+  /** A sequence whose numbering restarts every day in the IANA time zone `timeZone`. */
+  openDaily(template: string, timeZone: string): DailySequence
+  /**
+   * Creates the striped sequence `name` of `stripes` stripes, or opens it when it exists
+   * with the same layout and spec.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  ensureStriped(name: string, stripes: number, spec?: SpecInput | undefined | null): Promise<StripedSequence>
+  /**
+   * Creates the striped sequence `name`; fails `AlreadyExists` when it exists.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  createStriped(name: string, stripes: number, spec?: SpecInput | undefined | null): Promise<StripedSequence>
+  /**
+   * Opens the existing striped sequence `name`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  openStriped(name: string): Promise<StripedSequence>
+  /**
+   * Deletes every stripe of `name`; returns how many.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  deleteStriped(name: string): Promise<number>
+}
+
+/** A gap-free sequence. */
+export declare class Gapless {
+  /** The sequence's name. */
+  get name(): string
+  /** The business collection whose documents carry the numbers. */
+  get collection(): string
+  /** The field that carries the number. */
+  get field(): string
+  /** The field marking void documents. */
+  get voidField(): string
+  /**
+   * `Gapless.issue` without its JavaScript half: `write(n)` resolves to the outcome of the
+   * business write (the wrapper catches its error) rather than rejecting.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  _issue(write: ((arg: bigint) => Promise<WriteOutcome>)): Promise<IssuedNumber>
+  /**
+   * The state: the next number, the lease, the voided numbers.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  status(): Promise<GaplessStatus>
+  /**
+   * Confirms at once the last number this handle used.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  flush(): Promise<void>
+  /**
+   * Changes the sequence's longest lease (milliseconds).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  setMaxLease(maxLeaseMs: number): Promise<void>
+  /**
+   * Voids the next number on purpose, with a reason.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  void(number: Int, reason: string): Promise<void>
+  /**
+   * Ends a holder's lease on `number`: voided if it was not written, else moved past.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  release(number: Int, reason: string, options?: ReleaseOptions | undefined | null): Promise<Released>
+  /**
+   * Checks the business collection: every number from `from` used or voided exactly once.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  audit(options?: AuditInput | undefined | null): Promise<Audit>
+  /** What this handle did so far. */
+  stats(): Stats
+}
+
+/** A ticket queue. */
+export declare class Queue {
+  /** The queue's name. */
+  get name(): string
+  /**
+   * Takes the next ticket.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  take(options?: TakeOptions | undefined | null): Promise<Ticket>
+  /**
+   * Takes `count` consecutive tickets, all or nothing (a family).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  takeMany(n: Int, options?: TakeOptions | undefined | null): Promise<Array<Ticket>>
+  /**
+   * Calls the oldest waiting ticket (or `ticket`), from a desk.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  call(options?: CallOptions | undefined | null): Promise<Ticket>
+  /**
+   * Announces again the ticket a desk shows.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  recall(options?: DeskOptions | undefined | null): Promise<Ticket>
+  /**
+   * A desk is done with the ticket it shows, and shows none.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  release(options?: DeskOptions | undefined | null): Promise<Ticket>
+  /**
+   * Cancels a waiting ticket.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  cancel(ticket: Int): Promise<Ticket>
+  /**
+   * Changes the queue's range.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  alter(change: QueueAlterInput): Promise<QueueStatus>
+  /**
+   * Deletes the queue.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  delete(): Promise<void>
+  /**
+   * The queue's status: who waits, what each desk shows, the recent calls.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  status(): Promise<QueueStatus>
+}
+
+/**
+ * A contiguous run of numbers reserved by one write: `first`, then `count − 1` more,
+ * `step` apart, to `last`.
+ */
+export declare class Run {
+  /** The first number. */
+  get first(): bigint
+  /** The last number. */
+  get last(): bigint
+  /** How many numbers. */
+  get count(): bigint
+  /** The distance between two numbers of the run. */
+  get step(): bigint
+  /** Every number of the run, in order. */
+  toArray(): Array<bigint>
+}
+
+/**
+ * A handle on one sequence. Any number of concurrent calls may share it: their draws are
+ * coalesced into shared writes.
+ */
+export declare class Sequence {
+  /**
+   * A block client on this sequence (the handle stays usable: the core's `into_blocks`
+   * takes a clone of it).
+   */
+  intoBlocks(options?: BlockOptionsInput | undefined | null): BlockSequence
+  /** The sequence's name. */
+  get name(): string
+  /**
+   * Issues the next number.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  next(): Promise<bigint>
+  /**
+   * Issues a contiguous run of `n` numbers in one write (with `cycle`, fewer near the wrap).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  nextN(n: Int): Promise<Run>
+  /**
+   * Reads the sequence's state now.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  peek(): Promise<SequenceState>
+  /**
+   * Moves the sequence past `n` (never backwards).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  advanceTo(n: Int): Promise<SequenceState>
+  /**
+   * Sets the number issued next; backwards only with `force`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  reset(next: Int, options?: ResetOptions | undefined | null): Promise<SequenceState>
+  /**
+   * Changes the sequence's shape or format while it is in use.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  alter(change: AlterInput): Promise<SequenceState>
+  /**
+   * Sets (or with `null` removes) the serial format.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  setFormat(format?: string | undefined | null): Promise<void>
+  /**
+   * Deletes the sequence.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  delete(): Promise<void>
+  /** What this handle did so far. */
+  stats(): Stats
+  /** How many numbers are left before the wrap or the bound, as last seen by this handle. */
+  remainingHint(): bigint
+}
+
+/** A striped sequence: draws spread over its stripes, each number unique. */
+export declare class StripedSequence {
+  /** The sequence's name. */
+  get name(): string
+  /** How many stripes. */
+  get stripes(): number
+  /** The same sequence drawn through block clients, one per stripe. */
+  withBlocks(options?: BlockOptionsInput | undefined | null): StripedSequence
+  /**
+   * Issues the next number from one of the stripes.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  next(): Promise<bigint>
+  /**
+   * Every stripe's state.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  peek(): Promise<Array<SequenceState>>
+  /**
+   * Moves every stripe past `n`.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  advanceTo(n: Int): Promise<Array<SequenceState>>
+  /**
+   * Sets the number issued next, each stripe within its own class.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  reset(next: Int, options?: ResetOptions | undefined | null): Promise<Array<SequenceState>>
+  /**
+   * Changes every stripe's shape or format.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  alter(change: AlterInput): Promise<Array<SequenceState>>
+  /**
+   * Deletes every stripe; returns how many.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  delete(): Promise<number>
+  /**
+   * Closes its block clients (when it draws through blocks), giving back what they held.
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  close(): Promise<CloseReport>
+  /** What it did so far. */
+  stats(): Stats
+}
+
+/** What `Sequence.alter` changes; fields left out stay as they are. */
+export interface AlterInput {
+  /** The new step. */
+  step?: Int
+  /** The new lower bound. */
+  min?: Int
+  /** The new upper bound. */
+  max?: Int
+  /** Whether to wrap. */
+  cycle?: boolean
+  /** The new serial format; `null` removes it. */
+  format?: string | undefined | null
+  /** Allow a change that moves the sequence or turns `cycle` on. */
+  force?: boolean
+}
+
+/** Which numbers an audit checks. */
+export interface AuditInput {
+  /** The first number expected. Defaults to the smallest found. */
+  from?: Int
+}
+
+/** How a block client reserves (`Dispenser.openBlocks`' options). */
+export interface BlockOptionsInput {
+  /** How many numbers one reservation asks for. Defaults to 100. */
+  size?: Int
+  /**
+   * The share of a block that, once handed out, starts reserving the next one in the
+   * background; `null` reserves only when a block is empty. Defaults to 0.5.
+   */
+  prefetch?: number | undefined | null
+  /**
+   * The largest a prefetched block may grow to keep ahead of fast callers; `null` keeps
+   * blocks at their size. Defaults to 1 000 000.
+   */
+  growTo?: Int | undefined | null
+  /**
+   * The most of what is left one reservation takes, in (0, 1]; `null`: no such bound.
+   * Defaults to 0.01.
+   */
+  rangeShare?: number | undefined | null
+}
+
+/** A call's desk and, to call out of order, its ticket. */
+export interface CallOptions {
+  /** The desk that calls (it then shows the ticket). Defaults to the desk without a name. */
+  desk?: string
+  /** Call this waiting ticket rather than the oldest. */
+  ticket?: Int
+}
+
+/** Where the documents live and how the dispenser acts (`Dispenser.connect`'s options). */
+export interface ConnectOptions {
+  /** The database holding the sequence documents. Defaults to `"dispenser"`. */
+  database?: string
+  /** The collection holding the sequence documents. Defaults to `"dispensers"`. */
+  collection?: string
+  /** Who is acting: the name queue request ids are scoped to and the history records. */
+  caller?: string
+  /** The longest one database operation may take, in milliseconds. Defaults to 10 000. */
+  operationTimeoutMs?: number
+  /** Whether concurrent draws on one handle share writes. Defaults to true. */
+  coalesce?: boolean
+}
+
+/** The desk a recall or release acts for. */
+export interface DeskOptions {
+  /** The desk. Defaults to the desk without a name. */
+  desk?: string
+}
+
+/** How long and how hard `Dispenser.doctor` examines the server. */
+export interface DoctorInput {
+  /** How many tasks write at once (2 to 64). Defaults to 8. */
+  tasks?: number
+  /** How many conditional increments each task sends. Defaults to 200. */
+  increments?: number
+  /** How many compare-and-set wins each task collects. Defaults to 100. */
+  swaps?: number
+  /** The longest the whole examination may take, in milliseconds. Defaults to 10 000. */
+  timeLimitMs?: number
+}
+
+/** Where a gap-free sequence's numbers are carried and how long a holder may keep one. */
+export interface GaplessOptionsInput {
+  /** The business collection (in the dispenser's database) whose documents carry the numbers. */
+  collection: string
+  /** The field of those documents that carries the number (dots for a nested field). */
+  field: string
+  /** The first number. Defaults to 1. */
+  start?: Int
+  /** How long a caller's lease on a number lasts, in milliseconds. */
+  leaseMs?: number
+  /** The longest lease any caller may take, in milliseconds. */
+  maxLeaseMs?: number
+  /** How long a call waits for other holders, in milliseconds. */
+  waitMs?: number
+  /** The field marking void documents. Defaults to `voided`. */
+  voidField?: string
+}
+
+/** Which history entries to read. */
+export interface HistoryOptions {
+  /** `"sequence"` (the default), `"gapless"` or `"queue"`. */
+  subject?: string
+  /** Only entries at or after this time: an RFC 3339 string (`date.toISOString()`). */
+  since?: string
+  /** Only entries after this cursor (the last entry's `cursor`). */
+  after?: string
+  /** At most this many entries (1 to 1000). Defaults to 100. */
+  limit?: number
+}
+
+/**
+ * The number a successful business write carries, and how many numbers the call found used
+ * or voided and moved past.
+ */
+export interface IssuedNumber {
+  /** The number used. */
+  number: bigint
+  /** Numbers moved past (already used or voided). */
+  skipped: number
+}
+
+/** A page of a listing: names matching `patterns`, after `after`, at most `limit`. */
+export interface ListOptions {
+  /** Name patterns (`*` any run of characters, `?` one). Defaults to every name. */
+  patterns?: Array<string>
+  /** Names after this one (byte order). Defaults to the first. */
+  after?: string
+  /** At most this many. Defaults to 1000. */
+  limit?: number
+}
+
+/** What `Queue.alter` changes. */
+export interface QueueAlterInput {
+  /** The highest ticket. */
+  max?: Int
+}
+
+/** A queue's range, label format, time zone and daily restart. */
+export interface QueueSpecInput {
+  /** The lowest ticket (shown last in a round). Defaults to 0. */
+  min?: Int
+  /** The highest ticket. Defaults to 99. */
+  max?: Int
+  /** How tickets are shown (`A-{n:03}`). Defaults to the number. */
+  format?: string
+  /** The IANA time zone of the queue's day and hours. Defaults to `UTC`. */
+  timeZone?: string
+  /** Whether each local day starts again at the first ticket. Defaults to false. */
+  daily?: boolean
+}
+
+/** A release's force: end a live holder's lease too. */
+export interface ReleaseOptions {
+  /** End the lease even while it runs. */
+  force?: boolean
+}
+
+/** `force`: allow a reset that moves the sequence backwards. */
+export interface ResetOptions {
+  /** Allow moving backwards (numbers already issued come again). */
+  force?: boolean
+}
+
+/** A number and the scope (for a daily sequence, the date `YYYY-MM-DD`) it was drawn in. */
+export interface ScopedNumber {
+  /** The scope key. */
+  scope: string
+  /** The number, unique within its scope. */
+  number: bigint
+}
+
+/** A sequence's shape: the first number, the step, the bounds and whether it wraps. */
+export interface SpecInput {
+  /** The first number issued. Defaults to 1. */
+  start?: Int
+  /** The distance between consecutive numbers (negative: descending). Defaults to 1. */
+  step?: Int
+  /** The lowest number. Defaults to 0. */
+  min?: Int
+  /** The highest number. Defaults to 2^63 − 1. */
+  max?: Int
+  /** Whether to wrap to `min` past `max` instead of failing `Exhausted`. Defaults to false. */
+  cycle?: boolean
+}
+
+/** A take's request id (to retry it safely) and caller. */
+export interface TakeOptions {
+  /** The same id again answers the same tickets and takes nothing more. */
+  requestId?: string
+  /** Whose request id it is. Defaults to the dispenser's caller. */
+  caller?: string
+}
+
+/** The version of the core library. */
+export declare function version(): string
+
+/** What one run of the business write came to, as the JavaScript wrapper reports it. */
+export interface WriteOutcome {
+  /** Whether the write succeeded. */
+  ok: boolean
+  /** The error's numeric `code` (11000: a duplicate key), when it has one. */
+  code?: number
+  /** The error's message. */
+  message?: string
+}

@@ -1,0 +1,405 @@
+//! `Dispenser`: one collection of sequences — connect, create, ensure, open and administer.
+
+use dispenser::history::HistoryQuery;
+use dispenser::{Options, Spec};
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
+use napi_derive::napi;
+use serde_json::{Value, json};
+
+use crate::convert::{Int, Json, JsonList, invalid, js, millis, opt_int};
+use crate::sequence::Sequence;
+
+/// Where the documents live and how the dispenser acts (`Dispenser.connect`'s options).
+#[napi(object)]
+pub struct ConnectOptions {
+    /// The database holding the sequence documents. Defaults to `"dispenser"`.
+    pub database: Option<String>,
+    /// The collection holding the sequence documents. Defaults to `"dispensers"`.
+    pub collection: Option<String>,
+    /// Who is acting: the name queue request ids are scoped to and the history records.
+    pub caller: Option<String>,
+    /// The longest one database operation may take, in milliseconds. Defaults to 10 000.
+    pub operation_timeout_ms: Option<f64>,
+    /// Whether concurrent draws on one handle share writes. Defaults to true.
+    pub coalesce: Option<bool>,
+}
+
+/// A sequence's shape: the first number, the step, the bounds and whether it wraps.
+#[napi(object)]
+pub struct SpecInput {
+    /// The first number issued. Defaults to 1.
+    pub start: Option<Int>,
+    /// The distance between consecutive numbers (negative: descending). Defaults to 1.
+    pub step: Option<Int>,
+    /// The lowest number. Defaults to 0.
+    pub min: Option<Int>,
+    /// The highest number. Defaults to 2^63 − 1.
+    pub max: Option<Int>,
+    /// Whether to wrap to `min` past `max` instead of failing `Exhausted`. Defaults to false.
+    pub cycle: Option<bool>,
+}
+
+/// A page of a listing: names matching `patterns`, after `after`, at most `limit`.
+#[napi(object)]
+pub struct ListOptions {
+    /// Name patterns (`*` any run of characters, `?` one). Defaults to every name.
+    pub patterns: Option<Vec<String>>,
+    /// Names after this one (byte order). Defaults to the first.
+    pub after: Option<String>,
+    /// At most this many. Defaults to 1000.
+    pub limit: Option<u32>,
+}
+
+/// Which history entries to read.
+#[napi(object)]
+pub struct HistoryOptions {
+    /// `"sequence"` (the default), `"gapless"` or `"queue"`.
+    pub subject: Option<String>,
+    /// Only entries at or after this time: an RFC 3339 string (`date.toISOString()`).
+    pub since: Option<String>,
+    /// Only entries after this cursor (the last entry's `cursor`).
+    pub after: Option<String>,
+    /// At most this many entries (1 to 1000). Defaults to 100.
+    pub limit: Option<u32>,
+}
+
+/// How long and how hard `Dispenser.doctor` examines the server.
+#[napi(object)]
+pub struct DoctorInput {
+    /// How many tasks write at once (2 to 64). Defaults to 8.
+    pub tasks: Option<u32>,
+    /// How many conditional increments each task sends. Defaults to 200.
+    pub increments: Option<u32>,
+    /// How many compare-and-set wins each task collects. Defaults to 100.
+    pub swaps: Option<u32>,
+    /// The longest the whole examination may take, in milliseconds. Defaults to 10 000.
+    pub time_limit_ms: Option<f64>,
+}
+
+/// The core's spec from its JavaScript form.
+pub fn spec(input: Option<SpecInput>) -> napi::Result<Spec> {
+    let mut s = Spec::default();
+    let Some(i) = input else { return Ok(s) };
+    if let Some(v) = opt_int("start", i.start)? {
+        s = s.with_start(v);
+    }
+    if let Some(v) = opt_int("step", i.step)? {
+        s = s.with_step(v);
+    }
+    if let Some(v) = opt_int("min", i.min)? {
+        s = s.with_min(v);
+    }
+    if let Some(v) = opt_int("max", i.max)? {
+        s = s.with_max(v);
+    }
+    if let Some(v) = i.cycle {
+        s = s.with_cycle(v);
+    }
+    Ok(s)
+}
+
+/// A listing's entries: each state, or in its place the error that kept it from being read.
+pub fn listing(entries: Vec<dispenser::Result<dispenser::sequence::SequenceState>>) -> JsonList {
+    JsonList(
+        entries
+            .into_iter()
+            .map(|r| match r {
+                Ok(s) => s.to_json(),
+                Err(e) => error_json(&e),
+            })
+            .collect(),
+    )
+}
+
+/// An error in the place of an entry of a listing.
+pub fn error_json(e: &dispenser::Error) -> Value {
+    let name = match e {
+        dispenser::Error::CorruptDocument { name, .. } => Some(name.clone()),
+        _ => None,
+    };
+    json!({ "name": name, "error": { "code": e.code(), "kind": format!("{:?}", e.kind()), "message": e.to_string() } })
+}
+
+/// One collection of sequences on one MongoDB deployment. Cheap to share: every handle it
+/// opens uses its connection pool.
+#[napi]
+pub struct Dispenser {
+    pub(crate) inner: dispenser::Dispenser,
+}
+
+#[napi]
+impl Dispenser {
+    /// Connects (lazily: nothing is sent until the first operation) to the deployment at
+    /// `uri`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(writable = true, configurable = true)]
+    pub async fn connect(uri: String, options: Option<ConnectOptions>) -> napi::Result<Dispenser> {
+        let mut o = Options::default();
+        if let Some(c) = options {
+            if let Some(v) = c.database {
+                o = o.with_database(v);
+            }
+            if let Some(v) = c.collection {
+                o = o.with_collection(v);
+            }
+            if let Some(v) = c.caller {
+                o = o.with_caller(v);
+            }
+            if let Some(v) = c.operation_timeout_ms {
+                o = o.with_operation_timeout(millis("operationTimeoutMs", v)?);
+            }
+            if let Some(v) = c.coalesce {
+                o = o.with_coalesce(v);
+            }
+        }
+        let inner = dispenser::Dispenser::connect(&uri, o).await.map_err(js)?;
+        Ok(Dispenser { inner })
+    }
+
+    /// The same dispenser acting as `caller`.
+    #[napi]
+    pub fn with_caller(&self, caller: String) -> napi::Result<Dispenser> {
+        let inner = self.inner.with_caller(&caller).map_err(js)?;
+        Ok(Dispenser { inner })
+    }
+
+    /// Who this dispenser acts as; `null` for the unnamed caller.
+    #[napi(getter)]
+    pub fn caller(&self) -> Option<String> {
+        self.inner.caller().map(str::to_owned)
+    }
+
+    /// The database holding the documents.
+    #[napi(getter)]
+    pub fn database(&self) -> String {
+        self.inner.options().database.clone()
+    }
+
+    /// The collection holding the sequence documents.
+    #[napi(getter)]
+    pub fn collection(&self) -> String {
+        self.inner.options().collection.clone()
+    }
+
+    /// Creates a new sequence; fails `AlreadyExists` when the name is taken.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn create<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        spec: Option<SpecInput>,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::dispenser::spec(spec)?;
+            Ok(Sequence::from(inner.create(&name, s).await.map_err(js)?))
+        })
+    }
+
+    /// Creates the sequence, or opens it when it exists with the same spec.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn ensure<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        spec: Option<SpecInput>,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::dispenser::spec(spec)?;
+            Ok(Sequence::from(inner.ensure(&name, s).await.map_err(js)?))
+        })
+    }
+
+    /// Opens an existing sequence.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn open<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Sequence::from(inner.open(&name).await.map_err(js)?)) })
+    }
+
+    /// Reads a sequence's stored state.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<SequenceState>")]
+    pub fn peek<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Json(inner.peek(&name).await.map_err(js)?.to_json())) })
+    }
+
+    /// One page of the sequences, by name.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
+    pub fn list<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<ListOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let (patterns, after, limit) = match options {
+                Some(o) => (o.patterns, o.after, o.limit),
+                None => (None, None, None),
+            };
+            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
+            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
+            let page = inner
+                .list_after_matching(&patterns, after.as_deref(), limit)
+                .await
+                .map_err(js)?;
+            Ok(listing(page))
+        })
+    }
+
+    /// The sequences of these names that exist, by name.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
+    pub fn list_named<'env>(
+        &self,
+        env: &'env Env,
+        names: Vec<String>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(listing(inner.list_named(&names).await.map_err(js)?)) })
+    }
+
+    /// Deletes a sequence by name (also one whose document no longer decodes).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete(&name).await.map_err(js) })
+    }
+
+    /// Checks that the server answers.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.ping().await.map_err(js) })
+    }
+
+    /// Examines the server: does it keep the guarantees the library relies on?
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<DoctorReport>")]
+    pub fn doctor<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<DoctorInput>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut o = dispenser::doctor::DoctorOptions::default();
+            if let Some(i) = options {
+                if let Some(v) = i.tasks {
+                    o = o.with_tasks(v);
+                }
+                if let Some(v) = i.increments {
+                    o = o.with_increments(v);
+                }
+                if let Some(v) = i.swaps {
+                    o = o.with_swaps(v);
+                }
+                if let Some(v) = i.time_limit_ms {
+                    o = o.with_time_limit(millis("timeLimitMs", v)?);
+                }
+            }
+            Ok(Json(inner.doctor(o).await.map_err(js)?.to_json()))
+        })
+    }
+
+    /// The history of the admin operations on a sequence (its stripes included), a gap-free
+    /// sequence or a queue.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        options: Option<HistoryOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut q = HistoryQuery::default();
+            if let Some(o) = options {
+                q = match o.subject.as_deref() {
+                    None | Some("sequence") => q,
+                    Some("queue") => HistoryQuery::queue(),
+                    Some("gapless") => HistoryQuery::gapless(),
+                    Some(other) => {
+                        return Err(invalid(
+                            "history subject",
+                            format!("{other:?}; give \"sequence\", \"gapless\" or \"queue\""),
+                        ));
+                    }
+                };
+                if let Some(since) = o.since {
+                    let t: dispenser::jiff::Timestamp = since
+                        .parse()
+                        .map_err(|e| invalid("history since", format!("{since:?}: {e}")))?;
+                    q = q.with_since(t);
+                }
+                if let Some(after) = o.after {
+                    q = q.with_after(after);
+                }
+                if let Some(limit) = o.limit {
+                    q = q.with_limit(usize::try_from(limit).unwrap_or(usize::MAX));
+                }
+            }
+            let entries = inner.history(&name, &q).await.map_err(js)?;
+            Ok(JsonList(entries.iter().map(|e| e.to_json()).collect()))
+        })
+    }
+}

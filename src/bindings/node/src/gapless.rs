@@ -1,0 +1,450 @@
+//! Gap-free sequences: a number is used exactly when the business write carrying it succeeds.
+//! The business write is JavaScript (the application's own driver or Mongoose): the core
+//! calls it through a threadsafe function and awaits its Promise.
+
+use std::sync::Arc;
+
+use dispenser::gapless::{AuditOptions, GaplessOptions, Released};
+use dispenser::mongodb::bson::doc;
+use dispenser::mongodb::error::{ErrorKind, WriteError, WriteFailure};
+use napi::Env;
+use napi::Status;
+use napi::bindgen_prelude::PromiseRaw;
+use napi::bindgen_prelude::{Promise, i64n};
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi_derive::napi;
+use serde_json::json;
+
+use crate::convert::{Int, Json, int, invalid, js, millis, opt_int};
+use crate::dispenser::{Dispenser, ListOptions};
+use crate::sequence::stats_json;
+
+/// Where a gap-free sequence's numbers are carried and how long a holder may keep one.
+#[napi(object)]
+pub struct GaplessOptionsInput {
+    /// The business collection (in the dispenser's database) whose documents carry the numbers.
+    pub collection: String,
+    /// The field of those documents that carries the number (dots for a nested field).
+    pub field: String,
+    /// The first number. Defaults to 1.
+    pub start: Option<Int>,
+    /// How long a caller's lease on a number lasts, in milliseconds.
+    pub lease_ms: Option<f64>,
+    /// The longest lease any caller may take, in milliseconds.
+    pub max_lease_ms: Option<f64>,
+    /// How long a call waits for other holders, in milliseconds.
+    pub wait_ms: Option<f64>,
+    /// The field marking void documents. Defaults to `voided`.
+    pub void_field: Option<String>,
+}
+
+/// What one run of the business write came to, as the JavaScript wrapper reports it.
+#[napi(object)]
+pub struct WriteOutcome {
+    /// Whether the write succeeded.
+    pub ok: bool,
+    /// The error's numeric `code` (11000: a duplicate key), when it has one.
+    pub code: Option<f64>,
+    /// The error's message.
+    pub message: Option<String>,
+}
+
+/// The number a successful business write carries, and how many numbers the call found used
+/// or voided and moved past.
+#[napi(object, object_from_js = false)]
+pub struct IssuedNumber {
+    /// The number used.
+    pub number: i64n,
+    /// Numbers moved past (already used or voided).
+    pub skipped: u32,
+}
+
+/// Which numbers an audit checks.
+#[napi(object)]
+pub struct AuditInput {
+    /// The first number expected. Defaults to the smallest found.
+    pub from: Option<Int>,
+}
+
+/// A release's force: end a live holder's lease too.
+#[napi(object)]
+pub struct ReleaseOptions {
+    /// End the lease even while it runs.
+    pub force: Option<bool>,
+}
+
+fn options(input: GaplessOptionsInput) -> napi::Result<GaplessOptions> {
+    let mut o = GaplessOptions::new(input.collection, input.field);
+    if let Some(v) = opt_int("start", input.start)? {
+        o = o.with_start(v);
+    }
+    if let Some(v) = input.max_lease_ms {
+        o = o.with_max_lease(millis("maxLeaseMs", v)?);
+    }
+    if let Some(v) = input.lease_ms {
+        o = o.with_lease(millis("leaseMs", v)?);
+    }
+    if let Some(v) = input.wait_ms {
+        o = o.with_wait(millis("waitMs", v)?);
+    }
+    if let Some(v) = input.void_field {
+        o = o.with_void_field(v);
+    }
+    Ok(o)
+}
+
+#[napi]
+impl Dispenser {
+    /// Makes the gap-free sequence `name`, or opens it when it exists with the same settings;
+    /// makes sure the business collection has a unique index on the field.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn ensure_gapless<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        options: GaplessOptionsInput,
+    ) -> napi::Result<PromiseRaw<'env, Gapless>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let o = crate::gapless::options(options)?;
+            let inner = inner.ensure_gapless(&name, o).await.map_err(js)?;
+            Ok(Gapless { inner })
+        })
+    }
+
+    /// Makes the gap-free sequence `name`; fails `AlreadyExists` when it exists.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn create_gapless<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        options: GaplessOptionsInput,
+    ) -> napi::Result<PromiseRaw<'env, Gapless>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let o = crate::gapless::options(options)?;
+            let inner = inner.create_gapless(&name, o).await.map_err(js)?;
+            Ok(Gapless { inner })
+        })
+    }
+
+    /// Deletes the gap-free sequence `name` (its state; the business collection and its
+    /// documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
+    /// runs, unless `force` is true (recorded in the history).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete_gapless<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        force: Option<bool>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        let force = force.unwrap_or(false);
+        env.spawn_future(async move {
+            inner
+                .delete_gapless(&name)
+                .with_force(force)
+                .await
+                .map_err(js)
+        })
+    }
+
+    /// Opens the existing gap-free sequence `name` with the settings it was created with.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn open_gapless<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, Gapless>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let inner = inner.open_gapless(&name).await.map_err(js)?;
+            Ok(Gapless { inner })
+        })
+    }
+
+    /// The names of one page of the gap-free sequences.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn list_gapless<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<ListOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let (patterns, after, limit) = match options {
+                Some(o) => (o.patterns, o.after, o.limit),
+                None => (None, None, None),
+            };
+            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
+            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
+            inner
+                .list_gapless_after_matching(&patterns, after.as_deref(), limit)
+                .await
+                .map_err(js)
+        })
+    }
+}
+
+/// A gap-free sequence.
+#[napi]
+pub struct Gapless {
+    inner: dispenser::gapless::Gapless,
+}
+
+/// The business write's failure as the core reads it: a duplicate key (code 11000) as the
+/// driver's own duplicate-key error, so the core moves on to the next number; anything else as
+/// its message.
+fn failure(outcome: WriteOutcome) -> Box<dyn std::error::Error + Send + Sync> {
+    let message = outcome
+        .message
+        .unwrap_or_else(|| "the business write failed".to_owned());
+    if outcome.code == Some(11000.0) {
+        let w: Result<WriteError, _> = dispenser::mongodb::bson::from_document(doc! {
+            "code": 11000, "codeName": "DuplicateKey", "errmsg": &message,
+        });
+        if let Ok(w) = w {
+            let e = dispenser::mongodb::error::Error::from(ErrorKind::Write(
+                WriteFailure::WriteError(w),
+            ));
+            return Box::new(e);
+        }
+    }
+    message.into()
+}
+
+#[napi]
+impl Gapless {
+    /// The sequence's name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+
+    /// The business collection whose documents carry the numbers.
+    #[napi(getter)]
+    pub fn collection(&self) -> String {
+        self.inner.options().collection.clone()
+    }
+
+    /// The field that carries the number.
+    #[napi(getter)]
+    pub fn field(&self) -> String {
+        self.inner.options().field.clone()
+    }
+
+    /// The field marking void documents.
+    #[napi(getter)]
+    pub fn void_field(&self) -> String {
+        self.inner.options().void_field.clone()
+    }
+
+    /// `Gapless.issue` without its JavaScript half: `write(n)` resolves to the outcome of the
+    /// business write (the wrapper catches its error) rather than rejecting.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(js_name = "_issue")]
+    pub fn issue_outcome<'env>(
+        &self,
+        env: &'env Env,
+        write: ThreadsafeFunction<i64n, Promise<WriteOutcome>, i64n, Status, false>,
+    ) -> napi::Result<PromiseRaw<'env, IssuedNumber>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let write = Arc::new(write);
+            let issued = inner
+                .issue(|n| {
+                    let write = write.clone();
+                    async move {
+                        let called = write.call_async(i64n(n)).await;
+                        let outcome = match called {
+                            Ok(promise) => promise.await,
+                            Err(e) => Err(e),
+                        };
+                        match outcome {
+                            Ok(o) if o.ok => Ok(()),
+                            Ok(o) => Err(failure(o)),
+                            Err(e) => Err(failure(WriteOutcome {
+                                ok: false,
+                                code: None,
+                                message: Some(e.reason),
+                            })),
+                        }
+                    }
+                })
+                .await
+                .map_err(js)?;
+            Ok(IssuedNumber {
+                number: i64n(issued.number),
+                skipped: issued.skipped,
+            })
+        })
+    }
+
+    /// The state: the next number, the lease, the voided numbers.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<GaplessStatus>")]
+    pub fn status<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Json(inner.status().await.map_err(js)?.to_json())) })
+    }
+
+    /// Confirms at once the last number this handle used.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn flush<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.flush().await.map_err(js) })
+    }
+
+    /// Changes the sequence's longest lease (milliseconds).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn set_max_lease<'env>(
+        &self,
+        env: &'env Env,
+        max_lease_ms: f64,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let d = millis("maxLeaseMs", max_lease_ms)?;
+            inner.set_max_lease(d).await.map_err(js)
+        })
+    }
+
+    /// Voids the next number on purpose, with a reason.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn void<'env>(
+        &self,
+        env: &'env Env,
+        number: Int,
+        reason: String,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = int("number", number)?;
+            inner.void(n, &reason).await.map_err(js)
+        })
+    }
+
+    /// Ends a holder's lease on `number`: voided if it was not written, else moved past.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Released>")]
+    pub fn release<'env>(
+        &self,
+        env: &'env Env,
+        number: Int,
+        reason: String,
+        options: Option<ReleaseOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = int("number", number)?;
+            let force = options.and_then(|o| o.force).unwrap_or(false);
+            let r = inner
+                .release(n, reason)
+                .with_force(force)
+                .await
+                .map_err(js)?;
+            Ok(Json(match r {
+                Released::Voided(n) => json!({ "kind": "voided", "number": n }),
+                Released::Used { first, last } => {
+                    json!({ "kind": "used", "first": first, "last": last })
+                }
+                other => {
+                    return Err(invalid(
+                        "release",
+                        format!("{other:?} is not known to this binding"),
+                    ));
+                }
+            }))
+        })
+    }
+
+    /// Checks the business collection: every number from `from` used or voided exactly once.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Audit>")]
+    pub fn audit<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<AuditInput>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut o = AuditOptions::default().with_void_field(inner.options().void_field.clone());
+            if let Some(from) = opt_int("from", options.and_then(|o| o.from))? {
+                o = o.with_from(from);
+            }
+            let field = &inner.options().field;
+            let a = dispenser::gapless::audit(inner.business(), field, &o)
+                .await
+                .map_err(js)?;
+            Ok(Json(json!({
+                "clean": a.is_clean(), "numbers": a.numbers, "first": a.first, "last": a.last,
+                "missing": a.missing, "gaps": a.gaps, "duplicated": a.duplicated,
+                "duplicates": a.duplicates, "not_integer": a.not_integer, "voided": a.voided,
+                "voids": a.voids, "malformed": a.malformed, "malformed_docs": a.malformed_docs,
+            })))
+        })
+    }
+
+    /// What this handle did so far.
+    #[napi(ts_return_type = "Stats")]
+    pub fn stats(&self) -> Json {
+        Json(stats_json(&self.inner.stats()))
+    }
+}

@@ -1,0 +1,424 @@
+//! Ticket queues: take a ticket, call the next one, from several desks.
+
+use dispenser::jiff::tz::TimeZone;
+use dispenser::queue::{QueueAlter, QueueSpec, QueueStatus, Ticket};
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
+use napi_derive::napi;
+use serde_json::Value;
+
+use crate::convert::{Int, Json, JsonList, count, int, invalid, js, opt_int};
+use crate::dispenser::{Dispenser, ListOptions, error_json};
+use crate::sequence::format;
+
+/// A queue's range, label format, time zone and daily restart.
+#[napi(object)]
+pub struct QueueSpecInput {
+    /// The lowest ticket (shown last in a round). Defaults to 0.
+    pub min: Option<Int>,
+    /// The highest ticket. Defaults to 99.
+    pub max: Option<Int>,
+    /// How tickets are shown (`A-{n:03}`). Defaults to the number.
+    pub format: Option<String>,
+    /// The IANA time zone of the queue's day and hours. Defaults to `UTC`.
+    pub time_zone: Option<String>,
+    /// Whether each local day starts again at the first ticket. Defaults to false.
+    pub daily: Option<bool>,
+}
+
+/// A take's request id (to retry it safely) and caller.
+#[napi(object)]
+pub struct TakeOptions {
+    /// The same id again answers the same tickets and takes nothing more.
+    pub request_id: Option<String>,
+    /// Whose request id it is. Defaults to the dispenser's caller.
+    pub caller: Option<String>,
+}
+
+/// A call's desk and, to call out of order, its ticket.
+#[napi(object)]
+pub struct CallOptions {
+    /// The desk that calls (it then shows the ticket). Defaults to the desk without a name.
+    pub desk: Option<String>,
+    /// Call this waiting ticket rather than the oldest.
+    pub ticket: Option<Int>,
+}
+
+/// The desk a recall or release acts for.
+#[napi(object)]
+pub struct DeskOptions {
+    /// The desk. Defaults to the desk without a name.
+    pub desk: Option<String>,
+}
+
+/// What `Queue.alter` changes.
+#[napi(object)]
+pub struct QueueAlterInput {
+    /// The highest ticket.
+    pub max: Option<Int>,
+}
+
+fn spec(input: Option<QueueSpecInput>) -> napi::Result<QueueSpec> {
+    let mut s = QueueSpec::default();
+    let Some(i) = input else { return Ok(s) };
+    if let Some(v) = opt_int("min", i.min)? {
+        s = s.with_min(v);
+    }
+    if let Some(v) = opt_int("max", i.max)? {
+        s = s.with_max(v);
+    }
+    if let Some(f) = i.format {
+        s = s.with_format(format(&f)?);
+    }
+    if let Some(z) = i.time_zone {
+        let tz = TimeZone::get(&z).map_err(|e| invalid("time zone", format!("{z:?}: {e}")))?;
+        s = s.with_time_zone(&tz);
+    }
+    if let Some(d) = i.daily {
+        s = s.with_daily(d);
+    }
+    Ok(s)
+}
+
+fn statuses(v: Vec<dispenser::Result<QueueStatus>>) -> JsonList {
+    JsonList(
+        v.into_iter()
+            .map(|r| match r {
+                Ok(s) => s.to_json(),
+                Err(e) => error_json(&e),
+            })
+            .collect(),
+    )
+}
+
+fn tickets(v: Vec<Ticket>) -> JsonList {
+    JsonList(v.iter().map(Ticket::to_json).collect())
+}
+
+#[napi]
+impl Dispenser {
+    /// Creates the queue `name`; fails `AlreadyExists` when it exists.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn create_queue<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        spec: Option<QueueSpecInput>,
+    ) -> napi::Result<PromiseRaw<'env, Queue>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::queue::spec(spec)?;
+            let inner = inner.create_queue(&name, s).await.map_err(js)?;
+            Ok(Queue { inner })
+        })
+    }
+
+    /// Creates the queue `name`, or opens it when it exists with the same spec.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn ensure_queue<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        spec: Option<QueueSpecInput>,
+    ) -> napi::Result<PromiseRaw<'env, Queue>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::queue::spec(spec)?;
+            let inner = inner.ensure_queue(&name, s).await.map_err(js)?;
+            Ok(Queue { inner })
+        })
+    }
+
+    /// Opens the existing queue `name`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn open_queue<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, Queue>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let inner = inner.open_queue(&name).await.map_err(js)?;
+            Ok(Queue { inner })
+        })
+    }
+
+    /// One page of the queues' statuses, by name.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<QueueStatus | ListingError>>")]
+    pub fn list_queues<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<ListOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let (patterns, after, limit) = match options {
+                Some(o) => (o.patterns, o.after, o.limit),
+                None => (None, None, None),
+            };
+            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
+            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
+            let page = inner
+                .list_queues_after_matching(&patterns, after.as_deref(), limit)
+                .await
+                .map_err(js)?;
+            Ok(statuses(page))
+        })
+    }
+
+    /// Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
+    /// wait, unless `force` is true (recorded in the history).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete_queue<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        force: Option<bool>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        let force = force.unwrap_or(false);
+        env.spawn_future(async move {
+            inner
+                .delete_queue(&name)
+                .with_force(force)
+                .await
+                .map_err(js)
+        })
+    }
+}
+
+/// A ticket queue.
+#[napi]
+pub struct Queue {
+    inner: dispenser::queue::Queue,
+}
+
+#[napi]
+impl Queue {
+    /// The queue's name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+
+    /// Takes the next ticket.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Ticket>")]
+    pub fn take<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<TakeOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut t = inner.take();
+            if let Some(o) = options {
+                if let Some(id) = o.request_id {
+                    t = t.request_id(id);
+                }
+                if let Some(c) = o.caller {
+                    t = t.caller(c);
+                }
+            }
+            Ok(Json(t.await.map_err(js)?.to_json()))
+        })
+    }
+
+    /// Takes `count` consecutive tickets, all or nothing (a family).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<Ticket>>")]
+    pub fn take_many<'env>(
+        &self,
+        env: &'env Env,
+        n: Int,
+        options: Option<TakeOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = count("ticket count", n)?;
+            let mut t = inner.take().count(n);
+            if let Some(o) = options {
+                if let Some(id) = o.request_id {
+                    t = t.request_id(id);
+                }
+                if let Some(c) = o.caller {
+                    t = t.caller(c);
+                }
+            }
+            Ok(tickets(t.await.map_err(js)?))
+        })
+    }
+
+    /// Calls the oldest waiting ticket (or `ticket`), from a desk.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Ticket>")]
+    pub fn call<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<CallOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut c = inner.call();
+            if let Some(o) = options {
+                if let Some(d) = o.desk {
+                    c = c.desk(d);
+                }
+                if let Some(t) = o.ticket {
+                    c = c.ticket(int("ticket", t)?);
+                }
+            }
+            Ok(Json(c.await.map_err(js)?.to_json()))
+        })
+    }
+
+    /// Announces again the ticket a desk shows.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Ticket>")]
+    pub fn recall<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<DeskOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut r = inner.recall();
+            if let Some(d) = options.and_then(|o| o.desk) {
+                r = r.desk(d);
+            }
+            Ok(Json(r.await.map_err(js)?.to_json()))
+        })
+    }
+
+    /// A desk is done with the ticket it shows, and shows none.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Ticket>")]
+    pub fn release<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<DeskOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut r = inner.release();
+            if let Some(d) = options.and_then(|o| o.desk) {
+                r = r.desk(d);
+            }
+            Ok(Json(r.await.map_err(js)?.to_json()))
+        })
+    }
+
+    /// Cancels a waiting ticket.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Ticket>")]
+    pub fn cancel<'env>(
+        &self,
+        env: &'env Env,
+        ticket: Int,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let t = int("ticket", ticket)?;
+            Ok(Json(inner.cancel(t).await.map_err(js)?.to_json()))
+        })
+    }
+
+    /// Changes the queue's range.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<QueueStatus>")]
+    pub fn alter<'env>(
+        &self,
+        env: &'env Env,
+        change: QueueAlterInput,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let mut a = QueueAlter::default();
+            if let Some(m) = opt_int("max", change.max)? {
+                a = a.with_max(m);
+            }
+            Ok(Json(inner.alter(a).await.map_err(js)?.to_json()))
+        })
+    }
+
+    /// Deletes the queue.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete().await.map_err(js) })
+    }
+
+    /// The queue's status: who waits, what each desk shows, the recent calls.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<QueueStatus>")]
+    pub fn status<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s: Value = inner.status().await.map_err(js)?.to_json();
+            Ok(Json(s))
+        })
+    }
+}

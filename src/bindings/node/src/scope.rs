@@ -1,0 +1,200 @@
+//! Scoped and daily sequences: a sequence per key (tenant, day, …) made from a template.
+
+use dispenser::jiff::civil::Date;
+use dispenser::jiff::tz::TimeZone;
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
+use napi::bindgen_prelude::i64n;
+use napi_derive::napi;
+
+use crate::convert::{Json, JsonList, invalid, js};
+use crate::dispenser::{Dispenser, listing};
+use crate::sequence::{Sequence, stats_json};
+
+#[napi]
+impl Dispenser {
+    /// Opens the scope `scope` of `template` (`template@scope`), creating it from the
+    /// template's shape when missing.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn ensure_scope<'env>(
+        &self,
+        env: &'env Env,
+        template: String,
+        scope: String,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = inner.ensure_scope(&template, &scope).await.map_err(js)?;
+            Ok(Sequence::from(s))
+        })
+    }
+
+    /// Creates the scope `scope` of `template`; fails `AlreadyExists` when it exists.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn create_scope<'env>(
+        &self,
+        env: &'env Env,
+        template: String,
+        scope: String,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = inner.create_scope(&template, &scope).await.map_err(js)?;
+            Ok(Sequence::from(s))
+        })
+    }
+
+    /// Opens the existing scope `scope` of `template`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn open_scope<'env>(
+        &self,
+        env: &'env Env,
+        template: String,
+        scope: String,
+    ) -> napi::Result<PromiseRaw<'env, Sequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = inner.open_scope(&template, &scope).await.map_err(js)?;
+            Ok(Sequence::from(s))
+        })
+    }
+
+    /// The scopes of `template`, by scope key.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
+    pub fn list_scopes<'env>(
+        &self,
+        env: &'env Env,
+        template: String,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(
+            async move { Ok(listing(inner.list_scopes(&template).await.map_err(js)?)) },
+        )
+    }
+
+    /// Deletes the scopes of `template` whose key sorts before `before`; returns how many.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn delete_scopes_before<'env>(
+        &self,
+        env: &'env Env,
+        template: String,
+        before: String,
+    ) -> napi::Result<PromiseRaw<'env, u64>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            inner
+                .delete_scopes_before(&template, &before)
+                .await
+                .map_err(js)
+        })
+    }
+
+    /// A sequence whose numbering restarts every day in the IANA time zone `timeZone`.
+    #[napi]
+    pub fn open_daily(&self, template: String, time_zone: String) -> napi::Result<DailySequence> {
+        let tz = TimeZone::get(&time_zone)
+            .map_err(|e| invalid("time zone", format!("{time_zone:?}: {e}")))?;
+        let inner = self.inner.open_daily(&template, tz).map_err(js)?;
+        Ok(DailySequence { inner })
+    }
+}
+
+/// A number and the scope (for a daily sequence, the date `YYYY-MM-DD`) it was drawn in.
+#[napi(object, object_from_js = false)]
+pub struct ScopedNumber {
+    /// The scope key.
+    pub scope: String,
+    /// The number, unique within its scope.
+    pub number: i64n,
+}
+
+/// A sequence whose numbering restarts every day.
+#[napi]
+pub struct DailySequence {
+    inner: dispenser::scope::DailySequence,
+}
+
+#[napi]
+impl DailySequence {
+    /// The template's name.
+    #[napi(getter)]
+    pub fn template(&self) -> String {
+        self.inner.template().to_owned()
+    }
+
+    /// Today's date in the sequence's time zone (`YYYY-MM-DD`).
+    #[napi]
+    pub fn today(&self) -> String {
+        self.inner.today().to_string()
+    }
+
+    /// Issues the next number of today's scope.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ScopedNumber>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = inner.next().await.map_err(js)?;
+            Ok(ScopedNumber {
+                scope: n.scope,
+                number: i64n(n.number),
+            })
+        })
+    }
+
+    /// Deletes the days before `before` (`YYYY-MM-DD`), never today or later; returns how many.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn delete_scopes_before<'env>(
+        &self,
+        env: &'env Env,
+        before: String,
+    ) -> napi::Result<PromiseRaw<'env, u64>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let d: Date = before
+                .parse()
+                .map_err(|e| invalid("date", format!("{before:?}: {e}")))?;
+            inner.delete_scopes_before(d).await.map_err(js)
+        })
+    }
+
+    /// What this sequence did so far, over every day.
+    #[napi(ts_return_type = "Stats")]
+    pub fn stats(&self) -> Json {
+        Json(stats_json(&self.inner.stats()))
+    }
+}

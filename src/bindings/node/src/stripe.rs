@@ -1,0 +1,242 @@
+//! Striped sequences: `S` disjoint stripes of one sequence, each its own document.
+
+use napi::Env;
+use napi::bindgen_prelude::PromiseRaw;
+use napi::bindgen_prelude::i64n;
+use napi_derive::napi;
+
+use crate::block::{BlockOptionsInput, block_options, close_json};
+use crate::convert::{Int, Json, JsonList, int, js};
+use crate::dispenser::{Dispenser, SpecInput};
+use crate::sequence::{AlterInput, ResetOptions, alter, stats_json};
+
+fn states(v: Vec<dispenser::sequence::SequenceState>) -> JsonList {
+    JsonList(v.iter().map(|s| s.to_json()).collect())
+}
+
+#[napi]
+impl Dispenser {
+    /// Creates the striped sequence `name` of `stripes` stripes, or opens it when it exists
+    /// with the same layout and spec.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn ensure_striped<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        stripes: u32,
+        spec: Option<SpecInput>,
+    ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::dispenser::spec(spec)?;
+            let inner = inner.ensure_striped(&name, stripes, s).await.map_err(js)?;
+            Ok(StripedSequence { inner })
+        })
+    }
+
+    /// Creates the striped sequence `name`; fails `AlreadyExists` when it exists.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn create_striped<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        stripes: u32,
+        spec: Option<SpecInput>,
+    ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let s = crate::dispenser::spec(spec)?;
+            let inner = inner.create_striped(&name, stripes, s).await.map_err(js)?;
+            Ok(StripedSequence { inner })
+        })
+    }
+
+    /// Opens the existing striped sequence `name`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn open_striped<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let inner = inner.open_striped(&name).await.map_err(js)?;
+            Ok(StripedSequence { inner })
+        })
+    }
+
+    /// Deletes every stripe of `name`; returns how many.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn delete_striped<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+    ) -> napi::Result<PromiseRaw<'env, u32>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete_striped(&name).await.map_err(js) })
+    }
+}
+
+/// A striped sequence: draws spread over its stripes, each number unique.
+#[napi]
+pub struct StripedSequence {
+    inner: dispenser::stripe::StripedSequence,
+}
+
+#[napi]
+impl StripedSequence {
+    /// The sequence's name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.inner.name().to_owned()
+    }
+
+    /// How many stripes.
+    #[napi(getter)]
+    pub fn stripes(&self) -> u32 {
+        self.inner.stripes()
+    }
+
+    /// The same sequence drawn through block clients, one per stripe.
+    #[napi]
+    pub fn with_blocks(&self, options: Option<BlockOptionsInput>) -> napi::Result<StripedSequence> {
+        let inner = self
+            .inner
+            .with_blocks(block_options(options)?)
+            .map_err(js)?;
+        Ok(StripedSequence { inner })
+    }
+
+    /// Issues the next number from one of the stripes.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.next().await.map(i64n).map_err(js) })
+    }
+
+    /// Every stripe's state.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
+    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(states(inner.peek().await.map_err(js)?)) })
+    }
+
+    /// Moves every stripe past `n`.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
+    pub fn advance_to<'env>(
+        &self,
+        env: &'env Env,
+        n: Int,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let n = int("advance-to value", n)?;
+            Ok(states(inner.advance_to(n).await.map_err(js)?))
+        })
+    }
+
+    /// Sets the number issued next, each stripe within its own class.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
+    pub fn reset<'env>(
+        &self,
+        env: &'env Env,
+        next: Int,
+        options: Option<ResetOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let force = options.and_then(|o| o.force).unwrap_or(false);
+            let r = dispenser::sequence::Reset::to(int("reset value", next)?).with_force(force);
+            Ok(states(inner.reset(r).await.map_err(js)?))
+        })
+    }
+
+    /// Changes every stripe's shape or format.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
+    pub fn alter<'env>(
+        &self,
+        env: &'env Env,
+        change: AlterInput,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let a = alter(change)?;
+            Ok(states(inner.alter(a).await.map_err(js)?))
+        })
+    }
+
+    /// Deletes every stripe; returns how many.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi]
+    pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, u32>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { inner.delete().await.map_err(js) })
+    }
+
+    /// Closes its block clients (when it draws through blocks), giving back what they held.
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<CloseReport>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Json(close_json(&inner.close().await.map_err(js)?))) })
+    }
+
+    /// What it did so far.
+    #[napi(ts_return_type = "Stats")]
+    pub fn stats(&self) -> Json {
+        Json(stats_json(&self.inner.stats()))
+    }
+}

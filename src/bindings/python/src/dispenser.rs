@@ -1,0 +1,569 @@
+//! `Dispenser`: one collection of sequences; creates, opens and administers them.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+
+use dispenser::gapless::GaplessOptions;
+use dispenser::history::HistoryQuery;
+use dispenser::options::Strategy;
+use dispenser::queue::QueueSpec;
+use dispenser::{Dispenser, Error, Format, Options, Spec};
+
+use crate::convert::{Json, Listing, block_options, day, document, seconds, time_zone_named};
+use crate::errors::{Outcome, invalid};
+use crate::flavor::{Out, flavors};
+use crate::handles;
+use crate::runtime::{Live, run, wait};
+
+/// A spec from the keywords given; the others keep the core's defaults.
+pub(crate) fn spec(
+    start: Option<i64>,
+    step: Option<i64>,
+    min: Option<i64>,
+    max: Option<i64>,
+    cycle: Option<bool>,
+) -> Spec {
+    let mut s = Spec::default();
+    if let Some(v) = start {
+        s = s.with_start(v);
+    }
+    if let Some(v) = step {
+        s = s.with_step(v);
+    }
+    if let Some(v) = min {
+        s = s.with_min(v);
+    }
+    if let Some(v) = max {
+        s = s.with_max(v);
+    }
+    if let Some(v) = cycle {
+        s = s.with_cycle(v);
+    }
+    s
+}
+
+fn strategy(name: &str) -> Result<Strategy, Error> {
+    match name {
+        "inc" => Ok(Strategy::ConditionalIncrement),
+        "cas" => Ok(Strategy::Cas),
+        other => Err(invalid(
+            "strategy",
+            format!("{other:?}: use \"inc\" (the conditional increment) or \"cas\""),
+        )),
+    }
+}
+
+/// A queue spec from the keywords given; the others keep the core's defaults.
+fn queue_spec(
+    min: Option<i64>,
+    max: Option<i64>,
+    format: Option<&str>,
+    time_zone: Option<&str>,
+    daily: Option<bool>,
+) -> Result<QueueSpec, Error> {
+    let mut s = QueueSpec::default();
+    if let Some(v) = min {
+        s = s.with_min(v);
+    }
+    if let Some(v) = max {
+        s = s.with_max(v);
+    }
+    if let Some(f) = format {
+        s = s.with_format(Format::parse(f)?);
+    }
+    if let Some(tz) = time_zone {
+        s = s.with_time_zone(&time_zone_named(tz)?);
+    }
+    if let Some(v) = daily {
+        s = s.with_daily(v);
+    }
+    Ok(s)
+}
+
+/// Gap-free options from the keywords given; the others keep the core's defaults.
+#[allow(clippy::too_many_arguments)]
+fn gapless_options(
+    collection: &str,
+    field: &str,
+    start: Option<i64>,
+    lease: Option<f64>,
+    max_lease: Option<f64>,
+    wait: Option<f64>,
+    void_field: Option<&str>,
+    void_extra: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Result<GaplessOptions, Error>> {
+    let mut o = GaplessOptions::new(collection, field);
+    if let Some(v) = start {
+        o = o.with_start(v);
+    }
+    let durations = [("lease", lease), ("max_lease", max_lease), ("wait", wait)];
+    for (what, given) in durations {
+        let Some(s) = given else { continue };
+        let d = match seconds(what, s) {
+            Ok(d) => d,
+            Err(e) => return Ok(Err(e)),
+        };
+        o = match what {
+            "lease" => o.with_lease(d),
+            "max_lease" => o.with_max_lease(d),
+            _ => o.with_wait(d),
+        };
+    }
+    if let Some(f) = void_field {
+        o = o.with_void_field(f);
+    }
+    if let Some(extra) = void_extra {
+        match document("void_extra", extra)? {
+            Ok(d) => o = o.with_void_extra(d),
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    Ok(Ok(o))
+}
+
+/// A `Live` dispenser that a child after fork connects again with the same URI and options.
+fn connected(uri: String, options: Options, d: Dispenser) -> Arc<Live<Dispenser>> {
+    Arc::new(Live::new(
+        d,
+        Box::new(move |py| {
+            let (uri, options) = (uri.clone(), options.clone());
+            wait(py, async move { Dispenser::connect(&uri, options).await })
+        }),
+    ))
+}
+
+flavors! {
+    /// One collection of sequences on one MongoDB deployment: creates, opens and
+    /// administers sequences, gap-free sequences and queues. Connect once per process and
+    /// share it; every handle it opens is safe to use from any number of threads (or tasks).
+    "Dispenser", SyncDispenser, AsyncDispenser, Dispenser;
+
+    /// Connects to `uri` (nothing is sent until the first call). `database` and
+    /// `collection` say where the sequence documents live (default `dispenser.dispensers`),
+    /// `caller` who is acting (queue request ids are scoped to it), `timeout` the longest
+    /// one database operation may take (seconds, default 10), `strategy` how numbers are
+    /// drawn (`"inc"`, the default, or `"cas"`) and `coalesce` whether concurrent draws on
+    /// one handle share writes (default true).
+    #[staticmethod]
+    #[pyo3(signature = (uri, *, database=None, collection=None, caller=None, timeout=None, strategy=None, coalesce=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn connect(
+        py: Python<'_>,
+        uri: String,
+        database: Option<String>,
+        collection: Option<String>,
+        caller: Option<String>,
+        timeout: Option<f64>,
+        strategy: Option<String>,
+        coalesce: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        let asynchronous = Self::ASYNC;
+        run(py, asynchronous, async move {
+            let mut options = Options::default();
+            if let Some(v) = database {
+                options = options.with_database(v);
+            }
+            if let Some(v) = collection {
+                options = options.with_collection(v);
+            }
+            if let Some(v) = caller {
+                options = options.with_caller(v);
+            }
+            if let Some(s) = timeout {
+                options = options.with_operation_timeout(seconds("timeout", s)?);
+            }
+            if let Some(s) = strategy {
+                options = options.with_strategy(self::strategy(&s)?);
+            }
+            if let Some(v) = coalesce {
+                options = options.with_coalesce(v);
+            }
+            let d = Dispenser::connect(&uri, options.clone()).await?;
+            Outcome::Ok(Out(crate::flavor::Handle { live: connected(uri, options, d), asynchronous }))
+        })
+    }
+
+    /// The same dispenser (the same connection pool) acting as `caller`.
+    fn with_caller(&self, py: Python<'_>, caller: String) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        let made = d.with_caller(&caller).map_err(|e| crate::errors::to_py_err(py, &e))?;
+        let parent = self.live().clone();
+        let live = Arc::new(Live::new(
+            made,
+            Box::new(move |py| {
+                parent
+                    .get(py)?
+                    .with_caller(&caller)
+                    .map_err(|e| crate::errors::to_py_err(py, &e))
+            }),
+        ));
+        Ok(Out(crate::flavor::Handle { live, asynchronous: Self::ASYNC }).into_pyobject(py)?.unbind())
+    }
+
+    /// Who this dispenser acts as (`None` for the unnamed caller).
+    #[getter]
+    fn caller(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.live().get(py)?.caller().map(str::to_owned))
+    }
+
+    /// The database holding the sequence documents.
+    #[getter]
+    fn database(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.live().get(py)?.options().database.clone())
+    }
+
+    /// The collection holding the sequence documents.
+    #[getter]
+    fn collection(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.live().get(py)?.options().collection.clone())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let d = self.live().get(py)?;
+        let o = d.options();
+        Ok(format!("Dispenser(database={:?}, collection={:?})", o.database, o.collection))
+    }
+
+    /// Creates a new sequence (`AlreadyExistsError` when the name is taken). Unset
+    /// keywords keep the defaults: start 1, step 1, min 0, max 2**63-1, no cycle.
+    #[pyo3(signature = (name, *, start=None, step=None, min=None, max=None, cycle=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(&self, py: Python<'_>, name: String, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let spec = spec(start, step, min, max, cycle);
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.create(&name, spec).await?, a)) })
+    }
+
+    /// Creates the sequence, or opens it if it exists with the same start, step, bounds and
+    /// cycle (`ConflictError` otherwise). Safe when many processes race.
+    #[pyo3(signature = (name, *, start=None, step=None, min=None, max=None, cycle=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ensure(&self, py: Python<'_>, name: String, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let spec = spec(start, step, min, max, cycle);
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.ensure(&name, spec).await?, a)) })
+    }
+
+    /// Opens an existing sequence (`NotFoundError` otherwise).
+    fn open(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.open(&name).await?, a)) })
+    }
+
+    /// The stored state of a sequence, as a dict (the fields `dispenser peek --json` shows).
+    fn peek(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(d.peek(&name).await?.to_json())) })
+    }
+
+    /// Every sequence, by name: a list of state dicts, with a `CorruptError` object in the
+    /// place of a document that does not decode.
+    fn list(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(states(d.list().await?)) })
+    }
+
+    /// One page of `list()`: up to `limit` sequences named after `after`.
+    #[pyo3(signature = (after=None, limit=1000))]
+    fn list_after(&self, py: Python<'_>, after: Option<String>, limit: usize) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(states(d.list_after(after.as_deref(), limit).await?)) })
+    }
+
+    /// One page of the sequences whose names match one of `patterns` (`*` any run of
+    /// characters, `?` one character).
+    #[pyo3(signature = (patterns, after=None, limit=1000))]
+    fn list_after_matching(&self, py: Python<'_>, patterns: Vec<String>, after: Option<String>, limit: usize) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let p: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            Outcome::Ok(states(d.list_after_matching(&p, after.as_deref(), limit).await?))
+        })
+    }
+
+    /// The sequences named in `names` that exist, in one query.
+    fn list_named(&self, py: Python<'_>, names: Vec<String>) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(states(d.list_named(&names).await?)) })
+    }
+
+    /// Deletes the sequence `name` (its numbers may be issued again if it is created anew).
+    fn delete(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete(&name).await?) })
+    }
+
+    /// Checks that the server answers (a `ping`), within the operation timeout.
+    fn ping(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.ping().await?) })
+    }
+
+    /// Who created, altered, reset or deleted `name`, when, with the states before and
+    /// after: a list of dicts, oldest first. `subject` is `"sequence"`, `"gapless"` or
+    /// `"queue"`;
+    /// `since` an aware `datetime`; `after` the `cursor` of the last entry of the previous
+    /// page.
+    #[pyo3(signature = (name, *, subject="sequence", since=None, after=None, limit=None))]
+    fn history(&self, py: Python<'_>, name: String, subject: &str, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        let mut q = match subject {
+            "sequence" => HistoryQuery::sequence(),
+            "queue" => HistoryQuery::queue(),
+            "gapless" => HistoryQuery::gapless(),
+            other => {
+                let e = invalid("history subject", format!("{other:?}: use \"sequence\", \"gapless\" or \"queue\""));
+                return Err(crate::errors::to_py_err(py, &e));
+            }
+        };
+        if let Some(t) = since {
+            let secs: f64 = t.call_method0("timestamp")?.extract()?;
+            let ts = dispenser::jiff::Timestamp::from_microsecond((secs * 1e6) as i64)
+                .map_err(|e| crate::errors::to_py_err(py, &invalid("since", e.to_string())))?;
+            q = q.with_since(ts);
+        }
+        if let Some(c) = after {
+            q = q.with_after(c);
+        }
+        if let Some(l) = limit {
+            q = q.with_limit(l);
+        }
+        run(py, Self::ASYNC, async move {
+            let entries = d.history(&name, &q).await?;
+            Outcome::Ok(entries.iter().map(|e| Json(e.to_json())).collect::<Vec<_>>())
+        })
+    }
+
+    /// Examines the server (a few seconds of probes in a scratch collection): the report
+    /// as a dict; `report["fit"]` says whether it keeps the guarantees.
+    fn doctor(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            Outcome::Ok(Json(d.doctor(dispenser::doctor::DoctorOptions::default()).await?.to_json()))
+        })
+    }
+
+    // --- blocks
+
+    /// A block client of the existing sequence `name`: one write reserves `size` numbers,
+    /// handed out from memory. Unset keywords keep the core's defaults.
+    #[pyo3(signature = (name, *, size=None, prefetch=None, grow_to=None, range_share=None))]
+    fn open_blocks(&self, py: Python<'_>, name: String, size: Option<u64>, prefetch: Option<f64>, grow_to: Option<u64>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let o = block_options(size, prefetch, grow_to, range_share);
+        run(py, a, async move { Outcome::Ok(handles::blocks(&dl, d.open_blocks(&name, o).await?, o, a)) })
+    }
+
+    // --- striped sequences
+
+    /// Creates a striped sequence of `stripes` documents (`AlreadyExistsError` if taken).
+    #[pyo3(signature = (name, stripes, *, start=None, step=None, min=None, max=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_striped(&self, py: Python<'_>, name: String, stripes: u32, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let spec = spec(start, step, min, max, None);
+        run(py, a, async move { Outcome::Ok(handles::striped(&dl, d.create_striped(&name, stripes, spec).await?, None, a)) })
+    }
+
+    /// Creates the striped sequence, or opens it if it exists with the same layout.
+    #[pyo3(signature = (name, stripes, *, start=None, step=None, min=None, max=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ensure_striped(&self, py: Python<'_>, name: String, stripes: u32, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let spec = spec(start, step, min, max, None);
+        run(py, a, async move { Outcome::Ok(handles::striped(&dl, d.ensure_striped(&name, stripes, spec).await?, None, a)) })
+    }
+
+    /// Opens an existing striped sequence.
+    fn open_striped(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        run(py, a, async move { Outcome::Ok(handles::striped(&dl, d.open_striped(&name).await?, None, a)) })
+    }
+
+    /// Deletes every stripe of the striped sequence `name`; returns how many.
+    fn delete_striped(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_striped(&name).await?) })
+    }
+
+    // --- scopes and daily sequences
+
+    /// The sequence of `template` for `scope` (`orders@acme`), created from the template's
+    /// shape if needed.
+    fn ensure_scope(&self, py: Python<'_>, template: String, scope: String) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.ensure_scope(&template, &scope).await?, a)) })
+    }
+
+    /// Creates the sequence of `template` for `scope` (`AlreadyExistsError` if it exists).
+    fn create_scope(&self, py: Python<'_>, template: String, scope: String) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.create_scope(&template, &scope).await?, a)) })
+    }
+
+    /// Opens the existing sequence of `template` for `scope`.
+    fn open_scope(&self, py: Python<'_>, template: String, scope: String) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.open_scope(&template, &scope).await?, a)) })
+    }
+
+    /// The scopes of `template`, as state dicts.
+    fn list_scopes(&self, py: Python<'_>, template: String) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(states(d.list_scopes(&template).await?)) })
+    }
+
+    /// Deletes the scopes of `template` that sort before `before` (a `datetime.date` or
+    /// text); returns how many.
+    fn delete_scopes_before(&self, py: Python<'_>, template: String, before: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        let before = day(before)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_scopes_before(&template, &before).await?) })
+    }
+
+    /// A sequence of `template` whose numbering restarts every day in `time_zone` (an IANA
+    /// name, default UTC). Its `next()` returns `(day, number)`.
+    #[pyo3(signature = (template, time_zone="UTC"))]
+    fn open_daily(&self, py: Python<'_>, template: String, time_zone: &str) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let daily = time_zone_named(time_zone)
+            .and_then(|tz| d.open_daily(&template, tz))
+            .map_err(|e| crate::errors::to_py_err(py, &e))?;
+        Ok(handles::daily(&dl, daily, template, time_zone.to_owned(), a).into_pyobject(py)?.unbind())
+    }
+
+    // --- gap-free sequences
+
+    /// Makes the gap-free sequence `name` if needed, or opens it if it exists with the same
+    /// settings: its numbers are carried by `field` of the documents of `collection` (in
+    /// this dispenser's database), which gets a unique index on it. `lease`, `max_lease`
+    /// and `wait` are seconds.
+    #[pyo3(signature = (name, *, collection, field, start=None, lease=None, max_lease=None, wait=None, void_field=None, void_extra=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ensure_gapless(&self, py: Python<'_>, name: String, collection: &str, field: &str, start: Option<i64>, lease: Option<f64>, max_lease: Option<f64>, wait: Option<f64>, void_field: Option<&str>, void_extra: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let o = gapless_options(collection, field, start, lease, max_lease, wait, void_field, void_extra)?;
+        run(py, a, async move {
+            let o = o?;
+            Outcome::Ok(handles::gapless(&dl, d.ensure_gapless(&name, o.clone()).await?, Some(o), a))
+        })
+    }
+
+    /// As `ensure_gapless`, but fails (`AlreadyExistsError`) if it exists.
+    #[pyo3(signature = (name, *, collection, field, start=None, lease=None, max_lease=None, wait=None, void_field=None, void_extra=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_gapless(&self, py: Python<'_>, name: String, collection: &str, field: &str, start: Option<i64>, lease: Option<f64>, max_lease: Option<f64>, wait: Option<f64>, void_field: Option<&str>, void_extra: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let o = gapless_options(collection, field, start, lease, max_lease, wait, void_field, void_extra)?;
+        run(py, a, async move {
+            let o = o?;
+            Outcome::Ok(handles::gapless(&dl, d.create_gapless(&name, o.clone()).await?, Some(o), a))
+        })
+    }
+
+    /// Opens the existing gap-free sequence `name` with the settings it was created with.
+    fn open_gapless(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        run(py, a, async move { Outcome::Ok(handles::gapless(&dl, d.open_gapless(&name).await?, None, a)) })
+    }
+
+    /// Deletes the gap-free sequence `name` (its state; the business collection and its
+    /// documents stay); refused (`ConflictError`, code `lease_held`) while a holder's lease
+    /// runs, unless `force=True` (recorded in the history).
+    #[pyo3(signature = (name, *, force=false))]
+    fn delete_gapless(&self, py: Python<'_>, name: String, force: bool) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_gapless(&name).with_force(force).await?) })
+    }
+
+    /// The names of one page of the gap-free sequences matching one of `patterns`.
+    #[pyo3(signature = (patterns, after=None, limit=1000))]
+    fn list_gapless_after_matching(&self, py: Python<'_>, patterns: Vec<String>, after: Option<String>, limit: usize) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let p: Vec<&str> = patterns.iter().map(String::as_str).collect();
+            Outcome::Ok(d.list_gapless_after_matching(&p, after.as_deref(), limit).await?)
+        })
+    }
+
+    /// Reads `collection` and accounts for every number in `field`: a dict with `numbers`,
+    /// `missing`, `gaps`, `duplicated`, `voided`, … and `clean`. `start` is the first
+    /// number expected (default: the smallest found).
+    #[pyo3(signature = (collection, field, *, start=None, void_field=None))]
+    fn audit(&self, py: Python<'_>, collection: String, field: String, start: Option<i64>, void_field: Option<String>) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let mut o = dispenser::gapless::AuditOptions::default();
+            if let Some(v) = start {
+                o = o.with_from(v);
+            }
+            if let Some(v) = void_field {
+                o = o.with_void_field(v);
+            }
+            let business = d
+                .client()
+                .database(&d.options().database)
+                .collection::<dispenser::mongodb::bson::Document>(&collection);
+            let a = dispenser::gapless::audit(&business, &field, &o).await?;
+            Outcome::Ok(Json(crate::handles::audit_json(&a)))
+        })
+    }
+
+    // --- queues
+
+    /// Creates a ticket queue (`AlreadyExistsError` if it exists). Unset keywords keep the
+    /// defaults: tickets 0..=99, shown as numbers, UTC, not daily.
+    #[pyo3(signature = (name, *, min=None, max=None, format=None, time_zone=None, daily=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_queue(&self, py: Python<'_>, name: String, min: Option<i64>, max: Option<i64>, format: Option<&str>, time_zone: Option<&str>, daily: Option<bool>) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let spec = queue_spec(min, max, format, time_zone, daily);
+        run(py, a, async move { Outcome::Ok(handles::queue(&dl, d.create_queue(&name, spec?).await?, a)) })
+    }
+
+    /// Creates the queue, or opens it if it exists with the same spec.
+    #[pyo3(signature = (name, *, min=None, max=None, format=None, time_zone=None, daily=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ensure_queue(&self, py: Python<'_>, name: String, min: Option<i64>, max: Option<i64>, format: Option<&str>, time_zone: Option<&str>, daily: Option<bool>) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        let spec = queue_spec(min, max, format, time_zone, daily);
+        run(py, a, async move { Outcome::Ok(handles::queue(&dl, d.ensure_queue(&name, spec?).await?, a)) })
+    }
+
+    /// Opens an existing queue.
+    fn open_queue(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
+        let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
+        run(py, a, async move { Outcome::Ok(handles::queue(&dl, d.open_queue(&name).await?, a)) })
+    }
+
+    /// Every queue, by name, as status dicts.
+    fn list_queues(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            Outcome::Ok(Listing(d.list_queues().await?.into_iter().map(|q| q.map(|q| q.to_json())).collect()))
+        })
+    }
+
+    /// One page of `list_queues()`.
+    #[pyo3(signature = (after=None, limit=1000))]
+    fn list_queues_after(&self, py: Python<'_>, after: Option<String>, limit: usize) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            Outcome::Ok(Listing(d.list_queues_after(after.as_deref(), limit).await?.into_iter().map(|q| q.map(|q| q.to_json())).collect()))
+        })
+    }
+
+    /// Deletes the queue `name`; refused (`ConflictError`, code `queue_in_use`) while
+    /// people wait, unless `force=True` (recorded in the history).
+    #[pyo3(signature = (name, *, force=false))]
+    fn delete_queue(&self, py: Python<'_>, name: String, force: bool) -> PyResult<Py<PyAny>> {
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_queue(&name).with_force(force).await?) })
+    }
+}
+
+/// Sequence states as a listing.
+fn states(items: Vec<Result<dispenser::sequence::SequenceState, Error>>) -> Listing {
+    Listing(items.into_iter().map(|s| s.map(|s| s.to_json())).collect())
+}

@@ -1,0 +1,133 @@
+//! `Queue`: a ticket queue — take a ticket, call the next one.
+
+use pyo3::prelude::*;
+
+use dispenser::queue::{Queue, QueueAlter};
+
+use crate::convert::Json;
+use crate::errors::{Outcome, to_py_err};
+use crate::flavor::flavors;
+use crate::handles;
+use crate::runtime::run;
+
+flavors! {
+    /// A ticket queue: `take()` a ticket, `call()` the next one from a desk. Tickets are
+    /// dicts (`ticket`, `label`, …) as the command line's `--json` shows them.
+    "Queue", SyncQueue, AsyncQueue, Queue;
+
+    /// The queue's name.
+    #[getter]
+    fn name(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.live().get(py)?.name().to_owned())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("Queue({:?})", self.live().get(py)?.name()))
+    }
+
+    /// The same queue acting as `caller` (whose request ids takes are scoped to).
+    fn with_caller(&self, py: Python<'_>, caller: String) -> PyResult<Py<PyAny>> {
+        let made = self.live().get(py)?.with_caller(&caller).map_err(|e| to_py_err(py, &e))?;
+        Ok(handles::queue_as(self.live(), made, caller, Self::ASYNC).into_pyobject(py)?.unbind())
+    }
+
+    /// Takes a ticket (a dict), or with `count` a family of `count` consecutive tickets (a
+    /// list). The same `request_id` again (from the same caller, within 24 hours) answers
+    /// the tickets of the first take: a take safe to retry.
+    #[pyo3(signature = (*, count=None, request_id=None, caller=None))]
+    fn take(&self, py: Python<'_>, count: Option<u64>, request_id: Option<String>, caller: Option<String>) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        match count {
+            None => run(py, Self::ASYNC, async move {
+                let mut t = q.take();
+                if let Some(id) = request_id {
+                    t = t.request_id(id);
+                }
+                if let Some(c) = caller {
+                    t = t.caller(c);
+                }
+                Outcome::Ok(Json(t.await?.to_json()))
+            }),
+            Some(n) => run(py, Self::ASYNC, async move {
+                let mut t = q.take().count(n);
+                if let Some(id) = request_id {
+                    t = t.request_id(id);
+                }
+                if let Some(c) = caller {
+                    t = t.caller(c);
+                }
+                Outcome::Ok(t.await?.iter().map(|t| Json(t.to_json())).collect::<Vec<_>>())
+            }),
+        }
+    }
+
+    /// Calls the oldest waiting ticket (or `ticket`, out of order) from `desk`, which then
+    /// shows it.
+    #[pyo3(signature = (*, desk=None, ticket=None))]
+    fn call(&self, py: Python<'_>, desk: Option<String>, ticket: Option<i64>) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let mut c = q.call();
+            if let Some(d) = desk {
+                c = c.desk(d);
+            }
+            if let Some(t) = ticket {
+                c = c.ticket(t);
+            }
+            Outcome::Ok(Json(c.await?.to_json()))
+        })
+    }
+
+    /// Announces again the ticket `desk` shows.
+    #[pyo3(signature = (*, desk=None))]
+    fn recall(&self, py: Python<'_>, desk: Option<String>) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let mut r = q.recall();
+            if let Some(d) = desk {
+                r = r.desk(d);
+            }
+            Outcome::Ok(Json(r.await?.to_json()))
+        })
+    }
+
+    /// `desk` is done with the ticket it shows, and shows none.
+    #[pyo3(signature = (*, desk=None))]
+    fn release(&self, py: Python<'_>, desk: Option<String>) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let mut r = q.release();
+            if let Some(d) = desk {
+                r = r.desk(d);
+            }
+            Outcome::Ok(Json(r.await?.to_json()))
+        })
+    }
+
+    /// Cancels the waiting `ticket`: it will not be called.
+    fn cancel(&self, py: Python<'_>, ticket: i64) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.cancel(ticket).await?.to_json())) })
+    }
+
+    /// Changes the highest ticket; returns the status.
+    #[pyo3(signature = (*, max))]
+    fn alter(&self, py: Python<'_>, max: i64) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            Outcome::Ok(Json(q.alter(QueueAlter::default().with_max(max)).await?.to_json()))
+        })
+    }
+
+    /// Deletes the queue.
+    fn delete(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(q.delete().await?) })
+    }
+
+    /// Who waits, which desk shows what, the last calls: a dict.
+    fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.status().await?.to_json())) })
+    }
+}

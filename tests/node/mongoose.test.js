@@ -1,0 +1,116 @@
+'use strict'
+// The Mongoose plugin: it replaces mongoose-sequence 6.0.1 in a sample schema with no other
+// change than the plugin line; scoped counters; max and cycle; a gap-free mode in which the
+// number is used if and only if the save succeeds.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const mongoose = require('mongoose')
+const { dispenser, uri, connect, unique } = require('./helpers.js')
+
+const { mongoosePlugin } = dispenser
+
+/** A fresh database of the test's own (mongoose-sequence keeps its counters in it). */
+async function database(test) {
+  const name = unique(test).slice(0, 60)
+  const connection = mongoose.createConnection(uri(), { dbName: name })
+  await connection.asPromise()
+  return connection
+}
+
+/** The sample application's schema: orders numbered by whatever `numbering` adds. */
+function orderSchema(numbering) {
+  const schema = new mongoose.Schema({ customer: String, shop: String, total: Number })
+  numbering(schema)
+  return schema
+}
+
+/** The sample application: 20 orders saved at once, then read back by number. */
+async function sampleApp(Order) {
+  await Promise.all(Array.from({ length: 20 }, (_, i) => Order.create({ customer: `c${i}`, shop: 'main', total: i })))
+  const one = await Order.findOne({ customer: 'c3' })
+  one.total = 1000
+  const number = one.number
+  await one.save() // an update keeps its number
+  assert.equal((await Order.findById(one._id)).number, number)
+  return (await Order.find().sort({ number: 1 })).map((o) => o.number)
+}
+
+test('the plugin replaces mongoose-sequence in a sample schema: only the plugin line differs', async () => {
+  const connection = await database('mongoose_seq')
+  try {
+    const AutoIncrement = require('mongoose-sequence')(connection)
+    const theirs = connection.model('OrderA', orderSchema((s) => s.plugin(AutoIncrement, { inc_field: 'number' })))
+    const before = await sampleApp(theirs)
+    // Every save got a number. (Not always 20 distinct ones here: mongoose-sequence reads its
+    // counter back without a projection, which mongo-java-server answers outside its lock.)
+    assert.equal(before.length, 20)
+    assert.ok(before.every((n) => Number.isInteger(n) && n > 0), String(before))
+
+    const d = await connect('mongoose_plugin')
+    const ours = connection.model('OrderB', orderSchema((s) => s.plugin(mongoosePlugin, { dispenser: d, field: 'number' })))
+    const after = await sampleApp(ours)
+    assert.deepEqual(after, Array.from({ length: 20 }, (_, i) => i + 1))
+    assert.equal(typeof after[0], 'number')
+  } finally {
+    await connection.close()
+  }
+})
+
+test('scoped counters from document fields, and max with cycle', async () => {
+  const connection = await database('mongoose_scope')
+  try {
+    const d = await connect('mongoose_scope')
+    const Ticket = connection.model('Ticket', orderSchema((s) =>
+      s.plugin(mongoosePlugin, { dispenser: d, field: 'number', sequence: 'tickets', scope: ['shop', 'customer'], spec: { max: 9, cycle: true } })))
+    await Promise.all(Array.from({ length: 25 }, () => Ticket.create({ shop: 'a/b', customer: 'x' })))
+    await Promise.all(Array.from({ length: 3 }, () => Ticket.create({ shop: 'a', customer: 'b/x' })))
+    const counts = new Map()
+    for (const t of await Ticket.find({ shop: 'a/b' })) counts.set(t.number, (counts.get(t.number) || 0) + 1)
+    // 1 … 9, 0, 1 …: 25 tickets, each value 2 or 3 times, none outside 0..9.
+    assert.deepEqual([...counts.keys()].sort((x, y) => x - y), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    assert.deepEqual([...counts.values()].reduce((a, b) => a + b), 25)
+    assert.ok([...counts.values()].every((c) => c === 2 || c === 3))
+    const other = (await Ticket.find({ shop: 'a' })).map((t) => t.number).sort()
+    assert.deepEqual(other, [1, 2, 3], 'a scope of its own (the keys do not run together)')
+    const scopes = (await d.listScopes('tickets')).map((s) => s.name)
+    assert.deepEqual(scopes, ['tickets@a%2Fb/x', 'tickets@a/b%2Fx'])
+    await assert.rejects(Ticket.create({ customer: 'x' }), (e) => e.code === 'invalid_input' && /scope field "shop"/.test(e.message))
+  } finally {
+    await connection.close()
+  }
+})
+
+test('gap-free mode: a number is used if and only if its save succeeds', async () => {
+  const dbName = unique('mongoose_gapless').slice(0, 60)
+  const connection = mongoose.createConnection(uri(), { dbName })
+  await connection.asPromise()
+  try {
+    const d = await dispenser.Dispenser.connect(uri(), { database: dbName })
+    const schema = new mongoose.Schema({ email: { type: String, unique: true }, total: Number })
+    schema.plugin(mongoosePlugin, { dispenser: d, field: 'number', sequence: 'invoices', gapless: true })
+    const Invoice = connection.model('Invoice', schema)
+    await Invoice.init() // the unique index on email
+    const outcomes = await Promise.allSettled(Array.from({ length: 30 }, (_, i) =>
+      // Every third customer is a repeat: that save fails on the email's unique index.
+      Invoice.create({ email: `c${i % 3 === 2 ? i - 1 : i}@example.com`, total: i })))
+    const failed = outcomes.filter((o) => o.status === 'rejected')
+    assert.equal(failed.length, 10)
+    for (const f of failed) assert.equal(f.reason.code, 11000, String(f.reason))
+    const numbers = (await Invoice.find().sort({ number: 1 })).map((x) => x.number)
+    assert.deepEqual(numbers, Array.from({ length: 20 }, (_, i) => i + 1))
+    const g = await d.openGapless('invoices')
+    const audit = await g.audit({ from: 1 })
+    assert.equal(audit.clean, true)
+    assert.deepEqual([audit.numbers, audit.missing, audit.duplicated], [20n, 0n, 0n])
+    assert.equal((await g.status()).next, 21n)
+  } finally {
+    await connection.close()
+  }
+})
+
+test('bad plugin options are refused when the schema is made', () => {
+  const schema = new mongoose.Schema({ n: Number })
+  assert.throws(() => schema.plugin(mongoosePlugin, { field: 'n' }), /`dispenser` is required/)
+  assert.throws(() => schema.plugin(mongoosePlugin, { dispenser: {}, field: '' }), /`field` must be/)
+  assert.throws(() => schema.plugin(mongoosePlugin, { dispenser: {}, field: 'n', gapless: true, scope: ['x'] }), /not supported/)
+})

@@ -1,0 +1,58 @@
+"""The Python suite: the package `dispenser` (staged by tests/python/stage.sh) against the
+server in MONGODB_URI (scripts/test.sh starts one), each test in its own collection."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pathlib
+import re
+import sys
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STAGE = os.environ.get("DISPENSER_PYTHON_STAGE", str(ROOT / "target" / "python-debug"))
+sys.path.insert(0, STAGE)
+
+import dispenser  # noqa: E402
+
+DATABASE = "dispenser_test"
+_serial = itertools.count()
+
+
+def unique_collection(hint: str) -> str:
+    """A collection no other test (of this run or another) uses."""
+    short = re.sub(r"[^A-Za-z0-9]+", "_", hint)[:40]
+    return f"py_{short}_{os.getpid()}_{time.time_ns() % 10**9}_{next(_serial)}"
+
+
+@pytest.fixture(scope="session")
+def uri() -> str:
+    value = os.environ.get("MONGODB_URI")
+    if not value:
+        pytest.fail(
+            "MONGODB_URI is not set: run the Python tests through scripts/test.sh, which "
+            "starts a local server (or export \"$(scripts/server.sh start)\")"
+        )
+    return value
+
+
+@pytest.fixture
+def collection(request) -> str:
+    return unique_collection(request.node.name)
+
+
+@pytest.fixture
+def d(uri, collection):
+    return dispenser.Dispenser.connect(uri, database=DATABASE, collection=collection)
+
+
+@pytest.fixture
+def mongo(uri):
+    import pymongo
+
+    client = pymongo.MongoClient(uri)
+    yield client
+    client.close()

@@ -1,0 +1,99 @@
+"""Errors: one class per kind of the core's errors, each with the core's stable code;
+invalid input refused before anything is written."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+import dispenser
+
+
+def test_each_kind_is_its_own_class_with_the_stable_code(d):
+    d.create("e")
+    cases = [
+        (lambda: d.open("missing"), dispenser.NotFoundError, "no_such_sequence", "not_found"),
+        (lambda: d.create("e"), dispenser.AlreadyExistsError, "already_exists", "already_exists"),
+        (lambda: d.ensure("e", step=2), dispenser.ConflictError, "spec_conflict", "conflict"),
+        (lambda: d.create("bad", step=0), dispenser.InvalidInputError, "invalid_input", "invalid_input"),
+        (lambda: d.create("x" * 300), dispenser.InvalidInputError, "invalid_input", "invalid_input"),
+        (lambda: d.open_queue("q"), dispenser.NotFoundError, "no_such_queue", "not_found"),
+    ]
+    for call, cls, code, kind in cases:
+        with pytest.raises(cls) as e:
+            call()
+        assert (e.value.code, e.value.kind) == (code, kind), e.value
+        assert isinstance(e.value, dispenser.DispenserError)
+        assert str(e.value) == e.value.message and e.value.message
+
+
+def test_invalid_input_is_a_value_error_naming_the_value_and_writes_nothing(d):
+    with pytest.raises(ValueError) as e:
+        d.create("orders", min=10, max=5)
+    assert "min (10) must be below max (5)" in str(e.value)
+    assert d.list() == []
+    with pytest.raises(dispenser.InvalidInputError) as e:
+        d.ensure_gapless("g", collection="inv", field="n", lease=-1)
+    assert "lease" in str(e.value)
+    with pytest.raises(dispenser.InvalidInputError) as e:
+        d.open_daily("t", "Mars/Olympus")
+    assert "Mars/Olympus" in str(e.value)
+    with pytest.raises(dispenser.InvalidInputError) as e:
+        dispenser.Dispenser.connect("mongodb://127.0.0.1:1", strategy="fastest")
+    assert "fastest" in str(e.value)
+
+
+def test_exhausted_and_queue_refusals(d):
+    s = d.create("small", max=2)
+    assert [s.next(), s.next()] == [1, 2]
+    with pytest.raises(dispenser.ExhaustedError) as e:
+        s.next()
+    assert e.value.code == "exhausted" and '"small"' in str(e.value)
+    q = d.create_queue("desk", min=1, max=2)
+    first, second = q.take()["ticket"], q.take()["ticket"]
+    with pytest.raises(dispenser.QueueRefusedError) as e:
+        q.take()
+    assert e.value.code == "queue_full"
+    assert q.call(desk="A")["ticket"] == first
+    assert q.call(desk="A")["ticket"] == second
+    with pytest.raises(dispenser.QueueRefusedError) as e:
+        q.call()
+    assert e.value.code == "nobody_waiting"
+    assert e.value.written == "nothing_written"
+
+
+def test_a_queue_with_people_waiting_is_deleted_only_when_forced(d):
+    q = d.create_queue("room", max=5)
+    q.take(count=2)
+    with pytest.raises(dispenser.ConflictError) as e:
+        d.delete_queue("room")
+    assert e.value.code == "queue_in_use" and e.value.written == "nothing_written"
+    assert "2" in str(e.value)
+    assert q.status()["waiting"] == 2
+    d.delete_queue("room", force=True)
+    with pytest.raises(dispenser.NotFoundError):
+        d.open_queue("room")
+    last = d.history("room", subject="queue")[-1]
+    assert (last["op"], last["params"]["force"], last["kind"]) == ("delete", True, "queue")
+
+
+def test_an_unreachable_server_is_unavailable_and_the_uri_password_never_shown():
+    d = dispenser.Dispenser.connect("mongodb://user:s3cret@127.0.0.1:1/", timeout=0.5)
+    with pytest.raises(dispenser.UnavailableError) as e:
+        d.ping()
+    assert e.value.code in ("database", "timeout")
+    assert "s3cret" not in str(e.value)
+
+
+def test_exceptions_pickle_with_their_fields(d):
+    with pytest.raises(dispenser.NotFoundError) as e:
+        d.open("missing")
+    again = pickle.loads(pickle.dumps(e.value))
+    assert type(again) is dispenser.NotFoundError
+    assert (again.code, again.kind, again.message, again.written) == (
+        e.value.code,
+        e.value.kind,
+        e.value.message,
+        e.value.written,
+    )

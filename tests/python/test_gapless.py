@@ -1,0 +1,96 @@
+"""Gap-free numbers whose business write is the app's own pymongo insert, some failing: the
+audit finds 1..N, each used or voided exactly once."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import dispenser
+from conftest import DATABASE
+
+
+def test_gapless_issue_with_pymongo_inserts_some_failing_leaves_no_gap(d, mongo, collection):
+    business = f"{collection}_inv"
+    g = d.ensure_gapless("invoices", collection=business, field="number")
+    coll = mongo[DATABASE][business]
+    coll.insert_one({"_id": "taken"})
+    outcomes = {"used": [], "declined": 0, "duplicate_id": 0}
+    lock = threading.Lock()
+
+    def worker(k: int):
+        for i in range(12):
+            mode = (k * 12 + i) % 5
+
+            def write(n: int):
+                if mode == 1:
+                    raise ValueError("card declined")
+                # A failure of the driver itself: a duplicate key on _id, not on the number.
+                doc = {"_id": "taken"} if mode == 3 else {}
+                coll.insert_one({**doc, "number": n, "total": 10 * n})
+                return f"invoice {n}"
+
+            try:
+                issued = g.issue(write)
+            except dispenser.BusinessWriteError as e:
+                assert e.code == "business_write"
+                with lock:
+                    # A write that raised is a definite failure: the number was released.
+                    assert e.written == "nothing_written", e
+                    if mode == 1:
+                        assert isinstance(e.__cause__, ValueError), e
+                        outcomes["declined"] += 1
+                    else:
+                        assert mode == 3, e
+                        outcomes["duplicate_id"] += 1
+                continue
+            assert mode not in (1, 3)
+            assert issued.value == f"invoice {issued.number}"
+            with lock:
+                outcomes["used"].append(issued.number)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    used = outcomes["used"]
+    # The gap-free sequence's own history: its create, under its kind, never a sequence's.
+    created = d.history("invoices", subject="gapless")
+    assert [(h["op"], h["kind"]) for h in created][:1] == [("create", "gapless")], created
+    assert d.history("invoices", subject="sequence") == []
+    assert outcomes["declined"] > 0 and outcomes["duplicate_id"] > 0, outcomes
+    assert len(used) == 96 - outcomes["declined"] - outcomes["duplicate_id"]
+    # Void the next number on purpose, then use one more: no gap either way.
+    nxt = g.status()["next"]
+    g.void(nxt, "form destroyed")
+    last = g.issue(lambda n: coll.insert_one({"number": n}) and n).number
+    g.flush()
+    assert last == nxt + 1
+    n_total = len(used) + 2
+    assert sorted(used) == list(range(1, n_total - 1))
+    audit = d.audit(business, "number", start=1)
+    assert audit["clean"], audit
+    assert (audit["numbers"], audit["missing"], audit["duplicated"], audit["voided"]) == (
+        n_total,
+        0,
+        0,
+        1,
+    ), audit
+    carried = sorted(x["number"] for x in coll.find({"number": {"$exists": True}}))
+    assert carried == list(range(1, n_total + 1))
+    # Deleted: the state goes, the documents stay, the history says so.
+    d.delete_gapless("invoices")
+    with pytest.raises(dispenser.NotFoundError):
+        d.open_gapless("invoices")
+    assert coll.count_documents({"number": {"$exists": True}}) == n_total
+    assert d.history("invoices", subject="gapless")[-1]["op"] == "delete"
+
+
+def test_a_gapless_sequence_refuses_what_its_index_cannot_guarantee(d, mongo, collection):
+    business = f"{collection}_inv"
+    mongo[DATABASE][business].create_index("number", unique=True, sparse=True)
+    with pytest.raises(dispenser.InvalidInputError) as e:
+        d.ensure_gapless("inv", collection=business, field="number")
+    assert "sparse" in str(e.value)
