@@ -8,6 +8,8 @@
 #                                           holders with a clock an hour off through LD_PRELOAD)
 #   .tools/ferretdb/bin/ferretdb           (Go module proxy: FerretDB 1.24.2, scripts/ferretdb.sh)
 #   chromium + chromedriver                (Debian: chromium, chromium-driver) and Selenium (PyPI,
+#                                           into .tools/venv): the browser tests of serve's pages;
+#   zbarimg                                (Debian: zbar-tools) reads their QR codes
 #                                           into .tools/venv): the browser tests of serve's pages
 #   .tools/pyvenv/bin/pytest               (PyPI: pytest, pymongo, uvloop, motor): tests/python
 #   .tools/node/node_modules               (npm: @napi-rs/cli, mongodb, mongoose 8, mongoose-sequence,
@@ -18,7 +20,7 @@
 # .tools/NAME directory whose stamps match, from an older tools.sh, is used as it is.)
 # Idempotent: a stamp file in each directory records its pinned versions; when it matches,
 # nothing is downloaded. Needs node/npm (>= 18), python3 (>= 3.9, with venv), Go (>= 1.24),
-# apt-get (Chromium, when missing: as root, else through sudo) and, unless libfaketime is installed
+# apt-get (Chromium and zbar-tools, when missing: as root, else through sudo) and, unless libfaketime is installed
 # already, dpkg-deb (`apt-get download` needs no root: the package is unpacked into the cache, never
 # installed). Prints the time taken.
 set -euo pipefail
@@ -134,19 +136,21 @@ fi
 
 # --- Chromium: the browser tests of the pages `dispenser serve` serves (tests/integration/ui.rs).
 # Debian's chromium and chromium-driver from apt when missing (about 20 s; as root, else through
-# sudo); Selenium is in the venv above.
-if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-  need apt-get "Chromium and its WebDriver (Debian/Ubuntu: apt-get install chromium chromium-driver)"
+# sudo), and zbar-tools (zbarimg: the test reads the QR codes of the ticket link off the page's
+# screenshot, as a phone's camera would); Selenium is in the venv above.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
+  || ! command -v zbarimg >/dev/null 2>&1; then
+  need apt-get "Chromium, its WebDriver and zbarimg (Debian/Ubuntu: apt-get install chromium chromium-driver zbar-tools)"
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then
-    need sudo "root rights to apt-get install chromium chromium-driver"
+    need sudo "root rights to apt-get install chromium chromium-driver zbar-tools"
     sudo="sudo"
   fi
-  echo "tools.sh: installing chromium and chromium-driver (apt)" >&2
+  echo "tools.sh: installing chromium, chromium-driver and zbar-tools (apt)" >&2
   export DEBIAN_FRONTEND=noninteractive
-  if ! $sudo apt-get install -y -q chromium chromium-driver >&2; then
+  if ! $sudo apt-get install -y -q chromium chromium-driver zbar-tools >&2; then
     $sudo apt-get update -q >&2
-    $sudo apt-get install -y -q chromium chromium-driver >&2
+    $sudo apt-get install -y -q chromium chromium-driver zbar-tools >&2
   fi
 fi
 # --- end of Chromium

@@ -60,6 +60,7 @@
 mod action;
 mod combine;
 mod document;
+mod follow;
 mod history;
 mod spec;
 mod state;
@@ -69,6 +70,7 @@ mod store;
 use std::sync::{Arc, Mutex};
 
 pub use action::{AtDesk, Call, DeleteQueue, Take, TakeMany};
+pub use follow::{TicketState, TicketView};
 pub use spec::{QueueAlter, QueueSpec};
 pub use status::{
     CallEntry, DeskEntry, HourEntry, QueueCounters, QueueStatus, Ticket, WAITING_LISTED,

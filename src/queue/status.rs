@@ -291,6 +291,8 @@ pub struct QueueStatus {
     pub created_at: DateTime,
     /// When it was last written.
     pub updated_at: DateTime,
+    /// The state it was read from, for [`QueueStatus::ticket`].
+    pub(super) line: super::follow::Line,
 }
 
 impl QueueStatus {
@@ -399,6 +401,7 @@ impl QueueStatus {
             incarnation: s.incarnation,
             created_at: DateTime::from_millis(s.created_at),
             updated_at: DateTime::from_millis(s.updated_at),
+            line: super::follow::Line::new(s, now),
         }
     }
 

@@ -710,6 +710,12 @@ async fn http_operation(
             _ if body.is_null() => http.post(url),
             _ => http.post(url).json(&body),
         };
+        // A give-up names the take whose ticket it gives up (made in the set-up).
+        let req = if op == "give_up" {
+            req.header("Idempotency-Key", GIVE_UP_KEY)
+        } else {
+            req
+        };
         let started = Instant::now();
         let (status, answer) = crate::serve::send(req.bearer_auth(crate::serve::ADMIN)).await;
         let took = started.elapsed();
@@ -763,7 +769,7 @@ async fn http_operation(
 }
 
 /// The HTTP operations that write.
-const HTTP_WRITERS: [&str; 19] = [
+const HTTP_WRITERS: [&str; 20] = [
     "next",
     "create",
     "alter",
@@ -783,7 +789,11 @@ const HTTP_WRITERS: [&str; 19] = [
     "cancel",
     "queue_alter",
     "queue_delete",
+    "give_up",
 ];
+
+/// The request id of the take whose ticket `give_up` gives up.
+const GIVE_UP_KEY: &str = "outcomes-give-up-1";
 
 /// The method, path and body of `op` on the name `n`.
 fn request(op: &str, n: &str) -> (&'static str, String, Value) {
@@ -843,6 +853,7 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
             json!({ "max": 50 }),
         ),
         "queue_delete" => ("delete", format!("/v1/queues/{n}"), json!(null)),
+        "give_up" => ("post", format!("/v1/queues/{n}/give-up"), json!(null)),
         other => panic!("no request for {other}"),
     };
     (method, path, body)
@@ -890,6 +901,15 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
             let q = d.create_queue(n, QueueSpec::default()).await.unwrap();
             q.take().await.unwrap();
         }
+        "give_up" => {
+            // The admin token's take, by its request id.
+            let q = d.create_queue(n, QueueSpec::default()).await.unwrap();
+            q.take()
+                .request_id(GIVE_UP_KEY)
+                .caller("admin")
+                .await
+                .unwrap();
+        }
         "recall" | "release" => {
             let q = d.create_queue(n, QueueSpec::default()).await.unwrap();
             q.take().await.unwrap();
@@ -935,7 +955,7 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
         "call" => queue().await.unwrap().served == 1,
         "recall" => queue().await.unwrap().recent_calls.iter().any(|c| c.recall),
         "release" => queue().await.unwrap().desks.is_empty(),
-        "cancel" => queue().await.unwrap().cancelled == 1,
+        "cancel" | "give_up" => queue().await.unwrap().cancelled == 1,
         "queue_alter" => queue().await.unwrap().max == 50,
         "queue_delete" => queue().await.is_none(),
         other => panic!("no check for {other}"),

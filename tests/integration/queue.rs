@@ -1107,7 +1107,7 @@ fn help_of_every_queue_subcommand() {
 
 /// Reads server-sent events from `resp` until one whose data satisfies `want`, or `wait`
 /// passes: the data, or `None`.
-async fn next_event(
+pub(crate) async fn next_event(
     resp: &mut reqwest::Response,
     buffer: &mut String,
     wait: Duration,

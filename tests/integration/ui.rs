@@ -14,11 +14,30 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::common::{self, DB};
+use crate::queue::next_event;
 use crate::serve::{ADMIN, BOARD, KIOSK, Service, send};
+
+/// The ticket link of `lobby` in these tests: three takes per phone, and enough per address
+/// for a crowd of phones on one machine.
+const PHONE: &str = "phones-token-for-tests-0005";
+
+/// The tokens of the browser test: the admin, the kiosk and the board of `lobby*`, and the
+/// ticket link of `lobby`.
+fn tokens() -> Value {
+    json!({ "tokens": [
+        { "name": "admin", "token": ADMIN, "sequences": ["*"],
+          "operations": ["next", "create", "peek", "list", "advance-to", "reset", "delete", "alter", "void", "take", "call"] },
+        { "name": "kiosk", "token": KIOSK, "sequences": ["lobby*"], "operations": ["take"] },
+        { "name": "board", "token": BOARD, "sequences": ["lobby*"], "operations": ["peek"] },
+        { "name": "phones", "token": PHONE,
+          "ticket_link": { "queue": "lobby", "takes_per_phone": 3, "takes_per_address": 1000 } },
+    ]})
+}
 
 fn cli(collection: &str, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_dispenser"))
@@ -60,7 +79,7 @@ async fn admin(svc: &Service, path: &str, body: Value, expected: u16) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pages_work_in_headless_chromium() {
-    let svc = Service::start("ui");
+    let svc = Service::start_tokens("ui", &common::uri(), &tokens(), &[]);
     let coll = svc.collection.clone();
     // The scene (the screenshots show it).
     cli(&coll, &["create", "orders"]);
@@ -175,6 +194,8 @@ async fn the_pages_work_in_headless_chromium() {
         .env("KIOSK_TOKEN", KIOSK)
         .env("BOARD_TOKEN", BOARD)
         .env("ADMIN_TOKEN", ADMIN)
+        .env("PHONE_TOKEN", PHONE)
+        .env("CROWD", "200")
         .env("DISPENSER", env!("CARGO_BIN_EXE_dispenser"))
         .env("MONGODB_URI", common::uri())
         .env("DB", DB)
@@ -434,12 +455,164 @@ async fn the_pages_work_in_headless_chromium() {
             .starts_with("highest "),
         "the service issued numbers of orders this hour: {o}"
     );
+    // The ticket link's QR code on the kiosk and the board, read off their screenshots: the
+    // ticket page's address with the link's token in its fragment.
+    let link = format!("{}/ui/queues/lobby/ticket#token={PHONE}", svc.base);
+    assert_eq!(r["qr"], json!({"kiosk": link, "board": link}));
+    // The ticket page on a 390-pixel phone, from the link.
+    let p = &r["phone"];
+    assert_eq!(p["token_left_in_address"], false, "{p}");
+    assert_eq!(p["token_kept"], true, "{p}");
+    assert_eq!(p["phone_overflow"], 0, "the ticket page fits a phone");
+    // Take: one request, its id `PHONE.TAKE`, one ticket, A-010 with two before it (A-006
+    // was called by the overview's button, A-009 cancelled).
+    let take = &p["take"];
+    assert_eq!(
+        (&take["ticket"], &take["state"], &take["title"]),
+        (
+            &json!("A-010"),
+            &json!("2 people before you."),
+            &json!("A-010 · 2 before you")
+        ),
+        "{take}"
+    );
+    assert_eq!(
+        (&take["requests"], &take["key_form"], &take["taken"]),
+        (&json!(1), &json!(true), &json!(1)),
+        "{take}"
+    );
+    assert!(
+        take["estimate"]
+            .as_str()
+            .unwrap()
+            .starts_with("Estimated wait: "),
+        "{take}"
+    );
+    assert_eq!(
+        (&take["give_up"], &take["take"]),
+        (&json!(true), &json!(false)),
+        "{take}"
+    );
+    // Follow: a call of the oldest waiting ticket moves it up, live.
+    let follow = &p["follow"];
+    assert_eq!(follow["state"], "1 person before you.", "{follow}");
+    let shown = follow["shown_after_ms"].as_u64().unwrap();
+    assert!(
+        shown < 1000,
+        "the phone showed its new place after {shown} ms"
+    );
+    // Reload: the same ticket, followed, and no take sent.
+    let reload = &p["reload"];
+    assert_eq!(
+        (
+            &reload["ticket"],
+            &reload["state"],
+            &reload["take_requests"],
+            &reload["taken"]
+        ),
+        (
+            &json!("A-010"),
+            &json!("1 person before you."),
+            &json!(0),
+            &json!(0)
+        ),
+        "{reload}"
+    );
+    // The call, out of order at desk 5: within a second, in the title, announced, a
+    // vibration.
+    let called = &p["called"];
+    assert_eq!(called["state"], "It's your turn: desk 5", "{called}");
+    assert_eq!(called["title"], "▶ Your turn: desk 5 — A-010", "{called}");
+    assert_eq!(
+        called["announced"],
+        json!(["Your turn: ticket A 10, desk 5"]),
+        "{called}"
+    );
+    assert_eq!(called["vibrations"], 1, "{called}");
+    let shown = called["shown_after_ms"].as_u64().unwrap();
+    assert!(shown < 1000, "the phone showed its call after {shown} ms");
+    // Its desk moved on: the page says when it was called, and offers a new ticket.
+    let passed = &p["passed"];
+    assert!(
+        passed["state"]
+            .as_str()
+            .unwrap()
+            .starts_with("You were called to desk 5 at "),
+        "{passed}"
+    );
+    assert_eq!(
+        (&passed["title"], &passed["again"]),
+        (&json!("Called — A-010"), &json!(true)),
+        "{passed}"
+    );
+    // Called and passed while the page was closed: missed, in plain words.
+    let missed = &p["missed"];
+    assert_eq!(missed["ticket"], "A-011", "{missed}");
+    let said = missed["state"].as_str().unwrap();
+    assert!(
+        said.starts_with("You missed your call: A-011 was called to desk 6 at ")
+            && said.ends_with("while this page was closed. Please ask at the desk."),
+        "{missed}"
+    );
+    assert_eq!(missed["title"], "Missed — A-011", "{missed}");
+    // Given up: cancelled in the queue, and the page says so.
+    let gave_up = &p["gave_up"];
+    assert_eq!(
+        (
+            &gave_up["ticket"],
+            &gave_up["state"],
+            &gave_up["still_waiting"],
+            &gave_up["cancelled"]
+        ),
+        (
+            &json!("A-012"),
+            &json!("You gave up your ticket."),
+            &json!(false),
+            &json!(1)
+        ),
+        "{gave_up}"
+    );
+    // The phone's fourth take: past the link's three per phone, refused in plain words,
+    // nothing taken.
+    let limited = &p["limited"];
+    let message = limited["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "No ticket: ticket link \"phones\" lets one phone take 3 ticket(s) per hour, and all were taken: try again in "
+        ),
+        "{limited}"
+    );
+    assert_eq!(
+        (&limited["taken"], &limited["mine"]),
+        (&json!(0), &json!(false)),
+        "{limited}"
+    );
+    // A crowd of 200 phones following `lobby`, each its stream open: the board still shows
+    // a call within a second, and every phone is told (one of them is the ticket called).
+    let crowd = &r["crowd"];
+    assert_eq!(
+        (&crowd["following"], &crowd["refused"]),
+        (&json!(200), &json!([])),
+        "{crowd}"
+    );
+    let shown = crowd["board_shown_after_ms"].as_u64().unwrap();
+    assert!(
+        shown < 1000,
+        "with 200 phones following, the board showed the call after {shown} ms"
+    );
+    assert_eq!(crowd["told"], 200, "{crowd}");
+    assert_eq!(crowd["moved_up"], 199, "{crowd}");
+    let told = crowd["told_within_ms"].as_u64().unwrap();
+    assert!(
+        told < 2000,
+        "the last of 200 phones was told after {told} ms"
+    );
     assert_eq!(
         r["console_errors"],
         json!([]),
         "script errors or CSP violations"
     );
-    for page in ["overview", "kiosk", "board"] {
+    for page in ["overview", "kiosk", "board", "ticket"] {
         for size in ["", "-phone"] {
             let name = format!("{page}{size}.png");
             let png = std::fs::read(shots.join(&name)).unwrap();
@@ -463,6 +636,12 @@ async fn pages_are_plain_files_with_a_strict_policy_and_data_needs_a_token() {
     for (path, kind, needle) in [
         ("/ui", "text/html", "Gap-free sequences"),
         ("/ui/queues/lobby/kiosk", "text/html", "Take a ticket"),
+        (
+            "/ui/queues/lobby/ticket",
+            "text/html",
+            "keep this page open",
+        ),
+        ("/ui/assets/ticket.js", "text/javascript", "localStorage"),
         ("/ui/queues/lobby%2Fwest/board", "text/html", "Now serving"),
         ("/ui/board?queues=lobby,lobby-b", "text/html", "aria-live"),
         (
@@ -472,8 +651,9 @@ async fn pages_are_plain_files_with_a_strict_policy_and_data_needs_a_token() {
         ),
         ("/ui/assets/chart.js", "text/javascript", "createElementNS"),
         ("/ui/assets/ui.css", "text/css", "body.board"),
+        ("/ui/assets/board.js", "text/javascript", "recent_calls"),
         (
-            "/ui/assets/board.js",
+            "/ui/assets/common.js",
             "text/javascript",
             "text/event-stream",
         ),
@@ -502,6 +682,306 @@ async fn pages_are_plain_files_with_a_strict_policy_and_data_needs_a_token() {
         let (status, body) = send(http.get(svc.url(path))).await;
         assert_eq!(status, 401, "{path}: {body}");
     }
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+/// A ticket link's token takes one ticket at a time on its one queue, with a request id that
+/// names the phone; a retried id answers the same ticket and counts once; past the link's
+/// limit per phone, then per address, a take is refused with 429 `too_many_takes`, a
+/// `Retry-After` and a message that says which limit and when, and nothing is taken. The
+/// phone follows its ticket and gives it up with its take's request id; the token may do
+/// nothing else.
+#[tokio::test]
+async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
+    const LINK: &str = "link-token-for-tests-000006";
+    let tokens = json!({ "tokens": [
+        { "name": "admin", "token": ADMIN, "sequences": ["*"],
+          "operations": ["create", "peek", "take", "call"] },
+        { "name": "phones", "token": LINK,
+          "ticket_link": { "queue": "hall", "takes_per_phone": 2, "takes_per_address": 3,
+                           "per_seconds": 3600 } },
+    ]});
+    let svc = Service::start_tokens(
+        "ticket_link",
+        &common::uri(),
+        &tokens,
+        &["--max-ticket-streams-per-address", "1"],
+    );
+    for name in ["hall", "hall-b"] {
+        admin(&svc, "/v1/queues", json!({"name": name}), 201).await;
+    }
+    admin(&svc, "/v1/queues/hall/take", json!({"count": 2}), 200).await;
+    let http = reqwest::Client::new();
+    let take = |key: &str| {
+        http.post(svc.url("/v1/queues/hall/take"))
+            .bearer_auth(LINK)
+            .header("Idempotency-Key", key)
+    };
+    let taken = || async {
+        let (_, s) = send(http.get(svc.url("/v1/queues/hall")).bearer_auth(ADMIN)).await;
+        s["taken"].as_u64().unwrap()
+    };
+
+    let (status, first) = send(take("phone-aaa.1")).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(
+        (first["serial"].as_u64(), first["position"].as_u64()),
+        (Some(3), Some(2))
+    );
+    // The page reloaded: the same request id answers the same ticket and counts once.
+    for _ in 0..3 {
+        let (status, again) = send(take("phone-aaa.1")).await;
+        assert_eq!(
+            (status, &again["serial"], &again["replayed"]),
+            (200, &json!(3), &json!(true))
+        );
+    }
+    let (status, second) = send(take("phone-aaa.2")).await;
+    assert_eq!(status, 200, "{second}");
+    // The phone's third take: refused, nothing taken.
+    let before = taken().await;
+    let resp = take("phone-aaa.3").send().await.unwrap();
+    assert_eq!(resp.status(), 429);
+    let wait: u64 = resp.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3600).contains(&wait), "Retry-After {wait}");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["kind"], "too_many_takes", "{body}");
+    assert_eq!(body["error"]["outcome"], "nothing_written", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("ticket link \"phones\" lets one phone take 2 ticket(s) per hour")
+            && message.contains(&format!("try again in {wait} s")),
+        "{message}"
+    );
+    assert!(!message.contains(LINK), "{message}");
+    assert_eq!(taken().await, before, "a refused take takes nothing");
+    // Another phone from the same address: its first take is the address's third, its
+    // second is past the address's limit (the phone's own would allow it).
+    let (status, other) = send(take("phone-bbb.1")).await;
+    assert_eq!(status, 200, "{other}");
+    let resp = take("phone-bbb.2").send().await.unwrap();
+    assert_eq!(resp.status(), 429);
+    assert!(resp.headers().contains_key("retry-after"));
+    let body: Value = resp.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "ticket link \"phones\" lets one address (127.0.0.1) take 3 ticket(s) per hour"
+        ),
+        "{message}"
+    );
+    assert_eq!(taken().await, before + 1);
+    // A retried id is still answered past the limits: it takes nothing new.
+    let (status, again) = send(take("phone-aaa.2")).await;
+    assert_eq!((status, &again["serial"]), (200, &second["serial"]));
+
+    // Bad takes through the link: two tickets at once, no request id, one that names no
+    // phone, another queue; each names what was wrong.
+    for (req, expected, needle) in [
+        (
+            take("phone-ccc.1").json(&json!({"count": 2})),
+            400,
+            "one person, one ticket",
+        ),
+        (
+            http.post(svc.url("/v1/queues/hall/take")).bearer_auth(LINK),
+            400,
+            "needs an Idempotency-Key",
+        ),
+        (take("x.1"), 400, "is not `PHONE.TAKE`"),
+        (
+            http.post(svc.url("/v1/queues/hall-b/take"))
+                .bearer_auth(LINK)
+                .header("Idempotency-Key", "phone-ccc.1"),
+            403,
+            "",
+        ),
+        (
+            http.get(svc.url("/v1/queues/hall")).bearer_auth(LINK),
+            403,
+            "",
+        ),
+        (
+            http.post(svc.url("/v1/queues/hall/call")).bearer_auth(LINK),
+            403,
+            "",
+        ),
+    ] {
+        let (status, body) = send(req).await;
+        assert_eq!(status, expected, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{message}");
+    }
+
+    // The second ticket's stream: its view at once. A second stream from this address is
+    // past --max-ticket-streams-per-address 1.
+    let events = |serial: &Value| {
+        http.get(svc.url(&format!("/ui/queues/hall/tickets/{serial}/events")))
+            .bearer_auth(LINK)
+    };
+    let mut live = events(&second["serial"]).send().await.unwrap();
+    assert_eq!(live.status(), 200);
+    let mut buffer = String::new();
+    let wait = Duration::from_secs(5);
+    let v = next_event(&mut live, &mut buffer, wait, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(
+        (&v["state"], &v["serial"]),
+        (&json!("waiting"), &second["serial"]),
+        "{v}"
+    );
+    let resp = events(&first["serial"]).send().await.unwrap();
+    assert_eq!(resp.status(), 429);
+    assert_eq!(resp.headers()["retry-after"], "10");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["kind"], "too_many_streams", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the most the service's --max-ticket-streams-per-address allows"),
+        "{body}"
+    );
+
+    // Following: two wait before the first ticket, then one after a call.
+    let follow = |serial: &Value| http.get(svc.url(&format!("/v1/queues/hall/tickets/{serial}")));
+    let (status, view) = send(follow(&first["serial"]).bearer_auth(LINK)).await;
+    assert_eq!(
+        (status, &view["state"], &view["position"]),
+        (200, &json!("waiting"), &json!(2)),
+        "{view}"
+    );
+    admin(&svc, "/v1/queues/hall/call", json!({"desk": "2"}), 200).await;
+    let (_, view) = send(follow(&first["serial"]).bearer_auth(LINK)).await;
+    assert_eq!(
+        (&view["state"], &view["position"]),
+        (&json!("waiting"), &json!(1)),
+        "{view}"
+    );
+    let (status, view) = send(follow(&json!(999)).bearer_auth(LINK)).await;
+    assert_eq!(
+        (status, &view["state"]),
+        (200, &json!("not_taken")),
+        "{view}"
+    );
+
+    // Giving up: the ticket of the take with that request id, once.
+    let give_up = |key: &str| {
+        http.post(svc.url("/v1/queues/hall/give-up"))
+            .bearer_auth(LINK)
+            .header("Idempotency-Key", key)
+    };
+    let (status, gone) = send(give_up("phone-aaa.1")).await;
+    assert_eq!(
+        (status, &gone["serial"], &gone["cancelled"]),
+        (200, &first["serial"], &json!(true)),
+        "{gone}"
+    );
+    let (_, view) = send(follow(&first["serial"]).bearer_auth(LINK)).await;
+    assert_eq!(view["state"], "cancelled", "{view}");
+    let (status, body) = send(give_up("phone-aaa.1")).await;
+    assert_eq!(
+        (status, &body["error"]["kind"]),
+        (409, &json!("ticket_not_waiting")),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("it was given up already"),
+        "{body}"
+    );
+    // A called ticket is not given up: its desk waits for it.
+    admin(
+        &svc,
+        "/v1/queues/hall/call",
+        json!({"desk": "2", "ticket": second["serial"]}),
+        200,
+    )
+    .await;
+    let (status, body) = send(give_up("phone-aaa.2")).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("it is called to desk 2"),
+        "{body}"
+    );
+    let (status, view) = send(follow(&second["serial"]).bearer_auth(LINK)).await;
+    assert_eq!(
+        (status, &view["state"], &view["desk"]),
+        (200, &json!("called"), &json!("2")),
+        "{view}"
+    );
+    // The stream tells the call, then that its desk moved on, and ends.
+    let v = next_event(&mut live, &mut buffer, wait, |v| v["state"] == "called").await;
+    assert_eq!(v.map(|v| v["desk"].clone()), Some(json!("2")));
+    admin(&svc, "/v1/queues/hall/call", json!({"desk": "2"}), 200).await;
+    let v = next_event(&mut live, &mut buffer, wait, |_| true).await;
+    assert_eq!(v.map(|v| v["state"].clone()), Some(json!("passed")));
+    assert_eq!(
+        next_event(&mut live, &mut buffer, wait, |_| true).await,
+        None,
+        "ended"
+    );
+    // Its place came back: another stream is let in.
+    let mut again = events(&first["serial"]).send().await.unwrap();
+    for _ in 0..50 {
+        if again.status() == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        again = events(&first["serial"]).send().await.unwrap();
+    }
+    assert_eq!(again.status(), 200);
+    // The first ticket, given up, is past (the line has moved beyond it: `done`): its stream
+    // sends its view once, without `version` and `queue_waiting`, and ends.
+    let mut buffer = String::new();
+    let v = next_event(&mut again, &mut buffer, wait, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(
+        (&v["state"], &v["serial"]),
+        (&json!("done"), &first["serial"]),
+        "{v}"
+    );
+    assert!(
+        v.get("version").is_none() && v.get("queue_waiting").is_none(),
+        "{v}"
+    );
+    assert_eq!(
+        next_event(&mut again, &mut buffer, wait, |_| true).await,
+        None,
+        "ended"
+    );
+
+    // The link as the board and the kiosk show it: the page's address with the token in its
+    // fragment, and its QR code.
+    let (status, link) = send(
+        http.get(svc.url("/v1/queues/hall/ticket-link"))
+            .bearer_auth(ADMIN),
+    )
+    .await;
+    assert_eq!(status, 200, "{link}");
+    assert_eq!(
+        link["url"],
+        format!("{}/ui/queues/hall/ticket#token={LINK}", svc.base)
+    );
+    assert!(link["qr_svg"].as_str().unwrap().contains("<svg"), "{link}");
+    let (status, none) = send(
+        http.get(svc.url("/v1/queues/hall-b/ticket-link"))
+            .bearer_auth(ADMIN),
+    )
+    .await;
+    assert_eq!((status, &none["url"]), (200, &Value::Null), "{none}");
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
 }

@@ -1,25 +1,35 @@
 """Drives the pages of `dispenser serve` in headless Chromium (Selenium), for
 tests/integration/ui.rs, which prepares the service and checks what this prints.
 
-Environment: BASE (the service's URL), KIOSK_TOKEN, BOARD_TOKEN, ADMIN_TOKEN, QUEUE (the
-queue with desks), QUEUE_B (a second queue, for the board of several), FULL (a full queue),
-DISPENSER (the binary), MONGODB_URI, DB, COLLECTION (for `dispenser queue call`), SHOTS (a
-directory for the screenshots: board, kiosk and overview, each at 1920×1080 and, as
-`*-phone.png`, at 390×844).
+Environment: BASE (the service's URL), KIOSK_TOKEN, BOARD_TOKEN, ADMIN_TOKEN, PHONE_TOKEN (the
+ticket link of QUEUE: three takes per phone), QUEUE (the queue with desks), QUEUE_B (a second
+queue, for the board of several), FULL (a full queue), CROWD (how many phones follow QUEUE
+while the board shows a call), DISPENSER (the binary), MONGODB_URI, DB, COLLECTION (for
+`dispenser queue call`), SHOTS (a directory for the screenshots: board, kiosk, overview and
+ticket, each at 1920×1080 and, as `*-phone.png`, at 390×844).
 
 Prints one JSON object: what each page showed, the requests the kiosk sent (from the
 browser's network log), how long the board took to show a call made by the CLI, what it
 announced (the aria-live region, and the spoken queue's start and end times), whether a page
-asked before replacing the token it held with a link's, and the browser's console errors (a
-CSP violation or a script error lands there). Tokens are passed in the address's fragment
+asked before replacing the token it held with a link's, the ticket page on a phone (take,
+follow, reload, the call, a missed call, give up, the limit), the QR codes of the ticket link
+read off the kiosk's and the board's screenshots (zbarimg), a crowd of phones following the
+queue while the board shows a call, and the browser's console errors (a CSP violation or a
+script error lands there). Tokens are passed in the address's fragment
 (never sent to the server) and never printed.
 """
 
+import faulthandler
+import http.client
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 
 from selenium import webdriver
@@ -120,7 +130,7 @@ def api(method, path, token, body=None, headers=None):
     for k, v in (headers or {}).items():
         request.add_header(k, v)
     try:
-        with urllib.request.urlopen(request) as resp:
+        with urllib.request.urlopen(request, timeout=60) as resp:
             return resp.status, json.load(resp)
     except urllib.error.HTTPError as e:
         return e.code, json.load(e)
@@ -128,7 +138,7 @@ def api(method, path, token, body=None, headers=None):
 
 def cli(*args):
     """`dispenser queue ARGS… --json` on the test's collection: the label of the ticket it
-    printed."""
+    printed (the calls of the phone's tickets name them, out of order)."""
     done = subprocess.run(
         [os.environ["DISPENSER"], "--db", os.environ["DB"], "--collection",
          os.environ["COLLECTION"], "queue", *args, "--json"],
@@ -440,7 +450,247 @@ def planted(driver):
     return out
 
 
+def status(queue=QUEUE):
+    return api("GET", f"/v1/queues/{queue}", "ADMIN_TOKEN")[1]
+
+
+def stored_ticket(driver):
+    """What the ticket page keeps for QUEUE in localStorage."""
+    return driver.execute_script(
+        "return JSON.parse(localStorage.getItem('dispenser.ticket.' + arguments[0]) || '{}')", QUEUE)
+
+
+def ticket_state(driver):
+    return driver.execute_script(
+        "const m = document.getElementById('mine'), v = document.getElementById('take-view');"
+        "return {mine: !m.hidden, take: !v.hidden,"
+        " ticket: document.getElementById('ticket').textContent,"
+        " state: document.getElementById('state').textContent,"
+        " estimate: document.getElementById('estimate').hidden ? null"
+        "   : document.getElementById('estimate').textContent,"
+        " serving: document.getElementById('serving').textContent,"
+        " message: document.getElementById('message').textContent,"
+        " again: !document.getElementById('again').hidden,"
+        " give_up: !document.getElementById('give-up').hidden, title: document.title};")
+
+
+def phone(driver):
+    """The ticket page at 390×844, from the link: take, follow, reload, the call (desk, title,
+    announcement, vibration), passed, a call missed while the page was closed, give up, and
+    the fourth take of the phone refused by the link's limit."""
+    out = {}
+    take_path = f"/v1/queues/{QUEUE}/take"
+    viewport(driver, PHONE)
+    # Vibrations are recorded (headless Chromium has no motor).
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source":
+        "window.__vibrations = []; navigator.vibrate = (p) => { window.__vibrations.push(p); return true; };"})
+    page = queue_page("ticket")
+    driver.get(page + "#token=" + os.environ["PHONE_TOKEN"])
+    button = wait(driver, 10, lambda d: d.find_element(By.ID, "take").is_displayed()
+                  and d.find_element(By.ID, "take"), "the ticket page's Take button")
+    out["token_left_in_address"] = driver.execute_script("return location.href.includes('token')")
+    out["token_kept"] = stored_ticket(driver).get("token") == os.environ["PHONE_TOKEN"]
+    sent(driver, take_path)
+    before = status()
+    button.click()
+    wait(driver, 10, lambda d: ticket_state(d)["mine"] and ticket_state(d)["ticket"] != "",
+         "the phone's ticket")
+    wait(driver, 10, lambda d: ticket_state(d)["state"] != "", "the phone's place in line")
+    taken = ticket_state(driver)
+    keys = [h.get("idempotency-key") for m, h in sent(driver, take_path) if m == "POST"]
+    taken["requests"] = len(keys)
+    taken["key_form"] = bool(keys) and re.fullmatch(r"[0-9a-f]{16}\.[0-9a-f]{16}", keys[0]) is not None
+    taken["taken"] = status()["taken"] - before["taken"]
+    out["take"] = taken
+    label = taken["ticket"]
+    number = str(int(label.split("-")[1]))
+    # Follow: a call of the oldest waiting ticket moves it up.
+    ahead = taken["state"]
+    cli("call", QUEUE, "--desk", "1")
+    after_call = time.monotonic()
+    wait(driver, 10, lambda d: ticket_state(d)["state"] != ahead, "the phone's new place")
+    out["follow"] = {"state": ticket_state(driver)["state"],
+                     "shown_after_ms": round((time.monotonic() - after_call) * 1000)}
+    viewport(driver, WIDE)
+    out["phone_overflow"] = shoot(driver, "ticket")
+    viewport(driver, PHONE)
+    # Reload: the same ticket, followed, and nothing taken.
+    sent(driver, take_path)
+    before = status()
+    driver.refresh()
+    wait(driver, 10, lambda d: ticket_state(d)["mine"] and ticket_state(d)["state"] != "",
+         "the ticket after a reload")
+    reloaded = ticket_state(driver)
+    reloaded["take_requests"] = len(sent(driver, take_path))
+    reloaded["taken"] = status()["taken"] - before["taken"]
+    out["reload"] = reloaded
+    # The call, at desk 5: within a second, with the title, the announcement and a vibration.
+    cli("call", QUEUE, "--desk", "5", "--ticket", number)
+    after_call = time.monotonic()
+    wait(driver, 10, lambda d: ticket_state(d)["state"].startswith("It's your turn"), "the call")
+    called = ticket_state(driver)
+    called["shown_after_ms"] = round((time.monotonic() - after_call) * 1000)
+    called["announced"] = announced(driver)
+    called["vibrations"] = driver.execute_script("return window.__vibrations.length")
+    out["called"] = called
+    # Desk 5 calls the next: this ticket was called, and the page says so.
+    cli("call", QUEUE, "--desk", "5")
+    wait(driver, 10, lambda d: ticket_state(d)["again"], "the passed ticket")
+    out["passed"] = ticket_state(driver)
+    # A second ticket, called and passed while the page is closed: missed.
+    driver.find_element(By.ID, "again").click()
+    wait(driver, 10, lambda d: d.find_element(By.ID, "take").is_displayed(), "the Take button again")
+    driver.find_element(By.ID, "take").click()
+    wait(driver, 10, lambda d: ticket_state(d)["mine"] and ticket_state(d)["state"] != ""
+         and ticket_state(d)["ticket"] != label, "the second ticket")
+    second = ticket_state(driver)["ticket"]
+    driver.get("about:blank")
+    cli("call", QUEUE, "--desk", "6", "--ticket", str(int(second.split("-")[1])))
+    released = subprocess.run(
+        [os.environ["DISPENSER"], "--db", os.environ["DB"], "--collection",
+         os.environ["COLLECTION"], "queue", "release", QUEUE, "--desk", "6"],
+        capture_output=True, text=True)
+    if released.returncode != 0:
+        raise SystemExit(f"dispenser queue release: {released.stderr}")
+    driver.get(page)
+    wait(driver, 10, lambda d: ticket_state(d)["again"], "the missed ticket")
+    out["missed"] = ticket_state(driver)
+    out["missed"]["label"] = second
+    # A third ticket, given up.
+    driver.find_element(By.ID, "again").click()
+    driver.find_element(By.ID, "take").click()
+    wait(driver, 10, lambda d: ticket_state(d)["give_up"] and ticket_state(d)["ticket"] != second,
+         "the third ticket")
+    third = ticket_state(driver)["ticket"]
+    before = status()
+    driver.find_element(By.ID, "give-up").click()
+    driver.find_element(By.ID, "give-up-yes").click()
+    wait(driver, 10, lambda d: ticket_state(d)["again"], "the ticket given up")
+    out["gave_up"] = ticket_state(driver)
+    out["gave_up"]["label"] = third
+    out["gave_up"]["still_waiting"] = any(w["label"] == third for w in status()["waiting_list"])
+    out["gave_up"]["cancelled"] = status()["cancelled"] - before["cancelled"]
+    # A fourth take from this phone: refused by the link's limit, in plain words.
+    before = status()
+    driver.find_element(By.ID, "again").click()
+    driver.find_element(By.ID, "take").click()
+    wait(driver, 10, lambda d: ticket_state(d)["message"] != "", "the limit's message")
+    out["limited"] = ticket_state(driver)
+    out["limited"]["taken"] = status()["taken"] - before["taken"]
+    viewport(driver, WIDE)
+    return out
+
+
+def read_qr(driver, page, token_env):
+    """The ticket link's QR code on `page` (kiosk or board of QUEUE), read from a screenshot
+    of it by zbarimg, as a phone's camera would read it."""
+    driver.get(queue_page(page) + "#token=" + os.environ[token_env])
+    if driver.find_elements(By.ID, "replace"):
+        answer_replace(driver, "replace-token")
+    box = wait(driver, 10, lambda d: d.find_element(By.ID, "ticket-link").is_displayed()
+               and d.find_element(By.ID, "ticket-link"), f"the {page}'s QR code")
+    time.sleep(0.5)
+    shot = os.path.join(SHOTS, f"qr-{page}.png")
+    box.find_element(By.TAG_NAME, "img").screenshot(shot)
+    read = subprocess.run(["zbarimg", "--quiet", "--raw", shot], capture_output=True, text=True)
+    os.remove(shot)
+    return read.stdout.strip()
+
+
+class Follower(threading.Thread):
+    """One phone of the crowd, as its page acts: a take through the link with its own phone
+    id, then its ticket's stream, read to the end; each event's time and view kept."""
+
+    def __init__(self, i):
+        super().__init__(daemon=True)
+        self.key = f"{i:016x}.{i:016x}"
+        self.events = []
+        self.status = None
+        self.sock = None
+        self.retried = 0
+
+    def run(self):
+        # As the page does, a take answered 5xx (200 phones at once lose races on one queue
+        # document) is sent again with the same request id, a little later.
+        for attempt in range(1, 11):
+            code, ticket = api("POST", f"/v1/queues/{QUEUE}/take", "PHONE_TOKEN",
+                               headers={"Idempotency-Key": self.key})
+            if code < 500:
+                break
+            self.retried += 1
+            time.sleep(0.3 * attempt)
+        if code != 200:
+            self.status = code
+            return
+        url = urllib.parse.urlsplit(BASE)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=300)
+        try:
+            conn.request("GET", f"/ui/queues/{QUEUE}/tickets/{ticket['serial']}/events",
+                         headers={"Authorization": "Bearer " + os.environ["PHONE_TOKEN"],
+                                  "Accept": "text/event-stream"})
+            self.sock = conn.sock
+            resp = conn.getresponse()
+            self.status = resp.status
+            while resp.status == 200:
+                line = resp.readline()
+                if not line:
+                    return
+                if line.startswith(b"data:"):
+                    self.events.append((time.monotonic(), json.loads(line[5:])))
+        except (OSError, http.client.HTTPException):
+            return
+
+
+def crowd(driver):
+    """CROWD phones follow QUEUE (each its stream open) while the board in the browser shows a
+    call made through the command line: how long the board took, and how many phones were
+    told their new place, how soon."""
+    n = int(os.environ["CROWD"])
+    driver.get(queue_page("board") + "#token=" + os.environ["BOARD_TOKEN"])
+    if driver.find_elements(By.ID, "replace"):
+        answer_replace(driver, "replace-token")
+    wait(driver, 10, lambda d: text(d, "connection") == "live", "the board before the crowd")
+    phones = [Follower(i) for i in range(n)]
+    for p in phones:
+        p.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not all(p.events or p.status not in (None, 200) for p in phones):
+        time.sleep(0.1)
+    out = {"following": sum(1 for p in phones if p.events),
+           "refused": sorted({p.status for p in phones if p.status != 200}),
+           "takes_retried": sum(p.retried for p in phones)}
+    seen = [len(p.events) for p in phones]
+    called = cli("call", QUEUE, "--desk", "8")
+    after_call = time.monotonic()
+    wait(driver, 10, lambda d: current(d).startswith(called), f"the board to show {called}")
+    out["board_shown_after_ms"] = round((time.monotonic() - after_call) * 1000)
+    time.sleep(3)
+    told = [p.events[seen[i]][0] - after_call for i, p in enumerate(phones)
+            if len(p.events) > seen[i]]
+    out["told"] = len(told)
+    out["told_within_ms"] = round(max(told) * 1000) if told else None
+    def moved_up(p, before):
+        was, now = p.events[before - 1][1].get("position"), p.events[-1][1].get("position")
+        return isinstance(was, int) and now == was - 1
+
+    out["moved_up"] = sum(1 for i, p in enumerate(phones) if len(p.events) > seen[i]
+                          and moved_up(p, seen[i]))
+    # The streams are cut under their readers (closing a connection another thread reads
+    # would wait for that read's lock), and the readers end.
+    for p in phones:
+        if p.sock is not None:
+            try:
+                p.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+    for p in phones:
+        p.join(10)
+    return out
+
+
 def main():
+    # A run stuck anywhere ends with every thread's stack on stderr, not a silent hang.
+    faulthandler.dump_traceback_later(900, exit=True)
     driver = browser()
     result = {"console_errors": []}
     try:
@@ -451,6 +701,14 @@ def main():
         for page in (overview, edges, planted):
             result[page.__name__] = page(driver)
             result["console_errors"] += console_errors(driver)
+        result["qr"] = {page: read_qr(driver, page, token) for page, token in
+                        (("kiosk", "KIOSK_TOKEN"), ("board", "BOARD_TOKEN"))}
+        result["phone"] = phone(driver)
+        # The 429 of the fourth take, reported by the browser itself.
+        result["console_errors"] += console_errors(driver, (
+            f"{QUEUE}/take - Failed to load resource: the server responded with a status of 429",))
+        result["crowd"] = crowd(driver)
+        result["console_errors"] += console_errors(driver)
     finally:
         driver.quit()
     json.dump(result, sys.stdout)

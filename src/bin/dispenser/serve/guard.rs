@@ -3,6 +3,8 @@
 //! in:
 //! - its connection is told a request is being served, and whether it carried a valid token
 //!   (which gives the connection the longer idle timeout and keeps it from eviction);
+//! - a request on a queue (`/v1/queues/…`, `/ui/queues/…`) carries its client's address
+//!   ([`ClientAddr`]), which the ticket links' limits count by;
 //! - its body is limited to [`MAX_BODY`] bytes: one that declares more is never read, and
 //!   the endpoint's read of it fails at once (413) — after the endpoint checked the token, so
 //!   a request without a valid token gets 401 whatever its size;
@@ -17,6 +19,7 @@
 
 use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -63,6 +66,7 @@ impl Service<IncomingStream<'_, Capped>> for PerConnection {
             router: Mutex::new(self.router.clone()),
             state: Arc::clone(&self.state),
             clock: stream.io().clock(),
+            peer: stream.remote_addr().ip(),
         }))))
     }
 }
@@ -80,7 +84,14 @@ struct Connection {
     router: Mutex<Router>,
     state: Shared,
     clock: Arc<Clock>,
+    /// The client's address.
+    peer: IpAddr,
 }
+
+/// The address of the client a request came from (on requests on a queue: see the module
+/// documentation). Behind a proxy, the proxy's.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ClientAddr(pub(super) IpAddr);
 
 impl Service<Request> for Guarded {
     type Response = Response;
@@ -98,8 +109,12 @@ impl Service<Request> for Guarded {
 }
 
 /// One request, as the module documentation says.
-async fn guard(c: Arc<Connection>, req: Request) -> Response {
+async fn guard(c: Arc<Connection>, mut req: Request) -> Response {
     let st = &c.state;
+    let path = req.uri().path();
+    if path.starts_with("/v1/queues/") || path.starts_with("/ui/queues/") {
+        req.extensions_mut().insert(ClientAddr(c.peer));
+    }
     let started = Instant::now();
     conn::started(&c.clock, || st.authenticate(req.headers()).is_ok());
     let (req, reading) = limit_body(req);

@@ -55,7 +55,10 @@ use errors::fallback;
 use guard::PerConnection;
 use handlers::{advance, alter, create, delete, healthz, hourly, list, peek, reset};
 use metrics::Metrics;
-use queue_state::{Queues, STREAMS_PER_QUEUE, STREAMS_PER_TOKEN, StreamLimits};
+use queue_state::{
+    Queues, STREAMS_PER_QUEUE, STREAMS_PER_TOKEN, StreamLimits, TICKET_STREAMS_PER_ADDRESS,
+    TICKET_STREAMS_PER_QUEUE,
+};
 use scrape::{MetricsToken, metrics, require_token};
 use state::{AppState, Shared};
 use tokens::load_tokens;
@@ -70,11 +73,13 @@ mod guard;
 mod handlers;
 mod history;
 mod json;
+mod links;
 mod metrics;
 mod names;
 mod observe;
 mod openapi;
 mod overview;
+mod qr;
 mod queue_state;
 mod queues;
 mod reload;
@@ -83,6 +88,7 @@ mod scrape;
 mod state;
 #[cfg(test)]
 mod tests;
+mod ticket;
 mod tls;
 mod tokens;
 mod ui;
@@ -150,6 +156,21 @@ pub struct ServeArgs {
     /// `too_many_streams` (as is one past half of --max-connections, the most streams take).
     #[arg(long, default_value_t = STREAMS_PER_QUEUE, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
     pub max_streams_per_queue: usize,
+    /// Ticket streams (GET /ui/queues/{name}/tickets/{serial}/events: the phones following
+    /// their tickets) open at once from one client address; one more is answered 429
+    /// `too_many_streams` (the page then looks every few seconds instead).
+    #[arg(long, default_value_t = TICKET_STREAMS_PER_ADDRESS, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
+    pub max_ticket_streams_per_address: usize,
+    /// Ticket streams open at once on one queue; one more is answered 503 `too_many_streams`
+    /// (as is one past a quarter of --max-connections, the most ticket streams take: apart
+    /// from the boards' half).
+    #[arg(long, default_value_t = TICKET_STREAMS_PER_QUEUE, value_parser = whole::<usize>(1, 1_000_000), allow_negative_numbers = true)]
+    pub max_ticket_streams_per_queue: usize,
+    /// The service's address as people's phones reach it (`https://tickets.example.org`): the
+    /// start of the ticket links the board and the kiosk show as QR codes. Default: the
+    /// address the board or kiosk itself reached the service at.
+    #[arg(long, value_name = "URL", value_parser = parse_public_url)]
+    pub public_url: Option<String>,
     /// The most sequences with series of their own on /metrics: those this service drew
     /// from, the most used first (0: none; the totals always count every sequence).
     #[arg(long, default_value_t = 1000, value_parser = whole::<usize>(0, 1_000_000), allow_negative_numbers = true)]
@@ -183,6 +204,29 @@ fn parse_idle_release(s: &str) -> Result<f64, String> {
         ));
     }
     Ok(v)
+}
+
+/// `--public-url`: `http://` or `https://`, a host, maybe a port and a path; no query or
+/// fragment; at most 200 characters. The final `/` is dropped.
+fn parse_public_url(s: &str) -> Result<String, String> {
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+        .ok_or_else(|| format!("{s:?} must start with https:// or http://"))?;
+    let host = rest.split('/').next().unwrap_or("");
+    if s.len() > 200 {
+        return Err(format!("{s:?} is longer than 200 characters"));
+    }
+    if host.is_empty()
+        || !s
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'?' | b'#' | b'"' | b'<' | b'>'))
+    {
+        return Err(format!(
+            "{s:?} must be a URL such as https://tickets.example.org (a host, maybe a port and a path; no spaces, query or fragment)"
+        ));
+    }
+    Ok(s.trim_end_matches('/').to_owned())
 }
 
 /// Closes the block clients no draw used for `idle` (checked every quarter of it, at least
@@ -234,6 +278,9 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/queues/{name}/recall", post(queues::recall))
         .route("/v1/queues/{name}/release", post(queues::release))
         .route("/v1/queues/{name}/cancel", post(queues::cancel))
+        .route("/v1/queues/{name}/give-up", post(ticket::give_up))
+        .route("/v1/queues/{name}/tickets/{serial}", get(ticket::view))
+        .route("/v1/queues/{name}/ticket-link", get(ticket::ticket_link))
         .route("/v1/queues/{name}/alter", post(queues::alter))
         .route("/v1/overview", get(overview::overview))
         .merge(ui::routes())
@@ -411,6 +458,10 @@ impl Service {
             args.max_streams_per_token,
             args.max_streams_per_queue,
             limits.max_connections,
+        )
+        .with_tickets(
+            args.max_ticket_streams_per_address,
+            args.max_ticket_streams_per_queue,
         );
         let local = listener.local_addr().map_err(|e| Error::InvalidArgument {
             what: "--listen".into(),
@@ -429,6 +480,12 @@ impl Service {
             metrics_max_sequences: args.metrics_max_sequences,
             queues: Queues::new(streams),
             born: std::time::Instant::now(),
+            links: links::Links::default(),
+            origin: state::Origin {
+                public: args.public_url.clone(),
+                scheme: if tls.is_some() { "https" } else { "http" },
+                local: local.to_string(),
+            },
         });
         match &tls {
             Some(t) => tracing::info!(
@@ -438,7 +495,7 @@ impl Service {
             None => tracing::info!("dispenser serve listening on {local}"),
         }
         tracing::info!(
-            "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all; /metrics {}",
+            "connections: at most {}, header timeout {:?}, idle timeout {:?} ({:?} before a valid token); event streams: at most {} per token, {} per queue, {} in all; ticket streams: at most {} per address, {} per queue, {} in all; /metrics {}",
             limits.max_connections,
             limits.header,
             limits.idle,
@@ -446,6 +503,9 @@ impl Service {
             streams.per_token,
             streams.per_queue,
             streams.total,
+            streams.tickets_per_address,
+            streams.tickets_per_queue,
+            streams.tickets_total,
             if metrics_token.is_set() {
                 "needs the metrics token"
             } else {

@@ -17,14 +17,15 @@ use utoipa::{Modify, OpenApi};
 
 use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN, PATH_NAME_PATTERN};
 use super::schemas::{
-    Created, Drawn, ErrorBody, ErrorDetail, FamilyTicket, Health, HeldSequence, HourCount, Hourly,
-    ListEntry, Overview, OverviewQueue, OverviewSequence, QueueCallEntry, QueueCreated,
-    QueueDeskEntry, QueueHourEntry, QueueList, QueueState, QueueWaitingEntry, RecallAnswer, Run,
-    Sequence, SequenceList, StateAnswer, Striped, TakeAnswer, TicketAnswer,
+    Created, Drawn, ErrorBody, ErrorDetail, FamilyTicket, FollowedTicket, Health, HeldSequence,
+    HourCount, Hourly, ListEntry, Overview, OverviewQueue, OverviewSequence, QueueCallEntry,
+    QueueCreated, QueueDeskEntry, QueueHourEntry, QueueList, QueueState, QueueWaitingEntry,
+    RecallAnswer, Run, Sequence, SequenceList, StateAnswer, Striped, TakeAnswer, TicketAnswer,
+    TicketLink,
 };
 use super::scrape::MetricsToken;
 use super::state::Shared;
-use super::{draw, gapless, handlers, history, overview, queues};
+use super::{draw, gapless, handlers, history, overview, queues, ticket};
 
 /// A serial format (JSON Schema, ECMA 262): text without NUL, `{{` and `}}` for braces,
 /// `{scope}`, and at least one `{n}` or `{n:0W}` (W from 1 to 20, as the library parses it).
@@ -78,6 +79,9 @@ impl Modify for BearerAuth {
         queues::recall,
         queues::release,
         queues::cancel,
+        ticket::give_up,
+        ticket::view,
+        ticket::ticket_link,
         queues::alter,
         queues::list,
         queues::delete,
@@ -116,6 +120,8 @@ impl Modify for BearerAuth {
         RecallAnswer,
         FamilyTicket,
         QueueList,
+        FollowedTicket,
+        TicketLink,
         QueueCallEntry,
         QueueDeskEntry,
         QueueWaitingEntry,
@@ -153,6 +159,9 @@ fn meaning(status: u16) -> &'static str {
             "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release or a delete without `force`, or a void, of a number whose holder's lease runs: nothing written), `already_exists`"
         }
         413 => "`payload_too_large`: a body over 64 KiB",
+        429 => {
+            "`too_many_takes`: a ticket link's take past its limit per phone or per address (nothing taken); `Retry-After` says in how many seconds one more is allowed"
+        }
         414 => "`uri_too_long`: a URI over 65 534 bytes",
         415 => "`unsupported_media_type`: a body that is not `application/json`",
         422 => {
@@ -180,7 +189,12 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "history" | "gapless_history" | "queue_history" => {
             &[400, 401, 403, 414, 422, 431, 500, 503]
         }
-        "take" | "call" | "recall" | "release" | "cancel" | "queue_alter" => &[
+        "take" => &[
+            400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 429, 431, 500, 503,
+        ],
+        "give_up" => &[400, 401, 403, 404, 409, 414, 422, 429, 431, 500, 503],
+        "ticket" | "ticket_link" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
+        "call" | "recall" | "release" | "cancel" | "queue_alter" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
         "queue_list" | "gapless_list" => &[400, 401, 403, 414, 431, 500, 503],
@@ -354,6 +368,11 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
                                 p["schema"] = name_schema(PATH_NAME_PATTERN);
                                 let what = p["description"].as_str().unwrap_or("The name");
                                 p["description"] = json!(format!("{what}. {PATH_NAME_RULES}"));
+                            }
+                            Some("serial") => {
+                                p["schema"] = json!({
+                                    "type": "string", "pattern": ticket::SERIAL_PATTERN
+                                });
                             }
                             Some("count") => {
                                 p["schema"] = json!({

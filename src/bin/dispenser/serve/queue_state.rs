@@ -1,11 +1,13 @@
-//! What the service keeps of queues: a handle per queue used so far, and the boards watching
+//! What the service keeps of queues: a handle per queue used so far, and the pages watching
 //! them (one status feed per watched queue, fed by a poller in `ui/events.rs`, and how many
-//! streams are open, per token, per queue and in all, under their caps).
+//! streams are open under their caps: the boards' per token, per queue and in all, the
+//! phones' ticket streams per address, per queue and in all).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use dispenser::queue::Queue;
+use dispenser::queue::{Queue, QueueStatus};
 use dispenser::{Dispenser, Error};
 use tokio::sync::{Notify, watch};
 
@@ -50,8 +52,18 @@ impl Queues {
 
 /// One watched queue: the latest status (as sent) and a way to wake its poller.
 struct Watch {
-    tx: watch::Sender<Option<String>>,
+    tx: watch::Sender<Option<Arc<Snapshot>>>,
     wake: Arc<Notify>,
+}
+
+/// A queue's status as the poller read it: the JSON a board is sent, and the status itself,
+/// from which each followed ticket's view is made (`None` when the read failed: the JSON then
+/// says why).
+pub(super) struct Snapshot {
+    pub(super) text: String,
+    pub(super) status: Option<QueueStatus>,
+    /// The status's `now_serving_label` (what a followed ticket's view shows beside it).
+    pub(super) serving: serde_json::Value,
 }
 
 /// The watched queues, the streams open and the service's stop signal for the streams.
@@ -76,22 +88,43 @@ pub(super) struct StreamLimits {
     pub(super) per_queue: usize,
     /// In all (half of the connection cap: the other half is never taken by streams).
     pub(super) total: usize,
+    /// Ticket streams (the phones') from one address.
+    pub(super) tickets_per_address: usize,
+    /// Ticket streams on one queue.
+    pub(super) tickets_per_queue: usize,
+    /// Ticket streams in all: a quarter of the connection cap, beside the boards' half.
+    pub(super) tickets_total: usize,
 }
 
 /// The default of `--max-streams-per-token`.
 pub(super) const STREAMS_PER_TOKEN: usize = 16;
 /// The default of `--max-streams-per-queue`.
 pub(super) const STREAMS_PER_QUEUE: usize = 64;
+/// The default of `--max-ticket-streams-per-address`.
+pub(super) const TICKET_STREAMS_PER_ADDRESS: usize = 250;
+/// The default of `--max-ticket-streams-per-queue`.
+pub(super) const TICKET_STREAMS_PER_QUEUE: usize = 2000;
 
 impl StreamLimits {
-    /// The limits under a connection cap of `max_connections`: in all, at most half of it
-    /// (at least one).
+    /// The limits under a connection cap of `max_connections`: the boards' streams in all at
+    /// most half of it, the phones' at most a quarter (at least one each); the phones' per
+    /// address and per queue at their defaults.
     pub(super) fn new(per_token: usize, per_queue: usize, max_connections: usize) -> Self {
         StreamLimits {
             per_token,
             per_queue,
             total: (max_connections / 2).max(1),
+            tickets_per_address: TICKET_STREAMS_PER_ADDRESS,
+            tickets_per_queue: TICKET_STREAMS_PER_QUEUE,
+            tickets_total: (max_connections / 4).max(1),
         }
+    }
+
+    /// With the ticket streams' caps per address and per queue.
+    pub(super) fn with_tickets(mut self, per_address: usize, per_queue: usize) -> Self {
+        self.tickets_per_address = per_address;
+        self.tickets_per_queue = per_queue;
+        self
     }
 }
 
@@ -101,45 +134,65 @@ impl Default for StreamLimits {
     }
 }
 
-/// The streams open: by token name, by queue, in all.
+/// The streams open: the boards' by token name, by queue, in all; the phones' ticket streams
+/// by address, by queue, in all.
 struct Streams {
     limits: StreamLimits,
     by_token: HashMap<String, usize>,
     by_queue: HashMap<String, usize>,
     total: usize,
+    tickets_by_address: HashMap<IpAddr, usize>,
+    tickets_by_queue: HashMap<String, usize>,
+    tickets_total: usize,
 }
 
 /// Why a stream was refused: the cap it would pass, and that cap.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Refused {
     Token(usize),
+    Address(usize),
     Queue(usize),
     Total(usize),
+}
+
+/// Whose place a stream holds.
+enum Holder {
+    Board { token: String, queue: String },
+    Ticket { address: IpAddr, queue: String },
 }
 
 /// One open stream's place under the caps, given back when dropped.
 pub(super) struct StreamPlace {
     streams: Arc<Mutex<Streams>>,
-    token: String,
-    queue: String,
+    holder: Holder,
+}
+
+/// One less of `key` in `map` (forgotten at none).
+fn release<K: std::hash::Hash + Eq>(map: &mut HashMap<K, usize>, key: &K) {
+    if let Some(n) = map.get_mut(key) {
+        *n -= 1;
+        if *n == 0 {
+            map.remove(key);
+        }
+    }
 }
 
 impl Drop for StreamPlace {
     fn drop(&mut self) {
         let mut guard = self.streams.lock().unwrap_or_else(|p| p.into_inner());
         let s = &mut *guard;
-        for (map, key) in [
-            (&mut s.by_token, &self.token),
-            (&mut s.by_queue, &self.queue),
-        ] {
-            if let Some(n) = map.get_mut(key) {
-                *n -= 1;
-                if *n == 0 {
-                    map.remove(key);
-                }
+        match &self.holder {
+            Holder::Board { token, queue } => {
+                release(&mut s.by_token, token);
+                release(&mut s.by_queue, queue);
+                s.total -= 1;
+            }
+            Holder::Ticket { address, queue } => {
+                release(&mut s.tickets_by_address, address);
+                release(&mut s.tickets_by_queue, queue);
+                s.tickets_total -= 1;
             }
         }
-        s.total -= 1;
     }
 }
 
@@ -152,6 +205,9 @@ impl Events {
                 by_token: HashMap::new(),
                 by_queue: HashMap::new(),
                 total: 0,
+                tickets_by_address: HashMap::new(),
+                tickets_by_queue: HashMap::new(),
+                tickets_total: 0,
             })),
             stop: watch::channel(false).0,
         }
@@ -178,8 +234,40 @@ impl Events {
         s.total += 1;
         Ok(StreamPlace {
             streams: Arc::clone(&self.streams),
-            token: token.to_owned(),
-            queue: queue.to_owned(),
+            holder: Holder::Board {
+                token: token.to_owned(),
+                queue: queue.to_owned(),
+            },
+        })
+    }
+
+    /// A place for one more ticket stream from `address` on `queue`, unless it would pass a
+    /// cap (the boards' caps are apart: phones never take a board's place).
+    pub(super) fn admit_ticket(
+        &self,
+        address: IpAddr,
+        queue: &str,
+    ) -> Result<StreamPlace, Refused> {
+        let mut s = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let limits = s.limits;
+        if s.tickets_by_address.get(&address).copied().unwrap_or(0) >= limits.tickets_per_address {
+            return Err(Refused::Address(limits.tickets_per_address));
+        }
+        if s.tickets_by_queue.get(queue).copied().unwrap_or(0) >= limits.tickets_per_queue {
+            return Err(Refused::Queue(limits.tickets_per_queue));
+        }
+        if s.tickets_total >= limits.tickets_total {
+            return Err(Refused::Total(limits.tickets_total));
+        }
+        *s.tickets_by_address.entry(address).or_default() += 1;
+        *s.tickets_by_queue.entry(queue.to_owned()).or_default() += 1;
+        s.tickets_total += 1;
+        Ok(StreamPlace {
+            streams: Arc::clone(&self.streams),
+            holder: Holder::Ticket {
+                address,
+                queue: queue.to_owned(),
+            },
         })
     }
 
@@ -205,8 +293,8 @@ impl Events {
     pub(super) fn subscribe(
         &self,
         name: &str,
-        start: impl FnOnce(watch::Sender<Option<String>>, Arc<Notify>),
-    ) -> watch::Receiver<Option<String>> {
+        start: impl FnOnce(watch::Sender<Option<Arc<Snapshot>>>, Arc<Notify>),
+    ) -> watch::Receiver<Option<Arc<Snapshot>>> {
         let mut watches = self.watches();
         if let Some(w) = watches.get(name) {
             return w.tx.subscribe();
@@ -229,7 +317,7 @@ impl Events {
     pub(super) fn forget_if_unwatched(
         &self,
         name: &str,
-        tx: &watch::Sender<Option<String>>,
+        tx: &watch::Sender<Option<Arc<Snapshot>>>,
     ) -> bool {
         let mut watches = self.watches();
         if tx.receiver_count() == 0 {
@@ -263,5 +351,32 @@ mod tests {
         drop(a1);
         let _c1 = events.admit("c", "hall").unwrap();
         assert_eq!(events.admit("a", "lobby").err(), Some(Refused::Total(4)));
+    }
+
+    /// The phones' ticket streams have caps of their own: a crowd of them never takes a
+    /// board's place, nor the boards theirs.
+    #[test]
+    fn ticket_streams_are_capped_per_address_per_queue_and_in_all_apart_from_the_boards() {
+        let events = Events::new(StreamLimits::new(2, 2, 12).with_tickets(2, 2));
+        let (a, b, c): (IpAddr, IpAddr, IpAddr) = (
+            "192.0.2.1".parse().unwrap(),
+            "192.0.2.2".parse().unwrap(),
+            "192.0.2.3".parse().unwrap(),
+        );
+        let a1 = events.admit_ticket(a, "lobby").unwrap();
+        let _a2 = events.admit_ticket(a, "hall").unwrap();
+        assert_eq!(events.admit_ticket(a, "x").err(), Some(Refused::Address(2)));
+        let _b1 = events.admit_ticket(b, "lobby").unwrap();
+        assert_eq!(
+            events.admit_ticket(c, "lobby").err(),
+            Some(Refused::Queue(2))
+        );
+        // Three in all: a quarter of 12 connections.
+        assert_eq!(events.admit_ticket(c, "x").err(), Some(Refused::Total(3)));
+        // The boards still have every place of theirs.
+        let _board1 = events.admit("board", "lobby").unwrap();
+        let _board2 = events.admit("board", "lobby").unwrap();
+        drop(a1);
+        let _c1 = events.admit_ticket(c, "lobby").unwrap();
     }
 }

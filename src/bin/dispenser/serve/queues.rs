@@ -9,6 +9,7 @@
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use dispenser::queue::{QueueSpec, QueueStatus, Ticket};
 use dispenser::{Error, Format};
 use serde::Deserialize;
@@ -16,6 +17,7 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::errors::ApiError;
+use super::guard::ClientAddr;
 use super::handlers::{DEFAULT_PAGE, MAX_PAGE, page_of, page_query};
 use super::json::{json_body, optional_json_body, whole, whole_or_null};
 use super::names::check_name_of;
@@ -221,7 +223,7 @@ fn brief(t: &Ticket) -> Value {
 }
 
 /// The `Idempotency-Key` header: `None` when absent; 400 when not printable ASCII.
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(v) = headers.get("idempotency-key") else {
         return Ok(None);
     };
@@ -238,19 +240,21 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 }
 
 /// `POST /v1/queues/{name}/take`: takes the next ticket, or a family of `count` (409
-/// `queue_full` when they do not fit beside the tickets held; nothing is taken).
+/// `queue_full` when they do not fit beside the tickets held; nothing is taken). A ticket
+/// link's take is one ticket with a request id `PHONE.TAKE`, within its limits (`ticket.rs`).
 #[utoipa::path(post, path = "/v1/queues/{name}/take", operation_id = "take", tag = "queues", request_body(content = Option<TakeBody>, description = "Optional: `{\"count\": N}`"),
     params(("name" = String, Path, description = "The queue name"),
-        ("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters, scoped to the token that sends it: the same key again from the same token (within 24 hours by the server's clock) answers the same tickets, `replayed: true`, and takes nothing more")),
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 64 printable ASCII characters, scoped to the token that sends it: the same key again from the same token (within 24 hours by the server's clock) answers the same tickets, `replayed: true`, and takes nothing more. Required of a ticket link's token, as `PHONE.TAKE` (the phone's id, 8 to 32 letters, digits, `-` or `_`, a dot, the take's own id)")),
     responses((status = 200, description = "The ticket taken (the first of a family, and `tickets`), with its position, estimated wait and the counters after it", body = TakeAnswer)))]
 pub(super) async fn take(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let rule = st.authorize_on(req.headers(), Op::Take, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let key = idempotency_key(req.headers())?;
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
     // A key belongs to the token that sent it: two kiosks whose keys collide never share a
     // take.
     let caller = rule.name.clone();
@@ -260,6 +264,9 @@ pub(super) async fn take(
         return Err(ApiError::invalid_input(format!(
             "count {count} must be from 1 to {MAX_TAKE}"
         )));
+    }
+    if let Some(link) = &rule.link {
+        return super::ticket::link_take(&st, &rule, link, &name, key, count, client).await;
     }
     let q = st.queues.handle(&st.dispenser, &name).await?;
     let mut take = q.take().count(u64::try_from(count).unwrap_or(1));
@@ -273,7 +280,7 @@ pub(super) async fn take(
     if tickets.len() > 1 {
         body["tickets"] = Value::Array(tickets.iter().map(brief).collect());
     }
-    Ok(Json(body))
+    Ok(Json(body).into_response())
 }
 
 /// `POST /v1/queues/{name}/call`: calls the oldest waiting ticket, or `ticket` out of order,

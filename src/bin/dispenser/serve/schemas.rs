@@ -283,6 +283,55 @@ pub(super) struct TakeAnswer {
     tickets: Option<Vec<FamilyTicket>>,
 }
 
+/// Where one ticket stands (`GET /v1/queues/{name}/tickets/{serial}`, and each event of its
+/// page's stream).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct FollowedTicket {
+    /// The ticket's serial (as its take answered it).
+    serial: u64,
+    /// Its number.
+    ticket: i64,
+    /// As people see it.
+    label: String,
+    /// `waiting`, `called` (a desk shows it), `passed` (called, and its desk moved on),
+    /// `cancelled`, `done` (no longer waiting; called or cancelled long ago), `not_taken`.
+    #[schema(pattern = "^(waiting|called|passed|cancelled|done|not_taken)$")]
+    state: String,
+    /// How many are called before it, while it waits.
+    position: Option<u64>,
+    /// The estimated wait until it is called; `null` when unknown or not waiting.
+    estimated_wait_seconds: Option<u64>,
+    /// The desk that calls (or called) it, when it named one and the queue still lists it.
+    desk: Option<String>,
+    /// When it was called (RFC 3339), when the queue still lists it.
+    called_at: Option<String>,
+    /// The queue's incarnation (a serial names a ticket of one incarnation only).
+    incarnation: String,
+    /// The queue's version the view was read at.
+    version: i64,
+    /// The queue's name.
+    queue: String,
+    /// How many wait in the queue.
+    queue_waiting: u64,
+    /// The ticket the queue called last, as people see it; `null` before the first call.
+    now_serving_label: Option<String>,
+}
+
+/// A queue's ticket link (`GET /v1/queues/{name}/ticket-link`).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub(super) struct TicketLink {
+    /// The queue's name.
+    queue: String,
+    /// The name of the ticket link's token (`null`: the queue has no ticket link).
+    token_name: Option<String>,
+    /// The ticket page's address, with the link's token in its fragment (`#token=…`).
+    url: Option<String>,
+    /// `url` as a QR code: an SVG document.
+    qr_svg: Option<String>,
+}
+
 /// The answer of a recall.
 #[derive(ToSchema)]
 #[allow(dead_code)]

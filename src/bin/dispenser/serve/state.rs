@@ -123,6 +123,22 @@ pub(super) struct AppState {
     pub(super) queues: Queues,
     /// When the service started: the origin of the slots' `last_draw`.
     pub(super) born: std::time::Instant,
+    /// The ticket links' limits and the takes they answered.
+    pub(super) links: super::links::Links,
+    /// The service's address as phones reach it (for the ticket links' QR codes).
+    pub(super) origin: Origin,
+}
+
+/// Where people's phones reach the service: `--public-url`, else the `Host` of the request
+/// asking (with the service's scheme), else the address it listens on.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Origin {
+    /// `--public-url`, without a final `/`.
+    pub(super) public: Option<String>,
+    /// `https` with TLS, else `http`.
+    pub(super) scheme: &'static str,
+    /// The address the service listens on (`HOST:PORT`).
+    pub(super) local: String,
 }
 
 pub(super) type Shared = Arc<AppState>;

@@ -43,6 +43,8 @@ async fn state() -> AppState {
         metrics_max_sequences: 1000,
         queues: Default::default(),
         born: std::time::Instant::now(),
+        links: Default::default(),
+        origin: Default::default(),
     }
 }
 
@@ -361,4 +363,83 @@ fn a_reload_revokes_only_the_tokens_it_removes_or_changes() {
             .operations
             .contains(Op::Create)
     );
+}
+
+/// A ticket link's token may take on its one queue (its name as it is, not a glob) and nothing
+/// else; its entry is checked, naming the token and the field, never echoing the token.
+#[test]
+fn a_ticket_link_may_only_take_on_its_one_queue() {
+    use super::tokens::{LIMIT_WINDOW_S, TAKES_PER_ADDRESS, TAKES_PER_PHONE};
+    let rules = parse_tokens(
+        r#"{"tokens": [
+            {"name": "phones", "token": "phones-token-0123456789", "ticket_link": {"queue": "lobby*"}},
+            {"name": "tight", "token": "tight-token-0123456789", "ticket_link": {"queue": "hall", "takes_per_phone": 1, "takes_per_address": 5, "per_seconds": 600}}
+        ]}"#,
+    )
+    .unwrap();
+    let phones = &rules[0];
+    let link = phones.link.as_ref().unwrap();
+    assert_eq!(
+        (
+            link.queue.as_str(),
+            link.per_phone,
+            link.per_address,
+            link.window.as_secs()
+        ),
+        ("lobby*", TAKES_PER_PHONE, TAKES_PER_ADDRESS, LIMIT_WINDOW_S)
+    );
+    let tight = rules[1].link.as_ref().unwrap();
+    assert_eq!(
+        (tight.per_phone, tight.per_address, tight.window.as_secs()),
+        (1, 5, 600)
+    );
+    assert!(AppState::permit_on(phones, Op::Take, Some("lobby*"), "queue").is_ok());
+    // The `*` is a character of the queue's name, not a glob.
+    assert!(AppState::permit_on(phones, Op::Take, Some("lobby-b"), "queue").is_err());
+    for op in [
+        Op::Peek,
+        Op::Call,
+        Op::List,
+        Op::Next,
+        Op::Create,
+        Op::Delete,
+        Op::Alter,
+    ] {
+        assert!(
+            AppState::permit_on(phones, op, Some("lobby*"), "queue").is_err(),
+            "{op:?}"
+        );
+    }
+    assert!(phones.patterns().is_empty(), "a link lists nothing");
+    for (bad, needle) in [
+        (
+            r#"{"name": "a", "token": "0123456789abcdefg", "sequences": ["*"], "operations": ["take"], "ticket_link": {"queue": "q"}}"#,
+            "token \"a\" is a ticket link",
+        ),
+        (
+            r#"{"name": "a", "token": "0123456789abcdefg"}"#,
+            "needs \"sequences\" (name globs) and \"operations\", or a \"ticket_link\"",
+        ),
+        (
+            r#"{"name": "a", "token": "0123456789abcdefg", "ticket_link": {"queue": ""}}"#,
+            "ticket_link.queue \"\" is not a queue name",
+        ),
+        (
+            r#"{"name": "a", "token": "0123456789abcdefg", "ticket_link": {"queue": "q", "takes_per_phone": 0}}"#,
+            "ticket_link.takes_per_phone 0 must be from 1 to 10000",
+        ),
+        (
+            r#"{"name": "a", "token": "0123456789abcdefg", "ticket_link": {"queue": "q", "per_seconds": 86401}}"#,
+            "ticket_link.per_seconds 86401 must be from 1 to 86400",
+        ),
+        (
+            r#"{"name": "a", "token": "0123456789abcdefg", "ticket_link": {"queue": "q", "per_phone": 1}}"#,
+            "not a valid tokens document",
+        ),
+    ] {
+        let doc = format!(r#"{{"tokens": [{bad}]}}"#);
+        let err = parse_tokens(&doc).err().unwrap().to_string();
+        assert!(err.contains(needle), "{bad}: {err}");
+        assert!(!err.contains("0123456789abcdefg"), "{err}");
+    }
 }

@@ -69,8 +69,52 @@ pub(super) struct TokenFile {
 pub(super) struct TokenEntry {
     pub(super) name: String,
     pub(super) token: String,
-    pub(super) sequences: Vec<String>,
-    pub(super) operations: Vec<String>,
+    /// The name globs (a ticket link has none: its queue is its one name).
+    #[serde(default)]
+    pub(super) sequences: Option<Vec<String>>,
+    /// The operations (a ticket link has none: it takes and follows).
+    #[serde(default)]
+    pub(super) operations: Option<Vec<String>>,
+    /// A ticket link's queue and limits: the token of the link people open on their phones.
+    #[serde(default)]
+    pub(super) ticket_link: Option<LinkEntry>,
+}
+
+/// `"ticket_link": {"queue", "takes_per_phone", "takes_per_address", "per_seconds"}` in a
+/// token's entry.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LinkEntry {
+    pub(super) queue: String,
+    #[serde(default)]
+    pub(super) takes_per_phone: Option<u64>,
+    #[serde(default)]
+    pub(super) takes_per_address: Option<u64>,
+    #[serde(default)]
+    pub(super) per_seconds: Option<u64>,
+}
+
+/// The default of a ticket link's `takes_per_phone`.
+pub(super) const TAKES_PER_PHONE: u64 = 3;
+/// The default of a ticket link's `takes_per_address`.
+pub(super) const TAKES_PER_ADDRESS: u64 = 60;
+/// The default of a ticket link's `per_seconds`.
+pub(super) const LIMIT_WINDOW_S: u64 = 3600;
+
+/// A ticket link: the token of a link (or QR code) that people open on their own phones. It
+/// may only take tickets of its one queue — one at a time, each with a request id that names
+/// the phone — follow them and give its own up, and each phone and each address may take only
+/// so many in a window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Link {
+    /// The queue.
+    pub(super) queue: String,
+    /// Takes one phone may make per window.
+    pub(super) per_phone: u64,
+    /// Takes one address may make per window.
+    pub(super) per_address: u64,
+    /// The window.
+    pub(super) window: std::time::Duration,
 }
 
 pub(super) struct TokenRule {
@@ -85,6 +129,8 @@ pub(super) struct TokenRule {
     pub(super) patterns: Vec<String>,
     /// Raised when a reload removes or changes the token: its event streams end.
     revoked: watch::Sender<bool>,
+    /// Set for a ticket link (its queue is then its one name, `take` its one operation).
+    pub(super) link: Option<Link>,
 }
 
 impl TokenRule {
@@ -108,6 +154,7 @@ impl TokenRule {
             && self.secret == other.secret
             && self.patterns == other.patterns
             && self.operations == other.operations
+            && self.link == other.link
     }
 }
 
@@ -266,6 +313,43 @@ impl PaddedToken {
     }
 }
 
+/// Checks a ticket link's entry: a queue name, and limits within their ranges (defaults
+/// [`TAKES_PER_PHONE`] and [`TAKES_PER_ADDRESS`] per [`LIMIT_WINDOW_S`]).
+fn check_link(token: &str, l: LinkEntry) -> Result<Link, Error> {
+    dispenser::sequence::validate_name(&l.queue).map_err(|e| {
+        config_error(format!(
+            "token {token:?}: ticket_link.queue {:?} is not a queue name ({e})",
+            l.queue
+        ))
+    })?;
+    let within = |field: &str, v: Option<u64>, default: u64, max: u64| match v {
+        None => Ok(default),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(config_error(format!(
+            "token {token:?}: ticket_link.{field} {n} must be from 1 to {max}"
+        ))),
+    };
+    let per_phone = within(
+        "takes_per_phone",
+        l.takes_per_phone,
+        TAKES_PER_PHONE,
+        10_000,
+    )?;
+    let per_address = within(
+        "takes_per_address",
+        l.takes_per_address,
+        TAKES_PER_ADDRESS,
+        1_000_000,
+    )?;
+    let window = within("per_seconds", l.per_seconds, LIMIT_WINDOW_S, 86_400)?;
+    Ok(Link {
+        queue: l.queue,
+        per_phone,
+        per_address,
+        window: std::time::Duration::from_secs(window),
+    })
+}
+
 pub(super) fn config_error(reason: String) -> Error {
     Error::InvalidArgument {
         what: "tokens".into(),
@@ -279,7 +363,7 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
     let file: TokenFile = serde_json::from_str(text).map_err(|e| {
         // serde's message may quote a value: keep only where it failed.
         config_error(format!(
-            "not a valid tokens document (line {}, column {}): expected {{\"tokens\": [{{\"name\", \"token\", \"sequences\", \"operations\"}}]}}",
+            "not a valid tokens document (line {}, column {}): expected {{\"tokens\": [{{\"name\", \"token\", \"sequences\", \"operations\"}}]}} (or, for a ticket link, {{\"name\", \"token\", \"ticket_link\": {{\"queue\"}}}})",
             e.line(),
             e.column()
         ))
@@ -326,15 +410,37 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
                 t.name
             )));
         }
-        if t.sequences.is_empty() || t.sequences.iter().any(String::is_empty) {
+        let (sequences, operations, link) = match (t.sequences, t.operations, t.ticket_link) {
+            (None, None, Some(l)) => {
+                let link = check_link(&t.name, l)?;
+                (vec![link.queue.clone()], Vec::new(), Some(link))
+            }
+            (_, _, Some(_)) => {
+                return Err(config_error(format!(
+                    "token {:?} is a ticket link: it takes and follows tickets of its one queue only; leave out \"sequences\" and \"operations\" (or give them, without \"ticket_link\", for a token of another kind)",
+                    t.name
+                )));
+            }
+            (Some(s), Some(o), None) => (s, o, None),
+            (_, _, None) => {
+                return Err(config_error(format!(
+                    "token {:?} needs \"sequences\" (name globs) and \"operations\", or a \"ticket_link\"",
+                    t.name
+                )));
+            }
+        };
+        if sequences.is_empty() || sequences.iter().any(String::is_empty) {
             return Err(config_error(format!(
                 "token {:?} needs non-empty sequence patterns",
                 t.name
             )));
         }
-        let mut operations = Ops::default();
-        for o in &t.operations {
-            operations.insert(Op::parse(o).ok_or_else(|| {
+        let mut ops = Ops::default();
+        if link.is_some() {
+            ops.insert(Op::Take);
+        }
+        for o in &operations {
+            ops.insert(Op::parse(o).ok_or_else(|| {
                 config_error(format!(
                     "token {:?} has an unknown operation {o:?} (known: next, create, peek, list, advance-to, reset, delete, alter, void, take, call){}",
                     t.name,
@@ -346,14 +452,21 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
                 ))
             })?);
         }
+        let (globs, patterns) = match &link {
+            // The queue's name as it is (a `*` in it is a character, not a glob); a link lists
+            // nothing, so it has no patterns to list by.
+            Some(l) => (vec![Glob::Exact(l.queue.clone())], Vec::new()),
+            None => (sequences.iter().map(|p| Glob::new(p)).collect(), sequences),
+        };
         rules.push(TokenRule {
             name: t.name,
             token: PaddedToken::new(t.token.as_bytes()),
             secret: t.token,
-            sequences: t.sequences.iter().map(|p| Glob::new(p)).collect(),
-            patterns: t.sequences,
-            operations,
+            sequences: globs,
+            patterns,
+            operations: ops,
             revoked: watch::Sender::new(false),
+            link,
         });
     }
     Ok(rules)

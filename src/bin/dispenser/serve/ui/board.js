@@ -198,41 +198,12 @@
   }
 
   /** Reads one stream of `name` to its end, calling `show` for every status event. */
-  async function follow(name, gen) {
-    const resp = await fetch("/ui/queues/" + encodeURIComponent(name) + "/events", {
-      headers: { Authorization: "Bearer " + Dispenser.token(), Accept: "text/event-stream" },
-      cache: "no-store",
-    });
-    if (!resp.ok) {
-      let message = resp.statusText;
-      try {
-        message = (await resp.json()).error.message;
-      } catch (_) {
-        // Keep the status text.
-      }
-      throw new Dispenser.ApiError(resp.status, "error", message);
-    }
-    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done || gen !== generation) {
-        reader.cancel().catch(() => {});
-        return;
-      }
-      buffer += value.replace(/\r\n?/g, "\n");
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = block
-          .split("\n")
-          .filter((line) => line.startsWith("data:"))
-          .map((line) => line.slice(5).replace(/^ /, ""))
-          .join("\n");
-        if (data) show(name, Dispenser.parseJson(data));
-      }
-    }
+  function follow(name, gen) {
+    return Dispenser.readEvents(
+      "/ui/queues/" + encodeURIComponent(name) + "/events",
+      (status) => show(name, status),
+      () => gen === generation
+    );
   }
 
   async function run(name, gen) {
@@ -272,5 +243,12 @@
   Dispenser.init(() => {
     generation++;
     for (const name of names) run(name, generation);
+    // A board of one queue shows its ticket link, when it has one.
+    if (!several && names.length === 1) {
+      const box = document.getElementById("ticket-link");
+      Dispenser.showTicketLink(names[0], box).then(() => {
+        document.getElementById("content").classList.toggle("with-link", !box.hidden);
+      });
+    }
   });
 })();

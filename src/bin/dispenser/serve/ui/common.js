@@ -186,12 +186,13 @@ const Dispenser = (() => {
    * Calls the API with the token; the JSON answer (read with `parseJson`), or an ApiError
    * (status 0: no answer). `options.body` (an object) is sent as JSON, or `options.json` (a
    * string) as it is — the way to send an integer too wide for a JS Number exactly;
-   * `options.headers` are added.
+   * `options.headers` are added; `options.token` is sent instead of the tab's token (the
+   * ticket page's own).
    */
   async function api(method, path, options) {
     const opts = options || {};
     const headers = Object.assign(
-      { Authorization: "Bearer " + token(), Accept: "application/json" },
+      { Authorization: "Bearer " + (opts.token || token()), Accept: "application/json" },
       opts.headers || {}
     );
     const init = { method, headers, cache: "no-store" };
@@ -219,6 +220,52 @@ const Dispenser = (() => {
       throw new ApiError(resp.status, error.kind || "error", error.message || resp.statusText);
     }
     return body;
+  }
+
+  /**
+   * Reads the server-sent events of `path` to their end, with the token as a header
+   * (`EventSource` cannot send one; `tokenValue` instead of the tab's token when given),
+   * calling `onData` with each event's data (read with `parseJson`); stops early once
+   * `stillWanted()` is false. A refused stream throws an ApiError with its status.
+   */
+  async function readEvents(path, onData, stillWanted, tokenValue) {
+    const resp = await fetch(path, {
+      headers: { Authorization: "Bearer " + (tokenValue || token()), Accept: "text/event-stream" },
+      cache: "no-store",
+    });
+    if (!resp.ok) {
+      let message = resp.statusText;
+      let kind = "error";
+      try {
+        const error = (await resp.json()).error;
+        message = error.message;
+        kind = error.kind;
+      } catch (_) {
+        // Keep the status text.
+      }
+      throw new ApiError(resp.status, kind, message);
+    }
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || !stillWanted()) {
+        reader.cancel().catch(() => {});
+        return;
+      }
+      buffer += value.replace(/\r\n?/g, "\n");
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = block
+          .split("\n")
+          .filter((line) => line.startsWith("data:"))
+          .map((line) => line.slice(5).replace(/^ /, ""))
+          .join("\n");
+        if (data) onData(parseJson(data));
+      }
+    }
   }
 
   /** The queue name of a `/ui/queues/{name}/…` page. */
@@ -255,6 +302,30 @@ const Dispenser = (() => {
     return n === null || n === undefined ? "–" : String(n);
   }
 
+  /**
+   * Shows the queue's ticket link as a QR code in `box` (its <img> gets the SVG the service
+   * draws, as a data: address), when the service has a ticket link for the queue and the
+   * token may see it; `box` stays hidden otherwise. The link carries the link's token, which
+   * is meant to be public (it may only take and follow tickets of this queue).
+   */
+  async function showTicketLink(name, box) {
+    let link;
+    try {
+      link = await api("GET", queuePath(name, "/ticket-link"));
+    } catch (_) {
+      link = null; // not for this token (403), or an older service (404)
+    }
+    if (!link || typeof link.qr_svg !== "string") {
+      box.hidden = true; // no ticket link for this queue
+      return;
+    }
+    const img = box.querySelector("img");
+    img.src = "data:image/svg+xml," + encodeURIComponent(link.qr_svg);
+    img.alt = "QR code of " + link.url.split("#")[0];
+    box.dataset.url = link.url;
+    box.hidden = false;
+  }
+
   /** A wait in plain words ("about 4 min"), or null when unknown. */
   function waitText(seconds) {
     if (typeof seconds !== "number" || !isFinite(seconds) || seconds < 0) return null;
@@ -268,10 +339,13 @@ const Dispenser = (() => {
 
   return {
     init,
+    takeFragmentToken,
+    showTicketLink,
     signIn,
     token,
     forget,
     api,
+    readEvents,
     parseJson,
     ApiError,
     queueName,

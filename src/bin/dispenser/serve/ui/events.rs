@@ -38,28 +38,29 @@ use crate::serve::classify::classify;
 use crate::serve::conn::MAX_STREAM;
 use crate::serve::errors::ApiError;
 use crate::serve::names::check_name_of;
-use crate::serve::queue_state::Refused;
+use crate::serve::queue_state::{Refused, Snapshot};
 use crate::serve::state::{AppState, Shared};
 use crate::serve::tokens::Op;
 
 /// How often a watched queue's document is read.
 const POLL: Duration = Duration::from_millis(250);
 /// How often an idle stream carries a comment.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Seconds a client refused for too many streams is asked to wait.
 const RETRY_AFTER: &str = "10";
 
 /// The answer to a stream past a cap (see the module documentation).
-fn too_many_streams(refused: Refused, token: &str, queue: &str) -> Response {
-    let (status, message) = match refused {
+fn too_many_streams(why: Refused, token: &str, queue: &str) -> Response {
+    let (status, message) = match why {
         Refused::Token(n) => (
             StatusCode::TOO_MANY_REQUESTS,
             format!(
                 "token {token:?} already has {n} event stream(s) open, the most the service's --max-streams-per-token allows: close a board that uses it, or give each screen a token of its own"
             ),
         ),
-        Refused::Queue(n) => (
+        // Boards are not capped per address (only the phones' ticket streams are).
+        Refused::Address(n) | Refused::Queue(n) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
                 "queue {queue:?} already has {n} event stream(s) open, the most the service's --max-streams-per-queue allows; try again later"
@@ -72,37 +73,61 @@ fn too_many_streams(refused: Refused, token: &str, queue: &str) -> Response {
             ),
         ),
     };
+    refused(status, message)
+}
+
+/// A stream refused (`too_many_streams`), with `Retry-After`.
+pub(super) fn refused(status: StatusCode, message: String) -> Response {
     let mut resp = ApiError::new(status, "too_many_streams", message).into_response();
     resp.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER));
     resp
 }
 
-/// The status of `name` as an event's data: its JSON, or `{"error": {kind, message}}`.
-async fn read(st: &AppState, name: &str) -> String {
+/// The status of `name`: its JSON as an event's data, or `{"error": {kind, message}}`.
+async fn read(st: &AppState, name: &str) -> Snapshot {
     let status = match st.queues.handle(&st.dispenser, name).await {
         Ok(q) => q.status().await,
         Err(e) => Err(e),
     };
     match status {
-        Ok(s) => s.to_json().to_string(),
-        Err(e) => {
-            let (_, kind) = classify(&e);
-            json!({ "error": { "kind": kind, "message": st.scrub(&e.to_string()) } }).to_string()
+        Ok(s) => {
+            let mut json = s.to_json();
+            Snapshot {
+                text: json.to_string(),
+                serving: json["now_serving_label"].take(),
+                status: Some(s),
+            }
         }
+        Err(e) => Snapshot {
+            text: error_json(st, &e),
+            status: None,
+            serving: serde_json::Value::Null,
+        },
     }
 }
 
+/// An error as an event's data: `{"error": {kind, message}}`, scrubbed.
+pub(super) fn error_json(st: &AppState, e: &dispenser::Error) -> String {
+    let (_, kind) = classify(e);
+    json!({ "error": { "kind": kind, "message": st.scrub(&e.to_string()) } }).to_string()
+}
+
 /// Reads the status of `name` every [`POLL`] (or when woken) and publishes it when it
-/// changed, until no board watches it or the service stops.
-async fn poll(st: Shared, name: String, tx: watch::Sender<Option<String>>, wake: Arc<Notify>) {
+/// changed, until no page watches it or the service stops.
+async fn poll(
+    st: Shared,
+    name: String,
+    tx: watch::Sender<Option<Arc<Snapshot>>>,
+    wake: Arc<Notify>,
+) {
     let mut stop = st.queues.events.stopped();
     loop {
-        let text = read(&st, &name).await;
+        let read = read(&st, &name).await;
         tx.send_if_modified(|shown| {
-            let changed = shown.as_deref() != Some(text.as_str());
+            let changed = shown.as_ref().map(|s| s.text.as_str()) != Some(read.text.as_str());
             if changed {
-                *shown = Some(text);
+                *shown = Some(Arc::new(read));
             }
             changed
         });
@@ -115,6 +140,13 @@ async fn poll(st: Shared, name: String, tx: watch::Sender<Option<String>>, wake:
             _ = stop.wait_for(|s| *s) => return,
         }
     }
+}
+
+/// The status feed of `name`, its poller started when no page watches it yet.
+pub(super) fn watch(st: &Shared, name: &str) -> watch::Receiver<Option<Arc<Snapshot>>> {
+    st.queues.events.subscribe(name, |tx, wake| {
+        tokio::spawn(poll(Arc::clone(st), name.to_owned(), tx, wake));
+    })
 }
 
 /// `GET /ui/queues/{name}/events`.
@@ -131,9 +163,7 @@ pub(crate) async fn events(
         Ok(place) => place,
         Err(refused) => return Ok(too_many_streams(refused, &token.name, &name)),
     };
-    let mut rx = st.queues.events.subscribe(&name, |tx, wake| {
-        tokio::spawn(poll(Arc::clone(&st), name.clone(), tx, wake));
-    });
+    let mut rx = watch(&st, &name);
     // The current status is the first event.
     rx.mark_changed();
     let stop = st.queues.events.stopped();
@@ -156,8 +186,8 @@ pub(crate) async fn events(
                     return None;
                 }
                 let shown = rx.borrow_and_update().clone();
-                if let Some(text) = shown {
-                    let event = Event::default().event("status").data(text);
+                if let Some(snapshot) = shown {
+                    let event = Event::default().event("status").data(&snapshot.text);
                     return Some((Ok::<_, Infallible>(event), (rx, (stop, revoked), place)));
                 }
             }

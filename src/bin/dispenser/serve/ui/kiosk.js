@@ -132,5 +132,6 @@
   Dispenser.init(() => {
     document.getElementById("content").hidden = false;
     button.focus();
+    Dispenser.showTicketLink(name, document.getElementById("ticket-link"));
   });
 })();

@@ -12,6 +12,10 @@
 //!   call large ("A-042 → Desk 3"), the last calls, how many wait and the estimated wait,
 //!   live (see [`events`]), each call announced (a chime and speech, queued, once sound is
 //!   switched on) and mirrored as text in an aria-live region.
+//! - `/ui/queues/{name}/ticket`: the page a person keeps on their own phone, from the queue's
+//!   ticket link or its QR code (which the board and the kiosk show): take a ticket, follow
+//!   it live (see [`follow`]: how many are before it, the estimated wait), the call (the
+//!   desk, the title, sound and vibration), give it up; a reload finds the same ticket.
 //!
 //! **How pages authenticate.** The pages themselves hold no data and need no token; the data
 //! comes from the API (`/v1/overview`, `/v1/queues/{name}/take`, the board's event stream),
@@ -21,13 +25,17 @@
 //! from the address bar, and sends it as `Authorization: Bearer` — never in a URL, so it
 //! appears in no access log or history. A 401 forgets it and asks again. Give each screen
 //! a token of its own with only what it needs: a kiosk `take` on its queue, a board `peek`
-//! on the queues it shows, an operator `list` (and `call` for the desk buttons).
+//! on the queues it shows, an operator `list` (and `call` for the desk buttons). The ticket
+//! page is the exception: its token is a ticket link's, public by design (it may only take
+//! and follow tickets of its queue), kept in `localStorage` with the ticket so that the page
+//! can be reopened.
 //!
 //! Every page is sent with a Content-Security-Policy that allows only this service's own
 //! scripts, styles and API (no inline script, no other origin, no framing), and the scripts
 //! put text into the page as text, never as HTML.
 
 pub(super) mod events;
+pub(super) mod follow;
 
 use axum::Router;
 use axum::extract::Path;
@@ -41,9 +49,10 @@ use super::state::Shared;
 const OVERVIEW_HTML: &str = include_str!("overview.html");
 const KIOSK_HTML: &str = include_str!("kiosk.html");
 const BOARD_HTML: &str = include_str!("board.html");
+const TICKET_HTML: &str = include_str!("ticket.html");
 
 /// The assets under `/ui/assets/`: name, content type, body.
-const ASSETS: [(&str, &str, &str); 7] = [
+const ASSETS: [(&str, &str, &str); 8] = [
     ("ui.css", "text/css; charset=utf-8", include_str!("ui.css")),
     (
         "common.js",
@@ -75,6 +84,11 @@ const ASSETS: [(&str, &str, &str); 7] = [
         "text/javascript; charset=utf-8",
         include_str!("chart.js"),
     ),
+    (
+        "ticket.js",
+        "text/javascript; charset=utf-8",
+        include_str!("ticket.js"),
+    ),
 ];
 
 /// What a page may load: this service's scripts, styles and API, nothing inline, no frames.
@@ -88,6 +102,11 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/ui/queues/{name}/board", get(board))
         .route("/ui/board", get(boards))
         .route("/ui/queues/{name}/events", get(events::events))
+        .route("/ui/queues/{name}/ticket", get(ticket))
+        .route(
+            "/ui/queues/{name}/tickets/{serial}/events",
+            get(follow::ticket_events),
+        )
         .route("/ui/assets/{file}", get(asset))
 }
 
@@ -128,6 +147,11 @@ async fn board(Path(_name): Path<String>) -> Response {
     page(HTML, BOARD_HTML)
 }
 
+/// The ticket page of any queue: the page reads the name from its address.
+async fn ticket(Path(_name): Path<String>) -> Response {
+    page(HTML, TICKET_HTML)
+}
+
 /// The board of several queues (`/ui/board?queues=a,b`): the page reads the names from its
 /// address.
 async fn boards() -> Response {
@@ -155,7 +179,7 @@ mod tests {
     /// The pages load only what is served, and put no data into the page as HTML.
     #[test]
     fn pages_load_only_served_assets_and_never_write_html() {
-        for html in [OVERVIEW_HTML, KIOSK_HTML, BOARD_HTML] {
+        for html in [OVERVIEW_HTML, KIOSK_HTML, BOARD_HTML, TICKET_HTML] {
             assert!(!html.contains("<script>"), "no inline script");
             for src in html
                 .split("src=\"")
