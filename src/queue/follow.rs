@@ -1,4 +1,4 @@
-//! Where one ticket stands, read from a [`QueueStatus`]: what a person following their own
+//! Where one ticket stands, read from a [`QueueStatus`](super::QueueStatus): what a person following their own
 //! ticket needs (its place in line and estimated wait, the desk that calls it), for any ticket
 //! of the queue, not only the first [`WAITING_LISTED`](super::WAITING_LISTED) waiting.
 
@@ -10,9 +10,8 @@ use bson::oid::ObjectId;
 use serde_json::{Value, json};
 
 use super::state::{Kind, State};
-use super::status::QueueStatus;
 
-/// The state a [`QueueStatus`] was read from, kept for [`QueueStatus::ticket`]: without the
+/// The state a [`QueueStatus`](super::QueueStatus) was read from, kept for [`QueueStatus::ticket`](super::QueueStatus::ticket): without the
 /// request ids, the takes' times and the hours, which no ticket's place depends on.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Line {
@@ -81,7 +80,7 @@ impl TicketState {
     }
 }
 
-/// One ticket of a queue, followed ([`QueueStatus::ticket`]).
+/// One ticket of a queue, followed ([`QueueStatus::ticket`](super::QueueStatus::ticket)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TicketView {
@@ -138,29 +137,11 @@ impl TicketView {
     }
 }
 
-impl QueueStatus {
-    /// Where the ticket of `serial` stands in this status: waiting (with its place and
-    /// estimated wait, however far back in line), called by a desk, passed (called, and its
-    /// desk moved on), cancelled, done long ago, or not taken. A serial is the one
-    /// [`Ticket::serial`](super::Ticket::serial) a take answered; it names a ticket of the
-    /// queue's [`incarnation`](QueueStatus::incarnation) only.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// use dispenser::queue::TicketState;
-    /// let mine = q.take().await?;
-    /// let view = q.status().await?.ticket(mine.serial);
-    /// match view.state {
-    ///     TicketState::Waiting => println!("{:?} before you", view.position),
-    ///     TicketState::Called => println!("your turn: desk {:?}", view.desk),
-    ///     other => println!("{}", other.as_str()),
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub fn ticket(&self, serial: u64) -> TicketView {
-        let s = &*self.line.state;
+impl Line {
+    /// Where the ticket of `serial` stands in the state this line was read from (see
+    /// [`QueueStatus::ticket`](super::QueueStatus::ticket)).
+    pub(crate) fn ticket(&self, serial: u64) -> TicketView {
+        let s = &*self.state;
         let at = i64::try_from(serial).unwrap_or(i64::MAX);
         let number = s.spec.ticket(serial);
         let mut view = TicketView {
@@ -188,7 +169,7 @@ impl QueueStatus {
         if let Some(p) = s.position(at) {
             view.state = TicketState::Waiting;
             view.position = Some(p);
-            view.estimated_wait = s.estimate_s(p, self.line.now).map(Duration::from_secs);
+            view.estimated_wait = s.estimate_s(p, self.now).map(Duration::from_secs);
             return view;
         }
         let kind = s
@@ -217,6 +198,7 @@ impl QueueStatus {
 mod tests {
     use super::*;
     use crate::queue::QueueSpec;
+    use crate::queue::QueueStatus;
     use crate::queue::state::{Op, Step};
 
     fn apply(s: &mut State, op: Op, now: i64) {

@@ -296,6 +296,30 @@ pub struct QueueStatus {
 }
 
 impl QueueStatus {
+    /// Where the ticket of `serial` stands in this status: waiting (with its place and
+    /// estimated wait, however far back in line), called by a desk, passed (called, and its
+    /// desk moved on), cancelled, done long ago, or not taken. A serial is the one
+    /// [`Ticket::serial`](super::Ticket::serial) a take answered; it names a ticket of the
+    /// queue's [`incarnation`](QueueStatus::incarnation) only.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// use dispenser::queue::TicketState;
+    /// let mine = q.take().await?;
+    /// let view = q.status().await?.ticket(mine.serial);
+    /// match view.state {
+    ///     TicketState::Waiting => println!("{:?} before you", view.position),
+    ///     TicketState::Called => println!("your turn: desk {:?}", view.desk),
+    ///     other => println!("{}", other.as_str()),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn ticket(&self, serial: u64) -> super::follow::TicketView {
+        self.line.ticket(serial)
+    }
+
     /// The status of `s` seen at `now` (ms since the epoch).
     pub(crate) fn new(name: String, s: &State, now: i64) -> QueueStatus {
         let spec: &QueueSpec = &s.spec;

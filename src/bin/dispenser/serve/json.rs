@@ -1,4 +1,4 @@
-//! Request bodies: the content type, the body read within the request timeout (a body that
+//! Request bodies (and the `Idempotency-Key` header): the content type, the body read within the request timeout (a body that
 //! does not arrive in time is 408, not a database timeout), and whole numbers read exactly
 //! (`10`, `10.0` and `1e1` are the same integer, as JSON Schema's `integer` says; `10.5` or a
 //! number outside 64 bits is refused, never rounded).
@@ -225,6 +225,23 @@ pub(super) fn whole_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i6
             shown(raw.get())
         ))
     })
+}
+
+/// The `Idempotency-Key` header: `None` when absent; 400 when not printable ASCII.
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = v
+        .to_str()
+        .ok()
+        .filter(|k| (1..=64).contains(&k.len()) && k.bytes().all(|b| (0x20..=0x7e).contains(&b)));
+    match key {
+        Some(k) => Ok(Some(k.to_owned())),
+        None => Err(ApiError::invalid_input(
+            "Idempotency-Key must be 1 to 64 printable ASCII characters",
+        )),
+    }
 }
 
 #[cfg(test)]

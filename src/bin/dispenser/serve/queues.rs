@@ -19,7 +19,7 @@ use utoipa::ToSchema;
 use super::errors::ApiError;
 use super::guard::ClientAddr;
 use super::handlers::{DEFAULT_PAGE, MAX_PAGE, page_of, page_query};
-use super::json::{json_body, optional_json_body, whole, whole_or_null};
+use super::json::{idempotency_key, json_body, optional_json_body, whole, whole_or_null};
 use super::names::check_name_of;
 use super::schemas::{QueueCreated, QueueList, QueueState, RecallAnswer, TakeAnswer, TicketAnswer};
 use super::state::{AppState, Shared};
@@ -220,23 +220,6 @@ pub(super) async fn status(
 /// A ticket in a family's `tickets`.
 fn brief(t: &Ticket) -> Value {
     json!({ "ticket": t.number, "label": t.label, "serial": t.serial, "position": t.position })
-}
-
-/// The `Idempotency-Key` header: `None` when absent; 400 when not printable ASCII.
-pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    let Some(v) = headers.get("idempotency-key") else {
-        return Ok(None);
-    };
-    let key = v
-        .to_str()
-        .ok()
-        .filter(|k| (1..=64).contains(&k.len()) && k.bytes().all(|b| (0x20..=0x7e).contains(&b)));
-    match key {
-        Some(k) => Ok(Some(k.to_owned())),
-        None => Err(ApiError::invalid_input(
-            "Idempotency-Key must be 1 to 64 printable ASCII characters",
-        )),
-    }
 }
 
 /// `POST /v1/queues/{name}/take`: takes the next ticket, or a family of `count` (409

@@ -23,10 +23,10 @@ use dispenser::queue::{Queue, QueueStatus, Ticket, TicketState};
 use serde_json::{Value, json};
 
 use super::errors::ApiError;
+use super::json::idempotency_key;
 use super::links::{Answered, Limited, Who, phone_of};
 use super::names::check_name_of;
 use super::qr;
-use super::queues::idempotency_key;
 use super::schemas::{FollowedTicket, TicketAnswer, TicketLink};
 use super::state::{AppState, Shared};
 use super::tokens::{Link, Op, TokenRule};
