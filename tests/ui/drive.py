@@ -552,6 +552,10 @@ def phone(driver):
         capture_output=True, text=True)
     if released.returncode != 0:
         raise SystemExit(f"dispenser queue release: {released.stderr}")
+    # Closed a while longer: the service's status feed is read every 250 ms, and a page opened
+    # at once may be sent the status read between the call and the release (the call shown,
+    # then passed: "You were called", not "missed").
+    time.sleep(1)
     driver.get(page)
     wait(driver, 10, lambda d: ticket_state(d)["again"], "the missed ticket")
     out["missed"] = ticket_state(driver)
