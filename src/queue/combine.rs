@@ -183,11 +183,15 @@ async fn run(inner: &Inner, ops: &[Op], since: Instant) -> Vec<Answer> {
 fn what_batch(ops: &[Op]) -> &'static str {
     let takes = ops.iter().all(|o| matches!(o, Op::Take { .. }));
     let calls = ops.iter().all(|o| matches!(o, Op::Call { .. }));
+    let either = ops
+        .iter()
+        .all(|o| matches!(o, Op::Take { .. } | Op::Call { .. }));
     match ops {
         [op] => what(op),
         _ if takes => "taking tickets of",
         _ if calls => "calling tickets of",
-        _ => "taking and calling tickets of",
+        _ if either => "taking and calling tickets of",
+        _ => "writing a line of operations of",
     }
 }
 
@@ -199,8 +203,9 @@ async fn batch(inner: &Inner, ops: &[Op], since: Instant) -> Result<Vec<Answer>>
     let timeout = inner.dispenser.options().operation_timeout;
     let mut budget = RetryBudget::until(&inner.backoff, since, timeout);
     let mut guess = Some(inner.remembered());
-    // For each operation, the spills the request collection was asked about its id at (see
-    // `Inner::act`'s note: that answer holds as long as no more ids moved out).
+    // For each operation, the number of spills at which the request collection was asked
+    // about its id: that answer holds for a state as long as no more ids moved out (which
+    // changes `spilled` and the version, so the compare-and-set fails and it is asked again).
     let mut asked: Vec<Option<i64>> = vec![None; ops.len()];
     'attempt: loop {
         let from_memory = guess.is_some();

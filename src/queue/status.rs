@@ -76,8 +76,9 @@ pub struct Ticket {
     pub replayed: bool,
     /// When the operation was done (for a replayed take: when the queue was read).
     pub at: DateTime,
-    /// The queue's version after the write that did it (for a replayed take: the version
-    /// its first take wrote). Every write moves it by one, so it orders the operations.
+    /// The queue's version as of the operation that did it (for a replayed take: its first
+    /// take's). Every operation moves it by one — a write that carries a line of `k`
+    /// operations of one handle moves the document's by `k` — so it orders the operations.
     pub version: i64,
 }
 
