@@ -36,14 +36,17 @@ pub(super) fn of_library<T: Serialize + DeserializeOwned>(json: Value) -> Result
             "the library's JSON does not fit the answer {}: {e}",
             std::any::type_name::<T>()
         );
-        ApiError::new(
+        let mut error = ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
             format!(
                 "the service cannot answer this {}: the library's value does not fit the documented answer; report it",
                 short_name::<T>()
             ),
-        )
+        );
+        // An answer is read after the operation: whatever it wrote stays written.
+        error.outcome = dispenser::Written::Unknown.as_str();
+        error
     })
 }
 
@@ -840,8 +843,8 @@ mod tests {
         for wrong in [more, less, other, nested] {
             let e = of_library::<Gapless>(wrong.clone()).unwrap_err();
             assert_eq!(
-                (e.status, e.kind),
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+                (e.status, e.kind, e.outcome),
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal", "unknown"),
                 "{wrong}"
             );
             assert!(e.message.contains("this Gapless"), "{}", e.message);
