@@ -1022,3 +1022,292 @@ fn schemathesis_finds_nothing() {
     assert!(status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// Validates each answer against its operation's schema in the document, as Python's
+/// `jsonschema` (Draft 2020-12) reads it; besides the schema's own rules, an object may have
+/// no property its schema does not declare (`unevaluatedProperties: false` added to the
+/// answer and to every schema not merged into another by `allOf`). Prints one line per
+/// answer: `ok` or what is wrong.
+const VALIDATE_ANSWERS: &str = r#"
+import json, sys
+from jsonschema import Draft202012Validator
+doc, answers = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+schemas = doc["components"]["schemas"]
+merged = set()
+def walk(v):
+    if isinstance(v, dict):
+        for part in v.get("allOf", []):
+            if "$ref" in part:
+                merged.add(part["$ref"].rsplit("/", 1)[1])
+        for x in v.values():
+            walk(x)
+    elif isinstance(v, list):
+        for x in v:
+            walk(x)
+walk(schemas)
+for name, s in schemas.items():
+    if name not in merged and "properties" in s:
+        s["unevaluatedProperties"] = False
+for method, path, status, body in answers:
+    response = doc["paths"][path][method]["responses"].get(str(status))
+    if response is None:
+        print(f"{method} {path} {status}: the document has no such answer")
+        continue
+    schema = dict(response["content"]["application/json"]["schema"])
+    schema["unevaluatedProperties"] = False
+    schema["components"] = doc["components"]
+    errors = [e.message for e in Draft202012Validator(schema).iter_errors(body)]
+    print(f"{method} {path} {status}: " + ("ok" if not errors else "; ".join(errors)[:2000]))
+"#;
+
+/// Every answer the service gives is what its schema in `/openapi.json` says, with nothing
+/// undeclared: the answers are the types the document is derived from (`serve/answers.rs`).
+/// One request of every operation with an answer body (and both forms of the answers that
+/// have two), each answer validated against the schema of its operation and status.
+/// Regression: the gap-free endpoints' answers were described as any JSON value, and the
+/// answers' types only shadowed what the handlers built (`serve/schemas.rs`).
+#[tokio::test]
+async fn every_answer_is_what_its_schema_in_the_document_says() {
+    let svc = Service::start("answers_schema");
+    let http = reqwest::Client::new();
+    let doc = openapi_of(&http, &svc).await;
+    let d = library(&svc).await;
+    d.ensure_striped("ids", 3, dispenser::Spec::default())
+        .await
+        .unwrap();
+    let mut answers: Vec<Value> = Vec::new();
+    // (method, the path as documented, the path sent, body)
+    let calls: Vec<(&str, &str, String, Option<Value>)> = vec![
+        ("get", "/healthz", "/healthz".into(), None),
+        (
+            "post",
+            "/v1/sequences",
+            "/v1/sequences".into(),
+            Some(json!({ "name": "inv", "format": "A-{n}" })),
+        ),
+        (
+            "post",
+            "/v1/sequences",
+            "/v1/sequences".into(),
+            Some(json!({ "name": "inv", "if_not_exists": true })),
+        ),
+        (
+            "post",
+            "/v1/sequences/{name}/next",
+            "/v1/sequences/inv/next?count=3".into(),
+            None,
+        ),
+        (
+            "post",
+            "/v1/sequences/{name}/next",
+            "/v1/sequences/inv/next?count=2000".into(),
+            None,
+        ),
+        (
+            "get",
+            "/v1/sequences/{name}",
+            "/v1/sequences/inv".into(),
+            None,
+        ),
+        (
+            "get",
+            "/v1/sequences/{name}",
+            "/v1/sequences/ids".into(),
+            None,
+        ),
+        ("get", "/v1/sequences", "/v1/sequences".into(), None),
+        (
+            "post",
+            "/v1/sequences/{name}/advance-to",
+            "/v1/sequences/inv/advance-to".into(),
+            Some(json!({ "to": 5000 })),
+        ),
+        (
+            "post",
+            "/v1/sequences/{name}/reset",
+            "/v1/sequences/inv/reset".into(),
+            Some(json!({ "next": 6000 })),
+        ),
+        (
+            "post",
+            "/v1/sequences/{name}/alter",
+            "/v1/sequences/inv/alter".into(),
+            Some(json!({ "max": 1_000_000 })),
+        ),
+        (
+            "post",
+            "/v1/sequences/{name}/alter",
+            "/v1/sequences/ids/alter".into(),
+            Some(json!({ "max": 1_000_000 })),
+        ),
+        (
+            "get",
+            "/v1/sequences/{name}/hourly",
+            "/v1/sequences/inv/hourly".into(),
+            None,
+        ),
+        (
+            "get",
+            "/v1/sequences/{name}/history",
+            "/v1/sequences/inv/history".into(),
+            None,
+        ),
+        (
+            "get",
+            "/v1/sequences/{name}",
+            "/v1/sequences/nothing-here".into(),
+            None,
+        ),
+        (
+            "post",
+            "/v1/queues",
+            "/v1/queues".into(),
+            Some(json!({ "name": "lobby", "format": "A-{n:03}" })),
+        ),
+        (
+            "post",
+            "/v1/queues",
+            "/v1/queues".into(),
+            Some(json!({ "name": "lobby", "format": "A-{n:03}", "if_not_exists": true })),
+        ),
+        (
+            "post",
+            "/v1/queues/{name}/take",
+            "/v1/queues/lobby/take".into(),
+            None,
+        ),
+        (
+            "post",
+            "/v1/queues/{name}/take",
+            "/v1/queues/lobby/take".into(),
+            Some(json!({ "count": 3 })),
+        ),
+        (
+            "post",
+            "/v1/queues/{name}/call",
+            "/v1/queues/lobby/call".into(),
+            Some(json!({ "desk": "3" })),
+        ),
+        (
+            "post",
+            "/v1/queues/{name}/recall",
+            "/v1/queues/lobby/recall".into(),
+            Some(json!({ "desk": "3" })),
+        ),
+        (
+            "post",
+            "/v1/queues/{name}/release",
+            "/v1/queues/lobby/release".into(),
+            Some(json!({ "desk": "3" })),
+        ),
+        (
+            "post",
+            "/v1/queues/{name}/cancel",
+            "/v1/queues/lobby/cancel".into(),
+            Some(json!({ "ticket": 4 })),
+        ),
+        (
+            "post",
+            "/v1/queues/{name}/alter",
+            "/v1/queues/lobby/alter".into(),
+            Some(json!({ "max": 500 })),
+        ),
+        ("get", "/v1/queues/{name}", "/v1/queues/lobby".into(), None),
+        ("get", "/v1/queues", "/v1/queues".into(), None),
+        (
+            "get",
+            "/v1/queues/{name}/tickets/{serial}",
+            "/v1/queues/lobby/tickets/2".into(),
+            None,
+        ),
+        (
+            "get",
+            "/v1/queues/{name}/ticket-link",
+            "/v1/queues/lobby/ticket-link".into(),
+            None,
+        ),
+        (
+            "get",
+            "/v1/queues/{name}/history",
+            "/v1/queues/lobby/history".into(),
+            None,
+        ),
+        (
+            "post",
+            "/v1/gapless",
+            "/v1/gapless".into(),
+            Some(json!({ "name": "web", "collection": "web_orders", "field": "number" })),
+        ),
+        (
+            "post",
+            "/v1/gapless",
+            "/v1/gapless".into(),
+            Some(
+                json!({ "name": "web", "collection": "web_orders", "field": "number", "if_not_exists": true }),
+            ),
+        ),
+        ("get", "/v1/gapless/{name}", "/v1/gapless/web".into(), None),
+        (
+            "post",
+            "/v1/gapless/{name}/void",
+            "/v1/gapless/web/void".into(),
+            Some(json!({ "number": 1, "reason": "torn" })),
+        ),
+        (
+            "post",
+            "/v1/gapless/{name}/max-lease",
+            "/v1/gapless/web/max-lease".into(),
+            Some(json!({ "max_lease_ms": 60000 })),
+        ),
+        ("get", "/v1/gapless", "/v1/gapless".into(), None),
+        (
+            "get",
+            "/v1/gapless/{name}/history",
+            "/v1/gapless/web/history".into(),
+            None,
+        ),
+        ("get", "/v1/overview", "/v1/overview".into(), None),
+    ];
+    for (method, documented, sent, body) in &calls {
+        let mut req = match *method {
+            "get" => http.get(svc.url(sent)),
+            _ => http.post(svc.url(sent)),
+        };
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let (status, answer) = send(req.bearer_auth(ADMIN)).await;
+        assert!(
+            status < 300 || documented == &"/v1/sequences/{name}",
+            "{method} {sent}: {status} {answer}"
+        );
+        answers.push(json!([method, documented, status, answer]));
+    }
+    let dir = std::env::temp_dir().join(format!("{}-answers", svc.collection));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (doc_file, answers_file) = (dir.join("openapi.json"), dir.join("answers.json"));
+    std::fs::write(&doc_file, doc.to_string()).unwrap();
+    std::fs::write(&answers_file, Value::Array(answers).to_string()).unwrap();
+    let out = Command::new(crate::clients::python())
+        .args(["-c", VALIDATE_ANSWERS])
+        .arg(&doc_file)
+        .arg(&answers_file)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wrong: Vec<&str> = report.lines().filter(|l| !l.ends_with(": ok")).collect();
+    assert!(
+        wrong.is_empty(),
+        "answers the document does not describe:\n{}",
+        wrong.join("\n")
+    );
+    assert_eq!(report.lines().count(), calls.len(), "{report}");
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}

@@ -13,11 +13,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use dispenser::{Error, source::NumberSource};
-use serde_json::{Value, json};
 
+use super::answers::{Drawn, Run};
 use super::errors::ApiError;
 use super::names::check_name;
-use super::schemas::Drawn;
 use super::state::{AppState, Era, Shape, Shared, Slot, Target};
 use super::tokens::{Op, TokenRule};
 
@@ -29,7 +28,7 @@ pub(super) const LIST_LIMIT: u64 = 1000;
 static STRIPE_CURSOR: AtomicUsize = AtomicUsize::new(0);
 
 /// Runs of consecutive numbers (`step` apart) as `{first, last, step, count}`.
-pub(super) fn as_runs(numbers: &[i64], step: i64) -> Vec<Value> {
+pub(super) fn as_runs(numbers: &[i64], step: i64) -> Vec<Run> {
     let mut runs: Vec<(i64, i64, u64)> = Vec::new();
     for &n in numbers {
         match runs.last_mut() {
@@ -41,8 +40,11 @@ pub(super) fn as_runs(numbers: &[i64], step: i64) -> Vec<Value> {
         }
     }
     runs.into_iter()
-        .map(|(first, last, count)| {
-            json!({ "first": first, "last": last, "step": step, "count": count })
+        .map(|(first, last, count)| Run {
+            first,
+            last,
+            step,
+            count,
         })
         .collect()
 }
@@ -78,7 +80,7 @@ struct Out<'n> {
     /// Whether the answer is a list of numbers (else runs).
     list: bool,
     numbers: Vec<i64>,
-    runs: Vec<Value>,
+    runs: Vec<Run>,
     /// How many numbers came from each document, for the metrics.
     by_document: Vec<(&'n str, u64)>,
 }
@@ -204,7 +206,11 @@ pub(super) async fn next(
     if out.list {
         return Ok(numbers_answer(&out.numbers));
     }
-    Ok(Json(json!({ "count": count, "runs": out.runs })).into_response())
+    Ok(Json(Drawn::Runs {
+        count,
+        runs: out.runs,
+    })
+    .into_response())
 }
 
 /// Whether `rule` may make the scope `name` (`template@key`) on its first draw.
@@ -421,9 +427,12 @@ async fn draw_runs<'n>(
                 return Err(e.into());
             }
         };
-        out.runs.push(json!({
-            "first": run.first(), "last": run.last(), "step": run.step(), "count": run.count(),
-        }));
+        out.runs.push(Run {
+            first: run.first(),
+            last: run.last(),
+            step: run.step(),
+            count: run.count(),
+        });
         left = left.saturating_sub(run.count());
     }
     out.took(name, want);
@@ -470,8 +479,7 @@ mod tests {
             let body = rt
                 .block_on(axum::body::to_bytes(resp.into_body(), usize::MAX))
                 .expect("body");
-            let expected =
-                serde_json::to_string(&serde_json::json!({ "numbers": numbers })).expect("json");
+            let expected = serde_json::to_string(&Drawn::List { numbers }).expect("json");
             assert_eq!(std::str::from_utf8(&body).expect("utf-8"), expected);
         }
     }

@@ -5,7 +5,8 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+
+use super::answers::{ErrorBody, ErrorDetail};
 
 /// A JSON error reply: `{"error": {"kind", "message", "outcome"}}`. The `observe` middleware
 /// scrubs its message of secrets (the URI's password, the tokens) before it is sent.
@@ -36,9 +37,13 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = Json(json!({
-            "error": { "kind": self.kind, "message": self.message, "outcome": self.outcome }
-        }));
+        let body = Json(ErrorBody {
+            error: ErrorDetail {
+                kind: self.kind.to_owned(),
+                message: self.message.clone(),
+                outcome: Some(self.outcome.to_owned()),
+            },
+        });
         let mut resp = (self.status, body).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()

@@ -17,14 +17,17 @@ use axum::{Json, Router};
 use dispenser::Error;
 use dispenser::gapless::{Gapless, GaplessOptions, GaplessStatus, Released};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use utoipa::ToSchema;
 
+use super::answers::{
+    Gapless as GaplessAnswer, GaplessCreated, GaplessEntry, GaplessList, MaxLeaseAnswer,
+    ReleaseAnswer, VoidAnswer,
+};
 use super::errors::ApiError;
 use super::handlers::{DEFAULT_PAGE, MAX_PAGE, page_of, page_query};
 use super::json::{json_body, optional_json_body, whole_or_null};
+use super::make::{Making, create_or_ensure};
 use super::names::check_name_of;
-use super::schemas::ErrorBody;
 use super::state::Shared;
 use super::tokens::Op;
 
@@ -130,11 +133,11 @@ pub(super) struct GaplessCreateBody {
 /// `POST /v1/gapless`: creates a gap-free sequence (and the unique index on the business
 /// collection's number field).
 #[utoipa::path(post, path = "/v1/gapless", operation_id = "gapless_create", tag = "gapless", request_body = GaplessCreateBody,
-    responses((status = 201, description = "Created: the status (as `GET /v1/gapless/{name}` answers it), `created: true`", body = Value), (status = 200, description = "`if_not_exists` found it with the same collection and field, and the token may `peek` on it: its status, `created: false` (without `peek`: 409 `already_exists`)", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 201, description = "Created: the status (as `GET /v1/gapless/{name}` answers it), `created: true`", body = GaplessCreated), (status = 200, description = "`if_not_exists` found it with the same collection and field, and the token may `peek` on it: its status, `created: false` (without `peek`: 409 `already_exists`)", body = GaplessCreated)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<GaplessCreated>), ApiError> {
     let rule = st.authenticate(req.headers())?;
     super::state::AppState::permit_on(&rule, Op::Create, None, NOUN)?;
     let b: GaplessCreateBody = json_body(req).await?;
@@ -165,56 +168,41 @@ pub(super) async fn create(
     }
     let may_read = super::state::AppState::permit_on(&rule, Op::Peek, Some(&b.name), NOUN).is_ok();
     let acting = st.acting(&rule)?;
-    let (g, created) = match acting.create_gapless(&b.name, options.clone()).await {
-        Ok(g) => (g, true),
-        Err(Error::SequenceExists { .. }) if b.if_not_exists && may_read => {
-            (acting.ensure_gapless(&b.name, options).await?, false)
-        }
-        Err(Error::SequenceExists { .. }) => {
-            let see = if may_read {
-                "GET /v1/gapless/{name} shows it; `if_not_exists` answers 200 when its collection and field are the ones asked for"
-            } else {
-                "a token with `peek` on it sees its state"
-            };
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "already_exists",
-                format!("{NOUN} {:?} already exists; {see}", b.name),
-            ));
-        }
-        Err(e) => return Err(e.into()),
+    let making = Making {
+        noun: NOUN,
+        name: &b.name,
+        path: "/v1/gapless",
+        if_not_exists: b.if_not_exists,
+        may_read,
     };
-    let status = g.status().await.map_err(|e| match created {
-        true => e.after_write(&format!("{NOUN} {:?} created", b.name)),
-        false => e,
+    let (g, status) = create_or_ensure(
+        making,
+        acting.create_gapless(&b.name, options.clone()),
+        || acting.ensure_gapless(&b.name, options),
+    )
+    .await?;
+    let state = g.status().await.map_err(|e| match status {
+        StatusCode::CREATED => e.after_write(&format!("{NOUN} {:?} created", b.name)),
+        _ => e,
     })?;
-    let mut body = status.to_json();
-    if let Some(o) = body.as_object_mut() {
-        o.insert("created".into(), Value::Bool(created));
-    }
-    let code = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((code, Json(body)))
+    Ok((status, Json(GaplessCreated::of(&state, status)?)))
 }
 
 /// `GET /v1/gapless`: one page of the gap-free sequences, by name, each with its status.
 #[utoipa::path(get, path = "/v1/gapless", operation_id = "gapless_list", tag = "gapless",
     params(("limit" = Option<u64>, Query, description = "How many gap-free sequences at most (1 to 10 000; default 1000)"),
         ("after" = Option<String>, Query, description = "The cursor: list the names after this one (the `next` of the previous page)")),
-    responses((status = 200, description = "`{\"gapless\": […], \"next\"}`: one page of the gap-free sequences the token may use, by name, each as `GET /v1/gapless/{name}` answers it (one that cannot be read as `{name, error}` in its place); `next` is the cursor of the next page, `null` after the last", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "`{\"gapless\": […], \"next\"}`: one page of the gap-free sequences the token may use, by name, each as `GET /v1/gapless/{name}` answers it (one that cannot be read as `{name, error}` in its place); `next` is the cursor of the next page, `null` after the last", body = GaplessList)))]
 pub(super) async fn list(
     State(st): State<Shared>,
     headers: HeaderMap,
     Query(query): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<GaplessList>, ApiError> {
     let rule = st.authorize_on(&headers, Op::List, None, NOUN)?;
     let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let d = &st.dispenser;
-    let (out, next) = page_of(
+    let (gapless, next) = page_of(
         &st,
         &rule,
         limit,
@@ -230,10 +218,11 @@ pub(super) async fn list(
             Ok(page)
         },
         |s: &GaplessStatus| &s.name,
-        GaplessStatus::to_json,
+        |s| Ok(GaplessEntry::Gapless(GaplessAnswer::of(s)?)),
+        GaplessEntry::Unreadable,
     )
     .await?;
-    Ok(Json(json!({ "gapless": out, "next": next })))
+    Ok(Json(GaplessList { gapless, next }))
 }
 
 /// The body of `DELETE /v1/gapless/{name}` (optional).
@@ -250,7 +239,7 @@ pub(super) struct GaplessDeleteBody {
 /// and its documents stay); 409 `lease_held` while a holder's lease runs, unless `force`.
 #[utoipa::path(delete, path = "/v1/gapless/{name}", operation_id = "gapless_delete", tag = "gapless", request_body(content = Option<GaplessDeleteBody>, description = "Optional: `{\"force\": true}`"),
     params(("name" = String, Path, description = "The gap-free sequence")),
-    responses((status = 204, description = "Deleted"), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 204, description = "Deleted")))]
 pub(super) async fn delete(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -267,16 +256,16 @@ pub(super) async fn delete(
 /// the longest lease, whether the unique index is there, and the voided numbers with their
 /// reasons.
 #[utoipa::path(get, path = "/v1/gapless/{name}", operation_id = "gapless_status", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")),
-    responses((status = 200, description = "`{name, collection, field, void_field, next, max_lease_ms, unique_index, lease: {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number, reason, at}]}` (the lease by the server's clock)", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "`{name, collection, field, void_field, next, max_lease_ms, unique_index, lease: {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number, reason, at}]}` (the lease by the server's clock)", body = GaplessAnswer)))]
 pub(super) async fn status(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<GaplessAnswer>, ApiError> {
     st.authorize(&headers, Op::Peek, Some(&name))?;
     check_name_of(NOUN, &name, false)?;
     let g = st.dispenser.open_gapless(&name).await?;
-    Ok(Json(g.status().await?.to_json()))
+    Ok(Json(GaplessAnswer::of(&g.status().await?)?))
 }
 
 /// The body of a void: the number (must be the next one) and why.
@@ -294,12 +283,12 @@ pub(super) struct VoidBody {
 /// the business collection); answers the status, or — to a token that may not `peek` the
 /// sequence — `{name, voided}`.
 #[utoipa::path(post, path = "/v1/gapless/{name}/void", operation_id = "gapless_void", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = VoidBody,
-    responses((status = 200, description = "The status after the void (as `GET /v1/gapless/{name}` answers it) when the token may also `peek` the sequence, else `{name, voided}` (the number voided)", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "The status after the void (as `GET /v1/gapless/{name}` answers it) when the token may also `peek` the sequence, else `{name, voided}` (the number voided)", body = VoidAnswer)))]
 pub(super) async fn void(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<VoidAnswer>, ApiError> {
     let acting = st.acting(&st.authorize(req.headers(), Op::Void, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
     let peek = may_peek(&st, req.headers(), &name);
@@ -311,9 +300,12 @@ pub(super) async fn void(
     if peek {
         let voided = format!("number {} voided", b.number);
         let status = g.status().await.map_err(|e| e.after_write(&voided))?;
-        Ok(Json(status.to_json()))
+        Ok(Json(VoidAnswer::State(GaplessAnswer::of(&status)?)))
     } else {
-        Ok(Json(json!({ "name": name, "voided": b.number })))
+        Ok(Json(VoidAnswer::Voided {
+            name,
+            voided: b.number,
+        }))
     }
 }
 
@@ -339,12 +331,12 @@ pub(super) struct ReleaseBody {
 /// that stopped, at once — voids its number if it did not write it, moves past what it
 /// wrote if it did.
 #[utoipa::path(post, path = "/v1/gapless/{name}/release", operation_id = "gapless_release", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = ReleaseBody,
-    responses((status = 200, description = "`{name, number, outcome: \"voided\"|\"used\"}`; when the token may also `peek` the sequence, `last` (the last number the holder wrote, for `used`) and `status` (as `GET /v1/gapless/{name}` answers it)", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "`{name, number, outcome: \"voided\"|\"used\"}`; when the token may also `peek` the sequence, `last` (the last number the holder wrote, for `used`) and `status` (as `GET /v1/gapless/{name}` answers it)", body = ReleaseAnswer)))]
 pub(super) async fn release(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ReleaseAnswer>, ApiError> {
     let acting = st.acting(&st.authorize(req.headers(), Op::Void, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
     let peek = may_peek(&st, req.headers(), &name);
@@ -359,30 +351,28 @@ pub(super) async fn release(
         .with_force(b.force)
         .await
         .map_err(|e| refusal(e, &name, b.number, "released", peek))?;
-    let mut answer = json!({ "name": name, "number": b.number });
-    match released {
-        Released::Voided(_) => answer["outcome"] = json!("voided"),
-        Released::Used { last, .. } => {
-            answer["outcome"] = json!("used");
-            if peek {
-                answer["last"] = json!(last);
-            }
-        }
-        _ => answer["outcome"] = json!("other"),
-    }
-    if peek {
-        answer["status"] = status_of(&g, b.number).await?;
-    }
-    Ok(Json(answer))
+    let (outcome, last) = match released {
+        Released::Voided(_) => ("voided", None),
+        Released::Used { last, .. } => ("used", Some(last).filter(|_| peek)),
+        _ => ("other", None),
+    };
+    let status = match peek {
+        true => Some(status_of(&g, b.number).await?),
+        false => None,
+    };
+    Ok(Json(ReleaseAnswer {
+        name,
+        number: b.number,
+        outcome,
+        last,
+        status,
+    }))
 }
 
 /// The status after the lease on `number` was released.
-async fn status_of(g: &Gapless, number: i64) -> Result<Value, ApiError> {
+async fn status_of(g: &Gapless, number: i64) -> Result<GaplessAnswer, ApiError> {
     let released = format!("the lease on number {number} released");
-    Ok(g.status()
-        .await
-        .map_err(|e| e.after_write(&released))?
-        .to_json())
+    GaplessAnswer::of(&g.status().await.map_err(|e| e.after_write(&released))?)
 }
 
 /// The body of a change of the longest lease.
@@ -398,12 +388,12 @@ pub(super) struct MaxLeaseBody {
 /// `POST /v1/gapless/{name}/max-lease` (token operation `alter`): sets the sequence's
 /// longest lease.
 #[utoipa::path(post, path = "/v1/gapless/{name}/max-lease", operation_id = "gapless_max_lease", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = MaxLeaseBody,
-    responses((status = 200, description = "`{name, max_lease_ms}`", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
+    responses((status = 200, description = "`{name, max_lease_ms}`", body = MaxLeaseAnswer)))]
 pub(super) async fn max_lease(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<MaxLeaseAnswer>, ApiError> {
     let acting = st.acting(&st.authorize(req.headers(), Op::Alter, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
     let b: MaxLeaseBody = json_body(req).await?;
@@ -418,5 +408,8 @@ pub(super) async fn max_lease(
         })?;
     let g = acting.open_gapless(&name).await?;
     g.set_max_lease(Duration::from_millis(ms)).await?;
-    Ok(Json(json!({ "name": name, "max_lease_ms": ms })))
+    Ok(Json(MaxLeaseAnswer {
+        name,
+        max_lease_ms: ms,
+    }))
 }

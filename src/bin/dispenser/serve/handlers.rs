@@ -8,14 +8,16 @@ use dispenser::sequence::{Reset, SequenceState};
 use dispenser::stripe::{StripedSequence, stripe_name};
 use dispenser::{Dispenser, Error, Format, Spec};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::classify::classify;
+use super::answers::{
+    Created, Health, HourCount, Hourly, ListEntry, Sequence, SequenceList, StateAnswer, Unreadable,
+    of_library,
+};
 use super::errors::ApiError;
 use super::json::{json_body, whole, whole_or_null, whole_some};
+use super::make::{Making, create_or_ensure};
 use super::names::check_name;
-use super::schemas::{Created, Health, Hourly, SequenceList, StateAnswer};
 use super::state::{AppState, Shared, scope_of};
 use super::tokens::{Op, TokenRule};
 
@@ -47,39 +49,9 @@ pub(super) struct CreateBody {
     pub(super) format: Option<String>,
 }
 
-/// The answer of `create`: the state, with `"created"` saying whether this request made it.
-pub(super) fn created_reply(state: &SequenceState, created: bool) -> (StatusCode, Json<Value>) {
-    let mut body = SequenceState::to_json(state);
-    if let Some(o) = body.as_object_mut() {
-        o.insert("created".into(), Value::Bool(created));
-    }
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    (status, Json(body))
-}
-
 /// `if_not_exists` found `state`: it must have the requested shape (the start and format only
-/// apply at creation); nothing is written. To a token that may not read the sequence
-/// (`peek`), the answer says only that it exists: neither its shape nor its state, nor
-/// whether its shape is the one asked for.
-pub(super) fn existing(
-    state: &SequenceState,
-    spec: &Spec,
-    may_read: bool,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    if !may_read {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "already_exists",
-            format!(
-                "sequence {:?} already exists; a token with `peek` on it sees its shape and state (and gets 200 from `if_not_exists` when the shape is the one asked for)",
-                state.name
-            ),
-        ));
-    }
+/// apply at creation); nothing is written.
+fn same_shape(state: SequenceState, spec: &Spec) -> Result<SequenceState, Error> {
     let stored = Spec::default()
         .with_start(spec.start)
         .with_step(state.step)
@@ -93,10 +65,9 @@ pub(super) fn existing(
             name: state.name.clone(),
             stored: stored.to_string(),
             requested: spec.to_string(),
-        }
-        .into());
+        });
     }
-    Ok(created_reply(state, false))
+    Ok(state)
 }
 
 #[utoipa::path(post, path = "/v1/sequences", operation_id = "create", tag = "admin", request_body = CreateBody,
@@ -104,7 +75,7 @@ pub(super) fn existing(
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<Created>), ApiError> {
     let rule = st.authenticate(req.headers())?;
     AppState::permit(&rule, Op::Create, None)?;
     let b: CreateBody = json_body(req).await?;
@@ -121,42 +92,59 @@ pub(super) async fn create(
     dispenser::sequence::validate_plain_name(&b.name)?;
     spec.validate(&b.name)?;
     let format = b.format.as_deref().map(Format::parse).transpose()?;
-    if b.if_not_exists {
-        match st.dispenser.peek(&b.name).await {
-            Ok(state) => return existing(&state, &spec, may_read),
-            Err(Error::NoSuchSequence { .. }) => {}
+    // With `if_not_exists`, a look first: a sequence that exists is found without its lock
+    // (whose taking would retire the service's block clients of it).
+    let taken = || Error::SequenceExists {
+        name: b.name.clone(),
+    };
+    let found = match b.if_not_exists {
+        true => match st.dispenser.peek(&b.name).await {
+            Ok(state) => Some(state),
+            Err(e) if e.kind() == dispenser::ErrorKind::NotFound => None,
             Err(e) => return Err(e.into()),
-        }
-    }
+        },
+        false => None,
+    };
     let acting = st.acting(&rule)?;
-    let made = st
-        .exclusive(&b.name, async {
-            let made = match acting.create(&b.name, spec).await {
-                Ok(made) => made,
-                Err(Error::SequenceExists { .. }) if b.if_not_exists => return Ok(None),
-                Err(e) => return Err(e),
-            };
-            let created = format!("sequence {:?} created", b.name);
-            if let Some(f) = &format {
-                made.set_format(Some(f))
-                    .await
-                    .map_err(|e| match e.written() {
-                        dispenser::Written::Nothing => e.after_write(&created),
-                        _ => e,
-                    })?;
-            }
-            st.dispenser
-                .peek(&b.name)
+    let make = async {
+        let made = acting.create(&b.name, spec).await?;
+        let created = format!("sequence {:?} created", b.name);
+        if let Some(f) = &format {
+            made.set_format(Some(f))
                 .await
-                .map(Some)
-                .map_err(|e| e.after_write(&created))
-        })
-        .await?;
-    match made {
-        Some(state) => Ok(created_reply(&state, true)),
-        // Another client created it between our look and our insert.
-        None => existing(&st.dispenser.peek(&b.name).await?, &spec, may_read),
-    }
+                .map_err(|e| match e.written() {
+                    dispenser::Written::Nothing => e.after_write(&created),
+                    _ => e,
+                })?;
+        }
+        st.dispenser
+            .peek(&b.name)
+            .await
+            .map_err(|e| e.after_write(&created))
+    };
+    let exists = found.is_some();
+    let create = async {
+        match exists {
+            true => Err(taken()),
+            false => st.exclusive(&b.name, make).await,
+        }
+    };
+    let ensure = || async {
+        match found {
+            Some(state) => same_shape(state, &spec),
+            // Another client created it between the look and the insert.
+            None => same_shape(st.dispenser.peek(&b.name).await?, &spec),
+        }
+    };
+    let making = Making {
+        noun: "sequence",
+        name: &b.name,
+        path: "/v1/sequences",
+        if_not_exists: b.if_not_exists,
+        may_read,
+    };
+    let (state, status) = create_or_ensure(making, create, ensure).await?;
+    Ok((status, Json(Created::of(&state, status)?)))
 }
 
 #[utoipa::path(get, path = "/v1/sequences/{name}", operation_id = "peek", tag = "admin", params(("name" = String, Path, description = "The sequence name")),
@@ -165,15 +153,15 @@ pub(super) async fn peek(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StateAnswer>, ApiError> {
     st.authorize(&headers, Op::Peek, Some(&name))?;
     check_name(&name, false)?;
     match st.dispenser.peek(&name).await {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let (ids, _) = stripes_or(&st.dispenser, &name, e).await?;
-            Ok(Json(striped_json(&name, &ids.peek().await?)))
+            Ok(Json(StateAnswer::striped(&name, &ids.peek().await?)?))
         }
-        other => Ok(Json(SequenceState::to_json(&other?))),
+        other => Ok(Json(StateAnswer::plain(&other?)?)),
     }
 }
 
@@ -195,13 +183,6 @@ async fn stripes_or(
         Err(e) if e.kind() == dispenser::ErrorKind::Unavailable => Err(e.into()),
         Err(_) => Err(no_such.into()),
     }
-}
-
-fn striped_json(name: &str, states: &[SequenceState]) -> Value {
-    json!({
-        "name": name,
-        "stripes": states.iter().map(SequenceState::to_json).collect::<Vec<_>>(),
-    })
 }
 
 /// The largest page `GET /v1/sequences` answers.
@@ -257,13 +238,14 @@ pub(super) fn page_query(
 }
 
 /// One page of the sequences `rule` may use, after `after` (see [`page_of`]).
-pub(super) async fn sequence_page(
+pub(super) async fn sequence_page<E>(
     st: &AppState,
     rule: &TokenRule,
     limit: usize,
     after: Option<String>,
-    show: impl Fn(&SequenceState) -> Value,
-) -> Result<(Vec<Value>, Option<String>), ApiError> {
+    show: impl Fn(&SequenceState) -> Result<E, ApiError>,
+    unreadable: impl Fn(Unreadable) -> E,
+) -> Result<(Vec<E>, Option<String>), ApiError> {
     let d = &st.dispenser;
     page_of(
         st,
@@ -273,25 +255,28 @@ pub(super) async fn sequence_page(
         |a, patterns| async move { d.list_after_matching(&patterns, a.as_deref(), limit).await },
         |s: &SequenceState| &s.name,
         show,
+        unreadable,
     )
     .await
 }
 
 /// One page of a listing by name, for the names `rule` may use, after `after`: up to `limit`
-/// entries, each `show(item)` (a document that cannot be read is `{name, error}` in its
-/// place), and the cursor of the next page (`None` after the last). `fetch(after, patterns)`
+/// entries, each `show(item)` (a document that cannot be read is `unreadable({name, error})`
+/// in its place), and the cursor of the next page (`None` after the last). `fetch(after, patterns)`
 /// reads, in one query, the next `limit` documents whose names match the token's patterns:
 /// the server never returns (and the service never reads) a name the token may not use, so
 /// the cursor — the last name of the page — is always one the token may see.
-pub(super) async fn page_of<'p, T, Fut>(
+#[allow(clippy::too_many_arguments)] // the parts of one listing, each a plain closure
+pub(super) async fn page_of<'p, T, E, Fut>(
     st: &AppState,
     rule: &'p TokenRule,
     limit: usize,
     after: Option<String>,
     fetch: impl FnOnce(Option<String>, Vec<&'p str>) -> Fut,
     name_of: impl Fn(&T) -> &str,
-    show: impl Fn(&T) -> Value,
-) -> Result<(Vec<Value>, Option<String>), ApiError>
+    show: impl Fn(&T) -> Result<E, ApiError>,
+    unreadable: impl Fn(Unreadable) -> E,
+) -> Result<(Vec<E>, Option<String>), ApiError>
 where
     Fut: Future<Output = Result<Vec<Result<T, Error>>, Error>>,
 {
@@ -312,15 +297,9 @@ where
             continue;
         }
         match item {
-            Ok(t) => out.push(show(&t)),
+            Ok(t) => out.push(show(&t)?),
             // In its place, as the library and the CLI report it.
-            Err(e) => {
-                let (_, kind) = classify(&e);
-                out.push(json!({
-                    "name": name,
-                    "error": { "kind": kind, "message": st.scrub(&e.to_string()) },
-                }));
-            }
+            Err(e) => out.push(unreadable(Unreadable::new(&name, &e, |m| st.scrub(m)))),
         }
         last = Some(name);
     }
@@ -335,12 +314,14 @@ pub(super) async fn list(
     State(st): State<Shared>,
     headers: HeaderMap,
     Query(query): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<SequenceList>, ApiError> {
     let rule = st.authorize(&headers, Op::List, None)?;
     let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let (out, next) = sequence_page(&st, &rule, limit, after, SequenceState::to_json).await?;
-    Ok(Json(json!({ "sequences": out, "next": next })))
+    let show = |s: &SequenceState| Ok(ListEntry::Sequence(of_library::<Sequence>(s.to_json())?));
+    let (sequences, next) =
+        sequence_page(&st, &rule, limit, after, show, ListEntry::Unreadable).await?;
+    Ok(Json(SequenceList { sequences, next }))
 }
 
 /// `GET /v1/sequences/{name}/hourly`: the numbers this service handed out from `name` in
@@ -352,12 +333,12 @@ pub(super) async fn hourly(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Hourly>, ApiError> {
     st.authorize(&headers, Op::Peek, Some(&name))?;
     check_name(&name, false)?;
     // A name without a document is 404, as for a peek (a deleted sequence's hours go too).
     st.dispenser.peek(&name).await?;
-    let hours: Vec<Value> = st
+    let hours: Vec<HourCount> = st
         .metrics
         .issued_per_hour(&name)
         .into_iter()
@@ -366,10 +347,13 @@ pub(super) async fn hourly(
                 .ok()
                 .and_then(|s| jiff::Timestamp::from_second(s).ok())
                 .map(|t| t.to_string());
-            json!({ "hour": start, "issued": issued })
+            HourCount {
+                hour: start,
+                issued,
+            }
         })
         .collect();
-    Ok(Json(json!({ "name": name, "hours": hours })))
+    Ok(Json(Hourly { name, hours }))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -413,7 +397,7 @@ pub(super) async fn alter(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StateAnswer>, ApiError> {
     let acting = st.acting(&st.authorize(req.headers(), Op::Alter, Some(&name))?)?;
     let b: AlterBody = json_body(req).await?;
     check_name(&name, false)?;
@@ -446,9 +430,9 @@ pub(super) async fn alter(
         Err(e @ Error::NoSuchSequence { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st.exclusive_all(&stripes, ids.alter(change)).await?;
-            Ok(Json(striped_json(&name, &states)))
+            Ok(Json(StateAnswer::striped(&name, &states)?))
         }
-        other => Ok(Json(SequenceState::to_json(&other?))),
+        other => Ok(Json(StateAnswer::plain(&other?)?)),
     }
 }
 
@@ -466,7 +450,7 @@ pub(super) async fn advance(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StateAnswer>, ApiError> {
     let acting = st.acting(&st.authorize(req.headers(), Op::Advance, Some(&name))?)?;
     let b: AdvanceBody = json_body(req).await?;
     check_name(&name, false)?;
@@ -475,9 +459,9 @@ pub(super) async fn advance(
         Err(e @ Error::NoSuchSequence { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st.exclusive_all(&stripes, ids.advance_to(b.to)).await?;
-            Ok(Json(striped_json(&name, &states)))
+            Ok(Json(StateAnswer::striped(&name, &states)?))
         }
-        other => Ok(Json(SequenceState::to_json(&other?))),
+        other => Ok(Json(StateAnswer::plain(&other?)?)),
     }
 }
 
@@ -516,7 +500,7 @@ pub(super) async fn reset(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StateAnswer>, ApiError> {
     let acting = st.acting(&st.authorize(req.headers(), Op::Reset, Some(&name))?)?;
     let b: ResetBody = json_body(req).await?;
     let next = b.next()?;
@@ -533,9 +517,9 @@ pub(super) async fn reset(
             let states = st
                 .exclusive_all(&stripes, ids.reset(Reset::to(next).with_force(b.force)))
                 .await?;
-            Ok(Json(striped_json(&name, &states)))
+            Ok(Json(StateAnswer::striped(&name, &states)?))
         }
-        other => Ok(Json(SequenceState::to_json(&other?))),
+        other => Ok(Json(StateAnswer::plain(&other?)?)),
     }
 }
 
@@ -575,8 +559,8 @@ pub(super) async fn delete(
 }
 
 #[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "ops", security(()),
-    responses((status = 200, description = "The database answers", body = Health), (status = 503, description = "The database does not answer", body = super::schemas::ErrorBody)))]
-pub(super) async fn healthz(State(st): State<Shared>) -> Result<Json<Value>, ApiError> {
+    responses((status = 200, description = "The database answers", body = Health), (status = 503, description = "The database does not answer", body = super::answers::ErrorBody)))]
+pub(super) async fn healthz(State(st): State<Shared>) -> Result<Json<Health>, ApiError> {
     st.dispenser.ping().await?;
-    Ok(Json(json!({ "status": "ok" })))
+    Ok(Json(Health { status: "ok" }))
 }

@@ -5,18 +5,16 @@
 //! queue), and each entry is checked against the token's globs again before it is sent. The
 //! service records its own admin operations as the token's name (`AppState::acting`).
 
+use super::answers::{HistoryItem, HistoryPage, of_library};
+use super::errors::ApiError;
+use super::names::check_name_of;
+use super::state::{AppState, Shared};
+use super::tokens::{Op, TokenRule};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::{Json, Router};
 use dispenser::history::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE};
-use serde_json::{Value, json};
-use utoipa::ToSchema;
-
-use super::errors::ApiError;
-use super::names::check_name_of;
-use super::state::{AppState, Shared};
-use super::tokens::{Op, TokenRule};
 
 /// The page size when none is asked for.
 pub(super) const DEFAULT_PAGE: u64 = 100;
@@ -27,64 +25,6 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/v1/sequences/{name}/history", get(sequence))
         .route("/v1/gapless/{name}/history", get(gapless))
         .route("/v1/queues/{name}/history", get(queue))
-}
-
-/// One entry of a history.
-#[derive(ToSchema)]
-#[allow(dead_code)] // only described: the handlers answer `serde_json::Value`
-pub(super) struct HistoryItem {
-    /// The record's id.
-    id: String,
-    /// `sequence`, `stripe`, `scope`, `gapless` or `queue`.
-    kind: String,
-    /// The exact name of what changed: the sequence, the stripe (`ids~3`), the scope
-    /// (`t@k`), the gap-free sequence or the queue.
-    name: String,
-    /// A stripe's index (`null` for another kind).
-    stripe: Option<u32>,
-    /// A scope's template (`null` for another kind).
-    template: Option<String>,
-    /// A scope's key (`null` for another kind).
-    key: Option<String>,
-    /// `create`, `alter`, `set-format`, `advance-to`, `reset`, `delete`, `delete-scopes`;
-    /// for a gap-free sequence `create`, `void`, `release`, `max-lease`; for a queue
-    /// `create`, `alter`, `cancel`, `delete`.
-    op: String,
-    /// The parameters, as given.
-    #[schema(value_type = Object)]
-    params: Value,
-    /// Who acted: the token's name through the service, `--caller` through the command line.
-    who: Option<String>,
-    /// When it started, by the server's clock (RFC 3339).
-    at: String,
-    /// `server`, or `client` when the server did not say its time.
-    clock: String,
-    /// The state read just before (`null` before a create).
-    #[schema(value_type = Option<Object>)]
-    before: Option<Value>,
-    /// The state read just after (`null` after a delete or a refusal).
-    #[schema(value_type = Option<Object>)]
-    after: Option<Value>,
-    /// `done`, `refused` (nothing changed), `failed` (the change may or may not have been
-    /// made) or `pending` (no outcome recorded: running, or its process stopped).
-    outcome: String,
-    /// Why, for `refused` and `failed`.
-    error: Option<String>,
-    /// When it ended, by the server's clock (`null` while pending).
-    ended_at: Option<String>,
-    /// The `after` of the page that continues after this entry.
-    cursor: String,
-}
-
-/// A page of a history.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub(super) struct HistoryPage {
-    name: String,
-    /// Oldest first.
-    history: Vec<HistoryItem>,
-    /// The cursor of the next page (`after`); `null` after the last.
-    next: Option<String>,
 }
 
 /// `limit`, `after` and `since` of a history's query: each at most once, nothing else.
@@ -146,7 +86,7 @@ async fn page(
     (name, noun): (&str, &str),
     query: &[(String, String)],
     base: HistoryQuery,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HistoryPage>, ApiError> {
     let q = history_query(query, base.with_limit(DEFAULT_PAGE as usize))?;
     let entries = st.dispenser.history(name, &q).await?;
     for e in &entries {
@@ -171,10 +111,15 @@ async fn page(
     let next = (entries.len() == q.limit)
         .then(|| entries.last().map(HistoryEntry::cursor))
         .flatten();
-    let history: Vec<Value> = entries.iter().map(HistoryEntry::to_json).collect();
-    Ok(Json(
-        json!({ "name": name, "history": history, "next": next }),
-    ))
+    let history = entries
+        .iter()
+        .map(|e| of_library::<HistoryItem>(e.to_json()))
+        .collect::<Result<_, _>>()?;
+    Ok(Json(HistoryPage {
+        name: name.to_owned(),
+        history,
+        next,
+    }))
 }
 
 /// The query of a history read (the same for every kind).
@@ -197,7 +142,7 @@ async fn read(
     (name, noun): (&str, &str),
     query: &[(String, String)],
     base: HistoryQuery,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HistoryPage>, ApiError> {
     let rule = st.authorize_on(headers, Op::Peek, Some(name), noun)?;
     check_name_of(noun, name, false)?;
     page(st, &rule, (name, noun), query, base).await
@@ -213,7 +158,7 @@ pub(super) async fn sequence(
     headers: HeaderMap,
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HistoryPage>, ApiError> {
     let base = HistoryQuery::sequence();
     read(&st, &headers, (&name, "sequence"), &query, base).await
 }
@@ -228,7 +173,7 @@ pub(super) async fn gapless(
     headers: HeaderMap,
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HistoryPage>, ApiError> {
     let base = HistoryQuery::gapless();
     read(&st, &headers, (&name, "gap-free sequence"), &query, base).await
 }
@@ -242,7 +187,7 @@ pub(super) async fn queue(
     headers: HeaderMap,
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<HistoryPage>, ApiError> {
     let base = HistoryQuery::queue();
     read(&st, &headers, (&name, "queue"), &query, base).await
 }

@@ -28,9 +28,10 @@
 //! and `ui/`; `tls.rs` (HTTPS) and `reload.rs` (SIGHUP); `guard.rs` (what every request passes
 //! before the router: one service per connection) and `observe.rs` (counting, timing and the
 //! JSON error answers); `auth.rs` (who may do what), `classify.rs` (library error to status),
-//! `names.rs`, `json.rs` (request bodies), `errors.rs` (`ApiError`); the state: `state.rs`
-//! over `tokens.rs`, `metrics.rs` and `queue_state.rs`; `schemas.rs` (the answers' shapes
-//! for the document) and `conn.rs` (connections).
+//! `names.rs`, `json.rs` (request bodies), `errors.rs` (`ApiError`), `make.rs` (the one
+//! create/ensure path of the creating endpoints); the state: `state.rs`
+//! over `tokens.rs`, `metrics.rs` and `queue_state.rs`; `answers.rs` (the answers: the types
+//! the endpoints return, whose schemas the document derives) and `conn.rs` (connections).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -63,6 +64,7 @@ use scrape::{MetricsToken, metrics, require_token};
 use state::{AppState, Shared};
 use tokens::load_tokens;
 
+mod answers;
 mod auth;
 mod classify;
 mod conn;
@@ -74,6 +76,7 @@ mod handlers;
 mod history;
 mod json;
 mod links;
+mod make;
 mod metrics;
 mod names;
 mod observe;
@@ -83,7 +86,6 @@ mod qr;
 mod queue_state;
 mod queues;
 mod reload;
-mod schemas;
 mod scrape;
 mod state;
 #[cfg(test)]

@@ -10,12 +10,13 @@ use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use dispenser::Error;
-use serde_json::{Value, json};
 
-use super::classify::classify;
+use super::answers::{
+    Gapless, GaplessEntry, HeldSequence, Overview, OverviewSequence, QueueEntry, QueueState,
+    Unreadable, of_library,
+};
 use super::errors::ApiError;
 use super::handlers::{page_query, sequence_page};
-use super::schemas::Overview;
 use super::state::{AppState, Shared};
 use super::tokens::{Op, TokenRule};
 
@@ -28,9 +29,8 @@ pub(super) const DEFAULT_PAGE: u64 = 50;
 pub(super) const MAX_PAGE: u64 = 500;
 
 /// `{name, error: {kind, message}}`: an entry that cannot be read, in its place.
-fn unreadable(st: &AppState, name: &str, e: &Error) -> Value {
-    let (_, kind) = classify(e);
-    json!({ "name": name, "error": { "kind": kind, "message": st.scrub(&e.to_string()) } })
+fn unreadable(st: &AppState, name: &str, e: &Error) -> Unreadable {
+    Unreadable::new(name, e, |m| st.scrub(m))
 }
 
 /// The name a corrupt document's error carries.
@@ -44,7 +44,7 @@ fn corrupt_name(e: &Error) -> &str {
 /// The queues the token may use (the first [`QUEUES_SHOWN`] by name), and whether there are
 /// more: one query for the names the token's patterns match, so no other queue document is
 /// read, however many there are.
-async fn queues(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), Error> {
+async fn queues(st: &AppState, rule: &TokenRule) -> Result<(Vec<QueueEntry>, bool), ApiError> {
     let mut out = Vec::new();
     let page = st
         .dispenser
@@ -53,10 +53,10 @@ async fn queues(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), E
     let more = page.len() > QUEUES_SHOWN;
     for item in page.into_iter().take(QUEUES_SHOWN) {
         match item {
-            Ok(q) if rule.allows_name(&q.name) => out.push(q.to_json()),
+            Ok(q) if rule.allows_name(&q.name) => out.push(QueueEntry::Queue(QueueState::of(&q)?)),
             Ok(_) => {}
             Err(e) if rule.allows_name(corrupt_name(&e)) => {
-                out.push(unreadable(st, corrupt_name(&e), &e));
+                out.push(QueueEntry::Unreadable(unreadable(st, corrupt_name(&e), &e)));
             }
             Err(_) => {}
         }
@@ -66,7 +66,7 @@ async fn queues(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), E
 
 /// The gap-free sequences the token may use (the first [`GAPLESS_SHOWN`] by name), and
 /// whether there are more. Their state documents live in `<collection>_gapless`.
-async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), Error> {
+async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<GaplessEntry>, bool), ApiError> {
     let listed = st
         .dispenser
         .list_gapless_after_matching(&rule.patterns(), None, GAPLESS_SHOWN + 1)
@@ -83,13 +83,13 @@ async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<Value>, bool), 
             Err(e) => Err(e),
         };
         match status {
-            Ok(s) => out.push(s.to_json()),
+            Ok(s) => out.push(GaplessEntry::Gapless(Gapless::of(&s)?)),
             Err(e @ Error::NoSuchSequence { .. }) => {
                 // Deleted since the listing: not shown.
                 tracing::debug!("overview: {e}");
             }
-            Err(e @ (Error::Database { .. } | Error::Timeout { .. })) => return Err(e),
-            Err(e) => out.push(unreadable(st, name, &e)),
+            Err(e @ (Error::Database { .. } | Error::Timeout { .. })) => return Err(e.into()),
+            Err(e) => out.push(GaplessEntry::Unreadable(unreadable(st, name, &e))),
         }
     }
     Ok((out, names.len() > GAPLESS_SHOWN))
@@ -104,25 +104,27 @@ pub(super) async fn overview(
     State(st): State<Shared>,
     headers: HeaderMap,
     Query(query): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Overview>, ApiError> {
     let rule = st.authorize(&headers, Op::List, None)?;
     let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let held: HashMap<String, u64> = st.pool.held_by_sequence().into_iter().collect();
-    let (sequences, next) = sequence_page(&st, &rule, limit, after, |s| {
-        let mut v = s.to_json();
-        v["held"] = json!(held.get(&s.name).copied().unwrap_or(0));
-        v
-    })
-    .await?;
-    let (gapless, truncated) = gapless(&st, &rule).await?;
+    let show = |s: &dispenser::sequence::SequenceState| {
+        Ok(OverviewSequence::Sequence(HeldSequence {
+            state: of_library(s.to_json())?,
+            held: held.get(&s.name).copied().unwrap_or(0),
+        }))
+    };
+    let (sequences, next) =
+        sequence_page(&st, &rule, limit, after, show, OverviewSequence::Unreadable).await?;
+    let (gapless, gapless_truncated) = gapless(&st, &rule).await?;
     let (queues, queues_truncated) = queues(&st, &rule).await?;
-    Ok(Json(json!({
-        "sequences": sequences,
-        "next": next,
-        "gapless": gapless,
-        "gapless_truncated": truncated,
-        "queues": queues,
-        "queues_truncated": queues_truncated,
-    })))
+    Ok(Json(Overview {
+        sequences,
+        next,
+        gapless,
+        gapless_truncated,
+        queues,
+        queues_truncated,
+    }))
 }

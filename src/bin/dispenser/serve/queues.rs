@@ -10,18 +10,18 @@ use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use dispenser::queue::{QueueSpec, QueueStatus, Ticket};
-use dispenser::{Error, Format};
+use dispenser::Format;
+use dispenser::queue::{QueueSpec, QueueStatus};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use utoipa::ToSchema;
 
+use super::answers::{QueueCreated, QueueEntry, QueueList, QueueState, TakeAnswer, TicketAnswer};
 use super::errors::ApiError;
 use super::guard::ClientAddr;
 use super::handlers::{DEFAULT_PAGE, MAX_PAGE, page_of, page_query};
 use super::json::{idempotency_key, json_body, optional_json_body, whole, whole_or_null};
+use super::make::{Making, create_or_ensure};
 use super::names::check_name_of;
-use super::schemas::{QueueCreated, QueueList, QueueState, RecallAnswer, TakeAnswer, TicketAnswer};
 use super::state::{AppState, Shared};
 use super::tokens::Op;
 
@@ -138,26 +138,13 @@ fn check_desk(desk: Option<&str>) -> Result<(), ApiError> {
     }
 }
 
-fn created_reply(s: &QueueStatus, created: bool) -> (StatusCode, Json<Value>) {
-    let mut body = s.to_json();
-    if let Some(o) = body.as_object_mut() {
-        o.insert("created".into(), Value::Bool(created));
-    }
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    (status, Json(body))
-}
-
 /// `POST /v1/queues`: creates a queue (tickets `min+1 … max`, then `min`).
 #[utoipa::path(post, path = "/v1/queues", operation_id = "queue_create", tag = "queues", request_body = QueueCreateBody,
     responses((status = 201, description = "Created: the status, `created: true`", body = QueueCreated), (status = 200, description = "`if_not_exists` found it with the same spec, and the token may `peek` on it: its status, `created: false` (without `peek`: 409 `already_exists`, nothing more)", body = QueueCreated)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<QueueCreated>), ApiError> {
     let rule = st.authenticate(req.headers())?;
     AppState::permit_on(&rule, Op::Create, None, QUEUE)?;
     let b: QueueCreateBody = json_body(req).await?;
@@ -174,33 +161,24 @@ pub(super) async fn create(
     let may_read = AppState::permit_on(&rule, Op::Peek, Some(&b.name), QUEUE).is_ok();
     let acting = st.acting(&rule)?;
     // Whether this request made it: the version of a queue just made is 0, but so is that of
-    // one another client made and nobody used yet; ask for the insert first.
-    let (queue, created) = match acting.create_queue(&b.name, spec.clone()).await {
-        Ok(q) => (q, true),
-        // To a token that may not read the queue, only that it exists: neither its range nor
-        // whether its spec is the one asked for (as for sequences), `if_not_exists` or not.
-        Err(Error::QueueExists { .. }) if !may_read => return Err(exists_unread(&b.name)),
-        Err(Error::QueueExists { .. }) if b.if_not_exists => {
-            (acting.ensure_queue(&b.name, spec).await?, false)
-        }
-        Err(e) => return Err(e.into()),
+    // one another client made and nobody used yet; the insert is asked for first.
+    let making = Making {
+        noun: QUEUE,
+        name: &b.name,
+        path: "/v1/queues",
+        if_not_exists: b.if_not_exists,
+        may_read,
     };
-    let status = queue.status().await.map_err(|e| match created {
-        true => e.after_write(&format!("queue {:?} created", b.name)),
-        false => e,
+    let (queue, status) =
+        create_or_ensure(making, acting.create_queue(&b.name, spec.clone()), || {
+            acting.ensure_queue(&b.name, spec)
+        })
+        .await?;
+    let state = queue.status().await.map_err(|e| match status {
+        StatusCode::CREATED => e.after_write(&format!("queue {:?} created", b.name)),
+        _ => e,
     })?;
-    Ok(created_reply(&status, created))
-}
-
-/// The 409 for a queue that exists, to a token that may not read it: only that it exists.
-fn exists_unread(name: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "already_exists",
-        format!(
-            "queue {name:?} already exists; a token with `peek` on it sees its state (and gets 200 from `if_not_exists` when its spec is the one asked for)"
-        ),
-    )
+    Ok((status, Json(QueueCreated::of(&state, status)?)))
 }
 
 /// `GET /v1/queues/{name}`: what is being served, how many wait, the next ticket.
@@ -210,16 +188,11 @@ pub(super) async fn status(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<QueueState>, ApiError> {
     st.authorize_on(&headers, Op::Peek, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    Ok(Json(q.status().await?.to_json()))
-}
-
-/// A ticket in a family's `tickets`.
-fn brief(t: &Ticket) -> Value {
-    json!({ "ticket": t.number, "label": t.label, "serial": t.serial, "position": t.position })
+    Ok(Json(QueueState::of(&q.status().await?)?))
 }
 
 /// `POST /v1/queues/{name}/take`: takes the next ticket, or a family of `count` (409
@@ -258,12 +231,7 @@ pub(super) async fn take(
     }
     let outcome = take.await;
     st.queues.events.nudge(&name);
-    let tickets = outcome?;
-    let mut body = tickets.first().map(Ticket::to_json).unwrap_or(Value::Null);
-    if tickets.len() > 1 {
-        body["tickets"] = Value::Array(tickets.iter().map(brief).collect());
-    }
-    Ok(Json(body).into_response())
+    Ok(Json(TakeAnswer::of(&outcome?)?).into_response())
 }
 
 /// `POST /v1/queues/{name}/call`: calls the oldest waiting ticket, or `ticket` out of order,
@@ -276,7 +244,7 @@ pub(super) async fn call(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TicketAnswer>, ApiError> {
     st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let b: CallBody = optional_json_body(req).await?;
@@ -291,19 +259,19 @@ pub(super) async fn call(
     }
     let outcome = call.await;
     st.queues.events.nudge(&name);
-    Ok(Json(outcome?.to_json()))
+    Ok(Json(TicketAnswer::of(&outcome?)?))
 }
 
 /// `POST /v1/queues/{name}/recall`: announces again the ticket a desk shows (409
 /// `nothing_to_recall` when it shows none). Nobody is served.
 #[utoipa::path(post, path = "/v1/queues/{name}/recall", operation_id = "recall", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
     params(("name" = String, Path, description = "The queue name")),
-    responses((status = 200, description = "The ticket announced again", body = RecallAnswer)))]
+    responses((status = 200, description = "The ticket announced again", body = TicketAnswer)))]
 pub(super) async fn recall(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TicketAnswer>, ApiError> {
     st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let b: RecallBody = optional_json_body(req).await?;
@@ -314,19 +282,19 @@ pub(super) async fn recall(
         None => q.recall().await,
     };
     st.queues.events.nudge(&name);
-    Ok(Json(outcome?.to_json()))
+    Ok(Json(TicketAnswer::of(&outcome?)?))
 }
 
 /// `POST /v1/queues/{name}/release`: the desk is done with its ticket and shows none (409
 /// `nothing_to_recall` when it shows none).
 #[utoipa::path(post, path = "/v1/queues/{name}/release", operation_id = "release", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
     params(("name" = String, Path, description = "The queue name")),
-    responses((status = 200, description = "The ticket the desk showed", body = RecallAnswer)))]
+    responses((status = 200, description = "The ticket the desk showed", body = TicketAnswer)))]
 pub(super) async fn release(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TicketAnswer>, ApiError> {
     st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let b: RecallBody = optional_json_body(req).await?;
@@ -337,7 +305,7 @@ pub(super) async fn release(
         None => q.release().await,
     };
     st.queues.events.nudge(&name);
-    Ok(Json(outcome?.to_json()))
+    Ok(Json(TicketAnswer::of(&outcome?)?))
 }
 
 /// `POST /v1/queues/{name}/cancel`: cancels a waiting ticket (409 `ticket_not_waiting`).
@@ -348,16 +316,14 @@ pub(super) async fn cancel(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TicketAnswer>, ApiError> {
     let rule = st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let b: CancelBody = json_body(req).await?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
     let outcome = q.with_caller(&rule.name)?.cancel(b.ticket).await;
     st.queues.events.nudge(&name);
-    let mut body = outcome?.to_json();
-    body["cancelled"] = Value::Bool(true);
-    Ok(Json(body))
+    Ok(Json(TicketAnswer::cancelled(&outcome?)?))
 }
 
 /// `POST /v1/queues/{name}/alter`: changes the highest ticket (409 `would_remap` when a ticket
@@ -369,7 +335,7 @@ pub(super) async fn alter(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<QueueState>, ApiError> {
     let rule = st.authorize_on(req.headers(), Op::Alter, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let b: QueueAlterBody = json_body(req).await?;
@@ -377,7 +343,7 @@ pub(super) async fn alter(
     let change = dispenser::queue::QueueAlter::default().with_max(b.max);
     let outcome = q.with_caller(&rule.name)?.alter(change).await;
     st.queues.events.nudge(&name);
-    Ok(Json(outcome?.to_json()))
+    Ok(Json(QueueState::of(&outcome?)?))
 }
 
 /// `GET /v1/queues`: one page of the queues, by name.
@@ -389,12 +355,12 @@ pub(super) async fn list(
     State(st): State<Shared>,
     headers: HeaderMap,
     Query(query): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<QueueList>, ApiError> {
     let rule = st.authorize_on(&headers, Op::List, None, QUEUE)?;
     let (limit, after) = page_query(&query, DEFAULT_PAGE, MAX_PAGE)?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let d = &st.dispenser;
-    let (out, next) = page_of(
+    let (queues, next) = page_of(
         &st,
         &rule,
         limit,
@@ -404,10 +370,11 @@ pub(super) async fn list(
                 .await
         },
         |q: &QueueStatus| &q.name,
-        QueueStatus::to_json,
+        |q| Ok(QueueEntry::Queue(QueueState::of(q)?)),
+        QueueEntry::Unreadable,
     )
     .await?;
-    Ok(Json(json!({ "queues": out, "next": next })))
+    Ok(Json(QueueList { queues, next }))
 }
 
 /// The body of `DELETE /v1/queues/{name}` (optional).

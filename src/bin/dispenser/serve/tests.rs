@@ -172,18 +172,19 @@ async fn error_messages_are_scrubbed_of_the_password_and_tokens() {
 
 #[test]
 fn lists_of_numbers_become_runs() {
-    let runs = as_runs(&[8, 9, 0, 1, 2, 7], 1);
+    // As answered: the runs' JSON.
+    let runs = |numbers: &[i64], step| serde_json::to_value(as_runs(numbers, step)).unwrap();
     assert_eq!(
-        runs,
-        vec![
-            json!({"first": 8, "last": 9, "step": 1, "count": 2}),
-            json!({"first": 0, "last": 2, "step": 1, "count": 3}),
-            json!({"first": 7, "last": 7, "step": 1, "count": 1}),
-        ]
+        runs(&[8, 9, 0, 1, 2, 7], 1),
+        json!([
+            {"first": 8, "last": 9, "step": 1, "count": 2},
+            {"first": 0, "last": 2, "step": 1, "count": 3},
+            {"first": 7, "last": 7, "step": 1, "count": 1},
+        ])
     );
     assert_eq!(
-        as_runs(&[i64::MIN + 1, i64::MIN], -1),
-        vec![json!({"first": i64::MIN + 1, "last": i64::MIN, "step": -1, "count": 2})]
+        runs(&[i64::MIN + 1, i64::MIN], -1),
+        json!([{"first": i64::MIN + 1, "last": i64::MIN, "step": -1, "count": 2}])
     );
 }
 

@@ -22,12 +22,12 @@ use axum::response::{IntoResponse, Response};
 use dispenser::queue::{Queue, QueueStatus, Ticket, TicketState};
 use serde_json::{Value, json};
 
+use super::answers::{FollowedTicket, TakeAnswer, TicketAnswer, TicketLink, of_library};
 use super::errors::ApiError;
 use super::json::idempotency_key;
 use super::links::{Answered, Limited, Who, phone_of};
 use super::names::check_name_of;
 use super::qr;
-use super::schemas::{FollowedTicket, TicketAnswer, TicketLink};
 use super::state::{AppState, Shared};
 use super::tokens::{Link, Op, TokenRule};
 
@@ -85,7 +85,7 @@ pub(super) async fn view(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path((name, serial)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<FollowedTicket>, ApiError> {
     let rule = st.authenticate(&headers)?;
     may_follow(&rule, &name)?;
     check_name_of(QUEUE, &name, false)?;
@@ -93,7 +93,7 @@ pub(super) async fn view(
     let q = st.queues.handle(&st.dispenser, &name).await?;
     let status = q.status().await?;
     let serving = status.to_json()["now_serving_label"].take();
-    Ok(Json(view_json(&status, &serving, serial).0))
+    Ok(Json(of_library(view_json(&status, &serving, serial).0)?))
 }
 
 /// How a window reads: "hour", "2 hours", "10 minutes", "90 seconds".
@@ -225,7 +225,7 @@ pub(super) async fn link_take(
     let (key, phone) = link_key(rule, key)?;
     let q = st.queues.handle(&st.dispenser, name).await?;
     match counted_take(st, &q, rule, link, &key, &phone, client).await {
-        Ok(outcome) => Ok(Json(outcome?.to_json()).into_response()),
+        Ok(outcome) => Ok(Json(TakeAnswer::of(&[outcome?])?).into_response()),
         Err(refused) => Ok(refused),
     }
 }
@@ -296,9 +296,7 @@ pub(super) async fn give_up(
         // round of the queue's tickets taken within one round trip.
         tracing::error!(queue = %name, asked = mine.serial, cancelled = gone.serial, "a give-up cancelled the ticket that took its number after it");
     }
-    let mut body = gone.to_json();
-    body["cancelled"] = Value::Bool(true);
-    Ok(Json(body).into_response())
+    Ok(Json(TicketAnswer::cancelled(&gone)?).into_response())
 }
 
 /// `name` as one segment of a URL path (everything but the unreserved characters escaped).
@@ -342,7 +340,7 @@ pub(super) async fn ticket_link(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<TicketLink>, ApiError> {
     let rule = st.authenticate(&headers)?;
     if AppState::permit_on(&rule, Op::Peek, Some(&name), QUEUE).is_err() {
         AppState::permit_on(&rule, Op::Take, Some(&name), QUEUE)?;
@@ -354,9 +352,12 @@ pub(super) async fn ticket_link(
         .find(|r| r.link.as_ref().is_some_and(|l| l.queue == name))
     else {
         // No ticket link is for this queue (a page that asks shows none).
-        return Ok(Json(
-            json!({ "queue": name, "token_name": null, "url": null, "qr_svg": null }),
-        ));
+        return Ok(Json(TicketLink {
+            queue: name,
+            token_name: None,
+            url: None,
+            qr_svg: None,
+        }));
     };
     let url = format!(
         "{}/ui/queues/{}/ticket#token={}",
@@ -374,12 +375,12 @@ pub(super) async fn ticket_link(
             ),
         )
     })?;
-    Ok(Json(json!({
-        "queue": name,
-        "token_name": link.name,
-        "url": url,
-        "qr_svg": svg,
-    })))
+    Ok(Json(TicketLink {
+        queue: name,
+        token_name: Some(link.name.clone()),
+        url: Some(url),
+        qr_svg: Some(svg),
+    }))
 }
 
 #[cfg(test)]
