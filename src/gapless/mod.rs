@@ -74,7 +74,7 @@ pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit};
 pub use delete::DeleteGapless;
 pub use options::GaplessOptions;
 pub use path::set_field;
-pub use state::{GaplessStatus, Lease, Voided};
+pub use state::{GaplessState, Lease, Voided};
 pub use void::{ReleaseLease, Released};
 
 /// A gap-free sequence (see the [module](self) docs). Cheap to clone; clones share one
@@ -372,7 +372,7 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let s = d.open_gapless("invoices-2026").await?.status().await?;
+    /// let s = d.open_gapless("invoices-2026").await?.peek().await?;
     /// println!("next invoice: {}", s.next);
     /// # Ok(()) }
     /// ```
@@ -594,7 +594,7 @@ impl Gapless {
         &self,
         op: &str,
         params: Document,
-        before: &GaplessStatus,
+        before: &GaplessState,
         run: impl Future<Output = Result<T>>,
     ) -> Result<T> {
         let inner = &self.inner;
@@ -680,11 +680,11 @@ impl Gapless {
     ///
     /// ```no_run
     /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
-    /// let s = g.status().await?;
+    /// let s = g.peek().await?;
     /// println!("next {} ({} voided)", s.next, s.voided.len());
     /// # Ok(()) }
     /// ```
-    pub async fn status(&self) -> Result<GaplessStatus> {
+    pub async fn peek(&self) -> Result<GaplessState> {
         self.settle_own().await;
         let mut s = self.inner.read_state().await?;
         let inner = &self.inner;
@@ -779,7 +779,7 @@ impl Gapless {
     /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
     /// use std::time::Duration;
     /// g.set_max_lease(Duration::from_secs(60)).await?;
-    /// assert_eq!(g.status().await?.max_lease, Duration::from_secs(60));
+    /// assert_eq!(g.peek().await?.max_lease, Duration::from_secs(60));
     /// # Ok(()) }
     /// ```
     pub async fn set_max_lease(&self, max_lease: Duration) -> Result<()> {

@@ -73,7 +73,7 @@ pub use action::{AtDesk, Call, DeleteQueue, Take, TakeMany};
 pub use follow::{TicketState, TicketView};
 pub use spec::{QueueAlter, QueueSpec};
 pub use status::{
-    CallEntry, DeskEntry, HourEntry, QueueCounters, QueueStatus, Ticket, WAITING_LISTED,
+    CallEntry, DeskEntry, HourEntry, QueueCounters, QueueState, Ticket, WAITING_LISTED,
     WaitingEntry,
 };
 
@@ -312,7 +312,7 @@ impl Dispenser {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn list_queues(&self) -> Result<Vec<Result<QueueStatus>>> {
+    pub async fn list_queues(&self) -> Result<Vec<Result<QueueState>>> {
         self.queues().list(None, None, None).await
     }
 
@@ -340,7 +340,7 @@ impl Dispenser {
         &self,
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<Result<QueueStatus>>> {
+    ) -> Result<Vec<Result<QueueState>>> {
         self.list_queues_after_matching(&["*"], after, limit).await
     }
 
@@ -370,7 +370,7 @@ impl Dispenser {
         patterns: &[&str],
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<Result<QueueStatus>>> {
+    ) -> Result<Vec<Result<QueueState>>> {
         if limit == 0 {
             return Err(Error::invalid_argument(
                 "limit of a page of queues",
@@ -797,7 +797,7 @@ impl Queue {
     }
 
     /// Announces again the ticket a desk shows (the desk without a name, or
-    /// [`AtDesk::desk`]): a new entry in [`QueueStatus::recent_calls`] with `recall` set.
+    /// [`AtDesk::desk`]): a new entry in [`QueueState::recent_calls`] with `recall` set.
     /// Nobody is served. Returns an [`AtDesk`] to `.await`.
     ///
     /// # Errors
@@ -808,7 +808,7 @@ impl Queue {
     /// # Cancel safety
     ///
     /// Dropped before its write is sent, nothing changes; dropped after, the recall may be in
-    /// [`QueueStatus::recent_calls`] without anyone announcing it. Nobody is served either way:
+    /// [`QueueState::recent_calls`] without anyone announcing it. Nobody is served either way:
     /// call it again.
     ///
     /// # Example
@@ -932,7 +932,7 @@ impl Queue {
     /// assert_eq!(s.capacity, 200);
     /// # Ok(()) }
     /// ```
-    pub async fn alter(&self, change: QueueAlter) -> Result<QueueStatus> {
+    pub async fn alter(&self, change: QueueAlter) -> Result<QueueState> {
         let Some(max) = change.max else {
             return Err(Error::invalid_argument(
                 "alter",
@@ -949,7 +949,7 @@ impl Queue {
                 combine::act(&self.inner, Op::SetMax { max }),
             )
             .await?;
-        Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
+        Ok(QueueState::new(self.inner.name.clone(), &s, now))
     }
 
     /// Deletes the queue, as [`Dispenser::delete_queue`] does by name: refused while tickets
@@ -971,7 +971,7 @@ impl Queue {
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// let lobby = d.open_queue("lobby").await?;
-    /// while lobby.status().await?.waiting > 0 {
+    /// while lobby.peek().await?.waiting > 0 {
     ///     lobby.call().await?;
     /// }
     /// lobby.release().await?; // the desk without a name showed the last one
@@ -999,14 +999,14 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// let s = lobby.status().await?;
+    /// let s = lobby.peek().await?;
     /// println!("{} waiting, next ticket {:?}", s.waiting, s.next_ticket);
     /// # Ok(()) }
     /// ```
-    pub async fn status(&self) -> Result<QueueStatus> {
+    pub async fn peek(&self) -> Result<QueueState> {
         let s = self.inner.read().await?;
         let now = self.inner.now().await?;
-        Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
+        Ok(QueueState::new(self.inner.name.clone(), &s, now))
     }
 }
 

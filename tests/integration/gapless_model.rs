@@ -256,7 +256,7 @@ async fn voider(
         tokio::time::sleep(Duration::from_millis(20 + rng.below(200))).await;
         let _shared = gate.read().await;
         for _ in 0..100 {
-            let next = match g.status().await {
+            let next = match g.peek().await {
                 Ok(s) => s.next,
                 Err(e) => {
                     rec.lock().unwrap().unexpected.push(format!("status: {e}"));
@@ -321,7 +321,7 @@ async fn operator(
             }
             continue;
         }
-        let s = match g.status().await {
+        let s = match g.peek().await {
             Ok(s) => s,
             Err(e) => {
                 unexpected(format!("operator's status: {e}"));
@@ -483,7 +483,7 @@ fn cli_actors(
             running.push((child, tag, kill_at, kill));
         }
         if rng.chance(0.15) {
-            let status = cli(f).args(["gapless", "status", "inv", "--json"]).output();
+            let status = cli(f).args(["gapless", "peek", "inv", "--json"]).output();
             if let Ok(out) = status
                 && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout)
                 && let Some(n) = v["next"].as_i64()
@@ -883,7 +883,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
         (Some(true), Some(0)),
         "seed {seed}: {v}"
     );
-    let s = last.status().await.unwrap();
+    let s = last.peek().await.unwrap();
     assert_eq!(
         (s.next, s.lease.is_some(), s.unique_index),
         (n + 1, false, true),

@@ -111,9 +111,9 @@ const READERS: [&str; 12] = [
     "history",
     "bench",
     "serve",
-    "gapless status",
+    "gapless peek",
     "gapless list",
-    "queue status",
+    "queue peek",
     "queue list",
 ];
 
@@ -164,9 +164,9 @@ impl World {
         self.d.open_queue("q").await.expect("open queue")
     }
 
-    async fn queue_status(&self) -> Option<dispenser::queue::QueueStatus> {
+    async fn queue_status(&self) -> Option<dispenser::queue::QueueState> {
         match self.d.open_queue("q").await {
-            Ok(q) => Some(q.status().await.expect("queue status")),
+            Ok(q) => Some(q.peek().await.expect("queue peek")),
             Err(Error::NoSuchQueue { .. }) => None,
             Err(e) => panic!("{e}"),
         }
@@ -287,7 +287,7 @@ impl World {
             }
             Cmd::GaplessMaxLease => {
                 let g = d.open_gapless("inv").await.expect("open gap-free");
-                g.status().await.expect("status").max_lease == Duration::from_secs(60)
+                g.peek().await.expect("status").max_lease == Duration::from_secs(60)
             }
             Cmd::QueueCreate => self.queue_status().await.is_some(),
             Cmd::QueueTake => self.queue_status().await.expect("queue").taken == 1,
@@ -584,8 +584,8 @@ async fn every_command_that_writes_tells_its_outcome_truthfully_within_its_timeo
         vec!["list"],
         vec!["history", "s"],
         vec!["audit", world.business.as_str(), "--field", "n"],
-        vec!["gapless", "status", "inv"],
-        vec!["queue", "status", "q"],
+        vec!["gapless", "peek", "inv"],
+        vec!["queue", "peek", "q"],
         vec!["queue", "list"],
     ] {
         let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
@@ -922,7 +922,7 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
 async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool {
     let queue = || async {
         match d.open_queue(n).await {
-            Ok(q) => Some(q.status().await.unwrap()),
+            Ok(q) => Some(q.peek().await.unwrap()),
             Err(Error::NoSuchQueue { .. }) => None,
             Err(e) => panic!("{e}"),
         }
@@ -948,7 +948,7 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
         "gapless_void" | "gapless_release" => voided().await,
         "gapless_max_lease" => {
             let g = d.open_gapless(n).await.unwrap();
-            g.status().await.unwrap().max_lease == Duration::from_secs(60)
+            g.peek().await.unwrap().max_lease == Duration::from_secs(60)
         }
         "queue_create" => queue().await.is_some(),
         "take" => queue().await.unwrap().taken == 1,

@@ -421,7 +421,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
                         if roll == 0 {
                             return any;
                         }
-                        match q.status().await {
+                        match q.peek().await {
                             Ok(s) if !s.waiting_list.is_empty() => {
                                 s.waiting_list[(roll as usize) % s.waiting_list.len()].ticket
                             }
@@ -552,7 +552,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
         .open_queue("q")
         .await
         .map_err(|e| e.to_string())?
-        .status()
+        .peek()
         .await
         .map_err(|e| e.to_string())?;
     let summary = check_history(min, max, &writes, s.version, unresolved)?;
@@ -671,7 +671,7 @@ fn a_ticket_shown_by_any_desk_is_never_handed_out_again() {
     assert_eq!(ok(&coll, &["queue", "call", "wrap", "--desk", "B"]), "0\n");
     let err = fails(&coll, &["queue", "take", "wrap"], EXIT_FULL);
     assert!(err.contains("ticket 1 is shown by a desk"), "{err}");
-    let s = json_of(&ok(&coll, &["queue", "status", "wrap", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "wrap", "--json"]));
     let desks: Vec<Value> = s["desks"]
         .as_array()
         .unwrap()
@@ -695,7 +695,7 @@ fn a_ticket_shown_by_any_desk_is_never_handed_out_again() {
         ok(&coll, &["queue", "recall", "wrap", "--desk", "A"]),
         "1\n"
     );
-    let s = json_of(&ok(&coll, &["queue", "status", "wrap", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "wrap", "--json"]));
     assert_eq!(
         pick(&s["recent_calls"][0], &["ticket", "desk", "recall"]),
         json!({"ticket": 1, "desk": "A", "recall": true})
@@ -761,7 +761,7 @@ fn cancels_and_given_calls_with_labels() {
         "cancelled ticket A-002 of queue q"
     );
     let version = |coll: &str| {
-        json_of(&ok(coll, &["queue", "status", "q", "--json"]))["version"]
+        json_of(&ok(coll, &["queue", "peek", "q", "--json"]))["version"]
             .as_i64()
             .unwrap()
     };
@@ -793,7 +793,7 @@ fn cancels_and_given_calls_with_labels() {
     assert!(err.contains("outside the queue's range"), "{err}");
     assert_eq!(version(&coll), v + 1, "refusals wrote nothing");
     // The line: 1, 3, 5, 6 (2 cancelled, 4 called).
-    let s = json_of(&ok(&coll, &["queue", "status", "q", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "q", "--json"]));
     let line: Vec<&str> = s["waiting_list"]
         .as_array()
         .unwrap()
@@ -808,7 +808,7 @@ fn cancels_and_given_calls_with_labels() {
         );
     }
     fails(&coll, &["queue", "call", "q"], EXIT_NOBODY);
-    let s = json_of(&ok(&coll, &["queue", "status", "q", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "q", "--json"]));
     assert_eq!(
         pick(
             &s,
@@ -825,7 +825,7 @@ fn cancels_and_given_calls_with_labels() {
         json!({"taken": 6, "served": 5, "waiting": 0, "cancelled": 1, "now_serving": 6,
                "now_serving_label": "A-006", "label_format": "A-{n:03}"})
     );
-    let text = ok(&coll, &["queue", "status", "q"]);
+    let text = ok(&coll, &["queue", "peek", "q"]);
     assert!(
         text.starts_with("q: now serving A-006, 0 waiting of 1000, next ticket A-007"),
         "{text}"
@@ -870,7 +870,7 @@ fn a_take_with_a_request_id_is_answered_again_and_never_taken_twice() {
         (&first[0]["replayed"], &again[0]["replayed"]),
         (&json!(false), &json!(true))
     );
-    let s = json_of(&ok(&coll, &["queue", "status", "q", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "q", "--json"]));
     assert_eq!((&s["taken"], &s["version"]), (&json!(2), &json!(1)));
     let err = fails(
         &coll,
@@ -919,7 +919,7 @@ fn alter_max_never_remaps_a_held_ticket() {
         err.contains("span 3 tickets and max 1 holds only 2"),
         "{err}"
     );
-    let s = json_of(&ok(&coll, &["queue", "status", "q", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "q", "--json"]));
     assert_eq!((&s["max"], &s["version"]), (&json!(9), &json!(2)));
     assert!(
         ok(&coll, &["queue", "alter", "q", "--max", "3"])
@@ -973,7 +973,7 @@ async fn a_daily_queue_starts_again_each_local_day() {
         .collect();
     assert_eq!(numbers, [1, 2, 3]);
     assert_eq!(evening.call().await.unwrap().number, 1);
-    let s = evening.status().await.unwrap();
+    let s = evening.peek().await.unwrap();
     assert_eq!((s.day.as_str(), s.taken_today), ("2030-11-24", 3));
     let night = q.with_clock(at("2030-11-24T23:30:00Z"));
     assert_eq!(
@@ -981,7 +981,7 @@ async fn a_daily_queue_starts_again_each_local_day() {
         1,
         "a new day starts at 1"
     );
-    let s = night.status().await.unwrap();
+    let s = night.peek().await.unwrap();
     assert_eq!(
         (s.day.as_str(), s.taken_today, s.waiting),
         ("2030-11-25", 1, 3)
@@ -1092,7 +1092,7 @@ async fn estimated_waits_against_real_waits() {
             .count() as f64
             / n
     };
-    let s = q.status().await.unwrap();
+    let s = q.peek().await.unwrap();
     eprintln!(
         "queue estimate: {} tickets with an estimate; mean estimate {mean_est:.0} s, mean real wait {mean_real:.0} s, mean absolute error {mae:.0} s; within 25 %: {:.0} %, within 50 %: {:.0} %; status average wait {:?}, p90 {:?}",
         pairs_seen.len(),
@@ -1342,7 +1342,7 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
         .await
         .unwrap();
     q.take().count(4).await.unwrap();
-    let version = q.status().await.unwrap().version;
+    let version = q.peek().await.unwrap().version;
     for blank in [" ", "    "] {
         let e = q.call().desk(blank).await.unwrap_err();
         assert!(
@@ -1352,14 +1352,10 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
         let e = q.recall().desk(blank).await.unwrap_err();
         assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
     }
-    assert_eq!(
-        q.status().await.unwrap().version,
-        version,
-        "nothing written"
-    );
+    assert_eq!(q.peek().await.unwrap().version, version, "nothing written");
     let t = q.call().desk("  a  ").await.unwrap();
     assert_eq!((t.number, t.desk.as_deref()), (1, Some("a")));
-    let desks = q.status().await.unwrap().desks;
+    let desks = q.peek().await.unwrap().desks;
     assert_eq!(desks.len(), 1);
     assert_eq!(desks[0].desk.as_deref(), Some("a"));
     assert_eq!(q.recall().desk("a").await.unwrap().number, 1);

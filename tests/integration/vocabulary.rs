@@ -85,7 +85,7 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
     ));
     d.ensure_gapless("inv-2027", options()).await.unwrap();
     let opened = d.open_gapless("inv-2027").await.unwrap();
-    assert_eq!(opened.status().await.unwrap().next, 1);
+    assert_eq!(opened.peek().await.unwrap().next, 1);
 
     d.create_queue("post", QueueSpec::default().with_max(9))
         .await
@@ -178,10 +178,10 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
         .create_queue("lobby", QueueSpec::default().with_max(9))
         .await
         .unwrap();
-    let version = lobby.status().await.unwrap().version;
+    let version = lobby.peek().await.unwrap().version;
     let e = lobby.alter(QueueAlter::default()).await.unwrap_err();
     assert!(e.to_string().contains("lobby"), "{e}");
-    assert_eq!(lobby.status().await.unwrap().version, version);
+    assert_eq!(lobby.peek().await.unwrap().version, version);
     let s = lobby
         .alter(QueueAlter::default().with_max(19))
         .await
@@ -206,11 +206,11 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
         .create_queue("post", QueueSpec::default().with_max(99))
         .await
         .unwrap();
-    let version = q.status().await.unwrap().version;
+    let version = q.peek().await.unwrap().version;
     drop(q.take().count(3).request_id("never-sent"));
     drop(q.call().desk("1"));
     assert_eq!(
-        q.status().await.unwrap().version,
+        q.peek().await.unwrap().version,
         version,
         "a dropped builder wrote"
     );
@@ -253,7 +253,7 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
         q.release().desk("B").await,
         Err(Error::NothingToRecall { .. })
     ));
-    let version = q.status().await.unwrap().version;
+    let version = q.peek().await.unwrap().version;
     for e in [
         q.take().count(0).await.unwrap_err(),
         q.take().request_id("").await.unwrap_err(),
@@ -263,7 +263,7 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
         assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
         assert!(e.to_string().contains("post"), "{e}");
     }
-    assert_eq!(q.status().await.unwrap().version, version);
+    assert_eq!(q.peek().await.unwrap().version, version);
 }
 
 /// Issue 50: "plain or striped?" is decided once, by `Dispenser::open_either`: a plain

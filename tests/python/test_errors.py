@@ -70,7 +70,7 @@ def test_a_queue_with_people_waiting_is_deleted_only_when_forced(d):
         d.delete_queue("room")
     assert e.value.code == "queue_in_use" and e.value.written == "nothing_written"
     assert "2" in str(e.value)
-    assert q.status()["waiting"] == 2
+    assert q.peek()["waiting"] == 2
     d.delete_queue("room", force=True)
     with pytest.raises(dispenser.NotFoundError):
         d.open_queue("room")

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use dispenser::Dispenser;
-use dispenser::gapless::{GaplessOptions, GaplessStatus, Released};
+use dispenser::gapless::{GaplessOptions, GaplessState, Released};
 use dispenser::mongodb::bson::{Bson, Document};
 
 use crate::exit::Outcome;
@@ -54,7 +54,7 @@ pub enum GaplessCommand {
         force: bool,
     },
     /// Show the next number, the lease, the longest lease and the voided numbers.
-    Status {
+    Peek {
         /// The gap-free sequence.
         name: String,
         /// Print JSON.
@@ -123,7 +123,7 @@ pub enum GaplessCommand {
 
 /// The status of a gap-free sequence in one line: where its numbers go, the next, the lease,
 /// how many were voided.
-fn status_line(s: &GaplessStatus) -> String {
+fn status_line(s: &GaplessState) -> String {
     let lease = match &s.lease {
         None => "no holder".to_owned(),
         Some(l) => format!(
@@ -204,7 +204,7 @@ pub async fn run(
                     .list_gapless_after_matching(&["*"], after.as_deref(), 1000)
                     .await?;
                 for name in &page {
-                    statuses.push(d.open_gapless(name).await?.status().await?);
+                    statuses.push(d.open_gapless(name).await?.peek().await?);
                 }
                 match page.last() {
                     Some(last) if page.len() == 1000 => after = Some(last.clone()),
@@ -212,7 +212,7 @@ pub async fn run(
                 }
             }
             if json {
-                let all: Vec<_> = statuses.iter().map(GaplessStatus::to_json).collect();
+                let all: Vec<_> = statuses.iter().map(GaplessState::to_json).collect();
                 writeln!(out, "{}", serde_json::Value::Array(all)).map_err(io)?;
             } else if statuses.is_empty() {
                 let place = format!(
@@ -235,8 +235,8 @@ pub async fn run(
             )
             .map_err(io)?;
         }
-        GaplessCommand::Status { name, json } => {
-            let s = d.open_gapless(&name).await?.status().await?;
+        GaplessCommand::Peek { name, json } => {
+            let s = d.open_gapless(&name).await?.peek().await?;
             if json {
                 let v = s.to_json();
                 writeln!(out, "{v}").map_err(io)?;

@@ -85,7 +85,7 @@ export interface HistoryEntry {
 }
 
 /** A gap-free sequence's state. */
-export interface GaplessStatus {
+export interface GaplessState {
   name: string
   collection: string
   field: string
@@ -137,8 +137,8 @@ export interface Ticket {
   version: bigint
 }
 
-/** A queue's status. */
-export interface QueueStatus {
+/** A queue's state. */
+export interface QueueState {
   name: string
   min: bigint
   max: bigint
@@ -459,7 +459,7 @@ export declare class Dispenser {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueStatus | ListingError>>
+  listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueState | ListingError>>
   /**
    * Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
    * wait, unless `force` is true (recorded in the history).
@@ -596,7 +596,7 @@ export declare class Gapless {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  status(): Promise<GaplessStatus>
+  peek(): Promise<GaplessState>
   /**
    * Confirms at once the last number this handle used.
    *
@@ -712,7 +712,7 @@ export declare class Queue {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  alter(change: QueueAlterInput): Promise<QueueStatus>
+  alter(change: QueueAlterInput): Promise<QueueState>
   /**
    * Deletes the queue.
    *
@@ -730,7 +730,7 @@ export declare class Queue {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  status(): Promise<QueueStatus>
+  peek(): Promise<QueueState>
 }
 
 /**

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use dispenser::Error;
-use dispenser::gapless::{Gapless, GaplessOptions, GaplessStatus, Released};
+use dispenser::gapless::{Gapless, GaplessOptions, GaplessState, Released};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -75,7 +75,7 @@ pub(super) const MAX_LEASE_MS: u64 = 86_400_000;
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
         .route("/v1/gapless", post(create).get(list))
-        .route("/v1/gapless/{name}", get(status).delete(delete))
+        .route("/v1/gapless/{name}", get(peek).delete(delete))
         .route("/v1/gapless/{name}/void", post(void))
         .route("/v1/gapless/{name}/release", post(release))
         .route("/v1/gapless/{name}/max-lease", post(max_lease))
@@ -184,7 +184,7 @@ pub(super) async fn create(
         }
         Err(e) => return Err(e.into()),
     };
-    let status = g.status().await.map_err(|e| match created {
+    let status = g.peek().await.map_err(|e| match created {
         true => e.after_write(&format!("{NOUN} {:?} created", b.name)),
         false => e,
     })?;
@@ -225,12 +225,12 @@ pub(super) async fn list(
                 .await?;
             let mut page = Vec::with_capacity(names.len());
             for name in names {
-                page.push(async { d.open_gapless(&name).await?.status().await }.await);
+                page.push(async { d.open_gapless(&name).await?.peek().await }.await);
             }
             Ok(page)
         },
-        |s: &GaplessStatus| &s.name,
-        GaplessStatus::to_json,
+        |s: &GaplessState| &s.name,
+        GaplessState::to_json,
     )
     .await?;
     Ok(Json(json!({ "gapless": out, "next": next })))
@@ -266,9 +266,9 @@ pub(super) async fn delete(
 /// `GET /v1/gapless/{name}`: the next number, the lease (the one pending number, if any),
 /// the longest lease, whether the unique index is there, and the voided numbers with their
 /// reasons.
-#[utoipa::path(get, path = "/v1/gapless/{name}", operation_id = "gapless_status", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")),
+#[utoipa::path(get, path = "/v1/gapless/{name}", operation_id = "gapless_peek", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")),
     responses((status = 200, description = "`{name, collection, field, void_field, next, max_lease_ms, unique_index, lease: {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number, reason, at}]}` (the lease by the server's clock)", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
-pub(super) async fn status(
+pub(super) async fn peek(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
@@ -276,7 +276,7 @@ pub(super) async fn status(
     st.authorize(&headers, Op::Peek, Some(&name))?;
     check_name_of(NOUN, &name, false)?;
     let g = st.dispenser.open_gapless(&name).await?;
-    Ok(Json(g.status().await?.to_json()))
+    Ok(Json(g.peek().await?.to_json()))
 }
 
 /// The body of a void: the number (must be the next one) and why.
@@ -310,7 +310,7 @@ pub(super) async fn void(
         .map_err(|e| refusal(e, &name, b.number, "voided", peek))?;
     if peek {
         let voided = format!("number {} voided", b.number);
-        let status = g.status().await.map_err(|e| e.after_write(&voided))?;
+        let status = g.peek().await.map_err(|e| e.after_write(&voided))?;
         Ok(Json(status.to_json()))
     } else {
         Ok(Json(json!({ "name": name, "voided": b.number })))
@@ -379,7 +379,7 @@ pub(super) async fn release(
 /// The status after the lease on `number` was released.
 async fn status_of(g: &Gapless, number: i64) -> Result<Value, ApiError> {
     let released = format!("the lease on number {number} released");
-    Ok(g.status()
+    Ok(g.peek()
         .await
         .map_err(|e| e.after_write(&released))?
         .to_json())

@@ -271,7 +271,7 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/queues", post(queues::create).get(queues::list))
         .route(
             "/v1/queues/{name}",
-            get(queues::status).delete(queues::delete),
+            get(queues::peek).delete(queues::delete),
         )
         .route("/v1/queues/{name}/take", post(queues::take))
         .route("/v1/queues/{name}/call", post(queues::call))

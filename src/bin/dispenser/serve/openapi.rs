@@ -67,13 +67,13 @@ impl Modify for BearerAuth {
         handlers::hourly,
         gapless::create,
         gapless::list,
-        gapless::status,
+        gapless::peek,
         gapless::delete,
         gapless::void,
         gapless::release,
         gapless::max_lease,
         queues::create,
-        queues::status,
+        queues::peek,
         queues::take,
         queues::call,
         queues::recall,
@@ -182,7 +182,7 @@ fn error_statuses(operation: &str) -> &'static [u16] {
     match operation {
         "next" => &[400, 401, 403, 404, 409, 414, 422, 431, 500, 503],
         "create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
-        "peek" | "delete" | "gapless_status" | "hourly" => {
+        "peek" | "delete" | "gapless_peek" | "hourly" => {
             &[400, 401, 403, 404, 414, 422, 431, 500, 503]
         }
         "list" | "overview" => &[400, 401, 403, 414, 431, 500, 503],
@@ -201,7 +201,7 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "queue_delete" | "gapless_delete" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
-        "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
+        "queue_peek" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "queue_create" | "gapless_create" => {
             &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503]
         }
@@ -481,7 +481,7 @@ fn queue_links() -> Value {
         "release",
         "cancel",
         "queue_alter",
-        "queue_status",
+        "queue_peek",
     ] {
         links.insert(
             format!("{op}_created"),
@@ -495,7 +495,7 @@ fn queue_links() -> Value {
 fn gapless_links() -> Value {
     let mut links = Map::new();
     for op in [
-        "gapless_status",
+        "gapless_peek",
         "gapless_void",
         "gapless_release",
         "gapless_max_lease",

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use dispenser::queue::{QueueSpec, QueueStatus, Ticket};
+use dispenser::queue::{self, QueueSpec, Ticket};
 use dispenser::{Error, Format};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -138,7 +138,7 @@ fn check_desk(desk: Option<&str>) -> Result<(), ApiError> {
     }
 }
 
-fn created_reply(s: &QueueStatus, created: bool) -> (StatusCode, Json<Value>) {
+fn created_reply(s: &queue::QueueState, created: bool) -> (StatusCode, Json<Value>) {
     let mut body = s.to_json();
     if let Some(o) = body.as_object_mut() {
         o.insert("created".into(), Value::Bool(created));
@@ -185,7 +185,7 @@ pub(super) async fn create(
         }
         Err(e) => return Err(e.into()),
     };
-    let status = queue.status().await.map_err(|e| match created {
+    let status = queue.peek().await.map_err(|e| match created {
         true => e.after_write(&format!("queue {:?} created", b.name)),
         false => e,
     })?;
@@ -204,9 +204,9 @@ fn exists_unread(name: &str) -> ApiError {
 }
 
 /// `GET /v1/queues/{name}`: what is being served, how many wait, the next ticket.
-#[utoipa::path(get, path = "/v1/queues/{name}", operation_id = "queue_status", tag = "queues", params(("name" = String, Path, description = "The queue name")),
+#[utoipa::path(get, path = "/v1/queues/{name}", operation_id = "queue_peek", tag = "queues", params(("name" = String, Path, description = "The queue name")),
     responses((status = 200, description = "The queue's status", body = QueueState)))]
-pub(super) async fn status(
+pub(super) async fn peek(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
@@ -214,7 +214,7 @@ pub(super) async fn status(
     st.authorize_on(&headers, Op::Peek, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    Ok(Json(q.status().await?.to_json()))
+    Ok(Json(q.peek().await?.to_json()))
 }
 
 /// A ticket in a family's `tickets`.
@@ -403,8 +403,8 @@ pub(super) async fn list(
             d.list_queues_after_matching(&patterns, a.as_deref(), limit)
                 .await
         },
-        |q: &QueueStatus| &q.name,
-        QueueStatus::to_json,
+        |q: &queue::QueueState| &q.name,
+        queue::QueueState::to_json,
     )
     .await?;
     Ok(Json(json!({ "queues": out, "next": next })))

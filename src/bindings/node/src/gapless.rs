@@ -316,10 +316,10 @@ impl Gapless {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<GaplessStatus>")]
-    pub fn status<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+    #[napi(ts_return_type = "Promise<GaplessState>")]
+    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Json(inner.status().await.map_err(js)?.to_json())) })
+        env.spawn_future(async move { Ok(Json(inner.peek().await.map_err(js)?.to_json())) })
     }
 
     /// Confirms at once the last number this handle used.

@@ -189,9 +189,9 @@ flavors! {
     }
 
     /// The sequence's state (next number, lease, voids), as a dict.
-    fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let g = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(g.status().await?.to_json())) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(g.peek().await?.to_json())) })
     }
 
     /// Confirms at once the numbers this handle used (call it before the process exits).

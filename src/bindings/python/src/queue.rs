@@ -126,8 +126,8 @@ flavors! {
     }
 
     /// Who waits, which desk shows what, the last calls: a dict.
-    fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.status().await?.to_json())) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.peek().await?.to_json())) })
     }
 }
