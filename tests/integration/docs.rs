@@ -1003,12 +1003,12 @@ fn the_command_line_chapter_states_every_limit_as_the_code_defines_it() {
             DoctorOptions::MAX_TIME_LIMIT.as_secs(),
         ),
         (
-            "`gapless max-lease`",
+            "`gapless alter --max-lease`",
             "MAX_LEASE_MS",
             source_const("bin/dispenser/serve/gapless.rs", "MAX_LEASE_MS"),
         ),
         (
-            "`gapless max-lease`",
+            "`gapless alter --max-lease`",
             "MAX_LEASE_MS",
             source_const("bin/dispenser/serve/gapless.rs", "MAX_LEASE_MS") / 1000,
         ),

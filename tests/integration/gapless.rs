@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use dispenser::Error;
-use dispenser::gapless::GaplessOptions;
+use dispenser::gapless::{GaplessAlter, GaplessOptions};
 use dispenser::mongodb::bson::doc;
 
 use crate::common::{self, DB, Fixture};
@@ -1508,10 +1508,25 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     .await;
     assert_eq!(status, 400, "{body}");
     let max_lease = |token: &'static str, ms: i64| {
-        http.post(svc.url("/v1/gapless/inv/max-lease"))
+        http.post(svc.url("/v1/gapless/inv/alter"))
             .bearer_auth(token)
             .json(&json!({ "max_lease_ms": ms }))
     };
+    // An unknown field is refused, nothing written; the old path is gone.
+    let (status, body) = send(
+        http.post(svc.url("/v1/gapless/inv/alter"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "max_lease_ms": 60_000, "lease": 1 })),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = send(
+        http.post(svc.url("/v1/gapless/inv/max-lease"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "max_lease_ms": 60_000 })),
+    )
+    .await;
+    assert_eq!(status, 404);
     let (status, body) = send(max_lease(VOIDER, 60_000)).await;
     assert_eq!(status, 403, "{body}");
     let (status, body) = send(max_lease(ADMIN, 0)).await;
@@ -1530,7 +1545,7 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     );
     for (path, op) in [
         ("/v1/gapless/{name}/release", "gapless_release"),
-        ("/v1/gapless/{name}/max-lease", "gapless_max_lease"),
+        ("/v1/gapless/{name}/alter", "gapless_alter"),
     ] {
         assert_eq!(doc["paths"][path]["post"]["operationId"], op, "{path}");
         assert_eq!(name_schema(path, "post"), sequence, "{path}");
@@ -1617,10 +1632,23 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
     // The longest lease.
     assert_eq!(g.peek().await.unwrap().max_lease, Duration::from_secs(300));
     assert!(
-        g.set_max_lease(Duration::ZERO).await.unwrap_err().kind()
+        g.alter(GaplessAlter::default().with_max_lease(Duration::ZERO))
+            .await
+            .unwrap_err()
+            .kind()
             == dispenser::ErrorKind::InvalidInput
     );
-    g.set_max_lease(Duration::from_secs(30)).await.unwrap();
+    // An alter that changes nothing is refused, naming the sequence.
+    let e = g.alter(GaplessAlter::default()).await.unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("\"inv\""),
+        "{e}"
+    );
+    let s = g
+        .alter(GaplessAlter::default().with_max_lease(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(s.max_lease, Duration::from_secs(30));
     let e = d
         .ensure_gapless(
             "inv",
@@ -1633,7 +1661,9 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
         d.open_gapless("inv").await.unwrap().options().lease,
         Duration::from_secs(10)
     );
-    g.set_max_lease(Duration::from_secs(2)).await.unwrap();
+    g.alter(GaplessAlter::default().with_max_lease(Duration::from_secs(2)))
+        .await
+        .unwrap();
     let found = d.open_gapless("inv").await.unwrap();
     assert_eq!(found.options().lease, Duration::from_secs(2));
     assert!(matches!(
@@ -1880,7 +1910,7 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (code, _, err) = run(&["max-lease", "inv", "3600"]);
+    let (code, _, err) = run(&["alter", "inv", "--max-lease", "3600"]);
     assert_eq!(code, Some(0), "{err}");
     // Killed before writing 2, with an hour's lease.
     let (mut before, n) = holder_with(issue_cmd(&f, &business, 1, "3600"), "before");
@@ -1911,7 +1941,7 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
     assert_eq!(n, 4);
     before.kill().unwrap();
     before.wait().unwrap();
-    let (code, _, err) = run(&["max-lease", "inv", "1"]);
+    let (code, _, err) = run(&["alter", "inv", "--max-lease", "1"]);
     assert_eq!(code, Some(0), "{err}");
     let started = Instant::now();
     assert_eq!(

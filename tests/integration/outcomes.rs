@@ -65,7 +65,7 @@ enum Cmd {
     GaplessIssue,
     GaplessVoid,
     GaplessRelease,
-    GaplessMaxLease,
+    GaplessAlter,
     QueueCreate,
     QueueTake,
     QueueCall,
@@ -89,7 +89,7 @@ const WRITERS: [(Cmd, &str); 20] = [
     (Cmd::GaplessIssue, "gapless issue"),
     (Cmd::GaplessVoid, "gapless void"),
     (Cmd::GaplessRelease, "gapless release"),
-    (Cmd::GaplessMaxLease, "gapless max-lease"),
+    (Cmd::GaplessAlter, "gapless alter"),
     (Cmd::QueueCreate, "queue create"),
     (Cmd::QueueTake, "queue take"),
     (Cmd::QueueCall, "queue call"),
@@ -194,7 +194,7 @@ impl World {
                 d.create("s", Spec::default()).await.expect("create");
                 d.open("s").await.unwrap().next().await.expect("draw");
             }
-            Cmd::GaplessVoid | Cmd::GaplessMaxLease | Cmd::GaplessDelete => {
+            Cmd::GaplessVoid | Cmd::GaplessAlter | Cmd::GaplessDelete => {
                 self.gapless().await;
             }
             Cmd::GaplessRelease => {
@@ -246,7 +246,7 @@ impl World {
             ],
             Cmd::GaplessVoid => vec!["gapless", "void", "inv", "1", "--reason", "spoilt"],
             Cmd::GaplessRelease => vec!["gapless", "release", "inv", "1", "--force"],
-            Cmd::GaplessMaxLease => vec!["gapless", "max-lease", "inv", "60"],
+            Cmd::GaplessAlter => vec!["gapless", "alter", "inv", "--max-lease", "60"],
             Cmd::QueueCreate => vec!["queue", "create", "q"],
             Cmd::QueueTake => vec!["queue", "take", "q", "--request-id", "kiosk-1"],
             Cmd::QueueCall => vec!["queue", "call", "q"],
@@ -285,7 +285,7 @@ impl World {
                     .await
                     > 0
             }
-            Cmd::GaplessMaxLease => {
+            Cmd::GaplessAlter => {
                 let g = d.open_gapless("inv").await.expect("open gap-free");
                 g.peek().await.expect("status").max_lease == Duration::from_secs(60)
             }
@@ -780,7 +780,7 @@ const HTTP_WRITERS: [&str; 20] = [
     "gapless_delete",
     "gapless_void",
     "gapless_release",
-    "gapless_max_lease",
+    "gapless_alter",
     "queue_create",
     "take",
     "call",
@@ -832,9 +832,9 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
             format!("/v1/gapless/{n}/release"),
             json!({ "number": 1, "force": true }),
         ),
-        "gapless_max_lease" => (
+        "gapless_alter" => (
             "post",
-            format!("/v1/gapless/{n}/max-lease"),
+            format!("/v1/gapless/{n}/alter"),
             json!({ "max_lease_ms": 60_000 }),
         ),
         "queue_create" => ("post", "/v1/queues".to_owned(), json!({ "name": n })),
@@ -869,7 +869,7 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
             d.create(n, Spec::default()).await.unwrap();
             d.open(n).await.unwrap().next().await.unwrap();
         }
-        "gapless_void" | "gapless_max_lease" | "gapless_delete" => {
+        "gapless_void" | "gapless_alter" | "gapless_delete" => {
             d.ensure_gapless(n, GaplessOptions::new(business, "n"))
                 .await
                 .unwrap();
@@ -946,7 +946,7 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
         "gapless_create" => d.open_gapless(n).await.is_ok(),
         "gapless_delete" => matches!(d.open_gapless(n).await, Err(Error::NoSuchSequence { .. })),
         "gapless_void" | "gapless_release" => voided().await,
-        "gapless_max_lease" => {
+        "gapless_alter" => {
             let g = d.open_gapless(n).await.unwrap();
             g.peek().await.unwrap().max_lease == Duration::from_secs(60)
         }

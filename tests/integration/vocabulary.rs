@@ -113,7 +113,7 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
 }
 
 /// Admin operations are methods of the handle (issue 38): a handle opened from a dispenser with a
-/// caller records its alter, advance-to, reset, set-format and delete as that caller, each
+/// caller records its alter, advance-to, reset, alter of the format and delete as that caller, each
 /// answering the state the next draw follows; a queue's alter and delete likewise. An empty
 /// change is refused by name and writes nothing, history included; a reset backwards without
 /// force is recorded, refused; a handle that outlives its delete is refused, never handed a
@@ -141,7 +141,10 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     assert_eq!(s.next_number(), Some(50));
     assert_eq!(orders.peek().await.unwrap().next_number(), Some(50));
     let f6 = dispenser::Format::parse("ORD-{n:06}").unwrap();
-    orders.set_format(Some(&f6)).await.unwrap();
+    orders
+        .alter(Alter::default().with_format(Some(f6.clone())))
+        .await
+        .unwrap();
     assert_eq!(orders.peek().await.unwrap().format, Some(f6));
     let version = orders.peek().await.unwrap().version;
     assert!(matches!(
@@ -165,7 +168,7 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
             "advance-to",
             "reset",
             "reset",
-            "set-format",
+            "alter",
             "delete"
         ],
         "{h:#?}"

@@ -85,8 +85,8 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
                 format!("the lease on number {number} of gap-free sequence {name:?} released"),
                 gapless(name),
             ),
-            GaplessCommand::MaxLease { name, .. } => Effect::new(
-                format!("the longest lease of gap-free sequence {name:?} set"),
+            GaplessCommand::Alter { name, .. } => Effect::new(
+                format!("gap-free sequence {name:?} altered"),
                 gapless(name),
             ),
         },

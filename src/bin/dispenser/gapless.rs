@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use dispenser::Dispenser;
-use dispenser::gapless::{GaplessOptions, GaplessState, Released};
+use dispenser::gapless::{GaplessAlter, GaplessOptions, GaplessState, Released};
 use dispenser::mongodb::bson::{Bson, Document};
 
 use crate::exit::Outcome;
@@ -87,7 +87,7 @@ pub enum GaplessCommand {
         #[arg(long, default_value = "{}")]
         doc: String,
         /// Seconds a holder may take before its number can go to another caller (at most the
-        /// sequence's longest lease: 300 s unless changed with `gapless max-lease`).
+        /// sequence's longest lease: 300 s unless changed with `gapless alter --max-lease`).
         #[arg(long, default_value_t = 10.0)]
         lease: f64,
         /// How many documents to insert, one after the other.
@@ -111,13 +111,14 @@ pub enum GaplessCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Set the longest lease: no holder's lease counts for longer, the leases already taken
-    /// included.
-    MaxLease {
+    /// Change a setting: the longest lease (no holder's lease counts for longer, the leases
+    /// already taken included).
+    Alter {
         /// The gap-free sequence.
         name: String,
-        /// Seconds (more than 0, at most 86400).
-        seconds: f64,
+        /// The longest lease, in seconds (more than 0, at most 86400).
+        #[arg(long, required = true)]
+        max_lease: Option<f64>,
     },
 }
 
@@ -380,10 +381,13 @@ pub async fn run(
                 other => writeln!(out, "{name}: {other:?}").map_err(io)?,
             }
         }
-        GaplessCommand::MaxLease { name, seconds: s } => {
-            let max = seconds("longest lease", s)?;
-            d.open_gapless(&name).await?.set_max_lease(max).await?;
-            writeln!(out, "{name}: longest lease {max:?}").map_err(io)?;
+        GaplessCommand::Alter { name, max_lease } => {
+            let mut change = GaplessAlter::default();
+            if let Some(s) = max_lease {
+                change = change.with_max_lease(seconds("--max-lease", s)?);
+            }
+            let s = d.open_gapless(&name).await?.alter(change).await?;
+            writeln!(out, "{}", status_line(&s)).map_err(io)?;
         }
     }
     out.flush().map_err(io_err)?;

@@ -607,14 +607,15 @@ export declare class Gapless {
    */
   flush(): Promise<void>
   /**
-   * Changes the sequence's longest lease (milliseconds).
+   * Changes the sequence's settings (`maxLeaseMs`: the longest lease); resolves to the
+   * state afterwards.
    *
    * # Cancel safety
    *
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  setMaxLease(maxLeaseMs: number): Promise<void>
+  alter(change: GaplessAlterInput): Promise<GaplessState>
   /**
    * Voids the next number on purpose, with a reason.
    *
@@ -817,15 +818,6 @@ export declare class Sequence {
    */
   alter(change: AlterInput): Promise<SequenceState>
   /**
-   * Sets (or with `null` removes) the serial format.
-   *
-   * # Cancel safety
-   *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
-   */
-  setFormat(format?: string | undefined | null): Promise<void>
-  /**
    * Deletes the sequence.
    *
    * # Cancel safety
@@ -996,6 +988,12 @@ export interface DoctorInput {
   swaps?: number
   /** The longest the whole examination may take, in milliseconds. Defaults to 10 000. */
   timeLimitMs?: number
+}
+
+/** What `Gapless.alter` changes; fields left out stay as they are. */
+export interface GaplessAlterInput {
+  /** The longest lease, in milliseconds (1 ms to a day). */
+  maxLeaseMs?: number
 }
 
 /** Where a gap-free sequence's numbers are carried and how long a holder may keep one. */

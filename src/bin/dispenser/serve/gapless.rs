@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use dispenser::Error;
-use dispenser::gapless::{Gapless, GaplessOptions, GaplessState, Released};
+use dispenser::gapless::{Gapless, GaplessAlter, GaplessOptions, GaplessState, Released};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
@@ -78,7 +78,7 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/v1/gapless/{name}", get(peek).delete(delete))
         .route("/v1/gapless/{name}/void", post(void))
         .route("/v1/gapless/{name}/release", post(release))
-        .route("/v1/gapless/{name}/max-lease", post(max_lease))
+        .route("/v1/gapless/{name}/alter", post(alter))
 }
 
 /// Whether the request's token may read (`peek`) the sequence `name`.
@@ -385,28 +385,28 @@ async fn status_of(g: &Gapless, number: i64) -> Result<Value, ApiError> {
         .to_json())
 }
 
-/// The body of a change of the longest lease.
+/// The body of an alter of a gap-free sequence.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct MaxLeaseBody {
+pub(super) struct GaplessAlterBody {
     /// The longest lease, in milliseconds (1 to 86 400 000): no holder's lease counts for
     /// longer, the leases already taken included.
     #[serde(deserialize_with = "super::json::whole")]
     pub(super) max_lease_ms: i64,
 }
 
-/// `POST /v1/gapless/{name}/max-lease` (token operation `alter`): sets the sequence's
-/// longest lease.
-#[utoipa::path(post, path = "/v1/gapless/{name}/max-lease", operation_id = "gapless_max_lease", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = MaxLeaseBody,
+/// `POST /v1/gapless/{name}/alter` (token operation `alter`): changes the sequence's
+/// settings (its longest lease).
+#[utoipa::path(post, path = "/v1/gapless/{name}/alter", operation_id = "gapless_alter", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = GaplessAlterBody,
     responses((status = 200, description = "`{name, max_lease_ms}`", body = Value), (status = "4XX", description = "An error (see `ErrorBody`)", body = ErrorBody), (status = "5XX", description = "An error (see `ErrorBody`)", body = ErrorBody)))]
-pub(super) async fn max_lease(
+pub(super) async fn alter(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<Value>, ApiError> {
     let acting = st.acting(&st.authorize(req.headers(), Op::Alter, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
-    let b: MaxLeaseBody = json_body(req).await?;
+    let b: GaplessAlterBody = json_body(req).await?;
     let ms = u64::try_from(b.max_lease_ms)
         .ok()
         .filter(|ms| (1..=MAX_LEASE_MS).contains(ms))
@@ -417,6 +417,7 @@ pub(super) async fn max_lease(
             ))
         })?;
     let g = acting.open_gapless(&name).await?;
-    g.set_max_lease(Duration::from_millis(ms)).await?;
+    g.alter(GaplessAlter::default().with_max_lease(Duration::from_millis(ms)))
+        .await?;
     Ok(Json(json!({ "name": name, "max_lease_ms": ms })))
 }

@@ -46,9 +46,9 @@ pub(super) struct HistoryItem {
     template: Option<String>,
     /// A scope's key (`null` for another kind).
     key: Option<String>,
-    /// `create`, `alter`, `set-format`, `advance-to`, `reset`, `delete`, `delete-scopes`;
-    /// for a gap-free sequence `create`, `void`, `release`, `max-lease`; for a queue
-    /// `create`, `alter`, `cancel`, `delete`.
+    /// `create`, `alter`, `advance-to`, `reset`, `delete`, `delete-scopes`; for a gap-free
+    /// sequence `create`, `alter`, `void`, `release`, `delete`; for a queue `create`,
+    /// `alter`, `cancel`, `delete` (older records: `set-format`, `max-lease`).
     op: String,
     /// The parameters, as given.
     #[schema(value_type = Object)]

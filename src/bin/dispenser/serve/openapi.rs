@@ -71,7 +71,7 @@ impl Modify for BearerAuth {
         gapless::delete,
         gapless::void,
         gapless::release,
-        gapless::max_lease,
+        gapless::alter,
         queues::create,
         queues::peek,
         queues::take,
@@ -112,7 +112,7 @@ impl Modify for BearerAuth {
         gapless::GaplessDeleteBody,
         gapless::VoidBody,
         gapless::ReleaseBody,
-        gapless::MaxLeaseBody,
+        gapless::GaplessAlterBody,
         QueueState,
         QueueCreated,
         TicketAnswer,
@@ -205,10 +205,11 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "queue_create" | "gapless_create" => {
             &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503]
         }
-        "advance_to" | "reset" | "alter" | "gapless_void" | "gapless_release"
-        | "gapless_max_lease" => &[
-            400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
-        ],
+        "advance_to" | "reset" | "alter" | "gapless_void" | "gapless_release" | "gapless_alter" => {
+            &[
+                400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
+            ]
+        }
         "healthz" => &[400, 414, 431, 503],
         _ => &[400, 414, 431, 500, 503],
     }
@@ -311,13 +312,13 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
             p.insert("pattern".into(), json!(gapless::FIELD_PATTERN));
         }
     }
-    for schema in ["MaxLeaseBody", "GaplessCreateBody"] {
+    for schema in ["GaplessAlterBody", "GaplessCreateBody"] {
         if let Some(p) = property(&mut doc, schema, "max_lease_ms") {
             p.insert("minimum".into(), json!(1));
             p.insert("maximum".into(), json!(gapless::MAX_LEASE_MS));
         }
     }
-    if let Some(p) = property(&mut doc, "MaxLeaseBody", "max_lease_ms") {
+    if let Some(p) = property(&mut doc, "GaplessAlterBody", "max_lease_ms") {
         p.insert("minimum".into(), json!(1));
         p.insert("maximum".into(), json!(gapless::MAX_LEASE_MS));
     }
@@ -498,7 +499,7 @@ fn gapless_links() -> Value {
         "gapless_peek",
         "gapless_void",
         "gapless_release",
-        "gapless_max_lease",
+        "gapless_alter",
         "gapless_history",
         "gapless_delete",
     ] {
