@@ -53,7 +53,7 @@ pub enum TicketState {
     /// A desk shows it now ([`TicketView::desk`]): its holder is called.
     Called,
     /// It was called ([`TicketView::desk`] and [`TicketView::called_at`] when the queue still
-    /// lists that call), and its desk has called another ticket since, or was released.
+    /// lists that call), and its desk has called another ticket since, or finished.
     Passed,
     /// It was cancelled while it waited.
     Cancelled,

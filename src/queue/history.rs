@@ -1,6 +1,6 @@
 //! The history of the queue operations that change a queue — create, alter, cancel, delete
 //! (see [`crate::history`]): each records its intent before its write and its outcome after
-//! it, with the queue's state before and after. Takes, calls, recalls and releases are the
+//! it, with the queue's state before and after. Takes, calls, recalls and finishes are the
 //! queue's daily work and are not recorded.
 
 use bson::{Bson, Document, doc};

@@ -546,7 +546,7 @@ fn what(op: &Op) -> &'static str {
         Op::Call { ticket: None, .. } => "calling the next ticket of",
         Op::Call { .. } => "calling a given ticket of",
         Op::Recall { .. } => "recalling a ticket of",
-        Op::Release { .. } => "releasing a desk of",
+        Op::Finish { .. } => "finishing the ticket of a desk of",
         Op::Cancel { .. } => "cancelling a ticket of",
         Op::SetMax { .. } => "changing the range of",
     }
@@ -749,7 +749,7 @@ impl Queue {
 
     /// Calls the oldest waiting ticket (the one taken longest ago), from the desk without a
     /// name; with [`Call::desk`], from that desk (which then shows the ticket, held, until it
-    /// calls again or is released); with [`Call::ticket`], that waiting ticket out of order
+    /// calls again or finishes); with [`Call::ticket`], that waiting ticket out of order
     /// (once: it no longer waits). Cancelled tickets are passed over. Returns a [`Call`] to
     /// `.await`.
     ///
@@ -802,7 +802,7 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`Error::NothingToRecall`] when the desk shows no ticket (nothing written),
+    /// [`Error::NoTicketShown`] when the desk shows no ticket (nothing written),
     /// [`Error::InvalidArgument`] for a bad desk label, and those of [`Queue::call`].
     ///
     /// # Cancel safety
@@ -828,45 +828,45 @@ impl Queue {
     /// held, and its number may be handed out again in its turn. Returns an [`AtDesk`] to
     /// `.await`, for the ticket the desk showed.
     ///
-    /// A desk's ticket is held until it calls another one or is released, so a desk that
-    /// stops calling keeps the queue from handing out that number: release it.
+    /// A desk's ticket is held until it calls another one or finishes, so a desk that stops
+    /// calling keeps the queue from handing out that number: finish it.
     ///
     /// # Errors
     ///
-    /// [`Error::NothingToRecall`] when the desk shows no ticket (nothing written),
+    /// [`Error::NoTicketShown`] when the desk shows no ticket (nothing written),
     /// [`Error::InvalidArgument`] for a bad desk label, and those of [`Queue::call`].
     ///
     /// # Cancel safety
     ///
     /// Dropped before its write is sent, nothing changes; dropped after, the desk may or may
-    /// not still show its ticket ([`Queue::status`] tells). No ticket is taken or called either
+    /// not still show its ticket ([`Queue::peek`] tells). No ticket is taken or called either
     /// way.
     ///
     /// # Example
     ///
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// lobby.release().desk("3").await?; // desk 3 closes for lunch
+    /// lobby.finish().desk("3").await?; // desk 3 closes for lunch
     /// # Ok(()) }
     /// ```
-    pub fn release(&self) -> AtDesk<'_> {
-        AtDesk::release(self)
+    pub fn finish(&self) -> AtDesk<'_> {
+        AtDesk::finish(self)
     }
 
-    /// The recall or release [`AtDesk`] runs.
-    async fn at_desk(&self, desk: Option<String>, release: bool) -> Result<Ticket> {
+    /// The recall or finish [`AtDesk`] runs.
+    async fn at_desk(&self, desk: Option<String>, finish: bool) -> Result<Ticket> {
         let name = &self.inner.name;
         let desk = desk.map(|d| check_desk(name, &d)).transpose()?;
         let at = desk.clone().unwrap_or_default();
-        let op = if release {
-            Op::Release { desk: at }
+        let op = if finish {
+            Op::Finish { desk: at }
         } else {
             Op::Recall { desk: at }
         };
         let (s, done, now) = combine::act(&self.inner, op).await?;
         match done {
             Done::Recalled { serial, at } => Ok(Ticket::new(&s, serial, desk, at)),
-            Done::Released { serial } => Ok(Ticket::new(&s, serial, desk, now)),
+            Done::Finished { serial } => Ok(Ticket::new(&s, serial, desk, now)),
             _ => Err(no_such(name)),
         }
     }
@@ -974,7 +974,7 @@ impl Queue {
     /// while lobby.peek().await?.waiting > 0 {
     ///     lobby.call().await?;
     /// }
-    /// lobby.release().await?; // the desk without a name showed the last one
+    /// lobby.finish().await?; // the desk without a name showed the last one
     /// lobby.delete().await?;
     /// assert!(d.open_queue("lobby").await.is_err());
     /// # Ok(()) }

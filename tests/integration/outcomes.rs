@@ -70,7 +70,7 @@ enum Cmd {
     QueueTake,
     QueueCall,
     QueueRecall,
-    QueueRelease,
+    QueueFinish,
     QueueCancel,
     QueueAlter,
     QueueDelete,
@@ -94,7 +94,7 @@ const WRITERS: [(Cmd, &str); 20] = [
     (Cmd::QueueTake, "queue take"),
     (Cmd::QueueCall, "queue call"),
     (Cmd::QueueRecall, "queue recall"),
-    (Cmd::QueueRelease, "queue release"),
+    (Cmd::QueueFinish, "queue finish"),
     (Cmd::QueueCancel, "queue cancel"),
     (Cmd::QueueAlter, "queue alter"),
     (Cmd::QueueDelete, "queue delete"),
@@ -221,7 +221,7 @@ impl World {
                 let q = d.create_queue("q", QueueSpec::default()).await.unwrap();
                 q.take().await.expect("take");
             }
-            Cmd::QueueRecall | Cmd::QueueRelease => {
+            Cmd::QueueRecall | Cmd::QueueFinish => {
                 let q = d.create_queue("q", QueueSpec::default()).await.unwrap();
                 q.take().await.expect("take");
                 q.call().await.expect("call");
@@ -251,7 +251,7 @@ impl World {
             Cmd::QueueTake => vec!["queue", "take", "q", "--request-id", "kiosk-1"],
             Cmd::QueueCall => vec!["queue", "call", "q"],
             Cmd::QueueRecall => vec!["queue", "recall", "q"],
-            Cmd::QueueRelease => vec!["queue", "release", "q"],
+            Cmd::QueueFinish => vec!["queue", "finish", "q"],
             Cmd::QueueCancel => vec!["queue", "cancel", "q", "1"],
             Cmd::QueueAlter => vec!["queue", "alter", "q", "--max", "50"],
             Cmd::QueueDelete => vec!["queue", "delete", "q"],
@@ -296,7 +296,7 @@ impl World {
                 let s = self.queue_status().await.expect("queue");
                 s.recent_calls.iter().any(|c| c.recall)
             }
-            Cmd::QueueRelease => self.queue_status().await.expect("queue").desks.is_empty(),
+            Cmd::QueueFinish => self.queue_status().await.expect("queue").desks.is_empty(),
             Cmd::QueueCancel => self.queue_status().await.expect("queue").cancelled == 1,
             Cmd::QueueAlter => self.queue_status().await.expect("queue").max == 50,
             Cmd::QueueDelete => self.queue_status().await.is_none(),
@@ -785,7 +785,7 @@ const HTTP_WRITERS: [&str; 20] = [
     "take",
     "call",
     "recall",
-    "release",
+    "finish",
     "cancel",
     "queue_alter",
     "queue_delete",
@@ -841,7 +841,7 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
         "take" => ("post", format!("/v1/queues/{n}/take"), json!({})),
         "call" => ("post", format!("/v1/queues/{n}/call"), json!({})),
         "recall" => ("post", format!("/v1/queues/{n}/recall"), json!({})),
-        "release" => ("post", format!("/v1/queues/{n}/release"), json!({})),
+        "finish" => ("post", format!("/v1/queues/{n}/finish"), json!({})),
         "cancel" => (
             "post",
             format!("/v1/queues/{n}/cancel"),
@@ -910,7 +910,7 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
                 .await
                 .unwrap();
         }
-        "recall" | "release" => {
+        "recall" | "finish" => {
             let q = d.create_queue(n, QueueSpec::default()).await.unwrap();
             q.take().await.unwrap();
             q.call().await.unwrap();
@@ -954,7 +954,7 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
         "take" => queue().await.unwrap().taken == 1,
         "call" => queue().await.unwrap().served == 1,
         "recall" => queue().await.unwrap().recent_calls.iter().any(|c| c.recall),
-        "release" => queue().await.unwrap().desks.is_empty(),
+        "finish" => queue().await.unwrap().desks.is_empty(),
         "cancel" | "give_up" => queue().await.unwrap().cancelled == 1,
         "queue_alter" => queue().await.unwrap().max == 50,
         "queue_delete" => queue().await.is_none(),

@@ -1086,7 +1086,7 @@ fn text_output_of_the_queue_commands() {
 #[test]
 fn help_of_every_queue_subcommand() {
     for sub in [
-        "create", "take", "call", "recall", "release", "cancel", "alter", "peek",
+        "create", "take", "call", "recall", "finish", "cancel", "alter", "peek",
     ] {
         let (code, out, err) = run(Command::new(env!("CARGO_BIN_EXE_dispenser"))
             .env("MONGODB_URI", "mongodb://u:hunter2@example.invalid")

@@ -719,14 +719,14 @@ async fn model_round(seed: u64, faults: bool) -> Result<String, String> {
                                     end: Instant::now(),
                                     outcome: Outcome::Nobody,
                                 });
-                                match q.release().desk(desk.clone()).await {
+                                match q.finish().desk(desk.clone()).await {
                                     Ok(t) => Outcome::Released {
                                         desk,
                                         serial: t.serial,
                                         version: t.version,
                                     },
                                     // Another task of the desk released it first.
-                                    Err(Error::NothingToRecall { .. }) => continue,
+                                    Err(Error::NoTicketShown { .. }) => continue,
                                     Err(e) => return Err(format!("handle {h} task {t}: {e}")),
                                 }
                             }

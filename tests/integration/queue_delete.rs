@@ -97,7 +97,7 @@ async fn a_queue_in_use_is_deleted_only_when_nobody_holds_a_ticket_or_with_force
         .unwrap();
     assert_eq!(q.take().await.unwrap().number, 1);
     q.call().desk("A").await.unwrap();
-    q.release().desk("A").await.unwrap();
+    q.finish().desk("A").await.unwrap();
     q.delete().await.unwrap();
     assert!(matches!(q.take().await, Err(Error::NoSuchQueue { .. })));
 }
@@ -278,7 +278,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                         }
                     }
                     Err(Error::NobodyWaiting { .. }) if shown.is_some() => {
-                        match q.release().desk("A").await {
+                        match q.finish().desk("A").await {
                             Ok(t) => {
                                 let e = incarnation(&t.label);
                                 if shown.take() == Some((e, t.serial)) {
@@ -286,7 +286,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                                 }
                             }
                             // The desk shows nothing: a delete took its ticket off the board.
-                            Err(Error::NothingToRecall { .. }) => shown = None,
+                            Err(Error::NoTicketShown { .. }) => shown = None,
                             Err(Error::NoSuchQueue { .. } | Error::Contention { .. }) => {}
                             Err(e) => room
                                 .lock()

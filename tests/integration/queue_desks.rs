@@ -440,7 +440,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
                 } else if roll < 78 {
                     (q.recall().desk(&desk).await.map(|t| (t, 1)), None)
                 } else if roll < 84 {
-                    (q.release().desk(&desk).await.map(|t| (t, 3)), None)
+                    (q.finish().desk(&desk).await.map(|t| (t, 3)), None)
                 } else {
                     let ticket = pick_ticket(&mut r, &q).await;
                     (q.cancel(ticket).await.map(|t| (t, 2)), Some(ticket))
@@ -485,7 +485,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
                     Err(
                         Error::NobodyWaiting { .. }
                         | Error::TicketNotWaiting { .. }
-                        | Error::NothingToRecall { .. },
+                        | Error::NoTicketShown { .. },
                     ) => {
                         round.refusals += 1;
                         continue;
@@ -724,7 +724,7 @@ fn a_ticket_shown_by_any_desk_is_never_handed_out_again() {
     );
     assert!(err.contains("not a desk label"), "{err}");
     // Desk A closes: 1 may be handed out again.
-    assert!(ok(&coll, &["queue", "release", "wrap", "--desk", "A"]).contains("released ticket 1"));
+    assert!(ok(&coll, &["queue", "finish", "wrap", "--desk", "A"]).contains("finished ticket 1"));
     assert_eq!(ok(&coll, &["queue", "take", "wrap"]), "1\n");
     // A fresh queue takes its whole range: ten tickets for 1 … 9, 0.
     ok(&coll, &["queue", "create", "ten", "--max", "9"]);
@@ -942,7 +942,7 @@ fn alter_max_never_remaps_a_held_ticket() {
     for _ in 0..3 {
         ok(&coll, &["queue", "call", "q", "--desk", "1"]);
     }
-    ok(&coll, &["queue", "release", "q", "--desk", "1"]);
+    ok(&coll, &["queue", "finish", "q", "--desk", "1"]);
     assert!(ok(&coll, &["queue", "alter", "q", "--max", "99"]).contains("of 100"));
     fails(&coll, &["queue", "alter", "nope", "--max", "5"], 3);
 }
@@ -1103,7 +1103,7 @@ async fn estimated_waits_against_real_waits() {
     );
 }
 
-/// Queues over HTTP: format, families, Idempotency-Key, desks, recall, release, cancel,
+/// Queues over HTTP: format, families, Idempotency-Key, desks, recall, finish, cancel,
 /// alter, the paged list and delete; rights as the contract says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_branch_operations_over_http() {
@@ -1222,7 +1222,7 @@ async fn the_branch_operations_over_http() {
     .await;
     assert_eq!(
         (status, body["error"]["kind"].as_str()),
-        (409, Some("nothing_to_recall")),
+        (409, Some("no_ticket_shown")),
         "{body}"
     );
     let (status, body) = send(post(
@@ -1248,7 +1248,7 @@ async fn the_branch_operations_over_http() {
         "{body}"
     );
     // A kiosk may take, not call, recall or cancel.
-    for path in ["call", "recall", "cancel", "release", "alter"] {
+    for path in ["call", "recall", "cancel", "finish", "alter"] {
         let (status, body) =
             send(post(&format!("/v1/queues/lobby/{path}"), KIOSK, json!({}))).await;
         assert_eq!(status, 403, "{path}: {body}");
@@ -1285,9 +1285,16 @@ async fn the_branch_operations_over_http() {
     );
     let (status, body) = send(post("/v1/queues/lobby/alter", ADMIN, json!({ "max": 199 }))).await;
     assert_eq!((status, &body["capacity"]), (200, &json!(200)), "{body}");
-    // Release desk 4: 3 is no longer shown.
-    let (status, body) = send(post(
+    // Desk 4 finishes: 3 is no longer shown. The old word is gone.
+    let (status, _) = send(post(
         "/v1/queues/lobby/release",
+        ADMIN,
+        json!({ "desk": "4" }),
+    ))
+    .await;
+    assert_eq!(status, 404);
+    let (status, body) = send(post(
+        "/v1/queues/lobby/finish",
         ADMIN,
         json!({ "desk": "4" }),
     ))
@@ -1332,7 +1339,7 @@ async fn the_branch_operations_over_http() {
 /// the board showed a blank desk. On every surface that takes a desk label a blank one is
 /// refused, nothing written (the library's `InvalidArgument`, exit 2, HTTP 400 — and the
 /// OpenAPI document's pattern rules it out), and the spaces at either end are dropped: `"  a  "`
-/// is desk `"a"`, which the status shows and a recall or release by `"a"` finds.
+/// is desk `"a"`, which the status shows and a recall or finish by `"a"` finds.
 #[tokio::test]
 async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
     let f = Fixture::new("queue_desk_blank").await;
@@ -1366,8 +1373,8 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
     assert!(err.contains("is blank"), "{err}");
     assert_eq!(ok(coll, &["queue", "call", "q", "--desk", " b "]), "2\n");
     assert_eq!(
-        ok(coll, &["queue", "release", "q", "--desk", "b "]),
-        "desk b of queue q released ticket 2\n"
+        ok(coll, &["queue", "finish", "q", "--desk", "b "]),
+        "desk b of queue q finished ticket 2\n"
     );
     fails(coll, &["queue", "recall", "q", "--desk", " "], EXIT_INVALID);
 
@@ -1382,7 +1389,7 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
     for path in [
         "/v1/queues/lobby/call",
         "/v1/queues/lobby/recall",
-        "/v1/queues/lobby/release",
+        "/v1/queues/lobby/finish",
     ] {
         let (status, body) = send(post(path, json!({ "desk": "  " }))).await;
         assert_eq!(

@@ -365,7 +365,7 @@ async fn edges_round(seed: u64) -> Result<String, String> {
                         .await?
                         .map(|t| (t.version, t.at, Did::Recalled))
                 } else if roll < 8 {
-                    bounded(&who, q.release().desk(&desk).into_future())
+                    bounded(&who, q.finish().desk(&desk).into_future())
                         .await?
                         .map(|t| (t.version, t.at, Did::Released { desk: desk.clone() }))
                 } else {
@@ -389,7 +389,7 @@ async fn edges_round(seed: u64) -> Result<String, String> {
                     }),
                     Err(
                         Error::NobodyWaiting { .. }
-                        | Error::NothingToRecall { .. }
+                        | Error::NoTicketShown { .. }
                         | Error::TicketNotWaiting { .. }
                         | Error::Contention { .. },
                     ) => seen.refusals += 1,

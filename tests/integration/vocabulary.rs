@@ -250,11 +250,11 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
     assert_eq!((given.number, given.desk.as_deref()), (4, Some("B")));
     let recalled = q.recall().desk("A").await.unwrap();
     assert_eq!(recalled.number, 1);
-    let released = q.release().desk("B").await.unwrap();
+    let released = q.finish().desk("B").await.unwrap();
     assert_eq!(released.number, 4);
     assert!(matches!(
-        q.release().desk("B").await,
-        Err(Error::NothingToRecall { .. })
+        q.finish().desk("B").await,
+        Err(Error::NoTicketShown { .. })
     ));
     let version = q.peek().await.unwrap().version;
     for e in [

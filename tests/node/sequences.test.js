@@ -166,6 +166,12 @@ test('a queue: take, call from desks, recall, cancel, status', async () => {
   const called = await q.call({ desk: '2' })
   assert.deepEqual([called.ticket, called.desk], [1n, '2'])
   assert.equal((await q.recall({ desk: '2' })).ticket, 1n)
+  // A desk lets go of its ticket with finish; then it shows none, for recall and finish.
+  assert.equal((await q.finish({ desk: '2' })).ticket, 1n)
+  for (const act of [(o) => q.recall(o), (o) => q.finish(o)]) {
+    const none = await act({ desk: '2' }).catch((x) => x)
+    assert.ok(none instanceof dispenser.QueueRefusedError && none.code === 'no_ticket_shown', none.message)
+  }
   assert.equal((await q.cancel(3)).position, null)
   const status = await q.peek()
   assert.equal(status.waiting, 2n)

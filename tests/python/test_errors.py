@@ -61,6 +61,12 @@ def test_exhausted_and_queue_refusals(d):
         q.call()
     assert e.value.code == "nobody_waiting"
     assert e.value.written == "nothing_written"
+    # A desk lets go of its ticket with finish; then it shows none, for recall and finish.
+    assert q.finish(desk="A")["ticket"] == second
+    for act in (q.recall, q.finish):
+        with pytest.raises(dispenser.QueueRefusedError) as e:
+            act(desk="A")
+        assert e.value.code == "no_ticket_shown" and '"A"' in str(e.value)
 
 
 def test_a_queue_with_people_waiting_is_deleted_only_when_forced(d):

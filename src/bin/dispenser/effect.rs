@@ -112,8 +112,8 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
             QueueCommand::Recall { name, .. } => {
                 Effect::new(format!("a ticket of queue {name:?} recalled"), queue(name))
             }
-            QueueCommand::Release { name, .. } => Effect::new(
-                format!("a desk of queue {name:?} released its ticket"),
+            QueueCommand::Finish { name, .. } => Effect::new(
+                format!("a desk of queue {name:?} finished its ticket"),
                 queue(name),
             ),
             QueueCommand::Cancel { name, ticket, .. } => Effect::new(

@@ -90,7 +90,7 @@ pub enum QueueCommand {
     },
     /// A desk is done with its ticket (closes, or serves no one next): it shows none, and the
     /// ticket's number may come round again (exit 10 when it shows none).
-    Release {
+    Finish {
         /// Queue name.
         name: String,
         /// The desk (the one without a name when left out).
@@ -297,15 +297,15 @@ pub async fn run(
             };
             writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
         }
-        QueueCommand::Release { name, desk } => {
+        QueueCommand::Finish { name, desk } => {
             let q = d.open_queue(&name).await?;
             let t = match &desk {
-                Some(desk) => q.release().desk(desk).await?,
-                None => q.release().await?,
+                Some(desk) => q.finish().desk(desk).await?,
+                None => q.finish().await?,
             };
             writeln!(
                 out,
-                "desk {} of queue {} released ticket {}",
+                "desk {} of queue {} finished ticket {}",
                 t.desk
                     .as_deref()
                     .map_or_else(|| "(unnamed)".to_owned(), one_line_name),

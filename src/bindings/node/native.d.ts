@@ -121,7 +121,7 @@ export interface Audit {
   malformedDocs: Array<[string, string]>
 }
 
-/** A ticket, as a take, call, recall, release or cancel answers it. */
+/** A ticket, as a take, call, recall, finish or cancel answers it. */
 export interface Ticket {
   ticket: bigint
   label: string
@@ -695,7 +695,7 @@ export declare class Queue {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  release(options?: DeskOptions | undefined | null): Promise<Ticket>
+  finish(options?: DeskOptions | undefined | null): Promise<Ticket>
   /**
    * Cancels a waiting ticket.
    *
@@ -972,7 +972,7 @@ export interface ConnectOptions {
   coalesce?: boolean
 }
 
-/** The desk a recall or release acts for. */
+/** The desk a recall or finish acts for. */
 export interface DeskOptions {
   /** The desk. Defaults to the desk without a name. */
   desk?: string

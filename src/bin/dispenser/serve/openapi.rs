@@ -77,7 +77,7 @@ impl Modify for BearerAuth {
         queues::take,
         queues::call,
         queues::recall,
-        queues::release,
+        queues::finish,
         queues::cancel,
         ticket::give_up,
         ticket::view,
@@ -156,7 +156,7 @@ fn meaning(status: u16) -> &'static str {
         404 => "`no_such_sequence` (`no_such_queue` for a queue)",
         408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
         409 => {
-            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release or a delete without `force`, or a void, of a number whose holder's lease runs: nothing written), `already_exists`"
+            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `no_ticket_shown` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release or a delete without `force`, or a void, of a number whose holder's lease runs: nothing written), `already_exists`"
         }
         413 => "`payload_too_large`: a body over 64 KiB",
         429 => {
@@ -194,7 +194,7 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         ],
         "give_up" => &[400, 401, 403, 404, 409, 414, 422, 429, 431, 500, 503],
         "ticket" | "ticket_link" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
-        "call" | "recall" | "release" | "cancel" | "queue_alter" => &[
+        "call" | "recall" | "finish" | "cancel" | "queue_alter" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
         "queue_list" | "gapless_list" => &[400, 401, 403, 414, 431, 500, 503],
@@ -479,7 +479,7 @@ fn queue_links() -> Value {
         "take",
         "call",
         "recall",
-        "release",
+        "finish",
         "cancel",
         "queue_alter",
         "queue_peek",

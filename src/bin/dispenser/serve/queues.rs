@@ -295,7 +295,7 @@ pub(super) async fn call(
 }
 
 /// `POST /v1/queues/{name}/recall`: announces again the ticket a desk shows (409
-/// `nothing_to_recall` when it shows none). Nobody is served.
+/// `no_ticket_shown` when it shows none). Nobody is served.
 #[utoipa::path(post, path = "/v1/queues/{name}/recall", operation_id = "recall", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
     params(("name" = String, Path, description = "The queue name")),
     responses((status = 200, description = "The ticket announced again", body = RecallAnswer)))]
@@ -317,12 +317,12 @@ pub(super) async fn recall(
     Ok(Json(outcome?.to_json()))
 }
 
-/// `POST /v1/queues/{name}/release`: the desk is done with its ticket and shows none (409
-/// `nothing_to_recall` when it shows none).
-#[utoipa::path(post, path = "/v1/queues/{name}/release", operation_id = "release", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
+/// `POST /v1/queues/{name}/finish`: the desk is done with its ticket and shows none (409
+/// `no_ticket_shown` when it shows none).
+#[utoipa::path(post, path = "/v1/queues/{name}/finish", operation_id = "finish", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
     params(("name" = String, Path, description = "The queue name")),
     responses((status = 200, description = "The ticket the desk showed", body = RecallAnswer)))]
-pub(super) async fn release(
+pub(super) async fn finish(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
@@ -333,8 +333,8 @@ pub(super) async fn release(
     check_desk(b.desk.as_deref())?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
     let outcome = match b.desk {
-        Some(desk) => q.release().desk(desk).await,
-        None => q.release().await,
+        Some(desk) => q.finish().desk(desk).await,
+        None => q.finish().await,
     };
     st.queues.events.nudge(&name);
     Ok(Json(outcome?.to_json()))

@@ -44,7 +44,7 @@ pub struct CallOptions {
     pub ticket: Option<Int>,
 }
 
-/// The desk a recall or release acts for.
+/// The desk a recall or finish acts for.
 #[napi(object)]
 pub struct DeskOptions {
     /// The desk. Defaults to the desk without a name.
@@ -339,14 +339,14 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
-    pub fn release<'env>(
+    pub fn finish<'env>(
         &self,
         env: &'env Env,
         options: Option<DeskOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let mut r = inner.release();
+            let mut r = inner.finish();
             if let Some(d) = options.and_then(|o| o.desk) {
                 r = r.desk(d);
             }

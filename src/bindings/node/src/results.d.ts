@@ -121,7 +121,7 @@ export interface Audit {
   malformedDocs: Array<[string, string]>
 }
 
-/** A ticket, as a take, call, recall, release or cancel answers it. */
+/** A ticket, as a take, call, recall, finish or cancel answers it. */
 export interface Ticket {
   ticket: bigint
   label: string

@@ -93,10 +93,10 @@ flavors! {
 
     /// `desk` is done with the ticket it shows, and shows none.
     #[pyo3(signature = (*, desk=None))]
-    fn release(&self, py: Python<'_>, desk: Option<String>) -> PyResult<Py<PyAny>> {
+    fn finish(&self, py: Python<'_>, desk: Option<String>) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            let mut r = q.release();
+            let mut r = q.finish();
             if let Some(d) = desk {
                 r = r.desk(d);
             }
