@@ -12,7 +12,6 @@ use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::ErrorKind;
 use crate::error::{Error, Result};
-use crate::format::Format;
 use crate::history::record::{self, Recorder, sequence_state};
 use crate::history::subject::Target;
 use crate::history::{self, HistoryEntry, HistoryQuery};
@@ -743,38 +742,6 @@ impl Dispenser {
         }
     }
 
-    /// [`Sequence::set_format`] by name.
-    pub(crate) async fn set_format(&self, name: &str, format: Option<&Format>) -> Result<()> {
-        let before = self.peek(name).await?;
-        let shown = format.map_or(bson::Bson::Null, |f| {
-            bson::Bson::String(f.as_str().to_owned())
-        });
-        let recorder = self.recorder();
-        let entry = recorder
-            .begin(
-                &Target::sequence(name),
-                "set-format",
-                bson::doc! { "format": shown },
-                Some(sequence_state(&before)),
-            )
-            .await?;
-        let result = match self
-            .store
-            .set_format(name, format.map(Format::as_str))
-            .await
-        {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(no_such(name)),
-            Err(e) => Err(e),
-        };
-        let after = match &result {
-            Ok(()) => self.peek(name).await.ok().map(|s| sequence_state(&s)),
-            Err(_) => None,
-        };
-        entry.end(&result, after).await;
-        result
-    }
-
     async fn load(&self, name: &str) -> Result<Stored> {
         self.store.load(name).await?.ok_or_else(|| no_such(name))
     }
@@ -1165,31 +1132,6 @@ impl Sequence {
     /// ```
     pub async fn reset(&self, reset: Reset) -> Result<SequenceState> {
         self.dispenser.reset(self.name(), reset).await
-    }
-
-    /// Sets (or with `None` removes) the serial format of a sequence (see [`Format`]). The
-    /// format is stored in the document's `format` field; numbers stay integers.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave the format changed or not (see
-    /// [`Sequence::peek`]) and its history entry `pending` (see [`history`](crate::history));
-    /// it issues no number.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(invoices: dispenser::Sequence) -> dispenser::Result<()> {
-    /// use dispenser::Format;
-    /// invoices.set_format(Some(&Format::parse("INV-{scope}-{n:06}")?)).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn set_format(&self, format: Option<&Format>) -> Result<()> {
-        self.dispenser.set_format(self.name(), format).await
     }
 
     /// Deletes the sequence (for a striped sequence's name, see

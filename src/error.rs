@@ -271,11 +271,11 @@ pub enum Error {
         reason: String,
     },
 
-    /// [`Queue::recall`](crate::queue::Queue::recall) (or
-    /// [`Queue::release`](crate::queue::Queue::release)) found the desk showing no ticket (it
-    /// never called one, was released, or the day started again). Nothing was written.
+    /// [`Queue::recall`](crate::queue::Queue::recall) or
+    /// [`Queue::finish`](crate::queue::Queue::finish) found the desk showing no ticket (it
+    /// never called one, finished it, or the day started again). Nothing was written.
     #[error("desk {} of queue {name:?} shows no ticket; call one first", desk.as_deref().map_or_else(|| "(unnamed)".to_owned(), |d| format!("{d:?}")))]
-    NothingToRecall {
+    NoTicketShown {
         /// The queue's name.
         name: String,
         /// The desk, `None` for the desk without a name.
@@ -299,7 +299,7 @@ pub enum Error {
     /// waiting, or shown by a desk — and was not forced: a queue created again under the name
     /// starts from its first ticket, and would hand out those numbers again while their holders
     /// still wait. Nothing was deleted; delete it once nobody waits (call or cancel the
-    /// tickets, release the desks), or with force.
+    /// tickets, finish the desks' tickets), or with force.
     #[error(
         "queue {name:?} is in use: {}; created again, it would hand out their numbers again while they wait. Delete it once nobody waits and no desk shows a ticket, or delete it with force",
         in_use(*.waiting, *.shown)
@@ -401,7 +401,7 @@ pub enum ErrorKind {
     Exhausted,
     /// A queue's line refuses the operation (full, nobody waits, the ticket does not wait, the
     /// desk shows no ticket). Nothing was written. [`Error::QueueFull`],
-    /// [`Error::NobodyWaiting`], [`Error::TicketNotWaiting`], [`Error::NothingToRecall`].
+    /// [`Error::NobodyWaiting`], [`Error::TicketNotWaiting`], [`Error::NoTicketShown`].
     QueueRefused,
     /// Every try of the retry budget lost a race: nothing was drawn; try again.
     /// [`Error::Contention`].
@@ -639,7 +639,7 @@ impl Error {
             Error::QueueFull { .. }
             | Error::NobodyWaiting { .. }
             | Error::TicketNotWaiting { .. }
-            | Error::NothingToRecall { .. } => ErrorKind::QueueRefused,
+            | Error::NoTicketShown { .. } => ErrorKind::QueueRefused,
             Error::Contention { .. } => ErrorKind::Contention,
             Error::Database { .. } | Error::Timeout { .. } | Error::Closed { .. } => {
                 ErrorKind::Unavailable
@@ -652,7 +652,7 @@ impl Error {
     /// A stable, machine-readable name of the error (what the service answers as `kind`):
     /// `invalid_input`, `no_such_sequence`, `no_such_queue`, `already_exists`,
     /// `spec_conflict`, `would_go_backwards`, `would_remap`, `queue_in_use`, `lease_held`,
-    /// `exhausted`, `queue_full`, `nobody_waiting`, `ticket_not_waiting`, `nothing_to_recall`,
+    /// `exhausted`, `queue_full`, `nobody_waiting`, `ticket_not_waiting`, `no_ticket_shown`,
     /// `contention`, `database`, `timeout`, `closed`, `corrupt_document`, `business_write`. A
     /// code is never renamed.
     pub fn code(&self) -> &'static str {
@@ -673,7 +673,7 @@ impl Error {
             Error::QueueFull { .. } => "queue_full",
             Error::NobodyWaiting { .. } => "nobody_waiting",
             Error::TicketNotWaiting { .. } => "ticket_not_waiting",
-            Error::NothingToRecall { .. } => "nothing_to_recall",
+            Error::NoTicketShown { .. } => "no_ticket_shown",
             Error::Contention { .. } => "contention",
             Error::Database { .. } => "database",
             Error::Timeout { .. } => "timeout",
@@ -715,7 +715,7 @@ impl Error {
             | Error::LeaseHeld { .. } => 6,
             Error::CorruptDocument { .. } => 7,
             Error::QueueFull { .. } => 9,
-            Error::NobodyWaiting { .. } | Error::NothingToRecall { .. } => 10,
+            Error::NobodyWaiting { .. } | Error::NoTicketShown { .. } => 10,
             Error::TicketNotWaiting { .. } => 11,
             Error::BusinessWrite { .. } => 12,
         }
@@ -744,7 +744,7 @@ impl Error {
             | Error::QueueFull { .. }
             | Error::NobodyWaiting { .. }
             | Error::TicketNotWaiting { .. }
-            | Error::NothingToRecall { .. } => 409,
+            | Error::NoTicketShown { .. } => 409,
             Error::Contention { .. }
             | Error::Database { .. }
             | Error::Timeout { .. }
@@ -1169,7 +1169,7 @@ mod tests {
                 ticket: 1,
                 reason: n(),
             },
-            Error::NothingToRecall {
+            Error::NoTicketShown {
                 name: n(),
                 desk: None,
             },
@@ -1222,7 +1222,7 @@ mod tests {
                 Error::QueueFull { .. } => 13,
                 Error::NobodyWaiting { .. } => 14,
                 Error::TicketNotWaiting { .. } => 15,
-                Error::NothingToRecall { .. } => 16,
+                Error::NoTicketShown { .. } => 16,
                 Error::QueueAlterRefused { .. } => 17,
                 Error::NoSuchQueue { .. } => 18,
                 Error::QueueExists { .. } => 19,

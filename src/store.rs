@@ -321,27 +321,6 @@ impl Store {
         Ok(res.deleted_count)
     }
 
-    /// Sets (or with `None` removes) the serial format of a sequence; `Ok(false)` when there
-    /// is no such sequence. Like every write, it moves `version`.
-    pub(crate) async fn set_format(&self, name: &str, format: Option<&str>) -> Result<bool> {
-        let mut update = doc! {
-            "$inc": { field::VERSION: 1_i64 },
-            "$currentDate": { field::UPDATED_AT: true },
-        };
-        match format {
-            Some(f) => update.insert("$set", doc! { field::FORMAT: f }),
-            None => update.insert("$unset", doc! { field::FORMAT: "" }),
-        };
-        let res = self
-            .bounded_as(
-                Aftermath::Admin,
-                || format!("setting the format of sequence {name:?}"),
-                self.coll.update_one(doc! { field::ID: name }, update),
-            )
-            .await?;
-        Ok(res.matched_count == 1)
-    }
-
     /// The compare-and-set: stores `new_value` only if the document is still the state
     /// `expected` (same incarnation, version and shape; see [`pinned_filter`]). Returns the
     /// stamp written when this write won, `None` when another writer came first. A document

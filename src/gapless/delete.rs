@@ -4,7 +4,7 @@
 use bson::{Bson, doc};
 
 use super::Gapless;
-use super::state::GaplessStatus;
+use super::state::GaplessState;
 use crate::dispenser::Dispenser;
 use crate::error::{Aftermath, Error, Result};
 
@@ -101,7 +101,7 @@ impl<'a> std::future::IntoFuture for DeleteGapless<'a> {
 
 impl Gapless {
     /// Whether state `s` may be deleted: not while a lease runs, unless `force`.
-    fn deletable(&self, s: &GaplessStatus, force: bool) -> Result<()> {
+    fn deletable(&self, s: &GaplessState, force: bool) -> Result<()> {
         match &s.lease {
             Some(l) if !force && !s.lease_expired() => Err(Error::LeaseHeld {
                 name: self.inner.name.clone(),
@@ -114,7 +114,7 @@ impl Gapless {
 
     /// Deletes the state document if it is still in state `s` (the same next number and
     /// holder), reading it again when it changed; with `force`, whatever its state.
-    async fn delete_now(&self, mut s: GaplessStatus, force: bool) -> Result<()> {
+    async fn delete_now(&self, mut s: GaplessState, force: bool) -> Result<()> {
         let inner = &self.inner;
         let started = std::time::Instant::now();
         for attempt in 1..=ATTEMPTS {

@@ -9,7 +9,7 @@ use futures::TryStreamExt;
 use mongodb::options::{ReadConcern, ReturnDocument};
 
 use super::path::number_in;
-use super::state::{self, GaplessStatus};
+use super::state::{self, GaplessState};
 use super::{Inner, Owed};
 use crate::error::{Aftermath, Error, Result};
 
@@ -62,7 +62,7 @@ impl Inner {
     }
 
     /// The state with the server's time (voids not included).
-    pub(super) async fn read_state(&self) -> Result<GaplessStatus> {
+    pub(super) async fn read_state(&self) -> Result<GaplessState> {
         let read = async {
             let mut cursor = self
                 .state

@@ -72,9 +72,9 @@ use state::gapless_state;
 
 pub use audit::{AUDIT_LIST_LIMIT, Audit, AuditOptions, audit};
 pub use delete::DeleteGapless;
-pub use options::GaplessOptions;
+pub use options::{GaplessAlter, GaplessOptions};
 pub use path::set_field;
-pub use state::{GaplessStatus, Lease, Voided};
+pub use state::{GaplessState, Lease, Voided};
 pub use void::{ReleaseLease, Released};
 
 /// A gap-free sequence (see the [module](self) docs). Cheap to clone; clones share one
@@ -372,7 +372,7 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let s = d.open_gapless("invoices-2026").await?.status().await?;
+    /// let s = d.open_gapless("invoices-2026").await?.peek().await?;
     /// println!("next invoice: {}", s.next);
     /// # Ok(()) }
     /// ```
@@ -594,7 +594,7 @@ impl Gapless {
         &self,
         op: &str,
         params: Document,
-        before: &GaplessStatus,
+        before: &GaplessState,
         run: impl Future<Output = Result<T>>,
     ) -> Result<T> {
         let inner = &self.inner;
@@ -680,11 +680,11 @@ impl Gapless {
     ///
     /// ```no_run
     /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
-    /// let s = g.status().await?;
+    /// let s = g.peek().await?;
     /// println!("next {} ({} voided)", s.next, s.voided.len());
     /// # Ok(()) }
     /// ```
-    pub async fn status(&self) -> Result<GaplessStatus> {
+    pub async fn peek(&self) -> Result<GaplessState> {
         self.settle_own().await;
         let mut s = self.inner.read_state().await?;
         let inner = &self.inner;
@@ -756,46 +756,55 @@ impl Gapless {
         self.inner.settle_all(&mut baton).await
     }
 
-    /// Changes the sequence's **longest lease**: from now on no lease counts for longer,
-    /// by the server's judgement — the leases already taken included. So a holder that died
-    /// with a long lease blocks the others for at most the new longest lease from when it
-    /// took the lease (to end it at once, see [`Gapless::release`]). A live holder whose
-    /// lease is cut short loses nothing: if another caller takes its number over, the
-    /// unique index decides between their writes, and the one that comes later moves on
-    /// to the next number. Handles opened afterwards with a longer `lease` are refused.
+    /// Changes the sequence's settings (see [`GaplessAlter`]); returns the state afterwards.
+    /// Recorded in the history as `alter`, with the state before and after.
+    ///
+    /// The **longest lease**: from now on no lease counts for longer, by the server's
+    /// judgement — the leases already taken included. So a holder that died with a long lease
+    /// blocks the others for at most the new longest lease from when it took the lease (to
+    /// end it at once, see [`Gapless::release`]). A live holder whose lease is cut short loses
+    /// nothing: if another caller takes its number over, the unique index decides between
+    /// their writes, and the one that comes later moves on to the next number. Handles opened
+    /// afterwards with a longer `lease` are refused.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a longest lease under 1 ms or over a day (nothing
-    /// written), [`Error::NoSuchSequence`], [`Error::Database`], [`Error::Timeout`].
+    /// [`Error::InvalidArgument`] for an alter that changes nothing or a longest lease under
+    /// 1 ms or over a day (nothing written), [`Error::NoSuchSequence`], [`Error::Database`],
+    /// [`Error::Timeout`].
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: one write; dropped, it happened or not (the status shows which).
+    /// Cancel safe: one write; dropped, it happened or not ([`Gapless::peek`] shows which).
     ///
     /// # Example
     ///
     /// ```no_run
     /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
     /// use std::time::Duration;
-    /// g.set_max_lease(Duration::from_secs(60)).await?;
-    /// assert_eq!(g.status().await?.max_lease, Duration::from_secs(60));
+    /// use dispenser::gapless::GaplessAlter;
+    /// let s = g.alter(GaplessAlter::default().with_max_lease(Duration::from_secs(60))).await?;
+    /// assert_eq!(s.max_lease, Duration::from_secs(60));
     /// # Ok(()) }
     /// ```
-    pub async fn set_max_lease(&self, max_lease: Duration) -> Result<()> {
-        options::check_max_lease(max_lease)?;
+    pub async fn alter(&self, change: GaplessAlter) -> Result<GaplessState> {
+        let max_lease = change.validate(&self.inner.name)?;
         let before = self.inner.read_state().await?;
         let ms = i64::try_from(max_lease.as_millis()).unwrap_or(i64::MAX);
         self.recorded(
-            "max-lease",
+            "alter",
             doc! { "max_lease_ms": ms },
             &before,
             self.set_max_lease_now(max_lease),
         )
-        .await
+        .await?;
+        let name = &self.inner.name;
+        self.peek()
+            .await
+            .map_err(|e| e.after_write(&format!("gap-free sequence {name:?} altered")))
     }
 
-    /// [`Gapless::set_max_lease`] without its history.
+    /// [`Gapless::alter`]'s write of the longest lease, without its history.
     async fn set_max_lease_now(&self, max_lease: Duration) -> Result<()> {
         let inner = &self.inner;
         let r = inner

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 /// | `field` | — (the number field of its documents) |
 /// | `start` | 1 (the first number, when the sequence is created) |
 /// | `lease` | 10 s (how long a holder may take for its business write before the number can go to another caller; timed by the server's clock; at most the sequence's longest lease) |
-/// | `max_lease` | 5 min (the **longest lease** stored with a new sequence: no holder's lease counts for longer, whatever it asked; change it later with [`Gapless::set_max_lease`]) |
+/// | `max_lease` | 5 min (the **longest lease** stored with a new sequence: no holder's lease counts for longer, whatever it asked; change it later with [`Gapless::alter`]) |
 /// | `wait` | 30 s (how long [`Gapless::issue`] waits for other holders before [`Error::Contention`]) |
 /// | `void_field` | `voided` (the field of a void document that holds `{reason, at, sequence}`) |
 /// | `void_extra` | `{}` (more fields written into every void document, for example `{status: "void"}`) |
@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 ///
 /// [`Dispenser::ensure_gapless`]: crate::Dispenser::ensure_gapless
 /// [`Gapless::issue`]: super::Gapless::issue
-/// [`Gapless::set_max_lease`]: super::Gapless::set_max_lease
+/// [`Gapless::alter`]: super::Gapless::alter
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct GaplessOptions {
@@ -49,7 +49,7 @@ pub struct GaplessOptions {
     /// longer than its stored longest lease.
     pub lease: Duration,
     /// The longest lease of a **new** sequence, stored with it (an existing sequence keeps
-    /// its own; change it with [`Gapless::set_max_lease`](super::Gapless::set_max_lease)).
+    /// its own; change it with [`Gapless::alter`](super::Gapless::alter)).
     /// Every lease is judged by the server as lasting at most the longest lease stored at
     /// that moment, so a holder that dies blocks the sequence for at most that long.
     /// Defaults to 5 minutes.
@@ -228,6 +228,48 @@ impl GaplessOptions {
     }
 }
 
+/// What [`Gapless::alter`](super::Gapless::alter) changes; fields left `None` stay as they
+/// are. An alter that changes nothing is refused.
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+/// use dispenser::gapless::GaplessAlter;
+///
+/// let shorter = GaplessAlter::default().with_max_lease(Duration::from_secs(60));
+/// assert_eq!(shorter.max_lease, Some(Duration::from_secs(60)));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GaplessAlter {
+    /// The longest lease (1 ms to a day): from then on no holder's lease counts for longer,
+    /// the leases already taken included.
+    pub max_lease: Option<Duration>,
+}
+
+impl GaplessAlter {
+    /// Sets the longest lease (1 ms to a day).
+    #[must_use]
+    pub fn with_max_lease(mut self, max_lease: Duration) -> Self {
+        self.max_lease = Some(max_lease);
+        self
+    }
+
+    /// Refuses an alter that changes nothing and a longest lease out of range, naming the
+    /// sequence.
+    pub(super) fn validate(&self, name: &str) -> Result<Duration> {
+        let Some(max_lease) = self.max_lease else {
+            return Err(Error::invalid_argument(
+                "alter",
+                format!("nothing to change for gap-free sequence {name:?}: give a longest lease"),
+            ));
+        };
+        check_max_lease(max_lease)?;
+        Ok(max_lease)
+    }
+}
+
 /// The longest lease of a new sequence when none is given.
 pub(super) const DEFAULT_MAX_LEASE: Duration = Duration::from_secs(300);
 
@@ -248,7 +290,7 @@ pub(super) fn check_lease(lease: Duration, max_lease: Duration) -> Result<()> {
         return Err(Error::invalid_argument(
             "gap-free lease",
             format!(
-                "{lease:?} is longer than the sequence's longest lease, {max_lease:?}: no holder may keep a number longer (a holder that dies would block every other caller that long); ask for a shorter lease, or raise the longest lease (`Gapless::set_max_lease`, `dispenser gapless max-lease`)"
+                "{lease:?} is longer than the sequence's longest lease, {max_lease:?}: no holder may keep a number longer (a holder that dies would block every other caller that long); ask for a shorter lease, or raise the longest lease (`Gapless::alter`, `dispenser gapless alter --max-lease`)"
             ),
         ));
     }

@@ -178,7 +178,7 @@ pub struct Voided {
 /// The state of a gap-free sequence (see [`Gapless::status`](super::Gapless::status)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct GaplessStatus {
+pub struct GaplessState {
     /// The sequence's name.
     pub name: String,
     /// The business collection.
@@ -206,8 +206,8 @@ pub struct GaplessStatus {
     pub server_time: DateTime,
 }
 
-impl GaplessStatus {
-    /// The status as JSON, as the CLI (`gapless status --json`) and the service print it:
+impl GaplessState {
+    /// The status as JSON, as the CLI (`gapless peek --json`) and the service print it:
     /// `{name, collection, field, void_field, next, max_lease_ms, unique_index, lease:
     /// {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number,
     /// reason, at}]}` (times in RFC 3339).
@@ -216,7 +216,7 @@ impl GaplessStatus {
     ///
     /// ```no_run
     /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
-    /// println!("{}", g.status().await?.to_json());
+    /// println!("{}", g.peek().await?.to_json());
     /// # Ok(()) }
     /// ```
     pub fn to_json(&self) -> serde_json::Value {
@@ -246,7 +246,7 @@ impl GaplessStatus {
     ///
     /// ```no_run
     /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
-    /// let s = g.status().await?;
+    /// let s = g.peek().await?;
     /// if s.lease_expired() {
     ///     println!("the holder of {} stopped; the next caller takes over", s.next);
     /// }
@@ -307,7 +307,7 @@ pub(super) fn stored(name: &str, d: &Document) -> Result<Stored> {
 }
 
 /// Decodes a state document read with [`read_pipeline`] (voids are read apart).
-pub(super) fn decode(name: &str, d: &Document) -> Result<GaplessStatus> {
+pub(super) fn decode(name: &str, d: &Document) -> Result<GaplessState> {
     let corrupt = |f: &str, p: &str| Error::corrupt(name, f, p);
     let s = stored(name, d)?;
     let next = d
@@ -341,7 +341,7 @@ pub(super) fn decode(name: &str, d: &Document) -> Result<GaplessStatus> {
         }
         Some(_) => return Err(corrupt("lease.holder", "must be an ObjectId or null")),
     };
-    Ok(GaplessStatus {
+    Ok(GaplessState {
         name: name.to_owned(),
         collection: s.collection,
         field: s.field,
@@ -357,7 +357,7 @@ pub(super) fn decode(name: &str, d: &Document) -> Result<GaplessStatus> {
 
 /// A gap-free sequence's next number, longest lease and lease, as the history keeps them
 /// (what an admin operation changes).
-pub(super) fn gapless_state(s: &GaplessStatus) -> Document {
+pub(super) fn gapless_state(s: &GaplessState) -> Document {
     let lease = s.lease.as_ref().map_or(Bson::Null, |l| {
         Bson::Document(doc! {
             "number": l.number,
@@ -378,7 +378,7 @@ pub(super) fn gapless_state(s: &GaplessStatus) -> Document {
 mod tests {
     use super::*;
 
-    fn read(d: &Document) -> GaplessStatus {
+    fn read(d: &Document) -> GaplessState {
         let mut d = d.clone();
         d.insert("server_time", DateTime::from_millis(10_000));
         decode("inv", &d).unwrap()

@@ -7,7 +7,7 @@ use bson::oid::ObjectId;
 
 use super::lease::Found;
 use super::path::set_field;
-use super::{Gapless, GaplessStatus};
+use super::{Gapless, GaplessState};
 use crate::error::{Aftermath, Error, Result};
 use crate::store::{is_duplicate_key, is_validation_failure};
 
@@ -85,7 +85,7 @@ impl Gapless {
     ///
     /// ```no_run
     /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
-    /// let next = g.status().await?.next;
+    /// let next = g.peek().await?.next;
     /// g.void(next, "printer jam: form destroyed").await?;
     /// # Ok(()) }
     /// ```
@@ -119,7 +119,7 @@ impl Gapless {
 
     /// Whether `number` may be voided in state `s`: the holder whose expired lease the void
     /// ends, if any; or why not.
-    fn voidable(&self, number: i64, s: &GaplessStatus) -> Result<Option<ObjectId>> {
+    fn voidable(&self, number: i64, s: &GaplessState) -> Result<Option<ObjectId>> {
         let inner = &self.inner;
         if number != s.next {
             let what = if number < s.next {
@@ -184,7 +184,7 @@ impl Gapless {
     /// ```no_run
     /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
     /// use dispenser::gapless::Released;
-    /// let s = g.status().await?;
+    /// let s = g.peek().await?;
     /// if let Some(lease) = s.lease {
     ///     // The process that held it was killed: end its lease now, not when it runs out.
     ///     match g.release(lease.number, "holder killed during the upgrade").force().await? {
@@ -229,7 +229,7 @@ impl Gapless {
     }
 
     /// The holder whose lease on `number` a release ends in state `s`, or why not.
-    fn releasable(&self, number: i64, force: bool, s: &GaplessStatus) -> Result<ObjectId> {
+    fn releasable(&self, number: i64, force: bool, s: &GaplessState) -> Result<ObjectId> {
         let inner = &self.inner;
         if number != s.next {
             return Err(Error::NotTheNextNumber {
@@ -270,7 +270,7 @@ impl Gapless {
         number: i64,
         holder: Option<ObjectId>,
         reason: &str,
-        s: &GaplessStatus,
+        s: &GaplessState,
     ) -> Result<Released> {
         let inner = &self.inner;
         // `i64::MAX - 1` is the last number: voiding it moves `next` to `i64::MAX`, as its

@@ -66,10 +66,11 @@ pub struct HistoryEntry {
     pub template: Option<String>,
     /// For a scope: its key.
     pub key: Option<String>,
-    /// The operation: `create`, `alter`, `set-format`, `advance-to`, `reset`, `delete`,
-    /// `delete-scopes` (a template's; each scope deleted has its own `delete`), for gap-free
-    /// sequences `create`, `void`, `release`, `max-lease`, for queues `create`, `alter`,
-    /// `cancel`, `delete`.
+    /// The operation: `create`, `alter`, `advance-to`, `reset`, `delete`, `delete-scopes` (a
+    /// template's; each scope deleted has its own `delete`), for gap-free sequences `create`,
+    /// `alter`, `void`, `release`, `delete`, for queues `create`, `alter`, `cancel`, `delete`
+    /// (records written before `alter` carried every setting say `set-format` and
+    /// `max-lease`).
     pub op: String,
     /// Its parameters, as given.
     pub params: Value,

@@ -1,5 +1,5 @@
 //! The queue's actions as builders: [`Queue::take`], [`Queue::call`], [`Queue::recall`],
-//! [`Queue::release`] and the deletes ([`Queue::delete`], [`Dispenser::delete_queue`]) each
+//! [`Queue::finish`] and the deletes ([`Queue::delete`], [`Dispenser::delete_queue`]) each
 //! return a value on which the options are set, and that is `.await`ed — one method per
 //! action, no twins — in the way of the `mongodb` driver's actions:
 //!
@@ -146,7 +146,7 @@ impl<'a> Call<'a> {
 
     /// Calls from `desk` (1–16 letters, digits, spaces, `-`, `_`, `.`, not only spaces; the
     /// spaces at either end are dropped: `"  3 "` is desk `"3"`), which then shows that
-    /// ticket, held, until it calls again or is released.
+    /// ticket, held, until it calls again or finishes.
     pub fn desk(mut self, desk: impl Into<String>) -> Self {
         self.desk = Some(desk.into());
         self
@@ -168,15 +168,15 @@ impl<'a> IntoFuture for Call<'a> {
     }
 }
 
-/// A recall ([`Queue::recall`]: announces again the ticket a desk shows) or a release
-/// ([`Queue::release`]: the desk is done with it and shows none), of the desk without a name
+/// A recall ([`Queue::recall`]: announces again the ticket a desk shows) or a finish
+/// ([`Queue::finish`]: the desk is done with it and shows none), of the desk without a name
 /// unless [`AtDesk::desk`]. `.await` it for that [`Ticket`].
-#[must_use = "a recall or a release does nothing until it is awaited"]
+#[must_use = "a recall or a finish does nothing until it is awaited"]
 #[derive(Debug)]
 pub struct AtDesk<'a> {
     queue: &'a Queue,
     desk: Option<String>,
-    release: bool,
+    finish: bool,
 }
 
 impl<'a> AtDesk<'a> {
@@ -184,15 +184,15 @@ impl<'a> AtDesk<'a> {
         AtDesk {
             queue,
             desk: None,
-            release: false,
+            finish: false,
         }
     }
 
-    pub(super) fn release(queue: &'a Queue) -> Self {
+    pub(super) fn finish(queue: &'a Queue) -> Self {
         AtDesk {
             queue,
             desk: None,
-            release: true,
+            finish: true,
         }
     }
 
@@ -209,7 +209,7 @@ impl<'a> IntoFuture for AtDesk<'a> {
     type IntoFuture = Action<'a, Ticket>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.queue.at_desk(self.desk, self.release))
+        Box::pin(self.queue.at_desk(self.desk, self.finish))
     }
 }
 

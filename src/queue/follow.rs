@@ -1,4 +1,4 @@
-//! Where one ticket stands, read from a [`QueueStatus`](super::QueueStatus): what a person following their own
+//! Where one ticket stands, read from a [`QueueState`](super::QueueState): what a person following their own
 //! ticket needs (its place in line and estimated wait, the desk that calls it), for any ticket
 //! of the queue, not only the first [`WAITING_LISTED`](super::WAITING_LISTED) waiting.
 
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::state::{Kind, State};
 
-/// The state a [`QueueStatus`](super::QueueStatus) was read from, kept for [`QueueStatus::ticket`](super::QueueStatus::ticket): without the
+/// The state a [`QueueState`](super::QueueState) was read from, kept for [`QueueState::ticket`](super::QueueState::ticket): without the
 /// request ids, the takes' times and the hours, which no ticket's place depends on.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Line {
@@ -53,7 +53,7 @@ pub enum TicketState {
     /// A desk shows it now ([`TicketView::desk`]): its holder is called.
     Called,
     /// It was called ([`TicketView::desk`] and [`TicketView::called_at`] when the queue still
-    /// lists that call), and its desk has called another ticket since, or was released.
+    /// lists that call), and its desk has called another ticket since, or finished.
     Passed,
     /// It was cancelled while it waited.
     Cancelled,
@@ -80,7 +80,7 @@ impl TicketState {
     }
 }
 
-/// One ticket of a queue, followed ([`QueueStatus::ticket`](super::QueueStatus::ticket)).
+/// One ticket of a queue, followed ([`QueueState::ticket`](super::QueueState::ticket)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TicketView {
@@ -118,7 +118,7 @@ impl TicketView {
     /// ```no_run
     /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
     /// let mine = q.take().await?;
-    /// println!("{}", q.status().await?.ticket(mine.serial).to_json());
+    /// println!("{}", q.peek().await?.ticket(mine.serial).to_json());
     /// # Ok(()) }
     /// ```
     pub fn to_json(&self) -> Value {
@@ -139,7 +139,7 @@ impl TicketView {
 
 impl Line {
     /// Where the ticket of `serial` stands in the state this line was read from (see
-    /// [`QueueStatus::ticket`](super::QueueStatus::ticket)).
+    /// [`QueueState::ticket`](super::QueueState::ticket)).
     pub(crate) fn ticket(&self, serial: u64) -> TicketView {
         let s = &*self.state;
         let at = i64::try_from(serial).unwrap_or(i64::MAX);
@@ -198,7 +198,7 @@ impl Line {
 mod tests {
     use super::*;
     use crate::queue::QueueSpec;
-    use crate::queue::QueueStatus;
+    use crate::queue::QueueState;
     use crate::queue::state::{Op, Step};
 
     fn apply(s: &mut State, op: Op, now: i64) {
@@ -231,7 +231,7 @@ mod tests {
     }
 
     fn view(s: &State, serial: u64, now: i64) -> TicketView {
-        QueueStatus::new("q".into(), s, now).ticket(serial)
+        QueueState::new("q".into(), s, now).ticket(serial)
     }
 
     /// Every state a followed ticket goes through, its place beyond the listed waiting
@@ -267,7 +267,7 @@ mod tests {
         assert!(v.estimated_wait.is_some());
         // The last ticket waiting: its place is the status's count less one.
         let last = view(&s, 120, now);
-        let status = QueueStatus::new("q".into(), &s, now);
+        let status = QueueState::new("q".into(), &s, now);
         assert_eq!(last.position, Some(status.waiting - 1));
         assert_eq!(
             last.estimated_wait,

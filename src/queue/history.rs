@@ -1,12 +1,12 @@
 //! The history of the queue operations that change a queue — create, alter, cancel, delete
 //! (see [`crate::history`]): each records its intent before its write and its outcome after
-//! it, with the queue's state before and after. Takes, calls, recalls and releases are the
+//! it, with the queue's state before and after. Takes, calls, recalls and finishes are the
 //! queue's daily work and are not recorded.
 
 use bson::{Bson, Document, doc};
 
 use super::state::{Done, State};
-use super::status::QueueStatus;
+use super::status::QueueState;
 use super::store::QueueStore;
 use super::{Inner, Queue};
 use crate::dispenser::Dispenser;
@@ -17,7 +17,7 @@ use crate::retry::RetryBudget;
 
 /// A queue's range, format, day settings and counters, as the history keeps them (what an
 /// admin operation changes, not the live counters).
-fn queue_state(s: &QueueStatus) -> Document {
+fn queue_state(s: &QueueState) -> Document {
     doc! {
         "min": s.min,
         "max": s.max,
@@ -35,7 +35,7 @@ fn queue_state(s: &QueueStatus) -> Document {
 
 /// The state `s` of queue `name` as the history keeps it.
 fn shown(name: &str, s: &State, now: i64) -> Document {
-    queue_state(&QueueStatus::new(name.to_owned(), s, now))
+    queue_state(&QueueState::new(name.to_owned(), s, now))
 }
 
 /// Creates the queue `name` in state `fresh` (`Ok(false)` when the name is taken), recorded:

@@ -73,7 +73,7 @@ pub use action::{AtDesk, Call, DeleteQueue, Take, TakeMany};
 pub use follow::{TicketState, TicketView};
 pub use spec::{QueueAlter, QueueSpec};
 pub use status::{
-    CallEntry, DeskEntry, HourEntry, QueueCounters, QueueStatus, Ticket, WAITING_LISTED,
+    CallEntry, DeskEntry, HourEntry, QueueCounters, QueueState, Ticket, WAITING_LISTED,
     WaitingEntry,
 };
 
@@ -312,7 +312,7 @@ impl Dispenser {
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn list_queues(&self) -> Result<Vec<Result<QueueStatus>>> {
+    pub async fn list_queues(&self) -> Result<Vec<Result<QueueState>>> {
         self.queues().list(None, None, None).await
     }
 
@@ -340,7 +340,7 @@ impl Dispenser {
         &self,
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<Result<QueueStatus>>> {
+    ) -> Result<Vec<Result<QueueState>>> {
         self.list_queues_after_matching(&["*"], after, limit).await
     }
 
@@ -370,7 +370,7 @@ impl Dispenser {
         patterns: &[&str],
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<Result<QueueStatus>>> {
+    ) -> Result<Vec<Result<QueueState>>> {
         if limit == 0 {
             return Err(Error::invalid_argument(
                 "limit of a page of queues",
@@ -546,7 +546,7 @@ fn what(op: &Op) -> &'static str {
         Op::Call { ticket: None, .. } => "calling the next ticket of",
         Op::Call { .. } => "calling a given ticket of",
         Op::Recall { .. } => "recalling a ticket of",
-        Op::Release { .. } => "releasing a desk of",
+        Op::Finish { .. } => "finishing the ticket of a desk of",
         Op::Cancel { .. } => "cancelling a ticket of",
         Op::SetMax { .. } => "changing the range of",
     }
@@ -749,7 +749,7 @@ impl Queue {
 
     /// Calls the oldest waiting ticket (the one taken longest ago), from the desk without a
     /// name; with [`Call::desk`], from that desk (which then shows the ticket, held, until it
-    /// calls again or is released); with [`Call::ticket`], that waiting ticket out of order
+    /// calls again or finishes); with [`Call::ticket`], that waiting ticket out of order
     /// (once: it no longer waits). Cancelled tickets are passed over. Returns a [`Call`] to
     /// `.await`.
     ///
@@ -797,18 +797,18 @@ impl Queue {
     }
 
     /// Announces again the ticket a desk shows (the desk without a name, or
-    /// [`AtDesk::desk`]): a new entry in [`QueueStatus::recent_calls`] with `recall` set.
+    /// [`AtDesk::desk`]): a new entry in [`QueueState::recent_calls`] with `recall` set.
     /// Nobody is served. Returns an [`AtDesk`] to `.await`.
     ///
     /// # Errors
     ///
-    /// [`Error::NothingToRecall`] when the desk shows no ticket (nothing written),
+    /// [`Error::NoTicketShown`] when the desk shows no ticket (nothing written),
     /// [`Error::InvalidArgument`] for a bad desk label, and those of [`Queue::call`].
     ///
     /// # Cancel safety
     ///
     /// Dropped before its write is sent, nothing changes; dropped after, the recall may be in
-    /// [`QueueStatus::recent_calls`] without anyone announcing it. Nobody is served either way:
+    /// [`QueueState::recent_calls`] without anyone announcing it. Nobody is served either way:
     /// call it again.
     ///
     /// # Example
@@ -828,45 +828,45 @@ impl Queue {
     /// held, and its number may be handed out again in its turn. Returns an [`AtDesk`] to
     /// `.await`, for the ticket the desk showed.
     ///
-    /// A desk's ticket is held until it calls another one or is released, so a desk that
-    /// stops calling keeps the queue from handing out that number: release it.
+    /// A desk's ticket is held until it calls another one or finishes, so a desk that stops
+    /// calling keeps the queue from handing out that number: finish it.
     ///
     /// # Errors
     ///
-    /// [`Error::NothingToRecall`] when the desk shows no ticket (nothing written),
+    /// [`Error::NoTicketShown`] when the desk shows no ticket (nothing written),
     /// [`Error::InvalidArgument`] for a bad desk label, and those of [`Queue::call`].
     ///
     /// # Cancel safety
     ///
     /// Dropped before its write is sent, nothing changes; dropped after, the desk may or may
-    /// not still show its ticket ([`Queue::status`] tells). No ticket is taken or called either
+    /// not still show its ticket ([`Queue::peek`] tells). No ticket is taken or called either
     /// way.
     ///
     /// # Example
     ///
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// lobby.release().desk("3").await?; // desk 3 closes for lunch
+    /// lobby.finish().desk("3").await?; // desk 3 closes for lunch
     /// # Ok(()) }
     /// ```
-    pub fn release(&self) -> AtDesk<'_> {
-        AtDesk::release(self)
+    pub fn finish(&self) -> AtDesk<'_> {
+        AtDesk::finish(self)
     }
 
-    /// The recall or release [`AtDesk`] runs.
-    async fn at_desk(&self, desk: Option<String>, release: bool) -> Result<Ticket> {
+    /// The recall or finish [`AtDesk`] runs.
+    async fn at_desk(&self, desk: Option<String>, finish: bool) -> Result<Ticket> {
         let name = &self.inner.name;
         let desk = desk.map(|d| check_desk(name, &d)).transpose()?;
         let at = desk.clone().unwrap_or_default();
-        let op = if release {
-            Op::Release { desk: at }
+        let op = if finish {
+            Op::Finish { desk: at }
         } else {
             Op::Recall { desk: at }
         };
         let (s, done, now) = combine::act(&self.inner, op).await?;
         match done {
             Done::Recalled { serial, at } => Ok(Ticket::new(&s, serial, desk, at)),
-            Done::Released { serial } => Ok(Ticket::new(&s, serial, desk, now)),
+            Done::Finished { serial } => Ok(Ticket::new(&s, serial, desk, now)),
             _ => Err(no_such(name)),
         }
     }
@@ -932,7 +932,7 @@ impl Queue {
     /// assert_eq!(s.capacity, 200);
     /// # Ok(()) }
     /// ```
-    pub async fn alter(&self, change: QueueAlter) -> Result<QueueStatus> {
+    pub async fn alter(&self, change: QueueAlter) -> Result<QueueState> {
         let Some(max) = change.max else {
             return Err(Error::invalid_argument(
                 "alter",
@@ -949,7 +949,7 @@ impl Queue {
                 combine::act(&self.inner, Op::SetMax { max }),
             )
             .await?;
-        Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
+        Ok(QueueState::new(self.inner.name.clone(), &s, now))
     }
 
     /// Deletes the queue, as [`Dispenser::delete_queue`] does by name: refused while tickets
@@ -971,10 +971,10 @@ impl Queue {
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// let lobby = d.open_queue("lobby").await?;
-    /// while lobby.status().await?.waiting > 0 {
+    /// while lobby.peek().await?.waiting > 0 {
     ///     lobby.call().await?;
     /// }
-    /// lobby.release().await?; // the desk without a name showed the last one
+    /// lobby.finish().await?; // the desk without a name showed the last one
     /// lobby.delete().await?;
     /// assert!(d.open_queue("lobby").await.is_err());
     /// # Ok(()) }
@@ -999,14 +999,14 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// let s = lobby.status().await?;
+    /// let s = lobby.peek().await?;
     /// println!("{} waiting, next ticket {:?}", s.waiting, s.next_ticket);
     /// # Ok(()) }
     /// ```
-    pub async fn status(&self) -> Result<QueueStatus> {
+    pub async fn peek(&self) -> Result<QueueState> {
         let s = self.inner.read().await?;
         let now = self.inner.now().await?;
-        Ok(QueueStatus::new(self.inner.name.clone(), &s, now))
+        Ok(QueueState::new(self.inner.name.clone(), &s, now))
     }
 }
 

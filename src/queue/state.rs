@@ -262,7 +262,7 @@ pub(crate) enum Refusal {
         ticket: i64,
         why: &'static str,
     },
-    NothingToRecall {
+    NoTicketShown {
         desk: String,
     },
     Overflow,
@@ -302,7 +302,7 @@ pub(crate) enum Op {
         desk: String,
     },
     /// The desk is done with its ticket (closes, or serves no one next): it shows none.
-    Release {
+    Finish {
         desk: String,
     },
     Cancel {
@@ -334,7 +334,7 @@ pub(crate) enum Done {
         serial: i64,
         at: i64,
     },
-    Released {
+    Finished {
         serial: i64,
     },
     Cancelled {
@@ -1046,7 +1046,7 @@ impl State {
             }
             Op::Recall { desk } => {
                 let Some(d) = s.desks.iter_mut().find(|d| &d.desk == desk) else {
-                    return Err(Refusal::NothingToRecall { desk: desk.clone() });
+                    return Err(Refusal::NoTicketShown { desk: desk.clone() });
                 };
                 d.at = now;
                 let serial = d.serial;
@@ -1064,13 +1064,13 @@ impl State {
                 s.note_hour(now, 0, 0);
                 Done::Recalled { serial, at: now }
             }
-            Op::Release { desk } => {
+            Op::Finish { desk } => {
                 let Some(i) = s.desks.iter().position(|d| &d.desk == desk) else {
-                    return Err(Refusal::NothingToRecall { desk: desk.clone() });
+                    return Err(Refusal::NoTicketShown { desk: desk.clone() });
                 };
                 let serial = s.desks.remove(i).serial;
                 s.note_hour(now, 0, 0);
-                Done::Released { serial }
+                Done::Finished { serial }
             }
             Op::Cancel { ticket } => {
                 let serial = s.waiting_serial(*ticket)?;
@@ -1196,7 +1196,7 @@ impl Refusal {
                 ticket,
                 reason: why.to_owned(),
             },
-            Refusal::NothingToRecall { desk } => Error::NothingToRecall {
+            Refusal::NoTicketShown { desk } => Error::NoTicketShown {
                 name: name.to_owned(),
                 desk: (!desk.is_empty()).then_some(desk),
             },
@@ -1362,7 +1362,7 @@ mod tests {
                         assert_eq!(shown.get(&desk), Some(&s.spec.ticket(serial as u64)));
                         s = next;
                     }
-                    Err(Refusal::NothingToRecall { .. }) => assert!(!shown.contains_key(&desk)),
+                    Err(Refusal::NoTicketShown { .. }) => assert!(!shown.contains_key(&desk)),
                     other => panic!("{other:?}"),
                 },
             }
@@ -2114,7 +2114,7 @@ mod tests {
         // is held, and today's first ticket is 1 again.
         assert_eq!(call_at(&mut s, last).unwrap(), 1);
         assert_eq!(s.waiting(), 0);
-        s = run(&s, Op::Release { desk: "1".into() }, last).unwrap().0;
+        s = run(&s, Op::Finish { desk: "1".into() }, last).unwrap().0;
         assert_eq!(
             take_at(&mut s, 1, last).unwrap(),
             vec![1],

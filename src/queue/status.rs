@@ -1,5 +1,5 @@
 //! What a queue shows: a [`Ticket`] from a take, a call, a recall or a cancel, and the
-//! [`QueueStatus`].
+//! [`QueueState`].
 
 use std::time::Duration;
 
@@ -134,7 +134,7 @@ impl Ticket {
     }
 }
 
-/// A call (or a recall) as a board lists it ([`QueueStatus::recent_calls`]).
+/// A call (or a recall) as a board lists it ([`QueueState::recent_calls`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CallEntry {
@@ -170,11 +170,11 @@ pub struct QueueCounters {
     pub waiting: u64,
     /// Tickets cancelled since the queue was created.
     pub cancelled: u64,
-    /// The last calls, newest first (as [`QueueStatus::recent_calls`]).
+    /// The last calls, newest first (as [`QueueState::recent_calls`]).
     pub recent_calls: Vec<CallEntry>,
 }
 
-/// A desk and the ticket it shows ([`QueueStatus::desks`]).
+/// A desk and the ticket it shows ([`QueueState::desks`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeskEntry {
@@ -190,7 +190,7 @@ pub struct DeskEntry {
     pub at: DateTime,
 }
 
-/// A waiting ticket ([`QueueStatus::waiting_list`]).
+/// A waiting ticket ([`QueueState::waiting_list`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WaitingEntry {
@@ -202,7 +202,7 @@ pub struct WaitingEntry {
     pub serial: u64,
 }
 
-/// Activity of one local hour ([`QueueStatus::hourly`]).
+/// Activity of one local hour ([`QueueState::hourly`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HourEntry {
@@ -225,7 +225,7 @@ pub const WAITING_LISTED: usize = 50;
 ///
 /// ```no_run
 /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
-/// let s = q.status().await?;
+/// let s = q.peek().await?;
 /// match s.now_serving {
 ///     Some(n) => println!("now serving {n}, {} waiting", s.waiting),
 ///     None => println!("nobody called yet, {} waiting", s.waiting),
@@ -234,7 +234,7 @@ pub const WAITING_LISTED: usize = 50;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct QueueStatus {
+pub struct QueueState {
     /// The queue's name.
     pub name: String,
     /// The lowest ticket.
@@ -292,16 +292,16 @@ pub struct QueueStatus {
     pub created_at: DateTime,
     /// When it was last written.
     pub updated_at: DateTime,
-    /// The state it was read from, for [`QueueStatus::ticket`].
+    /// The state it was read from, for [`QueueState::ticket`].
     pub(super) line: super::follow::Line,
 }
 
-impl QueueStatus {
+impl QueueState {
     /// Where the ticket of `serial` stands in this status: waiting (with its place and
     /// estimated wait, however far back in line), called by a desk, passed (called, and its
     /// desk moved on), cancelled, done long ago, or not taken. A serial is the one
     /// [`Ticket::serial`](super::Ticket::serial) a take answered; it names a ticket of the
-    /// queue's [`incarnation`](QueueStatus::incarnation) only.
+    /// queue's [`incarnation`](QueueState::incarnation) only.
     ///
     /// # Example
     ///
@@ -309,7 +309,7 @@ impl QueueStatus {
     /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
     /// use dispenser::queue::TicketState;
     /// let mine = q.take().await?;
-    /// let view = q.status().await?.ticket(mine.serial);
+    /// let view = q.peek().await?.ticket(mine.serial);
     /// match view.state {
     ///     TicketState::Waiting => println!("{:?} before you", view.position),
     ///     TicketState::Called => println!("your turn: desk {:?}", view.desk),
@@ -322,7 +322,7 @@ impl QueueStatus {
     }
 
     /// The status of `s` seen at `now` (ms since the epoch).
-    pub(crate) fn new(name: String, s: &State, now: i64) -> QueueStatus {
+    pub(crate) fn new(name: String, s: &State, now: i64) -> QueueState {
         let spec: &QueueSpec = &s.spec;
         let capacity = spec.capacity();
         let ticket_of = |serial: i64| spec.ticket(unsigned(serial));
@@ -381,7 +381,7 @@ impl QueueStatus {
             .map(|tz| super::state::local(&tz, now).1)
             .unwrap_or_default();
         let same_day = today == s.day;
-        QueueStatus {
+        QueueState {
             name,
             min: spec.min,
             max: spec.max,
@@ -436,7 +436,7 @@ impl QueueStatus {
     ///
     /// ```no_run
     /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// if q.status().await?.is_full() {
+    /// if q.peek().await?.is_full() {
     ///     println!("please wait a moment");
     /// }
     /// # Ok(()) }
@@ -451,7 +451,7 @@ impl QueueStatus {
     ///
     /// ```no_run
     /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// let next_three: Vec<i64> = q.status().await?.waiting_tickets().take(3).collect();
+    /// let next_three: Vec<i64> = q.peek().await?.waiting_tickets().take(3).collect();
     /// # Ok(()) }
     /// ```
     pub fn waiting_tickets(&self) -> impl Iterator<Item = i64> + '_ {
@@ -469,7 +469,7 @@ impl QueueStatus {
         ticket.map_or(Value::Null, |t| Value::String(spec.label(t)))
     }
 
-    /// The status as JSON, as `queue status --json` and the service show it: `{name, min, max,
+    /// The status as JSON, as `queue peek --json` and the service show it: `{name, min, max,
     /// capacity, label_format, tz, daily, day, taken, served, waiting, cancelled, now_serving,
     /// now_serving_label, next_ticket, next_ticket_label, full, rounds, recent_calls: [{ticket,
     /// label, serial, desk, at, recall, wait_seconds}], desks: [{desk, ticket, label, serial,
@@ -482,7 +482,7 @@ impl QueueStatus {
     ///
     /// ```no_run
     /// # async fn f(q: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// println!("{}", q.status().await?.to_json());
+    /// println!("{}", q.peek().await?.to_json());
     /// # Ok(()) }
     /// ```
     pub fn to_json(&self) -> Value {
@@ -576,7 +576,7 @@ pub(crate) fn call_entries(spec: &QueueSpec, calls: &[super::state::Call]) -> Ve
 }
 
 /// Decodes a whole queue document (with `_id`), seen now.
-pub(crate) fn decode_status(d: &Document) -> Result<QueueStatus> {
+pub(crate) fn decode_status(d: &Document) -> Result<QueueState> {
     let name = match d.get(field::ID) {
         Some(Bson::String(s)) => s.clone(),
         Some(other) => {
@@ -590,7 +590,7 @@ pub(crate) fn decode_status(d: &Document) -> Result<QueueStatus> {
         None => return Err(Error::corrupt_of("queue", "?", field::ID, "is missing")),
     };
     let state = decode(&name, d)?;
-    Ok(QueueStatus::new(
+    Ok(QueueState::new(
         name,
         &state,
         jiff::Timestamp::now().as_millisecond(),

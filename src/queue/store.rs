@@ -18,7 +18,7 @@ use mongodb::options::{FindOneOptions, FindOptions};
 
 use super::document::{self, field};
 use super::state::{KEY_RETENTION_MS, Key, RequestId, State};
-use super::status::{self, QueueCounters, QueueStatus};
+use super::status::{self, QueueCounters, QueueState};
 use crate::error::{Aftermath, Error, Result};
 use crate::store::{Store, is_duplicate_key};
 
@@ -262,7 +262,7 @@ impl QueueStore {
         after: Option<&str>,
         limit: Option<i64>,
         names: Option<&str>,
-    ) -> Result<Vec<Result<QueueStatus>>> {
+    ) -> Result<Vec<Result<QueueState>>> {
         let mut opts = FindOptions::builder().sort(doc! { field::ID: 1 }).build();
         opts.limit = limit;
         let filter = crate::store::page_filter(after, names);

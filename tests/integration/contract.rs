@@ -640,9 +640,9 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
     d.open("invoices")
         .await
         .unwrap()
-        .set_format(Some(
-            &dispenser::Format::parse("INV-{scope}-{n:04}").unwrap(),
-        ))
+        .alter(dispenser::sequence::Alter::default().with_format(Some(
+            dispenser::Format::parse("INV-{scope}-{n:04}").unwrap(),
+        )))
         .await
         .unwrap();
     let (status, body) = send(draw(ADMIN, "invoices", 1)).await;
@@ -779,10 +779,10 @@ fn body_for(path: &str) -> Option<Value> {
         "reset" => json!({ "next": 5 }),
         "advance-to" => json!({ "to": 5 }),
         "alter" if path.starts_with("/v1/queues") => json!({ "max": 5 }),
+        "alter" if path.starts_with("/v1/gapless") => json!({ "max_lease_ms": 1000 }),
         "alter" => json!({ "max": 100 }),
         "void" => json!({ "number": 1, "reason": "x" }),
         "release" if path.starts_with("/v1/gapless") => json!({ "number": 1 }),
-        "max-lease" => json!({ "max_lease_ms": 1000 }),
         "cancel" => json!({ "ticket": 1 }),
         _ => return None,
     })
@@ -1196,8 +1196,8 @@ async fn every_answer_is_what_its_schema_in_the_document_says() {
         ),
         (
             "post",
-            "/v1/queues/{name}/release",
-            "/v1/queues/lobby/release".into(),
+            "/v1/queues/{name}/finish",
+            "/v1/queues/lobby/finish".into(),
             Some(json!({ "desk": "3" })),
         ),
         (
@@ -1255,8 +1255,8 @@ async fn every_answer_is_what_its_schema_in_the_document_says() {
         ),
         (
             "post",
-            "/v1/gapless/{name}/max-lease",
-            "/v1/gapless/web/max-lease".into(),
+            "/v1/gapless/{name}/alter",
+            "/v1/gapless/web/alter".into(),
             Some(json!({ "max_lease_ms": 60000 })),
         ),
         ("get", "/v1/gapless", "/v1/gapless".into(), None),

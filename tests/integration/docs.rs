@@ -1003,12 +1003,12 @@ fn the_command_line_chapter_states_every_limit_as_the_code_defines_it() {
             DoctorOptions::MAX_TIME_LIMIT.as_secs(),
         ),
         (
-            "`gapless max-lease`",
+            "`gapless alter --max-lease`",
             "MAX_LEASE_MS",
             source_const("bin/dispenser/serve/gapless.rs", "MAX_LEASE_MS"),
         ),
         (
-            "`gapless max-lease`",
+            "`gapless alter --max-lease`",
             "MAX_LEASE_MS",
             source_const("bin/dispenser/serve/gapless.rs", "MAX_LEASE_MS") / 1000,
         ),
@@ -1055,5 +1055,182 @@ fn the_command_line_chapter_states_every_limit_as_the_code_defines_it() {
     assert_eq!(
         numbers_in("1 – 100 000 000; default 1000 (64 KiB), 0.001 – 86 400, 64, 100 000, 3600 s"),
         [1, 100_000_000, 1000, 64, 86_400, 64, 100_000, 3600]
+    );
+}
+
+/// The code spans of `text` (`` `a` ``), in order.
+fn code_spans(text: &str) -> Vec<String> {
+    text.split('`')
+        .enumerate()
+        .filter(|(i, _)| i % 2 == 1)
+        .map(|(_, s)| s.to_owned())
+        .collect()
+}
+
+/// The glossary's verb table: per row the verb and, per kind, the library's, the command
+/// line's and HTTP's code spans (empty where the kind or the surface has none).
+fn verb_table() -> Vec<(String, Vec<[Vec<String>; 3]>)> {
+    let text = read(&root().join("src/guide/glossary.md"));
+    let mut rows = Vec::new();
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| act | verb |"));
+    assert!(lines.next().is_some(), "glossary.md has no verb table");
+    for line in lines.skip(1).take_while(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        assert_eq!(cells.len(), 7, "a verb table row has 7 cells: {line}");
+        let kinds = cells[2..]
+            .iter()
+            .map(|cell| {
+                if *cell == "—" {
+                    return [Vec::new(), Vec::new(), Vec::new()];
+                }
+                let parts: Vec<&str> = cell.split("<br>").collect();
+                assert_eq!(parts.len(), 3, "library<br>CLI<br>HTTP: {cell}");
+                [
+                    code_spans(parts[0]),
+                    code_spans(parts[1]),
+                    code_spans(parts[2])
+                        .into_iter()
+                        .filter(|s| s.starts_with(['G', 'P', 'D']))
+                        .collect(),
+                ]
+            })
+            .collect();
+        rows.push((cells[1].to_owned(), kinds));
+    }
+    assert!(rows.len() >= 15, "{} rows in the verb table", rows.len());
+    rows
+}
+
+/// Each method named, referred to (so a rename breaks the build), as `Type::method`.
+/// A generic method is written with its type arguments (`Gapless::issue::<…>`); its name is
+/// the path without them.
+macro_rules! methods {
+    ($($t:ident :: $m:ident $(:: <$($g:ty),*>)?),* $(,)?) => {
+        [$({
+            let _ = $t::$m $(::<$($g),*>)?;
+            concat!(stringify!($t), "::", stringify!($m))
+        }),*]
+    };
+}
+
+/// A business write for [`Gapless::issue`](dispenser::gapless::Gapless::issue)'s type.
+type Write = fn(i64) -> std::future::Ready<Result<(), std::io::Error>>;
+
+/// Issue 50: the glossary's verb table has one verb per row, for every kind and surface, and
+/// names only what exists: each library method (referred to here, so a rename fails the
+/// build, and the set compared with the table's), each command (and its flags) in the binary's
+/// help, each endpoint (method and path) in `/openapi.json`.
+#[tokio::test]
+async fn the_glossary_verb_table_names_what_each_surface_has() {
+    use dispenser::gapless::Gapless;
+    use dispenser::queue::Queue;
+    use dispenser::stripe::StripedSequence;
+    use dispenser::{Dispenser, Sequence};
+    let mut compiled: BTreeSet<&str> = methods![
+        Dispenser::create,
+        Dispenser::create_striped,
+        Dispenser::create_scope,
+        Dispenser::create_gapless,
+        Dispenser::create_queue,
+        Dispenser::ensure,
+        Dispenser::ensure_striped,
+        Dispenser::ensure_scope,
+        Dispenser::ensure_gapless,
+        Dispenser::ensure_queue,
+        Dispenser::open,
+        Dispenser::open_striped,
+        Dispenser::open_scope,
+        Dispenser::open_gapless,
+        Dispenser::open_queue,
+        Sequence::peek,
+        StripedSequence::peek,
+        Gapless::peek,
+        Queue::peek,
+        Sequence::alter,
+        StripedSequence::alter,
+        Gapless::alter,
+        Queue::alter,
+        Dispenser::history,
+        Dispenser::list,
+        Dispenser::list_scopes,
+        Dispenser::list_gapless_after_matching,
+        Dispenser::list_queues,
+        Sequence::delete,
+        StripedSequence::delete,
+        Dispenser::delete_gapless,
+        Queue::delete,
+        Sequence::next,
+        StripedSequence::next,
+        Sequence::advance_to,
+        StripedSequence::advance_to,
+        Sequence::reset,
+        StripedSequence::reset,
+        Gapless::issue::<Write, std::future::Ready<Result<(), std::io::Error>>, (), std::io::Error>,
+        Gapless::void,
+        Queue::take,
+        Queue::call,
+        Queue::recall,
+        Queue::finish,
+        Queue::cancel,
+    ]
+    .into_iter()
+    .collect();
+    // A method with an `impl Trait` argument is referred to by a call (never run).
+    let _ = |g: &Gapless| drop(g.release(1, "reason"));
+    compiled.insert("Gapless::release");
+    let rows = verb_table();
+    let commands: std::collections::BTreeMap<Vec<String>, BTreeSet<String>> =
+        every_command().into_iter().collect();
+    let svc = crate::serve::Service::start("docs_verbs");
+    let (status, doc) =
+        crate::serve::send(reqwest::Client::new().get(svc.url("/openapi.json"))).await;
+    assert_eq!(status, 200, "{doc}");
+    let mut named = BTreeSet::new();
+    let mut verbs = BTreeSet::new();
+    for (verb, kinds) in &rows {
+        assert!(verbs.insert(verb.clone()), "the verb {verb} has two rows");
+        let word = verb.replace('-', "_");
+        for [library, cli, http] in kinds {
+            for m in library {
+                let method = m.rsplit("::").next().unwrap_or_default();
+                assert!(
+                    method.starts_with(&word),
+                    "row {verb}: {m} is not named after the verb"
+                );
+                named.insert(m.clone());
+            }
+            for c in cli {
+                let words: Vec<&str> = c.split_whitespace().collect();
+                let path: Vec<String> = words
+                    .iter()
+                    .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+                    .filter(|w| !w.starts_with("--"))
+                    .map(|w| (*w).to_owned())
+                    .collect();
+                let flags = commands.get(&path).unwrap_or_else(|| {
+                    panic!("row {verb}: `{c}`: no command {path:?} in the binary's help")
+                });
+                for flag in words.iter().filter(|w| w.starts_with("--")) {
+                    assert!(
+                        flags.contains(*flag),
+                        "row {verb}: `{c}`: {path:?} has no {flag} ({flags:?})"
+                    );
+                }
+            }
+            for h in http {
+                let (method, path) = h.split_once(' ').expect("METHOD /path");
+                assert!(
+                    doc["paths"][path][method.to_lowercase()]["operationId"].is_string(),
+                    "row {verb}: {h} is not in /openapi.json"
+                );
+            }
+        }
+    }
+    let named: BTreeSet<&str> = named.iter().map(String::as_str).collect();
+    assert_eq!(
+        named, compiled,
+        "the methods the glossary's verb table names, and those this test refers to"
     );
 }

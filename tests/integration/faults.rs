@@ -962,7 +962,7 @@ async fn a_take_cut_after_its_write_is_of_unknown_outcome_and_its_request_id_fin
     let (code, out, err, _) = cli_through(&common::uri(), &f.collection, &take).await;
     assert_eq!((code, out.trim()), (Some(0), "1"), "{err}");
     let q = d.open_queue("q").await.unwrap();
-    assert_eq!(q.status().await.unwrap().taken, 1);
+    assert_eq!(q.peek().await.unwrap().taken, 1);
 }
 
 /// Regression (issue 49, item 9): a command's handle, dropped at its end, leaves the count of

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use dispenser::Error;
-use dispenser::gapless::GaplessOptions;
+use dispenser::gapless::{GaplessAlter, GaplessOptions};
 use dispenser::mongodb::bson::doc;
 
 use crate::common::{self, DB, Fixture};
@@ -226,7 +226,7 @@ async fn failing_and_panicking_writes_from_eight_tasks_leave_no_gap_and_no_dupli
         .unwrap();
     assert!(a.is_clean(), "seed {seed}: {a:?}");
     assert_eq!((a.numbers as i64, a.last), (n, Some(n)));
-    let s = g.status().await.unwrap();
+    let s = g.peek().await.unwrap();
     assert_eq!(
         (s.next, s.lease),
         (n + 1, None),
@@ -363,7 +363,7 @@ async fn voids_are_kept_with_their_reason_and_misuse_is_refused() {
     }
     g.void(3, "printer jam: form destroyed").await.unwrap();
     assert_eq!(insert(g.clone()).await, 4);
-    let s = g.status().await.unwrap();
+    let s = g.peek().await.unwrap();
     assert_eq!(s.next, 5);
     assert_eq!(s.voided.len(), 1);
     assert_eq!(
@@ -386,7 +386,7 @@ async fn voids_are_kept_with_their_reason_and_misuse_is_refused() {
     assert_eq!(info.get_str("sequence"), Ok("inv"));
     assert!(info.get_datetime("at").is_ok(), "{void:?}");
     // The command line shows it, and voids too.
-    let out = cli(&f).args(["gapless", "status", "inv"]).output().unwrap();
+    let out = cli(&f).args(["gapless", "peek", "inv"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("next 5; no holder; 1 voided"), "{text}");
     assert!(text.contains("voided 3 at "), "{text}");
@@ -399,7 +399,7 @@ async fn voids_are_kept_with_their_reason_and_misuse_is_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(g.status().await.unwrap().next, 6);
+    assert_eq!(g.peek().await.unwrap().next, 6);
     // Audit from the command line: no gap, the two voided numbers listed: exit 0.
     insert(g.clone()).await;
     let out = cli(&f)
@@ -479,7 +479,7 @@ async fn void_documents_carry_the_configured_void_field_and_extra_fields() {
             .unwrap();
         assert_eq!(info.get_str("reason"), Ok(reason), "{v:?}");
     }
-    let s = g.status().await.unwrap();
+    let s = g.peek().await.unwrap();
     assert_eq!(
         s.voided.iter().map(|v| v.number).collect::<Vec<_>>(),
         vec![1, 2]
@@ -808,7 +808,7 @@ async fn a_void_and_a_late_write_meet_at_the_unique_index_so_no_number_is_both()
     assert!(!one.contains_key("by"), "1 is the void's document: {one:?}");
     let two = coll.find_one(doc! { "number": 2 }).await.unwrap().unwrap();
     assert_eq!(two.get_str("by"), Ok("late"));
-    let s = g.status().await.unwrap();
+    let s = g.peek().await.unwrap();
     assert_eq!(s.next, 3);
     assert_eq!(
         s.voided.iter().map(|v| v.number).collect::<Vec<_>>(),
@@ -887,7 +887,7 @@ async fn a_late_write_landing_between_a_voids_look_up_and_its_insert_keeps_the_n
         "the late write's document, no void document: {docs:?}"
     );
     assert_eq!(docs[0].get_str("by"), Ok("late"), "{docs:?}");
-    let s = g.status().await.unwrap();
+    let s = g.peek().await.unwrap();
     assert_eq!((s.next, s.voided.len()), (2, 0), "{s:?}");
 }
 
@@ -944,12 +944,12 @@ async fn a_void_document_the_server_refuses_is_a_database_error_that_says_why_an
             validator,
             "{text}"
         );
-        let s = g.status().await.unwrap();
+        let s = g.peek().await.unwrap();
         assert_eq!((s.next, s.voided.len()), (1, 0), "{s:?}");
         assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 0);
     }
     voider.void(1, "form destroyed").await.unwrap();
-    let s = g.status().await.unwrap();
+    let s = g.peek().await.unwrap();
     assert_eq!(
         (
             s.next,
@@ -1070,7 +1070,7 @@ async fn skipped_counts_every_number_moved_past_not_the_look_ups_that_found_them
     .join()
     .unwrap();
     // Its last number at least is not confirmed (nothing confirmed the run it wrote last).
-    let next = g.status().await.unwrap().next;
+    let next = g.peek().await.unwrap().next;
     assert!((7..=9).contains(&next), "next is {next}");
     let coll = g.business();
     let issued = within(
@@ -1120,7 +1120,7 @@ async fn a_burst_keeps_one_lease_and_its_run_is_confirmed_in_the_background_once
         assert_eq!(taken, 1, "leases taken in a burst of {burst}");
         within("the run confirmed in the background", async {
             loop {
-                let s = watcher.status().await.unwrap();
+                let s = watcher.peek().await.unwrap();
                 if s.next == last + 1 && s.lease.is_none() {
                     break;
                 }
@@ -1186,7 +1186,7 @@ async fn a_failed_business_write_releases_its_number_before_issue_returns() {
             matches!(e, Error::BusinessWrite { number, .. } if number == want),
             "{e}"
         );
-        let s = g.status().await.unwrap();
+        let s = g.peek().await.unwrap();
         assert_eq!((s.next, s.lease.is_none()), (want, true), "{s:?}");
     }
 }
@@ -1245,14 +1245,14 @@ async fn a_voider_whose_clock_runs_ahead_cannot_void_a_live_holders_number() {
     );
     assert!(err.contains("held by a caller"), "{err}");
     let mut status = cli(&f);
-    status.args(["gapless", "status", "inv", "--json"]);
+    status.args(["gapless", "peek", "inv", "--json"]);
     let out = skewed(&mut status, "+1h").output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["lease_expired"], false, "{v}");
     live.kill().unwrap();
     live.wait().unwrap();
     let d = f.dispenser(f.options());
-    let s = d.open_gapless("inv").await.unwrap().status().await.unwrap();
+    let s = d.open_gapless("inv").await.unwrap().peek().await.unwrap();
     assert_eq!((s.next, s.voided.len()), (1, 0));
 }
 
@@ -1276,7 +1276,7 @@ async fn a_void_meets_a_dead_holders_write_at_the_index_or_takes_its_unwritten_n
         e.kind() == dispenser::ErrorKind::InvalidInput && e.to_string().contains("already carried"),
         "{e}"
     );
-    let s = g.status().await.unwrap();
+    let s = g.peek().await.unwrap();
     assert_eq!(
         (s.next, s.voided.len()),
         (2, 0),
@@ -1293,7 +1293,7 @@ async fn a_void_meets_a_dead_holders_write_at_the_index_or_takes_its_unwritten_n
     let a = common::audit_of(&g, Some(1)).await.unwrap();
     assert!(a.is_clean(), "{a:?}");
     assert_eq!((a.numbers, a.voids.clone()), (2, vec![2]));
-    assert_eq!(g.status().await.unwrap().next, 3);
+    assert_eq!(g.peek().await.unwrap().next, 3);
 }
 
 /// A `dispenser serve` of its own, with an admin token (every operation) and a token that
@@ -1458,7 +1458,7 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, json!({ "name": "inv", "voided": 3 }));
-    assert_eq!(g.status().await.unwrap().next, 4);
+    assert_eq!(g.peek().await.unwrap().next, 4);
     // Release (token operation `void`) and the longest lease (`alter`).
     let release = |token: &'static str, body: serde_json::Value| {
         http.post(svc.url("/v1/gapless/inv/release"))
@@ -1491,7 +1491,7 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
         (409, Some("lease_held")),
         "{body}"
     );
-    assert_eq!(g.status().await.unwrap().next, 4, "nothing written");
+    assert_eq!(g.peek().await.unwrap().next, 4, "nothing written");
     live.kill().unwrap();
     live.wait().unwrap();
     let (status, body) = send(release(ADMIN, json!({ "number": 4, "force": true }))).await;
@@ -1508,10 +1508,25 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     .await;
     assert_eq!(status, 400, "{body}");
     let max_lease = |token: &'static str, ms: i64| {
-        http.post(svc.url("/v1/gapless/inv/max-lease"))
+        http.post(svc.url("/v1/gapless/inv/alter"))
             .bearer_auth(token)
             .json(&json!({ "max_lease_ms": ms }))
     };
+    // An unknown field is refused, nothing written; the old path is gone.
+    let (status, body) = send(
+        http.post(svc.url("/v1/gapless/inv/alter"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "max_lease_ms": 60_000, "lease": 1 })),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = send(
+        http.post(svc.url("/v1/gapless/inv/max-lease"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "max_lease_ms": 60_000 })),
+    )
+    .await;
+    assert_eq!(status, 404);
     let (status, body) = send(max_lease(VOIDER, 60_000)).await;
     assert_eq!(status, 403, "{body}");
     let (status, body) = send(max_lease(ADMIN, 0)).await;
@@ -1530,7 +1545,7 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     );
     for (path, op) in [
         ("/v1/gapless/{name}/release", "gapless_release"),
-        ("/v1/gapless/{name}/max-lease", "gapless_max_lease"),
+        ("/v1/gapless/{name}/alter", "gapless_alter"),
     ] {
         assert_eq!(doc["paths"][path]["post"]["operationId"], op, "{path}");
         assert_eq!(name_schema(path, "post"), sequence, "{path}");
@@ -1579,7 +1594,7 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
         })
     };
     let other = d.open_gapless("inv").await.unwrap();
-    while other.status().await.unwrap().lease.is_none() {
+    while other.peek().await.unwrap().lease.is_none() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let e = other.release(1, "x").await.unwrap_err();
@@ -1611,19 +1626,29 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
     assert_eq!((a.numbers, a.voids.clone()), (2, vec![1]));
     // The status shows a dropped index; the next operation that writes creates it again.
     g.business().drop_index("number_1").await.unwrap();
-    assert!(!g.status().await.unwrap().unique_index);
+    assert!(!g.peek().await.unwrap().unique_index);
     g.void(3, "torn").await.unwrap();
-    assert!(g.status().await.unwrap().unique_index);
+    assert!(g.peek().await.unwrap().unique_index);
     // The longest lease.
-    assert_eq!(
-        g.status().await.unwrap().max_lease,
-        Duration::from_secs(300)
-    );
+    assert_eq!(g.peek().await.unwrap().max_lease, Duration::from_secs(300));
     assert!(
-        g.set_max_lease(Duration::ZERO).await.unwrap_err().kind()
+        g.alter(GaplessAlter::default().with_max_lease(Duration::ZERO))
+            .await
+            .unwrap_err()
+            .kind()
             == dispenser::ErrorKind::InvalidInput
     );
-    g.set_max_lease(Duration::from_secs(30)).await.unwrap();
+    // An alter that changes nothing is refused, naming the sequence.
+    let e = g.alter(GaplessAlter::default()).await.unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("\"inv\""),
+        "{e}"
+    );
+    let s = g
+        .alter(GaplessAlter::default().with_max_lease(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(s.max_lease, Duration::from_secs(30));
     let e = d
         .ensure_gapless(
             "inv",
@@ -1636,7 +1661,9 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
         d.open_gapless("inv").await.unwrap().options().lease,
         Duration::from_secs(10)
     );
-    g.set_max_lease(Duration::from_secs(2)).await.unwrap();
+    g.alter(GaplessAlter::default().with_max_lease(Duration::from_secs(2)))
+        .await
+        .unwrap();
     let found = d.open_gapless("inv").await.unwrap();
     assert_eq!(found.options().lease, Duration::from_secs(2));
     assert!(matches!(
@@ -1843,7 +1870,7 @@ async fn timeouts_say_what_they_left_behind_reads_lose_nothing_gap_free_leaves_n
         text.contains("nothing is lost") && !text.contains("gap"),
         "{text}"
     );
-    let e = g.status().await.unwrap_err();
+    let e = g.peek().await.unwrap_err();
     let text = e.to_string();
     assert!(matches!(e, Error::Timeout { .. }), "{text}");
     assert!(!text.contains("are a gap"), "{text}");
@@ -1883,7 +1910,7 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (code, _, err) = run(&["max-lease", "inv", "3600"]);
+    let (code, _, err) = run(&["alter", "inv", "--max-lease", "3600"]);
     assert_eq!(code, Some(0), "{err}");
     // Killed before writing 2, with an hour's lease.
     let (mut before, n) = holder_with(issue_cmd(&f, &business, 1, "3600"), "before");
@@ -1914,7 +1941,7 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
     assert_eq!(n, 4);
     before.kill().unwrap();
     before.wait().unwrap();
-    let (code, _, err) = run(&["max-lease", "inv", "1"]);
+    let (code, _, err) = run(&["alter", "inv", "--max-lease", "1"]);
     assert_eq!(code, Some(0), "{err}");
     let started = Instant::now();
     assert_eq!(
@@ -1927,7 +1954,7 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
         "{:?}",
         started.elapsed()
     );
-    let (code, out, _) = run(&["status", "inv"]);
+    let (code, out, _) = run(&["peek", "inv"]);
     assert_eq!(code, Some(0));
     assert!(out.contains("next 5; no holder; 1 voided"), "{out}");
     assert!(out.contains("longest lease 1s"), "{out}");
@@ -1967,7 +1994,7 @@ async fn the_last_number_can_be_issued_or_voided_and_then_it_is_exhausted() {
         .await
         .unwrap();
     voided.void(last, "the last form, torn").await.unwrap();
-    let s = voided.status().await.unwrap();
+    let s = voided.peek().await.unwrap();
     assert_eq!(s.next, i64::MAX);
     assert_eq!(s.voided.len(), 1);
     assert!(
@@ -2168,7 +2195,7 @@ async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
         d.open_gapless("inv")
             .await
             .unwrap()
-            .status()
+            .peek()
             .await
             .unwrap()
             .next,
@@ -2176,7 +2203,7 @@ async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
     );
     let forced = run(&["gapless", "delete", "inv", "--force"]);
     assert!(forced.status.success(), "{}", err(&forced));
-    let gone = run(&["gapless", "status", "inv"]);
+    let gone = run(&["gapless", "peek", "inv"]);
     assert_eq!(gone.status.code(), Some(3), "{}", err(&gone));
     // The holder writes 100 after the delete; the documents stay.
     h.write.notify_one();

@@ -77,7 +77,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dispenser::gapless::{Gapless, GaplessOptions, Released};
+use dispenser::gapless::{Gapless, GaplessAlter, GaplessOptions, Released};
 use dispenser::mongodb::bson::{Bson, Document, doc};
 use dispenser::{Dispenser, Error};
 
@@ -256,7 +256,7 @@ async fn voider(
         tokio::time::sleep(Duration::from_millis(20 + rng.below(200))).await;
         let _shared = gate.read().await;
         for _ in 0..100 {
-            let next = match g.status().await {
+            let next = match g.peek().await {
                 Ok(s) => s.next,
                 Err(e) => {
                     rec.lock().unwrap().unexpected.push(format!("status: {e}"));
@@ -315,13 +315,16 @@ async fn operator(
         if rng.chance(0.3) {
             if deadline.saturating_duration_since(Instant::now()) > Duration::from_secs(4) {
                 let ms = [200, 300, 2_000, 300_000][rng.below(4) as usize];
-                if let Err(e) = g.set_max_lease(Duration::from_millis(ms)).await {
+                if let Err(e) = g
+                    .alter(GaplessAlter::default().with_max_lease(Duration::from_millis(ms)))
+                    .await
+                {
                     unexpected(format!("max lease {ms} ms: {e}"));
                 }
             }
             continue;
         }
-        let s = match g.status().await {
+        let s = match g.peek().await {
             Ok(s) => s,
             Err(e) => {
                 unexpected(format!("operator's status: {e}"));
@@ -350,7 +353,10 @@ async fn operator(
             Err(e) => unexpected(format!("release {} (force {force}): {e}", lease.number)),
         }
     }
-    if let Err(e) = g.set_max_lease(Duration::from_secs(300)).await {
+    if let Err(e) = g
+        .alter(GaplessAlter::default().with_max_lease(Duration::from_secs(300)))
+        .await
+    {
         unexpected(format!("max lease back to 5 min: {e}"));
     }
 }
@@ -424,10 +430,10 @@ fn cli_actors(
             std::thread::sleep(LEASE * 2);
             // The holders' lease fits again (the operator may have lowered the longest lease).
             let out = cli(f)
-                .args(["gapless", "max-lease", "inv", "300"])
+                .args(["gapless", "alter", "inv", "--max-lease", "300"])
                 .output()
-                .expect("run gapless max-lease");
-            finish_output(out, "cli-max-lease".to_owned(), false, &rec);
+                .expect("run gapless alter");
+            finish_output(out, "cli-alter".to_owned(), false, &rec);
             // Now and then someone drops the unique index: the next issue creates it again.
             if rng.chance(0.5) {
                 let coll = f.client.database(DB).collection::<Document>(business);
@@ -483,7 +489,7 @@ fn cli_actors(
             running.push((child, tag, kill_at, kill));
         }
         if rng.chance(0.15) {
-            let status = cli(f).args(["gapless", "status", "inv", "--json"]).output();
+            let status = cli(f).args(["gapless", "peek", "inv", "--json"]).output();
             if let Ok(out) = status
                 && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout)
                 && let Some(n) = v["next"].as_i64()
@@ -883,7 +889,7 @@ async fn gap_free_model_holders_voids_kills_and_skewed_clocks_leave_exactly_one_
         (Some(true), Some(0)),
         "seed {seed}: {v}"
     );
-    let s = last.status().await.unwrap();
+    let s = last.peek().await.unwrap();
     assert_eq!(
         (s.next, s.lease.is_some(), s.unique_index),
         (n + 1, false, true),

@@ -6,7 +6,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use dispenser::gapless::GaplessOptions;
+use dispenser::gapless::{GaplessAlter, GaplessOptions};
 use dispenser::history::{HistoryEntry, HistoryQuery, Outcome, Subject};
 use dispenser::queue::QueueSpec;
 use dispenser::sequence::Alter;
@@ -225,9 +225,19 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     inv.void(1, "printer jam").await.unwrap();
     // Not the next number: refused from the state read first, not recorded.
     assert!(inv.void(7, "wrong").await.is_err());
-    inv.set_max_lease(Duration::from_secs(30)).await.unwrap();
+    inv.alter(GaplessAlter::default().with_max_lease(Duration::from_secs(30)))
+        .await
+        .unwrap();
     let h = d.history("inv", &HistoryQuery::gapless()).await.unwrap();
-    assert_eq!(ops(&h), ["create", "void", "max-lease"], "{h:#?}");
+    assert_eq!(ops(&h), ["create", "void", "alter"], "{h:#?}");
+    // The alter is recorded with the state before and after, as a sequence's is.
+    let max_lease = |s: &Option<serde_json::Value>| s.as_ref().map(|s| s["max_lease_ms"].clone());
+    assert_eq!(
+        (max_lease(&h[2].before), max_lease(&h[2].after)),
+        (Some(300_000.into()), Some(30_000.into())),
+        "{h:#?}"
+    );
+    assert_eq!(h[2].params["max_lease_ms"], 30_000, "{h:#?}");
     assert!(h.iter().all(|e| e.subject == Subject::Gapless), "{h:#?}");
     // A gap-free sequence is not a sequence of the same name.
     assert!(

@@ -940,17 +940,11 @@ async fn state_of(d: &Dispenser, s: &Subject) -> Value {
             Value::Array(all)
         }
         Kind::Queue => {
-            let q = d.open_queue(&s.name).await.unwrap().status().await.unwrap();
+            let q = d.open_queue(&s.name).await.unwrap().peek().await.unwrap();
             json!([q.min, q.max])
         }
         Kind::Gapless => {
-            let g = d
-                .open_gapless(&s.name)
-                .await
-                .unwrap()
-                .status()
-                .await
-                .unwrap();
+            let g = d.open_gapless(&s.name).await.unwrap().peek().await.unwrap();
             json!([g.next, g.max_lease.as_millis() as u64])
         }
     }

@@ -65,12 +65,12 @@ enum Cmd {
     GaplessIssue,
     GaplessVoid,
     GaplessRelease,
-    GaplessMaxLease,
+    GaplessAlter,
     QueueCreate,
     QueueTake,
     QueueCall,
     QueueRecall,
-    QueueRelease,
+    QueueFinish,
     QueueCancel,
     QueueAlter,
     QueueDelete,
@@ -89,12 +89,12 @@ const WRITERS: [(Cmd, &str); 20] = [
     (Cmd::GaplessIssue, "gapless issue"),
     (Cmd::GaplessVoid, "gapless void"),
     (Cmd::GaplessRelease, "gapless release"),
-    (Cmd::GaplessMaxLease, "gapless max-lease"),
+    (Cmd::GaplessAlter, "gapless alter"),
     (Cmd::QueueCreate, "queue create"),
     (Cmd::QueueTake, "queue take"),
     (Cmd::QueueCall, "queue call"),
     (Cmd::QueueRecall, "queue recall"),
-    (Cmd::QueueRelease, "queue release"),
+    (Cmd::QueueFinish, "queue finish"),
     (Cmd::QueueCancel, "queue cancel"),
     (Cmd::QueueAlter, "queue alter"),
     (Cmd::QueueDelete, "queue delete"),
@@ -111,9 +111,9 @@ const READERS: [&str; 12] = [
     "history",
     "bench",
     "serve",
-    "gapless status",
+    "gapless peek",
     "gapless list",
-    "queue status",
+    "queue peek",
     "queue list",
 ];
 
@@ -164,9 +164,9 @@ impl World {
         self.d.open_queue("q").await.expect("open queue")
     }
 
-    async fn queue_status(&self) -> Option<dispenser::queue::QueueStatus> {
+    async fn queue_status(&self) -> Option<dispenser::queue::QueueState> {
         match self.d.open_queue("q").await {
-            Ok(q) => Some(q.status().await.expect("queue status")),
+            Ok(q) => Some(q.peek().await.expect("queue peek")),
             Err(Error::NoSuchQueue { .. }) => None,
             Err(e) => panic!("{e}"),
         }
@@ -194,7 +194,7 @@ impl World {
                 d.create("s", Spec::default()).await.expect("create");
                 d.open("s").await.unwrap().next().await.expect("draw");
             }
-            Cmd::GaplessVoid | Cmd::GaplessMaxLease | Cmd::GaplessDelete => {
+            Cmd::GaplessVoid | Cmd::GaplessAlter | Cmd::GaplessDelete => {
                 self.gapless().await;
             }
             Cmd::GaplessRelease => {
@@ -221,7 +221,7 @@ impl World {
                 let q = d.create_queue("q", QueueSpec::default()).await.unwrap();
                 q.take().await.expect("take");
             }
-            Cmd::QueueRecall | Cmd::QueueRelease => {
+            Cmd::QueueRecall | Cmd::QueueFinish => {
                 let q = d.create_queue("q", QueueSpec::default()).await.unwrap();
                 q.take().await.expect("take");
                 q.call().await.expect("call");
@@ -246,12 +246,12 @@ impl World {
             ],
             Cmd::GaplessVoid => vec!["gapless", "void", "inv", "1", "--reason", "spoilt"],
             Cmd::GaplessRelease => vec!["gapless", "release", "inv", "1", "--force"],
-            Cmd::GaplessMaxLease => vec!["gapless", "max-lease", "inv", "60"],
+            Cmd::GaplessAlter => vec!["gapless", "alter", "inv", "--max-lease", "60"],
             Cmd::QueueCreate => vec!["queue", "create", "q"],
             Cmd::QueueTake => vec!["queue", "take", "q", "--request-id", "kiosk-1"],
             Cmd::QueueCall => vec!["queue", "call", "q"],
             Cmd::QueueRecall => vec!["queue", "recall", "q"],
-            Cmd::QueueRelease => vec!["queue", "release", "q"],
+            Cmd::QueueFinish => vec!["queue", "finish", "q"],
             Cmd::QueueCancel => vec!["queue", "cancel", "q", "1"],
             Cmd::QueueAlter => vec!["queue", "alter", "q", "--max", "50"],
             Cmd::QueueDelete => vec!["queue", "delete", "q"],
@@ -285,9 +285,9 @@ impl World {
                     .await
                     > 0
             }
-            Cmd::GaplessMaxLease => {
+            Cmd::GaplessAlter => {
                 let g = d.open_gapless("inv").await.expect("open gap-free");
-                g.status().await.expect("status").max_lease == Duration::from_secs(60)
+                g.peek().await.expect("status").max_lease == Duration::from_secs(60)
             }
             Cmd::QueueCreate => self.queue_status().await.is_some(),
             Cmd::QueueTake => self.queue_status().await.expect("queue").taken == 1,
@@ -296,7 +296,7 @@ impl World {
                 let s = self.queue_status().await.expect("queue");
                 s.recent_calls.iter().any(|c| c.recall)
             }
-            Cmd::QueueRelease => self.queue_status().await.expect("queue").desks.is_empty(),
+            Cmd::QueueFinish => self.queue_status().await.expect("queue").desks.is_empty(),
             Cmd::QueueCancel => self.queue_status().await.expect("queue").cancelled == 1,
             Cmd::QueueAlter => self.queue_status().await.expect("queue").max == 50,
             Cmd::QueueDelete => self.queue_status().await.is_none(),
@@ -584,8 +584,8 @@ async fn every_command_that_writes_tells_its_outcome_truthfully_within_its_timeo
         vec!["list"],
         vec!["history", "s"],
         vec!["audit", world.business.as_str(), "--field", "n"],
-        vec!["gapless", "status", "inv"],
-        vec!["queue", "status", "q"],
+        vec!["gapless", "peek", "inv"],
+        vec!["queue", "peek", "q"],
         vec!["queue", "list"],
     ] {
         let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
@@ -780,12 +780,12 @@ const HTTP_WRITERS: [&str; 20] = [
     "gapless_delete",
     "gapless_void",
     "gapless_release",
-    "gapless_max_lease",
+    "gapless_alter",
     "queue_create",
     "take",
     "call",
     "recall",
-    "release",
+    "finish",
     "cancel",
     "queue_alter",
     "queue_delete",
@@ -832,16 +832,16 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
             format!("/v1/gapless/{n}/release"),
             json!({ "number": 1, "force": true }),
         ),
-        "gapless_max_lease" => (
+        "gapless_alter" => (
             "post",
-            format!("/v1/gapless/{n}/max-lease"),
+            format!("/v1/gapless/{n}/alter"),
             json!({ "max_lease_ms": 60_000 }),
         ),
         "queue_create" => ("post", "/v1/queues".to_owned(), json!({ "name": n })),
         "take" => ("post", format!("/v1/queues/{n}/take"), json!({})),
         "call" => ("post", format!("/v1/queues/{n}/call"), json!({})),
         "recall" => ("post", format!("/v1/queues/{n}/recall"), json!({})),
-        "release" => ("post", format!("/v1/queues/{n}/release"), json!({})),
+        "finish" => ("post", format!("/v1/queues/{n}/finish"), json!({})),
         "cancel" => (
             "post",
             format!("/v1/queues/{n}/cancel"),
@@ -869,7 +869,7 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
             d.create(n, Spec::default()).await.unwrap();
             d.open(n).await.unwrap().next().await.unwrap();
         }
-        "gapless_void" | "gapless_max_lease" | "gapless_delete" => {
+        "gapless_void" | "gapless_alter" | "gapless_delete" => {
             d.ensure_gapless(n, GaplessOptions::new(business, "n"))
                 .await
                 .unwrap();
@@ -910,7 +910,7 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
                 .await
                 .unwrap();
         }
-        "recall" | "release" => {
+        "recall" | "finish" => {
             let q = d.create_queue(n, QueueSpec::default()).await.unwrap();
             q.take().await.unwrap();
             q.call().await.unwrap();
@@ -922,7 +922,7 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
 async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool {
     let queue = || async {
         match d.open_queue(n).await {
-            Ok(q) => Some(q.status().await.unwrap()),
+            Ok(q) => Some(q.peek().await.unwrap()),
             Err(Error::NoSuchQueue { .. }) => None,
             Err(e) => panic!("{e}"),
         }
@@ -946,15 +946,15 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
         "gapless_create" => d.open_gapless(n).await.is_ok(),
         "gapless_delete" => matches!(d.open_gapless(n).await, Err(Error::NoSuchSequence { .. })),
         "gapless_void" | "gapless_release" => voided().await,
-        "gapless_max_lease" => {
+        "gapless_alter" => {
             let g = d.open_gapless(n).await.unwrap();
-            g.status().await.unwrap().max_lease == Duration::from_secs(60)
+            g.peek().await.unwrap().max_lease == Duration::from_secs(60)
         }
         "queue_create" => queue().await.is_some(),
         "take" => queue().await.unwrap().taken == 1,
         "call" => queue().await.unwrap().served == 1,
         "recall" => queue().await.unwrap().recent_calls.iter().any(|c| c.recall),
-        "release" => queue().await.unwrap().desks.is_empty(),
+        "finish" => queue().await.unwrap().desks.is_empty(),
         "cancel" | "give_up" => queue().await.unwrap().cancelled == 1,
         "queue_alter" => queue().await.unwrap().max == 50,
         "queue_delete" => queue().await.is_none(),

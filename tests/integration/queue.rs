@@ -160,7 +160,7 @@ fn thirty_takes_from_six_processes_on_ten_tickets_give_two_families_and_four_ref
     let err = fails(&coll, &["queue", "call", "lobby"], EXIT_NOBODY);
     assert!(err.contains("nobody waits in queue \"lobby\""), "{err}");
     let status: Value =
-        serde_json::from_str(&ok(&coll, &["queue", "status", "lobby", "--json"])).unwrap();
+        serde_json::from_str(&ok(&coll, &["queue", "peek", "lobby", "--json"])).unwrap();
     assert_eq!(
         (&status["taken"], &status["served"], &status["waiting"]),
         (&json!(10), &json!(10), &json!(0))
@@ -580,7 +580,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
         .open_queue("q")
         .await
         .map_err(|e| e.to_string())?
-        .status()
+        .peek()
         .await
         .map_err(|e| e.to_string())?;
     let summary = check(min, capacity, &obs, (s.taken, s.served))?;
@@ -697,13 +697,7 @@ async fn lost_replies_leave_gaps_never_a_ticket_twice() {
         failed_calls += fc;
     }
     let counts = proxy.counts();
-    let end = direct
-        .open_queue("q")
-        .await
-        .unwrap()
-        .status()
-        .await
-        .unwrap();
+    let end = direct.open_queue("q").await.unwrap().peek().await.unwrap();
     let ticket = |serial: u64| min + (serial % capacity) as i64;
     for (what, list) in [("take", &takes), ("call", &calls)] {
         let serials: HashSet<u64> = list.iter().map(|s| s.serial).collect();
@@ -914,7 +908,7 @@ async fn a_corrupt_queue_document_is_refused() {
         matches!(&e, Error::CorruptDocument { field, .. } if field == "served"),
         "{e}"
     );
-    let err = fails(&f.collection, &["queue", "status", "q"], EXIT_CORRUPT);
+    let err = fails(&f.collection, &["queue", "peek", "q"], EXIT_CORRUPT);
     assert!(
         err.contains("field \"served\" (3) is not between 0 and taken (0)"),
         "{err}"
@@ -992,7 +986,7 @@ fn the_ticket_shown_is_never_handed_out_and_families_are_all_or_nothing() {
     let err = fails(&coll, &["queue", "take", "wrap", "--count", "2"], EXIT_FULL);
     assert!(err.contains("2 tickets asked at once"), "{err}");
     let status: Value =
-        serde_json::from_str(&ok(&coll, &["queue", "status", "wrap", "--json"])).unwrap();
+        serde_json::from_str(&ok(&coll, &["queue", "peek", "wrap", "--json"])).unwrap();
     assert_eq!(
         status["taken"],
         json!(3),
@@ -1036,7 +1030,7 @@ fn queues_are_listed_and_deleted() {
     );
     let err = fails(&coll, &["queue", "delete", "lobby"], 3);
     assert!(err.contains("no such queue \"lobby\""), "{err}");
-    let err = fails(&coll, &["queue", "status", "lobby"], 3);
+    let err = fails(&coll, &["queue", "peek", "lobby"], 3);
     assert!(err.contains("no such queue"), "{err}");
     assert_eq!(ok(&coll, &["queue", "list"]).lines().count(), 1);
 }
@@ -1064,7 +1058,7 @@ fn text_output_of_the_queue_commands() {
         err.trim(),
         "dispenser: queue \"lobby\" is full: 3 ticket(s) wait and its range holds 3; call the next one before taking more"
     );
-    let out = ok(&coll, &["queue", "status", "lobby"]);
+    let out = ok(&coll, &["queue", "peek", "lobby"]);
     assert!(
         out.contains("now serving nobody yet, 3 waiting of 3, next ticket none (full)"),
         "{out}"
@@ -1080,7 +1074,7 @@ fn text_output_of_the_queue_commands() {
         ),
         json!({"ticket": 1, "label": "1", "serial": 1, "taken": 3, "served": 1, "waiting": 2, "desk": null})
     );
-    let out = ok(&coll, &["queue", "status", "lobby"]);
+    let out = ok(&coll, &["queue", "peek", "lobby"]);
     // 1 is shown, 2 and 0 wait: the next ticket would be 1 again, so none (the status said
     // "next ticket 1" before desks were held).
     assert!(out.contains("now serving 1, 2 waiting of 3, next ticket none (full); tickets 1…2, then 0; taken 3 served 1 rounds 1"), "{out}");
@@ -1092,7 +1086,7 @@ fn text_output_of_the_queue_commands() {
 #[test]
 fn help_of_every_queue_subcommand() {
     for sub in [
-        "create", "take", "call", "recall", "release", "cancel", "alter", "status",
+        "create", "take", "call", "recall", "finish", "cancel", "alter", "peek",
     ] {
         let (code, out, err) = run(Command::new(env!("CARGO_BIN_EXE_dispenser"))
             .env("MONGODB_URI", "mongodb://u:hunter2@example.invalid")

@@ -127,13 +127,7 @@ async fn one_batch_serves_families_refuses_what_does_not_fit_and_answers_a_repea
         .filter(|s| s.command == "update")
         .collect();
     assert_eq!(writes.len(), 2, "{writes:?}");
-    let s = direct
-        .open_queue("q")
-        .await
-        .unwrap()
-        .status()
-        .await
-        .unwrap();
+    let s = direct.open_queue("q").await.unwrap().peek().await.unwrap();
     assert_eq!((s.taken, s.served, s.waiting), (7, 1, 6));
 }
 
@@ -156,13 +150,7 @@ async fn a_lost_reply_fails_each_caller_of_its_batch_and_their_ids_answer_after(
         .unwrap();
     let q = d.open_queue("q").await.unwrap();
     for fault in [Fault::DropReply, Fault::NeverAnswer] {
-        let before = direct
-            .open_queue("q")
-            .await
-            .unwrap()
-            .status()
-            .await
-            .unwrap();
+        let before = direct.open_queue("q").await.unwrap().peek().await.unwrap();
         let gate = proxy.hold_next("update", &queues_of(&f));
         let lead = tokio::spawn({
             let q = q.clone();
@@ -204,13 +192,7 @@ async fn a_lost_reply_fails_each_caller_of_its_batch_and_their_ids_answer_after(
             "{fault:?}: the fault did not land on the batch's write: {seen:?}"
         );
         proxy.script(None);
-        let after = direct
-            .open_queue("q")
-            .await
-            .unwrap()
-            .status()
-            .await
-            .unwrap();
+        let after = direct.open_queue("q").await.unwrap().peek().await.unwrap();
         let written = after.taken - before.taken - 1;
         // The ids again, now that the server answers: the tickets their write took, or (it
         // never reached the server) new ones.
@@ -271,7 +253,7 @@ async fn a_crowd_on_one_handle_and_a_rival_handle_never_give_up() {
     for t in join_all(tasks).await {
         t.unwrap().unwrap();
     }
-    let s = crowd.status().await.unwrap();
+    let s = crowd.peek().await.unwrap();
     assert_eq!((s.taken, s.served, s.waiting), (640, 640, 0));
 }
 
@@ -630,7 +612,7 @@ async fn model_round(seed: u64, faults: bool) -> Result<String, String> {
         .open_queue("q")
         .await
         .map_err(|e| e.to_string())?
-        .status()
+        .peek()
         .await
         .map_err(|e| e.to_string())?
         .version;
@@ -737,14 +719,14 @@ async fn model_round(seed: u64, faults: bool) -> Result<String, String> {
                                     end: Instant::now(),
                                     outcome: Outcome::Nobody,
                                 });
-                                match q.release().desk(desk.clone()).await {
+                                match q.finish().desk(desk.clone()).await {
                                     Ok(t) => Outcome::Released {
                                         desk,
                                         serial: t.serial,
                                         version: t.version,
                                     },
                                     // Another task of the desk released it first.
-                                    Err(Error::NothingToRecall { .. }) => continue,
+                                    Err(Error::NoTicketShown { .. }) => continue,
                                     Err(e) => return Err(format!("handle {h} task {t}: {e}")),
                                 }
                             }
@@ -774,7 +756,7 @@ async fn model_round(seed: u64, faults: bool) -> Result<String, String> {
         .open_queue("q")
         .await
         .map_err(|e| e.to_string())?
-        .status()
+        .peek()
         .await
         .map_err(|e| e.to_string())?;
     let summary = check(

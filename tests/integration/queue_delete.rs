@@ -40,7 +40,7 @@ async fn a_queue_in_use_is_deleted_only_when_nobody_holds_a_ticket_or_with_force
     assert!(err.contains("with force"), "{err}");
     // Nothing deleted: 1 and 2 still wait, 3 comes next.
     let status: Value =
-        serde_json::from_str(&ok(coll, &["queue", "status", "mq", "--json"])).unwrap();
+        serde_json::from_str(&ok(coll, &["queue", "peek", "mq", "--json"])).unwrap();
     assert_eq!(
         (&status["waiting"], &status["next_ticket"]),
         (&json!(2), &json!(3)),
@@ -71,7 +71,7 @@ async fn a_queue_in_use_is_deleted_only_when_nobody_holds_a_ticket_or_with_force
         ok(coll, &["queue", "delete", "mq", "--force"]),
         "deleted queue mq\n"
     );
-    fails(coll, &["queue", "status", "mq"], EXIT_NO_SUCH);
+    fails(coll, &["queue", "peek", "mq"], EXIT_NO_SUCH);
     let h = d.history("mq", &HistoryQuery::queue()).await.unwrap();
     let deletes: Vec<_> = h.iter().filter(|e| e.op == "delete").collect();
     assert_eq!(deletes.len(), 5, "{h:#?}");
@@ -97,7 +97,7 @@ async fn a_queue_in_use_is_deleted_only_when_nobody_holds_a_ticket_or_with_force
         .unwrap();
     assert_eq!(q.take().await.unwrap().number, 1);
     q.call().desk("A").await.unwrap();
-    q.release().desk("A").await.unwrap();
+    q.finish().desk("A").await.unwrap();
     q.delete().await.unwrap();
     assert!(matches!(q.take().await, Err(Error::NoSuchQueue { .. })));
 }
@@ -278,7 +278,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                         }
                     }
                     Err(Error::NobodyWaiting { .. }) if shown.is_some() => {
-                        match q.release().desk("A").await {
+                        match q.finish().desk("A").await {
                             Ok(t) => {
                                 let e = incarnation(&t.label);
                                 if shown.take() == Some((e, t.serial)) {
@@ -286,7 +286,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                                 }
                             }
                             // The desk shows nothing: a delete took its ticket off the board.
-                            Err(Error::NothingToRecall { .. }) => shown = None,
+                            Err(Error::NoTicketShown { .. }) => shown = None,
                             Err(Error::NoSuchQueue { .. } | Error::Contention { .. }) => {}
                             Err(e) => room
                                 .lock()

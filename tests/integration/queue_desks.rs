@@ -421,7 +421,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
                         if roll == 0 {
                             return any;
                         }
-                        match q.status().await {
+                        match q.peek().await {
                             Ok(s) if !s.waiting_list.is_empty() => {
                                 s.waiting_list[(roll as usize) % s.waiting_list.len()].ticket
                             }
@@ -440,7 +440,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
                 } else if roll < 78 {
                     (q.recall().desk(&desk).await.map(|t| (t, 1)), None)
                 } else if roll < 84 {
-                    (q.release().desk(&desk).await.map(|t| (t, 3)), None)
+                    (q.finish().desk(&desk).await.map(|t| (t, 3)), None)
                 } else {
                     let ticket = pick_ticket(&mut r, &q).await;
                     (q.cancel(ticket).await.map(|t| (t, 2)), Some(ticket))
@@ -485,7 +485,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
                     Err(
                         Error::NobodyWaiting { .. }
                         | Error::TicketNotWaiting { .. }
-                        | Error::NothingToRecall { .. },
+                        | Error::NoTicketShown { .. },
                     ) => {
                         round.refusals += 1;
                         continue;
@@ -552,7 +552,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
         .open_queue("q")
         .await
         .map_err(|e| e.to_string())?
-        .status()
+        .peek()
         .await
         .map_err(|e| e.to_string())?;
     let summary = check_history(min, max, &writes, s.version, unresolved)?;
@@ -671,7 +671,7 @@ fn a_ticket_shown_by_any_desk_is_never_handed_out_again() {
     assert_eq!(ok(&coll, &["queue", "call", "wrap", "--desk", "B"]), "0\n");
     let err = fails(&coll, &["queue", "take", "wrap"], EXIT_FULL);
     assert!(err.contains("ticket 1 is shown by a desk"), "{err}");
-    let s = json_of(&ok(&coll, &["queue", "status", "wrap", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "wrap", "--json"]));
     let desks: Vec<Value> = s["desks"]
         .as_array()
         .unwrap()
@@ -695,7 +695,7 @@ fn a_ticket_shown_by_any_desk_is_never_handed_out_again() {
         ok(&coll, &["queue", "recall", "wrap", "--desk", "A"]),
         "1\n"
     );
-    let s = json_of(&ok(&coll, &["queue", "status", "wrap", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "wrap", "--json"]));
     assert_eq!(
         pick(&s["recent_calls"][0], &["ticket", "desk", "recall"]),
         json!({"ticket": 1, "desk": "A", "recall": true})
@@ -724,7 +724,7 @@ fn a_ticket_shown_by_any_desk_is_never_handed_out_again() {
     );
     assert!(err.contains("not a desk label"), "{err}");
     // Desk A closes: 1 may be handed out again.
-    assert!(ok(&coll, &["queue", "release", "wrap", "--desk", "A"]).contains("released ticket 1"));
+    assert!(ok(&coll, &["queue", "finish", "wrap", "--desk", "A"]).contains("finished ticket 1"));
     assert_eq!(ok(&coll, &["queue", "take", "wrap"]), "1\n");
     // A fresh queue takes its whole range: ten tickets for 1 … 9, 0.
     ok(&coll, &["queue", "create", "ten", "--max", "9"]);
@@ -761,7 +761,7 @@ fn cancels_and_given_calls_with_labels() {
         "cancelled ticket A-002 of queue q"
     );
     let version = |coll: &str| {
-        json_of(&ok(coll, &["queue", "status", "q", "--json"]))["version"]
+        json_of(&ok(coll, &["queue", "peek", "q", "--json"]))["version"]
             .as_i64()
             .unwrap()
     };
@@ -793,7 +793,7 @@ fn cancels_and_given_calls_with_labels() {
     assert!(err.contains("outside the queue's range"), "{err}");
     assert_eq!(version(&coll), v + 1, "refusals wrote nothing");
     // The line: 1, 3, 5, 6 (2 cancelled, 4 called).
-    let s = json_of(&ok(&coll, &["queue", "status", "q", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "q", "--json"]));
     let line: Vec<&str> = s["waiting_list"]
         .as_array()
         .unwrap()
@@ -808,7 +808,7 @@ fn cancels_and_given_calls_with_labels() {
         );
     }
     fails(&coll, &["queue", "call", "q"], EXIT_NOBODY);
-    let s = json_of(&ok(&coll, &["queue", "status", "q", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "q", "--json"]));
     assert_eq!(
         pick(
             &s,
@@ -825,7 +825,7 @@ fn cancels_and_given_calls_with_labels() {
         json!({"taken": 6, "served": 5, "waiting": 0, "cancelled": 1, "now_serving": 6,
                "now_serving_label": "A-006", "label_format": "A-{n:03}"})
     );
-    let text = ok(&coll, &["queue", "status", "q"]);
+    let text = ok(&coll, &["queue", "peek", "q"]);
     assert!(
         text.starts_with("q: now serving A-006, 0 waiting of 1000, next ticket A-007"),
         "{text}"
@@ -870,7 +870,7 @@ fn a_take_with_a_request_id_is_answered_again_and_never_taken_twice() {
         (&first[0]["replayed"], &again[0]["replayed"]),
         (&json!(false), &json!(true))
     );
-    let s = json_of(&ok(&coll, &["queue", "status", "q", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "q", "--json"]));
     assert_eq!((&s["taken"], &s["version"]), (&json!(2), &json!(1)));
     let err = fails(
         &coll,
@@ -919,7 +919,7 @@ fn alter_max_never_remaps_a_held_ticket() {
         err.contains("span 3 tickets and max 1 holds only 2"),
         "{err}"
     );
-    let s = json_of(&ok(&coll, &["queue", "status", "q", "--json"]));
+    let s = json_of(&ok(&coll, &["queue", "peek", "q", "--json"]));
     assert_eq!((&s["max"], &s["version"]), (&json!(9), &json!(2)));
     assert!(
         ok(&coll, &["queue", "alter", "q", "--max", "3"])
@@ -942,7 +942,7 @@ fn alter_max_never_remaps_a_held_ticket() {
     for _ in 0..3 {
         ok(&coll, &["queue", "call", "q", "--desk", "1"]);
     }
-    ok(&coll, &["queue", "release", "q", "--desk", "1"]);
+    ok(&coll, &["queue", "finish", "q", "--desk", "1"]);
     assert!(ok(&coll, &["queue", "alter", "q", "--max", "99"]).contains("of 100"));
     fails(&coll, &["queue", "alter", "nope", "--max", "5"], 3);
 }
@@ -973,7 +973,7 @@ async fn a_daily_queue_starts_again_each_local_day() {
         .collect();
     assert_eq!(numbers, [1, 2, 3]);
     assert_eq!(evening.call().await.unwrap().number, 1);
-    let s = evening.status().await.unwrap();
+    let s = evening.peek().await.unwrap();
     assert_eq!((s.day.as_str(), s.taken_today), ("2030-11-24", 3));
     let night = q.with_clock(at("2030-11-24T23:30:00Z"));
     assert_eq!(
@@ -981,7 +981,7 @@ async fn a_daily_queue_starts_again_each_local_day() {
         1,
         "a new day starts at 1"
     );
-    let s = night.status().await.unwrap();
+    let s = night.peek().await.unwrap();
     assert_eq!(
         (s.day.as_str(), s.taken_today, s.waiting),
         ("2030-11-25", 1, 3)
@@ -1092,7 +1092,7 @@ async fn estimated_waits_against_real_waits() {
             .count() as f64
             / n
     };
-    let s = q.status().await.unwrap();
+    let s = q.peek().await.unwrap();
     eprintln!(
         "queue estimate: {} tickets with an estimate; mean estimate {mean_est:.0} s, mean real wait {mean_real:.0} s, mean absolute error {mae:.0} s; within 25 %: {:.0} %, within 50 %: {:.0} %; status average wait {:?}, p90 {:?}",
         pairs_seen.len(),
@@ -1103,7 +1103,7 @@ async fn estimated_waits_against_real_waits() {
     );
 }
 
-/// Queues over HTTP: format, families, Idempotency-Key, desks, recall, release, cancel,
+/// Queues over HTTP: format, families, Idempotency-Key, desks, recall, finish, cancel,
 /// alter, the paged list and delete; rights as the contract says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_branch_operations_over_http() {
@@ -1222,7 +1222,7 @@ async fn the_branch_operations_over_http() {
     .await;
     assert_eq!(
         (status, body["error"]["kind"].as_str()),
-        (409, Some("nothing_to_recall")),
+        (409, Some("no_ticket_shown")),
         "{body}"
     );
     let (status, body) = send(post(
@@ -1248,7 +1248,7 @@ async fn the_branch_operations_over_http() {
         "{body}"
     );
     // A kiosk may take, not call, recall or cancel.
-    for path in ["call", "recall", "cancel", "release", "alter"] {
+    for path in ["call", "recall", "cancel", "finish", "alter"] {
         let (status, body) =
             send(post(&format!("/v1/queues/lobby/{path}"), KIOSK, json!({}))).await;
         assert_eq!(status, 403, "{path}: {body}");
@@ -1285,9 +1285,16 @@ async fn the_branch_operations_over_http() {
     );
     let (status, body) = send(post("/v1/queues/lobby/alter", ADMIN, json!({ "max": 199 }))).await;
     assert_eq!((status, &body["capacity"]), (200, &json!(200)), "{body}");
-    // Release desk 4: 3 is no longer shown.
-    let (status, body) = send(post(
+    // Desk 4 finishes: 3 is no longer shown. The old word is gone.
+    let (status, _) = send(post(
         "/v1/queues/lobby/release",
+        ADMIN,
+        json!({ "desk": "4" }),
+    ))
+    .await;
+    assert_eq!(status, 404);
+    let (status, body) = send(post(
+        "/v1/queues/lobby/finish",
         ADMIN,
         json!({ "desk": "4" }),
     ))
@@ -1332,7 +1339,7 @@ async fn the_branch_operations_over_http() {
 /// the board showed a blank desk. On every surface that takes a desk label a blank one is
 /// refused, nothing written (the library's `InvalidArgument`, exit 2, HTTP 400 — and the
 /// OpenAPI document's pattern rules it out), and the spaces at either end are dropped: `"  a  "`
-/// is desk `"a"`, which the status shows and a recall or release by `"a"` finds.
+/// is desk `"a"`, which the status shows and a recall or finish by `"a"` finds.
 #[tokio::test]
 async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
     let f = Fixture::new("queue_desk_blank").await;
@@ -1342,7 +1349,7 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
         .await
         .unwrap();
     q.take().count(4).await.unwrap();
-    let version = q.status().await.unwrap().version;
+    let version = q.peek().await.unwrap().version;
     for blank in [" ", "    "] {
         let e = q.call().desk(blank).await.unwrap_err();
         assert!(
@@ -1352,14 +1359,10 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
         let e = q.recall().desk(blank).await.unwrap_err();
         assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
     }
-    assert_eq!(
-        q.status().await.unwrap().version,
-        version,
-        "nothing written"
-    );
+    assert_eq!(q.peek().await.unwrap().version, version, "nothing written");
     let t = q.call().desk("  a  ").await.unwrap();
     assert_eq!((t.number, t.desk.as_deref()), (1, Some("a")));
-    let desks = q.status().await.unwrap().desks;
+    let desks = q.peek().await.unwrap().desks;
     assert_eq!(desks.len(), 1);
     assert_eq!(desks[0].desk.as_deref(), Some("a"));
     assert_eq!(q.recall().desk("a").await.unwrap().number, 1);
@@ -1370,8 +1373,8 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
     assert!(err.contains("is blank"), "{err}");
     assert_eq!(ok(coll, &["queue", "call", "q", "--desk", " b "]), "2\n");
     assert_eq!(
-        ok(coll, &["queue", "release", "q", "--desk", "b "]),
-        "desk b of queue q released ticket 2\n"
+        ok(coll, &["queue", "finish", "q", "--desk", "b "]),
+        "desk b of queue q finished ticket 2\n"
     );
     fails(coll, &["queue", "recall", "q", "--desk", " "], EXIT_INVALID);
 
@@ -1386,7 +1389,7 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
     for path in [
         "/v1/queues/lobby/call",
         "/v1/queues/lobby/recall",
-        "/v1/queues/lobby/release",
+        "/v1/queues/lobby/finish",
     ] {
         let (status, body) = send(post(path, json!({ "desk": "  " }))).await;
         assert_eq!(

@@ -252,7 +252,7 @@ async fn edges_round(seed: u64) -> Result<String, String> {
         .map_err(|e| e.to_string())?
         .with_clock(clock(&now, 0));
     let created_ms = created
-        .status()
+        .peek()
         .await
         .map_err(|e| e.to_string())?
         .created_at
@@ -365,11 +365,11 @@ async fn edges_round(seed: u64) -> Result<String, String> {
                         .await?
                         .map(|t| (t.version, t.at, Did::Recalled))
                 } else if roll < 8 {
-                    bounded(&who, q.release().desk(&desk).into_future())
+                    bounded(&who, q.finish().desk(&desk).into_future())
                         .await?
                         .map(|t| (t.version, t.at, Did::Released { desk: desk.clone() }))
                 } else {
-                    let waiting = bounded(&who, q.status())
+                    let waiting = bounded(&who, q.peek())
                         .await?
                         .map(|s| s.waiting_list)
                         .unwrap_or_default();
@@ -389,7 +389,7 @@ async fn edges_round(seed: u64) -> Result<String, String> {
                     }),
                     Err(
                         Error::NobodyWaiting { .. }
-                        | Error::NothingToRecall { .. }
+                        | Error::NoTicketShown { .. }
                         | Error::TicketNotWaiting { .. }
                         | Error::Contention { .. },
                     ) => seen.refusals += 1,
@@ -414,7 +414,7 @@ async fn edges_round(seed: u64) -> Result<String, String> {
                 tokio::time::sleep(Duration::from_millis(2 + r.below(6))).await;
                 now.fetch_add((10 + r.below(410) as i64) * 60_000, Ordering::SeqCst);
                 // A reader with the shared clock decodes the queue every tick.
-                bounded("reader", q.status())
+                bounded("reader", q.peek())
                     .await?
                     .map_err(|e| format!("reader: {e}"))?;
                 reads += 1;
@@ -459,7 +459,7 @@ async fn edges_round(seed: u64) -> Result<String, String> {
         replays += seen.replays;
     }
     let last = created
-        .status()
+        .peek()
         .await
         .map_err(|e| format!("the final read: {e}"))?;
     check_writes(&mut writes, &tz, daily, created_ms, last.version)?;
@@ -575,12 +575,12 @@ async fn a_new_day_after_waiting_tickets_crossed_the_wrap_goes_on() {
     let tomorrow = q.with_clock(at(day2));
     assert_eq!(tomorrow.call().await.unwrap().number, 8);
     assert_eq!(tomorrow.call().await.unwrap().number, 9, "the second call");
-    let s = tomorrow.status().await.unwrap();
+    let s = tomorrow.peek().await.unwrap();
     assert_eq!(s.waiting, 3);
     // Any reader, any command: the document decodes.
-    d.open_queue("post").await.unwrap().status().await.unwrap();
+    d.open_queue("post").await.unwrap().peek().await.unwrap();
     assert_eq!(
-        ok(&f.collection, &["queue", "status", "post", "--json"])
+        ok(&f.collection, &["queue", "peek", "post", "--json"])
             .parse::<Value>()
             .unwrap()["waiting"],
         3

@@ -163,20 +163,31 @@ async fn formats_are_stored_and_checked() {
     d.open("inv")
         .await
         .unwrap()
-        .set_format(Some(&format))
+        .alter(dispenser::sequence::Alter::default().with_format(Some(format.clone())))
         .await
         .unwrap();
     let state = d.peek("inv").await.unwrap();
     assert_eq!(state.format.as_ref(), Some(&format));
     assert_eq!(
         state.version, 1,
-        "setting a format is a write: version moves"
+        "altering the format is a write: version moves"
     );
     assert_eq!(format.render(123, Some("2026")), "INV-2026-000123");
-    d.open("inv").await.unwrap().set_format(None).await.unwrap();
+    d.open("inv")
+        .await
+        .unwrap()
+        .alter(dispenser::sequence::Alter::default().with_format(None))
+        .await
+        .unwrap();
     assert_eq!(d.peek("inv").await.unwrap().format, None);
     assert!(matches!(
-        async { d.open("nope").await?.set_format(Some(&format)).await }.await,
+        async {
+            d.open("nope")
+                .await?
+                .alter(dispenser::sequence::Alter::default().with_format(Some(format.clone())))
+                .await
+        }
+        .await,
         Err(Error::NoSuchSequence { .. })
     ));
     // A stored format that does not parse is a corrupt document.

@@ -1372,7 +1372,7 @@ fn openapi_json_is_valid_and_a_client_built_on_it_works() {
         "next",
         "peek",
         "reset",
-        "gapless_status",
+        "gapless_peek",
         "gapless_void",
     ] {
         assert!(
@@ -1439,7 +1439,7 @@ async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
     assert_eq!(body["next"], 4);
     assert_eq!(body["voided"][0]["number"], 3);
     assert_eq!(body["voided"][0]["reason"], "printer jam");
-    assert_eq!(g.status().await.unwrap().next, 4);
+    assert_eq!(g.peek().await.unwrap().next, 4);
     let (status, body) = send(http.get(svc.url("/v1/gapless/nothing")).bearer_auth(ADMIN)).await;
     assert_eq!(
         (status, body["error"]["kind"].as_str()),

@@ -85,7 +85,7 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
     ));
     d.ensure_gapless("inv-2027", options()).await.unwrap();
     let opened = d.open_gapless("inv-2027").await.unwrap();
-    assert_eq!(opened.status().await.unwrap().next, 1);
+    assert_eq!(opened.peek().await.unwrap().next, 1);
 
     d.create_queue("post", QueueSpec::default().with_max(9))
         .await
@@ -113,7 +113,7 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
 }
 
 /// Admin operations are methods of the handle (issue 38): a handle opened from a dispenser with a
-/// caller records its alter, advance-to, reset, set-format and delete as that caller, each
+/// caller records its alter, advance-to, reset, alter of the format and delete as that caller, each
 /// answering the state the next draw follows; a queue's alter and delete likewise. An empty
 /// change is refused by name and writes nothing, history included; a reset backwards without
 /// force is recorded, refused; a handle that outlives its delete is refused, never handed a
@@ -141,7 +141,10 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     assert_eq!(s.next_number(), Some(50));
     assert_eq!(orders.peek().await.unwrap().next_number(), Some(50));
     let f6 = dispenser::Format::parse("ORD-{n:06}").unwrap();
-    orders.set_format(Some(&f6)).await.unwrap();
+    orders
+        .alter(Alter::default().with_format(Some(f6.clone())))
+        .await
+        .unwrap();
     assert_eq!(orders.peek().await.unwrap().format, Some(f6));
     let version = orders.peek().await.unwrap().version;
     assert!(matches!(
@@ -165,7 +168,7 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
             "advance-to",
             "reset",
             "reset",
-            "set-format",
+            "alter",
             "delete"
         ],
         "{h:#?}"
@@ -178,10 +181,10 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
         .create_queue("lobby", QueueSpec::default().with_max(9))
         .await
         .unwrap();
-    let version = lobby.status().await.unwrap().version;
+    let version = lobby.peek().await.unwrap().version;
     let e = lobby.alter(QueueAlter::default()).await.unwrap_err();
     assert!(e.to_string().contains("lobby"), "{e}");
-    assert_eq!(lobby.status().await.unwrap().version, version);
+    assert_eq!(lobby.peek().await.unwrap().version, version);
     let s = lobby
         .alter(QueueAlter::default().with_max(19))
         .await
@@ -206,11 +209,11 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
         .create_queue("post", QueueSpec::default().with_max(99))
         .await
         .unwrap();
-    let version = q.status().await.unwrap().version;
+    let version = q.peek().await.unwrap().version;
     drop(q.take().count(3).request_id("never-sent"));
     drop(q.call().desk("1"));
     assert_eq!(
-        q.status().await.unwrap().version,
+        q.peek().await.unwrap().version,
         version,
         "a dropped builder wrote"
     );
@@ -247,13 +250,13 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
     assert_eq!((given.number, given.desk.as_deref()), (4, Some("B")));
     let recalled = q.recall().desk("A").await.unwrap();
     assert_eq!(recalled.number, 1);
-    let released = q.release().desk("B").await.unwrap();
+    let released = q.finish().desk("B").await.unwrap();
     assert_eq!(released.number, 4);
     assert!(matches!(
-        q.release().desk("B").await,
-        Err(Error::NothingToRecall { .. })
+        q.finish().desk("B").await,
+        Err(Error::NoTicketShown { .. })
     ));
-    let version = q.status().await.unwrap().version;
+    let version = q.peek().await.unwrap().version;
     for e in [
         q.take().count(0).await.unwrap_err(),
         q.take().request_id("").await.unwrap_err(),
@@ -263,7 +266,7 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
         assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
         assert!(e.to_string().contains("post"), "{e}");
     }
-    assert_eq!(q.status().await.unwrap().version, version);
+    assert_eq!(q.peek().await.unwrap().version, version);
 }
 
 /// Issue 50: "plain or striped?" is decided once, by `Dispenser::open_either`: a plain

@@ -40,9 +40,9 @@ test('gap-free numbers with the Node driver, some inserts failing: every number 
     assert.equal(used.length + failed, 120)
     // A number voided on purpose (a destroyed form).
     await g.flush()
-    const next = (await g.status()).next
+    const next = (await g.peek()).next
     await g.void(next, 'printer jam: form destroyed')
-    const status = await g.status()
+    const status = await g.peek()
     assert.equal(status.next, next + 1n)
     assert.deepEqual(status.voided.map((v) => [v.number, v.reason]), [[next, 'printer jam: form destroyed']])
     const audit = await g.audit({ from: 1 })

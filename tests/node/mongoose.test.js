@@ -102,7 +102,7 @@ test('gap-free mode: a number is used if and only if its save succeeds', async (
     const audit = await g.audit({ from: 1 })
     assert.equal(audit.clean, true)
     assert.deepEqual([audit.numbers, audit.missing, audit.duplicated], [20n, 0n, 0n])
-    assert.equal((await g.status()).next, 21n)
+    assert.equal((await g.peek()).next, 21n)
   } finally {
     await connection.close()
   }

@@ -61,6 +61,12 @@ def test_exhausted_and_queue_refusals(d):
         q.call()
     assert e.value.code == "nobody_waiting"
     assert e.value.written == "nothing_written"
+    # A desk lets go of its ticket with finish; then it shows none, for recall and finish.
+    assert q.finish(desk="A")["ticket"] == second
+    for act in (q.recall, q.finish):
+        with pytest.raises(dispenser.QueueRefusedError) as e:
+            act(desk="A")
+        assert e.value.code == "no_ticket_shown" and '"A"' in str(e.value)
 
 
 def test_a_queue_with_people_waiting_is_deleted_only_when_forced(d):
@@ -70,7 +76,7 @@ def test_a_queue_with_people_waiting_is_deleted_only_when_forced(d):
         d.delete_queue("room")
     assert e.value.code == "queue_in_use" and e.value.written == "nothing_written"
     assert "2" in str(e.value)
-    assert q.status()["waiting"] == 2
+    assert q.peek()["waiting"] == 2
     d.delete_queue("room", force=True)
     with pytest.raises(dispenser.NotFoundError):
         d.open_queue("room")

@@ -79,9 +79,9 @@ def test_admin_operations_on_a_sequence(d):
     assert s.next() == 5
     state = s.alter(max=9, cycle=True, force=True)
     assert (state["max"], state["cycle"]) == (9, True)
-    s.set_format("A-{n:03}")
+    assert s.alter(format="A-{n:03}")["format"] == "A-{n:03}"
     assert s.peek()["format"] == "A-{n:03}"
-    s.set_format(None)
+    assert s.alter(no_format=True)["format"] is None
     assert s.peek()["format"] is None
     names = [x["name"] for x in d.list()]
     assert names == ["admin"]

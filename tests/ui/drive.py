@@ -548,10 +548,10 @@ def phone(driver):
     cli("call", QUEUE, "--desk", "6", "--ticket", str(int(second.split("-")[1])))
     released = subprocess.run(
         [os.environ["DISPENSER"], "--db", os.environ["DB"], "--collection",
-         os.environ["COLLECTION"], "queue", "release", QUEUE, "--desk", "6"],
+         os.environ["COLLECTION"], "queue", "finish", QUEUE, "--desk", "6"],
         capture_output=True, text=True)
     if released.returncode != 0:
-        raise SystemExit(f"dispenser queue release: {released.stderr}")
+        raise SystemExit(f"dispenser queue finish: {released.stderr}")
     # Closed a while longer: the service's status feed is read every 250 ms, and a page opened
     # at once may be sent the status read between the call and the release (the call shown,
     # then passed: "You were called", not "missed").

@@ -121,7 +121,7 @@ pub enum Command {
     /// document of its own: a lost update makes the server unfit). It writes only in a scratch
     /// collection of its own in --db (dispenser_doctor_…) and removes it.
     Doctor(DoctorArgs),
-    /// Gap-free sequences (invoices): status, void, issue, release, max-lease.
+    /// Gap-free sequences (invoices): peek, void, issue, release, alter.
     #[command(subcommand)]
     Gapless(GaplessCommand),
     /// Ticket queues: take a ticket, call the next one; never two waiting with one number.

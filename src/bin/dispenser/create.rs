@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use dispenser::sequence::Alter;
 use dispenser::{Dispenser, Error, Format, Spec};
 
 use crate::args::whole;
@@ -82,7 +83,8 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
         format!("sequence {:?} created", a.name)
     });
     if let Some(f) = &format {
-        made.set_format(Some(f)).await?;
+        made.alter(Alter::default().with_format(Some(f.clone())))
+            .await?;
     }
     let state = d.peek(&a.name).await?;
     writeln!(out, "{}", describe(&state)).map_err(io_err)?;

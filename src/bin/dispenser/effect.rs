@@ -29,11 +29,10 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
     };
     let queue = |name: &str| {
         format!(
-            "`dispenser queue status {name}` and `dispenser history --queue {name}` show whether it was made"
+            "`dispenser queue peek {name}` and `dispenser history --queue {name}` show whether it was made"
         )
     };
-    let gapless =
-        |name: &str| format!("`dispenser gapless status {name}` shows whether it was made");
+    let gapless = |name: &str| format!("`dispenser gapless peek {name}` shows whether it was made");
     match &cli.command {
         Command::Create(a) => Effect::new(
             format!("sequence {:?} created", a.name),
@@ -55,7 +54,7 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
         ),
         Command::Delete(a) => Effect::new(format!("sequence {:?} deleted", a.name), peek(&a.name)),
         Command::Gapless(g) => match g {
-            GaplessCommand::Status { .. } | GaplessCommand::List { .. } => None,
+            GaplessCommand::Peek { .. } | GaplessCommand::List { .. } => None,
             GaplessCommand::Create { name, .. } => Effect::new(
                 format!("gap-free sequence {name:?} created"),
                 gapless(name),
@@ -63,7 +62,7 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
             GaplessCommand::Delete { name, .. } => Effect::new(
                 format!("gap-free sequence {name:?} deleted"),
                 format!(
-                    "`dispenser gapless status {name}` and `dispenser history --gapless {name}` show whether it was"
+                    "`dispenser gapless peek {name}` and `dispenser history --gapless {name}` show whether it was"
                 ),
             ),
             GaplessCommand::Issue {
@@ -86,13 +85,13 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
                 format!("the lease on number {number} of gap-free sequence {name:?} released"),
                 gapless(name),
             ),
-            GaplessCommand::MaxLease { name, .. } => Effect::new(
-                format!("the longest lease of gap-free sequence {name:?} set"),
+            GaplessCommand::Alter { name, .. } => Effect::new(
+                format!("gap-free sequence {name:?} altered"),
                 gapless(name),
             ),
         },
         Command::Queue(q) => match q {
-            QueueCommand::Status { .. } | QueueCommand::List { .. } => None,
+            QueueCommand::Peek { .. } | QueueCommand::List { .. } => None,
             QueueCommand::Take {
                 name, request_id, ..
             } => Effect::new(
@@ -113,8 +112,8 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
             QueueCommand::Recall { name, .. } => {
                 Effect::new(format!("a ticket of queue {name:?} recalled"), queue(name))
             }
-            QueueCommand::Release { name, .. } => Effect::new(
-                format!("a desk of queue {name:?} released its ticket"),
+            QueueCommand::Finish { name, .. } => Effect::new(
+                format!("a desk of queue {name:?} finished its ticket"),
                 queue(name),
             ),
             QueueCommand::Cancel { name, ticket, .. } => Effect::new(

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use dispenser::Dispenser;
-use dispenser::gapless::{GaplessOptions, GaplessStatus, Released};
+use dispenser::gapless::{GaplessAlter, GaplessOptions, GaplessState, Released};
 use dispenser::mongodb::bson::{Bson, Document};
 
 use crate::exit::Outcome;
@@ -54,7 +54,7 @@ pub enum GaplessCommand {
         force: bool,
     },
     /// Show the next number, the lease, the longest lease and the voided numbers.
-    Status {
+    Peek {
         /// The gap-free sequence.
         name: String,
         /// Print JSON.
@@ -87,7 +87,7 @@ pub enum GaplessCommand {
         #[arg(long, default_value = "{}")]
         doc: String,
         /// Seconds a holder may take before its number can go to another caller (at most the
-        /// sequence's longest lease: 300 s unless changed with `gapless max-lease`).
+        /// sequence's longest lease: 300 s unless changed with `gapless alter --max-lease`).
         #[arg(long, default_value_t = 10.0)]
         lease: f64,
         /// How many documents to insert, one after the other.
@@ -111,19 +111,20 @@ pub enum GaplessCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Set the longest lease: no holder's lease counts for longer, the leases already taken
-    /// included.
-    MaxLease {
+    /// Change a setting: the longest lease (no holder's lease counts for longer, the leases
+    /// already taken included).
+    Alter {
         /// The gap-free sequence.
         name: String,
-        /// Seconds (more than 0, at most 86400).
-        seconds: f64,
+        /// The longest lease, in seconds (more than 0, at most 86400).
+        #[arg(long, required = true)]
+        max_lease: Option<f64>,
     },
 }
 
 /// The status of a gap-free sequence in one line: where its numbers go, the next, the lease,
 /// how many were voided.
-fn status_line(s: &GaplessStatus) -> String {
+fn status_line(s: &GaplessState) -> String {
     let lease = match &s.lease {
         None => "no holder".to_owned(),
         Some(l) => format!(
@@ -204,7 +205,7 @@ pub async fn run(
                     .list_gapless_after_matching(&["*"], after.as_deref(), 1000)
                     .await?;
                 for name in &page {
-                    statuses.push(d.open_gapless(name).await?.status().await?);
+                    statuses.push(d.open_gapless(name).await?.peek().await?);
                 }
                 match page.last() {
                     Some(last) if page.len() == 1000 => after = Some(last.clone()),
@@ -212,7 +213,7 @@ pub async fn run(
                 }
             }
             if json {
-                let all: Vec<_> = statuses.iter().map(GaplessStatus::to_json).collect();
+                let all: Vec<_> = statuses.iter().map(GaplessState::to_json).collect();
                 writeln!(out, "{}", serde_json::Value::Array(all)).map_err(io)?;
             } else if statuses.is_empty() {
                 let place = format!(
@@ -235,8 +236,8 @@ pub async fn run(
             )
             .map_err(io)?;
         }
-        GaplessCommand::Status { name, json } => {
-            let s = d.open_gapless(&name).await?.status().await?;
+        GaplessCommand::Peek { name, json } => {
+            let s = d.open_gapless(&name).await?.peek().await?;
             if json {
                 let v = s.to_json();
                 writeln!(out, "{v}").map_err(io)?;
@@ -380,10 +381,13 @@ pub async fn run(
                 other => writeln!(out, "{name}: {other:?}").map_err(io)?,
             }
         }
-        GaplessCommand::MaxLease { name, seconds: s } => {
-            let max = seconds("longest lease", s)?;
-            d.open_gapless(&name).await?.set_max_lease(max).await?;
-            writeln!(out, "{name}: longest lease {max:?}").map_err(io)?;
+        GaplessCommand::Alter { name, max_lease } => {
+            let mut change = GaplessAlter::default();
+            if let Some(s) = max_lease {
+                change = change.with_max_lease(seconds("--max-lease", s)?);
+            }
+            let s = d.open_gapless(&name).await?.alter(change).await?;
+            writeln!(out, "{}", status_line(&s)).map_err(io)?;
         }
     }
     out.flush().map_err(io_err)?;

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use dispenser::queue::{QueueAlter, QueueSpec, QueueStatus, Ticket};
+use dispenser::queue::{QueueAlter, QueueSpec, QueueState, Ticket};
 use dispenser::{Dispenser, Format};
 
 use crate::args::whole;
@@ -90,7 +90,7 @@ pub enum QueueCommand {
     },
     /// A desk is done with its ticket (closes, or serves no one next): it shows none, and the
     /// ticket's number may come round again (exit 10 when it shows none).
-    Release {
+    Finish {
         /// Queue name.
         name: String,
         /// The desk (the one without a name when left out).
@@ -119,7 +119,7 @@ pub enum QueueCommand {
         max: i64,
     },
     /// Show what is being served, how many wait, and the next ticket.
-    Status {
+    Peek {
         /// Queue name.
         name: String,
         /// Print JSON.
@@ -147,7 +147,7 @@ pub enum QueueCommand {
 }
 
 /// A ticket as people see it, by the queue's format.
-fn label(s: &QueueStatus, ticket: i64) -> String {
+fn label(s: &QueueState, ticket: i64) -> String {
     match s.label_format.as_deref().map(Format::parse) {
         Some(Ok(f)) => f.render(ticket, None),
         _ => ticket.to_string(),
@@ -156,7 +156,7 @@ fn label(s: &QueueStatus, ticket: i64) -> String {
 
 /// A status as one line: `lobby: now serving 7, 3 waiting of 10, next ticket 1; tickets 1…9,
 /// then 0; taken 11 served 8 rounds 1 updated_at …`.
-pub fn describe(s: &QueueStatus) -> String {
+pub fn describe(s: &QueueState) -> String {
     let serving = s
         .now_serving
         .map_or_else(|| "nobody yet".to_owned(), |n| label(s, n));
@@ -178,8 +178,8 @@ pub fn describe(s: &QueueStatus) -> String {
     )
 }
 
-/// The lines `queue status` prints after the first: each desk, the last calls, the waits.
-fn details(s: &QueueStatus) -> Vec<String> {
+/// The lines `queue peek` prints after the first: each desk, the last calls, the waits.
+fn details(s: &QueueState) -> Vec<String> {
     let secs = |d: Option<std::time::Duration>| {
         d.map_or_else(|| "unknown".to_owned(), |d| format!("{} s", d.as_secs()))
     };
@@ -254,7 +254,7 @@ pub async fn run(
                 d.create_queue(&name, spec).await?
             };
             crate::output::wrote(format!("queue {name:?} created"));
-            writeln!(out, "{}", describe(&q.status().await?)).map_err(io_err)?;
+            writeln!(out, "{}", describe(&q.peek().await?)).map_err(io_err)?;
         }
         QueueCommand::Take {
             name,
@@ -297,15 +297,15 @@ pub async fn run(
             };
             writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
         }
-        QueueCommand::Release { name, desk } => {
+        QueueCommand::Finish { name, desk } => {
             let q = d.open_queue(&name).await?;
             let t = match &desk {
-                Some(desk) => q.release().desk(desk).await?,
-                None => q.release().await?,
+                Some(desk) => q.finish().desk(desk).await?,
+                None => q.finish().await?,
             };
             writeln!(
                 out,
-                "desk {} of queue {} released ticket {}",
+                "desk {} of queue {} finished ticket {}",
                 t.desk
                     .as_deref()
                     .map_or_else(|| "(unnamed)".to_owned(), one_line_name),
@@ -335,8 +335,8 @@ pub async fn run(
             let s = d.open_queue(&name).await?.alter(change).await?;
             writeln!(out, "{}", describe(&s)).map_err(io_err)?;
         }
-        QueueCommand::Status { name, json } => {
-            let s = d.open_queue(&name).await?.status().await?;
+        QueueCommand::Peek { name, json } => {
+            let s = d.open_queue(&name).await?.peek().await?;
             if json {
                 writeln!(out, "{}", s.to_json()).map_err(io_err)?;
             } else {
@@ -361,7 +361,7 @@ pub async fn run(
                 }
             }
             if json {
-                let all: Vec<_> = rows.iter().map(QueueStatus::to_json).collect();
+                let all: Vec<_> = rows.iter().map(QueueState::to_json).collect();
                 writeln!(out, "{}", serde_json::Value::Array(all)).map_err(io_err)?;
             } else if rows.is_empty() && corrupt.is_none() {
                 let place = format!("{}.{}_queues", d.options().database, d.options().collection);

@@ -85,7 +85,7 @@ export interface HistoryEntry {
 }
 
 /** A gap-free sequence's state. */
-export interface GaplessStatus {
+export interface GaplessState {
   name: string
   collection: string
   field: string
@@ -121,7 +121,7 @@ export interface Audit {
   malformedDocs: Array<[string, string]>
 }
 
-/** A ticket, as a take, call, recall, release or cancel answers it. */
+/** A ticket, as a take, call, recall, finish or cancel answers it. */
 export interface Ticket {
   ticket: bigint
   label: string
@@ -137,8 +137,8 @@ export interface Ticket {
   version: bigint
 }
 
-/** A queue's status. */
-export interface QueueStatus {
+/** A queue's state. */
+export interface QueueState {
   name: string
   min: bigint
   max: bigint
@@ -459,7 +459,7 @@ export declare class Dispenser {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueStatus | ListingError>>
+  listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueState | ListingError>>
   /**
    * Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
    * wait, unless `force` is true (recorded in the history).
@@ -596,7 +596,7 @@ export declare class Gapless {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  status(): Promise<GaplessStatus>
+  peek(): Promise<GaplessState>
   /**
    * Confirms at once the last number this handle used.
    *
@@ -607,14 +607,15 @@ export declare class Gapless {
    */
   flush(): Promise<void>
   /**
-   * Changes the sequence's longest lease (milliseconds).
+   * Changes the sequence's settings (`maxLeaseMs`: the longest lease); resolves to the
+   * state afterwards.
    *
    * # Cancel safety
    *
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  setMaxLease(maxLeaseMs: number): Promise<void>
+  alter(change: GaplessAlterInput): Promise<GaplessState>
   /**
    * Voids the next number on purpose, with a reason.
    *
@@ -694,7 +695,7 @@ export declare class Queue {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  release(options?: DeskOptions | undefined | null): Promise<Ticket>
+  finish(options?: DeskOptions | undefined | null): Promise<Ticket>
   /**
    * Cancels a waiting ticket.
    *
@@ -712,7 +713,7 @@ export declare class Queue {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  alter(change: QueueAlterInput): Promise<QueueStatus>
+  alter(change: QueueAlterInput): Promise<QueueState>
   /**
    * Deletes the queue.
    *
@@ -730,7 +731,7 @@ export declare class Queue {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  status(): Promise<QueueStatus>
+  peek(): Promise<QueueState>
 }
 
 /**
@@ -816,15 +817,6 @@ export declare class Sequence {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   alter(change: AlterInput): Promise<SequenceState>
-  /**
-   * Sets (or with `null` removes) the serial format.
-   *
-   * # Cancel safety
-   *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
-   */
-  setFormat(format?: string | undefined | null): Promise<void>
   /**
    * Deletes the sequence.
    *
@@ -980,7 +972,7 @@ export interface ConnectOptions {
   coalesce?: boolean
 }
 
-/** The desk a recall or release acts for. */
+/** The desk a recall or finish acts for. */
 export interface DeskOptions {
   /** The desk. Defaults to the desk without a name. */
   desk?: string
@@ -996,6 +988,12 @@ export interface DoctorInput {
   swaps?: number
   /** The longest the whole examination may take, in milliseconds. Defaults to 10 000. */
   timeLimitMs?: number
+}
+
+/** What `Gapless.alter` changes; fields left out stay as they are. */
+export interface GaplessAlterInput {
+  /** The longest lease, in milliseconds (1 ms to a day). */
+  maxLeaseMs?: number
 }
 
 /** Where a gap-free sequence's numbers are carried and how long a holder may keep one. */

@@ -378,10 +378,10 @@ pub async fn admin(
                 d.open("orders")
                     .await
                     .unwrap()
-                    .set_format(any_format(&mut rng).as_ref())
+                    .alter(dispenser::sequence::Alter::default().with_format(any_format(&mut rng)))
                     .await
                     .unwrap();
-                world.count("set-format");
+                world.count("alter: format only");
             }
             4 | 5 => {
                 let change = any_alter(&mut rng, &s, era_changes);
@@ -556,7 +556,7 @@ async fn recreate_ahead(rng: &mut Rng, d: &Dispenser, raw: &Collection<Document>
             d.open("orders")
                 .await
                 .unwrap()
-                .set_format(Some(&f))
+                .alter(dispenser::sequence::Alter::default().with_format(Some(f.clone())))
                 .await
                 .unwrap();
             v = d.peek("orders").await.unwrap().version;

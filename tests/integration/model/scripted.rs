@@ -103,7 +103,7 @@ fn other(rng: &mut Rng, ds: &Dispensers) -> Dispenser {
     }
 }
 
-/// Writes `name` (set-format, one write each) until it stands at `version`.
+/// Writes `name` (a format-only alter, one write each) until it stands at `version`.
 async fn catch_up(d: &Dispenser, name: &str, version: i64) {
     let f = Format::parse("S-{n}").expect("a valid format");
     loop {
@@ -115,7 +115,7 @@ async fn catch_up(d: &Dispenser, name: &str, version: i64) {
         d.open(name)
             .await
             .unwrap()
-            .set_format(Some(&f))
+            .alter(dispenser::sequence::Alter::default().with_format(Some(f.clone())))
             .await
             .unwrap();
     }

@@ -268,7 +268,7 @@ async fn service_reads(
         written: dispenser::Written::Nothing,
     })?;
     // The copies are valid: the library reads one whole.
-    large.open_queue("big-0299").await?.status().await?;
+    large.open_queue("big-0299").await?.peek().await?;
     let rules = serde_json::json!({ "tokens": [
         { "name": "bench", "token": TOKEN_ALL, "sequences": ["*"], "operations": ["peek", "list"] },
         { "name": "one-queue", "token": TOKEN_ONE, "sequences": ["qa"], "operations": ["peek", "list"] },

@@ -330,7 +330,7 @@ pub(super) struct QueueHourEntry {
     pub(super) waiting: u64,
 }
 
-/// A queue's state, as `GET /v1/queues/{name}` answers it (`QueueStatus::to_json`).
+/// A queue's state, as `GET /v1/queues/{name}` answers it (`QueueState::to_json`).
 #[derive(Serialize, Deserialize, ToSchema, Clone, Debug)]
 pub(super) struct QueueState {
     pub(super) name: String,
@@ -392,7 +392,7 @@ pub(super) struct QueueState {
 }
 
 impl QueueState {
-    pub(super) fn of(s: &dispenser::queue::QueueStatus) -> Result<Self, ApiError> {
+    pub(super) fn of(s: &dispenser::queue::QueueState) -> Result<Self, ApiError> {
         of_library(s.to_json())
     }
 }
@@ -408,7 +408,7 @@ pub(super) struct QueueCreated {
 impl QueueCreated {
     /// The answer of a create that answers `status` (201: made now).
     pub(super) fn of(
-        s: &dispenser::queue::QueueStatus,
+        s: &dispenser::queue::QueueState,
         status: StatusCode,
     ) -> Result<Self, ApiError> {
         Ok(QueueCreated {
@@ -604,7 +604,7 @@ pub(super) struct Voided {
 }
 
 /// A gap-free sequence's state, as `GET /v1/gapless/{name}` answers it
-/// (`GaplessStatus::to_json`; the lease by the server's clock).
+/// (`GaplessState::to_json`; the lease by the server's clock).
 #[derive(Serialize, Deserialize, ToSchema, Clone, Debug)]
 pub(super) struct Gapless {
     pub(super) name: String,
@@ -631,7 +631,7 @@ pub(super) struct Gapless {
 }
 
 impl Gapless {
-    pub(super) fn of(s: &dispenser::gapless::GaplessStatus) -> Result<Self, ApiError> {
+    pub(super) fn of(s: &dispenser::gapless::GaplessState) -> Result<Self, ApiError> {
         of_library(s.to_json())
     }
 }
@@ -647,7 +647,7 @@ pub(super) struct GaplessCreated {
 impl GaplessCreated {
     /// The answer of a create that answers `status` (201: made now).
     pub(super) fn of(
-        s: &dispenser::gapless::GaplessStatus,
+        s: &dispenser::gapless::GaplessState,
         status: StatusCode,
     ) -> Result<Self, ApiError> {
         Ok(GaplessCreated {
@@ -766,9 +766,9 @@ pub(super) struct HistoryItem {
     pub(super) template: Option<String>,
     /// A scope's key (`null` for another kind).
     pub(super) key: Option<String>,
-    /// `create`, `alter`, `set-format`, `advance-to`, `reset`, `delete`, `delete-scopes`;
-    /// for a gap-free sequence `create`, `void`, `release`, `max-lease`; for a queue
-    /// `create`, `alter`, `cancel`, `delete`.
+    /// `create`, `alter`, `advance-to`, `reset`, `delete`, `delete-scopes`; for a gap-free
+    /// sequence `create`, `alter`, `void`, `release`, `delete`; for a queue `create`,
+    /// `alter`, `cancel`, `delete` (older records: `set-format`, `max-lease`).
     pub(super) op: String,
     /// The parameters, as given.
     #[schema(value_type = Object)]

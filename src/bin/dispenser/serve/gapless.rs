@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use dispenser::Error;
-use dispenser::gapless::{Gapless, GaplessOptions, GaplessStatus, Released};
+use dispenser::gapless::{Gapless, GaplessAlter, GaplessOptions, GaplessState, Released};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -78,10 +78,10 @@ pub(super) const MAX_LEASE_MS: u64 = 86_400_000;
 pub(super) fn routes() -> Router<Shared> {
     Router::new()
         .route("/v1/gapless", post(create).get(list))
-        .route("/v1/gapless/{name}", get(status).delete(delete))
+        .route("/v1/gapless/{name}", get(peek).delete(delete))
         .route("/v1/gapless/{name}/void", post(void))
         .route("/v1/gapless/{name}/release", post(release))
-        .route("/v1/gapless/{name}/max-lease", post(max_lease))
+        .route("/v1/gapless/{name}/alter", post(alter))
 }
 
 /// Whether the request's token may read (`peek`) the sequence `name`.
@@ -181,7 +181,7 @@ pub(super) async fn create(
         || acting.ensure_gapless(&b.name, options),
     )
     .await?;
-    let state = g.status().await.map_err(|e| match status {
+    let state = g.peek().await.map_err(|e| match status {
         StatusCode::CREATED => e.after_write(&format!("{NOUN} {:?} created", b.name)),
         _ => e,
     })?;
@@ -213,11 +213,11 @@ pub(super) async fn list(
                 .await?;
             let mut page = Vec::with_capacity(names.len());
             for name in names {
-                page.push(async { d.open_gapless(&name).await?.status().await }.await);
+                page.push(async { d.open_gapless(&name).await?.peek().await }.await);
             }
             Ok(page)
         },
-        |s: &GaplessStatus| &s.name,
+        |s: &GaplessState| &s.name,
         |s| Ok(GaplessEntry::Gapless(GaplessAnswer::of(s)?)),
         GaplessEntry::Unreadable,
     )
@@ -255,9 +255,9 @@ pub(super) async fn delete(
 /// `GET /v1/gapless/{name}`: the next number, the lease (the one pending number, if any),
 /// the longest lease, whether the unique index is there, and the voided numbers with their
 /// reasons.
-#[utoipa::path(get, path = "/v1/gapless/{name}", operation_id = "gapless_status", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")),
+#[utoipa::path(get, path = "/v1/gapless/{name}", operation_id = "gapless_peek", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")),
     responses((status = 200, description = "`{name, collection, field, void_field, next, max_lease_ms, unique_index, lease: {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number, reason, at}]}` (the lease by the server's clock)", body = GaplessAnswer)))]
-pub(super) async fn status(
+pub(super) async fn peek(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
@@ -265,7 +265,7 @@ pub(super) async fn status(
     st.authorize(&headers, Op::Peek, Some(&name))?;
     check_name_of(NOUN, &name, false)?;
     let g = st.dispenser.open_gapless(&name).await?;
-    Ok(Json(GaplessAnswer::of(&g.status().await?)?))
+    Ok(Json(GaplessAnswer::of(&g.peek().await?)?))
 }
 
 /// The body of a void: the number (must be the next one) and why.
@@ -299,7 +299,7 @@ pub(super) async fn void(
         .map_err(|e| refusal(e, &name, b.number, "voided", peek))?;
     if peek {
         let voided = format!("number {} voided", b.number);
-        let status = g.status().await.map_err(|e| e.after_write(&voided))?;
+        let status = g.peek().await.map_err(|e| e.after_write(&voided))?;
         Ok(Json(VoidAnswer::State(GaplessAnswer::of(&status)?)))
     } else {
         Ok(Json(VoidAnswer::Voided {
@@ -372,31 +372,31 @@ pub(super) async fn release(
 /// The status after the lease on `number` was released.
 async fn status_of(g: &Gapless, number: i64) -> Result<GaplessAnswer, ApiError> {
     let released = format!("the lease on number {number} released");
-    GaplessAnswer::of(&g.status().await.map_err(|e| e.after_write(&released))?)
+    GaplessAnswer::of(&g.peek().await.map_err(|e| e.after_write(&released))?)
 }
 
-/// The body of a change of the longest lease.
+/// The body of an alter of a gap-free sequence.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct MaxLeaseBody {
+pub(super) struct GaplessAlterBody {
     /// The longest lease, in milliseconds (1 to 86 400 000): no holder's lease counts for
     /// longer, the leases already taken included.
     #[serde(deserialize_with = "super::json::whole")]
     pub(super) max_lease_ms: i64,
 }
 
-/// `POST /v1/gapless/{name}/max-lease` (token operation `alter`): sets the sequence's
-/// longest lease.
-#[utoipa::path(post, path = "/v1/gapless/{name}/max-lease", operation_id = "gapless_max_lease", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = MaxLeaseBody,
+/// `POST /v1/gapless/{name}/alter` (token operation `alter`): changes the sequence's
+/// settings (its longest lease).
+#[utoipa::path(post, path = "/v1/gapless/{name}/alter", operation_id = "gapless_alter", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = GaplessAlterBody,
     responses((status = 200, description = "`{name, max_lease_ms}`", body = MaxLeaseAnswer)))]
-pub(super) async fn max_lease(
+pub(super) async fn alter(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<MaxLeaseAnswer>, ApiError> {
     let acting = st.acting(&st.authorize(req.headers(), Op::Alter, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
-    let b: MaxLeaseBody = json_body(req).await?;
+    let b: GaplessAlterBody = json_body(req).await?;
     let ms = u64::try_from(b.max_lease_ms)
         .ok()
         .filter(|ms| (1..=MAX_LEASE_MS).contains(ms))
@@ -407,7 +407,8 @@ pub(super) async fn max_lease(
             ))
         })?;
     let g = acting.open_gapless(&name).await?;
-    g.set_max_lease(Duration::from_millis(ms)).await?;
+    g.alter(GaplessAlter::default().with_max_lease(Duration::from_millis(ms)))
+        .await?;
     Ok(Json(MaxLeaseAnswer {
         name,
         max_lease_ms: ms,

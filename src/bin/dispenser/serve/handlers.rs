@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::sequence::{Reset, SequenceState};
+use dispenser::sequence::{Alter, Reset, SequenceState};
 use dispenser::stripe::{StripedSequence, stripe_name};
 use dispenser::{Dispenser, Error, Format, Spec};
 use serde::Deserialize;
@@ -110,7 +110,7 @@ pub(super) async fn create(
         let made = acting.create(&b.name, spec).await?;
         let created = format!("sequence {:?} created", b.name);
         if let Some(f) = &format {
-            made.set_format(Some(f))
+            made.alter(Alter::default().with_format(Some(f.clone())))
                 .await
                 .map_err(|e| match e.written() {
                     dispenser::Written::Nothing => e.after_write(&created),

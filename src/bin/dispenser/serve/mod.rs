@@ -273,12 +273,12 @@ fn router(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/queues", post(queues::create).get(queues::list))
         .route(
             "/v1/queues/{name}",
-            get(queues::status).delete(queues::delete),
+            get(queues::peek).delete(queues::delete),
         )
         .route("/v1/queues/{name}/take", post(queues::take))
         .route("/v1/queues/{name}/call", post(queues::call))
         .route("/v1/queues/{name}/recall", post(queues::recall))
-        .route("/v1/queues/{name}/release", post(queues::release))
+        .route("/v1/queues/{name}/finish", post(queues::finish))
         .route("/v1/queues/{name}/cancel", post(queues::cancel))
         .route("/v1/queues/{name}/give-up", post(ticket::give_up))
         .route("/v1/queues/{name}/tickets/{serial}", get(ticket::view))

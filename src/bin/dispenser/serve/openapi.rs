@@ -68,17 +68,17 @@ impl Modify for BearerAuth {
         handlers::hourly,
         gapless::create,
         gapless::list,
-        gapless::status,
+        gapless::peek,
         gapless::delete,
         gapless::void,
         gapless::release,
-        gapless::max_lease,
+        gapless::alter,
         queues::create,
-        queues::status,
+        queues::peek,
         queues::take,
         queues::call,
         queues::recall,
-        queues::release,
+        queues::finish,
         queues::cancel,
         ticket::give_up,
         ticket::view,
@@ -145,7 +145,7 @@ impl Modify for BearerAuth {
         gapless::GaplessDeleteBody,
         gapless::VoidBody,
         gapless::ReleaseBody,
-        gapless::MaxLeaseBody,
+        gapless::GaplessAlterBody,
         queues::TakeBody,
         queues::CallBody,
         queues::RecallBody,
@@ -170,7 +170,7 @@ fn meaning(status: u16) -> &'static str {
         404 => "`no_such_sequence` (`no_such_queue` for a queue)",
         408 => "`request_timeout`: the body did not arrive within the service's --request-timeout",
         409 => {
-            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `nothing_to_recall` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release or a delete without `force`, or a void, of a number whose holder's lease runs: nothing written), `already_exists`"
+            "`exhausted`, `already_exists`, `spec_conflict`, `would_go_backwards`, `template` (a scope template is not drawn); for a queue `queue_full` (the tickets asked do not fit beside those waiting and those the desks show: nothing taken), `nobody_waiting` (nothing called), `ticket_not_waiting` (a cancel or a call of a given ticket that does not wait: nothing written), `no_ticket_shown` (the desk shows no ticket), `would_remap` (an alter under which a held ticket would show another number: nothing written), `queue_in_use` (a delete while tickets wait or a desk shows one, without `force`: nothing deleted), `already_exists`; for a gap-free sequence `lease_held` (a release or a delete without `force`, or a void, of a number whose holder's lease runs: nothing written), `already_exists`"
         }
         413 => "`payload_too_large`: a body over 64 KiB",
         429 => {
@@ -196,7 +196,7 @@ fn error_statuses(operation: &str) -> &'static [u16] {
     match operation {
         "next" => &[400, 401, 403, 404, 409, 414, 422, 431, 500, 503],
         "create" => &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503],
-        "peek" | "delete" | "gapless_status" | "hourly" => {
+        "peek" | "delete" | "gapless_peek" | "hourly" => {
             &[400, 401, 403, 404, 414, 422, 431, 500, 503]
         }
         "list" | "overview" => &[400, 401, 403, 414, 431, 500, 503],
@@ -208,21 +208,22 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         ],
         "give_up" => &[400, 401, 403, 404, 409, 414, 422, 429, 431, 500, 503],
         "ticket" | "ticket_link" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
-        "call" | "recall" | "release" | "cancel" | "queue_alter" => &[
+        "call" | "recall" | "finish" | "cancel" | "queue_alter" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
         "queue_list" | "gapless_list" => &[400, 401, 403, 414, 431, 500, 503],
         "queue_delete" | "gapless_delete" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],
-        "queue_status" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
+        "queue_peek" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
         "queue_create" | "gapless_create" => {
             &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503]
         }
-        "advance_to" | "reset" | "alter" | "gapless_void" | "gapless_release"
-        | "gapless_max_lease" => &[
-            400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
-        ],
+        "advance_to" | "reset" | "alter" | "gapless_void" | "gapless_release" | "gapless_alter" => {
+            &[
+                400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
+            ]
+        }
         "healthz" => &[400, 414, 431, 503],
         _ => &[400, 414, 431, 500, 503],
     }
@@ -325,13 +326,13 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
             p.insert("pattern".into(), json!(gapless::FIELD_PATTERN));
         }
     }
-    for schema in ["MaxLeaseBody", "GaplessCreateBody"] {
+    for schema in ["GaplessAlterBody", "GaplessCreateBody"] {
         if let Some(p) = property(&mut doc, schema, "max_lease_ms") {
             p.insert("minimum".into(), json!(1));
             p.insert("maximum".into(), json!(gapless::MAX_LEASE_MS));
         }
     }
-    if let Some(p) = property(&mut doc, "MaxLeaseBody", "max_lease_ms") {
+    if let Some(p) = property(&mut doc, "GaplessAlterBody", "max_lease_ms") {
         p.insert("minimum".into(), json!(1));
         p.insert("maximum".into(), json!(gapless::MAX_LEASE_MS));
     }
@@ -492,10 +493,10 @@ fn queue_links() -> Value {
         "take",
         "call",
         "recall",
-        "release",
+        "finish",
         "cancel",
         "queue_alter",
-        "queue_status",
+        "queue_peek",
     ] {
         links.insert(
             format!("{op}_created"),
@@ -509,10 +510,10 @@ fn queue_links() -> Value {
 fn gapless_links() -> Value {
     let mut links = Map::new();
     for op in [
-        "gapless_status",
+        "gapless_peek",
         "gapless_void",
         "gapless_release",
-        "gapless_max_lease",
+        "gapless_alter",
         "gapless_history",
         "gapless_delete",
     ] {

@@ -79,7 +79,7 @@ async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<GaplessEntry>, 
     let mut out = Vec::new();
     for name in names.iter().take(GAPLESS_SHOWN) {
         let status = match st.dispenser.open_gapless(name).await {
-            Ok(g) => g.status().await,
+            Ok(g) => g.peek().await,
             Err(e) => Err(e),
         };
         match status {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use dispenser::queue::{Queue, QueueStatus};
+use dispenser::queue::{Queue, QueueState};
 use dispenser::{Dispenser, Error};
 use tokio::sync::{Notify, watch};
 
@@ -61,7 +61,7 @@ struct Watch {
 /// says why).
 pub(super) struct Snapshot {
     pub(super) text: String,
-    pub(super) status: Option<QueueStatus>,
+    pub(super) status: Option<QueueState>,
     /// The status's `now_serving_label` (what a followed ticket's view shows beside it).
     pub(super) serving: serde_json::Value,
 }

@@ -11,7 +11,7 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use dispenser::Format;
-use dispenser::queue::{QueueSpec, QueueStatus};
+use dispenser::queue::{self, QueueSpec};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -174,7 +174,7 @@ pub(super) async fn create(
             acting.ensure_queue(&b.name, spec)
         })
         .await?;
-    let state = queue.status().await.map_err(|e| match status {
+    let state = queue.peek().await.map_err(|e| match status {
         StatusCode::CREATED => e.after_write(&format!("queue {:?} created", b.name)),
         _ => e,
     })?;
@@ -182,9 +182,9 @@ pub(super) async fn create(
 }
 
 /// `GET /v1/queues/{name}`: what is being served, how many wait, the next ticket.
-#[utoipa::path(get, path = "/v1/queues/{name}", operation_id = "queue_status", tag = "queues", params(("name" = String, Path, description = "The queue name")),
+#[utoipa::path(get, path = "/v1/queues/{name}", operation_id = "queue_peek", tag = "queues", params(("name" = String, Path, description = "The queue name")),
     responses((status = 200, description = "The queue's status", body = QueueState)))]
-pub(super) async fn status(
+pub(super) async fn peek(
     State(st): State<Shared>,
     headers: HeaderMap,
     Path(name): Path<String>,
@@ -192,7 +192,7 @@ pub(super) async fn status(
     st.authorize_on(&headers, Op::Peek, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    Ok(Json(QueueState::of(&q.status().await?)?))
+    Ok(Json(QueueState::of(&q.peek().await?)?))
 }
 
 /// `POST /v1/queues/{name}/take`: takes the next ticket, or a family of `count` (409
@@ -263,7 +263,7 @@ pub(super) async fn call(
 }
 
 /// `POST /v1/queues/{name}/recall`: announces again the ticket a desk shows (409
-/// `nothing_to_recall` when it shows none). Nobody is served.
+/// `no_ticket_shown` when it shows none). Nobody is served.
 #[utoipa::path(post, path = "/v1/queues/{name}/recall", operation_id = "recall", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
     params(("name" = String, Path, description = "The queue name")),
     responses((status = 200, description = "The ticket announced again", body = TicketAnswer)))]
@@ -285,12 +285,12 @@ pub(super) async fn recall(
     Ok(Json(TicketAnswer::of(&outcome?)?))
 }
 
-/// `POST /v1/queues/{name}/release`: the desk is done with its ticket and shows none (409
-/// `nothing_to_recall` when it shows none).
-#[utoipa::path(post, path = "/v1/queues/{name}/release", operation_id = "release", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
+/// `POST /v1/queues/{name}/finish`: the desk is done with its ticket and shows none (409
+/// `no_ticket_shown` when it shows none).
+#[utoipa::path(post, path = "/v1/queues/{name}/finish", operation_id = "finish", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
     params(("name" = String, Path, description = "The queue name")),
     responses((status = 200, description = "The ticket the desk showed", body = TicketAnswer)))]
-pub(super) async fn release(
+pub(super) async fn finish(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
@@ -301,8 +301,8 @@ pub(super) async fn release(
     check_desk(b.desk.as_deref())?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
     let outcome = match b.desk {
-        Some(desk) => q.release().desk(desk).await,
-        None => q.release().await,
+        Some(desk) => q.finish().desk(desk).await,
+        None => q.finish().await,
     };
     st.queues.events.nudge(&name);
     Ok(Json(TicketAnswer::of(&outcome?)?))
@@ -369,7 +369,7 @@ pub(super) async fn list(
             d.list_queues_after_matching(&patterns, a.as_deref(), limit)
                 .await
         },
-        |q: &QueueStatus| &q.name,
+        |q: &queue::QueueState| &q.name,
         |q| Ok(QueueEntry::Queue(QueueState::of(q)?)),
         QueueEntry::Unreadable,
     )

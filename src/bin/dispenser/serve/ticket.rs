@@ -19,7 +19,7 @@ use axum::Json;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use dispenser::queue::{Queue, QueueStatus, Ticket, TicketState};
+use dispenser::queue::{Queue, QueueState, Ticket, TicketState};
 use serde_json::{Value, json};
 
 use super::answers::{FollowedTicket, TakeAnswer, TicketAnswer, TicketLink, of_library};
@@ -63,11 +63,7 @@ pub(super) fn serial_of(text: &str) -> Result<u64, ApiError> {
 /// The view of ticket `serial` in `status`, as answered and streamed: the library's view,
 /// with the queue's name, how many wait in all and what it serves now (`serving`: the
 /// status's `now_serving_label`).
-pub(super) fn view_json(
-    status: &QueueStatus,
-    serving: &Value,
-    serial: u64,
-) -> (Value, TicketState) {
+pub(super) fn view_json(status: &QueueState, serving: &Value, serial: u64) -> (Value, TicketState) {
     let view = status.ticket(serial);
     let mut body = view.to_json();
     body["queue"] = json!(status.name);
@@ -91,7 +87,7 @@ pub(super) async fn view(
     check_name_of(QUEUE, &name, false)?;
     let serial = serial_of(&serial)?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let status = q.status().await?;
+    let status = q.peek().await?;
     let serving = status.to_json()["now_serving_label"].take();
     Ok(Json(of_library(view_json(&status, &serving, serial).0)?))
 }
@@ -269,7 +265,7 @@ pub(super) async fn give_up(
             t?
         }
     };
-    let status = q.status().await?;
+    let status = q.peek().await?;
     let view = status.ticket(mine.serial);
     if view.state != TicketState::Waiting {
         let how = match (view.state, view.desk.as_deref()) {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use dispenser::gapless::{AuditOptions, GaplessOptions, Released};
+use dispenser::gapless::{AuditOptions, GaplessAlter, GaplessOptions, Released};
 use dispenser::mongodb::bson::doc;
 use dispenser::mongodb::error::{ErrorKind, WriteError, WriteFailure};
 use napi::Env;
@@ -20,6 +20,13 @@ use crate::dispenser::{Dispenser, ListOptions};
 use crate::sequence::stats_json;
 
 /// Where a gap-free sequence's numbers are carried and how long a holder may keep one.
+/// What `Gapless.alter` changes; fields left out stay as they are.
+#[napi(object)]
+pub struct GaplessAlterInput {
+    /// The longest lease, in milliseconds (1 ms to a day).
+    pub max_lease_ms: Option<f64>,
+}
+
 #[napi(object)]
 pub struct GaplessOptionsInput {
     /// The business collection (in the dispenser's database) whose documents carry the numbers.
@@ -316,10 +323,10 @@ impl Gapless {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<GaplessStatus>")]
-    pub fn status<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+    #[napi(ts_return_type = "Promise<GaplessState>")]
+    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Json(inner.status().await.map_err(js)?.to_json())) })
+        env.spawn_future(async move { Ok(Json(inner.peek().await.map_err(js)?.to_json())) })
     }
 
     /// Confirms at once the last number this handle used.
@@ -334,22 +341,26 @@ impl Gapless {
         env.spawn_future(async move { inner.flush().await.map_err(js) })
     }
 
-    /// Changes the sequence's longest lease (milliseconds).
+    /// Changes the sequence's settings (`maxLeaseMs`: the longest lease); resolves to the
+    /// state afterwards.
     ///
     /// # Cancel safety
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<void>")]
-    pub fn set_max_lease<'env>(
+    #[napi(ts_return_type = "Promise<GaplessState>")]
+    pub fn alter<'env>(
         &self,
         env: &'env Env,
-        max_lease_ms: f64,
-    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        change: GaplessAlterInput,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let d = millis("maxLeaseMs", max_lease_ms)?;
-            inner.set_max_lease(d).await.map_err(js)
+            let mut a = GaplessAlter::default();
+            if let Some(ms) = change.max_lease_ms {
+                a = a.with_max_lease(millis("maxLeaseMs", ms)?);
+            }
+            Ok(Json(inner.alter(a).await.map_err(js)?.to_json()))
         })
     }
 

@@ -1,7 +1,7 @@
 //! Ticket queues: take a ticket, call the next one, from several desks.
 
 use dispenser::jiff::tz::TimeZone;
-use dispenser::queue::{QueueAlter, QueueSpec, QueueStatus, Ticket};
+use dispenser::queue::{QueueAlter, QueueSpec, QueueState, Ticket};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
@@ -44,7 +44,7 @@ pub struct CallOptions {
     pub ticket: Option<Int>,
 }
 
-/// The desk a recall or release acts for.
+/// The desk a recall or finish acts for.
 #[napi(object)]
 pub struct DeskOptions {
     /// The desk. Defaults to the desk without a name.
@@ -80,7 +80,7 @@ fn spec(input: Option<QueueSpecInput>) -> napi::Result<QueueSpec> {
     Ok(s)
 }
 
-fn statuses(v: Vec<dispenser::Result<QueueStatus>>) -> JsonList {
+fn statuses(v: Vec<dispenser::Result<QueueState>>) -> JsonList {
     JsonList(
         v.into_iter()
             .map(|r| match r {
@@ -164,7 +164,7 @@ impl Dispenser {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<Array<QueueStatus | ListingError>>")]
+    #[napi(ts_return_type = "Promise<Array<QueueState | ListingError>>")]
     pub fn list_queues<'env>(
         &self,
         env: &'env Env,
@@ -339,14 +339,14 @@ impl Queue {
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
-    pub fn release<'env>(
+    pub fn finish<'env>(
         &self,
         env: &'env Env,
         options: Option<DeskOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let mut r = inner.release();
+            let mut r = inner.finish();
             if let Some(d) = options.and_then(|o| o.desk) {
                 r = r.desk(d);
             }
@@ -379,7 +379,7 @@ impl Queue {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<QueueStatus>")]
+    #[napi(ts_return_type = "Promise<QueueState>")]
     pub fn alter<'env>(
         &self,
         env: &'env Env,
@@ -413,11 +413,11 @@ impl Queue {
     ///
     /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<QueueStatus>")]
-    pub fn status<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+    #[napi(ts_return_type = "Promise<QueueState>")]
+    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let s: Value = inner.status().await.map_err(js)?.to_json();
+            let s: Value = inner.peek().await.map_err(js)?.to_json();
             Ok(Json(s))
         })
     }

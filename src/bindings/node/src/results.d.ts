@@ -85,7 +85,7 @@ export interface HistoryEntry {
 }
 
 /** A gap-free sequence's state. */
-export interface GaplessStatus {
+export interface GaplessState {
   name: string
   collection: string
   field: string
@@ -121,7 +121,7 @@ export interface Audit {
   malformedDocs: Array<[string, string]>
 }
 
-/** A ticket, as a take, call, recall, release or cancel answers it. */
+/** A ticket, as a take, call, recall, finish or cancel answers it. */
 export interface Ticket {
   ticket: bigint
   label: string
@@ -137,8 +137,8 @@ export interface Ticket {
   version: bigint
 }
 
-/** A queue's status. */
-export interface QueueStatus {
+/** A queue's state. */
+export interface QueueState {
   name: string
   min: bigint
   max: bigint

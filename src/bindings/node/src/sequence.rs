@@ -215,25 +215,6 @@ impl Sequence {
         })
     }
 
-    /// Sets (or with `null` removes) the serial format.
-    ///
-    /// # Cancel safety
-    ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<void>")]
-    pub fn set_format<'env>(
-        &self,
-        env: &'env Env,
-        format: Option<String>,
-    ) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let f = format.as_deref().map(crate::sequence::format).transpose()?;
-            inner.set_format(f.as_ref()).await.map_err(js)
-        })
-    }
-
     /// Deletes the sequence.
     ///
     /// # Cancel safety

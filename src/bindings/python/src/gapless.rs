@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use dispenser::gapless::{Gapless, Released};
+use dispenser::gapless::{Gapless, GaplessAlter, Released};
 use dispenser::mongodb::bson::doc;
 
 use crate::convert::{Json, seconds};
@@ -189,9 +189,9 @@ flavors! {
     }
 
     /// The sequence's state (next number, lease, voids), as a dict.
-    fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let g = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(g.status().await?.to_json())) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(g.peek().await?.to_json())) })
     }
 
     /// Confirms at once the numbers this handle used (call it before the process exits).
@@ -200,11 +200,16 @@ flavors! {
         run(py, Self::ASYNC, async move { Outcome::Ok(g.flush().await?) })
     }
 
-    /// Changes the sequence's longest lease (seconds).
-    fn set_max_lease(&self, py: Python<'_>, max_lease: f64) -> PyResult<Py<PyAny>> {
+    /// Changes the sequence's settings: `max_lease` (seconds), the longest lease. Returns the
+    /// state afterwards, as a dict.
+    #[pyo3(signature = (*, max_lease=None))]
+    fn alter(&self, py: Python<'_>, max_lease: Option<f64>) -> PyResult<Py<PyAny>> {
         let g = self.live().get(py)?;
-        let d = seconds("max_lease", max_lease).map_err(|e| to_py_err(py, &e))?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(g.set_max_lease(d).await?) })
+        let mut change = GaplessAlter::default();
+        if let Some(s) = max_lease {
+            change = change.with_max_lease(seconds("max_lease", s).map_err(|e| to_py_err(py, &e))?);
+        }
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(g.alter(change).await?.to_json())) })
     }
 
     /// Voids `number` (the next one, or one a dead holder left) with a `reason`: a void

@@ -93,10 +93,10 @@ flavors! {
 
     /// `desk` is done with the ticket it shows, and shows none.
     #[pyo3(signature = (*, desk=None))]
-    fn release(&self, py: Python<'_>, desk: Option<String>) -> PyResult<Py<PyAny>> {
+    fn finish(&self, py: Python<'_>, desk: Option<String>) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            let mut r = q.release();
+            let mut r = q.finish();
             if let Some(d) = desk {
                 r = r.desk(d);
             }
@@ -126,8 +126,8 @@ flavors! {
     }
 
     /// Who waits, which desk shows what, the last calls: a dict.
-    fn status(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.status().await?.to_json())) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.peek().await?.to_json())) })
     }
 }

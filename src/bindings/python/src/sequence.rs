@@ -22,6 +22,7 @@ fn alter(
     max: Option<i64>,
     cycle: Option<bool>,
     format: Option<&str>,
+    no_format: bool,
     force: bool,
 ) -> Result<Alter, dispenser::Error> {
     let mut a = Alter::default().with_force(force);
@@ -39,6 +40,8 @@ fn alter(
     }
     if let Some(f) = format {
         a = a.with_format(Some(Format::parse(f)?));
+    } else if no_format {
+        a = a.with_format(None);
     }
     Ok(a)
 }
@@ -107,21 +110,14 @@ flavors! {
         })
     }
 
-    /// Sets the serial format (`"INV-{n:06}"`), or removes it with `None`.
-    fn set_format(&self, py: Python<'_>, format: Option<&str>) -> PyResult<Py<PyAny>> {
-        let s = self.live().get(py)?;
-        let format = format.map(Format::parse).transpose().map_err(|e| to_py_err(py, &e))?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(s.set_format(format.as_ref()).await?) })
-    }
-
     /// Changes the shape of the live sequence (keywords left out stay as they are);
     /// returns the state afterwards. `force=True` allows a bound that strands the last
     /// number issued and turning `cycle` on.
-    #[pyo3(signature = (*, step=None, min=None, max=None, cycle=None, format=None, force=false))]
+    #[pyo3(signature = (*, step=None, min=None, max=None, cycle=None, format=None, no_format=false, force=false))]
     #[allow(clippy::too_many_arguments)]
-    fn alter(&self, py: Python<'_>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>, format: Option<&str>, force: bool) -> PyResult<Py<PyAny>> {
+    fn alter(&self, py: Python<'_>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>, format: Option<&str>, no_format: bool, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
-        let change = alter(step, min, max, cycle, format, force).map_err(|e| to_py_err(py, &e))?;
+        let change = alter(step, min, max, cycle, format, no_format, force).map_err(|e| to_py_err(py, &e))?;
         run(py, Self::ASYNC, async move { Outcome::Ok(Json(s.alter(change).await?.to_json())) })
     }
 
@@ -256,7 +252,7 @@ flavors! {
     #[pyo3(signature = (*, min=None, max=None, format=None, force=false))]
     fn alter(&self, py: Python<'_>, min: Option<i64>, max: Option<i64>, format: Option<&str>, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
-        let change = alter(None, min, max, None, format, force).map_err(|e| to_py_err(py, &e))?;
+        let change = alter(None, min, max, None, format, false, force).map_err(|e| to_py_err(py, &e))?;
         run(py, Self::ASYNC, async move { Outcome::Ok(state_list(s.alter(change).await?)) })
     }
 

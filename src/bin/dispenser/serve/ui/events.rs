@@ -87,7 +87,7 @@ pub(super) fn refused(status: StatusCode, message: String) -> Response {
 /// The status of `name`: its JSON as an event's data, or `{"error": {kind, message}}`.
 async fn read(st: &AppState, name: &str) -> Snapshot {
     let status = match st.queues.handle(&st.dispenser, name).await {
-        Ok(q) => q.status().await,
+        Ok(q) => q.peek().await,
         Err(e) => Err(e),
     };
     match status {

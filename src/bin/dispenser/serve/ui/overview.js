@@ -159,7 +159,7 @@
     switch (e.kind) {
       case "nobody_waiting":
         return "Nobody is waiting.";
-      case "nothing_to_recall":
+      case "no_ticket_shown":
         return "That desk shows no ticket to recall.";
       case "ticket_not_waiting":
         return "That ticket is not waiting (called or cancelled already).";
