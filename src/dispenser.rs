@@ -1137,9 +1137,9 @@ impl Sequence {
         self.dispenser.advance_to(self.name(), n).await
     }
 
-    /// Sets the number the sequence issues next to `reset.next` (CAS-safe against concurrent
+    /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
     /// writers). Moving a sequence backwards (so that numbers already issued would come again)
-    /// needs [`Reset::force`]. A stripe of a striped sequence only accepts a `next` of its own residue
+    /// needs [`ResetSequence::force`](crate::sequence::ResetSequence::force). A stripe of a striped sequence only accepts a `next` of its own residue
     /// class (use [`StripedSequence::reset`](crate::stripe::StripedSequence::reset) to move all
     /// stripes).
     ///
@@ -1158,13 +1158,12 @@ impl Sequence {
     ///
     /// ```no_run
     /// # async fn f(tickets: dispenser::Sequence) -> dispenser::Result<()> {
-    /// use dispenser::sequence::Reset;
-    /// let state = tickets.reset(Reset::to(1).force()).await?; // the counter restarts at 1
+    /// let state = tickets.reset(1).force(true).await?; // the counter restarts at 1
     /// assert_eq!(state.next_number(), Some(1));
     /// # Ok(()) }
     /// ```
-    pub async fn reset(&self, reset: Reset) -> Result<SequenceState> {
-        self.dispenser.reset(self.name(), reset).await
+    pub fn reset(&self, next: i64) -> crate::action::ResetSequence<'_> {
+        crate::action::ResetSequence::new(self, next)
     }
 
     /// Sets (or with `None` removes) the serial format of a sequence (see [`Format`]). The

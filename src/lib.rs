@@ -95,6 +95,7 @@
 //! tests that check it.
 #![deny(missing_docs)]
 
+mod action;
 mod alter;
 mod arith;
 pub mod block;

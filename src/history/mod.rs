@@ -74,7 +74,7 @@
 //!
 //! # async fn f() -> dispenser::Result<()> {
 //! let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default().with_caller("billing-admin")).await?;
-//! d.open("invoices").await?.reset(dispenser::sequence::Reset::to(1000)).await?;
+//! d.open("invoices").await?.reset(1000).await?;
 //! for e in d.history("invoices", &HistoryQuery::default()).await? {
 //!     println!("{} {} by {:?}: {}", e.at, e.op, e.who, e.outcome.as_str());
 //! }

@@ -9,7 +9,7 @@
 //! let family = lobby.take().count(3).request_id("kiosk-1/000042").await?; // a Vec<Ticket>
 //! let next = lobby.call().desk("2").await?;
 //! lobby.recall().desk("2").await?;
-//! lobby.delete().force().await?; // even while tickets are held
+//! lobby.delete().force(true).await?; // even while tickets are held
 //! # Ok(()) }
 //! ```
 //!
@@ -233,16 +233,11 @@ impl<'a> DeleteQueue<'a> {
         }
     }
 
-    /// Deletes the queue even while tickets are held (and one whose document no longer
+    /// With `true`, deletes the queue even while tickets are held (and one whose document no longer
     /// decodes): the caller knows nobody waits any more — a queue created again under the
     /// name hands out its first tickets again, whoever still holds those numbers. The
-    /// history records the force.
-    pub fn force(self) -> Self {
-        self.with_force(true)
-    }
-
-    /// [`DeleteQueue::force`] when `force` is true (for a value read from elsewhere).
-    pub fn with_force(mut self, force: bool) -> Self {
+    /// history records the force. Defaults to false.
+    pub fn force(mut self, force: bool) -> Self {
         self.force = force;
         self
     }

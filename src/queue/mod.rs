@@ -458,7 +458,7 @@ impl Dispenser {
     ///     }
     ///     other => other?,
     /// }
-    /// d.delete_queue("old-lobby").force().await?; // closed for good: nobody comes back
+    /// d.delete_queue("old-lobby").force(true).await?; // closed for good: nobody comes back
     /// assert!(d.open_queue("old-lobby").await.is_err());
     /// # Ok(()) }
     /// ```

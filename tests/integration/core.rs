@@ -454,14 +454,9 @@ async fn admin_reset_peek_list_delete() {
     for _ in 0..10 {
         seq.next().await.unwrap();
     }
-    let err = async {
-        d.open("a")
-            .await?
-            .reset(dispenser::sequence::Reset::to(5))
-            .await
-    }
-    .await
-    .unwrap_err();
+    let err = async { d.open("a").await?.reset(5).await }
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -474,32 +469,22 @@ async fn admin_reset_peek_list_delete() {
         "{err}"
     );
     assert_eq!(d.peek("a").await.unwrap().value, 10);
-    let state = d
-        .open("a")
-        .await
-        .unwrap()
-        .reset(dispenser::sequence::Reset::to(500))
-        .await
-        .unwrap();
+    let state = d.open("a").await.unwrap().reset(500).await.unwrap();
     assert_eq!(state.next_number(), Some(500));
     assert_eq!(seq.next().await.unwrap(), 500);
     let state = d
         .open("a")
         .await
         .unwrap()
-        .reset(dispenser::sequence::Reset::to(1).force())
+        .reset(1)
+        .force(true)
         .await
         .unwrap();
     assert_eq!((state.value, state.remaining()), (0, 1000));
     assert_eq!(seq.next().await.unwrap(), 1);
-    let err = async {
-        d.open("a")
-            .await?
-            .reset(dispenser::sequence::Reset::to(1001).force())
-            .await
-    }
-    .await
-    .unwrap_err();
+    let err = async { d.open("a").await?.reset(1001).force(true).await }
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
 
     let names: Vec<_> = d

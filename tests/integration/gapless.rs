@@ -1584,12 +1584,12 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
     }
     let e = other.release(1, "x").await.unwrap_err();
     assert!(e.to_string().contains("could still land"), "{e}");
-    let e = other.release(2, "x").force().await.unwrap_err();
+    let e = other.release(2, "x").force(true).await.unwrap_err();
     assert!(e.to_string().contains("1, can be released"), "{e}");
     assert_eq!(
         other
             .release(1, "operator: holder declared dead")
-            .force()
+            .force(true)
             .await
             .unwrap(),
         Released::Voided(1)

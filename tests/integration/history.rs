@@ -49,18 +49,13 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
     d.open("orders")
         .await
         .unwrap()
-        .reset(dispenser::sequence::Reset::to(50).force())
+        .reset(50)
+        .force(true)
         .await
         .unwrap();
     // Refused by the state read first: recorded, refused. Bad input: nothing written.
     assert!(matches!(
-        async {
-            d.open("orders")
-                .await?
-                .reset(dispenser::sequence::Reset::to(10))
-                .await
-        }
-        .await,
+        async { d.open("orders").await?.reset(10).await }.await,
         Err(Error::WouldGoBackwards { .. })
     ));
     assert!(
@@ -74,14 +69,9 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
         .is_err()
     );
     assert!(
-        async {
-            d.open("or\nders")
-                .await?
-                .reset(dispenser::sequence::Reset::to(1).force())
-                .await
-        }
-        .await
-        .is_err()
+        async { d.open("or\nders").await?.reset(1).force(true).await }
+            .await
+            .is_err()
     );
     // Nothing to move: not recorded either.
     d.open("orders")
@@ -189,9 +179,7 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
     // Opened again: nothing recorded.
     d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
-    ids.reset(dispenser::sequence::Reset::to(1000))
-        .await
-        .unwrap();
+    ids.reset(1000).await.unwrap();
     let h = d.history("ids", &HistoryQuery::default()).await.unwrap();
     assert_eq!(ops(&h), ["create", "reset", "reset"], "{h:#?}");
     assert_eq!(h[0].params["stripes"], 2);
@@ -268,7 +256,7 @@ async fn queue_operations_are_recorded_refusals_included() {
         .await
         .unwrap();
     // Two tickets still wait: only a forced delete deletes it (issue 49, item 2).
-    d.delete_queue("lobby").force().await.unwrap();
+    d.delete_queue("lobby").force(true).await.unwrap();
     let h = d.history("lobby", &HistoryQuery::queue()).await.unwrap();
     assert_eq!(
         ops(&h),
@@ -491,14 +479,9 @@ async fn a_read_returns_exactly_its_subjects_never_names_that_start_with_it() {
     d.ensure_scope("pub", "a").await.unwrap();
     let secret = d.ensure_scope("pub", "a~secret").await.unwrap();
     secret.next().await.unwrap();
-    secret
-        .reset(dispenser::sequence::Reset::to(1).force())
-        .await
-        .unwrap();
+    secret.reset(1).force(true).await.unwrap();
     let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
-    ids.reset(dispenser::sequence::Reset::to(100))
-        .await
-        .unwrap();
+    ids.reset(100).await.unwrap();
     d.create_gapless("ids~1", GaplessOptions::new(business.as_str(), "m"))
         .await
         .unwrap();

@@ -122,7 +122,7 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
 async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     use dispenser::history::HistoryQuery;
     use dispenser::queue::QueueAlter;
-    use dispenser::sequence::{Alter, Reset};
+    use dispenser::sequence::Alter;
 
     let f = Fixture::new("vocabulary_admin").await;
     let d = f.dispenser(f.options().with_caller("ops"));
@@ -134,10 +134,10 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     assert_eq!(s.next_number(), Some(101));
     assert_eq!(orders.next().await.unwrap(), 101);
     assert!(matches!(
-        orders.reset(Reset::to(50)).await,
+        orders.reset(50).await,
         Err(Error::WouldGoBackwards { .. })
     ));
-    let s = orders.reset(Reset::to(50).force()).await.unwrap();
+    let s = orders.reset(50).force(true).await.unwrap();
     assert_eq!(s.next_number(), Some(50));
     assert_eq!(orders.peek().await.unwrap().next_number(), Some(50));
     let f6 = dispenser::Format::parse("ORD-{n:06}").unwrap();

@@ -176,7 +176,7 @@ test('a queue: take, call from desks, recall, cancel, status', async () => {
   assert.ok(busy instanceof dispenser.ConflictError && busy.code === 'queue_in_use', busy.message)
   assert.equal(busy.written, 'nothing_written')
   assert.equal((await q.status()).waiting, 2n)
-  await d.deleteQueue('lobby', true)
+  await d.deleteQueue('lobby', { force: true })
   await assert.rejects(d.openQueue('lobby'), NotFoundError)
   const forced = await d.history('lobby', { subject: 'queue' })
   assert.deepEqual([forced.at(-1).op, forced.at(-1).params.force, forced.at(-1).kind], ['delete', true, 'queue'])

@@ -228,7 +228,7 @@ pub async fn run(
             }
         }
         GaplessCommand::Delete { name, force } => {
-            d.delete_gapless(&name).with_force(force).await?;
+            d.delete_gapless(&name).force(force).await?;
             writeln!(
                 out,
                 "deleted gap-free sequence {name} (the documents it numbered stay)"
@@ -361,7 +361,7 @@ pub async fn run(
             force,
         } => {
             let g = d.open_gapless(&name).await?;
-            match g.release(number, &reason).with_force(force).await? {
+            match g.release(number, &reason).force(force).await? {
                 Released::Voided(n) => {
                     writeln!(out, "{name}: {n} voided; its holder's lease ended").map_err(io)?;
                 }

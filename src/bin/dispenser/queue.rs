@@ -377,7 +377,7 @@ pub async fn run(
             }
         }
         QueueCommand::Delete { name, force } => {
-            d.delete_queue(&name).with_force(force).await?;
+            d.delete_queue(&name).force(force).await?;
             writeln!(out, "deleted queue {}", one_line_name(&name)).map_err(io_err)?;
         }
     }

@@ -462,25 +462,25 @@ export declare class Dispenser {
   listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueStatus | ListingError>>
   /**
    * Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
-   * wait, unless `force` is true (recorded in the history).
+   * wait, unless `{ force: true }` (recorded in the history).
    *
    * # Cancel safety
    *
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  deleteQueue(name: string, force?: boolean | undefined | null): Promise<void>
+  deleteQueue(name: string, options?: ForceOptions | undefined | null): Promise<void>
   /**
    * Deletes the gap-free sequence `name` (its state; the business collection and its
    * documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
-   * runs, unless `force` is true (recorded in the history).
+   * runs, unless `{ force: true }` (recorded in the history).
    *
    * # Cancel safety
    *
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  deleteGapless(name: string, force?: boolean | undefined | null): Promise<void>
+  deleteGapless(name: string, options?: ForceOptions | undefined | null): Promise<void>
   /**
    * Opens the scope `scope` of `template` (`template@scope`), creating it from the
    * template's shape when missing.
@@ -632,7 +632,7 @@ export declare class Gapless {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  release(number: Int, reason: string, options?: ReleaseOptions | undefined | null): Promise<Released>
+  release(number: Int, reason: string, options?: ForceOptions | undefined | null): Promise<Released>
   /**
    * Checks the business collection: every number from `from` used or voided exactly once.
    *
@@ -806,7 +806,7 @@ export declare class Sequence {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  reset(next: Int, options?: ResetOptions | undefined | null): Promise<SequenceState>
+  reset(next: Int, options?: ForceOptions | undefined | null): Promise<SequenceState>
   /**
    * Changes the sequence's shape or format while it is in use.
    *
@@ -815,7 +815,7 @@ export declare class Sequence {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  alter(change: AlterInput): Promise<SequenceState>
+  alter(change: AlterInput, options?: ForceOptions | undefined | null): Promise<SequenceState>
   /**
    * Sets (or with `null` removes) the serial format.
    *
@@ -883,7 +883,7 @@ export declare class StripedSequence {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  reset(next: Int, options?: ResetOptions | undefined | null): Promise<Array<SequenceState>>
+  reset(next: Int, options?: ForceOptions | undefined | null): Promise<Array<SequenceState>>
   /**
    * Changes every stripe's shape or format.
    *
@@ -892,7 +892,7 @@ export declare class StripedSequence {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  alter(change: AlterInput): Promise<Array<SequenceState>>
+  alter(change: AlterInput, options?: ForceOptions | undefined | null): Promise<Array<SequenceState>>
   /**
    * Deletes every stripe; returns how many.
    *
@@ -927,8 +927,6 @@ export interface AlterInput {
   cycle?: boolean
   /** The new serial format; `null` removes it. */
   format?: string | undefined | null
-  /** Allow a change that moves the sequence or turns `cycle` on. */
-  force?: boolean
 }
 
 /** Which numbers an audit checks. */
@@ -996,6 +994,15 @@ export interface DoctorInput {
   swaps?: number
   /** The longest the whole examination may take, in milliseconds. Defaults to 10 000. */
   timeLimitMs?: number
+}
+
+/**
+ * `force`: the one option of every operation that can be forced (a reset backwards, an
+ * alter that strands numbers, a release of a live lease, a delete while something is held).
+ */
+export interface ForceOptions {
+  /** Do it even so. Defaults to false. */
+  force?: boolean
 }
 
 /** Where a gap-free sequence's numbers are carried and how long a holder may keep one. */
@@ -1067,18 +1074,6 @@ export interface QueueSpecInput {
   timeZone?: string
   /** Whether each local day starts again at the first ticket. Defaults to false. */
   daily?: boolean
-}
-
-/** A release's force: end a live holder's lease too. */
-export interface ReleaseOptions {
-  /** End the lease even while it runs. */
-  force?: boolean
-}
-
-/** `force`: allow a reset that moves the sequence backwards. */
-export interface ResetOptions {
-  /** Allow moving backwards (numbers already issued come again). */
-  force?: boolean
 }
 
 /** A number and the scope (for a daily sequence, the date `YYYY-MM-DD`) it was drawn in. */

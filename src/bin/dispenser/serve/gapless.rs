@@ -259,7 +259,7 @@ pub(super) async fn delete(
     let acting = st.acting(&st.authorize_on(req.headers(), Op::Delete, Some(&name), NOUN)?)?;
     check_name_of(NOUN, &name, false)?;
     let b: GaplessDeleteBody = optional_json_body(req).await?;
-    acting.delete_gapless(&name).with_force(b.force).await?;
+    acting.delete_gapless(&name).force(b.force).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -356,7 +356,7 @@ pub(super) async fn release(
         .unwrap_or("released: its holder stopped");
     let released = g
         .release(b.number, reason)
-        .with_force(b.force)
+        .force(b.force)
         .await
         .map_err(|e| refusal(e, &name, b.number, "released", peek))?;
     let mut answer = json!({ "name": name, "number": b.number });

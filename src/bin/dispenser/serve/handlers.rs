@@ -4,11 +4,12 @@
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::sequence::{Reset, SequenceState};
+use dispenser::sequence::SequenceState;
 use dispenser::stripe::{StripedSequence, stripe_name};
 use dispenser::{Dispenser, Error, Format, Spec};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::future::IntoFuture;
 use utoipa::ToSchema;
 
 use super::classify::classify;
@@ -427,7 +428,7 @@ pub(super) async fn alter(
             "nothing to change for sequence {name:?}: give a step, min, max, cycle or format"
         )));
     }
-    let mut change = dispenser::sequence::Alter::default().with_force(b.force);
+    let mut change = dispenser::sequence::Alter::default();
     change.step = b.step;
     change.min = b.min;
     change.max = b.max;
@@ -439,13 +440,20 @@ pub(super) async fn alter(
     };
     match st
         .exclusive(&name, async {
-            acting.open(&name).await?.alter(change.clone()).await
+            acting
+                .open(&name)
+                .await?
+                .alter(change.clone())
+                .force(b.force)
+                .await
         })
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
-            let states = st.exclusive_all(&stripes, ids.alter(change)).await?;
+            let states = st
+                .exclusive_all(&stripes, ids.alter(change).force(b.force).into_future())
+                .await?;
             Ok(Json(striped_json(&name, &states)))
         }
         other => Ok(Json(SequenceState::to_json(&other?))),
@@ -523,15 +531,14 @@ pub(super) async fn reset(
     check_name(&name, false)?;
     match st
         .exclusive(&name, async {
-            let reset = Reset::to(next).with_force(b.force);
-            acting.open(&name).await?.reset(reset).await
+            acting.open(&name).await?.reset(next).force(b.force).await
         })
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st
-                .exclusive_all(&stripes, ids.reset(Reset::to(next).with_force(b.force)))
+                .exclusive_all(&stripes, ids.reset(next).force(b.force).into_future())
                 .await?;
             Ok(Json(striped_json(&name, &states)))
         }

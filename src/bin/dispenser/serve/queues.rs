@@ -434,7 +434,7 @@ pub(super) async fn delete(
     let acting = st.acting(&st.authorize_on(req.headers(), Op::Delete, Some(&name), QUEUE)?)?;
     check_name_of(QUEUE, &name, false)?;
     let b: QueueDeleteBody = optional_json_body(req).await?;
-    acting.delete_queue(&name).with_force(b.force).await?;
+    acting.delete_queue(&name).force(b.force).await?;
     st.queues.events.nudge(&name);
     Ok(StatusCode::NO_CONTENT)
 }

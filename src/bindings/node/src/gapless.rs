@@ -15,7 +15,7 @@ use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use serde_json::json;
 
-use crate::convert::{Int, Json, int, invalid, js, millis, opt_int};
+use crate::convert::{ForceOptions, Int, Json, forced, int, invalid, js, millis, opt_int};
 use crate::dispenser::{Dispenser, ListOptions};
 use crate::sequence::stats_json;
 
@@ -64,13 +64,6 @@ pub struct IssuedNumber {
 pub struct AuditInput {
     /// The first number expected. Defaults to the smallest found.
     pub from: Option<Int>,
-}
-
-/// A release's force: end a live holder's lease too.
-#[napi(object)]
-pub struct ReleaseOptions {
-    /// End the lease even while it runs.
-    pub force: Option<bool>,
 }
 
 fn options(input: GaplessOptionsInput) -> napi::Result<GaplessOptions> {
@@ -140,7 +133,7 @@ impl Dispenser {
 
     /// Deletes the gap-free sequence `name` (its state; the business collection and its
     /// documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
-    /// runs, unless `force` is true (recorded in the history).
+    /// runs, unless `{ force: true }` (recorded in the history).
     ///
     /// # Cancel safety
     ///
@@ -151,17 +144,11 @@ impl Dispenser {
         &self,
         env: &'env Env,
         name: String,
-        force: Option<bool>,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
-        let force = force.unwrap_or(false);
-        env.spawn_future(async move {
-            inner
-                .delete_gapless(&name)
-                .with_force(force)
-                .await
-                .map_err(js)
-        })
+        let force = forced(options);
+        env.spawn_future(async move { inner.delete_gapless(&name).force(force).await.map_err(js) })
     }
 
     /// Opens the existing gap-free sequence `name` with the settings it was created with.
@@ -385,15 +372,14 @@ impl Gapless {
         env: &'env Env,
         number: Int,
         reason: String,
-        options: Option<ReleaseOptions>,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let n = int("number", number)?;
-            let force = options.and_then(|o| o.force).unwrap_or(false);
             let r = inner
                 .release(n, reason)
-                .with_force(force)
+                .force(forced(options))
                 .await
                 .map_err(js)?;
             Ok(Json(match r {

@@ -7,7 +7,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
 use serde_json::Value;
 
-use crate::convert::{Int, Json, JsonList, count, int, invalid, js, opt_int};
+use crate::convert::{ForceOptions, Int, Json, JsonList, count, forced, int, invalid, js, opt_int};
 use crate::dispenser::{Dispenser, ListOptions, error_json};
 use crate::sequence::format;
 
@@ -188,7 +188,7 @@ impl Dispenser {
     }
 
     /// Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
-    /// wait, unless `force` is true (recorded in the history).
+    /// wait, unless `{ force: true }` (recorded in the history).
     ///
     /// # Cancel safety
     ///
@@ -199,17 +199,11 @@ impl Dispenser {
         &self,
         env: &'env Env,
         name: String,
-        force: Option<bool>,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
-        let force = force.unwrap_or(false);
-        env.spawn_future(async move {
-            inner
-                .delete_queue(&name)
-                .with_force(force)
-                .await
-                .map_err(js)
-        })
+        let force = forced(options);
+        env.spawn_future(async move { inner.delete_queue(&name).force(force).await.map_err(js) })
     }
 }
 

@@ -474,7 +474,7 @@ flavors! {
     #[pyo3(signature = (name, *, force=false))]
     fn delete_gapless(&self, py: Python<'_>, name: String, force: bool) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_gapless(&name).with_force(force).await?) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_gapless(&name).force(force).await?) })
     }
 
     /// The names of one page of the gap-free sequences matching one of `patterns`.
@@ -559,7 +559,7 @@ flavors! {
     #[pyo3(signature = (name, *, force=false))]
     fn delete_queue(&self, py: Python<'_>, name: String, force: bool) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_queue(&name).with_force(force).await?) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_queue(&name).force(force).await?) })
     }
 }
 

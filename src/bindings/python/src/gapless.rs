@@ -221,7 +221,7 @@ flavors! {
     fn release(&self, py: Python<'_>, number: i64, reason: String, force: bool) -> PyResult<Py<PyAny>> {
         let g = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            let r = g.release(number, reason).with_force(force).await?;
+            let r = g.release(number, reason).force(force).await?;
             Outcome::Ok(Json(match r {
                 Released::Voided(n) => serde_json::json!({ "voided": n }),
                 Released::Used { first, last } => serde_json::json!({ "used": [first, last] }),

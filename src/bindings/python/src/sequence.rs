@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use dispenser::Format;
 use dispenser::block::BlockSequence;
 use dispenser::scope::DailySequence;
-use dispenser::sequence::{Alter, Reset};
+use dispenser::sequence::Alter;
 use dispenser::stripe::StripedSequence;
 
 use crate::convert::{Json, Numbers, block_options, day};
@@ -22,9 +22,8 @@ fn alter(
     max: Option<i64>,
     cycle: Option<bool>,
     format: Option<&str>,
-    force: bool,
 ) -> Result<Alter, dispenser::Error> {
-    let mut a = Alter::default().with_force(force);
+    let mut a = Alter::default();
     if let Some(v) = step {
         a = a.with_step(v);
     }
@@ -103,7 +102,7 @@ flavors! {
     fn reset(&self, py: Python<'_>, next: i64, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            Outcome::Ok(Json(s.reset(Reset::to(next).with_force(force)).await?.to_json()))
+            Outcome::Ok(Json(s.reset(next).force(force).await?.to_json()))
         })
     }
 
@@ -121,8 +120,8 @@ flavors! {
     #[allow(clippy::too_many_arguments)]
     fn alter(&self, py: Python<'_>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>, format: Option<&str>, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
-        let change = alter(step, min, max, cycle, format, force).map_err(|e| to_py_err(py, &e))?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(s.alter(change).await?.to_json())) })
+        let change = alter(step, min, max, cycle, format).map_err(|e| to_py_err(py, &e))?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(s.alter(change).force(force).await?.to_json())) })
     }
 
     /// Deletes the sequence.
@@ -248,7 +247,7 @@ flavors! {
     fn reset(&self, py: Python<'_>, next: i64, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            Outcome::Ok(state_list(s.reset(Reset::to(next).with_force(force)).await?))
+            Outcome::Ok(state_list(s.reset(next).force(force).await?))
         })
     }
 
@@ -256,8 +255,8 @@ flavors! {
     #[pyo3(signature = (*, min=None, max=None, format=None, force=false))]
     fn alter(&self, py: Python<'_>, min: Option<i64>, max: Option<i64>, format: Option<&str>, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
-        let change = alter(None, min, max, None, format, force).map_err(|e| to_py_err(py, &e))?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(state_list(s.alter(change).await?)) })
+        let change = alter(None, min, max, None, format).map_err(|e| to_py_err(py, &e))?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(state_list(s.alter(change).force(force).await?)) })
     }
 
     /// Deletes every stripe; returns how many.
