@@ -109,6 +109,7 @@ mod format;
 pub mod gapless;
 pub mod guide;
 pub mod history;
+mod listing;
 pub mod options;
 pub mod queue;
 pub mod redact;

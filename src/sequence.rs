@@ -9,6 +9,7 @@ pub use crate::action::{AlterSequence, AlterStriped, ResetSequence, ResetStriped
 pub use crate::alter::Alter;
 pub use crate::arith::RunIter;
 pub use crate::document::SequenceState;
+pub use crate::listing::ListSequences;
 pub use crate::spec::{MAX_NAME_BYTES, validate_name, validate_plain_name};
 pub use crate::stats::{CasModeUsed, Stats};
 pub use crate::usage::{KEPT_DAYS, Usage};

@@ -571,6 +571,22 @@ impl StripedSequence {
         &self.inner.name
     }
 
+    /// The history of the striped sequence: its creation and every stripe's changes, oldest
+    /// first — see [`History`](crate::history::History) for the options.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// let changes = ids.history().limit(20).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn history(&self) -> crate::history::History {
+        self.inner
+            .dispenser
+            .history(crate::Kind::Sequence, &self.inner.name)
+    }
+
     /// How many stripes there are.
     ///
     /// # Example

@@ -18,9 +18,10 @@
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
-use super::{Queue, Ticket};
+use super::{Queue, QueueCounters, QueueStatus, Ticket};
 use crate::dispenser::Dispenser;
 use crate::error::Result;
+use crate::listing::Page;
 
 /// The future an action's `.await` runs.
 type Action<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
@@ -249,5 +250,82 @@ impl<'a> IntoFuture for DeleteQueue<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.dispenser.delete_queue_now(self.name, self.force))
+    }
+}
+
+/// A listing of queues ([`Dispenser::list_queues`]): every queue by name, unless narrowed.
+/// `.await` it for their states, by name; a document that does not decode is an
+/// [`Error::CorruptDocument`](crate::Error::CorruptDocument) in its place. The options are
+/// those of a listing of sequences ([`ListSequences`](crate::sequence::ListSequences)).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the limit is 0;
+/// [`Error::Database`](crate::Error::Database) or [`Error::Timeout`](crate::Error::Timeout)
+/// when the collection cannot be read.
+#[must_use = "a listing does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct ListQueues<'a> {
+    dispenser: &'a Dispenser,
+    page: Page,
+}
+
+impl<'a> ListQueues<'a> {
+    pub(super) fn new(dispenser: &'a Dispenser) -> Self {
+        ListQueues {
+            dispenser,
+            page: Page::default(),
+        }
+    }
+
+    crate::listing::page_setters!("queues");
+
+    /// Their counters only (taken, called, waiting, cancelled and the last calls), read
+    /// through a projection of those fields, so the cost does not grow with the queues'
+    /// histories (what a metrics scrape reads).
+    pub fn counters(self) -> ListQueueCounters<'a> {
+        ListQueueCounters(self)
+    }
+}
+
+impl<'a> IntoFuture for ListQueues<'a> {
+    type Output = Result<Vec<Result<QueueStatus>>>;
+    type IntoFuture = Action<'a, Vec<Result<QueueStatus>>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let limit = self
+                .page
+                .find_limit("limit of a page of queues", "queues")?;
+            if self.page.is_none() {
+                return Ok(Vec::new());
+            }
+            self.dispenser
+                .queues()
+                .list(self.page.filter(), limit)
+                .await
+        })
+    }
+}
+
+/// A listing of the queues' counters ([`ListQueues::counters`]). `.await` it for them, by
+/// name.
+#[must_use = "a listing does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct ListQueueCounters<'a>(ListQueues<'a>);
+
+impl<'a> IntoFuture for ListQueueCounters<'a> {
+    type Output = Result<Vec<Result<QueueCounters>>>;
+    type IntoFuture = Action<'a, Vec<Result<QueueCounters>>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let ListQueues { dispenser, page } = self.0;
+            let limit = page.find_limit("limit of a page of queues", "queues")?;
+            if page.is_none() {
+                return Ok(Vec::new());
+            }
+            dispenser.queues().list_counters(page.filter(), limit).await
+        })
     }
 }

@@ -2193,10 +2193,7 @@ async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
     let a = common::audit_of(&again, Some(100)).await.unwrap();
     assert!(a.is_clean() && a.duplicates.is_empty(), "{a:?}");
     // The history: created, deleted by force, created again.
-    let h = d
-        .history("inv", &dispenser::history::HistoryQuery::gapless())
-        .await
-        .unwrap();
+    let h = d.history(dispenser::Kind::Gapless, "inv").await.unwrap();
     let ops: Vec<_> = h
         .iter()
         .map(|e| (e.op.as_str(), e.params["force"].as_bool()))

@@ -281,7 +281,7 @@ async fn the_live_daily_scope_is_never_deleted() {
         err.to_string().contains("tickets@2026-11-21") && err.to_string().contains("Honolulu"),
         "{err}"
     );
-    assert_eq!(d.list_scopes("tickets").await.unwrap().len(), 2);
+    assert_eq!(d.list().scopes_of("tickets").await.unwrap().len(), 2);
     assert_eq!(
         honolulu
             .delete_scopes_before(dispenser::jiff::civil::date(2026, 11, 21))

@@ -120,7 +120,6 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
 /// number.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
-    use dispenser::history::HistoryQuery;
     use dispenser::queue::QueueAlter;
     use dispenser::sequence::Alter;
 
@@ -154,7 +153,10 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
         orders.next().await,
         Err(Error::NoSuchSequence { .. })
     ));
-    let h = d.history("orders", &HistoryQuery::default()).await.unwrap();
+    let h = d
+        .history(dispenser::Kind::Sequence, "orders")
+        .await
+        .unwrap();
     let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
     // The refused reset (backwards without force) is recorded, refused.
     assert_eq!(
@@ -189,7 +191,7 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     assert_eq!(s.capacity, 20);
     lobby.delete().await.unwrap();
     assert!(matches!(lobby.take().await, Err(Error::NoSuchQueue { .. })));
-    let h = d.history("lobby", &HistoryQuery::queue()).await.unwrap();
+    let h = d.history(dispenser::Kind::Queue, "lobby").await.unwrap();
     let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
     assert_eq!(ops, ["create", "alter", "delete"], "{h:#?}");
 }

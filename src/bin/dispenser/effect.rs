@@ -29,7 +29,7 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
     };
     let queue = |name: &str| {
         format!(
-            "`dispenser queue status {name}` and `dispenser history --queue {name}` show whether it was made"
+            "`dispenser queue status {name}` and `dispenser queue history {name}` show whether it was made"
         )
     };
     let gapless =
@@ -55,7 +55,9 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
         ),
         Command::Delete(a) => Effect::new(format!("sequence {:?} deleted", a.name), peek(&a.name)),
         Command::Gapless(g) => match g {
-            GaplessCommand::Status { .. } | GaplessCommand::List { .. } => None,
+            GaplessCommand::Status { .. }
+            | GaplessCommand::List { .. }
+            | GaplessCommand::History(_) => None,
             GaplessCommand::Create { name, .. } => Effect::new(
                 format!("gap-free sequence {name:?} created"),
                 gapless(name),
@@ -63,7 +65,7 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
             GaplessCommand::Delete { name, .. } => Effect::new(
                 format!("gap-free sequence {name:?} deleted"),
                 format!(
-                    "`dispenser gapless status {name}` and `dispenser history --gapless {name}` show whether it was"
+                    "`dispenser gapless status {name}` and `dispenser gapless history {name}` show whether it was"
                 ),
             ),
             GaplessCommand::Issue {
@@ -92,7 +94,9 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
             ),
         },
         Command::Queue(q) => match q {
-            QueueCommand::Status { .. } | QueueCommand::List { .. } => None,
+            QueueCommand::Status { .. }
+            | QueueCommand::List { .. }
+            | QueueCommand::History(_) => None,
             QueueCommand::Take {
                 name, request_id, ..
             } => Effect::new(

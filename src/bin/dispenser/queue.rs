@@ -126,6 +126,9 @@ pub enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Who changed the queue, when, how: its recorded operations, oldest first (a deleted
+    /// queue's too).
+    History(crate::history::HistoryArgs),
     /// List every queue, one line each (a document that cannot be read is reported on
     /// stderr, exit 7).
     List {
@@ -345,6 +348,9 @@ pub async fn run(
                     writeln!(out, "{line}").map_err(io_err)?;
                 }
             }
+        }
+        QueueCommand::History(a) => {
+            return crate::history::run(d, dispenser::Kind::Queue, a, out).await;
         }
         QueueCommand::List { json } => {
             // As `dispenser list`: one line per queue on stdout (or one JSON array), a

@@ -128,7 +128,7 @@ pub async fn peek(d: &Dispenser, a: PeekArgs, out: &mut impl Write) -> dispenser
 
 pub async fn list(d: &Dispenser, a: ListArgs, out: &mut impl Write) -> dispenser::Result<Outcome> {
     let all = match &a.scopes {
-        Some(template) => d.list_scopes(template).await?,
+        Some(template) => d.list().scopes_of(template.as_str()).await?,
         None => d.list().await?,
     };
     let mut corrupt = None;

@@ -333,7 +333,7 @@ export declare class Dispenser {
    */
   peek(name: string): Promise<SequenceState>
   /**
-   * One page of the sequences, by name.
+   * The sequences, by name, or a page of them (`options`).
    *
    * # Cancel safety
    *
@@ -341,15 +341,6 @@ export declare class Dispenser {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   list(options?: ListOptions | undefined | null): Promise<Array<SequenceState | ListingError>>
-  /**
-   * The sequences of these names that exist, by name.
-   *
-   * # Cancel safety
-   *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
-   */
-  listNamed(names: Array<string>): Promise<Array<SequenceState | ListingError>>
   /**
    * Deletes a sequence by name (also one whose document no longer decodes).
    *
@@ -510,15 +501,6 @@ export declare class Dispenser {
    */
   openScope(template: string, scope: string): Promise<Sequence>
   /**
-   * The scopes of `template`, by scope key.
-   *
-   * # Cancel safety
-   *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
-   */
-  listScopes(template: string): Promise<Array<SequenceState | ListingError>>
-  /**
    * Deletes the scopes of `template` whose key sorts before `before`; returns how many.
    *
    * # Cancel safety
@@ -588,6 +570,16 @@ export declare class Gapless {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   _issue(write: ((arg: bigint) => Promise<WriteOutcome>)): Promise<IssuedNumber>
+  /**
+   * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+   * `after`, `limit`).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
   /**
    * The state: the next number, the lease, the voided numbers.
    *
@@ -723,6 +715,16 @@ export declare class Queue {
    */
   delete(): Promise<void>
   /**
+   * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+   * `after`, `limit`).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
+  /**
    * The queue's status: who waits, what each desk shows, the recent calls.
    *
    * # Cancel safety
@@ -780,6 +782,16 @@ export declare class Sequence {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   nextN(n: Int): Promise<Run>
+  /**
+   * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+   * `after`, `limit`).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
   /**
    * Reads the sequence's state now.
    *
@@ -857,6 +869,16 @@ export declare class StripedSequence {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   next(): Promise<bigint>
+  /**
+   * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+   * `after`, `limit`).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
   /**
    * Every stripe's state.
    *
@@ -1025,8 +1047,11 @@ export interface GaplessOptionsInput {
 
 /** Which history entries to read. */
 export interface HistoryOptions {
-  /** `"sequence"` (the default), `"gapless"` or `"queue"`. */
-  subject?: string
+  /**
+   * `"sequence"` (the default), `"gapless"` or `"queue"` (`Dispenser.history` only: a
+   * handle reads its own).
+   */
+  kind?: string
   /** Only entries at or after this time: an RFC 3339 string (`date.toISOString()`). */
   since?: string
   /** Only entries after this cursor (the last entry's `cursor`). */
@@ -1046,14 +1071,21 @@ export interface IssuedNumber {
   skipped: number
 }
 
-/** A page of a listing: names matching `patterns`, after `after`, at most `limit`. */
+/**
+ * Which names a listing holds: matching `matching`, after `after`, at most `limit`, among
+ * `named`, the scopes of `scopesOf`; every name when left out.
+ */
 export interface ListOptions {
   /** Name patterns (`*` any run of characters, `?` one). Defaults to every name. */
-  patterns?: Array<string>
+  matching?: Array<string>
   /** Names after this one (byte order). Defaults to the first. */
   after?: string
-  /** At most this many. Defaults to 1000. */
+  /** At most this many. Defaults to every one. */
   limit?: number
+  /** Only these names (those that exist). */
+  named?: Array<string>
+  /** Only the scopes of this template (`list` only). */
+  scopesOf?: string
 }
 
 /** What `Queue.alter` changes. */

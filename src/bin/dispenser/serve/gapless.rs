@@ -220,9 +220,11 @@ pub(super) async fn list(
         limit,
         after,
         |a, patterns| async move {
-            let names = d
-                .list_gapless_after_matching(&patterns, a.as_deref(), limit)
-                .await?;
+            let mut list = d.list_gapless().matching(patterns).limit(limit);
+            if let Some(a) = a {
+                list = list.after(a);
+            }
+            let names = list.await?;
             let mut page = Vec::with_capacity(names.len());
             for name in names {
                 page.push(async { d.open_gapless(&name).await?.status().await }.await);

@@ -271,7 +271,13 @@ pub(super) async fn sequence_page(
         rule,
         limit,
         after,
-        |a, patterns| async move { d.list_after_matching(&patterns, a.as_deref(), limit).await },
+        |a, patterns| async move {
+            let mut list = d.list().matching(patterns).limit(limit);
+            if let Some(a) = a {
+                list = list.after(a);
+            }
+            list.await
+        },
         |s: &SequenceState| &s.name,
         show,
     )

@@ -400,8 +400,11 @@ pub(super) async fn list(
         limit,
         after,
         |a, patterns| async move {
-            d.list_queues_after_matching(&patterns, a.as_deref(), limit)
-                .await
+            let mut list = d.list_queues().matching(patterns).limit(limit);
+            if let Some(a) = a {
+                list = list.after(a);
+            }
+            list.await
         },
         |q: &QueueStatus| &q.name,
         QueueStatus::to_json,

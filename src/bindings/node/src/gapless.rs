@@ -184,17 +184,8 @@ impl Dispenser {
     ) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let (patterns, after, limit) = match options {
-                Some(o) => (o.patterns, o.after, o.limit),
-                None => (None, None, None),
-            };
-            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
-            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
-            inner
-                .list_gapless_after_matching(&patterns, after.as_deref(), limit)
-                .await
-                .map_err(js)
+            let (list, _) = crate::page!(inner.list_gapless(), options);
+            list.await.map_err(js)
         })
     }
 }
@@ -295,6 +286,23 @@ impl Gapless {
                 skipped: issued.skipped,
             })
         })
+    }
+
+    /// Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+    /// `after`, `limit`).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<crate::dispenser::HistoryOptions>,
+    ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
+        let h = self.inner.history();
+        env.spawn_future(crate::dispenser::history_read(h, options))
     }
 
     /// The state: the next number, the lease, the voided numbers.

@@ -172,18 +172,8 @@ impl Dispenser {
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let (patterns, after, limit) = match options {
-                Some(o) => (o.patterns, o.after, o.limit),
-                None => (None, None, None),
-            };
-            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
-            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
-            let page = inner
-                .list_queues_after_matching(&patterns, after.as_deref(), limit)
-                .await
-                .map_err(js)?;
-            Ok(statuses(page))
+            let (list, _) = crate::page!(inner.list_queues(), options);
+            Ok(statuses(list.await.map_err(js)?))
         })
     }
 
@@ -399,6 +389,23 @@ impl Queue {
     pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
         env.spawn_future(async move { inner.delete().await.map_err(js) })
+    }
+
+    /// Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+    /// `after`, `limit`).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<crate::dispenser::HistoryOptions>,
+    ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
+        let h = self.inner.history();
+        env.spawn_future(crate::dispenser::history_read(h, options))
     }
 
     /// The queue's status: who waits, what each desk shows, the recent calls.

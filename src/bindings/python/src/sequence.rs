@@ -85,6 +85,15 @@ flavors! {
         Ok(self.live().get(py)?.remaining_hint())
     }
 
+    /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
+    /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
+    /// the previous page).
+    #[pyo3(signature = (*, since=None, after=None, limit=None))]
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+        let h = self.live().get(py)?.history();
+        crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
+    }
+
     /// Reads the sequence's state now, as a dict.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
@@ -228,6 +237,15 @@ flavors! {
     fn next(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
         run(py, Self::ASYNC, async move { Outcome::Ok(s.next().await?) })
+    }
+
+    /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
+    /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
+    /// the previous page).
+    #[pyo3(signature = (*, since=None, after=None, limit=None))]
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+        let h = self.live().get(py)?.history();
+        crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
     }
 
     /// Every stripe's state, as a list of dicts.
