@@ -42,13 +42,9 @@ pub struct Alter {
     pub cycle: Option<bool>,
     /// `Some(Some(f))` sets the serial format, `Some(None)` removes it.
     pub format: Option<Option<Format>>,
-    /// Allow what repeats or strands numbers on purpose: a bound that leaves the last issued
-    /// number outside it (a non-cyclic sequence is then exhausted at once — its value stays
-    /// where it is, so a bound raised again later continues after it — and a cyclic one wraps
-    /// on its next number, ending its cycle early), and turning `cycle` on for a non-cyclic
-    /// sequence (after its wrap it issues again numbers it issued before). A step of the
-    /// other sign is refused even with force. Defaults to false (refused).
-    pub force: bool,
+    /// Set by [`AlterSequence::force`](crate::sequence::AlterSequence::force) (the force is
+    /// the operation's option, not part of the change).
+    pub(crate) force: bool,
 }
 
 impl Alter {
@@ -82,9 +78,8 @@ impl Alter {
         self.format = Some(format);
         self
     }
-    /// Allows a bound below the last issued number (see [`Alter::force`]).
-    #[must_use]
-    pub fn with_force(mut self, force: bool) -> Self {
+    #[cfg(test)]
+    fn with_force(mut self, force: bool) -> Self {
         self.force = force;
         self
     }
@@ -214,7 +209,7 @@ impl Sequence {
     ///
     /// A sequence that has not reached a raised lower bound moves forward to it. A bound that
     /// leaves the last issued number outside, and turning `cycle` on for a non-cyclic
-    /// sequence, are refused unless [`Alter::force`]; a step of the other sign is always
+    /// sequence, are refused unless [`AlterSequence::force`](crate::sequence::AlterSequence::force); a step of the other sign is always
     /// refused (every number on the other side was issued: create a new sequence).
     ///
     /// # Errors
@@ -239,7 +234,12 @@ impl Sequence {
     /// assert_eq!(state.max, 999);
     /// # Ok(()) }
     /// ```
-    pub async fn alter(&self, change: Alter) -> Result<SequenceState> {
+    pub fn alter(&self, change: Alter) -> crate::action::AlterSequence<'_> {
+        crate::action::AlterSequence::new(self, change)
+    }
+
+    /// [`Sequence::alter`] once its options are set.
+    pub(crate) async fn alter_now(&self, change: Alter) -> Result<SequenceState> {
         self.dispenser()
             .alter_through(self.drawer(), self.name(), change)
             .await

@@ -11,10 +11,12 @@ use crate::arith::{self, Run};
 use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::ErrorKind;
+use crate::error::Kind;
 use crate::error::{Error, Result};
-use crate::history::record::{self, Recorder, sequence_state};
+use crate::history::Subject;
+use crate::history::record::{Recorder, sequence_state};
 use crate::history::subject::Target;
-use crate::history::{self, HistoryEntry, HistoryQuery};
+use crate::listing::ListSequences;
 use crate::options::Options;
 use crate::redact;
 use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
@@ -381,30 +383,14 @@ impl Dispenser {
             .ok_or_else(|| no_such(name))
     }
 
-    /// Every sequence in the collection, by name. A document that does not decode is an
+    /// Lists the sequences: every one by name, or a page of them — see [`ListSequences`]
+    /// for its options (`.matching(patterns)`, `.after(cursor)`, `.limit(n)`,
+    /// `.named(names)`, `.scopes_of(template)`). A document that does not decode is an
     /// [`Error::CorruptDocument`] in its place, so one bad document does not hide the rest.
     ///
     /// # Errors
     ///
-    /// [`Error::Database`] when the collection cannot be read.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    pub async fn list(&self) -> Result<Vec<Result<SequenceState>>> {
-        self.store.list().await
-    }
-
-    /// One page of [`Dispenser::list`]: up to `limit` sequences whose names sort after
-    /// `after` (byte order; from the first when `None`), by name. The next page starts after
-    /// the last name of this one (a corrupt document's name is in its
-    /// [`Error::CorruptDocument`]); a page shorter than `limit` is the last. One query,
-    /// whatever the size of the collection.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] when the collection
-    /// cannot be read.
+    /// See [`ListSequences`].
     ///
     /// # Cancel safety
     ///
@@ -414,111 +400,13 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let mut after: Option<String> = None;
-    /// loop {
-    ///     let page = d.list_after(after.as_deref(), 1000).await?;
-    ///     for s in page.iter().flatten() {
-    ///         println!("{}: next {:?}", s.name, s.next_number());
-    ///     }
-    ///     if page.len() < 1000 {
-    ///         break;
-    ///     }
-    ///     after = page.last().map(|s| match s {
-    ///         Ok(s) => s.name.clone(),
-    ///         Err(dispenser::Error::CorruptDocument { name, .. }) => name.clone(),
-    ///         Err(_) => String::new(),
-    ///     });
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn list_after(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Result<SequenceState>>> {
-        self.list_after_matching(&["*"], after, limit).await
-    }
-
-    /// One page of the sequences whose names match one of `patterns` (`*` any run of
-    /// characters, `?` one character, everything else itself; `"*"` every name): as
-    /// [`Dispenser::list_after`], but the server returns only the matching names, so a page
-    /// is full whenever enough of them exist, and no other document is read. This is how the
-    /// service lists for a token: what the token may not see is never read, and the next
-    /// page's cursor (the last name of this one) is always a name the token may see.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
-    /// [`Error::Timeout`] when the collection cannot be read.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let invoices = d.list_after_matching(&["invoices-*"], None, 100).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn list_after_matching(
-        &self,
-        patterns: &[&str],
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Result<SequenceState>>> {
-        if limit == 0 {
-            return Err(Error::invalid_argument(
-                "limit",
-                "a page of 0 sequences was asked for; ask for at least 1",
-            ));
-        }
-        let names = crate::spec::names_regex(patterns);
-        self.store
-            .list_after(
-                after,
-                u64::try_from(limit).unwrap_or(u64::MAX),
-                names.as_deref(),
-            )
-            .await
-    }
-
-    /// The sequences named in `names` that exist, by name, in one query: a name without a
-    /// document is simply not in the answer (so a caller can tell which are gone), a document
-    /// that does not decode is an [`Error::CorruptDocument`] in its place. Invalid names are
-    /// skipped (no document can have them).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Database`] when the collection cannot be read.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// for s in d.list_named(&["orders", "invoices"]).await?.iter().flatten() {
+    /// for s in d.list().matching(["invoices-*"]).limit(100).await?.iter().flatten() {
     ///     println!("{}: next {:?}", s.name, s.next_number());
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn list_named<S: AsRef<str>>(
-        &self,
-        names: &[S],
-    ) -> Result<Vec<Result<SequenceState>>> {
-        let names: Vec<&str> = names
-            .iter()
-            .map(AsRef::as_ref)
-            .filter(|n| validate_name(n).is_ok())
-            .collect();
-        if names.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.store.list_named(&names).await
+    pub fn list(&self) -> ListSequences<'_> {
+        ListSequences::new(self)
     }
 
     /// [`Sequence::reset`] by name.
@@ -642,25 +530,15 @@ impl Dispenser {
         crate::strategy::wait_left_running(self.store.timeout()).await;
     }
 
-    /// The history of `name`, as `query` says: oldest first, at most `query.limit` entries
-    /// (continue with [`HistoryQuery::with_after`] and the last entry's
-    /// [`HistoryEntry::cursor`]). Two queries, whatever the length of the history, each
-    /// served by an index the library creates with the collection (see
-    /// [`record`](crate::history#what-a-record-names-and-what-a-read-returns)). A name without history
-    /// (or without a document) has an empty history.
-    ///
-    /// The read returns the records of exactly the subjects it asks for, never those of a
-    /// name that merely starts with `name`: for [`Subject::Sequence`](crate::history::Subject::Sequence) (the default), a
-    /// sequence `ids` with its stripes `ids~0 …` (a striped sequence's history), one stripe
-    /// `ids~3`, or one scope `t@k`; for [`Subject::Gapless`](crate::history::Subject::Gapless) and [`Subject::Queue`](crate::history::Subject::Queue), the
-    /// gap-free sequence or the queue `name`.
+    /// The history of `name`, a `kind` (see [`History`](crate::history::History) for the
+    /// options: `.since(t)`, `.after(cursor)`, `.limit(n)`): what the handles' `history()`
+    /// reads, for what no handle opens — a deleted sequence, queue or gap-free sequence. A
+    /// sequence's name says whether it is a plain or striped sequence, a stripe `ids~3` or
+    /// a scope `t@k`.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a limit outside 1 to
-    /// [`MAX_HISTORY_PAGE`](crate::history::MAX_HISTORY_PAGE) or a cursor that is not one; [`Error::CorruptDocument`](crate::Error::CorruptDocument) for a record
-    /// that does not decode; [`Error::Database`](crate::Error::Database),
-    /// [`Error::Timeout`](crate::Error::Timeout).
+    /// See [`History`](crate::history::History).
     ///
     /// # Cancel safety
     ///
@@ -670,18 +548,20 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::history::HistoryQuery;
+    /// use dispenser::Kind;
     /// let last_day = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
-    /// for e in d.history("lobby", &HistoryQuery::queue().with_since(last_day)).await? {
+    /// for e in d.history(Kind::Queue, "lobby").since(last_day).await? {
     ///     println!("{}", e.to_json());
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn history(&self, name: &str, query: &HistoryQuery) -> Result<Vec<HistoryEntry>> {
-        let store = self
-            .store()
-            .sibling(&record::collection_name(&self.options().collection));
-        history::read(&store, name, query).await
+    pub fn history(&self, kind: Kind, name: &str) -> crate::history::History {
+        let subject = match kind {
+            Kind::Gapless => Subject::Gapless,
+            Kind::Queue => Subject::Queue,
+            _ => Subject::Sequence,
+        };
+        self.recorder().history(subject, name)
     }
 
     /// The store (for the scope and block layers).
@@ -1104,9 +984,9 @@ impl Sequence {
         self.dispenser.advance_to(self.name(), n).await
     }
 
-    /// Sets the number the sequence issues next to `reset.next` (CAS-safe against concurrent
+    /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
     /// writers). Moving a sequence backwards (so that numbers already issued would come again)
-    /// needs [`Reset::force`]. A stripe of a striped sequence only accepts a `next` of its own residue
+    /// needs [`ResetSequence::force`](crate::sequence::ResetSequence::force). A stripe of a striped sequence only accepts a `next` of its own residue
     /// class (use [`StripedSequence::reset`](crate::stripe::StripedSequence::reset) to move all
     /// stripes).
     ///
@@ -1125,13 +1005,12 @@ impl Sequence {
     ///
     /// ```no_run
     /// # async fn f(tickets: dispenser::Sequence) -> dispenser::Result<()> {
-    /// use dispenser::sequence::Reset;
-    /// let state = tickets.reset(Reset::to(1).force()).await?; // the counter restarts at 1
+    /// let state = tickets.reset(1).force(true).await?; // the counter restarts at 1
     /// assert_eq!(state.next_number(), Some(1));
     /// # Ok(()) }
     /// ```
-    pub async fn reset(&self, reset: Reset) -> Result<SequenceState> {
-        self.dispenser.reset(self.name(), reset).await
+    pub fn reset(&self, next: i64) -> crate::action::ResetSequence<'_> {
+        crate::action::ResetSequence::new(self, next)
     }
 
     /// Deletes the sequence (for a striped sequence's name, see
@@ -1157,6 +1036,23 @@ impl Sequence {
     /// ```
     pub async fn delete(&self) -> Result<()> {
         self.dispenser.delete(self.name()).await
+    }
+
+    /// The history of the sequence (for a stripe `ids~3` or a scope `t@k`, its own): who
+    /// changed what, oldest first — see [`History`](crate::history::History) for the
+    /// options (`.since(t)`, `.after(cursor)`, `.limit(n)`).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(orders: dispenser::Sequence) -> dispenser::Result<()> {
+    /// for e in orders.history().limit(10).await? {
+    ///     println!("{} {} by {:?}", e.at, e.op, e.who);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn history(&self) -> crate::history::History {
+        self.dispenser.history(Kind::Sequence, self.name())
     }
 
     /// How many numbers are left before the wrap or the bound, as last seen by this handle.

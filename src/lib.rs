@@ -95,6 +95,7 @@
 //! tests that check it.
 #![deny(missing_docs)]
 
+mod action;
 mod alter;
 mod arith;
 pub mod block;
@@ -108,6 +109,7 @@ mod format;
 pub mod gapless;
 pub mod guide;
 pub mod history;
+mod listing;
 pub mod options;
 pub mod queue;
 pub mod redact;

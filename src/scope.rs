@@ -57,7 +57,7 @@ pub fn scoped_name(template: &str, scope: &str) -> Result<String> {
 }
 
 /// The `[from, to)` range of `_id`s holding the scopes of `template`.
-fn scope_range(template: &str) -> Result<(String, String)> {
+pub(crate) fn scope_range(template: &str) -> Result<(String, String)> {
     scoped_name(template, "x")?;
     // '@' + 1 = 'A': every name that starts with "T@" sorts in ["T@", "TA").
     let after = char::from_u32(SCOPE_SEPARATOR as u32 + 1).unwrap_or('A');
@@ -166,20 +166,6 @@ impl Dispenser {
             .with_start(start);
         spec.validate(&name)?;
         Ok((name, spec))
-    }
-
-    /// The scopes of `template`, sorted by scope key (corrupt documents as errors in place).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidName`], [`Error::Database`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    pub async fn list_scopes(&self, template: &str) -> Result<Vec<Result<SequenceState>>> {
-        let (from, to) = scope_range(template)?;
-        self.store().list_range(&from, &to).await
     }
 
     /// Deletes the scopes of `template` whose key sorts before `before` (byte order; for

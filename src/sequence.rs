@@ -5,9 +5,11 @@
 //! The handle that draws is [`Sequence`](crate::Sequence); the shape a sequence is created
 //! with is [`Spec`](crate::Spec).
 
+pub use crate::action::{AlterSequence, AlterStriped, ResetSequence, ResetStriped};
 pub use crate::alter::Alter;
 pub use crate::arith::RunIter;
 pub use crate::document::SequenceState;
-pub use crate::spec::{MAX_NAME_BYTES, Reset, validate_name, validate_plain_name};
+pub use crate::listing::ListSequences;
+pub use crate::spec::{MAX_NAME_BYTES, validate_name, validate_plain_name};
 pub use crate::stats::{CasModeUsed, Stats};
 pub use crate::usage::{KEPT_DAYS, Usage};

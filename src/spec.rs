@@ -355,44 +355,18 @@ pub fn stripe_name(name: &str, i: u32) -> String {
 
 /// What [`Sequence::reset`](crate::Sequence::reset) sets: the number issued next, and whether it may move the
 /// sequence backwards (so that numbers already issued come again).
-///
-/// # Example
-///
-/// ```
-/// use dispenser::sequence::Reset;
-///
-/// assert!(!Reset::to(1000).force);
-/// assert!(Reset::to(1).force().force); // backwards on purpose
-/// assert_eq!(Reset::to(1).with_force(false), Reset::to(1));
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Reset {
+pub(crate) struct Reset {
     /// The number the sequence issues next.
-    pub next: i64,
-    /// Allow moving backwards. Defaults to false (refused with
-    /// [`Error::WouldGoBackwards`](crate::Error::WouldGoBackwards)).
-    pub force: bool,
+    pub(crate) next: i64,
+    /// Allow moving backwards.
+    pub(crate) force: bool,
 }
 
 impl Reset {
     /// A reset to `next`, refused if it would move the sequence backwards.
-    #[must_use]
-    pub fn to(next: i64) -> Self {
+    pub(crate) fn to(next: i64) -> Self {
         Reset { next, force: false }
-    }
-
-    /// Allows moving backwards: numbers already issued come again.
-    #[must_use]
-    pub fn force(self) -> Self {
-        self.with_force(true)
-    }
-
-    /// Sets whether moving backwards is allowed.
-    #[must_use]
-    pub fn with_force(mut self, force: bool) -> Self {
-        self.force = force;
-        self
     }
 }
 

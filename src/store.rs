@@ -238,49 +238,23 @@ impl Store {
         .await
     }
 
-    /// Every sequence in the collection, sorted by name; corrupt documents are returned as
-    /// errors in place.
-    pub(crate) async fn list(&self) -> Result<Vec<Result<document::SequenceState>>> {
-        self.list_matching(doc! {}).await
-    }
-
-    /// Up to `limit` sequences whose names sort after `after` (all from the first when
-    /// `None`), sorted by name.
-    pub(crate) async fn list_after(
-        &self,
-        after: Option<&str>,
-        limit: u64,
-        names: Option<&str>,
-    ) -> Result<Vec<Result<document::SequenceState>>> {
-        let filter = page_filter(after, names);
-        self.list_limited(filter, Some(i64::try_from(limit).unwrap_or(i64::MAX)))
-            .await
-    }
-
-    /// The sequences among `names`, sorted by name.
-    pub(crate) async fn list_named(
-        &self,
-        names: &[&str],
-    ) -> Result<Vec<Result<document::SequenceState>>> {
-        self.list_matching(doc! { field::ID: { "$in": names } })
-            .await
-    }
-
     /// The sequences whose names lie in `[from, to)` (byte order), sorted by name.
     pub(crate) async fn list_range(
         &self,
         from: &str,
         to: &str,
     ) -> Result<Vec<Result<document::SequenceState>>> {
-        self.list_matching(doc! { field::ID: { "$gte": from, "$lt": to } })
+        self.list_page(doc! { field::ID: { "$gte": from, "$lt": to } }, None)
             .await
     }
 
-    async fn list_matching(
+    /// The sequences `filter` finds, at most `limit`, sorted by name.
+    pub(crate) async fn list_page(
         &self,
         filter: Document,
+        limit: Option<i64>,
     ) -> Result<Vec<Result<document::SequenceState>>> {
-        self.list_limited(filter, None).await
+        self.list_limited(filter, limit).await
     }
 
     async fn list_limited(

@@ -357,7 +357,7 @@ impl StripedSequence {
 
     /// Resets every stripe so that the striped sequence issues numbers from `next` on: each
     /// stripe's next number becomes the first of its own residue class at or beyond `next`,
-    /// so the stripes stay disjoint. Moving backwards needs `force`, as with
+    /// so the stripes stay disjoint. Moving backwards needs [`ResetStriped::force`](crate::sequence::ResetStriped::force), as with
     /// [`Sequence::reset`](crate::Sequence::reset). Returns the stripes' states.
     ///
     /// # Errors
@@ -377,10 +377,15 @@ impl StripedSequence {
     ///
     /// ```no_run
     /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
-    /// ids.reset(dispenser::sequence::Reset::to(5000)).await?;
+    /// ids.reset(5000).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn reset(&self, reset: Reset) -> Result<Vec<SequenceState>> {
+    pub fn reset(&self, next: i64) -> crate::action::ResetStriped<'_> {
+        crate::action::ResetStriped::new(self, next)
+    }
+
+    /// [`StripedSequence::reset`] once its options are set.
+    pub(crate) async fn reset_now(&self, reset: Reset) -> Result<Vec<SequenceState>> {
         let Reset { next, force } = reset;
         let states = self.peek().await?;
         let mut targets = Vec::with_capacity(states.len());
@@ -404,7 +409,13 @@ impl StripedSequence {
             out.push(
                 self.inner
                     .dispenser
-                    .reset(&stripe, Reset::to(target).with_force(force))
+                    .reset(
+                        &stripe,
+                        Reset {
+                            next: target,
+                            force,
+                        },
+                    )
                     .await?,
             );
         }
@@ -469,7 +480,7 @@ impl StripedSequence {
         Ok(n + 1)
     }
 
-    /// Alters every stripe (see [`Sequence::alter`](crate::Sequence::alter)): its bounds, or `force`. The change is
+    /// Alters every stripe (see [`Sequence::alter`](crate::Sequence::alter)): its bounds (with [`AlterStriped::force`](crate::sequence::AlterStriped::force) as for a sequence). The change is
     /// planned for every stripe first, from its current state, so a change any stripe refuses
     /// writes nothing at all; then each stripe is altered, each one compare-and-set on its
     /// own document. (A draw that moves a stripe between the plan and its write can still
@@ -499,13 +510,18 @@ impl StripedSequence {
     /// assert!(stripes.iter().all(|s| s.max == 1_000_000_000));
     /// # Ok(()) }
     /// ```
-    pub async fn alter(&self, change: Alter) -> Result<Vec<SequenceState>> {
+    pub fn alter(&self, change: Alter) -> crate::action::AlterStriped<'_> {
+        crate::action::AlterStriped::new(self, change)
+    }
+
+    /// [`StripedSequence::alter`] once its options are set.
+    pub(crate) async fn alter_now(&self, change: Alter) -> Result<Vec<SequenceState>> {
         let name = &self.inner.name;
         if change.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "alter".to_owned(),
                 reason: format!(
-                    "nothing to change for striped sequence {name:?}: give a min, max or force"
+                    "nothing to change for striped sequence {name:?}: give a min or max"
                 ),
             });
         }
@@ -553,6 +569,22 @@ impl StripedSequence {
     /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The history of the striped sequence: its creation and every stripe's changes, oldest
+    /// first — see [`History`](crate::history::History) for the options.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// let changes = ids.history().limit(20).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn history(&self) -> crate::history::History {
+        self.inner
+            .dispenser
+            .history(crate::Kind::Sequence, &self.inner.name)
     }
 
     /// How many stripes there are.

@@ -19,7 +19,7 @@ impl Dispenser {
     ///
     /// Refused while a holder's lease runs by the server's clock (a number is held: its
     /// business write could still land and then nothing would move the sequence past it),
-    /// unless [`DeleteGapless::with_force`]: the operator asserts no holder is alive. Either
+    /// unless [`DeleteGapless::force`]: the operator asserts no holder is alive. Either
     /// way nothing is ever used twice: a sequence created again under the name starts at its
     /// `start` and moves past every number the business collection carries (each one
     /// meets the unique index), so create it again with the `start` after the last number
@@ -46,7 +46,7 @@ impl Dispenser {
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// d.delete_gapless("invoices-2025").await?;
     /// // A holder that was killed mid-write still holds its lease: delete anyway.
-    /// d.delete_gapless("invoices-2024").with_force(true).await?;
+    /// d.delete_gapless("invoices-2024").force(true).await?;
     /// # Ok(()) }
     /// ```
     pub fn delete_gapless<'a>(&'a self, name: &'a str) -> DeleteGapless<'a> {
@@ -70,7 +70,8 @@ pub struct DeleteGapless<'a> {
 impl DeleteGapless<'_> {
     /// With `true`, deletes even while a holder's lease runs: the operator asserts no holder
     /// is alive (nothing is used twice if one is: see [`Dispenser::delete_gapless`]).
-    pub fn with_force(mut self, force: bool) -> Self {
+    /// Defaults to false.
+    pub fn force(mut self, force: bool) -> Self {
         self.force = force;
         self
     }

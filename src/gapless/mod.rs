@@ -205,6 +205,34 @@ pub struct Issued<T> {
     pub skipped: u32,
 }
 
+/// A listing of gap-free sequences ([`Dispenser::list_gapless`]): every name, unless
+/// narrowed. `.await` it for the names, sorted. The options are those of a listing of
+/// sequences ([`ListSequences`](crate::sequence::ListSequences)).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when the limit is 0; [`Error::Database`] or
+/// [`Error::Timeout`] when the collection cannot be read.
+#[must_use = "a listing does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct ListGapless<'a> {
+    dispenser: &'a Dispenser,
+    page: crate::listing::Page,
+}
+
+impl<'a> ListGapless<'a> {
+    crate::listing::page_setters!("gap-free sequences");
+}
+
+impl<'a> std::future::IntoFuture for ListGapless<'a> {
+    type Output = Result<Vec<String>>;
+    type IntoFuture = crate::action::Action<'a, Vec<String>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.dispenser.list_gapless_now(self.page))
+    }
+}
+
 impl Dispenser {
     /// Makes the gap-free sequence `name` if it does not exist, or opens it if it exists with
     /// the same settings (see the guide's [vocabulary](crate::guide::glossary#create-ensure-open)). Its numbers are
@@ -393,15 +421,14 @@ impl Dispenser {
         Ok(self.gapless(name, self.gapless_collection(&options.collection), options))
     }
 
-    /// The names of one page of the gap-free sequences whose names match one of `patterns`
-    /// (`*` any run of characters, `?` one character; `"*"` every name), after `after` (from
-    /// the first when `None`), at most `limit`, by name: one query on the `_id` index of
+    /// Lists the gap-free sequences' names: every one, by name, or a page of them — see
+    /// [`ListGapless`] for its options (`.matching(patterns)`, `.after(cursor)`,
+    /// `.limit(n)`, `.named(names)`): one query on the `_id` index of
     /// `<collection>_gapless`, reading no other document.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
-    /// [`Error::Timeout`] when the collection cannot be read.
+    /// See [`ListGapless`].
     ///
     /// # Cancel safety
     ///
@@ -411,33 +438,36 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// for name in d.list_gapless_after_matching(&["invoices-*"], None, 50).await? {
+    /// for name in d.list_gapless().matching(["invoices-*"]).limit(50).await? {
     ///     println!("{name}");
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn list_gapless_after_matching(
-        &self,
-        patterns: &[&str],
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        if limit == 0 {
-            return Err(Error::invalid_argument(
-                "limit of a page of gap-free sequences",
-                "0 asked; ask for at least 1",
-            ));
+    pub fn list_gapless(&self) -> ListGapless<'_> {
+        ListGapless {
+            dispenser: self,
+            page: crate::listing::Page::default(),
         }
-        let names = crate::spec::names_regex(patterns);
+    }
+
+    /// [`Dispenser::list_gapless`] once its options are set.
+    async fn list_gapless_now(&self, page: crate::listing::Page) -> Result<Vec<String>> {
+        let limit = page.find_limit(
+            "limit of a page of gap-free sequences",
+            "gap-free sequences",
+        )?;
+        if page.is_none() {
+            return Ok(Vec::new());
+        }
         let store = self
             .store()
             .sibling(&format!("{}_gapless", self.options().collection));
-        let opts = mongodb::options::FindOptions::builder()
+        let mut opts = mongodb::options::FindOptions::builder()
             .projection(bson::doc! { "_id": 1 })
             .sort(bson::doc! { "_id": 1 })
-            .limit(i64::try_from(limit).unwrap_or(i64::MAX))
             .build();
-        let filter = crate::store::page_filter(after, names.as_deref());
+        opts.limit = limit;
+        let filter = page.filter();
         let docs: Vec<bson::Document> = store
             .bounded_read(|| "listing the gap-free sequences".to_owned(), async {
                 futures::TryStreamExt::try_collect(
@@ -619,6 +649,23 @@ impl Gapless {
     /// The sequence's name.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The history of the gap-free sequence: its creation, voids, releases, changes of the
+    /// longest lease and its delete, oldest first — see
+    /// [`History`](crate::history::History) for the options.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(invoices: dispenser::gapless::Gapless) -> dispenser::Result<()> {
+    /// let voids = invoices.history().limit(20).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn history(&self) -> crate::history::History {
+        self.inner
+            .history
+            .history(crate::history::Subject::Gapless, &self.inner.name)
     }
 
     /// The business collection, with the dispenser's write concern (majority and journaled

@@ -187,7 +187,7 @@ impl Gapless {
     /// let s = g.peek().await?;
     /// if let Some(lease) = s.lease {
     ///     // The process that held it was killed: end its lease now, not when it runs out.
-    ///     match g.release(lease.number, "holder killed during the upgrade").force().await? {
+    ///     match g.release(lease.number, "holder killed during the upgrade").force(true).await? {
     ///         Released::Voided(n) => println!("{n} voided"),
     ///         Released::Used { first, last } => println!("{first} to {last} were written"),
     ///         _ => {}
@@ -403,14 +403,10 @@ pub struct ReleaseLease<'a> {
 }
 
 impl ReleaseLease<'_> {
-    /// Releases even a lease that has not run out by the server's clock: the operator
-    /// asserts the holder is dead (nothing breaks if it is not, see [`Gapless::release`]).
-    pub fn force(self) -> Self {
-        self.with_force(true)
-    }
-
-    /// [`ReleaseLease::force`] when `force` is true (for a value read from elsewhere).
-    pub fn with_force(mut self, force: bool) -> Self {
+    /// With `true`, releases even a lease that has not run out by the server's clock: the
+    /// operator asserts the holder is dead (nothing breaks if it is not, see
+    /// [`Gapless::release`]). Defaults to false.
+    pub fn force(mut self, force: bool) -> Self {
         self.force = force;
         self
     }

@@ -1,5 +1,5 @@
 //! What the history holds and how it is asked for: the entries read back ([`HistoryEntry`])
-//! and the query ([`HistoryQuery`]). No I/O.
+//! and the query (`HistoryQuery`). No I/O.
 
 use bson::oid::ObjectId;
 use bson::{Bson, Document, doc};
@@ -100,7 +100,7 @@ impl HistoryEntry {
         self.name.rsplit_once('~').map(|(base, _)| base)
     }
 
-    /// Where a query continues after this entry ([`HistoryQuery::with_after`]): an opaque
+    /// Where a history read continues after this entry ([`History::after`](super::History::after)): an opaque
     /// string.
     pub fn cursor(&self) -> String {
         format!("{}-{}", self.at.as_millisecond(), self.id)
@@ -116,8 +116,7 @@ impl HistoryEntry {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::history::HistoryQuery;
-    /// for e in d.history("invoices", &HistoryQuery::default()).await? {
+    /// for e in d.open("invoices").await?.history().await? {
     ///     println!("{}", e.to_json());
     /// }
     /// # Ok(()) }
@@ -148,90 +147,33 @@ impl HistoryEntry {
 /// The most entries one query returns.
 pub const MAX_HISTORY_PAGE: usize = 1000;
 
-/// Which entries to read: of a sequence (a plain or striped sequence, a stripe or a scope,
-/// as its name says), a gap-free sequence or a queue, from a time on, after a cursor, at
-/// most `limit`, oldest first.
-///
-/// # Default
-///
-/// A sequence's history, from its first entry, at most 100 entries.
-///
-/// # Example
-///
-/// ```
-/// use dispenser::history::{HistoryQuery, Subject};
-/// let q = HistoryQuery::queue().with_limit(10);
-/// assert_eq!((q.subject, q.limit), (Subject::Queue, 10));
-/// ```
+/// Which entries to read (what a [`History`](super::History) builder sets): of a sequence
+/// (a plain or striped sequence, a stripe or a scope, as its name says), a gap-free sequence
+/// or a queue, from a time on, after a cursor, at most `limit`, oldest first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct HistoryQuery {
+pub(crate) struct HistoryQuery {
     /// Whose history: [`Subject::Sequence`] (the name says whether a plain or striped
-    /// sequence, a stripe `ids~3` or a scope `t@k`; [`Subject::Stripe`] and
-    /// [`Subject::Scope`] read the same), [`Subject::Gapless`] or [`Subject::Queue`].
-    /// Defaults to [`Subject::Sequence`].
-    pub subject: Subject,
-    /// Only entries at or after this time (the server's clock). Defaults to none.
-    pub since: Option<jiff::Timestamp>,
+    /// sequence, a stripe `ids~3` or a scope `t@k`), [`Subject::Gapless`] or
+    /// [`Subject::Queue`].
+    pub(crate) subject: Subject,
+    /// Only entries at or after this time (the server's clock).
+    pub(crate) since: Option<jiff::Timestamp>,
     /// Only entries after this cursor ([`HistoryEntry::cursor`] of the last entry of the
-    /// previous page). Defaults to none.
-    pub after: Option<String>,
+    /// previous page).
+    pub(crate) after: Option<String>,
     /// At most this many entries (1 to [`MAX_HISTORY_PAGE`]). Defaults to 100.
-    pub limit: usize,
+    pub(crate) limit: usize,
 }
 
-impl Default for HistoryQuery {
-    fn default() -> Self {
+impl HistoryQuery {
+    /// The history of a `subject`, from its first entry, at most 100 entries.
+    pub(crate) fn of(subject: Subject) -> Self {
         HistoryQuery {
-            subject: Subject::Sequence,
+            subject,
             since: None,
             after: None,
             limit: 100,
         }
-    }
-}
-
-impl HistoryQuery {
-    /// A sequence's history (the default).
-    pub fn sequence() -> Self {
-        HistoryQuery::default()
-    }
-
-    /// A queue's history.
-    pub fn queue() -> Self {
-        HistoryQuery {
-            subject: Subject::Queue,
-            ..HistoryQuery::default()
-        }
-    }
-
-    /// A gap-free sequence's history.
-    pub fn gapless() -> Self {
-        HistoryQuery {
-            subject: Subject::Gapless,
-            ..HistoryQuery::default()
-        }
-    }
-
-    /// Only entries at or after `since`.
-    #[must_use]
-    pub fn with_since(mut self, since: jiff::Timestamp) -> Self {
-        self.since = Some(since);
-        self
-    }
-
-    /// Only entries after `cursor` (see [`HistoryEntry::cursor`]).
-    #[must_use]
-    pub fn with_after(mut self, cursor: impl Into<String>) -> Self {
-        self.after = Some(cursor.into());
-        self
-    }
-
-    /// At most `limit` entries.
-    #[must_use]
-    pub fn with_limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
     }
 
     /// The filter of the records this query reads for the history of `name` (their intents:
@@ -244,16 +186,7 @@ impl HistoryQuery {
     ///
     /// [`Error::InvalidArgument`] for a limit outside 1 to [`MAX_HISTORY_PAGE`] or a cursor
     /// that is not one.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use dispenser::history::HistoryQuery;
-    /// let f = HistoryQuery::queue().filter("lobby")?;
-    /// assert_eq!((f.get_str("name")?, f.get_str("kind")?), ("lobby", "queue"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn filter(&self, name: &str) -> Result<Document> {
+    pub(crate) fn filter(&self, name: &str) -> Result<Document> {
         if !(1..=MAX_HISTORY_PAGE).contains(&self.limit) {
             return Err(Error::invalid_argument(
                 "history limit",
@@ -282,7 +215,7 @@ impl HistoryQuery {
     }
 
     /// The order of a read: oldest first, `{at: 1, _id: 1}` (see [`HistoryQuery::filter`]).
-    pub fn sort(&self) -> Document {
+    pub(crate) fn sort(&self) -> Document {
         doc! { field::AT: 1, field::ID: 1 }
     }
 }
@@ -403,14 +336,18 @@ mod tests {
             let e = parse_cursor(bad).unwrap_err();
             assert!(e.to_string().contains("cursor"), "{e}");
         }
-        let q = HistoryQuery::default().with_limit(0);
-        assert!(q.filter("s").is_err());
-        assert!(
-            HistoryQuery::default()
-                .with_limit(1001)
-                .filter("s")
-                .is_err()
-        );
+        for limit in [0, MAX_HISTORY_PAGE + 1] {
+            let q = HistoryQuery {
+                limit,
+                ..HistoryQuery::of(Subject::Sequence)
+            };
+            assert!(q.filter("s").is_err(), "{limit}");
+        }
+        let q = HistoryQuery {
+            limit: MAX_HISTORY_PAGE,
+            ..HistoryQuery::of(Subject::Sequence)
+        };
+        assert!(q.filter("s").is_ok());
     }
 
     #[test]

@@ -70,12 +70,17 @@
 //! # Example
 //!
 //! ```no_run
-//! use dispenser::{Dispenser, Options, history::HistoryQuery};
+//! use dispenser::{Dispenser, Kind, Options};
 //!
 //! # async fn f() -> dispenser::Result<()> {
 //! let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default().with_caller("billing-admin")).await?;
-//! d.open("invoices").await?.reset(dispenser::sequence::Reset::to(1000)).await?;
-//! for e in d.history("invoices", &HistoryQuery::default()).await? {
+//! let invoices = d.open("invoices").await?;
+//! invoices.reset(1000).await?;
+//! for e in invoices.history().limit(50).await? {
+//!     println!("{} {} by {:?}: {}", e.at, e.op, e.who, e.outcome.as_str());
+//! }
+//! // What no handle opens: a deleted queue's history.
+//! for e in d.history(Kind::Queue, "old-lobby").await? {
 //!     println!("{} {} by {:?}: {}", e.at, e.op, e.who, e.outcome.as_str());
 //! }
 //! # Ok(()) }
@@ -92,12 +97,125 @@ use bson::{Document, doc};
 use futures::TryStreamExt;
 use mongodb::options::FindOptions;
 
-pub use entry::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE, Outcome};
+pub(crate) use entry::HistoryQuery;
+pub use entry::{HistoryEntry, MAX_HISTORY_PAGE, Outcome};
 pub use subject::Subject;
 
 use crate::error::Result;
 use crate::store::Store;
 use subject::field;
+
+/// A read of one subject's history: [`Sequence::history`](crate::Sequence::history),
+/// [`StripedSequence::history`](crate::stripe::StripedSequence::history),
+/// [`Queue::history`](crate::queue::Queue::history),
+/// [`Gapless::history`](crate::gapless::Gapless::history), or
+/// [`Dispenser::history`](crate::Dispenser::history) for what no handle opens (a deleted
+/// one). `.await` it for the entries, oldest first: at most 100 unless [`History::limit`]
+/// (continue with [`History::after`] and the last entry's [`HistoryEntry::cursor`]). Two
+/// queries, whatever the length of the history, each served by an index the library creates
+/// with the collection (see [record](self#what-a-record-names-and-what-a-read-returns)). A
+/// name without history (or without a document) has an empty history.
+///
+/// The read returns the records of exactly the subject it asks for, never those of a name
+/// that merely starts with the name: for a sequence, a sequence `ids` with its stripes
+/// `ids~0 …` (a striped sequence's history), one stripe `ids~3`, or one scope `t@k`; for a
+/// gap-free sequence or a queue, that one.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a limit outside 1 to
+/// [`MAX_HISTORY_PAGE`] or a cursor that is not one;
+/// [`Error::CorruptDocument`](crate::Error::CorruptDocument) for a record that does not
+/// decode; [`Error::Database`](crate::Error::Database),
+/// [`Error::Timeout`](crate::Error::Timeout).
+///
+/// # Cancel safety
+///
+/// Cancel safe: it only reads.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+/// let last_day = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
+/// for e in lobby.history().since(last_day).await? {
+///     println!("{}", e.to_json());
+/// }
+/// # Ok(()) }
+/// ```
+#[must_use = "a history read does nothing until it is awaited"]
+#[derive(Clone, Debug)]
+pub struct History {
+    store: Store,
+    name: String,
+    query: HistoryQuery,
+}
+
+impl History {
+    pub(crate) fn new(store: Store, subject: Subject, name: &str) -> Self {
+        History {
+            store,
+            name: name.to_owned(),
+            query: HistoryQuery::of(subject),
+        }
+    }
+
+    /// Only entries at or after `since` (the server's clock). Defaults to every one.
+    pub fn since(mut self, since: jiff::Timestamp) -> Self {
+        self.query.since = Some(since);
+        self
+    }
+
+    /// Only entries after `cursor` ([`HistoryEntry::cursor`] of the last entry of the
+    /// previous page). Defaults to the first.
+    pub fn after(mut self, cursor: impl Into<String>) -> Self {
+        self.query.after = Some(cursor.into());
+        self
+    }
+
+    /// At most `limit` entries (1 to [`MAX_HISTORY_PAGE`]). Defaults to 100.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.query.limit = limit;
+        self
+    }
+
+    /// The filter of the records this read asks for (their intents: each entry's outcome
+    /// is then looked up by its `of`), as the library sends it to the history collection
+    /// (`<collection>_history`) — for a tool that reads the collection itself with the same
+    /// filter, [`History::sort`] and the limit.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a limit outside 1 to
+    /// [`MAX_HISTORY_PAGE`] or a cursor that is not one.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let f = d.history(dispenser::Kind::Queue, "lobby").filter()?;
+    /// assert_eq!((f.get_str("name").ok(), f.get_str("kind").ok()), (Some("lobby"), Some("queue")));
+    /// # Ok(()) }
+    /// ```
+    pub fn filter(&self) -> Result<Document> {
+        self.query.filter(&self.name)
+    }
+
+    /// The order of a read: oldest first, `{at: 1, _id: 1}` (see [`History::filter`]).
+    pub fn sort(&self) -> Document {
+        self.query.sort()
+    }
+}
+
+impl std::future::IntoFuture for History {
+    type Output = Result<Vec<HistoryEntry>>;
+    type IntoFuture =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Self::Output> + Send + 'static>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { read(&self.store, &self.name, &self.query).await })
+    }
+}
 
 /// The history of `name` as `query` says, read from `store`, the history collection (see
 /// [`Dispenser::history`](crate::Dispenser::history)).

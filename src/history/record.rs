@@ -29,6 +29,8 @@ use crate::store::Store;
 /// Writes the history of one dispenser's collections, as one caller.
 #[derive(Clone, Debug)]
 pub(crate) struct Recorder {
+    /// The history collection, for reads ([`Recorder::history`]).
+    reader: Store,
     coll: Collection<Document>,
     timeout: Duration,
     who: Option<String>,
@@ -75,7 +77,13 @@ impl Recorder {
             timeout: history.timeout(),
             who: who.map(str::to_owned),
             indexed: store.indexed(),
+            reader: history,
         }
+    }
+
+    /// A read of the history of `name`, a `subject`.
+    pub(crate) fn history(&self, subject: super::Subject, name: &str) -> super::History {
+        super::History::new(self.reader.clone(), subject, name)
     }
 
     /// Creates the history's [`indexes`] with the collection: before this dispenser's first

@@ -9,7 +9,7 @@
 //! let family = lobby.take().count(3).request_id("kiosk-1/000042").await?; // a Vec<Ticket>
 //! let next = lobby.call().desk("2").await?;
 //! lobby.recall().desk("2").await?;
-//! lobby.delete().force().await?; // even while tickets are held
+//! lobby.delete().force(true).await?; // even while tickets are held
 //! # Ok(()) }
 //! ```
 //!
@@ -18,9 +18,10 @@
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
-use super::{Queue, Ticket};
+use super::{Queue, QueueCounters, QueueState, Ticket};
 use crate::dispenser::Dispenser;
 use crate::error::Result;
+use crate::listing::Page;
 
 /// The future an action's `.await` runs.
 type Action<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
@@ -233,16 +234,11 @@ impl<'a> DeleteQueue<'a> {
         }
     }
 
-    /// Deletes the queue even while tickets are held (and one whose document no longer
+    /// With `true`, deletes the queue even while tickets are held (and one whose document no longer
     /// decodes): the caller knows nobody waits any more — a queue created again under the
     /// name hands out its first tickets again, whoever still holds those numbers. The
-    /// history records the force.
-    pub fn force(self) -> Self {
-        self.with_force(true)
-    }
-
-    /// [`DeleteQueue::force`] when `force` is true (for a value read from elsewhere).
-    pub fn with_force(mut self, force: bool) -> Self {
+    /// history records the force. Defaults to false.
+    pub fn force(mut self, force: bool) -> Self {
         self.force = force;
         self
     }
@@ -254,5 +250,82 @@ impl<'a> IntoFuture for DeleteQueue<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.dispenser.delete_queue_now(self.name, self.force))
+    }
+}
+
+/// A listing of queues ([`Dispenser::list_queues`]): every queue by name, unless narrowed.
+/// `.await` it for their states, by name; a document that does not decode is an
+/// [`Error::CorruptDocument`](crate::Error::CorruptDocument) in its place. The options are
+/// those of a listing of sequences ([`ListSequences`](crate::sequence::ListSequences)).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the limit is 0;
+/// [`Error::Database`](crate::Error::Database) or [`Error::Timeout`](crate::Error::Timeout)
+/// when the collection cannot be read.
+#[must_use = "a listing does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct ListQueues<'a> {
+    dispenser: &'a Dispenser,
+    page: Page,
+}
+
+impl<'a> ListQueues<'a> {
+    pub(super) fn new(dispenser: &'a Dispenser) -> Self {
+        ListQueues {
+            dispenser,
+            page: Page::default(),
+        }
+    }
+
+    crate::listing::page_setters!("queues");
+
+    /// Their counters only (taken, called, waiting, cancelled and the last calls), read
+    /// through a projection of those fields, so the cost does not grow with the queues'
+    /// histories (what a metrics scrape reads).
+    pub fn counters(self) -> ListQueueCounters<'a> {
+        ListQueueCounters(self)
+    }
+}
+
+impl<'a> IntoFuture for ListQueues<'a> {
+    type Output = Result<Vec<Result<QueueState>>>;
+    type IntoFuture = Action<'a, Vec<Result<QueueState>>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let limit = self
+                .page
+                .find_limit("limit of a page of queues", "queues")?;
+            if self.page.is_none() {
+                return Ok(Vec::new());
+            }
+            self.dispenser
+                .queues()
+                .list(self.page.filter(), limit)
+                .await
+        })
+    }
+}
+
+/// A listing of the queues' counters ([`ListQueues::counters`]). `.await` it for them, by
+/// name.
+#[must_use = "a listing does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct ListQueueCounters<'a>(ListQueues<'a>);
+
+impl<'a> IntoFuture for ListQueueCounters<'a> {
+    type Output = Result<Vec<Result<QueueCounters>>>;
+    type IntoFuture = Action<'a, Vec<Result<QueueCounters>>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let ListQueues { dispenser, page } = self.0;
+            let limit = page.find_limit("limit of a page of queues", "queues")?;
+            if page.is_none() {
+                return Ok(Vec::new());
+            }
+            dispenser.queues().list_counters(page.filter(), limit).await
+        })
     }
 }

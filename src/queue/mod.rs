@@ -69,7 +69,7 @@ mod store;
 
 use std::sync::{Arc, Mutex};
 
-pub use action::{AtDesk, Call, DeleteQueue, Take, TakeMany};
+pub use action::{AtDesk, Call, DeleteQueue, ListQueueCounters, ListQueues, Take, TakeMany};
 pub use follow::{TicketState, TicketView};
 pub use spec::{QueueAlter, QueueSpec};
 pub use status::{
@@ -291,12 +291,14 @@ impl Dispenser {
         Ok(self.queue_handle(name, queues, stored))
     }
 
-    /// Every queue, by name. A document that does not decode is an
+    /// Lists the queues: every one by name, or a page of them — see [`ListQueues`] for its
+    /// options (`.matching(patterns)`, `.after(cursor)`, `.limit(n)`, `.named(names)`, and
+    /// `.counters()` for their counters only). A document that does not decode is an
     /// [`Error::CorruptDocument`] in its place, so one bad document does not hide the rest.
     ///
     /// # Errors
     ///
-    /// [`Error::Database`] or [`Error::Timeout`] when the collection cannot be read.
+    /// See [`ListQueues`].
     ///
     /// # Cancel safety
     ///
@@ -310,118 +312,11 @@ impl Dispenser {
     ///     let q = q?;
     ///     println!("{}: {} waiting", q.name, q.waiting);
     /// }
+    /// let branch = d.list_queues().matching(["paris-*"]).limit(50).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn list_queues(&self) -> Result<Vec<Result<QueueState>>> {
-        self.queues().list(None, None, None).await
-    }
-
-    /// One page of the queues, by name: at most `limit` named after `after` (from the first
-    /// when `None`), in one query. A document that does not decode is an
-    /// [`Error::CorruptDocument`] in its place.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
-    /// [`Error::Timeout`] when the collection cannot be read.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let first = d.list_queues_after(None, 50).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn list_queues_after(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Result<QueueState>>> {
-        self.list_queues_after_matching(&["*"], after, limit).await
-    }
-
-    /// One page of the queues whose names match one of `patterns` (`*` any run of
-    /// characters, `?` one character; `"*"` every name), as
-    /// [`Dispenser::list_after_matching`] for sequences: the server returns only the
-    /// matching names, and no other document is read.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
-    /// [`Error::Timeout`] when the collection cannot be read.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let branch = d.list_queues_after_matching(&["paris-*"], None, 50).await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn list_queues_after_matching(
-        &self,
-        patterns: &[&str],
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Result<QueueState>>> {
-        if limit == 0 {
-            return Err(Error::invalid_argument(
-                "limit of a page of queues",
-                "0 queues asked; ask for at least 1",
-            ));
-        }
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let names = crate::spec::names_regex(patterns);
-        self.queues()
-            .list(after, Some(limit), names.as_deref())
-            .await
-    }
-
-    /// One page of the queues' counters (taken, called, waiting, cancelled and the last
-    /// calls), by name, after `after` (from the first when `None`), at most `limit`: read
-    /// through a projection of those fields only, so its cost does not grow with the queues'
-    /// histories (what a metrics scrape reads). A document that does not decode is an
-    /// [`Error::CorruptDocument`] in its place.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `limit` is 0; [`Error::Database`] or
-    /// [`Error::Timeout`] when the collection cannot be read.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// for q in d.list_queue_counters_after(None, 100).await?.into_iter().flatten() {
-    ///     println!("{}: {} waiting", q.name, q.waiting);
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn list_queue_counters_after(
-        &self,
-        after: Option<&str>,
-        limit: usize,
-    ) -> Result<Vec<Result<QueueCounters>>> {
-        if limit == 0 {
-            return Err(Error::invalid_argument(
-                "limit of a page of queues",
-                "0 queues asked; ask for at least 1",
-            ));
-        }
-        self.queues()
-            .list_counters(after, i64::try_from(limit).unwrap_or(i64::MAX))
-            .await
+    pub fn list_queues(&self) -> ListQueues<'_> {
+        ListQueues::new(self)
     }
 
     /// Deletes the queue `name`, unless tickets are held in it — waiting, or shown by a desk
@@ -458,7 +353,7 @@ impl Dispenser {
     ///     }
     ///     other => other?,
     /// }
-    /// d.delete_queue("old-lobby").force().await?; // closed for good: nobody comes back
+    /// d.delete_queue("old-lobby").force(true).await?; // closed for good: nobody comes back
     /// assert!(d.open_queue("old-lobby").await.is_err());
     /// # Ok(()) }
     /// ```
@@ -600,6 +495,22 @@ impl Queue {
     /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The history of the queue: who created, altered, cancelled in it or deleted it, oldest
+    /// first — see [`History`](crate::history::History) for the options.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// let changes = lobby.history().limit(20).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn history(&self) -> crate::history::History {
+        self.inner
+            .history
+            .history(crate::history::Subject::Queue, &self.inner.name)
     }
 
     /// The queue's spec, as last seen by this handle.

@@ -155,7 +155,7 @@ pub struct CallEntry {
 }
 
 /// A queue's counters and its last calls, read without the rest of its document (see
-/// [`Dispenser::list_queue_counters_after`](crate::Dispenser::list_queue_counters_after)):
+/// [`ListQueues::counters`](crate::queue::ListQueues::counters)):
 /// what a metrics scrape needs, at a cost that does not grow with the queue's history.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -259,13 +259,11 @@ impl QueueStore {
     /// document that does not decode is an error in its place.
     pub(crate) async fn list(
         &self,
-        after: Option<&str>,
+        filter: Document,
         limit: Option<i64>,
-        names: Option<&str>,
     ) -> Result<Vec<Result<QueueState>>> {
         let mut opts = FindOptions::builder().sort(doc! { field::ID: 1 }).build();
         opts.limit = limit;
-        let filter = crate::store::page_filter(after, names);
         let docs = self.find_all("listing queues", filter, opts).await?;
         Ok(docs.iter().map(status::decode_status).collect())
     }
@@ -274,15 +272,14 @@ impl QueueStore {
     /// name, at most `limit`, read through a projection of the fields they need.
     pub(crate) async fn list_counters(
         &self,
-        after: Option<&str>,
-        limit: i64,
+        filter: Document,
+        limit: Option<i64>,
     ) -> Result<Vec<Result<QueueCounters>>> {
-        let opts = FindOptions::builder()
+        let mut opts = FindOptions::builder()
             .sort(doc! { field::ID: 1 })
             .projection(document::counters_projection())
-            .limit(limit)
             .build();
-        let filter = crate::store::page_filter(after, None);
+        opts.limit = limit;
         let docs = self
             .find_all("listing the queues' counters", filter, opts)
             .await?;

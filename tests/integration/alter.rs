@@ -105,17 +105,17 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
     let seq = d.create("orders", Spec::default()).await.unwrap();
     let _issued = seq.next_n(60).await.unwrap();
     let before = d.peek("orders").await.unwrap();
-    for bad in [
-        Alter::default().with_max(50),
-        Alter::default().with_step(0),
-        Alter::default().with_min(10).with_max(5),
+    for (bad, force) in [
+        (Alter::default().with_max(50), false),
+        (Alter::default().with_step(0), false),
+        (Alter::default().with_min(10).with_max(5), false),
         // A step of the other sign, force or not: 59, 58, … were issued.
-        Alter::default().with_step(-1),
-        Alter::default().with_step(-3).with_force(true),
+        (Alter::default().with_step(-1), false),
+        (Alter::default().with_step(-3), true),
         // Cycle on without force: 0, 1, … would come again after the wrap.
-        Alter::default().with_cycle(true),
+        (Alter::default().with_cycle(true), false),
     ] {
-        let err = async { d.open("orders").await?.alter(bad).await }
+        let err = async { d.open("orders").await?.alter(bad).force(force).await }
             .await
             .unwrap_err();
         assert!(matches!(err, Error::InvalidSpec { .. }), "{err}");
@@ -130,7 +130,8 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
     d.open("orders")
         .await
         .unwrap()
-        .alter(Alter::default().with_max(50).with_force(true))
+        .alter(Alter::default().with_max(50))
+        .force(true)
         .await
         .unwrap();
     assert!(seq.next().await.unwrap_err().is_exhausted());
@@ -146,7 +147,8 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
     d.open("orders")
         .await
         .unwrap()
-        .alter(Alter::default().with_max(50).with_force(true))
+        .alter(Alter::default().with_max(50))
+        .force(true)
         .await
         .unwrap();
     // Cyclic: the next number wraps to min.
@@ -154,12 +156,8 @@ async fn refused_alters_write_nothing_and_force_does_what_it_says() {
         .open("orders")
         .await
         .unwrap()
-        .alter(
-            Alter::default()
-                .with_max(40)
-                .with_cycle(true)
-                .with_force(true),
-        )
+        .alter(Alter::default().with_max(40).with_cycle(true))
+        .force(true)
         .await
         .unwrap();
     assert_eq!(state.next_number(), Some(0));
@@ -328,11 +326,11 @@ async fn a_striped_alter_that_one_stripe_refuses_writes_nothing() {
         "a refused striped alter wrote a stripe"
     );
     // A format or nothing to change: refused too.
-    for bad in [
-        Alter::default().with_format(None),
-        Alter::default().with_force(true),
+    for (bad, force) in [
+        (Alter::default().with_format(None), false),
+        (Alter::default(), true),
     ] {
-        let err = ids.alter(bad).await.unwrap_err();
+        let err = ids.alter(bad).force(force).await.unwrap_err();
         assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
     }
     // The CLI takes the striped name.
@@ -350,7 +348,7 @@ async fn a_striped_alter_that_one_stripe_refuses_writes_nothing() {
     assert!(after.iter().all(|s| s.max == v1 + 1000), "{after:?}");
     // With force, the bound that stranded stripe 1 is accepted: it is exhausted, stripe 0
     // carries on, nothing repeats.
-    ids.alter(change.with_force(true)).await.unwrap();
+    ids.alter(change).force(true).await.unwrap();
     let mut seen = std::collections::HashSet::new();
     for _ in 0..3 {
         match ids.next().await {

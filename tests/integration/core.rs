@@ -267,10 +267,11 @@ async fn runs_of_several_numbers_with_steps_of_five_and_minus_three_are_the_next
     }
 }
 
-/// Listings read what they are asked for, in name order: `list_after` pages through the
-/// sequences (the last name of a page is the cursor of the next; a short page is the last),
-/// `list_after_matching` returns only the names that match, and `list_named` the named
-/// sequences that exist. (Found by cargo-mutants: the store's listings returning nothing
+/// Listings read what they are asked for, in name order: `.after(cursor).limit(n)` pages
+/// through the sequences (the last name of a page is the cursor of the next; a short page is
+/// the last), `.matching(patterns)` returns only the names that match, `.named(names)` the
+/// named sequences that exist, `.scopes_of(template)` a template's scopes, and the options
+/// combine (each narrows the others); a limit of 0 is refused. (Found by cargo-mutants: the store's listings returning nothing
 /// went unnoticed by the tests of the write path.)
 #[tokio::test]
 async fn listings_page_in_name_order_and_read_exactly_the_names_asked_for() {
@@ -284,17 +285,87 @@ async fn listings_page_in_name_order_and_read_exactly_the_names_asked_for() {
             .map(|s| s.unwrap().name)
             .collect::<Vec<_>>()
     };
-    assert_eq!(names(d.list_after(None, 2).await.unwrap()), ["a", "b"]);
-    assert_eq!(names(d.list_after(Some("b"), 2).await.unwrap()), ["c", "d"]);
-    assert_eq!(names(d.list_after(Some("d"), 2).await.unwrap()), ["e"]);
+    assert_eq!(names(d.list().limit(2).await.unwrap()), ["a", "b"]);
     assert_eq!(
-        names(d.list_after_matching(&["b*", "d"], None, 10).await.unwrap()),
+        names(d.list().after("b").limit(2).await.unwrap()),
+        ["c", "d"]
+    );
+    assert_eq!(names(d.list().after("d").limit(2).await.unwrap()), ["e"]);
+    assert_eq!(
+        names(d.list().matching(["b*", "d"]).limit(10).await.unwrap()),
         ["b", "d"]
     );
     assert_eq!(
-        names(d.list_named(&["e", "a", "zz"]).await.unwrap()),
+        names(
+            d.list()
+                .named(["e", "a", "zz", "not a name!"])
+                .await
+                .unwrap()
+        ),
         ["a", "e"]
     );
+    // Combined: each option narrows the others.
+    assert_eq!(
+        names(d.list().matching(["?"]).after("a").limit(2).await.unwrap()),
+        ["b", "c"]
+    );
+    assert_eq!(
+        names(
+            d.list()
+                .named(["e", "a", "c"])
+                .after("a")
+                .limit(1)
+                .await
+                .unwrap()
+        ),
+        ["c"]
+    );
+    assert!(
+        d.list()
+            .named(Vec::<String>::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    d.ensure_scope("a", "x").await.unwrap();
+    d.ensure_scope("a", "y").await.unwrap();
+    assert_eq!(
+        names(d.list().scopes_of("a").await.unwrap()),
+        ["a@x", "a@y"]
+    );
+    assert_eq!(
+        names(d.list().scopes_of("a").after("a@x").await.unwrap()),
+        ["a@y"]
+    );
+    assert!(d.list().scopes_of("b").await.unwrap().is_empty());
+    let e = d.list().limit(0).await.unwrap_err();
+    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
+    for q in ["q1", "q2", "r1"] {
+        d.create_queue(q, dispenser::queue::QueueSpec::default())
+            .await
+            .unwrap();
+    }
+    let queues = d
+        .list_queues()
+        .matching(["q*"])
+        .named(["q2", "r1", "q9"])
+        .await
+        .unwrap();
+    let queues: Vec<_> = queues.into_iter().map(|q| q.unwrap().name).collect();
+    assert_eq!(queues, ["q2"]);
+    let counters = d
+        .list_queues()
+        .after("q1")
+        .limit(1)
+        .counters()
+        .await
+        .unwrap();
+    let counters: Vec<_> = counters.into_iter().map(|q| q.unwrap().name).collect();
+    assert_eq!(counters, ["q2"]);
+    let e = d.list_queues().limit(0).await.unwrap_err();
+    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
+    let e = d.list_gapless().limit(0).await.unwrap_err();
+    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -454,14 +525,9 @@ async fn admin_reset_peek_list_delete() {
     for _ in 0..10 {
         seq.next().await.unwrap();
     }
-    let err = async {
-        d.open("a")
-            .await?
-            .reset(dispenser::sequence::Reset::to(5))
-            .await
-    }
-    .await
-    .unwrap_err();
+    let err = async { d.open("a").await?.reset(5).await }
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -474,32 +540,22 @@ async fn admin_reset_peek_list_delete() {
         "{err}"
     );
     assert_eq!(d.peek("a").await.unwrap().value, 10);
-    let state = d
-        .open("a")
-        .await
-        .unwrap()
-        .reset(dispenser::sequence::Reset::to(500))
-        .await
-        .unwrap();
+    let state = d.open("a").await.unwrap().reset(500).await.unwrap();
     assert_eq!(state.next_number(), Some(500));
     assert_eq!(seq.next().await.unwrap(), 500);
     let state = d
         .open("a")
         .await
         .unwrap()
-        .reset(dispenser::sequence::Reset::to(1).force())
+        .reset(1)
+        .force(true)
         .await
         .unwrap();
     assert_eq!((state.value, state.remaining()), (0, 1000));
     assert_eq!(seq.next().await.unwrap(), 1);
-    let err = async {
-        d.open("a")
-            .await?
-            .reset(dispenser::sequence::Reset::to(1001).force())
-            .await
-    }
-    .await
-    .unwrap_err();
+    let err = async { d.open("a").await?.reset(1001).force(true).await }
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
 
     let names: Vec<_> = d

@@ -1599,12 +1599,12 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
     }
     let e = other.release(1, "x").await.unwrap_err();
     assert!(e.to_string().contains("could still land"), "{e}");
-    let e = other.release(2, "x").force().await.unwrap_err();
+    let e = other.release(2, "x").force(true).await.unwrap_err();
     assert!(e.to_string().contains("1, can be released"), "{e}");
     assert_eq!(
         other
             .release(1, "operator: holder declared dead")
-            .force()
+            .force(true)
             .await
             .unwrap(),
         Released::Voided(1)
@@ -2220,10 +2220,7 @@ async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
     let a = common::audit_of(&again, Some(100)).await.unwrap();
     assert!(a.is_clean() && a.duplicates.is_empty(), "{a:?}");
     // The history: created, deleted by force, created again.
-    let h = d
-        .history("inv", &dispenser::history::HistoryQuery::gapless())
-        .await
-        .unwrap();
+    let h = d.history(dispenser::Kind::Gapless, "inv").await.unwrap();
     let ops: Vec<_> = h
         .iter()
         .map(|e| (e.op.as_str(), e.params["force"].as_bool()))

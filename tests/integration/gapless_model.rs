@@ -334,7 +334,7 @@ async fn operator(
         let Some(lease) = s.lease else { continue };
         let reason = format!("release-{k}");
         let force = rng.chance(0.5);
-        match g.release(lease.number, &reason).with_force(force).await {
+        match g.release(lease.number, &reason).force(force).await {
             Ok(r) => {
                 let mut rec = rec.lock().unwrap();
                 match r {

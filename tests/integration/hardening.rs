@@ -221,30 +221,19 @@ async fn advancing_or_resetting_stripes_keeps_them_disjoint() {
         assert!(seen.insert(n), "{n} issued twice after advance-to");
     }
     // A stripe refuses a reset outside its class.
-    let err = async {
-        d.open("ids~0")
-            .await?
-            .reset(dispenser::sequence::Reset::to(1000))
-            .await
-    }
-    .await
-    .unwrap_err();
+    let err = async { d.open("ids~0").await?.reset(1000).await }
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
     assert!(err.to_string().contains("StripedSequence::reset"), "{err}");
     // The striped operations move every stripe within its class.
     let states = ids.advance_to(5000).await.unwrap();
     let nexts: Vec<i64> = states.iter().filter_map(|s| s.next_number()).collect();
     assert_eq!(nexts, vec![5001, 5002]);
-    let states = ids
-        .reset(dispenser::sequence::Reset::to(7000))
-        .await
-        .unwrap();
+    let states = ids.reset(7000).await.unwrap();
     let nexts: Vec<i64> = states.iter().filter_map(|s| s.next_number()).collect();
     assert_eq!(nexts, vec![7001, 7000]);
-    let err = ids
-        .reset(dispenser::sequence::Reset::to(10))
-        .await
-        .unwrap_err();
+    let err = ids.reset(10).await.unwrap_err();
     assert!(matches!(err, Error::WouldGoBackwards { .. }), "{err}");
     let mut seen = std::collections::BTreeSet::new();
     for _ in 0..20 {
@@ -292,7 +281,7 @@ async fn the_live_daily_scope_is_never_deleted() {
         err.to_string().contains("tickets@2026-11-21") && err.to_string().contains("Honolulu"),
         "{err}"
     );
-    assert_eq!(d.list_scopes("tickets").await.unwrap().len(), 2);
+    assert_eq!(d.list().scopes_of("tickets").await.unwrap().len(), 2);
     assert_eq!(
         honolulu
             .delete_scopes_before(dispenser::jiff::civil::date(2026, 11, 21))

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use dispenser::gapless::{GaplessAlter, GaplessOptions};
-use dispenser::history::{HistoryEntry, HistoryQuery, Outcome, Subject};
+use dispenser::history::{HistoryEntry, Outcome, Subject};
 use dispenser::queue::QueueSpec;
 use dispenser::sequence::Alter;
 use dispenser::{Error, Spec};
@@ -49,18 +49,13 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
     d.open("orders")
         .await
         .unwrap()
-        .reset(dispenser::sequence::Reset::to(50).force())
+        .reset(50)
+        .force(true)
         .await
         .unwrap();
     // Refused by the state read first: recorded, refused. Bad input: nothing written.
     assert!(matches!(
-        async {
-            d.open("orders")
-                .await?
-                .reset(dispenser::sequence::Reset::to(10))
-                .await
-        }
-        .await,
+        async { d.open("orders").await?.reset(10).await }.await,
         Err(Error::WouldGoBackwards { .. })
     ));
     assert!(
@@ -74,14 +69,9 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
         .is_err()
     );
     assert!(
-        async {
-            d.open("or\nders")
-                .await?
-                .reset(dispenser::sequence::Reset::to(1).force())
-                .await
-        }
-        .await
-        .is_err()
+        async { d.open("or\nders").await?.reset(1).force(true).await }
+            .await
+            .is_err()
     );
     // Nothing to move: not recorded either.
     d.open("orders")
@@ -92,7 +82,10 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
         .unwrap();
     d.delete("orders").await.unwrap();
 
-    let mut all = d.history("orders", &HistoryQuery::default()).await.unwrap();
+    let mut all = d
+        .history(dispenser::Kind::Sequence, "orders")
+        .await
+        .unwrap();
     assert_eq!(
         ops(&all),
         ["create", "alter", "advance-to", "reset", "reset", "delete"],
@@ -134,37 +127,38 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
 
     // Paging: two at a time, by cursor; and from a time on.
     let first = d
-        .history("orders", &HistoryQuery::default().with_limit(2))
+        .history(dispenser::Kind::Sequence, "orders")
+        .limit(2)
         .await
         .unwrap();
     assert_eq!(ops(&first), ["create", "alter"]);
     let rest = d
-        .history(
-            "orders",
-            &HistoryQuery::default().with_after(first[1].cursor()),
-        )
+        .history(dispenser::Kind::Sequence, "orders")
+        .after(first[1].cursor())
         .await
         .unwrap();
     assert_eq!(ops(&rest), ["advance-to", "reset", "reset", "delete"]);
     let since = d
-        .history("orders", &HistoryQuery::default().with_since(reset.at))
+        .history(dispenser::Kind::Sequence, "orders")
+        .since(reset.at)
         .await
         .unwrap();
     assert_eq!(ops(&since).first(), Some(&"reset"));
     assert!(
-        d.history("orders", &HistoryQuery::default().with_after("nonsense"))
+        d.history(dispenser::Kind::Sequence, "orders")
+            .after("nonsense")
             .await
             .is_err()
     );
     // Another name, and a queue of the same name, have their own (empty) histories.
     assert!(
-        d.history("order", &HistoryQuery::default())
+        d.history(dispenser::Kind::Sequence, "order")
             .await
             .unwrap()
             .is_empty()
     );
     assert!(
-        d.history("orders", &HistoryQuery::queue())
+        d.history(dispenser::Kind::Queue, "orders")
             .await
             .unwrap()
             .is_empty()
@@ -173,7 +167,7 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
     let nobody = f.dispenser(f.options());
     nobody.create("anon", Spec::default()).await.unwrap();
     let anon = nobody
-        .history("anon", &HistoryQuery::default())
+        .history(dispenser::Kind::Sequence, "anon")
         .await
         .unwrap();
     assert_eq!((anon.len(), anon[0].who.as_deref()), (1, None));
@@ -189,10 +183,8 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
     // Opened again: nothing recorded.
     d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
-    ids.reset(dispenser::sequence::Reset::to(1000))
-        .await
-        .unwrap();
-    let h = d.history("ids", &HistoryQuery::default()).await.unwrap();
+    ids.reset(1000).await.unwrap();
+    let h = d.history(dispenser::Kind::Sequence, "ids").await.unwrap();
     assert_eq!(ops(&h), ["create", "reset", "reset"], "{h:#?}");
     assert_eq!(h[0].params["stripes"], 2);
     let mut names: Vec<(&str, Subject, Option<u32>)> = h[1..]
@@ -208,7 +200,7 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
         ]
     );
     assert_eq!(h[1].striped_sequence(), Some("ids"));
-    let one = d.history("ids~1", &HistoryQuery::default()).await.unwrap();
+    let one = d.history(dispenser::Kind::Sequence, "ids~1").await.unwrap();
     assert_eq!(
         one.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
         ["ids~1"]
@@ -228,7 +220,7 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     inv.alter(GaplessAlter::default().with_max_lease(Duration::from_secs(30)))
         .await
         .unwrap();
-    let h = d.history("inv", &HistoryQuery::gapless()).await.unwrap();
+    let h = d.history(dispenser::Kind::Gapless, "inv").await.unwrap();
     assert_eq!(ops(&h), ["create", "void", "alter"], "{h:#?}");
     // The alter is recorded with the state before and after, as a sequence's is.
     let max_lease = |s: &Option<serde_json::Value>| s.as_ref().map(|s| s["max_lease_ms"].clone());
@@ -241,7 +233,7 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     assert!(h.iter().all(|e| e.subject == Subject::Gapless), "{h:#?}");
     // A gap-free sequence is not a sequence of the same name.
     assert!(
-        d.history("inv", &HistoryQuery::default())
+        d.history(dispenser::Kind::Sequence, "inv")
             .await
             .unwrap()
             .is_empty()
@@ -278,8 +270,8 @@ async fn queue_operations_are_recorded_refusals_included() {
         .await
         .unwrap();
     // Two tickets still wait: only a forced delete deletes it (issue 49, item 2).
-    d.delete_queue("lobby").force().await.unwrap();
-    let h = d.history("lobby", &HistoryQuery::queue()).await.unwrap();
+    d.delete_queue("lobby").force(true).await.unwrap();
+    let h = d.history(dispenser::Kind::Queue, "lobby").await.unwrap();
     assert_eq!(
         ops(&h),
         ["create", "cancel", "cancel", "alter", "delete"],
@@ -298,6 +290,87 @@ async fn queue_operations_are_recorded_refusals_included() {
     assert_eq!(h[2].after, None);
     assert_eq!(h[3].after.as_ref().unwrap()["max"], 199);
     assert_eq!(h[4].after, None);
+}
+
+/// Every handle reads its own history (`history()`: a builder with `.since`, `.after` and
+/// `.limit`) as `Dispenser::history(kind, name)` reads it; a deleted queue's is still read
+/// by kind and name; the command line prints a queue's and a gap-free sequence's with
+/// `queue history NAME` and `gapless history NAME` (issue 50).
+#[tokio::test]
+async fn every_handle_reads_its_own_history_and_the_dispenser_reads_one_by_kind() {
+    let f = Fixture::new("history_handles").await;
+    let d = f.dispenser(f.options().with_caller("carol"));
+    let orders = d.create("orders", Spec::default()).await.unwrap();
+    orders.advance_to(10).await.unwrap();
+    orders.reset(1).force(true).await.unwrap();
+    let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
+    ids.reset(100).await.unwrap();
+    let q = d.create_queue("lobby", QueueSpec::default()).await.unwrap();
+    q.take().await.unwrap();
+    q.cancel(1).await.unwrap();
+    let business = common::unique("history_handles_inv");
+    let g = d
+        .create_gapless("inv", GaplessOptions::new(business.as_str(), "number"))
+        .await
+        .unwrap();
+    g.void(1, "torn").await.unwrap();
+
+    let own = orders.history().await.unwrap();
+    assert_eq!(ops(&own), ["create", "advance-to", "reset"], "{own:#?}");
+    assert_eq!(
+        own,
+        d.history(dispenser::Kind::Sequence, "orders")
+            .await
+            .unwrap()
+    );
+    let striped = ids.history().await.unwrap();
+    assert_eq!(ops(&striped), ["create", "reset", "reset"], "{striped:#?}");
+    let queue = q.history().await.unwrap();
+    assert_eq!(ops(&queue), ["create", "cancel"], "{queue:#?}");
+    let gapless = g.history().await.unwrap();
+    assert_eq!(ops(&gapless), ["create", "void"], "{gapless:#?}");
+    assert_eq!(
+        gapless,
+        d.history(dispenser::Kind::Gapless, "inv").await.unwrap()
+    );
+    // The options: a page, the next page, from a time on.
+    let first = orders.history().limit(1).await.unwrap();
+    assert_eq!(ops(&first), ["create"]);
+    let rest = orders.history().after(first[0].cursor()).await.unwrap();
+    assert_eq!(ops(&rest), ["advance-to", "reset"]);
+    let since = orders.history().since(own[2].at).await.unwrap();
+    assert_eq!(ops(&since), ["reset"]);
+    let e = orders.history().limit(0).await.unwrap_err();
+    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
+
+    // Deleted: no handle opens it, the dispenser reads its history by kind and name.
+    d.delete_queue("lobby").force(true).await.unwrap();
+    let gone = d.history(dispenser::Kind::Queue, "lobby").await.unwrap();
+    assert_eq!(ops(&gone), ["create", "cancel", "delete"], "{gone:#?}");
+
+    let out = cli(&f.collection, None, &["queue", "history", "lobby"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<_> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[2].contains("lobby delete by carol: done"), "{text}");
+    let out = cli(
+        &f.collection,
+        None,
+        &["gapless", "history", "inv", "--json"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ops: Vec<_> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["op"].as_str().unwrap(), e["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ops, [("create", "gapless"), ("void", "gapless")]);
+    // The flags that chose the kind are gone.
+    let out = cli(&f.collection, None, &["history", "lobby", "--queue"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
 
 fn cli(collection: &str, caller: Option<&str>, args: &[&str]) -> std::process::Output {
@@ -501,30 +574,25 @@ async fn a_read_returns_exactly_its_subjects_never_names_that_start_with_it() {
     d.ensure_scope("pub", "a").await.unwrap();
     let secret = d.ensure_scope("pub", "a~secret").await.unwrap();
     secret.next().await.unwrap();
-    secret
-        .reset(dispenser::sequence::Reset::to(1).force())
-        .await
-        .unwrap();
+    secret.reset(1).force(true).await.unwrap();
     let ids = d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
-    ids.reset(dispenser::sequence::Reset::to(100))
-        .await
-        .unwrap();
+    ids.reset(100).await.unwrap();
     d.create_gapless("ids~1", GaplessOptions::new(business.as_str(), "m"))
         .await
         .unwrap();
     d.create_queue("pub~q", QueueSpec::default()).await.unwrap();
-    let read = |name: &'static str, q: HistoryQuery| {
+    let read = |name: &'static str, q: dispenser::Kind| {
         let d = d.clone();
-        async move { d.history(name, &q).await.unwrap() }
+        async move { d.history(q, name).await.unwrap() }
     };
 
-    let h = read("pub", HistoryQuery::default()).await;
+    let h = read("pub", dispenser::Kind::Sequence).await;
     assert_eq!(
         (ops(&h), names(&h)),
         (vec!["create"], vec!["pub"]),
         "{h:#?}"
     );
-    let h = read("pub@a", HistoryQuery::default()).await;
+    let h = read("pub@a", dispenser::Kind::Sequence).await;
     assert_eq!(
         (ops(&h), names(&h)),
         (vec!["create"], vec!["pub@a"]),
@@ -534,32 +602,32 @@ async fn a_read_returns_exactly_its_subjects_never_names_that_start_with_it() {
         (h[0].subject, h[0].template.as_deref(), h[0].key.as_deref()),
         (Subject::Scope, Some("pub"), Some("a"))
     );
-    let h = read("pub@a~secret", HistoryQuery::default()).await;
+    let h = read("pub@a~secret", dispenser::Kind::Sequence).await;
     assert_eq!(ops(&h), ["create", "reset"], "{h:#?}");
     assert_eq!(h[1].key.as_deref(), Some("a~secret"));
-    let h = read("ids", HistoryQuery::default()).await;
+    let h = read("ids", dispenser::Kind::Sequence).await;
     assert_eq!(ops(&h), ["create", "reset", "reset"], "{h:#?}");
     assert!(
         h[1..].iter().all(|e| e.subject == Subject::Stripe),
         "{h:#?}"
     );
-    let h = read("ids~1", HistoryQuery::default()).await;
+    let h = read("ids~1", dispenser::Kind::Sequence).await;
     assert_eq!(
         (ops(&h), names(&h)),
         (vec!["reset"], vec!["ids~1"]),
         "{h:#?}"
     );
-    let h = read("pub~hidden", HistoryQuery::default()).await;
+    let h = read("pub~hidden", dispenser::Kind::Sequence).await;
     assert!(h.is_empty(), "a sequence's read of a gap-free name: {h:#?}");
-    let h = read("pub~hidden", HistoryQuery::gapless()).await;
+    let h = read("pub~hidden", dispenser::Kind::Gapless).await;
     assert_eq!(ops(&h), ["create", "void"], "{h:#?}");
     assert_eq!(h[1].params["reason"], "confidential: a layoff bonus");
-    let h = read("ids~1", HistoryQuery::gapless()).await;
+    let h = read("ids~1", dispenser::Kind::Gapless).await;
     assert_eq!((ops(&h), h[0].subject), (vec!["create"], Subject::Gapless));
-    let h = read("pub~q", HistoryQuery::queue()).await;
+    let h = read("pub~q", dispenser::Kind::Queue).await;
     assert_eq!(ops(&h), ["create"], "{h:#?}");
-    assert!(read("pub", HistoryQuery::queue()).await.is_empty());
-    assert!(read("pub", HistoryQuery::gapless()).await.is_empty());
+    assert!(read("pub", dispenser::Kind::Queue).await.is_empty());
+    assert!(read("pub", dispenser::Kind::Gapless).await.is_empty());
 }
 
 /// Regression (issue 49 item 1, security), through the service: a token allowed only `pub`
@@ -708,7 +776,7 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
             .with_collection(coll.as_str()),
     )
     .unwrap();
-    let h = d.history("s", &HistoryQuery::default()).await.unwrap();
+    let h = d.history(dispenser::Kind::Sequence, "s").await.unwrap();
     assert_eq!(ops(&h), ["create", "reset"], "{h:#?}");
     assert!(
         matches!(&h[1].outcome, Outcome::Refused(r) if r.contains("backwards")),
@@ -732,7 +800,7 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
         ("t@ann@example.com", "ops"),
         ("t@2002-02-02", "kiosk"),
     ] {
-        let h = d.history(scope, &HistoryQuery::default()).await.unwrap();
+        let h = d.history(dispenser::Kind::Sequence, scope).await.unwrap();
         assert_eq!(ops(&h), ["create"], "{scope}: {h:#?}");
         assert_eq!(
             (h[0].subject, h[0].who.as_deref(), h[0].outcome.as_str()),
@@ -744,7 +812,7 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
     // Opening an existing scope again records nothing.
     d.ensure_scope("t", "2001-01-01").await.unwrap();
     let h = d
-        .history("t@2001-01-01", &HistoryQuery::default())
+        .history(dispenser::Kind::Sequence, "t@2001-01-01")
         .await
         .unwrap();
     assert_eq!(h.len(), 1, "{h:#?}");
@@ -755,12 +823,12 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
         &["delete", "t", "--scopes-before", "2002-01-01"],
     );
     assert!(out.status.success(), "{out:?}");
-    let h = d.history("t", &HistoryQuery::default()).await.unwrap();
+    let h = d.history(dispenser::Kind::Sequence, "t").await.unwrap();
     assert_eq!(ops(&h), ["create", "delete-scopes"], "{h:#?}");
     assert_eq!(h[1].params["scopes"], 1);
     assert_eq!(h[1].after.as_ref().unwrap()["deleted"], 1);
     let h = d
-        .history("t@2001-01-01", &HistoryQuery::default())
+        .history(dispenser::Kind::Sequence, "t@2001-01-01")
         .await
         .unwrap();
     assert_eq!(ops(&h), ["create", "delete"], "{h:#?}");
@@ -772,7 +840,7 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
     assert_eq!(h[1].before.as_ref().unwrap()["value"], 1);
     // The scopes not deleted have no delete record.
     for kept in ["t@2002-02-02", "t@ann@example.com"] {
-        let h = d.history(kept, &HistoryQuery::default()).await.unwrap();
+        let h = d.history(dispenser::Kind::Sequence, kept).await.unwrap();
         assert_eq!(ops(&h), ["create"], "{kept}: {h:#?}");
     }
 
@@ -939,7 +1007,7 @@ async fn names_keep_to_their_kind_on_every_surface() {
         let s = d.ensure_scope("t", key).await.unwrap();
         assert_eq!(s.next().await.unwrap(), 1, "{key}");
         let h = d
-            .history(&format!("t@{key}"), &HistoryQuery::default())
+            .history(dispenser::Kind::Sequence, &format!("t@{key}"))
             .await
             .unwrap();
         assert_eq!(
@@ -967,13 +1035,13 @@ async fn names_keep_to_their_kind_on_every_surface() {
         Some(1)
     );
     assert!(
-        d.history("ids~0", &HistoryQuery::default())
+        d.history(dispenser::Kind::Sequence, "ids~0")
             .await
             .unwrap()
             .is_empty()
     );
     assert_eq!(
-        d.history("ids~0", &HistoryQuery::queue())
+        d.history(dispenser::Kind::Queue, "ids~0")
             .await
             .unwrap()
             .len(),

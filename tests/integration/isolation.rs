@@ -38,7 +38,7 @@
 //! rounds naming the gap-free `P~…` or the scope `P@a~…` in `P`'s or `P@a`'s history.
 
 use dispenser::mongodb::bson::doc;
-use dispenser::sequence::{Alter, Reset};
+use dispenser::sequence::Alter;
 use dispenser::{Dispenser, Options, Spec};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -660,7 +660,7 @@ async fn build(w: &World, d: &Dispenser, business: &str) {
                 if key != w.keys[0] {
                     scope.next().await.unwrap();
                     scope.next().await.unwrap();
-                    scope.reset(Reset::to(1).force()).await.unwrap();
+                    scope.reset(1).force(true).await.unwrap();
                 }
             }
             Kind::Striped => {
@@ -668,7 +668,7 @@ async fn build(w: &World, d: &Dispenser, business: &str) {
                     .ensure_striped(&s.name, 2, Spec::default().with_max(m))
                     .await
                     .unwrap();
-                striped.reset(Reset::to(7)).await.unwrap();
+                striped.reset(7).await.unwrap();
             }
             Kind::Gapless => {
                 let coll = format!("{business}_{}", m % 1000);

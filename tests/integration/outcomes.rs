@@ -102,13 +102,15 @@ const WRITERS: [(Cmd, &str); 20] = [
 
 /// The commands that only read (`doctor` and `bench` write only scratch documents of their
 /// own and remove them; `serve` is checked through its HTTP operations).
-const READERS: [&str; 12] = [
+const READERS: [&str; 14] = [
     "peek",
     "list",
     "check",
     "audit",
     "doctor",
     "history",
+    "queue history",
+    "gapless history",
     "bench",
     "serve",
     "gapless peek",

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use dispenser::history::{HistoryQuery, Outcome};
+use dispenser::history::Outcome;
 use dispenser::queue::QueueSpec;
 use dispenser::{Error, Format};
 use serde_json::{Value, json};
@@ -72,7 +72,7 @@ async fn a_queue_in_use_is_deleted_only_when_nobody_holds_a_ticket_or_with_force
         "deleted queue mq\n"
     );
     fails(coll, &["queue", "peek", "mq"], EXIT_NO_SUCH);
-    let h = d.history("mq", &HistoryQuery::queue()).await.unwrap();
+    let h = d.history(dispenser::Kind::Queue, "mq").await.unwrap();
     let deletes: Vec<_> = h.iter().filter(|e| e.op == "delete").collect();
     assert_eq!(deletes.len(), 5, "{h:#?}");
     for refused in &deletes[..4] {

@@ -919,7 +919,7 @@ async fn a_queue_document_stays_small_whatever_its_history_and_old_ids_still_ans
         .unwrap();
     assert!(!other[0].replayed);
     // Deleting the queue (forced: its tickets wait) leaves no request id behind.
-    d.delete_queue("busy").force().await.unwrap();
+    d.delete_queue("busy").force(true).await.unwrap();
     let left = requests
         .count_documents(doc! { "queue": "busy" })
         .await

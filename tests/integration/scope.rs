@@ -41,7 +41,8 @@ async fn daily_numbering_restarts_at_local_midnight() {
     // The template was never drawn from; both days exist as scopes.
     assert_eq!(d.peek("tickets").await.unwrap().value, 0);
     let scopes: Vec<_> = d
-        .list_scopes("tickets")
+        .list()
+        .scopes_of("tickets")
         .await
         .unwrap()
         .into_iter()
@@ -57,7 +58,7 @@ async fn daily_numbering_restarts_at_local_midnight() {
             .unwrap(),
         1
     );
-    assert_eq!(d.list_scopes("tickets").await.unwrap().len(), 1);
+    assert_eq!(d.list().scopes_of("tickets").await.unwrap().len(), 1);
     assert!(d.peek("tickets").await.is_ok());
     // A zone given by name (configuration) is checked where the name comes in.
     assert!(matches!(

@@ -120,9 +120,8 @@ async fn create_ensure_and_open_mean_the_same_for_every_kind() {
 /// number.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
-    use dispenser::history::HistoryQuery;
     use dispenser::queue::QueueAlter;
-    use dispenser::sequence::{Alter, Reset};
+    use dispenser::sequence::Alter;
 
     let f = Fixture::new("vocabulary_admin").await;
     let d = f.dispenser(f.options().with_caller("ops"));
@@ -134,10 +133,10 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     assert_eq!(s.next_number(), Some(101));
     assert_eq!(orders.next().await.unwrap(), 101);
     assert!(matches!(
-        orders.reset(Reset::to(50)).await,
+        orders.reset(50).await,
         Err(Error::WouldGoBackwards { .. })
     ));
-    let s = orders.reset(Reset::to(50).force()).await.unwrap();
+    let s = orders.reset(50).force(true).await.unwrap();
     assert_eq!(s.next_number(), Some(50));
     assert_eq!(orders.peek().await.unwrap().next_number(), Some(50));
     let f6 = dispenser::Format::parse("ORD-{n:06}").unwrap();
@@ -157,7 +156,10 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
         orders.next().await,
         Err(Error::NoSuchSequence { .. })
     ));
-    let h = d.history("orders", &HistoryQuery::default()).await.unwrap();
+    let h = d
+        .history(dispenser::Kind::Sequence, "orders")
+        .await
+        .unwrap();
     let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
     // The refused reset (backwards without force) is recorded, refused.
     assert_eq!(
@@ -192,7 +194,7 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     assert_eq!(s.capacity, 20);
     lobby.delete().await.unwrap();
     assert!(matches!(lobby.take().await, Err(Error::NoSuchQueue { .. })));
-    let h = d.history("lobby", &HistoryQuery::queue()).await.unwrap();
+    let h = d.history(dispenser::Kind::Queue, "lobby").await.unwrap();
     let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
     assert_eq!(ops, ["create", "alter", "delete"], "{h:#?}");
 }

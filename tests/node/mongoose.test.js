@@ -72,7 +72,7 @@ test('scoped counters from document fields, and max with cycle', async () => {
     assert.ok([...counts.values()].every((c) => c === 2 || c === 3))
     const other = (await Ticket.find({ shop: 'a' })).map((t) => t.number).sort()
     assert.deepEqual(other, [1, 2, 3], 'a scope of its own (the keys do not run together)')
-    const scopes = (await d.listScopes('tickets')).map((s) => s.name)
+    const scopes = (await d.list({ scopesOf: 'tickets' })).map((s) => s.name)
     assert.deepEqual(scopes, ['tickets@a%2Fb/x', 'tickets@a/b%2Fx'])
     await assert.rejects(Ticket.create({ customer: 'x' }), (e) => e.code === 'invalid_input' && /scope field "shop"/.test(e.message))
   } finally {

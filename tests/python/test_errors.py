@@ -80,7 +80,7 @@ def test_a_queue_with_people_waiting_is_deleted_only_when_forced(d):
     d.delete_queue("room", force=True)
     with pytest.raises(dispenser.NotFoundError):
         d.open_queue("room")
-    last = d.history("room", subject="queue")[-1]
+    last = d.history("room", kind="queue")[-1]
     assert (last["op"], last["params"]["force"], last["kind"]) == ("delete", True, "queue")
 
 

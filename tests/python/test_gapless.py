@@ -57,9 +57,10 @@ def test_gapless_issue_with_pymongo_inserts_some_failing_leaves_no_gap(d, mongo,
         t.join()
     used = outcomes["used"]
     # The gap-free sequence's own history: its create, under its kind, never a sequence's.
-    created = d.history("invoices", subject="gapless")
+    created = d.history("invoices", kind="gapless")
+    assert g.history(limit=1) == created[:1]
     assert [(h["op"], h["kind"]) for h in created][:1] == [("create", "gapless")], created
-    assert d.history("invoices", subject="sequence") == []
+    assert d.history("invoices", kind="sequence") == []
     assert outcomes["declined"] > 0 and outcomes["duplicate_id"] > 0, outcomes
     assert len(used) == 96 - outcomes["declined"] - outcomes["duplicate_id"]
     # Void the next number on purpose, then use one more: no gap either way.
@@ -85,7 +86,7 @@ def test_gapless_issue_with_pymongo_inserts_some_failing_leaves_no_gap(d, mongo,
     with pytest.raises(dispenser.NotFoundError):
         d.open_gapless("invoices")
     assert coll.count_documents({"number": {"$exists": True}}) == n_total
-    assert d.history("invoices", subject="gapless")[-1]["op"] == "delete"
+    assert d.history("invoices", kind="gapless")[-1]["op"] == "delete"
 
 
 def test_a_gapless_sequence_refuses_what_its_index_cannot_guarantee(d, mongo, collection):

@@ -85,10 +85,12 @@ def test_admin_operations_on_a_sequence(d):
     assert s.peek()["format"] is None
     names = [x["name"] for x in d.list()]
     assert names == ["admin"]
-    assert [x["name"] for x in d.list_named(["admin", "missing"])] == ["admin"]
-    assert [x["name"] for x in d.list_after_matching(["adm*"])] == ["admin"]
+    assert [x["name"] for x in d.list(named=["admin", "missing"])] == ["admin"]
+    assert [x["name"] for x in d.list(matching=["adm*"])] == ["admin"]
+    assert [x["name"] for x in d.list(matching=["*"], after="admin", limit=5)] == []
     history = d.history("admin")
     assert [h["op"] for h in history][:2] == ["create", "advance-to"], history
+    assert s.history(after=history[0]["cursor"], limit=1) == history[1:2]
     s.delete()
     with pytest.raises(dispenser.NotFoundError):
         d.open("admin")
@@ -125,7 +127,7 @@ def test_striped_and_scoped_and_daily_sequences(d):
     assert acme.name == "inv@acme"
     assert [acme.next(), acme.next()] == [1, 2]
     assert d.open_scope("inv", "acme").next() == 3
-    assert [x["name"] for x in d.list_scopes("inv")] == ["inv@acme"]
+    assert [x["name"] for x in d.list(scopes_of="inv")] == ["inv@acme"]
 
     d.create("daily")
     day = d.open_daily("daily", "Europe/Paris")

@@ -29,7 +29,7 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
     };
     let queue = |name: &str| {
         format!(
-            "`dispenser queue peek {name}` and `dispenser history --queue {name}` show whether it was made"
+            "`dispenser queue peek {name}` and `dispenser queue history {name}` show whether it was made"
         )
     };
     let gapless = |name: &str| format!("`dispenser gapless peek {name}` shows whether it was made");
@@ -54,7 +54,9 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
         ),
         Command::Delete(a) => Effect::new(format!("sequence {:?} deleted", a.name), peek(&a.name)),
         Command::Gapless(g) => match g {
-            GaplessCommand::Peek { .. } | GaplessCommand::List { .. } => None,
+            GaplessCommand::Peek { .. }
+            | GaplessCommand::List { .. }
+            | GaplessCommand::History(_) => None,
             GaplessCommand::Create { name, .. } => Effect::new(
                 format!("gap-free sequence {name:?} created"),
                 gapless(name),
@@ -62,7 +64,7 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
             GaplessCommand::Delete { name, .. } => Effect::new(
                 format!("gap-free sequence {name:?} deleted"),
                 format!(
-                    "`dispenser gapless peek {name}` and `dispenser history --gapless {name}` show whether it was"
+                    "`dispenser gapless peek {name}` and `dispenser gapless history {name}` show whether it was"
                 ),
             ),
             GaplessCommand::Issue {
@@ -91,7 +93,9 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
             ),
         },
         Command::Queue(q) => match q {
-            QueueCommand::Peek { .. } | QueueCommand::List { .. } => None,
+            QueueCommand::Peek { .. }
+            | QueueCommand::List { .. }
+            | QueueCommand::History(_) => None,
             QueueCommand::Take {
                 name, request_id, ..
             } => Effect::new(

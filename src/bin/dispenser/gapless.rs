@@ -36,6 +36,9 @@ pub enum GaplessCommand {
         #[arg(long, default_value = "voided")]
         void_field: String,
     },
+    /// Who changed the gap-free sequence, when, how: its recorded operations, oldest first
+    /// (a deleted one's too).
+    History(crate::history::HistoryArgs),
     /// List the gap-free sequences, one status line each (or one JSON array).
     List {
         /// Print one JSON array of statuses.
@@ -197,13 +200,18 @@ pub async fn run(
             )
             .map_err(io)?;
         }
+        GaplessCommand::History(a) => {
+            return crate::history::run(d, dispenser::Kind::Gapless, a, out).await;
+        }
         GaplessCommand::List { json } => {
             let mut statuses = Vec::new();
             let mut after: Option<String> = None;
             loop {
-                let page = d
-                    .list_gapless_after_matching(&["*"], after.as_deref(), 1000)
-                    .await?;
+                let mut list = d.list_gapless().limit(1000);
+                if let Some(a) = after.take() {
+                    list = list.after(a);
+                }
+                let page = list.await?;
                 for name in &page {
                     statuses.push(d.open_gapless(name).await?.peek().await?);
                 }
@@ -229,7 +237,7 @@ pub async fn run(
             }
         }
         GaplessCommand::Delete { name, force } => {
-            d.delete_gapless(&name).with_force(force).await?;
+            d.delete_gapless(&name).force(force).await?;
             writeln!(
                 out,
                 "deleted gap-free sequence {name} (the documents it numbered stay)"
@@ -362,7 +370,7 @@ pub async fn run(
             force,
         } => {
             let g = d.open_gapless(&name).await?;
-            match g.release(number, &reason).with_force(force).await? {
+            match g.release(number, &reason).force(force).await? {
                 Released::Voided(n) => {
                     writeln!(out, "{name}: {n} voided; its holder's lease ended").map_err(io)?;
                 }

@@ -1,29 +1,25 @@
-//! `dispenser history`: the admin operations recorded for a sequence (a striped one with its
-//! stripes), a stripe, a scope, a gap-free sequence or a queue, oldest first, printed page by
-//! page — and the caller the command line acts as (`--caller`).
+//! `dispenser history`, `queue history` and `gapless history`: the admin operations
+//! recorded for a sequence (a striped one with its stripes), a stripe, a scope, a queue or a
+//! gap-free sequence, oldest first, printed page by page — and the caller the command line
+//! acts as (`--caller`).
 
 use std::io::Write;
 
-use dispenser::Dispenser;
-use dispenser::history::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE};
+use dispenser::history::{HistoryEntry, MAX_HISTORY_PAGE};
+use dispenser::{Dispenser, Kind};
 use serde_json::Value;
 
 use crate::args::whole;
 use crate::exit::Outcome;
 use crate::output::{io_err, one_line_name};
 
-/// `dispenser history`.
+/// `dispenser history`, `queue history`, `gapless history`.
 #[derive(Debug, clap::Args)]
 pub struct HistoryArgs {
-    /// The sequence (a striped sequence with its stripes; a stripe ids~3 or a scope t@k
-    /// alone), or with --gapless the gap-free sequence, with --queue the queue.
+    /// Whose history: for `history`, a sequence (a striped sequence with its stripes; a
+    /// stripe ids~3 or a scope t@k alone); for `queue history` a queue, for `gapless history`
+    /// a gap-free sequence.
     pub name: String,
-    /// The history of the queue NAME.
-    #[arg(long, conflicts_with = "gapless")]
-    pub queue: bool,
-    /// The history of the gap-free sequence NAME.
-    #[arg(long)]
-    pub gapless: bool,
     /// Only operations from then on: a time (2026-11-26T08:00:00Z), a date (2026-11-26, from
     /// midnight UTC) or a time ago (90m, 12h, 7d, -7d).
     #[arg(long, value_name = "WHEN", value_parser = parse_since, allow_hyphen_values = true)]
@@ -111,18 +107,13 @@ pub fn default_caller() -> String {
 /// a long history starts printing at once and never has to fit in memory.
 pub async fn run(
     d: &Dispenser,
+    kind: Kind,
     a: HistoryArgs,
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
-    let (mut query, kind) = if a.queue {
-        (HistoryQuery::queue(), "queue")
-    } else if a.gapless {
-        (HistoryQuery::gapless(), "gap-free sequence")
-    } else {
-        (HistoryQuery::sequence(), "sequence")
-    };
+    let mut query = d.history(kind, &a.name);
     if let Some(since) = a.since {
-        query = query.with_since(since);
+        query = query.since(since);
     }
     let wanted = a.limit.unwrap_or(usize::MAX);
     let mut printed = 0_usize;
@@ -134,7 +125,7 @@ pub async fn run(
         if page == 0 {
             break;
         }
-        let got = d.history(&a.name, &query.clone().with_limit(page)).await?;
+        let got = query.clone().limit(page).await?;
         for e in &got {
             if a.json {
                 let comma = if printed == 0 { "" } else { "," };
@@ -146,7 +137,7 @@ pub async fn run(
         }
         out.flush().map_err(io_err)?;
         match got.last() {
-            Some(last) if got.len() == page => query = query.with_after(last.cursor()),
+            Some(last) if got.len() == page => query = query.after(last.cursor()),
             _ => break,
         }
     }

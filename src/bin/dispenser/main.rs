@@ -281,7 +281,7 @@ async fn one(
         Command::AdvanceTo(a) => sequence::advance_to(d, a, out).await,
         Command::Reset(a) => sequence::reset(d, a, out).await,
         Command::Delete(a) => sequence::delete(d, a, out).await,
-        Command::History(a) => history::run(d, a, out).await,
+        Command::History(a) => history::run(d, dispenser::Kind::Sequence, a, out).await,
         Command::Check(a) => check::run(d, a, out).await,
         Command::Audit(a) => audit::run(d, a, out).await,
         Command::Doctor(a) => doctor::run(d, a, uri, out).await,

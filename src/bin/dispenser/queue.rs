@@ -126,6 +126,9 @@ pub enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Who changed the queue, when, how: its recorded operations, oldest first (a deleted
+    /// queue's too).
+    History(crate::history::HistoryArgs),
     /// List every queue, one line each (a document that cannot be read is reported on
     /// stderr, exit 7).
     List {
@@ -346,6 +349,9 @@ pub async fn run(
                 }
             }
         }
+        QueueCommand::History(a) => {
+            return crate::history::run(d, dispenser::Kind::Queue, a, out).await;
+        }
         QueueCommand::List { json } => {
             // As `dispenser list`: one line per queue on stdout (or one JSON array), a
             // document that cannot be read on stderr, exit 7 then.
@@ -377,7 +383,7 @@ pub async fn run(
             }
         }
         QueueCommand::Delete { name, force } => {
-            d.delete_queue(&name).with_force(force).await?;
+            d.delete_queue(&name).force(force).await?;
             writeln!(out, "deleted queue {}", one_line_name(&name)).map_err(io_err)?;
         }
     }

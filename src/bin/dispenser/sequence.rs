@@ -4,7 +4,6 @@
 
 use std::io::Write;
 
-use dispenser::sequence::Reset;
 use dispenser::stripe::Either;
 use dispenser::{
     Dispenser, Error, Format,
@@ -129,7 +128,7 @@ pub async fn peek(d: &Dispenser, a: PeekArgs, out: &mut impl Write) -> dispenser
 
 pub async fn list(d: &Dispenser, a: ListArgs, out: &mut impl Write) -> dispenser::Result<Outcome> {
     let all = match &a.scopes {
-        Some(template) => d.list_scopes(template).await?,
+        Some(template) => d.list().scopes_of(template.as_str()).await?,
         None => d.list().await?,
     };
     let mut corrupt = None;
@@ -170,7 +169,7 @@ pub async fn alter(
     a: AlterArgs,
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
-    let mut change = Alter::default().with_force(a.force);
+    let mut change = Alter::default();
     change.step = a.step;
     change.min = a.min;
     change.max = a.max;
@@ -181,8 +180,8 @@ pub async fn alter(
         change.format = Some(None);
     }
     let states = match d.open_either(&a.name).await? {
-        Either::Striped(ids) => ids.alter(change).await?,
-        Either::Plain(s) => vec![s.alter(change).await?],
+        Either::Striped(ids) => ids.alter(change).force(a.force).await?,
+        Either::Plain(s) => vec![s.alter(change).force(a.force).await?],
     };
     print_states(&states, out)
 }
@@ -204,10 +203,9 @@ pub async fn reset(
     a: ResetArgs,
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
-    let reset = Reset::to(a.value).with_force(a.force);
     let states = match d.open_either(&a.name).await? {
-        Either::Striped(ids) => ids.reset(reset).await?,
-        Either::Plain(s) => vec![s.reset(reset).await?],
+        Either::Striped(ids) => ids.reset(a.value).force(a.force).await?,
+        Either::Plain(s) => vec![s.reset(a.value).force(a.force).await?],
     };
     print_states(&states, out)
 }

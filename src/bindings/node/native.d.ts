@@ -333,7 +333,7 @@ export declare class Dispenser {
    */
   peek(name: string): Promise<SequenceState>
   /**
-   * One page of the sequences, by name.
+   * The sequences, by name, or a page of them (`options`).
    *
    * # Cancel safety
    *
@@ -341,15 +341,6 @@ export declare class Dispenser {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   list(options?: ListOptions | undefined | null): Promise<Array<SequenceState | ListingError>>
-  /**
-   * The sequences of these names that exist, by name.
-   *
-   * # Cancel safety
-   *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
-   */
-  listNamed(names: Array<string>): Promise<Array<SequenceState | ListingError>>
   /**
    * Deletes a sequence by name (also one whose document no longer decodes).
    *
@@ -462,25 +453,25 @@ export declare class Dispenser {
   listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueState | ListingError>>
   /**
    * Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
-   * wait, unless `force` is true (recorded in the history).
+   * wait, unless `{ force: true }` (recorded in the history).
    *
    * # Cancel safety
    *
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  deleteQueue(name: string, force?: boolean | undefined | null): Promise<void>
+  deleteQueue(name: string, options?: ForceOptions | undefined | null): Promise<void>
   /**
    * Deletes the gap-free sequence `name` (its state; the business collection and its
    * documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
-   * runs, unless `force` is true (recorded in the history).
+   * runs, unless `{ force: true }` (recorded in the history).
    *
    * # Cancel safety
    *
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  deleteGapless(name: string, force?: boolean | undefined | null): Promise<void>
+  deleteGapless(name: string, options?: ForceOptions | undefined | null): Promise<void>
   /**
    * Opens the scope `scope` of `template` (`template@scope`), creating it from the
    * template's shape when missing.
@@ -509,15 +500,6 @@ export declare class Dispenser {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   openScope(template: string, scope: string): Promise<Sequence>
-  /**
-   * The scopes of `template`, by scope key.
-   *
-   * # Cancel safety
-   *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
-   */
-  listScopes(template: string): Promise<Array<SequenceState | ListingError>>
   /**
    * Deletes the scopes of `template` whose key sorts before `before`; returns how many.
    *
@@ -589,6 +571,16 @@ export declare class Gapless {
    */
   _issue(write: ((arg: bigint) => Promise<WriteOutcome>)): Promise<IssuedNumber>
   /**
+   * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+   * `after`, `limit`).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
+  /**
    * The state: the next number, the lease, the voided numbers.
    *
    * # Cancel safety
@@ -633,7 +625,7 @@ export declare class Gapless {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  release(number: Int, reason: string, options?: ReleaseOptions | undefined | null): Promise<Released>
+  release(number: Int, reason: string, options?: ForceOptions | undefined | null): Promise<Released>
   /**
    * Checks the business collection: every number from `from` used or voided exactly once.
    *
@@ -724,6 +716,16 @@ export declare class Queue {
    */
   delete(): Promise<void>
   /**
+   * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+   * `after`, `limit`).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
+  /**
    * The queue's status: who waits, what each desk shows, the recent calls.
    *
    * # Cancel safety
@@ -782,6 +784,16 @@ export declare class Sequence {
    */
   nextN(n: Int): Promise<Run>
   /**
+   * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+   * `after`, `limit`).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
+  /**
    * Reads the sequence's state now.
    *
    * # Cancel safety
@@ -807,7 +819,7 @@ export declare class Sequence {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  reset(next: Int, options?: ResetOptions | undefined | null): Promise<SequenceState>
+  reset(next: Int, options?: ForceOptions | undefined | null): Promise<SequenceState>
   /**
    * Changes the sequence's shape or format while it is in use.
    *
@@ -816,7 +828,7 @@ export declare class Sequence {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  alter(change: AlterInput): Promise<SequenceState>
+  alter(change: AlterInput, options?: ForceOptions | undefined | null): Promise<SequenceState>
   /**
    * Deletes the sequence.
    *
@@ -850,6 +862,16 @@ export declare class StripedSequence {
    */
   next(): Promise<bigint>
   /**
+   * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+   * `after`, `limit`).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
+  /**
    * Every stripe's state.
    *
    * # Cancel safety
@@ -875,7 +897,7 @@ export declare class StripedSequence {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  reset(next: Int, options?: ResetOptions | undefined | null): Promise<Array<SequenceState>>
+  reset(next: Int, options?: ForceOptions | undefined | null): Promise<Array<SequenceState>>
   /**
    * Changes every stripe's shape or format.
    *
@@ -884,7 +906,7 @@ export declare class StripedSequence {
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  alter(change: AlterInput): Promise<Array<SequenceState>>
+  alter(change: AlterInput, options?: ForceOptions | undefined | null): Promise<Array<SequenceState>>
   /**
    * Deletes every stripe; returns how many.
    *
@@ -919,8 +941,6 @@ export interface AlterInput {
   cycle?: boolean
   /** The new serial format; `null` removes it. */
   format?: string | undefined | null
-  /** Allow a change that moves the sequence or turns `cycle` on. */
-  force?: boolean
 }
 
 /** Which numbers an audit checks. */
@@ -996,6 +1016,15 @@ export interface GaplessAlterInput {
   maxLeaseMs?: number
 }
 
+/**
+ * `force`: the one option of every operation that can be forced (a reset backwards, an
+ * alter that strands numbers, a release of a live lease, a delete while something is held).
+ */
+export interface ForceOptions {
+  /** Do it even so. Defaults to false. */
+  force?: boolean
+}
+
 /** Where a gap-free sequence's numbers are carried and how long a holder may keep one. */
 export interface GaplessOptionsInput {
   /** The business collection (in the dispenser's database) whose documents carry the numbers. */
@@ -1016,8 +1045,11 @@ export interface GaplessOptionsInput {
 
 /** Which history entries to read. */
 export interface HistoryOptions {
-  /** `"sequence"` (the default), `"gapless"` or `"queue"`. */
-  subject?: string
+  /**
+   * `"sequence"` (the default), `"gapless"` or `"queue"` (`Dispenser.history` only: a
+   * handle reads its own).
+   */
+  kind?: string
   /** Only entries at or after this time: an RFC 3339 string (`date.toISOString()`). */
   since?: string
   /** Only entries after this cursor (the last entry's `cursor`). */
@@ -1037,14 +1069,21 @@ export interface IssuedNumber {
   skipped: number
 }
 
-/** A page of a listing: names matching `patterns`, after `after`, at most `limit`. */
+/**
+ * Which names a listing holds: matching `matching`, after `after`, at most `limit`, among
+ * `named`, the scopes of `scopesOf`; every name when left out.
+ */
 export interface ListOptions {
   /** Name patterns (`*` any run of characters, `?` one). Defaults to every name. */
-  patterns?: Array<string>
+  matching?: Array<string>
   /** Names after this one (byte order). Defaults to the first. */
   after?: string
-  /** At most this many. Defaults to 1000. */
+  /** At most this many. Defaults to every one. */
   limit?: number
+  /** Only these names (those that exist). */
+  named?: Array<string>
+  /** Only the scopes of this template (`list` only). */
+  scopesOf?: string
 }
 
 /** What `Queue.alter` changes. */
@@ -1065,18 +1104,6 @@ export interface QueueSpecInput {
   timeZone?: string
   /** Whether each local day starts again at the first ticket. Defaults to false. */
   daily?: boolean
-}
-
-/** A release's force: end a live holder's lease too. */
-export interface ReleaseOptions {
-  /** End the lease even while it runs. */
-  force?: boolean
-}
-
-/** `force`: allow a reset that moves the sequence backwards. */
-export interface ResetOptions {
-  /** Allow moving backwards (numbers already issued come again). */
-  force?: boolean
 }
 
 /** A number and the scope (for a daily sequence, the date `YYYY-MM-DD`) it was drawn in. */

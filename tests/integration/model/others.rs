@@ -70,9 +70,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             let force = era_changes && rng.chance(50);
             let n = rng.around_any(&[top, low]);
             let from = Instant::now();
-            let r = striped
-                .reset(dispenser::sequence::Reset::to(n).with_force(force))
-                .await;
+            let r = striped.reset(n).force(force).await;
             // Clearly behind: beyond what a block client's give-back (racing this) can move
             // a stripe back by.
             let margin = 1_000 * states[0].step.abs();
@@ -116,11 +114,12 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             if rng.chance(40) || change == Alter::default() {
                 change = change.with_min(rng.around_any(&[s.value, s.min]));
             }
-            let change = change.with_force(rng.chance(30));
+            let force = rng.chance(30);
             let r = async {
                 d.open(&stripe_name("ids", k))
                     .await?
                     .alter(change.clone())
+                    .force(force)
                     .await
             }
             .await;
@@ -241,13 +240,19 @@ pub async fn scopes(
         format!("tickets@{today}")
     };
     if let Ok(s) = d.peek(&target).await {
-        let mut change = Alter::default()
-            .with_max(rng.around_any(&[s.value, s.max]))
-            .with_force(rng.chance(30));
+        let mut change = Alter::default().with_max(rng.around_any(&[s.value, s.max]));
+        let force = rng.chance(30);
         if rng.chance(40) {
             change = change.with_step(rng.range(1, 5));
         }
-        let r = async { d.open(&target).await?.alter(change.clone()).await }.await;
+        let r = async {
+            d.open(&target)
+                .await?
+                .alter(change.clone())
+                .force(force)
+                .await
+        }
+        .await;
         assert!(
             r.is_ok() || matches!(r, Err(Error::InvalidSpec { .. })),
             "{target}: {change:?}: {r:?}"

@@ -187,7 +187,7 @@ fn refused<T: std::fmt::Debug>(r: &dispenser::Result<T>, why: &str) {
 }
 
 /// A whole alter, drawn from the whole space of each field.
-fn any_alter(rng: &mut Rng, s: &SequenceState, era_changes: bool) -> Alter {
+fn any_alter(rng: &mut Rng, s: &SequenceState, era_changes: bool) -> (Alter, bool) {
     let anchor = |rng: &mut Rng| {
         let a = rng.pick(&[s.value, s.min, s.max]);
         rng.around(a)
@@ -213,19 +213,26 @@ fn any_alter(rng: &mut Rng, s: &SequenceState, era_changes: bool) -> Alter {
     }
     // Force: what repeats numbers on purpose (cycle on) is an era change for the oracle only
     // through the wraps it allows; a forced lower bound repeats nothing.
-    change.with_force(rng.chance(if era_changes { 40 } else { 20 }))
+    (change, rng.chance(if era_changes { 40 } else { 20 }))
 }
 
 /// Alters "orders" with `change` and checks the refusals the contract names.
-async fn alter(d: &Dispenser, world: &World, s: &SequenceState, change: Alter) {
+async fn alter(d: &Dispenser, world: &World, s: &SequenceState, change: Alter, force: bool) {
     let step = change.step.unwrap_or(s.step);
     let cycle = change.cycle.unwrap_or(s.cycle);
     let turns_cyclic = cycle && !s.cycle;
-    if turns_cyclic && change.force {
+    if turns_cyclic && force {
         // Wraps are allowed from the moment the change may be written.
         world.orders.allow_wraps(true);
     }
-    let r = async { d.open("orders").await?.alter(change.clone()).await }.await;
+    let r = async {
+        d.open("orders")
+            .await?
+            .alter(change.clone())
+            .force(force)
+            .await
+    }
+    .await;
     world.note(format!(
         "alter {change:?} on value {} {}..={} step {} cycle {}: {}",
         s.value,
@@ -250,7 +257,7 @@ async fn alter(d: &Dispenser, world: &World, s: &SequenceState, change: Alter) {
             &format!("a step of the other sign ({} -> {step})", s.step),
         );
         "alter: step of the other sign (refused)"
-    } else if turns_cyclic && !change.force {
+    } else if turns_cyclic && !force {
         refused(&r, "cycle on without force");
         "alter: cycle on without force (refused)"
     } else {
@@ -266,7 +273,7 @@ async fn alter(d: &Dispenser, world: &World, s: &SequenceState, change: Alter) {
             Ok(after) if !after.cycle => world.orders.allow_wraps(false),
             _ => {}
         }
-        match (&r, change.force) {
+        match (&r, force) {
             (Ok(_), true) => "alter: forced, accepted",
             (Ok(_), false) => "alter: accepted",
             (Err(_), _) => "alter: refused",
@@ -313,13 +320,7 @@ pub async fn admin(
                 let force = era_changes && rng.chance(50);
                 let target = rng.around_any(&[s.value, s.min, s.max]);
                 let from = Instant::now();
-                let r = async {
-                    d.open("orders")
-                        .await?
-                        .reset(dispenser::sequence::Reset::to(target).with_force(force))
-                        .await
-                }
-                .await;
+                let r = async { d.open("orders").await?.reset(target).force(force).await }.await;
                 world.note(format!(
                     "reset to {target} (force {force}) from {}: {:?}",
                     s.value,
@@ -384,14 +385,14 @@ pub async fn admin(
                 world.count("alter: format only");
             }
             4 | 5 => {
-                let change = any_alter(&mut rng, &s, era_changes);
-                let lowers = change.force
+                let (change, force) = any_alter(&mut rng, &s, era_changes);
+                let lowers = force
                     && if ascending {
                         change.max.is_some_and(|m| m < s.value)
                     } else {
                         change.min.is_some_and(|m| m > s.value)
                     };
-                alter(&d, &world, &s, change).await;
+                alter(&d, &world, &s, change, force).await;
                 // Steer: a bound forced below the last number, then raised again, must carry
                 // on after it.
                 raise_next = lowers;
@@ -402,7 +403,7 @@ pub async fn admin(
                 } else {
                     Alter::default().with_min(s.value.saturating_sub(rng.range(1, 1000)))
                 };
-                alter(&d, &world, &s, change).await;
+                alter(&d, &world, &s, change, false).await;
                 world.count("alter: bound raised again after a forced lower one");
             }
             6 => ensure(&mut rng, &d, &world, &s).await,
@@ -415,13 +416,7 @@ pub async fn admin(
                 } else {
                     rng.range(s.value.clamp(s.min, s.max), s.max)
                 };
-                let r = async {
-                    d.open("orders")
-                        .await?
-                        .reset(dispenser::sequence::Reset::to(target).force())
-                        .await
-                }
-                .await;
+                let r = async { d.open("orders").await?.reset(target).force(true).await }.await;
                 world.note(format!("forced reset to {target} from {}: {r:?}", s.value));
                 assert!(
                     r.is_ok() || matches!(r, Err(Error::InvalidArgument { .. })),

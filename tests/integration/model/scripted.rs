@@ -307,7 +307,8 @@ async fn forced_bound_raised(
     d.open(name)
         .await
         .unwrap()
-        .alter(change.with_force(true))
+        .alter(change)
+        .force(true)
         .await
         .unwrap();
     let exhausted = h.next().await;

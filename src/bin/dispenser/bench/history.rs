@@ -4,7 +4,7 @@
 //! which `--history-name` (default `N/12`) belong to the name read and the rest to other
 //! names. Then,
 //! in the same run, pairs of reads one after the other: the raw driver's `find` with the
-//! filter, sort and limit the library sends ([`HistoryQuery::filter`], [`HistoryQuery::sort`])
+//! filter, sort and limit the library sends ([`History::filter`](dispenser::history::History::filter), [`History::sort`](dispenser::history::History::sort))
 //! beside `Dispenser::history` — what `dispenser history NAME --limit 10` runs — held to
 //! [`GOAL_RATIO`] times the raw read; and once, the whole history of the name page by page
 //! (as the command line prints it) beside the raw driver reading it in one query. The
@@ -12,9 +12,9 @@
 
 use std::time::{Duration, Instant};
 
-use dispenser::history::HistoryQuery;
+use dispenser::history::History;
 use dispenser::mongodb::bson::{DateTime, Document, doc, oid::ObjectId};
-use dispenser::{Dispenser, Error, Options, Spec};
+use dispenser::{Dispenser, Error, Kind, Options, Spec};
 use futures::TryStreamExt;
 
 use super::args::BenchArgs;
@@ -131,10 +131,10 @@ async fn fill(d: &Dispenser, records: u64, entries_read: u64) -> Result<(), Erro
 /// in one query: how long it took and how many records it read.
 async fn raw(
     d: &Dispenser,
-    query: &HistoryQuery,
+    query: &History,
     limit: Option<usize>,
 ) -> Result<(Duration, usize), Error> {
-    let filter = query.filter(READ)?;
+    let filter = query.filter()?;
     let history = history_of(d);
     let begun = Instant::now();
     let mut find = history.find(filter).sort(query.sort());
@@ -154,13 +154,14 @@ async fn raw(
 /// prints it: how long it took and how many entries it read.
 async fn paged(d: &Dispenser) -> Result<(Duration, usize), Error> {
     let begun = Instant::now();
-    let mut query = HistoryQuery::default().with_limit(dispenser::history::MAX_HISTORY_PAGE);
+    let limit = dispenser::history::MAX_HISTORY_PAGE;
+    let mut query = d.history(Kind::Sequence, READ).limit(limit);
     let mut read = 0;
     loop {
-        let page = d.history(READ, &query).await?;
+        let page = query.clone().await?;
         read += page.len();
         match page.last() {
-            Some(last) if page.len() == query.limit => query = query.with_after(last.cursor()),
+            Some(last) if page.len() == limit => query = query.after(last.cursor()),
             _ => break,
         }
     }
@@ -183,15 +184,15 @@ async fn measure(d: &Dispenser, args: &BenchArgs, records: u64) -> Result<(), Er
     let filled = Instant::now();
     fill(d, records, entries_read).await?;
     let filled = filled.elapsed();
-    let page = HistoryQuery::default().with_limit(PAGE);
+    let page = d.history(Kind::Sequence, READ).limit(PAGE);
     // Warm-up: one of each, unmeasured.
     raw(d, &page, Some(PAGE)).await?;
-    d.history(READ, &page).await?;
+    page.clone().await?;
     let (mut raws, mut libs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..TRIES {
         let (r, n) = raw(d, &page, Some(PAGE)).await?;
         let begun = Instant::now();
-        let got = d.history(READ, &page).await?;
+        let got = page.clone().await?;
         let l = begun.elapsed();
         if (n, got.len()) != (PAGE, PAGE) {
             return Err(bench_error(format!(
@@ -206,7 +207,7 @@ async fn measure(d: &Dispenser, args: &BenchArgs, records: u64) -> Result<(), Er
     ratios.sort_by(f64::total_cmp);
     let ratio = ratios[ratios.len() / 2];
     let (raw_page, lib_page) = (median(raws), median(libs));
-    let all = HistoryQuery::default();
+    let all = d.history(Kind::Sequence, READ);
     let (raw_all, raw_n) = raw(d, &all, None).await?;
     let (lib_all, lib_n) = paged(d).await?;
     let met = ratio <= GOAL_RATIO;

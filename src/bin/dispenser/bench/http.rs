@@ -181,7 +181,7 @@ pub(super) async fn run(
     // The bench leaves nothing behind.
     let _ = d.delete(&stamp).await;
     if args.queue {
-        let _ = d.delete_queue(&queue).force().await;
+        let _ = d.delete_queue(&queue).force(true).await;
     }
     if let Some(direct) = &direct {
         let _ = direct.delete(&twin).await;

@@ -208,9 +208,11 @@ pub(super) async fn list(
         limit,
         after,
         |a, patterns| async move {
-            let names = d
-                .list_gapless_after_matching(&patterns, a.as_deref(), limit)
-                .await?;
+            let mut list = d.list_gapless().matching(patterns).limit(limit);
+            if let Some(a) = a {
+                list = list.after(a);
+            }
+            let names = list.await?;
             let mut page = Vec::with_capacity(names.len());
             for name in names {
                 page.push(async { d.open_gapless(&name).await?.peek().await }.await);
@@ -248,7 +250,7 @@ pub(super) async fn delete(
     let acting = st.acting(&st.authorize_on(req.headers(), Op::Delete, Some(&name), NOUN)?)?;
     check_name_of(NOUN, &name, false)?;
     let b: GaplessDeleteBody = optional_json_body(req).await?;
-    acting.delete_gapless(&name).with_force(b.force).await?;
+    acting.delete_gapless(&name).force(b.force).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -348,7 +350,7 @@ pub(super) async fn release(
         .unwrap_or("released: its holder stopped");
     let released = g
         .release(b.number, reason)
-        .with_force(b.force)
+        .force(b.force)
         .await
         .map_err(|e| refusal(e, &name, b.number, "released", peek))?;
     let (outcome, last) = match released {

@@ -4,10 +4,11 @@
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::sequence::{Alter, Reset, SequenceState};
+use dispenser::sequence::{Alter, SequenceState};
 use dispenser::stripe::{StripedSequence, stripe_name};
 use dispenser::{Dispenser, Error, Format, Spec};
 use serde::Deserialize;
+use std::future::IntoFuture;
 use utoipa::ToSchema;
 
 use super::answers::{
@@ -252,7 +253,13 @@ pub(super) async fn sequence_page<E>(
         rule,
         limit,
         after,
-        |a, patterns| async move { d.list_after_matching(&patterns, a.as_deref(), limit).await },
+        |a, patterns| async move {
+            let mut list = d.list().matching(patterns).limit(limit);
+            if let Some(a) = a {
+                list = list.after(a);
+            }
+            list.await
+        },
         |s: &SequenceState| &s.name,
         show,
         unreadable,
@@ -411,7 +418,7 @@ pub(super) async fn alter(
             "nothing to change for sequence {name:?}: give a step, min, max, cycle or format"
         )));
     }
-    let mut change = dispenser::sequence::Alter::default().with_force(b.force);
+    let mut change = dispenser::sequence::Alter::default();
     change.step = b.step;
     change.min = b.min;
     change.max = b.max;
@@ -423,13 +430,20 @@ pub(super) async fn alter(
     };
     match st
         .exclusive(&name, async {
-            acting.open(&name).await?.alter(change.clone()).await
+            acting
+                .open(&name)
+                .await?
+                .alter(change.clone())
+                .force(b.force)
+                .await
         })
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
-            let states = st.exclusive_all(&stripes, ids.alter(change)).await?;
+            let states = st
+                .exclusive_all(&stripes, ids.alter(change).force(b.force).into_future())
+                .await?;
             Ok(Json(StateAnswer::striped(&name, &states)?))
         }
         other => Ok(Json(StateAnswer::plain(&other?)?)),
@@ -507,15 +521,14 @@ pub(super) async fn reset(
     check_name(&name, false)?;
     match st
         .exclusive(&name, async {
-            let reset = Reset::to(next).with_force(b.force);
-            acting.open(&name).await?.reset(reset).await
+            acting.open(&name).await?.reset(next).force(b.force).await
         })
         .await
     {
         Err(e @ Error::NoSuchSequence { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st
-                .exclusive_all(&stripes, ids.reset(Reset::to(next).with_force(b.force)))
+                .exclusive_all(&stripes, ids.reset(next).force(b.force).into_future())
                 .await?;
             Ok(Json(StateAnswer::striped(&name, &states)?))
         }

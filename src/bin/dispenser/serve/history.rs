@@ -14,7 +14,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::{Json, Router};
-use dispenser::history::{HistoryEntry, HistoryQuery, MAX_HISTORY_PAGE};
+use dispenser::Kind;
+use dispenser::history::{History, HistoryEntry, MAX_HISTORY_PAGE};
 
 /// The page size when none is asked for.
 pub(super) const DEFAULT_PAGE: u64 = 100;
@@ -27,11 +28,11 @@ pub(super) fn routes() -> Router<Shared> {
         .route("/v1/queues/{name}/history", get(queue))
 }
 
-/// `limit`, `after` and `since` of a history's query: each at most once, nothing else.
-fn history_query(
-    query: &[(String, String)],
-    mut q: HistoryQuery,
-) -> Result<HistoryQuery, ApiError> {
+/// `limit`, `after` and `since` of a history's query: each at most once, nothing else. Also
+/// the limit set.
+fn history_query(query: &[(String, String)], mut q: History) -> Result<(History, usize), ApiError> {
+    let mut limit = DEFAULT_PAGE as usize;
+    q = q.limit(limit);
     let mut seen = Vec::new();
     for (k, v) in query {
         if seen.contains(&k.as_str()) {
@@ -49,11 +50,12 @@ fn history_query(
                             "limit {v:?} must be a whole number from 1 to {MAX_HISTORY_PAGE}"
                         ))
                     })?;
-                q = q.with_limit(n);
+                limit = n;
+                q = q.limit(n);
             }
             // A cursor or time of the right shape that the library refuses is 422 (the
             // library's own invalid-argument answer).
-            "after" => q = q.with_after(v.clone()),
+            "after" => q = q.after(v.clone()),
             "since" => {
                 let t: jiff::Timestamp = v.parse().map_err(|e| {
                     ApiError::new(
@@ -64,7 +66,7 @@ fn history_query(
                         ),
                     )
                 })?;
-                q = q.with_since(t);
+                q = q.since(t);
             }
             other => {
                 return Err(ApiError::invalid_input(format!(
@@ -74,7 +76,7 @@ fn history_query(
         }
         seen.push(k.as_str());
     }
-    Ok(q)
+    Ok((q, limit))
 }
 
 /// One page of the history of `name` as `query` (from the request) says, for the token
@@ -85,10 +87,10 @@ async fn page(
     rule: &TokenRule,
     (name, noun): (&str, &str),
     query: &[(String, String)],
-    base: HistoryQuery,
+    kind: Kind,
 ) -> Result<Json<HistoryPage>, ApiError> {
-    let q = history_query(query, base.with_limit(DEFAULT_PAGE as usize))?;
-    let entries = st.dispenser.history(name, &q).await?;
+    let (q, limit) = history_query(query, st.dispenser.history(kind, name))?;
+    let entries = q.await?;
     for e in &entries {
         let allowed = AppState::permit_on(rule, Op::Peek, Some(&e.name), noun).is_ok()
             || e.striped_sequence()
@@ -108,7 +110,7 @@ async fn page(
             ));
         }
     }
-    let next = (entries.len() == q.limit)
+    let next = (entries.len() == limit)
         .then(|| entries.last().map(HistoryEntry::cursor))
         .flatten();
     let history = entries
@@ -141,11 +143,11 @@ async fn read(
     headers: &HeaderMap,
     (name, noun): (&str, &str),
     query: &[(String, String)],
-    base: HistoryQuery,
+    kind: Kind,
 ) -> Result<Json<HistoryPage>, ApiError> {
     let rule = st.authorize_on(headers, Op::Peek, Some(name), noun)?;
     check_name_of(noun, name, false)?;
-    page(st, &rule, (name, noun), query, base).await
+    page(st, &rule, (name, noun), query, kind).await
 }
 
 /// `GET /v1/sequences/{name}/history`: the admin operations of a sequence (a striped one
@@ -159,8 +161,7 @@ pub(super) async fn sequence(
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Json<HistoryPage>, ApiError> {
-    let base = HistoryQuery::sequence();
-    read(&st, &headers, (&name, "sequence"), &query, base).await
+    read(&st, &headers, (&name, "sequence"), &query, Kind::Sequence).await
 }
 
 /// `GET /v1/gapless/{name}/history`: the admin operations of a gap-free sequence, oldest
@@ -174,8 +175,14 @@ pub(super) async fn gapless(
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Json<HistoryPage>, ApiError> {
-    let base = HistoryQuery::gapless();
-    read(&st, &headers, (&name, "gap-free sequence"), &query, base).await
+    read(
+        &st,
+        &headers,
+        (&name, "gap-free sequence"),
+        &query,
+        Kind::Gapless,
+    )
+    .await
 }
 
 /// `GET /v1/queues/{name}/history`: the admin operations of a queue, oldest first.
@@ -188,6 +195,5 @@ pub(super) async fn queue(
     Path(name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
 ) -> Result<Json<HistoryPage>, ApiError> {
-    let base = HistoryQuery::queue();
-    read(&st, &headers, (&name, "queue"), &query, base).await
+    read(&st, &headers, (&name, "queue"), &query, Kind::Queue).await
 }

@@ -48,7 +48,9 @@ async fn queues(st: &AppState, rule: &TokenRule) -> Result<(Vec<QueueEntry>, boo
     let mut out = Vec::new();
     let page = st
         .dispenser
-        .list_queues_after_matching(&rule.patterns(), None, QUEUES_SHOWN + 1)
+        .list_queues()
+        .matching(rule.patterns())
+        .limit(QUEUES_SHOWN + 1)
         .await?;
     let more = page.len() > QUEUES_SHOWN;
     for item in page.into_iter().take(QUEUES_SHOWN) {
@@ -69,7 +71,9 @@ async fn queues(st: &AppState, rule: &TokenRule) -> Result<(Vec<QueueEntry>, boo
 async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<GaplessEntry>, bool), ApiError> {
     let listed = st
         .dispenser
-        .list_gapless_after_matching(&rule.patterns(), None, GAPLESS_SHOWN + 1)
+        .list_gapless()
+        .matching(rule.patterns())
+        .limit(GAPLESS_SHOWN + 1)
         .await?;
     let names: Vec<&str> = listed
         .iter()

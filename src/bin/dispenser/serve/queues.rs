@@ -366,8 +366,11 @@ pub(super) async fn list(
         limit,
         after,
         |a, patterns| async move {
-            d.list_queues_after_matching(&patterns, a.as_deref(), limit)
-                .await
+            let mut list = d.list_queues().matching(patterns).limit(limit);
+            if let Some(a) = a {
+                list = list.after(a);
+            }
+            list.await
         },
         |q: &queue::QueueState| &q.name,
         |q| Ok(QueueEntry::Queue(QueueState::of(q)?)),
@@ -401,7 +404,7 @@ pub(super) async fn delete(
     let acting = st.acting(&st.authorize_on(req.headers(), Op::Delete, Some(&name), QUEUE)?)?;
     check_name_of(QUEUE, &name, false)?;
     let b: QueueDeleteBody = optional_json_body(req).await?;
-    acting.delete_queue(&name).with_force(b.force).await?;
+    acting.delete_queue(&name).force(b.force).await?;
     st.queues.events.nudge(&name);
     Ok(StatusCode::NO_CONTENT)
 }

@@ -139,7 +139,12 @@ async fn read_documents(st: &Shared, shown: &[String]) -> Result<Documents, Erro
         corrupt: Family::default(),
     };
     let now = jiff::Timestamp::now();
-    for entry in st.dispenser.list_named(shown).await? {
+    for entry in st
+        .dispenser
+        .list()
+        .named(shown.iter().map(String::as_str))
+        .await?
+    {
         match entry {
             Ok(state) => {
                 docs.names.insert(state.name.clone());
@@ -221,7 +226,9 @@ const QUEUES_WITH_SERIES: usize = 1000;
 async fn queue_series(st: &Shared, r: &mut Registry) {
     let queues = match st
         .dispenser
-        .list_queue_counters_after(None, QUEUES_WITH_SERIES)
+        .list_queues()
+        .limit(QUEUES_WITH_SERIES)
+        .counters()
         .await
     {
         Ok(q) => q,

@@ -243,7 +243,13 @@ impl AppState {
         if state.format.as_ref().is_some_and(|f| f.uses_scope()) {
             return Ok(true);
         }
-        Ok(!self.dispenser.list_scopes(&state.name).await?.is_empty())
+        Ok(!self
+            .dispenser
+            .list()
+            .scopes_of(state.name.as_str())
+            .limit(1)
+            .await?
+            .is_empty())
     }
 
     /// Notes that `template` has scopes (when its era is not being replaced right now; the

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::{BigInt, Either, ToNapiValue};
 use napi::{check_status, sys};
+use napi_derive::napi;
 use serde_json::Value;
 
 /// An integer as JavaScript gives it: a `number` (a safe integer) or a `bigint`.
@@ -176,4 +177,17 @@ fn camel(key: &str) -> String {
         }
     }
     out
+}
+
+/// `force`: the one option of every operation that can be forced (a reset backwards, an
+/// alter that strands numbers, a release of a live lease, a delete while something is held).
+#[napi(object)]
+pub struct ForceOptions {
+    /// Do it even so. Defaults to false.
+    pub force: Option<bool>,
+}
+
+/// Whether `options` force the operation.
+pub fn forced(options: Option<ForceOptions>) -> bool {
+    options.and_then(|o| o.force).unwrap_or(false)
 }

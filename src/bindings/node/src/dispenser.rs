@@ -1,6 +1,5 @@
 //! `Dispenser`: one collection of sequences — connect, create, ensure, open and administer.
 
-use dispenser::history::HistoryQuery;
 use dispenser::{Options, Spec};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
@@ -40,22 +39,52 @@ pub struct SpecInput {
     pub cycle: Option<bool>,
 }
 
-/// A page of a listing: names matching `patterns`, after `after`, at most `limit`.
+/// Which names a listing holds: matching `matching`, after `after`, at most `limit`, among
+/// `named`, the scopes of `scopesOf`; every name when left out.
 #[napi(object)]
+#[derive(Default)]
 pub struct ListOptions {
     /// Name patterns (`*` any run of characters, `?` one). Defaults to every name.
-    pub patterns: Option<Vec<String>>,
+    pub matching: Option<Vec<String>>,
     /// Names after this one (byte order). Defaults to the first.
     pub after: Option<String>,
-    /// At most this many. Defaults to 1000.
+    /// At most this many. Defaults to every one.
     pub limit: Option<u32>,
+    /// Only these names (those that exist).
+    pub named: Option<Vec<String>>,
+    /// Only the scopes of this template (`list` only).
+    pub scopes_of: Option<String>,
+}
+
+/// A listing builder (`list`, `list_queues`, `list_gapless`) with `options` given, and the
+/// template of `scopes_of` when there is one.
+#[macro_export]
+macro_rules! page {
+    ($list:expr, $options:expr) => {{
+        let mut list = $list;
+        let o = $options.unwrap_or_default();
+        if let Some(p) = o.matching {
+            list = list.matching(p);
+        }
+        if let Some(a) = o.after {
+            list = list.after(a);
+        }
+        if let Some(n) = o.limit {
+            list = list.limit(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+        if let Some(n) = o.named {
+            list = list.named(n);
+        }
+        (list, o.scopes_of)
+    }};
 }
 
 /// Which history entries to read.
 #[napi(object)]
 pub struct HistoryOptions {
-    /// `"sequence"` (the default), `"gapless"` or `"queue"`.
-    pub subject: Option<String>,
+    /// `"sequence"` (the default), `"gapless"` or `"queue"` (`Dispenser.history` only: a
+    /// handle reads its own).
+    pub kind: Option<String>,
     /// Only entries at or after this time: an RFC 3339 string (`date.toISOString()`).
     pub since: Option<String>,
     /// Only entries after this cursor (the last entry's `cursor`).
@@ -254,7 +283,7 @@ impl Dispenser {
         env.spawn_future(async move { Ok(Json(inner.peek(&name).await.map_err(js)?.to_json())) })
     }
 
-    /// One page of the sequences, by name.
+    /// The sequences, by name, or a page of them (`options`).
     ///
     /// # Cancel safety
     ///
@@ -268,35 +297,12 @@ impl Dispenser {
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let (patterns, after, limit) = match options {
-                Some(o) => (o.patterns, o.after, o.limit),
-                None => (None, None, None),
-            };
-            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
-            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
-            let page = inner
-                .list_after_matching(&patterns, after.as_deref(), limit)
-                .await
-                .map_err(js)?;
-            Ok(listing(page))
+            let (mut list, scopes_of) = crate::page!(inner.list(), options);
+            if let Some(t) = scopes_of {
+                list = list.scopes_of(t);
+            }
+            Ok(listing(list.await.map_err(js)?))
         })
-    }
-
-    /// The sequences of these names that exist, by name.
-    ///
-    /// # Cancel safety
-    ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
-    pub fn list_named<'env>(
-        &self,
-        env: &'env Env,
-        names: Vec<String>,
-    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(listing(inner.list_named(&names).await.map_err(js)?)) })
     }
 
     /// Deletes a sequence by name (also one whose document no longer decodes).
@@ -371,35 +377,46 @@ impl Dispenser {
         options: Option<HistoryOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let mut q = HistoryQuery::default();
-            if let Some(o) = options {
-                q = match o.subject.as_deref() {
-                    None | Some("sequence") => q,
-                    Some("queue") => HistoryQuery::queue(),
-                    Some("gapless") => HistoryQuery::gapless(),
-                    Some(other) => {
-                        return Err(invalid(
-                            "history subject",
-                            format!("{other:?}; give \"sequence\", \"gapless\" or \"queue\""),
-                        ));
-                    }
-                };
-                if let Some(since) = o.since {
-                    let t: dispenser::jiff::Timestamp = since
-                        .parse()
-                        .map_err(|e| invalid("history since", format!("{since:?}: {e}")))?;
-                    q = q.with_since(t);
-                }
-                if let Some(after) = o.after {
-                    q = q.with_after(after);
-                }
-                if let Some(limit) = o.limit {
-                    q = q.with_limit(usize::try_from(limit).unwrap_or(usize::MAX));
-                }
+        let kind = match options.as_ref().and_then(|o| o.kind.as_deref()) {
+            None | Some("sequence") => dispenser::Kind::Sequence,
+            Some("queue") => dispenser::Kind::Queue,
+            Some("gapless") => dispenser::Kind::Gapless,
+            Some(other) => {
+                return Err(invalid(
+                    "history kind",
+                    format!("{other:?}; give \"sequence\", \"gapless\" or \"queue\""),
+                ));
             }
-            let entries = inner.history(&name, &q).await.map_err(js)?;
-            Ok(JsonList(entries.iter().map(|e| e.to_json()).collect()))
-        })
+        };
+        let h = inner.history(kind, &name);
+        env.spawn_future(history_read(h, options))
     }
+}
+
+/// A history read with `options` (their `kind` aside): the entries, oldest first. Every
+/// handle's `history()` and `Dispenser.history()` answer through it.
+///
+/// # Cancel safety
+///
+/// Cancel safe: it only reads.
+pub async fn history_read(
+    mut h: dispenser::history::History,
+    options: Option<HistoryOptions>,
+) -> napi::Result<JsonList> {
+    if let Some(o) = options {
+        if let Some(since) = o.since {
+            let t: dispenser::jiff::Timestamp = since
+                .parse()
+                .map_err(|e| invalid("history since", format!("{since:?}: {e}")))?;
+            h = h.since(t);
+        }
+        if let Some(after) = o.after {
+            h = h.after(after);
+        }
+        if let Some(limit) = o.limit {
+            h = h.limit(usize::try_from(limit).unwrap_or(usize::MAX));
+        }
+    }
+    let entries = h.await.map_err(js)?;
+    Ok(JsonList(entries.iter().map(|e| e.to_json()).collect()))
 }

@@ -15,7 +15,7 @@ use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use serde_json::json;
 
-use crate::convert::{Int, Json, int, invalid, js, millis, opt_int};
+use crate::convert::{ForceOptions, Int, Json, forced, int, invalid, js, millis, opt_int};
 use crate::dispenser::{Dispenser, ListOptions};
 use crate::sequence::stats_json;
 
@@ -71,13 +71,6 @@ pub struct IssuedNumber {
 pub struct AuditInput {
     /// The first number expected. Defaults to the smallest found.
     pub from: Option<Int>,
-}
-
-/// A release's force: end a live holder's lease too.
-#[napi(object)]
-pub struct ReleaseOptions {
-    /// End the lease even while it runs.
-    pub force: Option<bool>,
 }
 
 fn options(input: GaplessOptionsInput) -> napi::Result<GaplessOptions> {
@@ -147,7 +140,7 @@ impl Dispenser {
 
     /// Deletes the gap-free sequence `name` (its state; the business collection and its
     /// documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
-    /// runs, unless `force` is true (recorded in the history).
+    /// runs, unless `{ force: true }` (recorded in the history).
     ///
     /// # Cancel safety
     ///
@@ -158,17 +151,11 @@ impl Dispenser {
         &self,
         env: &'env Env,
         name: String,
-        force: Option<bool>,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
-        let force = force.unwrap_or(false);
-        env.spawn_future(async move {
-            inner
-                .delete_gapless(&name)
-                .with_force(force)
-                .await
-                .map_err(js)
-        })
+        let force = forced(options);
+        env.spawn_future(async move { inner.delete_gapless(&name).force(force).await.map_err(js) })
     }
 
     /// Opens the existing gap-free sequence `name` with the settings it was created with.
@@ -204,17 +191,8 @@ impl Dispenser {
     ) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let (patterns, after, limit) = match options {
-                Some(o) => (o.patterns, o.after, o.limit),
-                None => (None, None, None),
-            };
-            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
-            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
-            inner
-                .list_gapless_after_matching(&patterns, after.as_deref(), limit)
-                .await
-                .map_err(js)
+            let (list, _) = crate::page!(inner.list_gapless(), options);
+            list.await.map_err(js)
         })
     }
 }
@@ -317,6 +295,23 @@ impl Gapless {
         })
     }
 
+    /// Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+    /// `after`, `limit`).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<crate::dispenser::HistoryOptions>,
+    ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
+        let h = self.inner.history();
+        env.spawn_future(crate::dispenser::history_read(h, options))
+    }
+
     /// The state: the next number, the lease, the voided numbers.
     ///
     /// # Cancel safety
@@ -396,15 +391,14 @@ impl Gapless {
         env: &'env Env,
         number: Int,
         reason: String,
-        options: Option<ReleaseOptions>,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let n = int("number", number)?;
-            let force = options.and_then(|o| o.force).unwrap_or(false);
             let r = inner
                 .release(n, reason)
-                .with_force(force)
+                .force(forced(options))
                 .await
                 .map_err(js)?;
             Ok(Json(match r {

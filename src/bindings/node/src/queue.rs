@@ -7,7 +7,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
 use serde_json::Value;
 
-use crate::convert::{Int, Json, JsonList, count, int, invalid, js, opt_int};
+use crate::convert::{ForceOptions, Int, Json, JsonList, count, forced, int, invalid, js, opt_int};
 use crate::dispenser::{Dispenser, ListOptions, error_json};
 use crate::sequence::format;
 
@@ -172,23 +172,13 @@ impl Dispenser {
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let (patterns, after, limit) = match options {
-                Some(o) => (o.patterns, o.after, o.limit),
-                None => (None, None, None),
-            };
-            let patterns = patterns.unwrap_or_else(|| vec!["*".to_owned()]);
-            let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-            let limit = usize::try_from(limit.unwrap_or(1000)).unwrap_or(usize::MAX);
-            let page = inner
-                .list_queues_after_matching(&patterns, after.as_deref(), limit)
-                .await
-                .map_err(js)?;
-            Ok(statuses(page))
+            let (list, _) = crate::page!(inner.list_queues(), options);
+            Ok(statuses(list.await.map_err(js)?))
         })
     }
 
     /// Deletes the queue `name`; refused (a ConflictError, code `queue_in_use`) while people
-    /// wait, unless `force` is true (recorded in the history).
+    /// wait, unless `{ force: true }` (recorded in the history).
     ///
     /// # Cancel safety
     ///
@@ -199,17 +189,11 @@ impl Dispenser {
         &self,
         env: &'env Env,
         name: String,
-        force: Option<bool>,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
-        let force = force.unwrap_or(false);
-        env.spawn_future(async move {
-            inner
-                .delete_queue(&name)
-                .with_force(force)
-                .await
-                .map_err(js)
-        })
+        let force = forced(options);
+        env.spawn_future(async move { inner.delete_queue(&name).force(force).await.map_err(js) })
     }
 }
 
@@ -405,6 +389,23 @@ impl Queue {
     pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let inner = self.inner.clone();
         env.spawn_future(async move { inner.delete().await.map_err(js) })
+    }
+
+    /// Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+    /// `after`, `limit`).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<crate::dispenser::HistoryOptions>,
+    ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
+        let h = self.inner.history();
+        env.spawn_future(crate::dispenser::history_read(h, options))
     }
 
     /// The queue's status: who waits, what each desk shows, the recent calls.

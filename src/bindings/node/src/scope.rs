@@ -7,8 +7,8 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 
-use crate::convert::{Json, JsonList, invalid, js};
-use crate::dispenser::{Dispenser, listing};
+use crate::convert::{Json, invalid, js};
+use crate::dispenser::Dispenser;
 use crate::sequence::{Sequence, stats_json};
 
 #[napi]
@@ -72,24 +72,6 @@ impl Dispenser {
             let s = inner.open_scope(&template, &scope).await.map_err(js)?;
             Ok(Sequence::from(s))
         })
-    }
-
-    /// The scopes of `template`, by scope key.
-    ///
-    /// # Cancel safety
-    ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
-    pub fn list_scopes<'env>(
-        &self,
-        env: &'env Env,
-        template: String,
-    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(
-            async move { Ok(listing(inner.list_scopes(&template).await.map_err(js)?)) },
-        )
     }
 
     /// Deletes the scopes of `template` whose key sorts before `before`; returns how many.

@@ -2,14 +2,14 @@
 //! numbers from one write.
 
 use dispenser::Format;
-use dispenser::sequence::{Alter, Reset, Stats};
+use dispenser::sequence::{Alter, Stats};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 use serde_json::{Value, json};
 
-use crate::convert::{Int, Json, count, int, js, opt_int};
+use crate::convert::{ForceOptions, Int, Json, count, forced, int, js, opt_int};
 
 /// A handle on one sequence. Any number of concurrent calls may share it: their draws are
 /// coalesced into shared writes.
@@ -77,15 +77,6 @@ pub struct AlterInput {
     pub cycle: Option<bool>,
     /// The new serial format; `null` removes it.
     pub format: Option<Option<String>>,
-    /// Allow a change that moves the sequence or turns `cycle` on.
-    pub force: Option<bool>,
-}
-
-/// `force`: allow a reset that moves the sequence backwards.
-#[napi(object)]
-pub struct ResetOptions {
-    /// Allow moving backwards (numbers already issued come again).
-    pub force: Option<bool>,
 }
 
 /// A handle's counters as a JavaScript object (`bigint`s).
@@ -148,6 +139,23 @@ impl Sequence {
         })
     }
 
+    /// Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+    /// `after`, `limit`).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<crate::dispenser::HistoryOptions>,
+    ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
+        let h = self.inner.history();
+        env.spawn_future(crate::dispenser::history_read(h, options))
+    }
+
     /// Reads the sequence's state now.
     ///
     /// # Cancel safety
@@ -186,13 +194,13 @@ impl Sequence {
         &self,
         env: &'env Env,
         next: Int,
-        options: Option<ResetOptions>,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let force = options.and_then(|o| o.force).unwrap_or(false);
-            let r = Reset::to(int("reset value", next)?).with_force(force);
-            Ok(Json(inner.reset(r).await.map_err(js)?.to_json()))
+            let next = int("reset value", next)?;
+            let r = inner.reset(next).force(forced(options)).await;
+            Ok(Json(r.map_err(js)?.to_json()))
         })
     }
 
@@ -207,11 +215,13 @@ impl Sequence {
         &self,
         env: &'env Env,
         change: AlterInput,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let a = alter(change)?;
-            Ok(Json(inner.alter(a).await.map_err(js)?.to_json()))
+            let r = inner.alter(a).force(forced(options)).await;
+            Ok(Json(r.map_err(js)?.to_json()))
         })
     }
 
@@ -242,7 +252,7 @@ impl Sequence {
 
 /// The core's `Alter` from its JavaScript form.
 pub fn alter(change: AlterInput) -> napi::Result<Alter> {
-    let mut a = Alter::default().with_force(change.force.unwrap_or(false));
+    let mut a = Alter::default();
     if let Some(v) = opt_int("step", change.step)? {
         a = a.with_step(v);
     }

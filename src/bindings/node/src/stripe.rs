@@ -6,9 +6,9 @@ use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 
 use crate::block::{BlockOptionsInput, block_options, close_json};
-use crate::convert::{Int, Json, JsonList, int, js};
+use crate::convert::{ForceOptions, Int, Json, JsonList, forced, int, js};
 use crate::dispenser::{Dispenser, SpecInput};
-use crate::sequence::{AlterInput, ResetOptions, alter, stats_json};
+use crate::sequence::{AlterInput, alter, stats_json};
 
 fn states(v: Vec<dispenser::sequence::SequenceState>) -> JsonList {
     JsonList(v.iter().map(|s| s.to_json()).collect())
@@ -139,6 +139,23 @@ impl StripedSequence {
         env.spawn_future(async move { inner.next().await.map(i64n).map_err(js) })
     }
 
+    /// Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
+    /// `after`, `limit`).
+    ///
+    /// # Cancel safety
+    ///
+    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
+    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<crate::dispenser::HistoryOptions>,
+    ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
+        let h = self.inner.history();
+        env.spawn_future(crate::dispenser::history_read(h, options))
+    }
+
     /// Every stripe's state.
     ///
     /// # Cancel safety
@@ -181,13 +198,13 @@ impl StripedSequence {
         &self,
         env: &'env Env,
         next: Int,
-        options: Option<ResetOptions>,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
-            let force = options.and_then(|o| o.force).unwrap_or(false);
-            let r = dispenser::sequence::Reset::to(int("reset value", next)?).with_force(force);
-            Ok(states(inner.reset(r).await.map_err(js)?))
+            let next = int("reset value", next)?;
+            let r = inner.reset(next).force(forced(options)).await;
+            Ok(states(r.map_err(js)?))
         })
     }
 
@@ -202,11 +219,13 @@ impl StripedSequence {
         &self,
         env: &'env Env,
         change: AlterInput,
+        options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let a = alter(change)?;
-            Ok(states(inner.alter(a).await.map_err(js)?))
+            let r = inner.alter(a).force(forced(options)).await;
+            Ok(states(r.map_err(js)?))
         })
     }
 

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use dispenser::gapless::GaplessOptions;
-use dispenser::history::HistoryQuery;
 use dispenser::options::Strategy;
 use dispenser::queue::QueueSpec;
 use dispenser::{Dispenser, Error, Format, Options, Spec};
@@ -15,6 +14,26 @@ use crate::errors::{Outcome, invalid};
 use crate::flavor::{Out, flavors};
 use crate::handles;
 use crate::runtime::{Live, run, wait};
+
+/// A listing builder (`list`, `list_queues`, `list_gapless`) with the options given.
+macro_rules! page {
+    ($list:expr, $matching:expr, $after:expr, $limit:expr, $named:expr) => {{
+        let mut list = $list;
+        if let Some(p) = $matching {
+            list = list.matching(p);
+        }
+        if let Some(a) = $after {
+            list = list.after(a);
+        }
+        if let Some(n) = $limit {
+            list = list.limit(n);
+        }
+        if let Some(n) = $named {
+            list = list.named(n);
+        }
+        list
+    }};
+}
 
 /// A spec from the keywords given; the others keep the core's defaults.
 pub(crate) fn spec(
@@ -257,35 +276,21 @@ flavors! {
         run(py, Self::ASYNC, async move { Outcome::Ok(Json(d.peek(&name).await?.to_json())) })
     }
 
-    /// Every sequence, by name: a list of state dicts, with a `CorruptError` object in the
-    /// place of a document that does not decode.
-    fn list(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(states(d.list().await?)) })
-    }
-
-    /// One page of `list()`: up to `limit` sequences named after `after`.
-    #[pyo3(signature = (after=None, limit=1000))]
-    fn list_after(&self, py: Python<'_>, after: Option<String>, limit: usize) -> PyResult<Py<PyAny>> {
-        let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(states(d.list_after(after.as_deref(), limit).await?)) })
-    }
-
-    /// One page of the sequences whose names match one of `patterns` (`*` any run of
-    /// characters, `?` one character).
-    #[pyo3(signature = (patterns, after=None, limit=1000))]
-    fn list_after_matching(&self, py: Python<'_>, patterns: Vec<String>, after: Option<String>, limit: usize) -> PyResult<Py<PyAny>> {
+    /// Every sequence, by name, or a page of them: a list of state dicts, with a
+    /// `CorruptError` object in the place of a document that does not decode. `matching`:
+    /// name patterns (`*` any run of characters, `?` one); `after`: names after this one
+    /// (byte order); `limit`: at most this many; `named`: only these names; `scopes_of`: the
+    /// scopes of this template.
+    #[pyo3(signature = (*, matching=None, after=None, limit=None, named=None, scopes_of=None))]
+    fn list(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<usize>, named: Option<Vec<String>>, scopes_of: Option<String>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            let p: Vec<&str> = patterns.iter().map(String::as_str).collect();
-            Outcome::Ok(states(d.list_after_matching(&p, after.as_deref(), limit).await?))
+            let mut list = page!(d.list(), matching, after, limit, named);
+            if let Some(t) = scopes_of {
+                list = list.scopes_of(t);
+            }
+            Outcome::Ok(states(list.await?))
         })
-    }
-
-    /// The sequences named in `names` that exist, in one query.
-    fn list_named(&self, py: Python<'_>, names: Vec<String>) -> PyResult<Py<PyAny>> {
-        let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(states(d.list_named(&names).await?)) })
     }
 
     /// Deletes the sequence `name` (its numbers may be issued again if it is created anew).
@@ -301,38 +306,22 @@ flavors! {
     }
 
     /// Who created, altered, reset or deleted `name`, when, with the states before and
-    /// after: a list of dicts, oldest first. `subject` is `"sequence"`, `"gapless"` or
-    /// `"queue"`;
-    /// `since` an aware `datetime`; `after` the `cursor` of the last entry of the previous
-    /// page.
-    #[pyo3(signature = (name, *, subject="sequence", since=None, after=None, limit=None))]
-    fn history(&self, py: Python<'_>, name: String, subject: &str, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+    /// after: a list of dicts, oldest first — also of one deleted (each handle has its own
+    /// `history()`). `kind` is `"sequence"`, `"gapless"` or `"queue"`; `since` an aware
+    /// `datetime`; `after` the `cursor` of the last entry of the previous page.
+    #[pyo3(signature = (name, *, kind="sequence", since=None, after=None, limit=None))]
+    fn history(&self, py: Python<'_>, name: String, kind: &str, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
-        let mut q = match subject {
-            "sequence" => HistoryQuery::sequence(),
-            "queue" => HistoryQuery::queue(),
-            "gapless" => HistoryQuery::gapless(),
+        let kind = match kind {
+            "sequence" => dispenser::Kind::Sequence,
+            "queue" => dispenser::Kind::Queue,
+            "gapless" => dispenser::Kind::Gapless,
             other => {
-                let e = invalid("history subject", format!("{other:?}: use \"sequence\", \"gapless\" or \"queue\""));
+                let e = invalid("history kind", format!("{other:?}: use \"sequence\", \"gapless\" or \"queue\""));
                 return Err(crate::errors::to_py_err(py, &e));
             }
         };
-        if let Some(t) = since {
-            let secs: f64 = t.call_method0("timestamp")?.extract()?;
-            let ts = dispenser::jiff::Timestamp::from_microsecond((secs * 1e6) as i64)
-                .map_err(|e| crate::errors::to_py_err(py, &invalid("since", e.to_string())))?;
-            q = q.with_since(ts);
-        }
-        if let Some(c) = after {
-            q = q.with_after(c);
-        }
-        if let Some(l) = limit {
-            q = q.with_limit(l);
-        }
-        run(py, Self::ASYNC, async move {
-            let entries = d.history(&name, &q).await?;
-            Outcome::Ok(entries.iter().map(|e| Json(e.to_json())).collect::<Vec<_>>())
-        })
+        history_read(py, Self::ASYNC, d.history(kind, &name), since, after, limit)
     }
 
     /// Examines the server (a few seconds of probes in a scratch collection): the report
@@ -408,12 +397,6 @@ flavors! {
         run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.open_scope(&template, &scope).await?, a)) })
     }
 
-    /// The scopes of `template`, as state dicts.
-    fn list_scopes(&self, py: Python<'_>, template: String) -> PyResult<Py<PyAny>> {
-        let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(states(d.list_scopes(&template).await?)) })
-    }
-
     /// Deletes the scopes of `template` that sort before `before` (a `datetime.date` or
     /// text); returns how many.
     fn delete_scopes_before(&self, py: Python<'_>, template: String, before: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -474,16 +457,15 @@ flavors! {
     #[pyo3(signature = (name, *, force=false))]
     fn delete_gapless(&self, py: Python<'_>, name: String, force: bool) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_gapless(&name).with_force(force).await?) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_gapless(&name).force(force).await?) })
     }
 
-    /// The names of one page of the gap-free sequences matching one of `patterns`.
-    #[pyo3(signature = (patterns, after=None, limit=1000))]
-    fn list_gapless_after_matching(&self, py: Python<'_>, patterns: Vec<String>, after: Option<String>, limit: usize) -> PyResult<Py<PyAny>> {
+    /// The names of the gap-free sequences, or of a page of them (the options of `list`).
+    #[pyo3(signature = (*, matching=None, after=None, limit=None, named=None))]
+    fn list_gapless(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<usize>, named: Option<Vec<String>>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            let p: Vec<&str> = patterns.iter().map(String::as_str).collect();
-            Outcome::Ok(d.list_gapless_after_matching(&p, after.as_deref(), limit).await?)
+            Outcome::Ok(page!(d.list_gapless(), matching, after, limit, named).await?)
         })
     }
 
@@ -537,20 +519,13 @@ flavors! {
         run(py, a, async move { Outcome::Ok(handles::queue(&dl, d.open_queue(&name).await?, a)) })
     }
 
-    /// Every queue, by name, as status dicts.
-    fn list_queues(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    /// Every queue, by name, or a page of them (the options of `list`), as status dicts.
+    #[pyo3(signature = (*, matching=None, after=None, limit=None, named=None))]
+    fn list_queues(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<usize>, named: Option<Vec<String>>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            Outcome::Ok(Listing(d.list_queues().await?.into_iter().map(|q| q.map(|q| q.to_json())).collect()))
-        })
-    }
-
-    /// One page of `list_queues()`.
-    #[pyo3(signature = (after=None, limit=1000))]
-    fn list_queues_after(&self, py: Python<'_>, after: Option<String>, limit: usize) -> PyResult<Py<PyAny>> {
-        let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move {
-            Outcome::Ok(Listing(d.list_queues_after(after.as_deref(), limit).await?.into_iter().map(|q| q.map(|q| q.to_json())).collect()))
+            let page = page!(d.list_queues(), matching, after, limit, named).await?;
+            Outcome::Ok(Listing(page.into_iter().map(|q| q.map(|q| q.to_json())).collect()))
         })
     }
 
@@ -559,11 +534,45 @@ flavors! {
     #[pyo3(signature = (name, *, force=false))]
     fn delete_queue(&self, py: Python<'_>, name: String, force: bool) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_queue(&name).with_force(force).await?) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_queue(&name).force(force).await?) })
     }
 }
 
 /// Sequence states as a listing.
 fn states(items: Vec<Result<dispenser::sequence::SequenceState, Error>>) -> Listing {
     Listing(items.into_iter().map(|s| s.map(|s| s.to_json())).collect())
+}
+
+/// A history read with the options given (`since` an aware `datetime`), run as `asynchronous`
+/// says: a list of entry dicts, oldest first. Every handle's `history()` and
+/// `Dispenser.history()` answer through it.
+pub(crate) fn history_read(
+    py: Python<'_>,
+    asynchronous: bool,
+    mut h: dispenser::history::History,
+    since: Option<&Bound<'_, PyAny>>,
+    after: Option<String>,
+    limit: Option<usize>,
+) -> PyResult<Py<PyAny>> {
+    if let Some(t) = since {
+        let secs: f64 = t.call_method0("timestamp")?.extract()?;
+        let ts = dispenser::jiff::Timestamp::from_microsecond((secs * 1e6) as i64)
+            .map_err(|e| crate::errors::to_py_err(py, &invalid("since", e.to_string())))?;
+        h = h.since(ts);
+    }
+    if let Some(c) = after {
+        h = h.after(c);
+    }
+    if let Some(l) = limit {
+        h = h.limit(l);
+    }
+    run(py, asynchronous, async move {
+        let entries = h.await?;
+        Outcome::Ok(
+            entries
+                .iter()
+                .map(|e| Json(e.to_json()))
+                .collect::<Vec<_>>(),
+        )
+    })
 }

@@ -188,6 +188,15 @@ flavors! {
         })
     }
 
+    /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
+    /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
+    /// the previous page).
+    #[pyo3(signature = (*, since=None, after=None, limit=None))]
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+        let h = self.live().get(py)?.history();
+        crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
+    }
+
     /// The sequence's state (next number, lease, voids), as a dict.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let g = self.live().get(py)?;
@@ -226,7 +235,7 @@ flavors! {
     fn release(&self, py: Python<'_>, number: i64, reason: String, force: bool) -> PyResult<Py<PyAny>> {
         let g = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            let r = g.release(number, reason).with_force(force).await?;
+            let r = g.release(number, reason).force(force).await?;
             Outcome::Ok(Json(match r {
                 Released::Voided(n) => serde_json::json!({ "voided": n }),
                 Released::Used { first, last } => serde_json::json!({ "used": [first, last] }),

@@ -125,6 +125,15 @@ flavors! {
         run(py, Self::ASYNC, async move { Outcome::Ok(q.delete().await?) })
     }
 
+    /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
+    /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
+    /// the previous page).
+    #[pyo3(signature = (*, since=None, after=None, limit=None))]
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+        let h = self.live().get(py)?.history();
+        crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
+    }
+
     /// Who waits, which desk shows what, the last calls: a dict.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;

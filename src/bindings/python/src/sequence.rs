@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use dispenser::Format;
 use dispenser::block::BlockSequence;
 use dispenser::scope::DailySequence;
-use dispenser::sequence::{Alter, Reset};
+use dispenser::sequence::Alter;
 use dispenser::stripe::StripedSequence;
 
 use crate::convert::{Json, Numbers, block_options, day};
@@ -23,9 +23,8 @@ fn alter(
     cycle: Option<bool>,
     format: Option<&str>,
     no_format: bool,
-    force: bool,
 ) -> Result<Alter, dispenser::Error> {
-    let mut a = Alter::default().with_force(force);
+    let mut a = Alter::default();
     if let Some(v) = step {
         a = a.with_step(v);
     }
@@ -89,6 +88,15 @@ flavors! {
         Ok(self.live().get(py)?.remaining_hint())
     }
 
+    /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
+    /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
+    /// the previous page).
+    #[pyo3(signature = (*, since=None, after=None, limit=None))]
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+        let h = self.live().get(py)?.history();
+        crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
+    }
+
     /// Reads the sequence's state now, as a dict.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
@@ -106,7 +114,7 @@ flavors! {
     fn reset(&self, py: Python<'_>, next: i64, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            Outcome::Ok(Json(s.reset(Reset::to(next).with_force(force)).await?.to_json()))
+            Outcome::Ok(Json(s.reset(next).force(force).await?.to_json()))
         })
     }
 
@@ -117,8 +125,8 @@ flavors! {
     #[allow(clippy::too_many_arguments)]
     fn alter(&self, py: Python<'_>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>, format: Option<&str>, no_format: bool, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
-        let change = alter(step, min, max, cycle, format, no_format, force).map_err(|e| to_py_err(py, &e))?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(s.alter(change).await?.to_json())) })
+        let change = alter(step, min, max, cycle, format, no_format).map_err(|e| to_py_err(py, &e))?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(Json(s.alter(change).force(force).await?.to_json())) })
     }
 
     /// Deletes the sequence.
@@ -227,6 +235,15 @@ flavors! {
         run(py, Self::ASYNC, async move { Outcome::Ok(s.next().await?) })
     }
 
+    /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
+    /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
+    /// the previous page).
+    #[pyo3(signature = (*, since=None, after=None, limit=None))]
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+        let h = self.live().get(py)?.history();
+        crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
+    }
+
     /// Every stripe's state, as a list of dicts.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
@@ -244,7 +261,7 @@ flavors! {
     fn reset(&self, py: Python<'_>, next: i64, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            Outcome::Ok(state_list(s.reset(Reset::to(next).with_force(force)).await?))
+            Outcome::Ok(state_list(s.reset(next).force(force).await?))
         })
     }
 
@@ -252,8 +269,8 @@ flavors! {
     #[pyo3(signature = (*, min=None, max=None, format=None, force=false))]
     fn alter(&self, py: Python<'_>, min: Option<i64>, max: Option<i64>, format: Option<&str>, force: bool) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
-        let change = alter(None, min, max, None, format, false, force).map_err(|e| to_py_err(py, &e))?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(state_list(s.alter(change).await?)) })
+        let change = alter(None, min, max, None, format, false).map_err(|e| to_py_err(py, &e))?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(state_list(s.alter(change).force(force).await?)) })
     }
 
     /// Deletes every stripe; returns how many.
