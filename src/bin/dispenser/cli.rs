@@ -141,9 +141,9 @@ pub enum Command {
     Reset(ResetArgs),
     /// Delete a sequence (or only its old scopes).
     Delete(DeleteArgs),
-    /// Who created, altered, advanced, reset or deleted a sequence or queue, when, and how.
+    /// Who created, altered, advanced, reset or deleted a sequence, when, and how.
     ///
-    /// Every admin operation of the library, the command line and the service is recorded in
+    /// A queue's and a gap-free sequence's: `queue history`, `gapless history`. Every admin operation of the library, the command line and the service is recorded in
     /// COLLECTION_history (dispensers_history by default): who (--caller here, the token's
     /// name through the service), when (the server's clock), the parameters, the state before
     /// and after, and how it ended (done, refused, failed, or pending: no outcome recorded).
