@@ -703,3 +703,61 @@ async fn a_handle_reads_only_what_a_draw_needs_not_the_usage_counters() {
         }
     }
 }
+
+/// `delete_scopes_before` says how many scopes it deleted — the number the command line prints
+/// and the history records — and deletes exactly those (a count of 1 for three would hide
+/// what went).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_old_daily_scopes_reports_how_many_went() {
+    use std::sync::Arc;
+    let f = Fixture::new("scopes_count").await;
+    let d = f.dispenser(f.options());
+    d.ensure("slips", Spec::default()).await.unwrap();
+    let at =
+        |ts: &'static str| -> dispenser::scope::Clock { Arc::new(move || ts.parse().unwrap()) };
+    let utc = d
+        .open_daily("slips", dispenser::jiff::tz::TimeZone::UTC)
+        .unwrap();
+    for day in [
+        "2026-11-19T12:00:00Z",
+        "2026-11-20T12:00:00Z",
+        "2026-11-21T12:00:00Z",
+        "2026-11-23T12:00:00Z",
+    ] {
+        assert_eq!(
+            utc.clone().with_clock(at(day)).next().await.unwrap().number,
+            1
+        );
+    }
+    let today = utc.with_clock(at("2026-11-23T12:00:00Z"));
+    let deleted = today
+        .delete_scopes_before(dispenser::jiff::civil::date(2026, 11, 22))
+        .await
+        .unwrap();
+    assert_eq!(deleted, 3, "scopes of the 19th, 20th and 21st");
+    let left: Vec<String> = d
+        .list()
+        .scopes_of("slips")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.unwrap().name)
+        .collect();
+    assert_eq!(left, ["slips@2026-11-23"]);
+}
+
+/// `ping` asks the server: with nothing listening it fails (within the server selection
+/// timeout) instead of answering that the database is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_of_a_server_that_is_down_fails() {
+    let f = Fixture::new("ping_down").await;
+    assert!(f.dispenser(f.options()).ping().await.is_ok());
+    let down = dispenser::Dispenser::connect(
+        "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300&connectTimeoutMS=300",
+        f.options(),
+    )
+    .await
+    .unwrap();
+    let err = down.ping().await.unwrap_err();
+    assert_eq!(err.kind(), dispenser::ErrorKind::Unavailable, "{err}");
+}
