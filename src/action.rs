@@ -164,3 +164,141 @@ impl<'a> IntoFuture for AlterStriped<'a> {
         Box::pin(self.striped.alter_now(self.change))
     }
 }
+
+// The operations that return these builders live here, above the handles they act on (the
+// handles' files do not name the builders: no import circle).
+impl Sequence {
+    /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
+    /// writers). Moving a sequence backwards (so that numbers already issued would come again)
+    /// needs [`ResetSequence::force`](crate::sequence::ResetSequence::force). A stripe of a striped sequence only accepts a `next` of its own residue
+    /// class (use [`StripedSequence::reset`](crate::stripe::StripedSequence::reset) to move all
+    /// stripes).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `next` lies outside the bounds (or outside a stripe's
+    /// class), [`Error::WouldGoBackwards`]
+    /// without `force`, [`Error::Contention`], plus those of [`Sequence::peek`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the reset made or not (see [`Sequence::peek`])
+    /// and its history entry `pending` (see [`history`](crate::history)); it issues no number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(tickets: dispenser::Sequence) -> dispenser::Result<()> {
+    /// let state = tickets.reset(1).force(true).await?; // the counter restarts at 1
+    /// assert_eq!(state.next_number(), Some(1));
+    /// # Ok(()) }
+    /// ```
+    pub fn reset(&self, next: i64) -> ResetSequence<'_> {
+        ResetSequence::new(self, next)
+    }
+
+    /// Changes the shape of a live sequence — its step, bounds, cycle and format — while
+    /// other processes draw from it (see [`Alter`]). Returns the state afterwards.
+    ///
+    /// After `alter` returns, every number reserved from then on follows the new shape: the
+    /// change is one compare-and-set on the exact state it was computed from, and every
+    /// other write carries the shape it assumed in its filter, so nothing computed from the
+    /// old shape is written afterwards. Numbers already reserved in blocks are still handed
+    /// out by their block clients.
+    ///
+    /// A sequence that has not reached a raised lower bound moves forward to it. A bound that
+    /// leaves the last issued number outside, and turning `cycle` on for a non-cyclic
+    /// sequence, are refused unless [`AlterSequence::force`](crate::sequence::AlterSequence::force); a step of the other sign is always
+    /// refused (every number on the other side was issued: create a new sequence).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when nothing is to change; [`Error::InvalidSpec`] when the
+    /// new shape is invalid (step 0, `min ≥ max`), flips the step's sign, would strand the
+    /// last issued number or turn `cycle` on without `force`, or breaks a stripe's residue
+    /// class (nothing is written);
+    /// [`Error::Contention`], plus those of [`Sequence::peek`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave the change applied or not (check with
+    /// [`Sequence::peek`]); it never issues a number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(tickets: dispenser::Sequence) -> dispenser::Result<()> {
+    /// use dispenser::sequence::Alter;
+    /// let state = tickets.alter(Alter::default().with_max(999)).await?;
+    /// assert_eq!(state.max, 999);
+    /// # Ok(()) }
+    /// ```
+    pub fn alter(&self, change: Alter) -> AlterSequence<'_> {
+        AlterSequence::new(self, change)
+    }
+}
+
+impl StripedSequence {
+    /// Resets every stripe so that the striped sequence issues numbers from `next` on: each
+    /// stripe's next number becomes the first of its own residue class at or beyond `next`,
+    /// so the stripes stay disjoint. Moving backwards needs [`ResetStriped::force`](crate::sequence::ResetStriped::force), as with
+    /// [`Sequence::reset`](crate::Sequence::reset). Returns the stripes' states.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when a stripe has no number of its class between `next`
+    /// and its bound (nothing is written then), plus those of [`Sequence::reset`](crate::Sequence::reset); on an
+    /// error after some stripes moved, calling it again completes the reset.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave some stripes reset and others not (see
+    /// [`StripedSequence::peek`]) and the history entry of the stripe being reset `pending`
+    /// (see [`history`](crate::history)); it issues no number. Call it again to complete the
+    /// reset.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// ids.reset(5000).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn reset(&self, next: i64) -> ResetStriped<'_> {
+        ResetStriped::new(self, next)
+    }
+
+    /// Alters every stripe (see [`Sequence::alter`](crate::Sequence::alter)): its bounds (with [`AlterStriped::force`](crate::sequence::AlterStriped::force) as for a sequence). The change is
+    /// planned for every stripe first, from its current state, so a change any stripe refuses
+    /// writes nothing at all; then each stripe is altered, each one compare-and-set on its
+    /// own document. (A draw that moves a stripe between the plan and its write can still
+    /// make that stripe refuse — a bound that would strand its new last number — after
+    /// earlier stripes changed; calling it again with `force`, or with the old bound, settles
+    /// it. No number repeats either way.) Returns the stripes' states.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when nothing is to change or a format is given (a striped
+    /// sequence's numbers are not in order: it has none); [`Error::InvalidSpec`] when any
+    /// stripe refuses the change (a new step, cycle, a bound that strands a stripe's last
+    /// number without `force`, `min ≥ max`), nothing written; plus those of
+    /// [`StripedSequence::peek`] and [`Sequence::alter`](crate::Sequence::alter).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may leave some stripes altered and others not (check with
+    /// [`StripedSequence::peek`]); it never issues a number.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
+    /// use dispenser::sequence::Alter;
+    /// let stripes = ids.alter(Alter::default().with_max(1_000_000_000)).await?;
+    /// assert!(stripes.iter().all(|s| s.max == 1_000_000_000));
+    /// # Ok(()) }
+    /// ```
+    pub fn alter(&self, change: Alter) -> AlterStriped<'_> {
+        AlterStriped::new(self, change)
+    }
+}

@@ -198,46 +198,6 @@ fn direction(step: i64) -> &'static str {
 }
 
 impl Sequence {
-    /// Changes the shape of a live sequence — its step, bounds, cycle and format — while
-    /// other processes draw from it (see [`Alter`]). Returns the state afterwards.
-    ///
-    /// After `alter` returns, every number reserved from then on follows the new shape: the
-    /// change is one compare-and-set on the exact state it was computed from, and every
-    /// other write carries the shape it assumed in its filter, so nothing computed from the
-    /// old shape is written afterwards. Numbers already reserved in blocks are still handed
-    /// out by their block clients.
-    ///
-    /// A sequence that has not reached a raised lower bound moves forward to it. A bound that
-    /// leaves the last issued number outside, and turning `cycle` on for a non-cyclic
-    /// sequence, are refused unless [`AlterSequence::force`](crate::sequence::AlterSequence::force); a step of the other sign is always
-    /// refused (every number on the other side was issued: create a new sequence).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when nothing is to change; [`Error::InvalidSpec`] when the
-    /// new shape is invalid (step 0, `min ≥ max`), flips the step's sign, would strand the
-    /// last issued number or turn `cycle` on without `force`, or breaks a stripe's residue
-    /// class (nothing is written);
-    /// [`Error::Contention`], plus those of [`Sequence::peek`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future may leave the change applied or not (check with
-    /// [`Sequence::peek`]); it never issues a number.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(tickets: dispenser::Sequence) -> dispenser::Result<()> {
-    /// use dispenser::sequence::Alter;
-    /// let state = tickets.alter(Alter::default().with_max(999)).await?;
-    /// assert_eq!(state.max, 999);
-    /// # Ok(()) }
-    /// ```
-    pub fn alter(&self, change: Alter) -> crate::action::AlterSequence<'_> {
-        crate::action::AlterSequence::new(self, change)
-    }
-
     /// [`Sequence::alter`] once its options are set.
     pub(crate) async fn alter_now(&self, change: Alter) -> Result<SequenceState> {
         self.dispenser()

@@ -16,7 +16,6 @@ use crate::error::{Error, Result};
 use crate::history::Subject;
 use crate::history::record::{Recorder, sequence_state};
 use crate::history::subject::Target;
-use crate::listing::ListSequences;
 use crate::options::Options;
 use crate::redact;
 use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
@@ -381,32 +380,6 @@ impl Dispenser {
             .load_state(name)
             .await?
             .ok_or_else(|| no_such(name))
-    }
-
-    /// Lists the sequences: every one by name, or a page of them — see [`ListSequences`]
-    /// for its options (`.matching(patterns)`, `.after(cursor)`, `.limit(n)`,
-    /// `.named(names)`, `.scopes_of(template)`). A document that does not decode is an
-    /// [`Error::CorruptDocument`] in its place, so one bad document does not hide the rest.
-    ///
-    /// # Errors
-    ///
-    /// See [`ListSequences`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// for s in d.list().matching(["invoices-*"]).limit(100).await?.iter().flatten() {
-    ///     println!("{}: next {:?}", s.name, s.next_number());
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub fn list(&self) -> ListSequences<'_> {
-        ListSequences::new(self)
     }
 
     /// [`Sequence::reset`] by name.
@@ -982,35 +955,6 @@ impl Sequence {
     /// ```
     pub async fn advance_to(&self, n: i64) -> Result<SequenceState> {
         self.dispenser.advance_to(self.name(), n).await
-    }
-
-    /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
-    /// writers). Moving a sequence backwards (so that numbers already issued would come again)
-    /// needs [`ResetSequence::force`](crate::sequence::ResetSequence::force). A stripe of a striped sequence only accepts a `next` of its own residue
-    /// class (use [`StripedSequence::reset`](crate::stripe::StripedSequence::reset) to move all
-    /// stripes).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when `next` lies outside the bounds (or outside a stripe's
-    /// class), [`Error::WouldGoBackwards`]
-    /// without `force`, [`Error::Contention`], plus those of [`Sequence::peek`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave the reset made or not (see [`Sequence::peek`])
-    /// and its history entry `pending` (see [`history`](crate::history)); it issues no number.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(tickets: dispenser::Sequence) -> dispenser::Result<()> {
-    /// let state = tickets.reset(1).force(true).await?; // the counter restarts at 1
-    /// assert_eq!(state.next_number(), Some(1));
-    /// # Ok(()) }
-    /// ```
-    pub fn reset(&self, next: i64) -> crate::action::ResetSequence<'_> {
-        crate::action::ResetSequence::new(self, next)
     }
 
     /// Deletes the sequence (for a striped sequence's name, see

@@ -242,3 +242,31 @@ impl<'a> IntoFuture for ListSequences<'a> {
         })
     }
 }
+
+impl Dispenser {
+    /// Lists the sequences: every one by name, or a page of them — see [`ListSequences`]
+    /// for its options (`.matching(patterns)`, `.after(cursor)`, `.limit(n)`,
+    /// `.named(names)`, `.scopes_of(template)`). A document that does not decode is an
+    /// [`Error::CorruptDocument`] in its place, so one bad document does not hide the rest.
+    ///
+    /// # Errors
+    ///
+    /// See [`ListSequences`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// for s in d.list().matching(["invoices-*"]).limit(100).await?.iter().flatten() {
+    ///     println!("{}: next {:?}", s.name, s.next_number());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn list(&self) -> ListSequences<'_> {
+        ListSequences::new(self)
+    }
+}

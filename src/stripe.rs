@@ -355,35 +355,6 @@ impl StripedSequence {
         Ok(out)
     }
 
-    /// Resets every stripe so that the striped sequence issues numbers from `next` on: each
-    /// stripe's next number becomes the first of its own residue class at or beyond `next`,
-    /// so the stripes stay disjoint. Moving backwards needs [`ResetStriped::force`](crate::sequence::ResetStriped::force), as with
-    /// [`Sequence::reset`](crate::Sequence::reset). Returns the stripes' states.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when a stripe has no number of its class between `next`
-    /// and its bound (nothing is written then), plus those of [`Sequence::reset`](crate::Sequence::reset); on an
-    /// error after some stripes moved, calling it again completes the reset.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave some stripes reset and others not (see
-    /// [`StripedSequence::peek`]) and the history entry of the stripe being reset `pending`
-    /// (see [`history`](crate::history)); it issues no number. Call it again to complete the
-    /// reset.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
-    /// ids.reset(5000).await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn reset(&self, next: i64) -> crate::action::ResetStriped<'_> {
-        crate::action::ResetStriped::new(self, next)
-    }
-
     /// [`StripedSequence::reset`] once its options are set.
     pub(crate) async fn reset_now(&self, reset: Reset) -> Result<Vec<SequenceState>> {
         let Reset { next, force } = reset;
@@ -478,40 +449,6 @@ impl StripedSequence {
         }
         dispenser.delete(&first.name).await?;
         Ok(n + 1)
-    }
-
-    /// Alters every stripe (see [`Sequence::alter`](crate::Sequence::alter)): its bounds (with [`AlterStriped::force`](crate::sequence::AlterStriped::force) as for a sequence). The change is
-    /// planned for every stripe first, from its current state, so a change any stripe refuses
-    /// writes nothing at all; then each stripe is altered, each one compare-and-set on its
-    /// own document. (A draw that moves a stripe between the plan and its write can still
-    /// make that stripe refuse — a bound that would strand its new last number — after
-    /// earlier stripes changed; calling it again with `force`, or with the old bound, settles
-    /// it. No number repeats either way.) Returns the stripes' states.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] when nothing is to change or a format is given (a striped
-    /// sequence's numbers are not in order: it has none); [`Error::InvalidSpec`] when any
-    /// stripe refuses the change (a new step, cycle, a bound that strands a stripe's last
-    /// number without `force`, `min ≥ max`), nothing written; plus those of
-    /// [`StripedSequence::peek`] and [`Sequence::alter`](crate::Sequence::alter).
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future may leave some stripes altered and others not (check with
-    /// [`StripedSequence::peek`]); it never issues a number.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(ids: dispenser::stripe::StripedSequence) -> dispenser::Result<()> {
-    /// use dispenser::sequence::Alter;
-    /// let stripes = ids.alter(Alter::default().with_max(1_000_000_000)).await?;
-    /// assert!(stripes.iter().all(|s| s.max == 1_000_000_000));
-    /// # Ok(()) }
-    /// ```
-    pub fn alter(&self, change: Alter) -> crate::action::AlterStriped<'_> {
-        crate::action::AlterStriped::new(self, change)
     }
 
     /// [`StripedSequence::alter`] once its options are set.

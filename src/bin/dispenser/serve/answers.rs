@@ -18,7 +18,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::classify::classify;
-use super::errors::ApiError;
+use super::errors::{ApiError, ErrorDetail};
 
 /// The library's JSON of a value, read into the answer type `T` (see the module's doc): it
 /// must read back as exactly that JSON — no field the type does not declare, none it lacks,
@@ -58,25 +58,6 @@ fn short_name<T>() -> &'static str {
 
 // ---------------------------------------------------------------------------------------
 // Errors.
-
-/// Every error answer: `{"error": {"kind", "message", "outcome"}}`.
-#[derive(Serialize, ToSchema, Clone, Debug)]
-pub(super) struct ErrorBody {
-    pub(super) error: ErrorDetail,
-}
-
-/// What went wrong: a stable `kind` (`invalid_input`, `no_such_sequence`, `exhausted`, …)
-/// and a readable message.
-#[derive(Serialize, ToSchema, Clone, Debug)]
-pub(super) struct ErrorDetail {
-    pub(super) kind: String,
-    pub(super) message: String,
-    /// What the request left written: `nothing_written`, or `unknown` when a write it sent
-    /// lost its answer (look before making it again where that matters). Every error answer
-    /// has it; a document shown in a listing does not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) outcome: Option<String>,
-}
 
 /// A listed document that cannot be read, in its place: `{name, error: {kind, message}}`.
 #[derive(Serialize, ToSchema, Clone, Debug)]
@@ -811,6 +792,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::serve::errors::ErrorBody;
 
     fn gapless() -> Value {
         json!({

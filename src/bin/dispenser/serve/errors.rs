@@ -6,7 +6,8 @@ use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::answers::{ErrorBody, ErrorDetail};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 /// A JSON error reply: `{"error": {"kind", "message", "outcome"}}`. The `observe` middleware
 /// scrubs its message of secrets (the URI's password, the tokens) before it is sent.
@@ -90,4 +91,23 @@ pub(super) fn timed_out(reading_body: bool, timeout: std::time::Duration) -> Res
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     resp
+}
+
+/// Every error answer: `{"error": {"kind", "message", "outcome"}}`.
+#[derive(Serialize, ToSchema, Clone, Debug)]
+pub(super) struct ErrorBody {
+    pub(super) error: ErrorDetail,
+}
+
+/// What went wrong: a stable `kind` (`invalid_input`, `no_such_sequence`, `exhausted`, …)
+/// and a readable message.
+#[derive(Serialize, ToSchema, Clone, Debug)]
+pub(super) struct ErrorDetail {
+    pub(super) kind: String,
+    pub(super) message: String,
+    /// What the request left written: `nothing_written`, or `unknown` when a write it sent
+    /// lost its answer (look before making it again where that matters). Every error answer
+    /// has it; a document shown in a listing does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) outcome: Option<String>,
 }

@@ -572,7 +572,7 @@ pub(super) async fn delete(
 }
 
 #[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "ops", security(()),
-    responses((status = 200, description = "The database answers", body = Health), (status = 503, description = "The database does not answer", body = super::answers::ErrorBody)))]
+    responses((status = 200, description = "The database answers", body = Health), (status = 503, description = "The database does not answer", body = super::errors::ErrorBody)))]
 pub(super) async fn healthz(State(st): State<Shared>) -> Result<Json<Health>, ApiError> {
     st.dispenser.ping().await?;
     Ok(Json(Health { status: "ok" }))

@@ -16,13 +16,14 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::answers::{
-    Created, Drawn, ErrorBody, ErrorDetail, FamilyTicket, FollowedTicket, Gapless, GaplessCreated,
-    GaplessEntry, GaplessList, Health, HeldSequence, HistoryItem, HistoryPage, HourCount, Hourly,
-    Lease, ListEntry, MaxLeaseAnswer, Overview, OverviewSequence, QueueCallEntry, QueueCreated,
+    Created, Drawn, FamilyTicket, FollowedTicket, Gapless, GaplessCreated, GaplessEntry,
+    GaplessList, Health, HeldSequence, HistoryItem, HistoryPage, HourCount, Hourly, Lease,
+    ListEntry, MaxLeaseAnswer, Overview, OverviewSequence, QueueCallEntry, QueueCreated,
     QueueDeskEntry, QueueEntry, QueueHourEntry, QueueList, QueueState, QueueWaitingEntry,
     ReleaseAnswer, Run, Sequence, SequenceList, StateAnswer, StripeOf, Striped, TakeAnswer,
     TicketAnswer, TicketLink, Unreadable, Usage, VoidAnswer, Voided,
 };
+use super::errors::{ErrorBody, ErrorDetail};
 use super::names::{CREATED_NAME_PATTERN, MAX_NAME_CHARS, NAME_PATTERN, PATH_NAME_PATTERN};
 use super::scrape::MetricsToken;
 use super::state::Shared;
