@@ -176,9 +176,9 @@ impl Sequence {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when `next` lies outside the bounds (or outside a stripe's
-    /// class), [`Error::WouldGoBackwards`]
-    /// without `force`, [`Error::Contention`], plus those of [`Sequence::peek`].
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when `next` lies outside the bounds (or outside a stripe's
+    /// class), [`Error::WouldGoBackwards`](crate::Error::WouldGoBackwards)
+    /// without `force`, [`Error::Contention`](crate::Error::Contention), plus those of [`Sequence::peek`].
     ///
     /// # Cancel safety
     ///
@@ -213,11 +213,11 @@ impl Sequence {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when nothing is to change; [`Error::InvalidSpec`] when the
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when nothing is to change; [`Error::InvalidSpec`](crate::Error::InvalidSpec) when the
     /// new shape is invalid (step 0, `min ≥ max`), flips the step's sign, would strand the
     /// last issued number or turn `cycle` on without `force`, or breaks a stripe's residue
     /// class (nothing is written);
-    /// [`Error::Contention`], plus those of [`Sequence::peek`].
+    /// [`Error::Contention`](crate::Error::Contention), plus those of [`Sequence::peek`].
     ///
     /// # Cancel safety
     ///
@@ -246,7 +246,7 @@ impl StripedSequence {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when a stripe has no number of its class between `next`
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when a stripe has no number of its class between `next`
     /// and its bound (nothing is written then), plus those of [`Sequence::reset`](crate::Sequence::reset); on an
     /// error after some stripes moved, calling it again completes the reset.
     ///
@@ -278,8 +278,8 @@ impl StripedSequence {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] when nothing is to change or a format is given (a striped
-    /// sequence's numbers are not in order: it has none); [`Error::InvalidSpec`] when any
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when nothing is to change or a format is given (a striped
+    /// sequence's numbers are not in order: it has none); [`Error::InvalidSpec`](crate::Error::InvalidSpec) when any
     /// stripe refuses the change (a new step, cycle, a bound that strands a stripe's last
     /// number without `force`, `min ≥ max`), nothing written; plus those of
     /// [`StripedSequence::peek`] and [`Sequence::alter`](crate::Sequence::alter).

@@ -175,7 +175,7 @@ pub struct Voided {
     pub at: DateTime,
 }
 
-/// The state of a gap-free sequence (see [`Gapless::status`](super::Gapless::status)).
+/// The state of a gap-free sequence (see [`Gapless::peek`](super::Gapless::peek)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct GaplessState {

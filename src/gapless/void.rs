@@ -74,7 +74,7 @@ impl Gapless {
     /// is voided, the sequence moves past it); [`Error::CorruptDocument`] when a document
     /// holds the number as a `Decimal128` or in an array; [`Error::Exhausted`] at `i64::MAX`;
     /// [`Error::Database`], [`Error::Timeout`] (whether the void document was written is then
-    /// unknown: [`status`](Gapless::status) or the audit shows it).
+    /// unknown: [`peek`](Gapless::peek) or the audit shows it).
     ///
     /// # Cancel safety
     ///

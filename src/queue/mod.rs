@@ -8,7 +8,7 @@
 //! [`Queue::call`] calls the oldest waiting ticket (else [`Error::NobodyWaiting`]), or with
 //! [`Call::ticket`] a given ticket out of order, from a named desk ([`Call::desk`]); [`Queue::recall`]
 //! announces a desk's ticket again; [`Queue::cancel`] takes a waiting ticket out of the line;
-//! [`Queue::status`] says what each desk shows, the last calls, how many wait and for how
+//! [`Queue::peek`] says what each desk shows, the last calls, how many wait and for how
 //! long. [`Take::request_id`] makes a take safe to retry after a lost reply; [`Queue::alter`]
 //! and [`Queue::delete`] are its admin operations. Each action is a builder that is
 //! `.await`ed: `lobby.take().count(3).request_id(id).await`.
@@ -676,7 +676,7 @@ impl Queue {
     ///
     /// Dropped before its write is sent, it calls nothing. Dropped after, the ticket may
     /// have been called (and shown by the desk) without anyone announcing it;
-    /// [`Queue::status`] shows what each desk shows.
+    /// [`Queue::peek`] shows what each desk shows.
     ///
     /// # Example
     ///
@@ -793,7 +793,7 @@ impl Queue {
     /// # Cancel safety
     ///
     /// Dropping the future part way may leave the ticket cancelled or not (see
-    /// [`Queue::status`]) and its history entry `pending` (see [`history`](crate::history)); no
+    /// [`Queue::peek`]) and its history entry `pending` (see [`history`](crate::history)); no
     /// ticket is taken or called.
     ///
     /// # Example
@@ -830,7 +830,7 @@ impl Queue {
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future part way may leave the new range set or not (see [`Queue::status`])
+    /// Dropping the future part way may leave the new range set or not (see [`Queue::peek`])
     /// and its history entry `pending` (see [`history`](crate::history)); no ticket is taken or
     /// called.
     ///

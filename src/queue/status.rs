@@ -219,7 +219,7 @@ pub struct HourEntry {
 /// At most this many waiting tickets are listed in a status.
 pub const WAITING_LISTED: usize = 50;
 
-/// The state of a queue (see [`Queue::status`](super::Queue::status)).
+/// The state of a queue (see [`Queue::peek`](super::Queue::peek)).
 ///
 /// # Example
 ///
