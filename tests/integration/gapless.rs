@@ -92,13 +92,33 @@ fn paused_holder(g: &dispenser::gapless::Gapless, by: &'static str) -> PausedHol
     }
 }
 
+/// `gapless issue inv` of `count` numbers, after making sure `inv` exists, numbering
+/// `business.number`.
 fn issue_cmd(f: &Fixture, business: &str, count: u64, lease: &str) -> Command {
+    gapless_create(f, business, "number");
     let mut c = cli(f);
-    c.args([
-        "gapless", "issue", "inv", "--into", business, "--field", "number",
-    ])
-    .args(["--lease", lease, "--count", &count.to_string()]);
+    c.args(["gapless", "issue", "inv"])
+        .args(["--lease", lease, "--count", &count.to_string()]);
     c
+}
+
+/// `gapless create inv --if-not-exists` numbering `business.field` unless `inv` exists: it
+/// must succeed.
+pub(crate) fn gapless_create(f: &Fixture, business: &str, field: &str) {
+    let peek = cli(f).args(["gapless", "peek", "inv"]).output().expect("peek");
+    if peek.status.success() {
+        return;
+    }
+    let out = cli(f)
+        .args(["gapless", "create", "inv", "--if-not-exists"])
+        .args(["--into", business, "--field", field])
+        .output()
+        .expect("run gapless create");
+    assert!(
+        out.status.success(),
+        "gapless create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn numbers(out: &Output) -> Vec<i64> {
@@ -543,10 +563,11 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
 async fn a_nested_number_field_works_end_to_end_through_the_cli_and_audit() {
     let f = Fixture::new("gapless_nested").await;
     let business = format!("{}_inv", f.collection);
+    gapless_create(&f, &business, "meta.number");
     let issue = |count: &str, body: &str| {
         cli(&f)
-            .args(["gapless", "issue", "inv", "--into", &business])
-            .args(["--field", "meta.number", "--count", count, "--doc", body])
+            .args(["gapless", "issue", "inv"])
+            .args(["--count", count, "--doc", body])
             .output()
             .unwrap()
     };
@@ -1794,8 +1815,10 @@ async fn a_number_stored_as_decimal128_or_in_an_array_is_reported_at_once_not_a_
     assert_eq!(common::issue_next(&g).await.unwrap(), 3);
 }
 
-/// A refused `gapless issue` (another field, or another collection, than the sequence's)
-/// writes nothing: it used to create a unique index on the field it was refused for.
+/// A refused ensure of a gap-free sequence (`gapless create --if-not-exists` with another
+/// field, or another collection, than the sequence's) writes nothing: `gapless issue`, which
+/// used to ensure, created a unique index on the field it was refused for. `gapless issue`
+/// of a sequence that does not exist is refused (exit 3) and creates nothing.
 #[tokio::test]
 async fn a_refused_issue_writes_nothing_not_even_an_index() {
     use futures::TryStreamExt;
@@ -1808,13 +1831,23 @@ async fn a_refused_issue_writes_nothing_not_even_an_index() {
     );
     for (into, field) in [(business.as_str(), "other"), (other.as_str(), "number")] {
         let out = cli(&f)
-            .args(["gapless", "issue", "inv", "--into", into, "--field", field])
+            .args(["gapless", "create", "inv", "--if-not-exists"])
+            .args(["--into", into, "--field", field])
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{err}");
-        assert!(err.contains("different spec"), "{err}");
+        assert_eq!(out.status.code(), Some(6), "{err}");
+        assert!(err.contains(into) || err.contains(field), "{err}");
     }
+    let out = cli(&f)
+        .args(["gapless", "issue", "missing"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("missing"), "{err}");
+    let d = f.dispenser(f.options());
+    assert_eq!(d.list_gapless().await.unwrap(), ["inv"]);
     let db = f.client.database(DB);
     let indexes: Vec<_> = db
         .collection::<dispenser::mongodb::bson::Document>(&business)
@@ -1894,10 +1927,8 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("longest lease"), "{err}");
-    assert!(matches!(
-        d.open_gapless("inv").await.unwrap_err(),
-        Error::NoSuchSequence { .. }
-    ));
+    let untouched = d.open_gapless("inv").await.unwrap().peek().await.unwrap();
+    assert_eq!((untouched.next, untouched.lease.is_none()), (1, true));
     assert_eq!(
         numbers(&issue_cmd(&f, &business, 1, "10").output().unwrap()),
         vec![1]
