@@ -105,7 +105,10 @@ fn issue_cmd(f: &Fixture, business: &str, count: u64, lease: &str) -> Command {
 /// `gapless create inv --if-not-exists` numbering `business.field` unless `inv` exists: it
 /// must succeed.
 pub(crate) fn gapless_create(f: &Fixture, business: &str, field: &str) {
-    let peek = cli(f).args(["gapless", "peek", "inv"]).output().expect("peek");
+    let peek = cli(f)
+        .args(["gapless", "peek", "inv"])
+        .output()
+        .expect("peek");
     if peek.status.success() {
         return;
     }

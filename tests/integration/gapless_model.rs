@@ -362,19 +362,14 @@ async fn operator(
 }
 
 /// Starts a CLI holder; returns it with its tag.
-fn cli_holder(
-    f: &Fixture,
-    i: usize,
-    rng: &mut XorShift,
-    skew: bool,
-) -> (Child, String) {
+fn cli_holder(f: &Fixture, i: usize, rng: &mut XorShift, skew: bool) -> (Child, String) {
     let tag = format!("cli-{i}");
     let mut c = cli(f);
     c.args(["gapless", "issue", "inv"])
-    .args(["--lease", "0.3", "--count", &(1 + rng.below(6)).to_string()])
-    .args(["--doc", &format!(r#"{{"by": "{tag}"}}"#)])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+        .args(["--lease", "0.3", "--count", &(1 + rng.below(6)).to_string()])
+        .args(["--doc", &format!(r#"{{"by": "{tag}"}}"#)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     match rng.below(4) {
         0 if skew => {
             skewed(&mut c, "+1h");
@@ -454,10 +449,10 @@ fn cli_actors(
             finish_output(out, "cli-before-ahead".to_owned(), false, &rec);
             let mut c = cli(f);
             c.args(["gapless", "issue", "inv"])
-            .args(["--lease", "0.3", "--doc", r#"{"by": "cli-ahead"}"#])
-            .env("DISPENSER_TEST_GAPLESS_HOLD", "before")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+                .args(["--lease", "0.3", "--doc", r#"{"by": "cli-ahead"}"#])
+                .env("DISPENSER_TEST_GAPLESS_HOLD", "before")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
             let mut child = skewed(&mut c, "+1h")
                 .spawn()
                 .expect("start the holder ahead");

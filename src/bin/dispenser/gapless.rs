@@ -205,12 +205,7 @@ pub async fn run(
                     start.saturating_add(1)
                 )
             };
-            writeln!(
-                out,
-                "{numbers} in {}.{into}.{field}",
-                d.options().database
-            )
-            .map_err(io)?;
+            writeln!(out, "{numbers} in {}.{into}.{field}", d.options().database).map_err(io)?;
         }
         GaplessCommand::History(a) => {
             return crate::history::run(d, dispenser::Kind::Gapless, a, out).await;
