@@ -1324,3 +1324,44 @@ fn a_reservation_dropped_with_its_runtime_lets_the_next_call_reserve() {
     });
     assert!(next > 10, "{next} was issued before");
 }
+
+/// What a block client gives back is taken off the sequence's count of numbers issued today,
+/// in numbers, whatever the step (issue 53: a mutant multiplying by the step instead of
+/// dividing survived, every test giving back with step 1): the daily counts behind
+/// `check`'s forecast are what was handed out.
+#[tokio::test]
+async fn a_tail_given_back_is_taken_off_the_count_of_numbers_issued() {
+    let f = Fixture::new("blocks_give_back_count").await;
+    let d = f.dispenser(f.options());
+    for step in [2_i64, 7] {
+        let name = format!("s{step}");
+        d.create(&name, Spec::default().with_step(step))
+            .await
+            .unwrap();
+        let blocks = d
+            .open_blocks(
+                &name,
+                BlockOptions::default().with_size(10).with_prefetch(None),
+            )
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            blocks.next().await.unwrap();
+        }
+        let report = blocks.close().await.unwrap();
+        assert_eq!((report.given_back, report.lost), (7, 0), "step {step}");
+        let stored = f
+            .raw()
+            .find_one(dispenser::mongodb::bson::doc! { "_id": &name })
+            .await
+            .unwrap()
+            .unwrap();
+        let counted: i64 = stored
+            .get_document("issued")
+            .unwrap_or_else(|e| panic!("{e}: {stored}"))
+            .values()
+            .map(|v| v.as_i64().unwrap())
+            .sum();
+        assert_eq!(counted, 3, "step {step}: {stored}");
+    }
+}
