@@ -2341,3 +2341,73 @@ async fn a_handles_stats_count_its_writes_and_no_conflict_when_alone() {
     );
     assert!(wrote.writes >= 70, "{wrote:?}");
 }
+
+/// A forced release looks up what its holder wrote, and moves past exactly the run of
+/// numbers from the held one on — not past documents further on that another writer put
+/// there (issue 53: mutants of that look-up's run survived). A holder that wrote nothing has
+/// its number voided although later numbers are used; one that wrote its number has the run
+/// it ends moved past, up to the first number no document carries.
+#[tokio::test]
+async fn a_release_moves_past_exactly_the_run_its_holder_ended_not_documents_beyond_it() {
+    use dispenser::gapless::{Gapless, Released};
+    let f = Fixture::new("gapless_release_run").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let options = GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(60));
+    let g = d.create_gapless("inv", options).await.unwrap();
+    let admin = d.open_gapless("inv").await.unwrap();
+    let coll = g.business().clone();
+    let put = |n: i64| {
+        let coll = coll.clone();
+        async move {
+            coll.insert_one(doc! { "number": n, "by": "another app" })
+                .await
+                .unwrap();
+        }
+    };
+    // A holder that takes its number, writes it or not, and stops there (its lease runs).
+    let hold = |g: &Gapless, write: bool| {
+        let (g, holding) = (g.clone(), Arc::new(Notify::new()));
+        let told = holding.clone();
+        let task = tokio::spawn(async move {
+            let coll = g.business().clone();
+            g.issue(move |n| {
+                let (coll, told) = (coll.clone(), told.clone());
+                async move {
+                    if write {
+                        coll.insert_one(doc! { "number": n, "by": "holder" })
+                            .await?;
+                    }
+                    told.notify_one();
+                    std::future::pending::<Result<(), dispenser::mongodb::error::Error>>().await
+                }
+            })
+            .await
+        });
+        (task, holding)
+    };
+
+    // 3 and 4 are used by another app; the holder of 1 wrote nothing: 1 is voided.
+    put(3).await;
+    put(4).await;
+    let (task, holding) = hold(&g, false);
+    within("the holder of 1", holding.notified()).await;
+    let released = admin.release(1, "its holder stopped").force(true).await;
+    assert_eq!(released.unwrap(), Released::Voided(1));
+    task.abort();
+
+    // The holder of 2 wrote it: 2, 3, 4 are a run, moved past; 6 (also another app's) is not
+    // part of it.
+    put(6).await;
+    let (task, holding) = hold(&g, true);
+    within("the holder of 2", holding.notified()).await;
+    let released = admin.release(2, "its holder stopped").force(true).await;
+    assert_eq!(released.unwrap(), Released::Used { first: 2, last: 4 });
+    task.abort();
+    assert_eq!(common::issue_next(&admin).await.unwrap(), 5);
+    assert_eq!(common::issue_next(&admin).await.unwrap(), 7);
+    let a = common::audit(&d, &business, "number", Some(1))
+        .await
+        .unwrap();
+    assert!(a.is_clean(), "{a:?}");
+}
