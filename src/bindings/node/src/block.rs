@@ -69,7 +69,7 @@ impl Dispenser {
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let o = block_options(options)?;
-            let inner = inner.open_blocks(&name, o).await.map_err(js)?;
+            let inner = inner.open_blocks(&name).options(o).await.map_err(js)?;
             Ok(BlockSequence { inner })
         })
     }
