@@ -358,7 +358,7 @@ impl Dispenser {
                     o = o.with_time_limit(millis("timeLimitMs", v)?);
                 }
             }
-            Ok(Json(inner.doctor(o).await.map_err(js)?.to_json()))
+            Ok(Json(inner.doctor().options(o).await.map_err(js)?.to_json()))
         })
     }
 

@@ -329,7 +329,7 @@ flavors! {
     fn doctor(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            Outcome::Ok(Json(d.doctor(dispenser::doctor::DoctorOptions::default()).await?.to_json()))
+            Outcome::Ok(Json(d.doctor().await?.to_json()))
         })
     }
 
