@@ -33,7 +33,8 @@ impl<'a> OpenBlocks<'a> {
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// use dispenser::block::BlockOptions;
-    /// let blocks = d.open_blocks("orders").options(BlockOptions::default().with_size(1000)).await?;
+    /// let options = BlockOptions::default().with_size(1000);
+    /// let blocks = d.open_blocks("orders").options(options).await?;
     /// # Ok(()) }
     /// ```
     pub fn options(mut self, options: BlockOptions) -> Self {

@@ -30,6 +30,11 @@ pub type Answer<T> = Result<T, Rejected>;
 
 /// A Promise of what `work` answers: `work` runs on napi's runtime; its error rejects the
 /// Promise. Used through [`promise!`](crate::promise::promise).
+///
+/// # Cancel safety
+///
+/// A Promise is never cancelled: `work` runs to its end. A worker or process that exits
+/// meanwhile drops it, which leaves what dropping the core's call leaves.
 pub fn settle<'env, T, W>(env: &'env Env, work: W) -> napi::Result<PromiseRaw<'env, T>>
 where
     W: Future<Output = Answer<T>> + Send + 'static,
