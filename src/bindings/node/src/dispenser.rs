@@ -7,6 +7,7 @@ use napi_derive::napi;
 use serde_json::{Value, json};
 
 use crate::convert::{Int, Json, JsonList, invalid, js, millis, opt_int};
+use crate::promise::{Answer, promise};
 use crate::sequence::Sequence;
 
 /// Where the documents live and how the dispenser acts (`Dispenser.connect`'s options).
@@ -228,10 +229,9 @@ impl Dispenser {
         name: String,
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let s = crate::dispenser::spec(spec)?;
-            Ok(Sequence::from(inner.create(&name, s).await.map_err(js)?))
+            Ok(Sequence::from(inner.create(&name, s).await?))
         })
     }
 
@@ -248,10 +248,9 @@ impl Dispenser {
         name: String,
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let s = crate::dispenser::spec(spec)?;
-            Ok(Sequence::from(inner.ensure(&name, s).await.map_err(js)?))
+            Ok(Sequence::from(inner.ensure(&name, s).await?))
         })
     }
 
@@ -267,8 +266,9 @@ impl Dispenser {
         env: &'env Env,
         name: String,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Sequence::from(inner.open(&name).await.map_err(js)?)) })
+        promise!(env, self.inner, |inner| {
+            Ok(Sequence::from(inner.open(&name).await?))
+        })
     }
 
     /// Reads a sequence's stored state.
@@ -279,8 +279,9 @@ impl Dispenser {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub fn peek<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Json(inner.peek(&name).await.map_err(js)?.to_json())) })
+        promise!(env, self.inner, |inner| {
+            Ok(Json(inner.peek(&name).await?.to_json()))
+        })
     }
 
     /// The sequences, by name, or a page of them (`options`).
@@ -295,13 +296,12 @@ impl Dispenser {
         env: &'env Env,
         options: Option<ListOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let (mut list, scopes_of) = crate::page!(inner.list(), options);
             if let Some(t) = scopes_of {
                 list = list.scopes_of(t);
             }
-            Ok(listing(list.await.map_err(js)?))
+            Ok(listing(list.await?))
         })
     }
 
@@ -313,8 +313,7 @@ impl Dispenser {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn delete<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.delete(&name).await.map_err(js) })
+        promise!(env, self.inner, |inner| Ok(inner.delete(&name).await?))
     }
 
     /// Checks that the server answers.
@@ -325,8 +324,7 @@ impl Dispenser {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.ping().await.map_err(js) })
+        promise!(env, self.inner, |inner| Ok(inner.ping().await?))
     }
 
     /// Examines the server: does it keep the guarantees the library relies on?
@@ -341,8 +339,7 @@ impl Dispenser {
         env: &'env Env,
         options: Option<DoctorInput>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let mut o = dispenser::doctor::DoctorOptions::default();
             if let Some(i) = options {
                 if let Some(v) = i.tasks {
@@ -358,7 +355,7 @@ impl Dispenser {
                     o = o.with_time_limit(millis("timeLimitMs", v)?);
                 }
             }
-            Ok(Json(inner.doctor(o).await.map_err(js)?.to_json()))
+            Ok(Json(inner.doctor().options(o).await?.to_json()))
         })
     }
 
@@ -376,7 +373,6 @@ impl Dispenser {
         name: String,
         options: Option<HistoryOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
         let kind = match options.as_ref().and_then(|o| o.kind.as_deref()) {
             None | Some("sequence") => dispenser::Kind::Sequence,
             Some("queue") => dispenser::Kind::Queue,
@@ -388,8 +384,11 @@ impl Dispenser {
                 ));
             }
         };
-        let h = inner.history(kind, &name);
-        env.spawn_future(history_read(h, options))
+        promise!(env, self.inner, |inner| history_read(
+            inner.history(kind, &name),
+            options
+        )
+        .await)
     }
 }
 
@@ -402,7 +401,7 @@ impl Dispenser {
 pub async fn history_read(
     mut h: dispenser::history::History,
     options: Option<HistoryOptions>,
-) -> napi::Result<JsonList> {
+) -> Answer<JsonList> {
     if let Some(o) = options {
         if let Some(since) = o.since {
             let t: dispenser::jiff::Timestamp = since
@@ -417,6 +416,6 @@ pub async fn history_read(
             h = h.limit(usize::try_from(limit).unwrap_or(usize::MAX));
         }
     }
-    let entries = h.await.map_err(js)?;
+    let entries = h.await?;
     Ok(JsonList(entries.iter().map(|e| e.to_json()).collect()))
 }
