@@ -1380,10 +1380,8 @@ async fn a_tail_given_back_is_taken_off_the_count_of_numbers_issued() {
             .await
             .unwrap();
         let blocks = d
-            .open_blocks(
-                &name,
-                BlockOptions::default().with_size(10).with_prefetch(None),
-            )
+            .open_blocks(&name)
+            .options(BlockOptions::default().with_size(10).with_prefetch(None))
             .await
             .unwrap();
         for _ in 0..3 {
