@@ -2411,3 +2411,55 @@ async fn a_release_moves_past_exactly_the_run_its_holder_ended_not_documents_bey
         .unwrap();
     assert!(a.is_clean(), "{a:?}");
 }
+
+/// A caller that waits for a handle issuing number after number gets in: it says on the
+/// lease that it waits, and the busy handle lets go at its next number instead of keeping
+/// its lease for its whole burst (issue 53: a mutant that never says so survived; the
+/// waiter then waited out its whole wait and failed with `Contention`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_waiting_for_a_busy_handle_gets_in_before_its_wait_runs_out() {
+    use std::sync::atomic::AtomicBool;
+    let f = Fixture::new("gapless_waiter").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let options = GaplessOptions::new(&business, "number").with_wait(Duration::from_secs(60));
+    let busy = d.create_gapless("inv", options.clone()).await.unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let task = {
+        let (busy, stop) = (busy.clone(), stop.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            while !stop.load(SeqCst) && started.elapsed() < Duration::from_secs(40) {
+                common::issue_next(&busy).await.unwrap();
+            }
+        })
+    };
+    within("the busy handle's first numbers", async {
+        while busy.stats().issued < 5 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    let waiter = d
+        .ensure_gapless("inv", options.with_wait(Duration::from_secs(20)))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let got = common::issue_next(&waiter).await;
+    let waited = started.elapsed();
+    let still_busy = !task.is_finished();
+    stop.store(true, SeqCst);
+    task.await.unwrap();
+    let n = got.unwrap_or_else(|e| panic!("after {waited:?}: {e}"));
+    assert!(n > 5, "{n}");
+    assert!(
+        still_busy,
+        "the busy handle stopped first: the waiter got in only then"
+    );
+    assert!(waited < Duration::from_secs(15), "{waited:?}");
+    busy.flush().await.unwrap();
+    let a = common::audit(&d, &business, "number", Some(1))
+        .await
+        .unwrap();
+    assert!(a.is_clean(), "{a:?}");
+}
