@@ -237,9 +237,8 @@ impl Inner {
             let m = match number_in(&d, field) {
                 Ok(Some(m)) => m,
                 Ok(None) => break,
-                // Past the run found so far: the next look-up meets it first.
-                Err(_) if last.is_some() => break,
-                // Whether it holds `n` itself (the server's equality, as the index's).
+                // Whether it holds `n` itself (the server's equality, as the index's); past
+                // the run found so far it does not, and the next look-up meets it first.
                 Err(problem) => {
                     let id = d.get("_id").cloned().unwrap_or(Bson::Null);
                     let carries = self.bounded(
@@ -259,7 +258,8 @@ impl Inner {
             match last {
                 None if m == n => last = Some(n),
                 Some(l) if m == l + 1 => last = Some(m),
-                Some(l) if m == l => {} // a duplicate (not from this sequence's writes)
+                // Past the run (or a number twice, where the unique index was dropped: the
+                // next look-up goes on from there).
                 _ => break,
             }
         }
