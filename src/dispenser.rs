@@ -12,7 +12,7 @@ use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::ErrorKind;
 use crate::error::Kind;
-use crate::error::{Error, Result};
+use crate::error::{Differs, Error, Result};
 use crate::history::Subject;
 use crate::history::record::{Recorder, sequence_state};
 use crate::history::subject::Target;
@@ -280,11 +280,13 @@ impl Dispenser {
     async fn refuse_if_striped(&self, name: &str) -> Result<()> {
         let stripe0 = crate::spec::stripe_name(name, 0);
         match self.store.load(&stripe0).await? {
-            Some(s) if s.origin.stripe.is_some() => Err(Error::SpecConflict {
-                name: name.to_owned(),
-                stored: format!("a striped sequence {name:?} ({stripe0} …)"),
-                requested: "a plain sequence of the same name".to_owned(),
-            }),
+            Some(s) if s.origin.stripe.is_some() => Differs::default()
+                .field(
+                    "layout",
+                    format!("striped ({stripe0} …)"),
+                    "plain".to_owned(),
+                )
+                .check(Kind::Sequence, name),
             _ => Ok(()),
         }
     }
@@ -330,21 +332,7 @@ impl Dispenser {
         check_start: bool,
         stored: Stored,
     ) -> Result<Sequence> {
-        let spec = *spec;
-        let start_differs = check_start && stored.origin.start.is_some_and(|s| s != spec.start);
-        // A document from before stripes were recorded is accepted on its shape.
-        let stripe_differs = match (stored.origin.stripe, stripe) {
-            (Some(have), Some(want)) => have != want,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if !stored.spec.same_shape(&spec) || start_differs || stripe_differs {
-            return Err(Error::SpecConflict {
-                name: name.to_owned(),
-                stored: describe(&stored.spec, stored.origin.start, stored.origin.stripe),
-                requested: describe(&spec, check_start.then_some(spec.start), stripe),
-            });
-        }
+        differences(&stored, spec, stripe, check_start).check(kind_of(name), name)?;
         Ok(self.handle(name, stored))
     }
 
@@ -749,17 +737,49 @@ fn created(spec: &Spec, stripe: Option<StripeId>, incarnation: bson::oid::Object
     }
 }
 
-/// A spec as a conflict message shows it: `start 1000, {step 1, …}, stripe 1 of 4`.
-fn describe(spec: &Spec, start: Option<i64>, stripe: Option<StripeId>) -> String {
-    let mut out = match start {
-        Some(s) => format!("start {s}, {spec}"),
-        None => spec.to_string(),
-    };
-    match stripe {
-        Some(st) => out.push_str(&format!(", stripe {} of {}", st.index, st.count)),
-        None => out.push_str(", not a stripe"),
+/// What differs between the stored sequence `stored` and the one asked for: its shape, its
+/// start (when `check_start` and the document records one: a sequence created by an earlier
+/// version is compared without it) and its stripe (a document from before stripes were
+/// recorded is compared without it).
+fn differences(
+    stored: &Stored,
+    asked: &Spec,
+    stripe: Option<StripeId>,
+    check_start: bool,
+) -> Differs {
+    let mut d = Differs::default();
+    if let (true, Some(start)) = (check_start, stored.origin.start) {
+        d.field("start", start, asked.start);
     }
-    out
+    let have = &stored.spec;
+    if !have.same_shape(asked) {
+        d.field("step", have.step, asked.step)
+            .field("min", have.min, asked.min)
+            .field("max", have.max, asked.max)
+            .field("cycle", have.cycle, asked.cycle);
+    }
+    let shown = |s: Option<StripeId>| {
+        s.map_or_else(
+            || "none".to_owned(),
+            |s| format!("{} of {}", s.index, s.count),
+        )
+    };
+    match (stored.origin.stripe, stripe) {
+        (Some(h), w) if Some(h) != w => {
+            d.field("stripe", shown(Some(h)), shown(w));
+        }
+        _ => {}
+    }
+    d
+}
+
+/// The kind a sequence's name says it is: a scope `t@k`, else a sequence (a stripe's
+/// conflict is the striped sequence's, which says so).
+fn kind_of(name: &str) -> Kind {
+    match crate::spec::name_parts(name) {
+        crate::spec::NameParts::Scope(..) => Kind::Scope,
+        _ => Kind::Sequence,
+    }
 }
 
 /// Driver options from a URI, with our timeouts where the URI sets none.

@@ -115,17 +115,19 @@ pub enum Error {
         reason: String,
     },
 
-    /// `ensure` found a sequence of that name with a different spec. Nothing was written.
-    #[error(
-        "sequence {name:?} exists with a different spec: stored {stored}, requested {requested}"
-    )]
+    /// `ensure` found one of that name (of the same kind) with settings other than those
+    /// asked for: on every kind, `ensure` compares everything `create` would write (the
+    /// guide's [vocabulary](crate::guide::glossary#create-ensure-open) lists it per kind).
+    /// Nothing was written.
+    #[error("{kind} {name:?} exists with another spec: {differs}; nothing was written")]
     SpecConflict {
-        /// The sequence's name.
+        /// The kind of what was ensured.
+        kind: Kind,
+        /// Its name.
         name: String,
-        /// The stored spec, rendered.
-        stored: String,
-        /// The requested spec, rendered.
-        requested: String,
+        /// Each setting that differs, with its stored and asked values:
+        /// `max 99 (asked 19), format "A-{n}" (asked none)`.
+        differs: String,
     },
 
     /// A reset would move a live sequence backwards and `force` was not given. Nothing was written.
@@ -439,8 +441,13 @@ fn in_use(waiting: u64, shown: u64) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kind {
-    /// A sequence: plain, a stripe, a striped sequence, a template or a scope.
+    /// A sequence: plain, a stripe or a template (and, where no more precise kind is said, a
+    /// striped sequence or a scope, which are sequences too).
     Sequence,
+    /// A striped sequence as a whole (its stripes `name~i` are sequences).
+    Striped,
+    /// A scope of a template (`t@k`).
+    Scope,
     /// A gap-free sequence.
     Gapless,
     /// A ticket queue.
@@ -448,10 +455,13 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kind in words: `sequence`, `gap-free sequence`, `queue`.
+    /// The kind in words: `sequence`, `striped sequence`, `scope`, `gap-free sequence`,
+    /// `queue`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Sequence => "sequence",
+            Kind::Striped => "striped sequence",
+            Kind::Scope => "scope",
             Kind::Gapless => "gap-free sequence",
             Kind::Queue => "queue",
         }
@@ -462,6 +472,43 @@ impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The settings an `ensure` found different, each as `field stored (asked asked)`: what
+/// [`Error::SpecConflict`] names.
+#[derive(Debug, Default)]
+pub(crate) struct Differs(Vec<String>);
+
+impl Differs {
+    /// Notes `field` when its stored and asked values differ.
+    pub(crate) fn field<T: PartialEq + std::fmt::Display>(
+        &mut self,
+        field: &str,
+        stored: T,
+        asked: T,
+    ) -> &mut Self {
+        if stored != asked {
+            self.0.push(format!("{field} {stored} (asked {asked})"));
+        }
+        self
+    }
+
+    /// `Ok` when nothing differs, else [`Error::SpecConflict`] naming every difference.
+    pub(crate) fn check(&self, kind: Kind, name: &str) -> Result<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        Err(Error::SpecConflict {
+            kind,
+            name: name.to_owned(),
+            differs: self.0.join(", "),
+        })
+    }
+}
+
+/// An optional setting as a conflict shows it: `none`, or the value quoted.
+pub(crate) fn shown_or_none(value: Option<&str>) -> String {
+    value.map_or_else(|| "none".to_owned(), |v| format!("{v:?}"))
 }
 
 /// What a failed call leaves written ([`Error::written`]): the three outcomes of a call that
@@ -1113,9 +1160,9 @@ mod tests {
                 reason: n(),
             },
             Error::SpecConflict {
+                kind: Kind::Queue,
                 name: n(),
-                stored: n(),
-                requested: n(),
+                differs: n(),
             },
             Error::NotTheNextNumber {
                 name: n(),

@@ -19,7 +19,7 @@ use crate::block::{BlockOptions, BlockSequence, CloseReport};
 use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 pub use crate::document::StripeId;
-use crate::error::{Error, Result};
+use crate::error::{Differs, Error, Kind, Result};
 use crate::history::subject::Target;
 pub use crate::spec::stripe_name;
 use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
@@ -151,16 +151,33 @@ async fn layout(dispenser: &Dispenser, name: &str) -> Result<Vec<SequenceState>>
 }
 
 fn not_striped(name: &str, st: &SequenceState) -> Error {
+    let stored = match st.stripe {
+        Some(s) => format!("{} is stripe {} of {}", st.name, s.index, s.count),
+        None => format!(
+            "{} records no stripe (plain, or written by an earlier version)",
+            st.name
+        ),
+    };
     Error::SpecConflict {
+        kind: Kind::Striped,
         name: name.to_owned(),
-        stored: match st.stripe {
-            Some(s) => format!("{} is stripe {} of {}", st.name, s.index, s.count),
-            None => format!(
-                "{} records no stripe (plain, or written by an earlier version)",
-                st.name
-            ),
+        differs: format!("layout {stored} (asked striped)"),
+    }
+}
+
+/// A stripe's [`Error::SpecConflict`] as the striped sequence `name`'s, naming the stripe.
+fn of_striped(name: &str, e: Error) -> Error {
+    match e {
+        Error::SpecConflict {
+            name: stripe,
+            differs,
+            ..
+        } => Error::SpecConflict {
+            kind: Kind::Striped,
+            name: name.to_owned(),
+            differs: format!("{stripe}: {differs}"),
         },
-        requested: "a striped sequence".to_owned(),
+        other => other,
     }
 }
 
@@ -223,11 +240,9 @@ impl StripedSequence {
             .collect::<Result<Vec<_>>>()?;
         // A plain sequence of the same name would issue the same numbers.
         if dispenser.store().load(name).await?.is_some() {
-            return Err(Error::SpecConflict {
-                name: name.to_owned(),
-                stored: format!("a plain sequence {name:?}"),
-                requested: "a striped sequence of the same name".to_owned(),
-            });
+            Differs::default()
+                .field("layout", "plain", "striped")
+                .check(Kind::Striped, name)?;
         }
         let count = stripes;
         let ensure = |(s, i): (Spec, u32)| async move {
@@ -239,6 +254,7 @@ impl StripedSequence {
                     true,
                 )
                 .await
+                .map_err(|e| of_striped(name, e))
         };
         let mut specs = specs.into_iter().zip(0..);
         // Stripe 0 first: it records the layout, so another layout over the same name is

@@ -61,7 +61,7 @@ use mongodb::Collection;
 use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
 
 use crate::dispenser::Dispenser;
-use crate::error::{Aftermath, Error, Result};
+use crate::error::{Aftermath, Differs, Error, Kind, Result};
 use crate::history::record::Recorder;
 use crate::history::subject::Target;
 use crate::spec::validate_name;
@@ -417,6 +417,7 @@ impl Dispenser {
             .with_void_field(s.void_field)
             .with_void_extra(s.void_extra)
             .with_max_lease(s.max_lease);
+        options.start = s.start.unwrap_or(options.start);
         options.lease = options.lease.min(s.max_lease);
         Ok(self.gapless(name, self.gapless_collection(&options.collection), options))
     }
@@ -534,23 +535,35 @@ impl Inner {
         })
     }
 
-    /// Refuses options that do not fit the stored sequence `d`: another collection, field or
-    /// void settings ([`Error::SpecConflict`]), or a lease longer than its longest lease.
+    /// Refuses options that do not fit the stored sequence `d`: another start (when recorded),
+    /// collection, field, void settings or longest lease ([`Error::SpecConflict`]), or a
+    /// lease longer than its longest lease.
     fn check_stored(&self, d: &Document) -> Result<()> {
         let s = state::stored(&self.name, d)?;
         let o = &self.options;
-        if (&s.collection, &s.field, &s.void_field, &s.void_extra)
-            != (&o.collection, &o.field, &o.void_field, &o.void_extra)
-        {
-            let show = |c: &str, f: &str, v: &str, x: &Document| {
-                format!("numbers in {c}.{f}, voids marked {v:?} with {x}")
-            };
-            return Err(Error::SpecConflict {
-                name: self.name.clone(),
-                stored: show(&s.collection, &s.field, &s.void_field, &s.void_extra),
-                requested: show(&o.collection, &o.field, &o.void_field, &o.void_extra),
-            });
+        let mut differs = Differs::default();
+        if let Some(start) = s.start {
+            differs.field("start", start, o.start);
         }
+        differs
+            .field(
+                "collection",
+                format!("{:?}", s.collection),
+                format!("{:?}", o.collection),
+            )
+            .field("field", format!("{:?}", s.field), format!("{:?}", o.field))
+            .field(
+                "void field",
+                format!("{:?}", s.void_field),
+                format!("{:?}", o.void_field),
+            )
+            .field("void extra", &s.void_extra, &o.void_extra)
+            .field(
+                "max lease",
+                format!("{:?}", s.max_lease),
+                format!("{:?}", o.max_lease),
+            )
+            .check(Kind::Gapless, &self.name)?;
         options::check_lease(o.lease, s.max_lease)
     }
 

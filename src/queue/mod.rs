@@ -78,7 +78,7 @@ pub use status::{
 };
 
 use crate::dispenser::Dispenser;
-use crate::error::{Error, Result};
+use crate::error::{Differs, Error, Kind, Result, shown_or_none};
 use crate::retry::Backoff;
 use crate::scope::Clock;
 use state::{Done, Op, RequestId, State};
@@ -143,42 +143,30 @@ fn check_request_id(queue: &str, id: &str) -> Result<()> {
     }
 }
 
-/// [`Error::QueueExists`] for `name`, stored with `stored`, asked with `asked`: the
-/// message names what differs.
-fn exists(name: &str, stored: &QueueSpec, asked: &QueueSpec) -> Error {
-    let mut differs = Vec::new();
-    if (stored.min, stored.max) != (asked.min, asked.max) {
-        differs.push(format!("range (asked {}..={})", asked.min, asked.max));
-    }
-    let format = |f: &Option<crate::Format>| {
-        f.as_ref()
-            .map_or_else(|| "none".to_owned(), |f| format!("{:?}", f.as_str()))
-    };
-    if stored.format != asked.format {
-        differs.push(format!(
-            "format {} (asked {})",
-            format(&stored.format),
-            format(&asked.format)
-        ));
-    }
-    if stored.daily != asked.daily {
-        differs.push(format!(
-            "{} (asked {})",
-            if stored.daily { "daily" } else { "not daily" },
-            if asked.daily { "daily" } else { "not daily" }
-        ));
-    }
-    if stored.time_zone != asked.time_zone {
-        differs.push(format!(
-            "time zone {:?} (asked {:?})",
-            stored.time_zone, asked.time_zone
-        ));
-    }
+/// What differs between the stored spec of a queue and the one asked for: every setting
+/// `create_queue` writes (range, format, daily, time zone).
+fn differences(stored: &QueueSpec, asked: &QueueSpec) -> Differs {
+    let format = |f: &Option<crate::Format>| shown_or_none(f.as_ref().map(crate::Format::as_str));
+    let mut d = Differs::default();
+    d.field("min", stored.min, asked.min)
+        .field("max", stored.max, asked.max)
+        .field("format", format(&stored.format), format(&asked.format))
+        .field("daily", stored.daily, asked.daily)
+        .field(
+            "time zone",
+            format!("{:?}", stored.time_zone),
+            format!("{:?}", asked.time_zone),
+        );
+    d
+}
+
+/// [`Error::QueueExists`] for `name`, stored with `stored`.
+fn exists(name: &str, stored: &QueueSpec) -> Error {
     Error::QueueExists {
         name: name.to_owned(),
         min: stored.min,
         max: stored.max,
-        differs: (!differs.is_empty()).then(|| differs.join(", ")),
+        differs: None,
     }
 }
 
@@ -221,7 +209,7 @@ impl Dispenser {
             .load(name)
             .await?
             .map_or(fresh.spec.clone(), |s| s.spec);
-        Err(exists(name, &stored, &fresh.spec))
+        Err(exists(name, &stored))
     }
 
     /// Creates the queue if it does not exist, or opens it if it exists with the same spec
@@ -259,9 +247,7 @@ impl Dispenser {
             return Ok(self.queue_handle(name, queues, fresh));
         }
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
-        if stored.spec != spec {
-            return Err(exists(name, &stored.spec, &spec));
-        }
+        differences(&stored.spec, &spec).check(Kind::Queue, name)?;
         Ok(self.queue_handle(name, queues, stored))
     }
 

@@ -92,7 +92,7 @@ fn create_next_peek_list_reset_delete() {
     let err = cli.fails(&["create", "tickets"], EXIT_CONFLICT);
     assert!(err.contains("already exists"), "{err}");
     let err = cli.fails(&["create", "tickets", "--if-not-exists"], EXIT_CONFLICT);
-    assert!(err.contains("different spec"), "{err}");
+    assert!(err.contains("exists with another spec"), "{err}");
     cli.ok(&["create", "orders", "--start", "1000"]);
     let list: serde_json::Value = serde_json::from_str(&cli.ok(&["list", "--json"])).unwrap();
     let names: Vec<_> = list

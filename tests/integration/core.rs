@@ -399,9 +399,9 @@ async fn spec_conflicts_and_duplicates_are_errors() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
-    assert!(
-        err.to_string().contains("max 99") && err.to_string().contains("max 100"),
-        "{err}"
+    assert_eq!(
+        err.to_string(),
+        "sequence \"s\" exists with another spec: max 99 (asked 100); nothing was written"
     );
     let err = d
         .create("s", Spec::default().with_max(99))

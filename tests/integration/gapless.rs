@@ -1649,10 +1649,27 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
         .await
         .unwrap();
     assert_eq!(s.max_lease, Duration::from_secs(30));
+    // Ensure compares the longest lease as it compares every setting create writes.
+    let e = d
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::SpecConflict {
+                kind: dispenser::Kind::Gapless,
+                ..
+            }
+        ) && e.to_string().contains("max lease 30s (asked 300s)"),
+        "{e}"
+    );
     let e = d
         .ensure_gapless(
             "inv",
-            GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(31)),
+            GaplessOptions::new(&business, "number")
+                .with_max_lease(Duration::from_secs(30))
+                .with_lease(Duration::from_secs(31)),
         )
         .await
         .unwrap_err();
@@ -1813,7 +1830,7 @@ async fn a_refused_issue_writes_nothing_not_even_an_index() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{err}");
-        assert!(err.contains("different spec"), "{err}");
+        assert!(err.contains("exists with another spec"), "{err}");
     }
     let db = f.client.database(DB);
     let indexes: Vec<_> = db

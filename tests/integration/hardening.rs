@@ -155,10 +155,7 @@ async fn ensure_with_another_start_is_a_conflict() {
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
     let msg = err.to_string();
-    assert!(
-        msg.contains("start 1") && msg.contains("start 1000"),
-        "{msg}"
-    );
+    assert!(msg.contains("start 1 (asked 1000)"), "{msg}");
     let again = d.ensure("orders", Spec::default()).await.unwrap();
     assert_eq!(again.next().await.unwrap(), 6);
     assert_eq!(d.peek("orders").await.unwrap().start, Some(1));

@@ -63,9 +63,9 @@ fn same_shape(state: SequenceState, spec: &Spec) -> Result<SequenceState, Error>
         != (spec.step, spec.min, spec.max, spec.cycle)
     {
         return Err(Error::SpecConflict {
+            kind: dispenser::Kind::Sequence,
             name: state.name.clone(),
-            stored: stored.to_string(),
-            requested: spec.to_string(),
+            differs: format!("{stored} (asked {spec})"),
         });
     }
     Ok(state)

@@ -117,9 +117,9 @@ mod tests {
             (2, StatusCode::OK)
         );
         let conflict = Error::SpecConflict {
+            kind: dispenser::Kind::Queue,
             name: "lobby".to_owned(),
-            stored: "0..=9".to_owned(),
-            requested: "0..=99".to_owned(),
+            differs: "max 9 (asked 99)".to_owned(),
         };
         let e = run(making(true, true), Err(taken()), Err(conflict)).unwrap_err();
         assert_eq!((e.status, e.kind), (StatusCode::CONFLICT, "spec_conflict"));
