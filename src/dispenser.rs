@@ -12,7 +12,8 @@ use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::ErrorKind;
 use crate::error::Kind;
-use crate::error::{Differs, Error, Result};
+use crate::error::{Differs, Error, Result, shown_or_none};
+use crate::format::Format;
 use crate::history::Subject;
 use crate::history::record::{Recorder, sequence_state};
 use crate::history::subject::Target;
@@ -137,30 +138,14 @@ impl Dispenser {
         self.store.collection().client()
     }
 
-    /// Creates a new sequence.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidName`] / [`Error::InvalidSpec`] (nothing written),
-    /// [`Error::SequenceExists`] when the name is taken, [`Error::Database`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave the sequence created or not (see
-    /// [`Dispenser::open`]) and its history entry `pending` (see [`history`](crate::history));
-    /// it issues no number. [`Dispenser::ensure`] with the same spec then opens what was
-    /// created.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::Spec;
-    /// let tickets = d.create("tickets", Spec::default().with_max(99).with_cycle(true)).await?;
-    /// assert_eq!(tickets.next().await?, 1);
-    /// # Ok(()) }
-    /// ```
-    pub async fn create(&self, name: &str, spec: Spec) -> Result<Sequence> {
+    /// [`Dispenser::create`] once its options are set: the format, if any, written in the
+    /// same insert.
+    pub(crate) async fn create_now(
+        &self,
+        name: &str,
+        spec: Spec,
+        format: Option<Format>,
+    ) -> Result<Sequence> {
         validate_plain_name(name)?;
         spec.validate(name)?;
         self.refuse_if_striped(name).await?;
@@ -180,10 +165,14 @@ impl Dispenser {
             .run(
                 &Target::sequence(name),
                 "create",
-                spec_params(&spec),
+                spec_params(&spec, format.as_ref()),
                 None,
                 async {
-                    match self.store.insert(name, &spec, None).await? {
+                    match self
+                        .store
+                        .insert_with(name, &spec, None, format.as_ref())
+                        .await?
+                    {
                         Some(incarnation) => {
                             Ok(self.handle(name, created(&spec, None, incarnation)))
                         }
@@ -192,77 +181,71 @@ impl Dispenser {
                         }),
                     }
                 },
-                |_| Some(sequence_state(&fresh_state(name, &spec))),
+                |_| Some(sequence_state(&fresh_state(name, &spec, format.as_ref()))),
             )
             .await?;
         Ok(sequence)
     }
 
-    /// Creates the sequence if it does not exist, or opens it if it exists with the same
-    /// start, step, bounds and cycle. Safe when many processes race: one insert wins, the
-    /// others read what it wrote.
-    ///
-    /// The start compared is the one recorded when the sequence was created (not where it
-    /// stands now), so every process may call `ensure` with the same spec for ever; a
-    /// sequence created by a version that did not record its start is compared on its shape
-    /// only.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::SpecConflict`] when the stored sequence has a different start, step, min, max
-    /// or cycle, or is a stripe of a striped sequence, plus those of [`Dispenser::create`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave the sequence created or not and, if a creation
-    /// had begun, its history entry `pending` (see [`history`](crate::history)); it issues no
-    /// number. Call it again: it opens what was created.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let a = d.ensure("invoices", dispenser::Spec::default()).await?;
-    /// let b = d.ensure("invoices", dispenser::Spec::default()).await?; // same sequence
-    /// assert!(a.next().await? < b.next().await?);
-    /// # Ok(()) }
-    /// ```
-    pub async fn ensure(&self, name: &str, spec: Spec) -> Result<Sequence> {
+    /// [`Dispenser::ensure`] once its options are set.
+    pub(crate) async fn ensure_now(
+        &self,
+        name: &str,
+        spec: Spec,
+        format: Option<Format>,
+    ) -> Result<Sequence> {
         validate_plain_name(name)?;
         spec.validate(name)?;
         self.refuse_if_striped(name).await?;
-        self.ensure_recorded(name, spec, true, false).await
+        self.ensure_recorded(name, spec, format.as_ref(), true, false)
+            .await
     }
 
     /// Opens the sequence or scope `name` (already validated) when it exists, comparing its
-    /// shape with `spec` (and its start, when `check_start`), or with `new_only` refuses it:
-    /// nothing written either way. Else creates it with `spec`, recorded: the intent before
-    /// the insert, the outcome after (`refused` when another client created it between the
-    /// look and the insert; the sequence it made is opened all the same unless `new_only`).
+    /// shape with `spec` (and, when `whole`, its start and format: a scope takes both from
+    /// its template), or with `new_only` refuses it: nothing written either way. Else creates
+    /// it with `spec` and `format`, recorded: the intent before the insert, the outcome after
+    /// (`refused` when another client created it between the look and the insert; the
+    /// sequence it made is opened all the same unless `new_only`).
     pub(crate) async fn ensure_recorded(
         &self,
         name: &str,
         spec: Spec,
-        check_start: bool,
+        format: Option<&Format>,
+        whole: bool,
         new_only: bool,
     ) -> Result<Sequence> {
         let exists = || Error::SequenceExists {
             name: name.to_owned(),
         };
         // Opening an existing sequence changes nothing: only a creation is recorded.
-        if let Some(stored) = self.store.load(name).await? {
+        if let Some((stored, stored_format)) = self.store.load_with_format(name).await? {
             if new_only {
                 return Err(exists());
             }
-            return self.open_as(name, &spec, None, check_start, stored);
+            let asked = Asked {
+                spec: &spec,
+                format,
+                stripe: None,
+                whole,
+            };
+            return self.open_as(name, &asked, stored, stored_format.as_ref());
         }
         let recorder = self.recorder();
         let entry = recorder
-            .begin(&Target::sequence(name), "create", spec_params(&spec), None)
+            .begin(
+                &Target::sequence(name),
+                "create",
+                spec_params(&spec, format),
+                None,
+            )
             .await?;
-        let made = self.insert_or_load(name, spec, None, check_start).await;
+        let made = self.insert_or_load(name, spec, format, None, whole).await;
         let (recorded, after) = match &made {
-            Ok((_, true)) => (Ok(()), Some(sequence_state(&fresh_state(name, &spec)))),
+            Ok((_, true)) => (
+                Ok(()),
+                Some(sequence_state(&fresh_state(name, &spec, format))),
+            ),
             // Another client created it between the look and the insert.
             Ok((_, false)) => (Err(exists()), None),
             Err(e) => (Err(e.clone()), None),
@@ -293,7 +276,7 @@ impl Dispenser {
 
     /// [`Dispenser::ensure`] for a name and spec already validated: `stripe` is what the
     /// document must be (checked when it exists), `check_start` whether a recorded start
-    /// must equal `spec.start` (scopes start wherever their template stands).
+    /// must equal `spec.start`; no format (a stripe has none).
     pub(crate) async fn ensure_as(
         &self,
         name: &str,
@@ -301,38 +284,48 @@ impl Dispenser {
         stripe: Option<StripeId>,
         check_start: bool,
     ) -> Result<Sequence> {
-        self.insert_or_load(name, spec, stripe, check_start)
+        self.insert_or_load(name, spec, None, stripe, check_start)
             .await
             .map(|(sequence, _)| sequence)
     }
 
-    /// [`Dispenser::ensure_as`], and whether this call inserted the document.
+    /// [`Dispenser::ensure_as`] with `format`, and whether this call inserted the document.
     pub(crate) async fn insert_or_load(
         &self,
         name: &str,
         spec: Spec,
+        format: Option<&Format>,
         stripe: Option<StripeId>,
-        check_start: bool,
+        whole: bool,
     ) -> Result<(Sequence, bool)> {
-        if let Some(incarnation) = self.store.insert(name, &spec, stripe).await? {
+        if let Some(incarnation) = self.store.insert_with(name, &spec, stripe, format).await? {
             return Ok((self.handle(name, created(&spec, stripe, incarnation)), true));
         }
-        let stored = self.load(name).await?;
-        self.open_as(name, &spec, stripe, check_start, stored)
+        let (stored, stored_format) = self
+            .store
+            .load_with_format(name)
+            .await?
+            .ok_or_else(|| no_such(name))?;
+        let asked = Asked {
+            spec: &spec,
+            format,
+            stripe,
+            whole,
+        };
+        self.open_as(name, &asked, stored, stored_format.as_ref())
             .map(|sequence| (sequence, false))
     }
 
-    /// The handle on the stored sequence `stored`, if it has the shape `spec` (and the start,
-    /// when `check_start`, and the stripe `stripe`).
+    /// The handle on the stored sequence `stored` (with the format `stored_format`), if it
+    /// is what was `asked` for.
     fn open_as(
         &self,
         name: &str,
-        spec: &Spec,
-        stripe: Option<StripeId>,
-        check_start: bool,
+        asked: &Asked<'_>,
         stored: Stored,
+        stored_format: Option<&Format>,
     ) -> Result<Sequence> {
-        differences(&stored, spec, stripe, check_start).check(kind_of(name), name)?;
+        differences(&stored, stored_format, asked).check(kind_of(name), name)?;
         Ok(self.handle(name, stored))
     }
 
@@ -693,15 +686,19 @@ fn no_such(name: &str) -> Error {
     }
 }
 
-/// A spec as the history records the parameters of a create.
-fn spec_params(spec: &Spec) -> bson::Document {
-    bson::doc! {
+/// A spec (and format) as the history records the parameters of a create.
+fn spec_params(spec: &Spec, format: Option<&Format>) -> bson::Document {
+    let mut params = bson::doc! {
         "start": spec.start, "step": spec.step, "min": spec.min, "max": spec.max, "cycle": spec.cycle,
+    };
+    if let Some(f) = format {
+        params.insert("format", f.as_str());
     }
+    params
 }
 
 /// The state of a sequence `name` just created from `spec`, as the history shows it.
-fn fresh_state(name: &str, spec: &Spec) -> SequenceState {
+fn fresh_state(name: &str, spec: &Spec, format: Option<&Format>) -> SequenceState {
     let now = bson::DateTime::now();
     SequenceState {
         name: name.to_owned(),
@@ -714,7 +711,7 @@ fn fresh_state(name: &str, spec: &Spec) -> SequenceState {
         cycles: 0,
         created_at: now,
         updated_at: now,
-        format: None,
+        format: format.cloned(),
         start: Some(spec.start),
         stripe: None,
         incarnation: None,
@@ -737,26 +734,36 @@ fn created(spec: &Spec, stripe: Option<StripeId>, incarnation: bson::oid::Object
     }
 }
 
-/// What differs between the stored sequence `stored` and the one asked for: its shape, its
-/// start (when `check_start` and the document records one: a sequence created by an earlier
-/// version is compared without it) and its stripe (a document from before stripes were
-/// recorded is compared without it).
-fn differences(
-    stored: &Stored,
-    asked: &Spec,
+/// What an `ensure` of a sequence asks for: the spec, the format, the stripe, and whether
+/// the start and format are compared (`whole`; a scope takes both from its template).
+struct Asked<'a> {
+    spec: &'a Spec,
+    format: Option<&'a Format>,
     stripe: Option<StripeId>,
-    check_start: bool,
-) -> Differs {
+    whole: bool,
+}
+
+/// What differs between the stored sequence `stored` (with the format `stored_format`) and
+/// the one `asked` for: its shape; its start (when `whole` and the document records one: a
+/// sequence created by an earlier version is compared without it) and format (when
+/// `whole`: asked none and stored one is a difference); and its stripe (a document from
+/// before stripes were recorded is compared without it).
+fn differences(stored: &Stored, stored_format: Option<&Format>, asked: &Asked<'_>) -> Differs {
     let mut d = Differs::default();
-    if let (true, Some(start)) = (check_start, stored.origin.start) {
-        d.field("start", start, asked.start);
+    let want = asked.spec;
+    if let (true, Some(start)) = (asked.whole, stored.origin.start) {
+        d.field("start", start, want.start);
     }
     let have = &stored.spec;
-    if !have.same_shape(asked) {
-        d.field("step", have.step, asked.step)
-            .field("min", have.min, asked.min)
-            .field("max", have.max, asked.max)
-            .field("cycle", have.cycle, asked.cycle);
+    if !have.same_shape(want) {
+        d.field("step", have.step, want.step)
+            .field("min", have.min, want.min)
+            .field("max", have.max, want.max)
+            .field("cycle", have.cycle, want.cycle);
+    }
+    if asked.whole {
+        let shown = |f: Option<&Format>| shown_or_none(f.map(Format::as_str));
+        d.field("format", shown(stored_format), shown(asked.format));
     }
     let shown = |s: Option<StripeId>| {
         s.map_or_else(
@@ -764,7 +771,7 @@ fn differences(
             |s| format!("{} of {}", s.index, s.count),
         )
     };
-    match (stored.origin.stripe, stripe) {
+    match (stored.origin.stripe, asked.stripe) {
         (Some(h), w) if Some(h) != w => {
             d.field("stripe", shown(Some(h)), shown(w));
         }
@@ -1005,6 +1012,10 @@ impl Sequence {
     /// The history of the sequence (for a stripe `ids~3` or a scope `t@k`, its own): who
     /// changed what, oldest first — see [`History`](crate::history::History) for the
     /// options (`.since(t)`, `.after(cursor)`, `.limit(n)`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     ///
     /// # Example
     ///

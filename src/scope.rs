@@ -71,6 +71,9 @@ impl Dispenser {
     /// Makes scope `scope` of template `template` on first use, from the template's spec
     /// (the scope starts at the template's next number), or opens it if it exists with the
     /// template's shape (see the [vocabulary](crate::guide::glossary#create-ensure-open)).
+    /// That is what it compares: the step, bounds and cycle — not the start (where the
+    /// template stood when the scope was made) and not a format (a scope's numbers are shown
+    /// with its template's format, `{scope}` its key).
     ///
     /// # Errors
     ///
@@ -98,7 +101,7 @@ impl Dispenser {
     pub async fn ensure_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
         let (name, spec) = self.scope_spec(template, scope).await?;
         // A scope starts where its template stands when it is first used: compare the shape.
-        self.ensure_recorded(&name, spec, false, false).await
+        self.ensure_recorded(&name, spec, None, false, false).await
     }
 
     /// Makes scope `scope` of template `template`, as [`Dispenser::ensure_scope`] does, but
@@ -124,7 +127,7 @@ impl Dispenser {
     /// ```
     pub async fn create_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
         let (name, spec) = self.scope_spec(template, scope).await?;
-        self.ensure_recorded(&name, spec, false, true).await
+        self.ensure_recorded(&name, spec, None, false, true).await
     }
 
     /// Opens the existing scope `scope` of template `template`, never writing (the same as

@@ -274,7 +274,13 @@ impl StripedSequence {
             let first = if new_only {
                 // Stripe 0 inserted by this call, or another creation won the race.
                 match dispenser
-                    .insert_or_load(&zero_name, zero.0, Some(StripeId::new(0, count)), true)
+                    .insert_or_load(
+                        &zero_name,
+                        zero.0,
+                        None,
+                        Some(StripeId::new(0, count)),
+                        true,
+                    )
                     .await?
                 {
                     (sequence, true) => sequence,
@@ -526,6 +532,10 @@ impl StripedSequence {
 
     /// The history of the striped sequence: its creation and every stripe's changes, oldest
     /// first — see [`History`](crate::history::History) for the options.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     ///
     /// # Example
     ///

@@ -668,6 +668,10 @@ impl Gapless {
     /// longest lease and its delete, oldest first — see
     /// [`History`](crate::history::History) for the options.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run

@@ -486,6 +486,10 @@ impl Queue {
     /// The history of the queue: who created, altered, cancelled in it or deleted it, oldest
     /// first — see [`History`](crate::history::History) for the options.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run

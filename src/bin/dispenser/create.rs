@@ -2,7 +2,6 @@
 
 use std::io::Write;
 
-use dispenser::sequence::Alter;
 use dispenser::{Dispenser, Error, Format, Spec};
 
 use crate::args::whole;
@@ -31,7 +30,7 @@ pub struct CreateArgs {
     /// Wrap to min (max when descending) after the bound instead of failing.
     #[arg(long)]
     pub cycle: bool,
-    /// Succeed without change if the sequence exists with the same spec.
+    /// Succeed without change if the sequence exists with the same spec and format.
     #[arg(long)]
     pub if_not_exists: bool,
     /// Serial format for `next --formatted`: {n}, {n:0W} (zero-padded), {scope}; e.g.
@@ -72,19 +71,13 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
         out.flush().map_err(io_err)?;
         return Ok(Outcome::Done);
     }
-    let made = if a.if_not_exists {
-        d.ensure(&a.name, spec).await?
+    // The format is written in the same insert, and compared by --if-not-exists.
+    if a.if_not_exists {
+        d.ensure(&a.name, spec).format(format).await?;
+        output::wrote(format!("sequence {:?} created or found", a.name));
     } else {
-        d.create(&a.name, spec).await?
-    };
-    output::wrote(if a.if_not_exists {
-        format!("sequence {:?} created or found", a.name)
-    } else {
-        format!("sequence {:?} created", a.name)
-    });
-    if let Some(f) = &format {
-        made.alter(Alter::default().with_format(Some(f.clone())))
-            .await?;
+        d.create(&a.name, spec).format(format).await?;
+        output::wrote(format!("sequence {:?} created", a.name));
     }
     let state = d.peek(&a.name).await?;
     writeln!(out, "{}", describe(&state)).map_err(io_err)?;
