@@ -235,7 +235,7 @@ impl Dispenser {
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) /
     /// [`Error::InvalidSpec`](crate::Error::InvalidSpec) (nothing written),
-    /// [`Error::SequenceExists`](crate::Error::SequenceExists) when the name is taken,
+    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) when the name is taken,
     /// [`Error::Database`](crate::Error::Database).
     ///
     /// # Cancel safety

@@ -154,7 +154,8 @@ impl Dispenser {
         match self.store.load(name).await {
             Ok(None) => {}
             Ok(Some(_)) | Err(Error::CorruptDocument { .. }) => {
-                return Err(Error::SequenceExists {
+                return Err(Error::AlreadyExists {
+                    kind: crate::Kind::Sequence,
                     name: name.to_owned(),
                 });
             }
@@ -176,7 +177,8 @@ impl Dispenser {
                         Some(incarnation) => {
                             Ok(self.handle(name, created(&spec, None, incarnation)))
                         }
-                        None => Err(Error::SequenceExists {
+                        None => Err(Error::AlreadyExists {
+                            kind: crate::Kind::Sequence,
                             name: name.to_owned(),
                         }),
                     }
@@ -215,7 +217,8 @@ impl Dispenser {
         whole: bool,
         new_only: bool,
     ) -> Result<Sequence> {
-        let exists = || Error::SequenceExists {
+        let exists = || Error::AlreadyExists {
+            kind: kind_of(name),
             name: name.to_owned(),
         };
         // Opening an existing sequence changes nothing: only a creation is recorded.
@@ -333,7 +336,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::CorruptDocument`],
+    /// [`Error::NotFound`], [`Error::InvalidName`], [`Error::CorruptDocument`],
     /// [`Error::Database`].
     ///
     /// # Cancel safety
@@ -349,7 +352,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::CorruptDocument`],
+    /// [`Error::NotFound`], [`Error::InvalidName`], [`Error::CorruptDocument`],
     /// [`Error::Database`].
     ///
     /// # Cancel safety
@@ -398,7 +401,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    /// [`Error::NotFound`], [`Error::InvalidName`], [`Error::Database`].
     ///
     /// # Cancel safety
     ///
@@ -681,7 +684,8 @@ fn advance_decision(name: &str, n: i64) -> impl Fn(&Stored) -> Result<Option<i64
 }
 
 fn no_such(name: &str) -> Error {
-    Error::NoSuchSequence {
+    Error::NotFound {
+        kind: kind_of(name),
         name: name.to_owned(),
     }
 }
@@ -874,7 +878,7 @@ impl Sequence {
     /// # Errors
     ///
     /// [`Error::Exhausted`] (non-cyclic sequence at its bound; nothing written),
-    /// [`Error::Contention`], [`Error::NoSuchSequence`] (deleted meanwhile),
+    /// [`Error::Contention`], [`Error::NotFound`] (deleted meanwhile),
     /// [`Error::CorruptDocument`], [`Error::Database`] or [`Error::Timeout`] (the number the
     /// write may have reserved is then a gap).
     ///
@@ -931,7 +935,7 @@ impl Sequence {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] (deleted meanwhile), [`Error::CorruptDocument`],
+    /// [`Error::NotFound`] (deleted meanwhile), [`Error::CorruptDocument`],
     /// [`Error::Database`], [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -989,7 +993,7 @@ impl Sequence {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    /// [`Error::NotFound`], [`Error::InvalidName`], [`Error::Database`].
     ///
     /// # Cancel safety
     ///
@@ -1002,7 +1006,7 @@ impl Sequence {
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// d.open("old-orders").await?.delete().await?;
-    /// assert!(matches!(d.open("old-orders").await, Err(dispenser::Error::NoSuchSequence { .. })));
+    /// assert!(matches!(d.open("old-orders").await, Err(dispenser::Error::NotFound { .. })));
     /// # Ok(()) }
     /// ```
     pub async fn delete(&self) -> Result<()> {

@@ -77,7 +77,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] when the template does not exist, [`Error::InvalidName`]
+    /// [`Error::NotFound`] when the template does not exist, [`Error::InvalidName`]
     /// (see [`scoped_name`]), [`Error::SpecConflict`] when the scope exists with another shape,
     /// [`Error::Database`].
     ///
@@ -109,14 +109,14 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::SequenceExists`] when it exists; otherwise those of
+    /// [`Error::AlreadyExists`] when it exists; otherwise those of
     /// [`Dispenser::ensure_scope`].
     ///
     /// # Cancel safety
     ///
     /// Dropped part way, the scope may have been made (its `create` entry in the
     /// [history](crate::history) `pending`); a second `create_scope` then fails with
-    /// [`Error::SequenceExists`] and [`Dispenser::open_scope`] opens it. It issues no number.
+    /// [`Error::AlreadyExists`] and [`Dispenser::open_scope`] opens it. It issues no number.
     ///
     /// # Example
     ///
@@ -135,7 +135,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] when the scope does not exist, [`Error::InvalidName`],
+    /// [`Error::NotFound`] when the scope does not exist, [`Error::InvalidName`],
     /// [`Error::CorruptDocument`], [`Error::Database`].
     ///
     /// # Cancel safety

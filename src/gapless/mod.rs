@@ -276,14 +276,14 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::SequenceExists`] when it exists; otherwise those of
+    /// [`Error::AlreadyExists`] when it exists; otherwise those of
     /// [`Dispenser::ensure_gapless`].
     ///
     /// # Cancel safety
     ///
     /// As [`Dispenser::ensure_gapless`]: dropped part way, the sequence may have been made (and
     /// its creation recorded); a second `create_gapless` then fails with
-    /// [`Error::SequenceExists`], and [`Dispenser::open_gapless`] opens it.
+    /// [`Error::AlreadyExists`], and [`Dispenser::open_gapless`] opens it.
     ///
     /// # Example
     ///
@@ -313,7 +313,8 @@ impl Dispenser {
         // the index on a field the sequence does not number).
         let exists = match g.inner.read_raw().await {
             Ok(_) if new_only => {
-                return Err(Error::SequenceExists {
+                return Err(Error::AlreadyExists {
+                    kind: crate::Kind::Gapless,
                     name: name.to_owned(),
                 });
             }
@@ -321,7 +322,7 @@ impl Dispenser {
                 g.inner.check_stored(&d)?;
                 true
             }
-            Err(Error::NoSuchSequence { .. }) => false,
+            Err(Error::NotFound { .. }) => false,
             Err(e) => return Err(e),
         };
         g.inner.index_bounded().await?;
@@ -351,7 +352,8 @@ impl Dispenser {
         {
             Ok(_) => Ok(true),
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) && new_only => {
-                Err(Error::SequenceExists {
+                Err(Error::AlreadyExists {
+                    kind: crate::Kind::Gapless,
                     name: name.to_owned(),
                 })
             }
@@ -370,7 +372,8 @@ impl Dispenser {
             ),
             // Another client created it between the look and the insert.
             Ok(false) => (
-                Err(Error::SequenceExists {
+                Err(Error::AlreadyExists {
+                    kind: crate::Kind::Gapless,
                     name: name.to_owned(),
                 }),
                 None,
@@ -389,7 +392,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::NoSuchSequence`], [`Error::CorruptDocument`],
+    /// [`Error::InvalidName`], [`Error::NotFound`], [`Error::CorruptDocument`],
     /// [`Error::Database`].
     ///
     /// # Cancel safety
@@ -530,7 +533,8 @@ impl Inner {
             self.state.find_one(doc! { "_id": &self.name }),
         )
         .await?
-        .ok_or_else(|| Error::NoSuchSequence {
+        .ok_or_else(|| Error::NotFound {
+            kind: crate::Kind::Gapless,
             name: self.name.clone(),
         })
     }
@@ -733,7 +737,7 @@ impl Gapless {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] when it was deleted, [`Error::CorruptDocument`],
+    /// [`Error::NotFound`] when it was deleted, [`Error::CorruptDocument`],
     /// [`Error::Database`].
     ///
     /// # Cancel safety
@@ -834,7 +838,7 @@ impl Gapless {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an alter that changes nothing or a longest lease under
-    /// 1 ms or over a day (nothing written), [`Error::NoSuchSequence`], [`Error::Database`],
+    /// 1 ms or over a day (nothing written), [`Error::NotFound`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -882,7 +886,8 @@ impl Gapless {
             )
             .await?;
         if r.matched_count == 0 {
-            return Err(Error::NoSuchSequence {
+            return Err(Error::NotFound {
+                kind: crate::Kind::Gapless,
                 name: inner.name.clone(),
             });
         }

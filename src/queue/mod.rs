@@ -93,7 +93,8 @@ fn check_name(name: &str) -> Result<()> {
 }
 
 fn no_such(name: &str) -> Error {
-    Error::NoSuchQueue {
+    Error::NotFound {
+        kind: crate::Kind::Queue,
         name: name.to_owned(),
     }
 }
@@ -160,13 +161,11 @@ fn differences(stored: &QueueSpec, asked: &QueueSpec) -> Differs {
     d
 }
 
-/// [`Error::QueueExists`] for `name`, stored with `stored`.
-fn exists(name: &str, stored: &QueueSpec) -> Error {
-    Error::QueueExists {
+/// [`Error::AlreadyExists`] for the queue `name`.
+fn exists(name: &str) -> Error {
+    Error::AlreadyExists {
+        kind: crate::Kind::Queue,
         name: name.to_owned(),
-        min: stored.min,
-        max: stored.max,
-        differs: None,
     }
 }
 
@@ -180,7 +179,7 @@ impl Dispenser {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a bad name or range (nothing written),
-    /// [`Error::QueueExists`] when the name is taken, [`Error::Database`],
+    /// [`Error::AlreadyExists`] when the name is taken, [`Error::Database`],
     /// [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -205,11 +204,7 @@ impl Dispenser {
         if history::insert(self, &queues, name, &fresh).await? {
             return Ok(self.queue_handle(name, queues, fresh));
         }
-        let stored = queues
-            .load(name)
-            .await?
-            .map_or(fresh.spec.clone(), |s| s.spec);
-        Err(exists(name, &stored))
+        Err(exists(name))
     }
 
     /// Creates the queue if it does not exist, or opens it if it exists with the same spec
@@ -218,7 +213,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::QueueExists`] when it exists with another spec, plus those of
+    /// [`Error::AlreadyExists`] when it exists with another spec, plus those of
     /// [`Dispenser::create_queue`] and [`Error::CorruptDocument`].
     ///
     /// # Cancel safety
@@ -255,7 +250,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchQueue`], [`Error::InvalidArgument`] (a bad name),
+    /// [`Error::NotFound`], [`Error::InvalidArgument`] (a bad name),
     /// [`Error::CorruptDocument`], [`Error::Database`], [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -310,16 +305,16 @@ impl Dispenser {
     /// from its first ticket, so a ticket held from the old queue would be handed out again.
     /// [`DeleteQueue::force`] deletes it all the same (the history records the force). Returns
     /// a [`DeleteQueue`] to `.await`. Handles opened before then fail with
-    /// [`Error::NoSuchQueue`].
+    /// [`Error::NotFound`].
     ///
     /// The delete is pinned to the state it checked: a take landing between the check and the
     /// delete makes it check again (and refuse), and a take that comes after it fails with
-    /// [`Error::NoSuchQueue`] — never a ticket of a deleted queue.
+    /// [`Error::NotFound`] — never a ticket of a deleted queue.
     ///
     /// # Errors
     ///
     /// [`Error::QueueInUse`] (nothing deleted), [`Error::InvalidArgument`] (a bad name),
-    /// [`Error::NoSuchQueue`], [`Error::CorruptDocument`] (a document that does not decode
+    /// [`Error::NotFound`], [`Error::CorruptDocument`] (a document that does not decode
     /// is deleted only with force), [`Error::Contention`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
@@ -556,7 +551,7 @@ impl Queue {
     /// [`Error::QueueFull`] (nothing written; take again after a call),
     /// [`Error::InvalidArgument`] when the count is 0, the request id is not 1–64 printable
     /// ASCII characters, or it was used for a take of another count,
-    /// [`Error::NoSuchQueue`] (deleted meanwhile), [`Error::Contention`] (the
+    /// [`Error::NotFound`] (deleted meanwhile), [`Error::Contention`] (the
     /// compare-and-set kept losing to other handles for the whole operation timeout: nothing
     /// taken), [`Error::CorruptDocument`],
     /// [`Error::Database`] or [`Error::Timeout`] (the tickets the write may have taken are
@@ -855,7 +850,7 @@ impl Queue {
 
     /// Deletes the queue, as [`Dispenser::delete_queue`] does by name: refused while tickets
     /// are held unless [`DeleteQueue::force`]. Returns a [`DeleteQueue`] to `.await`. Handles
-    /// opened before then fail with [`Error::NoSuchQueue`].
+    /// opened before then fail with [`Error::NotFound`].
     ///
     /// # Errors
     ///
@@ -889,7 +884,7 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchQueue`], [`Error::CorruptDocument`], [`Error::Database`],
+    /// [`Error::NotFound`], [`Error::CorruptDocument`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
     /// # Cancel safety

@@ -518,7 +518,7 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
     assert!(e.to_string().contains("unique index"), "{e}");
     assert!(matches!(
         d.open_gapless("inv").await.unwrap_err(),
-        Error::NoSuchSequence { .. }
+        Error::NotFound { .. }
     ));
     // The audit works on any collection.
     let a = common::audit(&d, &business, "number", None).await.unwrap();
@@ -665,7 +665,7 @@ async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
         assert!(
             matches!(
                 d.open_gapless(&name).await.unwrap_err(),
-                Error::NoSuchSequence { .. }
+                Error::NotFound { .. }
             ),
             "{what}: nothing written"
         );
@@ -1685,7 +1685,7 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
     assert_eq!(found.options().lease, Duration::from_secs(2));
     assert!(matches!(
         d.open_gapless("none").await.unwrap_err(),
-        Error::NoSuchSequence { .. }
+        Error::NotFound { .. }
     ));
 }
 
@@ -1913,7 +1913,7 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
     assert!(err.contains("longest lease"), "{err}");
     assert!(matches!(
         d.open_gapless("inv").await.unwrap_err(),
-        Error::NoSuchSequence { .. }
+        Error::NotFound { .. }
     ));
     assert_eq!(
         numbers(&issue_cmd(&f, &business, 1, "10").output().unwrap()),

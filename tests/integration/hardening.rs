@@ -240,7 +240,7 @@ async fn advancing_or_resetting_stripes_keeps_them_disjoint() {
     assert_eq!(ids.delete().await.unwrap(), 2);
     assert!(matches!(
         d.open_striped("ids").await,
-        Err(Error::NoSuchSequence { .. })
+        Err(Error::NotFound { .. })
     ));
 }
 
@@ -336,7 +336,7 @@ async fn an_interrupted_striped_delete_is_finished_by_deleting_again() {
     assert_eq!(remaining("jobs").await, 0);
     assert!(matches!(
         d.delete_striped("jobs").await,
-        Err(Error::NoSuchSequence { .. })
+        Err(Error::NotFound { .. })
     ));
     // The command line.
     d.ensure_striped("tix", 4, Spec::default()).await.unwrap();
@@ -536,7 +536,7 @@ async fn a_create_the_server_refuses_fails_with_its_error_not_already_exists() {
             "ensure {ensure}: {text}"
         );
         assert!(
-            matches!(d.peek("s").await, Err(Error::NoSuchSequence { .. })),
+            matches!(d.peek("s").await, Err(Error::NotFound { .. })),
             "ensure {ensure}"
         );
     }

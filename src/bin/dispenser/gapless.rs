@@ -318,7 +318,7 @@ pub async fn run(
                     (o.collection, o.field) = (into.clone(), field.clone());
                     o
                 }
-                Err(dispenser::Error::NoSuchSequence { .. }) => GaplessOptions::new(&into, &field),
+                Err(dispenser::Error::NotFound { .. }) => GaplessOptions::new(&into, &field),
                 Err(e) => return Err(e),
             };
             let g = d.ensure_gapless(&name, options.with_lease(lease)).await?;

@@ -75,7 +75,8 @@ pub(super) async fn create(
     let format = b.format.as_deref().map(Format::parse).transpose()?;
     // With `if_not_exists`, a look first: a sequence that exists is found without its lock
     // (whose taking would retire the service's block clients of it).
-    let taken = || Error::SequenceExists {
+    let taken = || Error::AlreadyExists {
+        kind: dispenser::Kind::Sequence,
         name: b.name.clone(),
     };
     let exists = match b.if_not_exists {
@@ -129,7 +130,7 @@ pub(super) async fn peek(
     st.authorize(&headers, Op::Peek, Some(&name))?;
     check_name(&name, false)?;
     match st.dispenser.peek(&name).await {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             let (ids, _) = stripes_or(&st.dispenser, &name, e).await?;
             Ok(Json(StateAnswer::striped(&name, &ids.peek().await?)?))
         }
@@ -410,7 +411,7 @@ pub(super) async fn alter(
         })
         .await
     {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st
                 .exclusive_all(&stripes, ids.alter(change).force(b.force).into_future())
@@ -441,7 +442,7 @@ pub(super) async fn advance(
     check_name(&name, false)?;
     let advance = async { acting.open(&name).await?.advance_to(b.to).await };
     match st.exclusive(&name, advance).await {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st.exclusive_all(&stripes, ids.advance_to(b.to)).await?;
             Ok(Json(StateAnswer::striped(&name, &states)?))
@@ -496,7 +497,7 @@ pub(super) async fn reset(
         })
         .await
     {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st
                 .exclusive_all(&stripes, ids.reset(next).force(b.force).into_future())
@@ -517,7 +518,7 @@ pub(super) async fn delete(
     let acting = st.acting(&st.authorize(&headers, Op::Delete, Some(&name))?)?;
     check_name(&name, false)?;
     match st.exclusive(&name, acting.delete(&name)).await {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             // A striped sequence, whole or left part way by an interrupted delete: its layout
             // is read from stripe 0, which goes last.
             let count = match acting.peek(&stripe_name(&name, 0)).await {
