@@ -91,6 +91,34 @@ fn create_if_not_exists_with_another_format_is_refused_and_changes_nothing() {
     cli.ok(&["create", "inv", "--if-not-exists", "--format", "Y-{n}"]);
 }
 
+/// Regression (issue 50): `create --stripes S` silently opened a striped sequence that
+/// existed (it was an ensure); like every create it now refuses a name taken
+/// (`already_exists`, exit 6), and `--if-not-exists` is the ensure.
+#[test]
+fn create_stripes_of_a_name_taken_is_refused_unless_if_not_exists() {
+    let cli = Cli::new("cli_stripes_taken");
+    cli.ok(&["create", "ids", "--stripes", "2"]);
+    let err = cli.fails(&["create", "ids", "--stripes", "2"], EXIT_CONFLICT);
+    assert_eq!(
+        err.trim(),
+        "dispenser: striped sequence \"ids\" already exists"
+    );
+    assert_eq!(
+        cli.ok(&["create", "ids", "--stripes", "2", "--if-not-exists"])
+            .lines()
+            .count(),
+        2
+    );
+    let err = cli.fails(
+        &["create", "ids", "--stripes", "3", "--if-not-exists"],
+        EXIT_CONFLICT,
+    );
+    assert!(
+        err.contains("striped sequence \"ids\" exists with another spec"),
+        "{err}"
+    );
+}
+
 #[test]
 fn create_next_peek_list_reset_delete() {
     let cli = Cli::new("cli_flow");

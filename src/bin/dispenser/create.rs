@@ -37,7 +37,7 @@ pub struct CreateArgs {
     /// 'INV-{scope}-{n:06}'.
     #[arg(long)]
     pub format: Option<String>,
-    /// Create (or open, as with --if-not-exists) a striped sequence of this many stripes
+    /// Create (with --if-not-exists: or open) a striped sequence of this many stripes
     /// NAME~0 … NAME~{S-1}: unique, unordered numbers spread over S documents. peek, next,
     /// reset, advance-to and delete then take NAME and act on every stripe.
     #[arg(long, value_name = "S", value_parser = whole::<u32>(1, 1024), allow_negative_numbers = true)]
@@ -60,10 +60,19 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
                 reason: "a striped sequence has no format (its numbers are not in order)".into(),
             });
         }
-        let ids = d.ensure_striped(&a.name, stripes, spec).await?;
+        let ids = if a.if_not_exists {
+            d.ensure_striped(&a.name, stripes, spec).await?
+        } else {
+            d.create_striped(&a.name, stripes, spec).await?
+        };
         output::wrote(format!(
-            "striped sequence {:?} of {stripes} stripes created or found",
-            a.name
+            "striped sequence {:?} of {stripes} stripes {}",
+            a.name,
+            if a.if_not_exists {
+                "created or found"
+            } else {
+                "created"
+            }
         ));
         for state in ids.peek().await? {
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
