@@ -251,8 +251,9 @@ impl Dispenser {
     /// # Errors
     ///
     /// [`Error::InvalidName`], [`Error::InvalidArgument`] (options, a weak unique index),
-    /// [`Error::SpecConflict`] when `name` exists for another collection, field or void
-    /// settings, [`Error::Database`] (among them the index that cannot be created),
+    /// [`Error::SpecConflict`] (nothing written) when `name` exists with another start (as
+    /// recorded at creation), collection, field, void settings or longest lease — everything
+    /// a create writes —, naming each that differs, [`Error::Database`] (among them the index that cannot be created),
     /// [`Error::CorruptDocument`].
     ///
     /// # Cancel safety

@@ -178,7 +178,8 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a bad name or range (nothing written),
+    /// [`Error::InvalidName`] for a bad name, [`Error::InvalidArgument`] for a bad range
+    /// (nothing written),
     /// [`Error::AlreadyExists`] when the name is taken, [`Error::Database`],
     /// [`Error::Timeout`].
     ///
@@ -208,12 +209,14 @@ impl Dispenser {
     }
 
     /// Creates the queue if it does not exist, or opens it if it exists with the same spec
-    /// (range, format, time zone, daily). Safe when many processes race: one insert wins, the
-    /// others read what it wrote.
+    /// (min, max, format, time zone, daily: everything a create writes). Safe when many
+    /// processes race: one insert wins, the others read what it wrote.
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyExists`] when it exists with another spec, plus those of
+    /// [`Error::SpecConflict`] (kind [`ErrorKind::Conflict`](crate::ErrorKind::Conflict),
+    /// nothing written) when it exists with another spec, naming each setting that differs
+    /// with its stored and asked values, plus those of
     /// [`Dispenser::create_queue`] and [`Error::CorruptDocument`].
     ///
     /// # Cancel safety
@@ -250,7 +253,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NotFound`], [`Error::InvalidArgument`] (a bad name),
+    /// [`Error::NotFound`], [`Error::InvalidName`],
     /// [`Error::CorruptDocument`], [`Error::Database`], [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -313,7 +316,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::QueueInUse`] (nothing deleted), [`Error::InvalidArgument`] (a bad name),
+    /// [`Error::QueueInUse`] (nothing deleted), [`Error::InvalidName`],
     /// [`Error::NotFound`], [`Error::CorruptDocument`] (a document that does not decode
     /// is deleted only with force), [`Error::Contention`], [`Error::Database`],
     /// [`Error::Timeout`].
