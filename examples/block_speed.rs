@@ -42,7 +42,8 @@ async fn run(tasks: u64, per_task: u64, block: u64) -> Result<(), dispenser::Err
     let _ = d.delete("block_speed").await;
     d.create("block_speed", Spec::default()).await?;
     let blocks = d
-        .open_blocks("block_speed", BlockOptions::default().with_size(block))
+        .open_blocks("block_speed")
+        .options(BlockOptions::default().with_size(block))
         .await?;
     // Warm up: the first reservation is not part of the measurement.
     let _ = blocks.next().await?;

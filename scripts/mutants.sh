@@ -46,7 +46,7 @@ QUEUE_WRITES=' in (State::(check|apply|check_remap|roll|restart|mark_done|absorb
 GENERATED=$(cat <<EOF
 src/arith.rs||core:: hardening:: $SLOW
 src/document.rs||core:: hardening:: $SLOW
-src/store.rs||core:: hardening:: coalesce:: $MODEL $SLOW
+src/store.rs||core:: hardening:: coalesce:: blocks::a_tail_given_back history::the_historys_indexes $MODEL $SLOW
 src/strategy.rs||core:: hardening:: coalesce:: $MODEL $SLOW
 src/coalesce.rs||coalesce:: core:: $MODEL $SLOW
 src/block/state.rs||blocks::

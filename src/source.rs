@@ -117,7 +117,7 @@ fn zero(name: &str) -> Error {
 ///
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
 /// let plain: BoxNumberSource = Box::new(d.open("orders").await?);
-/// let blocks: BoxNumberSource = Box::new(d.open_blocks("orders", Default::default()).await?);
+/// let blocks: BoxNumberSource = Box::new(d.open_blocks("orders").await?);
 /// for source in [plain, blocks] {
 ///     println!("{}", source.next().await?);
 ///     source.close().await?;
@@ -350,7 +350,7 @@ impl Dispenser {
     pub async fn open_source(&self, name: &str, kind: &SourceKind) -> Result<BoxNumberSource> {
         Ok(match kind {
             SourceKind::Plain => Box::new(self.open(name).await?),
-            SourceKind::Blocks(o) => Box::new(self.open_blocks(name, *o).await?),
+            SourceKind::Blocks(o) => Box::new(self.open_blocks(name).options(*o).await?),
             SourceKind::Striped => Box::new(self.open_striped(name).await?),
             SourceKind::StripedBlocks(o) => {
                 Box::new(self.open_striped(name).await?.with_blocks(*o)?)

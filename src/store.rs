@@ -600,4 +600,32 @@ mod tests {
         );
         assert!(none.contains_key("$currentDate"), "{none}");
     }
+
+    /// A duplicate key and a validator's refusal are told apart by their code, whether the
+    /// server reports them as a write error (insert, update) or as a command error
+    /// (`findAndModify`): a refused void document is then explained, not retried, and a
+    /// lost insert race is not taken for a refusal (found by cargo-mutants: the local test
+    /// server has no validators, so no integration test meets code 121).
+    #[test]
+    fn write_and_command_errors_are_told_apart_by_code() {
+        let write = |code: i32| {
+            let w: mongodb::error::WriteError =
+                bson::from_document(doc! { "code": code, "errmsg": "refused" }).unwrap();
+            mongodb::error::Error::from(ErrorKind::Write(WriteFailure::WriteError(w)))
+        };
+        let command = |code: i32| {
+            let c: mongodb::error::CommandError =
+                bson::from_document(doc! { "code": code, "codeName": "X", "errmsg": "refused" })
+                    .unwrap();
+            mongodb::error::Error::from(ErrorKind::Command(c))
+        };
+        for e in [write(121), command(121)] {
+            assert!(is_validation_failure(&e) && !is_duplicate_key(&e), "{e}");
+        }
+        for e in [write(11000), command(11000)] {
+            assert!(is_duplicate_key(&e) && !is_validation_failure(&e), "{e}");
+        }
+        let other = mongodb::error::Error::from(std::io::Error::other("no code"));
+        assert!(!is_duplicate_key(&other) && !is_validation_failure(&other));
+    }
 }

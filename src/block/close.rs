@@ -57,7 +57,8 @@ impl BlockSequence {
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// use dispenser::block::BlockOptions;
-    /// let blocks = d.open_blocks("orders", BlockOptions::default().with_prefetch(None)).await?;
+    /// let options = BlockOptions::default().with_prefetch(None);
+    /// let blocks = d.open_blocks("orders").options(options).await?;
     /// let first = blocks.next().await?;
     /// let report = blocks.close().await?;
     /// assert_eq!(report.given_back, 99); // no one else wrote meanwhile

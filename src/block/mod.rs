@@ -26,6 +26,7 @@
 //! [`Sequence::next_n`]: crate::Sequence::next_n
 
 mod close;
+mod open;
 mod options;
 mod pool;
 mod reservation;
@@ -42,6 +43,7 @@ use std::time::Instant;
 use tokio::sync::Notify;
 
 pub use close::CloseReport;
+pub use open::OpenBlocks;
 pub use options::{
     AdaptiveBlocks, BlockOptions, DEFAULT_BLOCK_SIZE, DEFAULT_GROW_TO, DEFAULT_PREFETCH,
     DEFAULT_RANGE_SHARE,
@@ -52,7 +54,7 @@ use state::Reservation;
 use state::State;
 use window::Window;
 
-use crate::dispenser::{Dispenser, Sequence};
+use crate::dispenser::Sequence;
 use crate::error::{Error, Result};
 use crate::stats::{Stats, add, bump};
 use crate::strategy::Drawer;
@@ -174,7 +176,8 @@ enum Step {
 /// # async fn f() -> dispenser::Result<()> {
 /// let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
 /// d.ensure("orders", Spec::default()).await?;
-/// let orders = d.open_blocks("orders", BlockOptions::default().with_size(1000)).await?;
+/// let options = BlockOptions::default().with_size(1000);
+/// let orders = d.open_blocks("orders").options(options).await?;
 /// let id = orders.next().await?; // one write per 1000 numbers
 /// orders.close().await?; // give the unused rest back if no one wrote since
 /// # Ok(()) }
@@ -229,7 +232,7 @@ impl BlockSequence {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let blocks = d.open_blocks("orders", dispenser::block::BlockOptions::default()).await?;
+    /// let blocks = d.open_blocks("orders").await?;
     /// assert_eq!(blocks.name(), "orders");
     /// # Ok(()) }
     /// ```
@@ -244,7 +247,8 @@ impl BlockSequence {
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// use dispenser::block::BlockOptions;
-    /// let blocks = d.open_blocks("orders", BlockOptions::default().with_size(10)).await?;
+    /// let options = BlockOptions::default().with_size(10);
+    /// let blocks = d.open_blocks("orders").options(options).await?;
     /// assert_eq!(blocks.options().size, 10);
     /// # Ok(()) }
     /// ```
@@ -465,7 +469,8 @@ impl BlockSequence {
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// use dispenser::block::BlockOptions;
-    /// let blocks = d.open_blocks("orders", BlockOptions::default().with_prefetch(None)).await?;
+    /// let options = BlockOptions::default().with_prefetch(None);
+    /// let blocks = d.open_blocks("orders").options(options).await?;
     /// blocks.next().await?;
     /// assert_eq!(blocks.held(), 99);
     /// # Ok(()) }
@@ -556,32 +561,5 @@ impl Sequence {
     /// ```
     pub fn into_blocks(self, options: BlockOptions) -> Result<BlockSequence> {
         BlockSequence::new(Arc::clone(self.drawer()), options)
-    }
-}
-
-impl Dispenser {
-    /// Opens an existing sequence as a new block client (see [`BlockSequence`]). Every call
-    /// makes a new, independent client; use a [`Pool`] for one per sequence and process.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] for invalid options, plus those of [`Dispenser::open`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads the sequence; dropped before it completes, no client was
-    /// made and nothing was reserved.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let blocks = d.open_blocks("orders", dispenser::block::BlockOptions::default()).await?;
-    /// let id = blocks.next().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn open_blocks(&self, name: &str, options: BlockOptions) -> Result<BlockSequence> {
-        options.validate()?;
-        self.open(name).await?.into_blocks(options)
     }
 }

@@ -202,7 +202,8 @@ impl Pool {
         let fresh = self
             .inner
             .dispenser
-            .open_blocks(name, self.inner.options)
+            .open_blocks(name)
+            .options(self.inner.options)
             .await?;
         // Lock order everywhere: `entries`, an entry's `retired`, its `client`.
         let mut retired = lock(&entry.retired);

@@ -30,7 +30,8 @@ mod report;
 mod scratch;
 mod server;
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use bson::Document;
@@ -48,9 +49,50 @@ pub use report::{
     Scratch, ServerFacts, Topology, WriteConcernCheck,
 };
 
+/// An examination of the server ([`Dispenser::doctor`]): as hard as the default
+/// [`DoctorOptions`] unless [`Doctor::options`]. `.await` it for the [`Report`].
+///
+/// Nothing is sent before the `.await`; a builder dropped unawaited does nothing.
+#[must_use = "an examination does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct Doctor<'a> {
+    dispenser: &'a Dispenser,
+    options: DoctorOptions,
+}
+
+impl<'a> Doctor<'a> {
+    /// How hard and how long the examination probes (see [`DoctorOptions`]), checked at the
+    /// `.await` before anything is sent. Defaults to [`DoctorOptions::default`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use std::time::Duration;
+    /// use dispenser::doctor::DoctorOptions;
+    /// let o = DoctorOptions::default().with_time_limit(Duration::from_secs(30));
+    /// let report = d.doctor().options(o).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn options(mut self, options: DoctorOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+impl<'a> IntoFuture for Doctor<'a> {
+    type Output = Result<Report>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<Report>> + Send + 'a>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(examine_server(self.dispenser, self.options))
+    }
+}
+
 impl Dispenser {
     /// Examines the server this dispenser talks to and reports whether the library's
-    /// promise can hold there (see the [module](crate::doctor) docs for what is checked).
+    /// promise can hold there (see the [module](crate::doctor) docs for what is checked),
+    /// as hard as the default [`DoctorOptions`] unless [`Doctor::options`].
     /// Run it before going live on a server you have not used before, and after upgrades.
     ///
     /// It writes only in a scratch collection of its own in the dispenser's database
@@ -72,70 +114,74 @@ impl Dispenser {
     /// # Example
     ///
     /// ```no_run
-    /// use dispenser::{Dispenser, Options, doctor::DoctorOptions};
+    /// use dispenser::{Dispenser, Options};
     ///
     /// # async fn f() -> dispenser::Result<()> {
     /// let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default()).await?;
-    /// let report = d.doctor(DoctorOptions::default()).await?;
+    /// let report = d.doctor().await?;
     /// match report.reason() {
     ///     None => println!("fit: the promise can hold on this server"),
     ///     Some(why) => eprintln!("unfit: {why}"),
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn doctor(&self, options: DoctorOptions) -> Result<Report> {
-        options.validate()?;
-        let clock = Clock::new(options.time_limit, self.options().operation_timeout);
-        let client = self.store().collection().client().clone();
-        let database = self.options().database.clone();
-        let facts = server::facts(&client, &clock).await?;
-
-        let collection = scratch::name();
-        let scratch_options = self
-            .options()
-            .clone()
-            .with_collection(collection.as_str())
-            .with_operation_timeout(clock.op_timeout);
-        let store = Store::new(&client, &scratch_options);
-        let raw = with_write_concern(store.collection(), self.options().write_concern.clone());
-        let safe = with_write_concern(store.collection(), safe_write_concern());
-
-        let examined = examine(&clock, &store, &raw, &safe, self, options).await;
-        let (removed, detail) =
-            scratch::remove(&client.database(&database), &collection, &clock).await;
-        let (write_concern, operations, probe) = examined?;
-
-        let mut problems = server::write_concern_problems(
-            &self.options().write_concern,
-            &write_concern,
-            &facts.topology,
-        );
-        problems.extend(operations.iter().filter(|o| !o.ok).map(|o| Problem {
-            kind: ProblemKind::Operation,
-            message: format!(
-                "{}: {}",
-                o.name,
-                o.detail.as_deref().unwrap_or("not as the library needs it")
-            ),
-        }));
-        problems.extend(report::probe_problems(&probe));
-        report::rank(&mut problems);
-        Ok(Report {
-            server: facts,
-            write_concern,
-            operations,
-            probe,
-            scratch: Scratch {
-                database,
-                collection,
-                removed,
-                detail,
-            },
-            problems,
-            elapsed: clock.started.elapsed(),
-            time_limit: options.time_limit,
-        })
+    pub fn doctor(&self) -> Doctor<'_> {
+        Doctor {
+            dispenser: self,
+            options: DoctorOptions::default(),
+        }
     }
+}
+
+/// The examination [`Doctor`] runs.
+async fn examine_server(d: &Dispenser, options: DoctorOptions) -> Result<Report> {
+    options.validate()?;
+    let clock = Clock::new(options.time_limit, d.options().operation_timeout);
+    let client = d.store().collection().client().clone();
+    let database = d.options().database.clone();
+    let facts = server::facts(&client, &clock).await?;
+
+    let collection = scratch::name();
+    let scratch_options = d
+        .options()
+        .clone()
+        .with_collection(collection.as_str())
+        .with_operation_timeout(clock.op_timeout);
+    let store = Store::new(&client, &scratch_options);
+    let raw = with_write_concern(store.collection(), d.options().write_concern.clone());
+    let safe = with_write_concern(store.collection(), safe_write_concern());
+
+    let examined = examine(&clock, &store, &raw, &safe, d, options).await;
+    let (removed, detail) = scratch::remove(&client.database(&database), &collection, &clock).await;
+    let (write_concern, operations, probe) = examined?;
+
+    let mut problems =
+        server::write_concern_problems(&d.options().write_concern, &write_concern, &facts.topology);
+    problems.extend(operations.iter().filter(|o| !o.ok).map(|o| Problem {
+        kind: ProblemKind::Operation,
+        message: format!(
+            "{}: {}",
+            o.name,
+            o.detail.as_deref().unwrap_or("not as the library needs it")
+        ),
+    }));
+    problems.extend(report::probe_problems(&probe));
+    report::rank(&mut problems);
+    Ok(Report {
+        server: facts,
+        write_concern,
+        operations,
+        probe,
+        scratch: Scratch {
+            database,
+            collection,
+            removed,
+            detail,
+        },
+        problems,
+        elapsed: clock.started.elapsed(),
+        time_limit: options.time_limit,
+    })
 }
 
 /// The checks that write, in the scratch collection.

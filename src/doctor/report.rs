@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// if let dispenser::doctor::Topology::ReplicaSet { name } = &r.server.topology {
 ///     println!("replica set {name}");
 /// }
@@ -48,7 +48,7 @@ impl std::fmt::Display for Topology {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// println!("{:?} {:?} {}", r.server.version, r.server.max_wire_version, r.server.topology);
 /// # Ok(()) }
 /// ```
@@ -73,7 +73,7 @@ pub struct ServerFacts {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// assert!(r.write_concern.majority_journaled || !r.is_fit());
 /// # Ok(()) }
 /// ```
@@ -97,7 +97,7 @@ pub struct WriteConcernCheck {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// for o in r.operations.iter().filter(|o| !o.ok) {
 ///     println!("{}: {:?}", o.name, o.detail);
 /// }
@@ -122,7 +122,7 @@ pub struct OperationCheck {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// let inc = &r.probe.increments;
 /// println!("{} acknowledged, {} distinct", inc.acknowledged, inc.distinct);
 /// # Ok(()) }
@@ -153,7 +153,7 @@ pub struct IncrementProbe {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// let cas = &r.probe.compare_and_set;
 /// println!("{} wins, {} distinct, {} lost races", cas.wins, cas.distinct, cas.lost_races);
 /// # Ok(()) }
@@ -181,7 +181,7 @@ pub struct CasProbe {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// assert!(r.probe.inserts.inserted <= 1 || !r.is_fit());
 /// # Ok(()) }
 /// ```
@@ -206,7 +206,7 @@ pub struct InsertRace {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// if r.probe.cut_short {
 ///     println!("the time limit ran out: run again with a longer one");
 /// }
@@ -235,7 +235,7 @@ pub struct Probe {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// use dispenser::doctor::ProblemKind;
 /// let loses = r.problems.iter().any(|p| p.kind == ProblemKind::LostUpdates);
 /// # Ok(()) }
@@ -287,7 +287,7 @@ impl ProblemKind {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// for p in &r.problems {
 ///     println!("{}: {}", p.kind.as_str(), p.message);
 /// }
@@ -308,7 +308,7 @@ pub struct Problem {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// assert!(r.scratch.collection.starts_with("dispenser_doctor_"));
 /// # Ok(()) }
 /// ```
@@ -333,7 +333,7 @@ pub struct Scratch {
 ///
 /// ```no_run
 /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-/// let r = d.doctor(Default::default()).await?;
+/// let r = d.doctor().await?;
 /// println!("{:?} in {:?}", r.reason(), r.elapsed);
 /// # Ok(()) }
 /// ```
@@ -366,7 +366,7 @@ impl Report {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let fit = d.doctor(Default::default()).await?.is_fit();
+    /// let fit = d.doctor().await?.is_fit();
     /// # Ok(()) }
     /// ```
     pub fn is_fit(&self) -> bool {
@@ -383,7 +383,7 @@ impl Report {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// if let Some(why) = d.doctor(Default::default()).await?.reason() {
+    /// if let Some(why) = d.doctor().await?.reason() {
     ///     eprintln!("unfit: {why}");
     /// }
     /// # Ok(()) }
@@ -403,7 +403,7 @@ impl Report {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let report = d.doctor(Default::default()).await?;
+    /// let report = d.doctor().await?;
     /// assert_eq!(report.to_json()["fit"], report.is_fit());
     /// # Ok(()) }
     /// ```

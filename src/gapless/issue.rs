@@ -626,6 +626,83 @@ impl Gapless {
 mod tests {
     use super::*;
 
+    type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+    fn driver_write_error(code: i32) -> mongodb::error::Error {
+        use mongodb::error::{ErrorKind, WriteError, WriteFailure};
+        let w: WriteError = bson::from_document(bson::doc! { "code": code }).unwrap();
+        ErrorKind::Write(WriteFailure::WriteError(w)).into()
+    }
+
+    fn cut() -> mongodb::error::Error {
+        std::io::Error::from(std::io::ErrorKind::ConnectionReset).into()
+    }
+
+    async fn wrote(e: BoxError) -> (bool, Written) {
+        let mut e = Some(e);
+        match run(
+            &mut |_| std::future::ready(Err::<(), _>(e.take().unwrap())),
+            7,
+        )
+        .await
+        {
+            Wrote::Ok(()) => unreachable!("the write failed"),
+            Wrote::Duplicate(f) => (true, f.written),
+            Wrote::Failed(f) => (false, f.written),
+        }
+    }
+
+    /// A business write's failure says whether the write may have landed: a connection
+    /// cut, a timeout the closure put on its write, or our own error of unknown outcome may
+    /// have; a refusal (duplicate key, any other write error), a plain error or a panic did
+    /// not. A duplicate key is told apart (the number may be used already) and is never
+    /// "unknown" (found by cargo-mutants: the local server loses no reply, so no
+    /// integration test met these).
+    #[tokio::test]
+    async fn a_failed_business_write_says_whether_it_may_have_landed() {
+        let elapsed = tokio::time::timeout(Duration::ZERO, std::future::pending::<()>())
+            .await
+            .unwrap_err();
+        let unknown = Error::Database {
+            context: "writing".into(),
+            source: cut(),
+            written: Written::Unknown,
+        };
+        let refused = Error::InvalidArgument {
+            what: "x".into(),
+            reason: "y".into(),
+        };
+        let cases: Vec<(&str, BoxError, (bool, Written))> = vec![
+            ("cut", cut().into(), (false, Written::Unknown)),
+            (
+                "duplicate",
+                driver_write_error(11000).into(),
+                (true, Written::Nothing),
+            ),
+            (
+                "refused",
+                driver_write_error(121).into(),
+                (false, Written::Nothing),
+            ),
+            ("elapsed", elapsed.into(), (false, Written::Unknown)),
+            ("ours unknown", unknown.into(), (false, Written::Unknown)),
+            ("ours refused", refused.into(), (false, Written::Nothing)),
+            ("plain", "no".into(), (false, Written::Nothing)),
+        ];
+        for (what, e, want) in cases {
+            assert_eq!(wrote(e).await, want, "{what}");
+        }
+        let panicked = run(
+            &mut |_| async { panic!("boom") as std::result::Result<(), BoxError> },
+            7,
+        )
+        .await;
+        assert!(
+            matches!(&panicked, Wrote::Failed(f) if f.written == Written::Nothing && f.reason.contains("boom")),
+            "a panic is a definite failure"
+        );
+    }
+
     /// The pause between polls of a lease is 1 ms plus up to `2^min(attempt, 4)` ms, and
     /// spread: callers polling together do not wake together (found by cargo-mutants: a
     /// jitter of zero, or out of its bounds, went unnoticed by the unit tests).

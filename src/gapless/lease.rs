@@ -160,8 +160,9 @@ impl Inner {
         .map(|r| r.matched_count == 1)
     }
 
-    /// Frees `holder`'s lease, wherever `next` is (a call that does not know its number).
-    pub(super) async fn release_any(&self, holder: ObjectId) -> Result<bool> {
+    /// Frees `holder`'s lease, wherever `next` is (a call that does not know its number);
+    /// nothing when it is no longer `holder`'s.
+    pub(super) async fn release_any(&self, holder: ObjectId) -> Result<()> {
         self.bounded(
             "releasing a lease",
             Aftermath::Lease,
@@ -171,15 +172,15 @@ impl Inner {
             ),
         )
         .await
-        .map(|r| r.matched_count == 1)
+        .map(drop)
     }
 
     /// Settles what a call left behind; failures are logged (the lease then runs out).
     pub(super) async fn pay(&self, owed: Owed) {
         let r = match owed {
             Owed::Release(holder) => self.release_any(holder).await,
-            Owed::Settle { holder, number, to } => {
-                self.settle(
+            Owed::Settle { holder, number, to } => self
+                .settle(
                     Some(holder),
                     number,
                     to,
@@ -187,7 +188,7 @@ impl Inner {
                     Aftermath::Lease,
                 )
                 .await
-            }
+                .map(drop),
         };
         if let Err(e) = r {
             tracing::warn!(sequence = %self.name, "{e} (the lease will run out instead; the next caller then finds the number used or free)");

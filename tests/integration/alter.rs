@@ -48,7 +48,8 @@ async fn alters_racing_draws_of_every_kind_never_duplicate_and_respect_the_new_s
                 let mut out: Vec<(Instant, i64, bool)> = Vec::new();
                 if t == 5 {
                     let b = d
-                        .open_blocks("orders", BlockOptions::default().with_size(7))
+                        .open_blocks("orders")
+                        .options(BlockOptions::default().with_size(7))
                         .await
                         .unwrap();
                     for _ in 0..30 {

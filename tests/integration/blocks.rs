@@ -70,7 +70,8 @@ async fn four_processes_and_eight_tasks_share_blocks_without_duplicates() {
         .collect();
     // Meanwhile, 8 tasks of this process share one block client.
     let blocks = d
-        .open_blocks("s", BlockOptions::default().with_size(100))
+        .open_blocks("s")
+        .options(BlockOptions::default().with_size(100))
         .await
         .unwrap();
     let lists = draw_in_tasks(&blocks, 8, 300).await;
@@ -128,8 +129,8 @@ async fn a_busy_caller_on_a_single_threaded_runtime_still_gets_its_prefetches() 
     // a loaded machine the round trip outlasted them at 24 of 40 boundaries.) Without the fix
     // the caller waits at every boundary.
     let blocks = d
-        .open_blocks(
-            "s",
+        .open_blocks("s")
+        .options(
             BlockOptions::default()
                 .with_size(20_000)
                 .with_grow_to(None)
@@ -163,8 +164,8 @@ async fn blocks_stop_at_the_wrap() {
         .unwrap();
     // Blocks of 7 out of 100 numbers: more than the default range share (1 %) allows.
     let blocks = d
-        .open_blocks(
-            "t",
+        .open_blocks("t")
+        .options(
             BlockOptions::default()
                 .with_size(7)
                 .with_prefetch(None)
@@ -202,10 +203,8 @@ async fn cyclic_blocks_of_several_clients_count_every_value_exactly() {
         tokio::spawn(async move {
             // Each client uses up every block it reserves, so nothing is a gap.
             let blocks = d
-                .open_blocks(
-                    "t",
-                    BlockOptions::default().with_size(7).with_prefetch(None),
-                )
+                .open_blocks("t")
+                .options(BlockOptions::default().with_size(7).with_prefetch(None))
                 .await
                 .unwrap();
             let mut got = Vec::new();
@@ -251,8 +250,8 @@ async fn a_ready_prefetch_means_no_wait_at_the_block_boundary() {
     let d = f.dispenser(f.options());
     d.create("s", Spec::default()).await.unwrap();
     let blocks = d
-        .open_blocks(
-            "s",
+        .open_blocks("s")
+        .options(
             BlockOptions::default()
                 .with_size(100)
                 .with_prefetch(Some(0.5))
@@ -287,8 +286,8 @@ async fn a_drained_block_waits_for_the_prefetch_in_flight() {
     // Prefetch 1.0: the 10th number starts the reservation of the next block, and the 11th
     // call (right away) finds the block empty while that reservation is in flight.
     let blocks = d
-        .open_blocks(
-            "s",
+        .open_blocks("s")
+        .options(
             BlockOptions::default()
                 .with_size(10)
                 .with_prefetch(Some(1.0))
@@ -308,8 +307,8 @@ async fn a_drained_block_waits_for_the_prefetch_in_flight() {
     // The same under load: 8 tasks racing over block boundaries.
     d.create("t", Spec::default()).await.unwrap();
     let blocks = d
-        .open_blocks(
-            "t",
+        .open_blocks("t")
+        .options(
             BlockOptions::default()
                 .with_size(10)
                 .with_prefetch(Some(0.3))
@@ -343,7 +342,7 @@ async fn close_gives_the_tail_back_only_when_safe() {
 
     // No other writer: the tail comes back and the next number follows the last issued.
     let plain = d.create("a", Spec::default()).await.unwrap();
-    let blocks = d.open_blocks("a", no_prefetch).await.unwrap();
+    let blocks = d.open_blocks("a").options(no_prefetch).await.unwrap();
     for want in 1..=10 {
         assert_eq!(blocks.next().await.unwrap(), want);
     }
@@ -354,8 +353,8 @@ async fn close_gives_the_tail_back_only_when_safe() {
     // A prefetched block contiguous with the tail comes back too.
     let plain = d.create("b", Spec::default()).await.unwrap();
     let blocks = d
-        .open_blocks(
-            "b",
+        .open_blocks("b")
+        .options(
             BlockOptions::default()
                 .with_size(10)
                 .with_prefetch(Some(0.5))
@@ -374,7 +373,7 @@ async fn close_gives_the_tail_back_only_when_safe() {
 
     // Another writer after our reservation: the tail stays a gap.
     let plain = d.create("c", Spec::default()).await.unwrap();
-    let blocks = d.open_blocks("c", no_prefetch).await.unwrap();
+    let blocks = d.open_blocks("c").options(no_prefetch).await.unwrap();
     for want in 1..=10 {
         assert_eq!(blocks.next().await.unwrap(), want);
     }
@@ -393,8 +392,8 @@ async fn close_gives_the_tail_back_only_when_safe() {
     // block (the latest write) comes back.
     let plain = d.create("e", Spec::default()).await.unwrap();
     let blocks = d
-        .open_blocks(
-            "e",
+        .open_blocks("e")
+        .options(
             BlockOptions::default()
                 .with_size(10)
                 .with_prefetch(Some(0.5))
@@ -414,7 +413,7 @@ async fn close_gives_the_tail_back_only_when_safe() {
 
     // After close nothing is issued, by any clone; closing again reports nothing.
     d.create("g", Spec::default()).await.unwrap();
-    let blocks = d.open_blocks("g", no_prefetch).await.unwrap();
+    let blocks = d.open_blocks("g").options(no_prefetch).await.unwrap();
     let clone = blocks.clone();
     blocks.next().await.unwrap();
     assert_eq!(blocks.close().await.unwrap().given_back, 99);
@@ -429,7 +428,8 @@ async fn dropping_a_block_client_only_leaves_a_gap() {
     let d = f.dispenser(f.options());
     let plain = d.create("s", Spec::default()).await.unwrap();
     let blocks = d
-        .open_blocks("s", BlockOptions::default().with_size(50))
+        .open_blocks("s")
+        .options(BlockOptions::default().with_size(50))
         .await
         .unwrap();
     assert_eq!(blocks.next().await.unwrap(), 1);
@@ -443,7 +443,8 @@ async fn blocks_near_the_bound_take_what_is_left() {
     let d = f.dispenser(f.options());
     d.create("s", Spec::default().with_max(25)).await.unwrap();
     let blocks = d
-        .open_blocks("s", BlockOptions::default().with_size(10))
+        .open_blocks("s")
+        .options(BlockOptions::default().with_size(10))
         .await
         .unwrap();
     let mut got = Vec::new();
@@ -462,8 +463,8 @@ async fn blocks_near_the_bound_take_what_is_left() {
     // that takes the rest only in other cases, ends the numbers at 20).
     d.create("t", Spec::default().with_max(25)).await.unwrap();
     let exact = d
-        .open_blocks(
-            "t",
+        .open_blocks("t")
+        .options(
             BlockOptions::default()
                 .with_size(10)
                 .with_range_share(None)
@@ -493,7 +494,8 @@ async fn descending_blocks_go_down() {
         .with_start(0);
     d.create("s", spec).await.unwrap();
     let blocks = d
-        .open_blocks("s", BlockOptions::default().with_size(8))
+        .open_blocks("s")
+        .options(BlockOptions::default().with_size(8))
         .await
         .unwrap();
     let mut got = Vec::new();
@@ -517,7 +519,8 @@ async fn each_block_client_hands_out_strictly_increasing_numbers() {
         let d = d.clone();
         tokio::spawn(async move {
             let blocks = d
-                .open_blocks("s", BlockOptions::default().with_size(size))
+                .open_blocks("s")
+                .options(BlockOptions::default().with_size(size))
                 .await
                 .unwrap();
             let mut got = Vec::new();
@@ -588,6 +591,47 @@ async fn striped_sequences_never_collide() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn open_blocks_uses_the_default_options_and_refuses_bad_ones_before_reading() {
+    let f = Fixture::new("open_blocks_builder").await;
+    let d = f.dispenser(f.options());
+    d.ensure("s", Spec::default()).await.unwrap();
+    let blocks = d.open_blocks("s").await.unwrap();
+    assert_eq!(blocks.options(), &BlockOptions::default());
+    assert_eq!(blocks.next().await.unwrap(), 1);
+    let sized = d
+        .open_blocks("s")
+        .options(BlockOptions::default().with_size(7).with_prefetch(None))
+        .await
+        .unwrap();
+    assert_eq!(sized.options().size, 7);
+    // Invalid options are refused before the name is looked up: a missing sequence answers
+    // InvalidArgument, not NotFound.
+    for (bad, named) in [
+        (BlockOptions::default().with_size(0), "block size"),
+        (
+            BlockOptions::default().with_grow_to(Some(0)),
+            "block grow_to",
+        ),
+    ] {
+        for name in ["s", "missing"] {
+            let err = d.open_blocks(name).options(bad).await.unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument { what, .. } if what == named),
+                "{name}: {err}"
+            );
+        }
+    }
+    let names: Vec<String> = d
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.unwrap().name)
+        .collect();
+    assert_eq!(names, ["s"], "nothing was written");
 }
 
 #[tokio::test]
@@ -784,8 +828,8 @@ async fn adaptive_blocks_grow_when_used_fast_and_shrink_when_slow() {
 
     // Target one minute per block: every block here is used far faster.
     let fast = d
-        .open_blocks(
-            "fast",
+        .open_blocks("fast")
+        .options(
             BlockOptions::default()
                 .with_size(2)
                 .with_prefetch(None)
@@ -806,8 +850,8 @@ async fn adaptive_blocks_grow_when_used_fast_and_shrink_when_slow() {
 
     // Target 1 ms per block, and each call comes 2 ms after the previous one.
     let slow = d
-        .open_blocks(
-            "slow",
+        .open_blocks("slow")
+        .options(
             BlockOptions::default()
                 .with_size(8)
                 .with_prefetch(None)
@@ -835,7 +879,8 @@ async fn blocks_are_much_faster_than_one_write_per_number() {
     d.create("blocks", Spec::default()).await.unwrap();
     let n = 2000;
     let blocks = d
-        .open_blocks("blocks", BlockOptions::default().with_size(1000))
+        .open_blocks("blocks")
+        .options(BlockOptions::default().with_size(1000))
         .await
         .unwrap();
     // Two rates side by side on a shared machine: a stall of the other engineers' builds
@@ -911,10 +956,8 @@ async fn every_waiter_of_a_failed_reservation_fails_promptly() {
     let timeout = Duration::from_millis(500);
     let (_f, proxy, d) = behind_a_proxy("blocks_waiters_fail", timeout).await;
     let blocks = d
-        .open_blocks(
-            "s",
-            BlockOptions::default().with_size(10).with_prefetch(None),
-        )
+        .open_blocks("s")
+        .options(BlockOptions::default().with_size(10).with_prefetch(None))
         .await
         .unwrap();
     // From now on nothing listens on the proxy's port: the database is unreachable.
@@ -955,8 +998,8 @@ async fn every_waiter_of_a_failed_reservation_fails_promptly() {
 async fn a_prefetch_that_failed_during_an_outage_is_retried_not_reported() {
     let (_f, proxy, d) = behind_a_proxy("blocks_prefetch_outage", Duration::from_secs(2)).await;
     let blocks = d
-        .open_blocks(
-            "s",
+        .open_blocks("s")
+        .options(
             BlockOptions::default()
                 .with_size(10)
                 .with_prefetch(Some(0.5)),
@@ -1013,7 +1056,8 @@ async fn cancelled_calls_never_consume_a_number() {
         let name = format!("s{size}");
         d.create(&name, Spec::default()).await.unwrap();
         let blocks = d
-            .open_blocks(&name, BlockOptions::default().with_size(size))
+            .open_blocks(&name)
+            .options(BlockOptions::default().with_size(size))
             .await
             .unwrap();
         let tasks = (0..TASKS).map(|t| {
@@ -1090,7 +1134,8 @@ async fn hammering_next_and_try_next_across_switches_and_close_never_duplicates(
         let name = format!("s{round}");
         let plain = d.create(&name, Spec::default()).await.unwrap();
         let blocks = d
-            .open_blocks(&name, BlockOptions::default().with_size(7))
+            .open_blocks(&name)
+            .options(BlockOptions::default().with_size(7))
             .await
             .unwrap();
         let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -1170,14 +1215,13 @@ async fn fast_callers_get_larger_prefetched_blocks_by_default() {
     d.create("grow", Spec::default()).await.unwrap();
     d.create("fixed", Spec::default()).await.unwrap();
     let grow = d
-        .open_blocks("grow", BlockOptions::default().with_size(100))
+        .open_blocks("grow")
+        .options(BlockOptions::default().with_size(100))
         .await
         .unwrap();
     let fixed = d
-        .open_blocks(
-            "fixed",
-            BlockOptions::default().with_size(100).with_grow_to(None),
-        )
+        .open_blocks("fixed")
+        .options(BlockOptions::default().with_size(100).with_grow_to(None))
         .await
         .unwrap();
     for b in [&grow, &fixed] {
@@ -1215,10 +1259,7 @@ async fn slow_reservations_never_make_a_block_larger_than_a_share_of_what_is_lef
         max_latency: Duration::from_millis(40),
         ..Faults::default()
     });
-    let blocks = d
-        .open_blocks("bounded", BlockOptions::default())
-        .await
-        .unwrap();
+    let blocks = d.open_blocks("bounded").await.unwrap();
     let most_held = Arc::new(AtomicU64::new(0));
     let tasks = (0..4).map(|_| {
         let (blocks, most_held) = (blocks.clone(), Arc::clone(&most_held));
@@ -1286,8 +1327,8 @@ fn a_reservation_dropped_with_its_runtime_lets_the_next_call_reserve() {
         let d = f.dispenser(f.options());
         d.create("s", Spec::default()).await.unwrap();
         let blocks = d
-            .open_blocks(
-                "s",
+            .open_blocks("s")
+            .options(
                 BlockOptions::default()
                     .with_size(10)
                     .with_prefetch(None)
@@ -1323,4 +1364,43 @@ fn a_reservation_dropped_with_its_runtime_lets_the_next_call_reserve() {
             .unwrap()
     });
     assert!(next > 10, "{next} was issued before");
+}
+
+/// What a block client gives back is taken off the sequence's count of numbers issued today,
+/// in numbers, whatever the step (issue 53: a mutant multiplying by the step instead of
+/// dividing survived, every test giving back with step 1): the daily counts behind
+/// `check`'s forecast are what was handed out.
+#[tokio::test]
+async fn a_tail_given_back_is_taken_off_the_count_of_numbers_issued() {
+    let f = Fixture::new("blocks_give_back_count").await;
+    let d = f.dispenser(f.options());
+    for step in [2_i64, 7] {
+        let name = format!("s{step}");
+        d.create(&name, Spec::default().with_step(step))
+            .await
+            .unwrap();
+        let blocks = d
+            .open_blocks(&name)
+            .options(BlockOptions::default().with_size(10).with_prefetch(None))
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            blocks.next().await.unwrap();
+        }
+        let report = blocks.close().await.unwrap();
+        assert_eq!((report.given_back, report.lost), (7, 0), "step {step}");
+        let stored = f
+            .raw()
+            .find_one(dispenser::mongodb::bson::doc! { "_id": &name })
+            .await
+            .unwrap()
+            .unwrap();
+        let counted: i64 = stored
+            .get_document("issued")
+            .unwrap_or_else(|e| panic!("{e}: {stored}"))
+            .values()
+            .map(|v| v.as_i64().unwrap())
+            .sum();
+        assert_eq!(counted, 3, "step {step}: {stored}");
+    }
 }

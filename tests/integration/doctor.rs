@@ -321,7 +321,8 @@ async fn doctor_refuses_an_unjournaled_write_concern() {
     )
     .expect("valid options");
     let report = d
-        .doctor(DoctorOptions::default().with_time_limit(Duration::from_secs(60)))
+        .doctor()
+        .options(DoctorOptions::default().with_time_limit(Duration::from_secs(60)))
         .await
         .expect("examined");
     assert!(!report.is_fit());
@@ -375,7 +376,8 @@ async fn doctor_usage_errors_exit_2_name_the_flag_and_send_nothing() {
         .await
         .expect("a client");
     let e = d
-        .doctor(DoctorOptions::default().with_tasks(1))
+        .doctor()
+        .options(DoctorOptions::default().with_tasks(1))
         .await
         .expect_err("invalid");
     assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
@@ -423,4 +425,27 @@ fn dispenser_grouped(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+#[tokio::test]
+async fn the_doctor_builder_refuses_bad_options_before_sending_anything() {
+    // An unreachable server: whatever is sent fails as a database error, so InvalidArgument
+    // shows nothing was.
+    let d = Dispenser::connect("mongodb://127.0.0.1:1", Options::default())
+        .await
+        .expect("a client");
+    for (bad, named) in [
+        (DoctorOptions::default().with_tasks(65), "doctor tasks"),
+        (DoctorOptions::default().with_swaps(0), "doctor swaps"),
+        (
+            DoctorOptions::default().with_time_limit(Duration::ZERO),
+            "doctor time limit",
+        ),
+    ] {
+        let err = d.doctor().options(bad).await.unwrap_err();
+        assert!(
+            matches!(&err, dispenser::Error::InvalidArgument { what, .. } if what == named),
+            "{bad:?}: {err}"
+        );
+    }
 }

@@ -913,13 +913,21 @@ async fn index_of(collection: &str, args: &[&str], command: &str, target: &str) 
 /// for minutes. It ends within its timeout, and says nothing was written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gapless_issue_ends_within_its_timeout_when_the_index_check_never_answers() {
+    let args = ["gapless", "issue", "inv"];
+    let made = |f: &Fixture, b: &str| {
+        let (d, options) = (
+            f.dispenser(f.options()),
+            dispenser::gapless::GaplessOptions::new(b, "n"),
+        );
+        async move { d.create_gapless("inv", options).await.expect("create") }
+    };
     let f = Fixture::new("issue_hung_index").await;
     let b = format!("{}_b", f.collection);
-    let args = ["gapless", "issue", "inv", "--into", &b, "--field", "n"];
+    made(&f, &b).await;
     let at = index_of(&f.collection, &args, "listIndexes", &b).await;
     let f = Fixture::new("issue_hung_index").await;
     let b = format!("{}_b", f.collection);
-    let args = ["gapless", "issue", "inv", "--into", &b, "--field", "n"];
+    made(&f, &b).await;
     let proxy = Proxy::to_test_server(Faults::default(), 2).await;
     proxy.script(Some((at, crate::proxy::Fault::NeverAnswer)));
     let timed = [&["--timeout", "1"][..], &args[..]].concat();

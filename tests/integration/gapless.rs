@@ -92,13 +92,36 @@ fn paused_holder(g: &dispenser::gapless::Gapless, by: &'static str) -> PausedHol
     }
 }
 
+/// `gapless issue inv` of `count` numbers, after making sure `inv` exists, numbering
+/// `business.number`.
 fn issue_cmd(f: &Fixture, business: &str, count: u64, lease: &str) -> Command {
+    gapless_create(f, business, "number");
     let mut c = cli(f);
-    c.args([
-        "gapless", "issue", "inv", "--into", business, "--field", "number",
-    ])
-    .args(["--lease", lease, "--count", &count.to_string()]);
+    c.args(["gapless", "issue", "inv"])
+        .args(["--lease", lease, "--count", &count.to_string()]);
     c
+}
+
+/// `gapless create inv --if-not-exists` numbering `business.field` unless `inv` exists: it
+/// must succeed.
+pub(crate) fn gapless_create(f: &Fixture, business: &str, field: &str) {
+    let peek = cli(f)
+        .args(["gapless", "peek", "inv"])
+        .output()
+        .expect("peek");
+    if peek.status.success() {
+        return;
+    }
+    let out = cli(f)
+        .args(["gapless", "create", "inv", "--if-not-exists"])
+        .args(["--into", business, "--field", field])
+        .output()
+        .expect("run gapless create");
+    assert!(
+        out.status.success(),
+        "gapless create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn numbers(out: &Output) -> Vec<i64> {
@@ -543,10 +566,11 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
 async fn a_nested_number_field_works_end_to_end_through_the_cli_and_audit() {
     let f = Fixture::new("gapless_nested").await;
     let business = format!("{}_inv", f.collection);
+    gapless_create(&f, &business, "meta.number");
     let issue = |count: &str, body: &str| {
         cli(&f)
-            .args(["gapless", "issue", "inv", "--into", &business])
-            .args(["--field", "meta.number", "--count", count, "--doc", body])
+            .args(["gapless", "issue", "inv"])
+            .args(["--count", count, "--doc", body])
             .output()
             .unwrap()
     };
@@ -1811,8 +1835,10 @@ async fn a_number_stored_as_decimal128_or_in_an_array_is_reported_at_once_not_a_
     assert_eq!(common::issue_next(&g).await.unwrap(), 3);
 }
 
-/// A refused `gapless issue` (another field, or another collection, than the sequence's)
-/// writes nothing: it used to create a unique index on the field it was refused for.
+/// A refused ensure of a gap-free sequence (`gapless create --if-not-exists` with another
+/// field, or another collection, than the sequence's) writes nothing: `gapless issue`, which
+/// used to ensure, created a unique index on the field it was refused for. `gapless issue`
+/// of a sequence that does not exist is refused (exit 3) and creates nothing.
 #[tokio::test]
 async fn a_refused_issue_writes_nothing_not_even_an_index() {
     use futures::TryStreamExt;
@@ -1825,13 +1851,24 @@ async fn a_refused_issue_writes_nothing_not_even_an_index() {
     );
     for (into, field) in [(business.as_str(), "other"), (other.as_str(), "number")] {
         let out = cli(&f)
-            .args(["gapless", "issue", "inv", "--into", into, "--field", field])
+            .args(["gapless", "create", "inv", "--if-not-exists"])
+            .args(["--into", into, "--field", field])
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{err}");
+        assert_eq!(out.status.code(), Some(6), "{err}");
+        assert!(err.contains(into) || err.contains(field), "{err}");
         assert!(err.contains("exists with another spec"), "{err}");
     }
+    let out = cli(&f)
+        .args(["gapless", "issue", "missing"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("missing"), "{err}");
+    let d = f.dispenser(f.options());
+    assert_eq!(d.list_gapless().await.unwrap(), ["inv"]);
     let db = f.client.database(DB);
     let indexes: Vec<_> = db
         .collection::<dispenser::mongodb::bson::Document>(&business)
@@ -1911,10 +1948,8 @@ async fn a_dead_holders_long_lease_is_capped_by_the_longest_lease_and_released_a
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("longest lease"), "{err}");
-    assert!(matches!(
-        d.open_gapless("inv").await.unwrap_err(),
-        Error::NotFound { .. }
-    ));
+    let untouched = d.open_gapless("inv").await.unwrap().peek().await.unwrap();
+    assert_eq!((untouched.next, untouched.lease.is_none()), (1, true));
     assert_eq!(
         numbers(&issue_cmd(&f, &business, 1, "10").output().unwrap()),
         vec![1]
@@ -2290,4 +2325,107 @@ async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
     assert_eq!(code, 204);
     let (code, _) = send(http.get(url("/v1/gapless/web"))).await;
     assert_eq!(code, 404);
+}
+
+/// A handle's `stats()` count what it did (issue 53: two mutants survived here): a read is
+/// no write, and numbers written one after the other by one handle, with nobody else,
+/// meet no conflict — past a run of 32 under one lease, the handle confirms the run and
+/// takes the next lease in one write.
+#[tokio::test]
+async fn a_handles_stats_count_its_writes_and_no_conflict_when_alone() {
+    let f = Fixture::new("gapless_stats").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    d.create_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    let g = d.open_gapless("inv").await.unwrap();
+    g.peek().await.unwrap();
+    let read = g.stats();
+    assert!(read.round_trips > 0, "{read:?}");
+    assert_eq!(
+        (read.writes, read.issued, read.conflicts),
+        (0, 0, 0),
+        "{read:?}"
+    );
+    for want in 1..=70 {
+        assert_eq!(common::issue_next(&g).await.unwrap(), want);
+    }
+    let wrote = g.stats();
+    assert_eq!(
+        (wrote.issued, wrote.conflicts, wrote.waits),
+        (70, 0, 0),
+        "{wrote:?}"
+    );
+    assert!(wrote.writes >= 70, "{wrote:?}");
+}
+
+/// A forced release looks up what its holder wrote, and moves past exactly the run of
+/// numbers from the held one on — not past documents further on that another writer put
+/// there (issue 53: mutants of that look-up's run survived). A holder that wrote nothing has
+/// its number voided although later numbers are used; one that wrote its number has the run
+/// it ends moved past, up to the first number no document carries.
+#[tokio::test]
+async fn a_release_moves_past_exactly_the_run_its_holder_ended_not_documents_beyond_it() {
+    use dispenser::gapless::{Gapless, Released};
+    let f = Fixture::new("gapless_release_run").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let options = GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(60));
+    let g = d.create_gapless("inv", options).await.unwrap();
+    let admin = d.open_gapless("inv").await.unwrap();
+    let coll = g.business().clone();
+    let put = |n: i64| {
+        let coll = coll.clone();
+        async move {
+            coll.insert_one(doc! { "number": n, "by": "another app" })
+                .await
+                .unwrap();
+        }
+    };
+    // A holder that takes its number, writes it or not, and stops there (its lease runs).
+    let hold = |g: &Gapless, write: bool| {
+        let (g, holding) = (g.clone(), Arc::new(Notify::new()));
+        let told = holding.clone();
+        let task = tokio::spawn(async move {
+            let coll = g.business().clone();
+            g.issue(move |n| {
+                let (coll, told) = (coll.clone(), told.clone());
+                async move {
+                    if write {
+                        coll.insert_one(doc! { "number": n, "by": "holder" })
+                            .await?;
+                    }
+                    told.notify_one();
+                    std::future::pending::<Result<(), dispenser::mongodb::error::Error>>().await
+                }
+            })
+            .await
+        });
+        (task, holding)
+    };
+
+    // 3 and 4 are used by another app; the holder of 1 wrote nothing: 1 is voided.
+    put(3).await;
+    put(4).await;
+    let (task, holding) = hold(&g, false);
+    within("the holder of 1", holding.notified()).await;
+    let released = admin.release(1, "its holder stopped").force(true).await;
+    assert_eq!(released.unwrap(), Released::Voided(1));
+    task.abort();
+
+    // The holder of 2 wrote it: 2, 3, 4 are a run, moved past; 6 (also another app's) is not
+    // part of it.
+    put(6).await;
+    let (task, holding) = hold(&g, true);
+    within("the holder of 2", holding.notified()).await;
+    let released = admin.release(2, "its holder stopped").force(true).await;
+    assert_eq!(released.unwrap(), Released::Used { first: 2, last: 4 });
+    task.abort();
+    assert_eq!(common::issue_next(&admin).await.unwrap(), 5);
+    assert_eq!(common::issue_next(&admin).await.unwrap(), 7);
+    let a = common::audit(&d, &business, "number", Some(1))
+        .await
+        .unwrap();
+    assert!(a.is_clean(), "{a:?}");
 }

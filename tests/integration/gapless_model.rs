@@ -362,22 +362,14 @@ async fn operator(
 }
 
 /// Starts a CLI holder; returns it with its tag.
-fn cli_holder(
-    f: &Fixture,
-    business: &str,
-    i: usize,
-    rng: &mut XorShift,
-    skew: bool,
-) -> (Child, String) {
+fn cli_holder(f: &Fixture, i: usize, rng: &mut XorShift, skew: bool) -> (Child, String) {
     let tag = format!("cli-{i}");
     let mut c = cli(f);
-    c.args([
-        "gapless", "issue", "inv", "--into", business, "--field", FIELD,
-    ])
-    .args(["--lease", "0.3", "--count", &(1 + rng.below(6)).to_string()])
-    .args(["--doc", &format!(r#"{{"by": "{tag}"}}"#)])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    c.args(["gapless", "issue", "inv"])
+        .args(["--lease", "0.3", "--count", &(1 + rng.below(6)).to_string()])
+        .args(["--doc", &format!(r#"{{"by": "{tag}"}}"#)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     match rng.below(4) {
         0 if skew => {
             skewed(&mut c, "+1h");
@@ -450,21 +442,17 @@ fn cli_actors(
             // One plain issue moves past whatever is used already (a lost reply's document
             // on the released number): the holder ahead then takes an unused number.
             let out = cli(f)
-                .args([
-                    "gapless", "issue", "inv", "--into", business, "--field", FIELD,
-                ])
+                .args(["gapless", "issue", "inv"])
                 .args(["--lease", "0.3", "--doc", r#"{"by": "cli-before-ahead"}"#])
                 .output()
                 .expect("run a CLI issue");
             finish_output(out, "cli-before-ahead".to_owned(), false, &rec);
             let mut c = cli(f);
-            c.args([
-                "gapless", "issue", "inv", "--into", business, "--field", FIELD,
-            ])
-            .args(["--lease", "0.3", "--doc", r#"{"by": "cli-ahead"}"#])
-            .env("DISPENSER_TEST_GAPLESS_HOLD", "before")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            c.args(["gapless", "issue", "inv"])
+                .args(["--lease", "0.3", "--doc", r#"{"by": "cli-ahead"}"#])
+                .env("DISPENSER_TEST_GAPLESS_HOLD", "before")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
             let mut child = skewed(&mut c, "+1h")
                 .spawn()
                 .expect("start the holder ahead");
@@ -482,7 +470,7 @@ fn cli_actors(
             drop(quiet);
         }
         if running.len() < 3 && rng.chance(0.5) {
-            let (child, tag) = cli_holder(f, business, i, &mut rng, !ahead_done);
+            let (child, tag) = cli_holder(f, i, &mut rng, !ahead_done);
             i += 1;
             let kill_at = Instant::now() + Duration::from_millis(50 + rng.below(1200));
             let kill = rng.chance(0.6);

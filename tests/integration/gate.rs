@@ -35,7 +35,7 @@ pub async fn verdict(uri: &str, options: DoctorOptions) -> Result<Report, String
     let d = Dispenser::connect(uri, Options::default().with_database(common::DB))
         .await
         .map_err(unreachable)?;
-    let report = d.doctor(options).await.map_err(unreachable)?;
+    let report = d.doctor().options(options).await.map_err(unreachable)?;
     match report.reason() {
         None => Ok(report),
         Some(why) => Err(format!(

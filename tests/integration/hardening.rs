@@ -73,10 +73,8 @@ async fn a_give_back_never_matches_a_recreated_document() {
         let d = with(&f, strategy);
         d.create("ids", Spec::default()).await.unwrap();
         let blocks = d
-            .open_blocks(
-                "ids",
-                BlockOptions::default().with_size(10).with_prefetch(None),
-            )
+            .open_blocks("ids")
+            .options(BlockOptions::default().with_size(10).with_prefetch(None))
             .await
             .unwrap();
         assert_eq!(blocks.next().await.unwrap(), 1); // reserved 1..=10 at version 1
@@ -629,8 +627,8 @@ async fn the_usage_counters_count_exactly_the_numbers_issued_through_lost_races_
     // pending), hands out 6 numbers and gives the other 2 back when it closes.
     let blocks = f
         .dispenser(f.options())
-        .open_blocks(
-            "u",
+        .open_blocks("u")
+        .options(
             BlockOptions::default()
                 .with_size(4)
                 .with_prefetch(None)

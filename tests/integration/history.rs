@@ -1079,3 +1079,30 @@ async fn names_keep_to_their_kind_on_every_surface() {
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
 }
+
+/// A dispenser makes sure of its history's indexes once, before its first record, not on
+/// every admin operation (issue 53: a mutant forgetting what it made sure of survived; each
+/// operation then paid one more round trip). A second dispenser makes sure once too.
+#[tokio::test]
+async fn the_historys_indexes_are_made_once_per_dispenser() {
+    let f = Fixture::new("history_indexed_once").await;
+    let history = format!("{}_history", f.collection);
+    let (client, seen) = common::client_recording("createIndexes", &history).await;
+    let d = dispenser::Dispenser::new(&client, f.options()).unwrap();
+    let count = || seen.lock().unwrap().len();
+    d.create("a", Spec::default()).await.unwrap();
+    assert_eq!(count(), 1, "the first record makes sure of the indexes");
+    d.create("b", Spec::default()).await.unwrap();
+    d.create_queue("q", QueueSpec::default()).await.unwrap();
+    d.open("a")
+        .await
+        .unwrap()
+        .alter(Alter::default().with_max(100))
+        .await
+        .unwrap();
+    assert_eq!(count(), 1, "later records do not ask again");
+    let other = dispenser::Dispenser::new(&client, f.options()).unwrap();
+    other.create("c", Spec::default()).await.unwrap();
+    other.create("d", Spec::default()).await.unwrap();
+    assert_eq!(count(), 2, "another dispenser asks once");
+}

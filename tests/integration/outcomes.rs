@@ -191,7 +191,7 @@ impl World {
     async fn set_up(&mut self, cmd: Cmd) {
         let d = &self.d;
         match cmd {
-            Cmd::Create | Cmd::GaplessCreate | Cmd::GaplessIssue | Cmd::QueueCreate => {}
+            Cmd::Create | Cmd::GaplessCreate | Cmd::QueueCreate => {}
             Cmd::Next | Cmd::Alter | Cmd::AdvanceTo | Cmd::Delete => {
                 d.create("s", Spec::default()).await.expect("create");
             }
@@ -199,7 +199,7 @@ impl World {
                 d.create("s", Spec::default()).await.expect("create");
                 d.open("s").await.unwrap().next().await.expect("draw");
             }
-            Cmd::GaplessVoid | Cmd::GaplessAlter | Cmd::GaplessDelete => {
+            Cmd::GaplessIssue | Cmd::GaplessVoid | Cmd::GaplessAlter | Cmd::GaplessDelete => {
                 self.gapless().await;
             }
             Cmd::GaplessRelease => {
@@ -246,9 +246,7 @@ impl World {
             Cmd::Delete => vec!["delete", "s"],
             Cmd::GaplessCreate => vec!["gapless", "create", "inv", "--into", b, "--field", "n"],
             Cmd::GaplessDelete => vec!["gapless", "delete", "inv"],
-            Cmd::GaplessIssue => vec![
-                "gapless", "issue", "inv", "--into", b, "--field", "n", "--lease", "5",
-            ],
+            Cmd::GaplessIssue => vec!["gapless", "issue", "inv", "--lease", "5"],
             Cmd::GaplessVoid => vec!["gapless", "void", "inv", "1", "--reason", "spoilt"],
             Cmd::GaplessRelease => vec!["gapless", "release", "inv", "1", "--force"],
             Cmd::GaplessAlter => vec!["gapless", "alter", "inv", "--max-lease", "60"],

@@ -1317,9 +1317,10 @@ async fn queues_over_http_and_the_boards_live_feed() {
     ok(
         coll,
         &[
-            "gapless", "issue", "invoices", "--into", &business, "--field", "number",
+            "gapless", "create", "invoices", "--into", &business, "--field", "number",
         ],
     );
+    ok(coll, &["gapless", "issue", "invoices"]);
     ok(
         coll,
         &[

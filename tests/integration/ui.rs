@@ -96,13 +96,14 @@ async fn the_pages_work_in_headless_chromium() {
         Ok(_) => "invoices".to_owned(),
         Err(_) => format!("{coll}_invoices"),
     };
+    cli(
+        &coll,
+        &[
+            "gapless", "create", "invoices", "--into", &business, "--field", "number",
+        ],
+    );
     for _ in 0..3 {
-        cli(
-            &coll,
-            &[
-                "gapless", "issue", "invoices", "--into", &business, "--field", "number",
-            ],
-        );
+        cli(&coll, &["gapless", "issue", "invoices"]);
     }
     cli(
         &coll,

@@ -53,7 +53,7 @@ pub async fn run(
         .with_increments(args.increments)
         .with_swaps((args.increments / 2).max(1))
         .with_time_limit(Duration::from_secs_f64(args.time_limit));
-    let report = d.doctor(options).await?;
+    let report = d.doctor().options(options).await?;
     let shown = dispenser::redact::redact_uri(uri);
     if args.json {
         let mut v = report.to_json();

@@ -67,16 +67,13 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
                     "`dispenser gapless peek {name}` and `dispenser gapless history {name}` show whether it was"
                 ),
             ),
-            GaplessCommand::Issue {
-                name, into, field, ..
-            } => Effect::new(
+            GaplessCommand::Issue { name, .. } => Effect::new(
                 format!(
-                    "gap-free numbers of {name:?}, each carried by a document inserted into {}.{into} (field {field})",
+                    "gap-free numbers of {name:?}, each carried by a document inserted into its collection in {}",
                     cli.db
                 ),
                 format!(
-                    "look for the document by its number in {}.{into} (`dispenser audit {into} --field {field}` lists the numbers used) before issuing again",
-                    cli.db
+                    "look for the document by its number in the collection `dispenser gapless peek {name}` names (`dispenser audit COLLECTION --field FIELD` lists the numbers used) before issuing again"
                 ),
             ),
             GaplessCommand::Void { name, number, .. } => Effect::new(

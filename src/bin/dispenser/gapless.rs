@@ -17,6 +17,10 @@ pub enum GaplessCommand {
     /// Create a gap-free sequence numbering the documents of a business collection (and its
     /// unique index on the number field); exit 6 when one of that name exists.
     Create {
+        /// Succeed without change if it exists with the same settings (collection, field,
+        /// start, longest lease, void field); exit 6 naming what differs otherwise.
+        #[arg(long)]
+        if_not_exists: bool,
         /// The gap-free sequence.
         name: String,
         /// The business collection (in --db).
@@ -75,17 +79,11 @@ pub enum GaplessCommand {
         #[arg(long)]
         reason: String,
     },
-    /// Insert one document carrying the next number into the business collection (creating
-    /// the sequence and its unique index on first use); prints the number.
+    /// Insert one document carrying the next number into the sequence's business collection;
+    /// prints the number (exit 3 when there is no such sequence: `gapless create` makes one).
     Issue {
         /// The gap-free sequence.
         name: String,
-        /// The business collection (in --db).
-        #[arg(long)]
-        into: String,
-        /// The number field.
-        #[arg(long)]
-        field: String,
         /// The document to insert, as JSON (the number field is set on it).
         #[arg(long, default_value = "{}")]
         doc: String,
@@ -180,6 +178,7 @@ pub async fn run(
 ) -> dispenser::Result<Outcome> {
     match cmd {
         GaplessCommand::Create {
+            if_not_exists,
             name,
             into,
             field,
@@ -187,18 +186,26 @@ pub async fn run(
             max_lease,
             void_field,
         } => {
-            let options = GaplessOptions::new(&into, &field)
+            let max_lease = seconds("--max-lease", max_lease)?;
+            let mut options = GaplessOptions::new(&into, &field)
                 .with_start(start)
-                .with_max_lease(seconds("--max-lease", max_lease)?)
+                .with_max_lease(max_lease)
                 .with_void_field(void_field);
-            d.create_gapless(&name, options).await?;
-            writeln!(
-                out,
-                "created gap-free sequence {name}: numbers {start}, {}, … in {}.{into}.{field}",
-                start.saturating_add(1),
-                d.options().database
-            )
-            .map_err(io)?;
+            // No number is issued here: the lease only has to fit the longest one.
+            options.lease = options.lease.min(max_lease);
+            // Nothing is read after the write: a read that failed then would tell a written
+            // sequence as not made.
+            let numbers = if if_not_exists {
+                d.ensure_gapless(&name, options).await?;
+                format!("created or found gap-free sequence {name}: numbers")
+            } else {
+                d.create_gapless(&name, options).await?;
+                format!(
+                    "created gap-free sequence {name}: numbers {start}, {}, …",
+                    start.saturating_add(1)
+                )
+            };
+            writeln!(out, "{numbers} in {}.{into}.{field}", d.options().database).map_err(io)?;
         }
         GaplessCommand::History(a) => {
             return crate::history::run(d, dispenser::Kind::Gapless, a, out).await;
@@ -282,8 +289,6 @@ pub async fn run(
         }
         GaplessCommand::Issue {
             name,
-            into,
-            field,
             doc: body,
             lease,
             count,
@@ -303,25 +308,22 @@ pub async fn run(
                     });
                 }
             };
+            // Only an existing sequence issues (`gapless create` makes one): its settings
+            // say where the numbers go.
+            let g = d.open_gapless(&name).await?;
+            let field = g.options().field.clone();
             // The number goes at the field's path (`meta.number` inside `meta`): refuse a
             // body where that cannot be, before anything is written.
             dispenser::gapless::set_field(&mut base.clone(), &field, 0_i64).map_err(|e| {
                 dispenser::Error::InvalidArgument {
                     what: "--doc".into(),
-                    reason: format!("{e} (the number goes at --field {field})"),
+                    reason: format!("{e} (the number goes at the sequence's field {field})"),
                 }
             })?;
-            // An existing sequence keeps its void settings (they are not flags here).
-            let options = match d.open_gapless(&name).await {
-                Ok(existing) => {
-                    let mut o = existing.options().clone();
-                    (o.collection, o.field) = (into.clone(), field.clone());
-                    o
-                }
-                Err(dispenser::Error::NotFound { .. }) => GaplessOptions::new(&into, &field),
-                Err(e) => return Err(e),
-            };
-            let g = d.ensure_gapless(&name, options.with_lease(lease)).await?;
+            // The lease asked, with the stored settings (an ensure that finds them opens).
+            let g = d
+                .ensure_gapless(&name, g.options().clone().with_lease(lease))
+                .await?;
             let hold = hold_point();
             // The business write is bounded like every database operation: cut, its outcome
             // is unknown (`Gapless::issue` takes tokio's `Elapsed` so).

@@ -141,7 +141,8 @@ pub async fn draws(
                 tasks.push(tokio::spawn(async move {
                     let created = Instant::now();
                     let Ok(b) = d
-                        .open_blocks("orders", BlockOptions::default().with_size(size))
+                        .open_blocks("orders")
+                        .options(BlockOptions::default().with_size(size))
                         .await
                     else {
                         return;

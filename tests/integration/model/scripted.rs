@@ -214,8 +214,8 @@ async fn stale_give_back(
     let size = rng.range(3, 20) as u64;
     let created = Instant::now();
     let blocks = d
-        .open_blocks(
-            name,
+        .open_blocks(name)
+        .options(
             BlockOptions::default()
                 .with_size(size)
                 .with_prefetch(None)

@@ -420,7 +420,7 @@ pub(super) async fn source_for(
             let opts = BlockOptions::default()
                 .with_size(*size)
                 .with_prefetch((*prefetch > 0.0).then_some(*prefetch));
-            let blocks = d.open_blocks(target, opts).await?;
+            let blocks = d.open_blocks(target).options(opts).await?;
             // A client made ahead of its first call: with prefetch, its first block is
             // reserved when it is made (as Leaf does at start); let it land.
             blocks.settle().await;

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::convert::{Int, Json, count, js};
 use crate::dispenser::Dispenser;
+use crate::promise::promise;
 use crate::sequence::{Sequence, stats_json};
 
 /// How a block client reserves (`Dispenser.openBlocks`' options).
@@ -66,10 +67,9 @@ impl Dispenser {
         name: String,
         options: Option<BlockOptionsInput>,
     ) -> napi::Result<PromiseRaw<'env, BlockSequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let o = block_options(options)?;
-            let inner = inner.open_blocks(&name, o).await.map_err(js)?;
+            let inner = inner.open_blocks(&name).options(o).await?;
             Ok(BlockSequence { inner })
         })
     }
@@ -111,8 +111,7 @@ impl BlockSequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.next().await.map(i64n).map_err(js) })
+        promise!(env, self.inner, |inner| Ok(i64n(inner.next().await?)))
     }
 
     /// The next number if one is in memory now, else `null` (never waits).
@@ -129,8 +128,7 @@ impl BlockSequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn settle<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             inner.settle().await;
             Ok(())
         })
@@ -162,8 +160,9 @@ impl BlockSequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<CloseReport>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Json(close_json(&inner.close().await.map_err(js)?))) })
+        promise!(env, self.inner, |inner| {
+            Ok(Json(close_json(&inner.close().await?)))
+        })
     }
 
     /// What it did so far.

@@ -7,6 +7,7 @@ use napi_derive::napi;
 use serde_json::{Value, json};
 
 use crate::convert::{Int, Json, JsonList, invalid, js, millis, opt_int};
+use crate::promise::{Answer, promise};
 use crate::sequence::Sequence;
 
 /// Where the documents live and how the dispenser acts (`Dispenser.connect`'s options).
@@ -240,13 +241,10 @@ impl Dispenser {
         name: String,
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let format = format(spec.as_ref())?;
             let s = crate::dispenser::spec(spec)?;
-            Ok(Sequence::from(
-                inner.create(&name, s).format(format).await.map_err(js)?,
-            ))
+            Ok(Sequence::from(inner.create(&name, s).format(format).await?))
         })
     }
 
@@ -264,13 +262,10 @@ impl Dispenser {
         name: String,
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let format = format(spec.as_ref())?;
             let s = crate::dispenser::spec(spec)?;
-            Ok(Sequence::from(
-                inner.ensure(&name, s).format(format).await.map_err(js)?,
-            ))
+            Ok(Sequence::from(inner.ensure(&name, s).format(format).await?))
         })
     }
 
@@ -286,8 +281,9 @@ impl Dispenser {
         env: &'env Env,
         name: String,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Sequence::from(inner.open(&name).await.map_err(js)?)) })
+        promise!(env, self.inner, |inner| {
+            Ok(Sequence::from(inner.open(&name).await?))
+        })
     }
 
     /// Reads a sequence's stored state.
@@ -298,8 +294,9 @@ impl Dispenser {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub fn peek<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Json(inner.peek(&name).await.map_err(js)?.to_json())) })
+        promise!(env, self.inner, |inner| {
+            Ok(Json(inner.peek(&name).await?.to_json()))
+        })
     }
 
     /// The sequences, by name, or a page of them (`options`).
@@ -314,13 +311,12 @@ impl Dispenser {
         env: &'env Env,
         options: Option<ListOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let (mut list, scopes_of) = crate::page!(inner.list(), options);
             if let Some(t) = scopes_of {
                 list = list.scopes_of(t);
             }
-            Ok(listing(list.await.map_err(js)?))
+            Ok(listing(list.await?))
         })
     }
 
@@ -332,8 +328,7 @@ impl Dispenser {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn delete<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.delete(&name).await.map_err(js) })
+        promise!(env, self.inner, |inner| Ok(inner.delete(&name).await?))
     }
 
     /// Checks that the server answers.
@@ -344,8 +339,7 @@ impl Dispenser {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.ping().await.map_err(js) })
+        promise!(env, self.inner, |inner| Ok(inner.ping().await?))
     }
 
     /// Examines the server: does it keep the guarantees the library relies on?
@@ -360,8 +354,7 @@ impl Dispenser {
         env: &'env Env,
         options: Option<DoctorInput>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let mut o = dispenser::doctor::DoctorOptions::default();
             if let Some(i) = options {
                 if let Some(v) = i.tasks {
@@ -377,7 +370,7 @@ impl Dispenser {
                     o = o.with_time_limit(millis("timeLimitMs", v)?);
                 }
             }
-            Ok(Json(inner.doctor(o).await.map_err(js)?.to_json()))
+            Ok(Json(inner.doctor().options(o).await?.to_json()))
         })
     }
 
@@ -395,7 +388,6 @@ impl Dispenser {
         name: String,
         options: Option<HistoryOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
         let kind = match options.as_ref().and_then(|o| o.kind.as_deref()) {
             None | Some("sequence") => dispenser::Kind::Sequence,
             Some("queue") => dispenser::Kind::Queue,
@@ -407,8 +399,11 @@ impl Dispenser {
                 ));
             }
         };
-        let h = inner.history(kind, &name);
-        env.spawn_future(history_read(h, options))
+        promise!(env, self.inner, |inner| history_read(
+            inner.history(kind, &name),
+            options
+        )
+        .await)
     }
 }
 
@@ -421,7 +416,7 @@ impl Dispenser {
 pub async fn history_read(
     mut h: dispenser::history::History,
     options: Option<HistoryOptions>,
-) -> napi::Result<JsonList> {
+) -> Answer<JsonList> {
     if let Some(o) = options {
         if let Some(since) = o.since {
             let t: dispenser::jiff::Timestamp = since
@@ -436,6 +431,6 @@ pub async fn history_read(
             h = h.limit(usize::try_from(limit).unwrap_or(usize::MAX));
         }
     }
-    let entries = h.await.map_err(js)?;
+    let entries = h.await?;
     Ok(JsonList(entries.iter().map(|e| e.to_json()).collect()))
 }

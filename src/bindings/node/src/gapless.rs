@@ -15,8 +15,10 @@ use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use serde_json::json;
 
-use crate::convert::{ForceOptions, Int, Json, forced, int, invalid, js, millis, opt_int};
+use crate::convert::{ForceOptions, Int, Json, forced, int, invalid, millis, opt_int};
+use crate::dispenser::history_read;
 use crate::dispenser::{Dispenser, ListOptions};
+use crate::promise::promise;
 use crate::sequence::stats_json;
 
 /// Where a gap-free sequence's numbers are carried and how long a holder may keep one.
@@ -109,10 +111,9 @@ impl Dispenser {
         name: String,
         options: GaplessOptionsInput,
     ) -> napi::Result<PromiseRaw<'env, Gapless>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let o = crate::gapless::options(options)?;
-            let inner = inner.ensure_gapless(&name, o).await.map_err(js)?;
+            let inner = inner.ensure_gapless(&name, o).await?;
             Ok(Gapless { inner })
         })
     }
@@ -130,10 +131,9 @@ impl Dispenser {
         name: String,
         options: GaplessOptionsInput,
     ) -> napi::Result<PromiseRaw<'env, Gapless>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let o = crate::gapless::options(options)?;
-            let inner = inner.create_gapless(&name, o).await.map_err(js)?;
+            let inner = inner.create_gapless(&name, o).await?;
             Ok(Gapless { inner })
         })
     }
@@ -153,9 +153,10 @@ impl Dispenser {
         name: String,
         options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
         let force = forced(options);
-        env.spawn_future(async move { inner.delete_gapless(&name).force(force).await.map_err(js) })
+        promise!(env, self.inner, |inner| {
+            Ok(inner.delete_gapless(&name).force(force).await?)
+        })
     }
 
     /// Opens the existing gap-free sequence `name` with the settings it was created with.
@@ -170,9 +171,8 @@ impl Dispenser {
         env: &'env Env,
         name: String,
     ) -> napi::Result<PromiseRaw<'env, Gapless>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let inner = inner.open_gapless(&name).await.map_err(js)?;
+        promise!(env, self.inner, |inner| {
+            let inner = inner.open_gapless(&name).await?;
             Ok(Gapless { inner })
         })
     }
@@ -189,10 +189,9 @@ impl Dispenser {
         env: &'env Env,
         options: Option<ListOptions>,
     ) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let (list, _) = crate::page!(inner.list_gapless(), options);
-            list.await.map_err(js)
+            Ok(list.await?)
         })
     }
 }
@@ -263,8 +262,7 @@ impl Gapless {
         env: &'env Env,
         write: ThreadsafeFunction<i64n, Promise<WriteOutcome>, i64n, Status, false>,
     ) -> napi::Result<PromiseRaw<'env, IssuedNumber>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let write = Arc::new(write);
             let issued = inner
                 .issue(|n| {
@@ -286,8 +284,7 @@ impl Gapless {
                         }
                     }
                 })
-                .await
-                .map_err(js)?;
+                .await?;
             Ok(IssuedNumber {
                 number: i64n(issued.number),
                 skipped: issued.skipped,
@@ -308,8 +305,11 @@ impl Gapless {
         env: &'env Env,
         options: Option<crate::dispenser::HistoryOptions>,
     ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
-        let h = self.inner.history();
-        env.spawn_future(crate::dispenser::history_read(h, options))
+        promise!(env, self.inner, |inner| history_read(
+            inner.history(),
+            options
+        )
+        .await)
     }
 
     /// The state: the next number, the lease, the voided numbers.
@@ -320,8 +320,9 @@ impl Gapless {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<GaplessState>")]
     pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Json(inner.peek().await.map_err(js)?.to_json())) })
+        promise!(env, self.inner, |inner| {
+            Ok(Json(inner.peek().await?.to_json()))
+        })
     }
 
     /// Confirms at once the last number this handle used.
@@ -332,8 +333,7 @@ impl Gapless {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn flush<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.flush().await.map_err(js) })
+        promise!(env, self.inner, |inner| Ok(inner.flush().await?))
     }
 
     /// Changes the sequence's settings (`maxLeaseMs`: the longest lease); resolves to the
@@ -349,13 +349,12 @@ impl Gapless {
         env: &'env Env,
         change: GaplessAlterInput,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let mut a = GaplessAlter::default();
             if let Some(ms) = change.max_lease_ms {
                 a = a.with_max_lease(millis("maxLeaseMs", ms)?);
             }
-            Ok(Json(inner.alter(a).await.map_err(js)?.to_json()))
+            Ok(Json(inner.alter(a).await?.to_json()))
         })
     }
 
@@ -372,10 +371,9 @@ impl Gapless {
         number: Int,
         reason: String,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let n = int("number", number)?;
-            inner.void(n, &reason).await.map_err(js)
+            Ok(inner.void(n, &reason).await?)
         })
     }
 
@@ -393,14 +391,9 @@ impl Gapless {
         reason: String,
         options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let n = int("number", number)?;
-            let r = inner
-                .release(n, reason)
-                .force(forced(options))
-                .await
-                .map_err(js)?;
+            let r = inner.release(n, reason).force(forced(options)).await?;
             Ok(Json(match r {
                 Released::Voided(n) => json!({ "kind": "voided", "number": n }),
                 Released::Used { first, last } => {
@@ -410,7 +403,8 @@ impl Gapless {
                     return Err(invalid(
                         "release",
                         format!("{other:?} is not known to this binding"),
-                    ));
+                    )
+                    .into());
                 }
             }))
         })
@@ -428,16 +422,13 @@ impl Gapless {
         env: &'env Env,
         options: Option<AuditInput>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let mut o = AuditOptions::default().with_void_field(inner.options().void_field.clone());
             if let Some(from) = opt_int("from", options.and_then(|o| o.from))? {
                 o = o.with_from(from);
             }
             let field = &inner.options().field;
-            let a = dispenser::gapless::audit(inner.business(), field, &o)
-                .await
-                .map_err(js)?;
+            let a = dispenser::gapless::audit(inner.business(), field, &o).await?;
             Ok(Json(json!({
                 "clean": a.is_clean(), "numbers": a.numbers, "first": a.first, "last": a.last,
                 "missing": a.missing, "gaps": a.gaps, "duplicated": a.duplicated,

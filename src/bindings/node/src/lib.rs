@@ -11,8 +11,9 @@
 //! reference on the event loop between calls, so a process exits when its JavaScript is
 //! done, without a `close()`.
 //!
-//! Every method that returns a Promise clones the core's handle (cheap: the core's handles
-//! share their state) and moves the clone into the future it spawns, instead of an `async fn`
+//! Every method that returns a Promise does it through `promise::promise`, which clones the
+//! core's handle (cheap: the core's handles share their state) and moves the clone into the
+//! future it spawns, instead of an `async fn`
 //! borrowing `&self`: a worker thread that is terminated frees its objects, and a future
 //! still running on the shared runtime would then read freed memory (it did: a division by a
 //! step of 0, then SIGSEGV).
@@ -22,6 +23,7 @@ mod block;
 mod convert;
 mod dispenser;
 mod gapless;
+mod promise;
 mod queue;
 mod scope;
 mod sequence;

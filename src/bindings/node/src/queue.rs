@@ -7,8 +7,10 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
 use serde_json::Value;
 
-use crate::convert::{ForceOptions, Int, Json, JsonList, count, forced, int, invalid, js, opt_int};
+use crate::convert::{ForceOptions, Int, Json, JsonList, count, forced, int, invalid, opt_int};
+use crate::dispenser::history_read;
 use crate::dispenser::{Dispenser, ListOptions, error_json};
+use crate::promise::promise;
 use crate::sequence::format;
 
 /// A queue's range, label format, time zone and daily restart.
@@ -110,10 +112,9 @@ impl Dispenser {
         name: String,
         spec: Option<QueueSpecInput>,
     ) -> napi::Result<PromiseRaw<'env, Queue>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let s = crate::queue::spec(spec)?;
-            let inner = inner.create_queue(&name, s).await.map_err(js)?;
+            let inner = inner.create_queue(&name, s).await?;
             Ok(Queue { inner })
         })
     }
@@ -131,10 +132,9 @@ impl Dispenser {
         name: String,
         spec: Option<QueueSpecInput>,
     ) -> napi::Result<PromiseRaw<'env, Queue>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let s = crate::queue::spec(spec)?;
-            let inner = inner.ensure_queue(&name, s).await.map_err(js)?;
+            let inner = inner.ensure_queue(&name, s).await?;
             Ok(Queue { inner })
         })
     }
@@ -151,9 +151,8 @@ impl Dispenser {
         env: &'env Env,
         name: String,
     ) -> napi::Result<PromiseRaw<'env, Queue>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let inner = inner.open_queue(&name).await.map_err(js)?;
+        promise!(env, self.inner, |inner| {
+            let inner = inner.open_queue(&name).await?;
             Ok(Queue { inner })
         })
     }
@@ -170,10 +169,9 @@ impl Dispenser {
         env: &'env Env,
         options: Option<ListOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let (list, _) = crate::page!(inner.list_queues(), options);
-            Ok(statuses(list.await.map_err(js)?))
+            Ok(statuses(list.await?))
         })
     }
 
@@ -191,9 +189,10 @@ impl Dispenser {
         name: String,
         options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
         let force = forced(options);
-        env.spawn_future(async move { inner.delete_queue(&name).force(force).await.map_err(js) })
+        promise!(env, self.inner, |inner| {
+            Ok(inner.delete_queue(&name).force(force).await?)
+        })
     }
 }
 
@@ -223,8 +222,7 @@ impl Queue {
         env: &'env Env,
         options: Option<TakeOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let mut t = inner.take();
             if let Some(o) = options {
                 if let Some(id) = o.request_id {
@@ -234,7 +232,7 @@ impl Queue {
                     t = t.caller(c);
                 }
             }
-            Ok(Json(t.await.map_err(js)?.to_json()))
+            Ok(Json(t.await?.to_json()))
         })
     }
 
@@ -251,8 +249,7 @@ impl Queue {
         n: Int,
         options: Option<TakeOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let n = count("ticket count", n)?;
             let mut t = inner.take().count(n);
             if let Some(o) = options {
@@ -263,7 +260,7 @@ impl Queue {
                     t = t.caller(c);
                 }
             }
-            Ok(tickets(t.await.map_err(js)?))
+            Ok(tickets(t.await?))
         })
     }
 
@@ -279,8 +276,7 @@ impl Queue {
         env: &'env Env,
         options: Option<CallOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let mut c = inner.call();
             if let Some(o) = options {
                 if let Some(d) = o.desk {
@@ -290,7 +286,7 @@ impl Queue {
                     c = c.ticket(int("ticket", t)?);
                 }
             }
-            Ok(Json(c.await.map_err(js)?.to_json()))
+            Ok(Json(c.await?.to_json()))
         })
     }
 
@@ -306,13 +302,12 @@ impl Queue {
         env: &'env Env,
         options: Option<DeskOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let mut r = inner.recall();
             if let Some(d) = options.and_then(|o| o.desk) {
                 r = r.desk(d);
             }
-            Ok(Json(r.await.map_err(js)?.to_json()))
+            Ok(Json(r.await?.to_json()))
         })
     }
 
@@ -328,13 +323,12 @@ impl Queue {
         env: &'env Env,
         options: Option<DeskOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let mut r = inner.finish();
             if let Some(d) = options.and_then(|o| o.desk) {
                 r = r.desk(d);
             }
-            Ok(Json(r.await.map_err(js)?.to_json()))
+            Ok(Json(r.await?.to_json()))
         })
     }
 
@@ -350,10 +344,9 @@ impl Queue {
         env: &'env Env,
         ticket: Int,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let t = int("ticket", ticket)?;
-            Ok(Json(inner.cancel(t).await.map_err(js)?.to_json()))
+            Ok(Json(inner.cancel(t).await?.to_json()))
         })
     }
 
@@ -369,13 +362,12 @@ impl Queue {
         env: &'env Env,
         change: QueueAlterInput,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let mut a = QueueAlter::default();
             if let Some(m) = opt_int("max", change.max)? {
                 a = a.with_max(m);
             }
-            Ok(Json(inner.alter(a).await.map_err(js)?.to_json()))
+            Ok(Json(inner.alter(a).await?.to_json()))
         })
     }
 
@@ -387,8 +379,7 @@ impl Queue {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.delete().await.map_err(js) })
+        promise!(env, self.inner, |inner| Ok(inner.delete().await?))
     }
 
     /// Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
@@ -404,8 +395,11 @@ impl Queue {
         env: &'env Env,
         options: Option<crate::dispenser::HistoryOptions>,
     ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
-        let h = self.inner.history();
-        env.spawn_future(crate::dispenser::history_read(h, options))
+        promise!(env, self.inner, |inner| history_read(
+            inner.history(),
+            options
+        )
+        .await)
     }
 
     /// The queue's status: who waits, what each desk shows, the recent calls.
@@ -416,9 +410,8 @@ impl Queue {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<QueueState>")]
     pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let s: Value = inner.peek().await.map_err(js)?.to_json();
+        promise!(env, self.inner, |inner| {
+            let s: Value = inner.peek().await?.to_json();
             Ok(Json(s))
         })
     }

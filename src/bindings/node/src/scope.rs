@@ -9,6 +9,7 @@ use napi_derive::napi;
 
 use crate::convert::{Json, invalid, js};
 use crate::dispenser::Dispenser;
+use crate::promise::promise;
 use crate::sequence::{Sequence, stats_json};
 
 #[napi]
@@ -27,9 +28,8 @@ impl Dispenser {
         template: String,
         scope: String,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let s = inner.ensure_scope(&template, &scope).await.map_err(js)?;
+        promise!(env, self.inner, |inner| {
+            let s = inner.ensure_scope(&template, &scope).await?;
             Ok(Sequence::from(s))
         })
     }
@@ -47,9 +47,8 @@ impl Dispenser {
         template: String,
         scope: String,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let s = inner.create_scope(&template, &scope).await.map_err(js)?;
+        promise!(env, self.inner, |inner| {
+            let s = inner.create_scope(&template, &scope).await?;
             Ok(Sequence::from(s))
         })
     }
@@ -67,9 +66,8 @@ impl Dispenser {
         template: String,
         scope: String,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let s = inner.open_scope(&template, &scope).await.map_err(js)?;
+        promise!(env, self.inner, |inner| {
+            let s = inner.open_scope(&template, &scope).await?;
             Ok(Sequence::from(s))
         })
     }
@@ -87,12 +85,8 @@ impl Dispenser {
         template: String,
         before: String,
     ) -> napi::Result<PromiseRaw<'env, u64>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            inner
-                .delete_scopes_before(&template, &before)
-                .await
-                .map_err(js)
+        promise!(env, self.inner, |inner| {
+            Ok(inner.delete_scopes_before(&template, &before).await?)
         })
     }
 
@@ -143,9 +137,8 @@ impl DailySequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ScopedNumber>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let n = inner.next().await.map_err(js)?;
+        promise!(env, self.inner, |inner| {
+            let n = inner.next().await?;
             Ok(ScopedNumber {
                 scope: n.scope,
                 number: i64n(n.number),
@@ -165,12 +158,11 @@ impl DailySequence {
         env: &'env Env,
         before: String,
     ) -> napi::Result<PromiseRaw<'env, u64>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let d: Date = before
                 .parse()
                 .map_err(|e| invalid("date", format!("{before:?}: {e}")))?;
-            inner.delete_scopes_before(d).await.map_err(js)
+            Ok(inner.delete_scopes_before(d).await?)
         })
     }
 

@@ -10,6 +10,8 @@ use napi_derive::napi;
 use serde_json::{Value, json};
 
 use crate::convert::{ForceOptions, Int, Json, count, forced, int, js, opt_int};
+use crate::dispenser::history_read;
+use crate::promise::promise;
 
 /// A handle on one sequence. Any number of concurrent calls may share it: their draws are
 /// coalesced into shared writes.
@@ -119,8 +121,7 @@ impl Sequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.next().await.map(i64n).map_err(js) })
+        promise!(env, self.inner, |inner| Ok(i64n(inner.next().await?)))
     }
 
     /// Issues a contiguous run of `n` numbers in one write (with `cycle`, fewer near the wrap).
@@ -131,10 +132,9 @@ impl Sequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub fn next_n<'env>(&self, env: &'env Env, n: Int) -> napi::Result<PromiseRaw<'env, Run>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let n = count("count", n)?;
-            let inner = inner.next_n(n).await.map_err(js)?;
+            let inner = inner.next_n(n).await?;
             Ok(Run { inner })
         })
     }
@@ -152,8 +152,11 @@ impl Sequence {
         env: &'env Env,
         options: Option<crate::dispenser::HistoryOptions>,
     ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
-        let h = self.inner.history();
-        env.spawn_future(crate::dispenser::history_read(h, options))
+        promise!(env, self.inner, |inner| history_read(
+            inner.history(),
+            options
+        )
+        .await)
     }
 
     /// Reads the sequence's state now.
@@ -164,8 +167,9 @@ impl Sequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Json(inner.peek().await.map_err(js)?.to_json())) })
+        promise!(env, self.inner, |inner| {
+            Ok(Json(inner.peek().await?.to_json()))
+        })
     }
 
     /// Moves the sequence past `n` (never backwards).
@@ -176,10 +180,9 @@ impl Sequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub fn advance_to<'env>(&self, env: &'env Env, n: Int) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let n = int("advance-to value", n)?;
-            Ok(Json(inner.advance_to(n).await.map_err(js)?.to_json()))
+            Ok(Json(inner.advance_to(n).await?.to_json()))
         })
     }
 
@@ -196,11 +199,10 @@ impl Sequence {
         next: Int,
         options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let next = int("reset value", next)?;
             let r = inner.reset(next).force(forced(options)).await;
-            Ok(Json(r.map_err(js)?.to_json()))
+            Ok(Json(r?.to_json()))
         })
     }
 
@@ -217,11 +219,10 @@ impl Sequence {
         change: AlterInput,
         options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let a = alter(change)?;
             let r = inner.alter(a).force(forced(options)).await;
-            Ok(Json(r.map_err(js)?.to_json()))
+            Ok(Json(r?.to_json()))
         })
     }
 
@@ -233,8 +234,7 @@ impl Sequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.delete().await.map_err(js) })
+        promise!(env, self.inner, |inner| Ok(inner.delete().await?))
     }
 
     /// What this handle did so far.

@@ -7,7 +7,9 @@ use napi_derive::napi;
 
 use crate::block::{BlockOptionsInput, block_options, close_json};
 use crate::convert::{ForceOptions, Int, Json, JsonList, forced, int, js};
+use crate::dispenser::history_read;
 use crate::dispenser::{Dispenser, SpecInput};
+use crate::promise::promise;
 use crate::sequence::{AlterInput, alter, stats_json};
 
 fn states(v: Vec<dispenser::sequence::SequenceState>) -> JsonList {
@@ -31,10 +33,9 @@ impl Dispenser {
         stripes: u32,
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let s = striped_spec(spec)?;
-            let inner = inner.ensure_striped(&name, stripes, s).await.map_err(js)?;
+            let inner = inner.ensure_striped(&name, stripes, s).await?;
             Ok(StripedSequence { inner })
         })
     }
@@ -53,10 +54,9 @@ impl Dispenser {
         stripes: u32,
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let s = striped_spec(spec)?;
-            let inner = inner.create_striped(&name, stripes, s).await.map_err(js)?;
+            let inner = inner.create_striped(&name, stripes, s).await?;
             Ok(StripedSequence { inner })
         })
     }
@@ -73,9 +73,8 @@ impl Dispenser {
         env: &'env Env,
         name: String,
     ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let inner = inner.open_striped(&name).await.map_err(js)?;
+        promise!(env, self.inner, |inner| {
+            let inner = inner.open_striped(&name).await?;
             Ok(StripedSequence { inner })
         })
     }
@@ -92,8 +91,9 @@ impl Dispenser {
         env: &'env Env,
         name: String,
     ) -> napi::Result<PromiseRaw<'env, u32>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.delete_striped(&name).await.map_err(js) })
+        promise!(env, self.inner, |inner| {
+            Ok(inner.delete_striped(&name).await?)
+        })
     }
 }
 
@@ -135,8 +135,7 @@ impl StripedSequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.next().await.map(i64n).map_err(js) })
+        promise!(env, self.inner, |inner| Ok(i64n(inner.next().await?)))
     }
 
     /// Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
@@ -152,8 +151,11 @@ impl StripedSequence {
         env: &'env Env,
         options: Option<crate::dispenser::HistoryOptions>,
     ) -> napi::Result<PromiseRaw<'env, crate::convert::JsonList>> {
-        let h = self.inner.history();
-        env.spawn_future(crate::dispenser::history_read(h, options))
+        promise!(env, self.inner, |inner| history_read(
+            inner.history(),
+            options
+        )
+        .await)
     }
 
     /// Every stripe's state.
@@ -164,8 +166,7 @@ impl StripedSequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
     pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(states(inner.peek().await.map_err(js)?)) })
+        promise!(env, self.inner, |inner| Ok(states(inner.peek().await?)))
     }
 
     /// Moves every stripe past `n`.
@@ -180,10 +181,9 @@ impl StripedSequence {
         env: &'env Env,
         n: Int,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let n = int("advance-to value", n)?;
-            Ok(states(inner.advance_to(n).await.map_err(js)?))
+            Ok(states(inner.advance_to(n).await?))
         })
     }
 
@@ -200,11 +200,10 @@ impl StripedSequence {
         next: Int,
         options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let next = int("reset value", next)?;
             let r = inner.reset(next).force(forced(options)).await;
-            Ok(states(r.map_err(js)?))
+            Ok(states(r?))
         })
     }
 
@@ -221,11 +220,10 @@ impl StripedSequence {
         change: AlterInput,
         options: Option<ForceOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move {
+        promise!(env, self.inner, |inner| {
             let a = alter(change)?;
             let r = inner.alter(a).force(forced(options)).await;
-            Ok(states(r.map_err(js)?))
+            Ok(states(r?))
         })
     }
 
@@ -237,8 +235,7 @@ impl StripedSequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi]
     pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, u32>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { inner.delete().await.map_err(js) })
+        promise!(env, self.inner, |inner| Ok(inner.delete().await?))
     }
 
     /// Closes its block clients (when it draws through blocks), giving back what they held.
@@ -249,8 +246,9 @@ impl StripedSequence {
     /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<CloseReport>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
-        let inner = self.inner.clone();
-        env.spawn_future(async move { Ok(Json(close_json(&inner.close().await.map_err(js)?))) })
+        promise!(env, self.inner, |inner| {
+            Ok(Json(close_json(&inner.close().await?)))
+        })
     }
 
     /// What it did so far.

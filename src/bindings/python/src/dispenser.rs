@@ -337,7 +337,7 @@ flavors! {
     fn doctor(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            Outcome::Ok(Json(d.doctor(dispenser::doctor::DoctorOptions::default()).await?.to_json()))
+            Outcome::Ok(Json(d.doctor().await?.to_json()))
         })
     }
 
@@ -349,7 +349,7 @@ flavors! {
     fn open_blocks(&self, py: Python<'_>, name: String, size: Option<u64>, prefetch: Option<f64>, grow_to: Option<u64>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
         let o = block_options(size, prefetch, grow_to, range_share);
-        run(py, a, async move { Outcome::Ok(handles::blocks(&dl, d.open_blocks(&name, o).await?, o, a)) })
+        run(py, a, async move { Outcome::Ok(handles::blocks(&dl, d.open_blocks(&name).options(o).await?, o, a)) })
     }
 
     // --- striped sequences

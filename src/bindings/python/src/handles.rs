@@ -47,7 +47,7 @@ pub(crate) fn blocks(
     let (d, name) = (d.clone(), b.name().to_owned());
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         let (disp, name, o) = (d.get(py)?, name.clone(), options);
-        wait(py, async move { disp.open_blocks(&name, o).await })
+        wait(py, async move { disp.open_blocks(&name).options(o).await })
     });
     out(b, remake, asynchronous)
 }
