@@ -1,7 +1,7 @@
-//! The options of a sequence's operations as awaited builders: [`Sequence::reset`] and
-//! [`Sequence::alter`] (and their striped twins on
-//! [`StripedSequence`](crate::stripe::StripedSequence)) return a value on which the options
-//! are set, then `.await`ed — setters named after the option, in the way of the `mongodb`
+//! The options of a sequence's operations as awaited builders: [`Dispenser::create`],
+//! [`Dispenser::ensure`], [`Sequence::reset`] and [`Sequence::alter`] (and their striped
+//! twins on [`StripedSequence`](crate::stripe::StripedSequence)) return a value on which the
+//! options are set, then `.await`ed — setters named after the option, in the way of the `mongodb`
 //! driver's actions:
 //!
 //! ```no_run
@@ -18,14 +18,74 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
 use crate::alter::Alter;
-use crate::dispenser::Sequence;
+use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 use crate::error::Result;
-use crate::spec::Reset;
+use crate::format::Format;
+use crate::spec::{Reset, Spec};
 use crate::stripe::StripedSequence;
 
 /// The future an action's `.await` runs.
 pub(crate) type Action<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// A creation of a sequence ([`Dispenser::create`]): `.await` it for the new sequence;
+/// [`CreateSequence::format`] gives it a serial format in the same insert.
+#[must_use = "a create does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct CreateSequence<'a> {
+    dispenser: &'a Dispenser,
+    name: &'a str,
+    spec: Spec,
+    format: Option<Format>,
+}
+
+impl<'a> CreateSequence<'a> {
+    /// The serial format of the sequence's numbers (`INV-{scope}-{n:06}`), written in the
+    /// same insert as the sequence (`None`: none). Defaults to none.
+    pub fn format(mut self, format: impl Into<Option<Format>>) -> Self {
+        self.format = format.into();
+        self
+    }
+}
+
+impl<'a> IntoFuture for CreateSequence<'a> {
+    type Output = Result<Sequence>;
+    type IntoFuture = Action<'a, Sequence>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.dispenser.create_now(self.name, self.spec, self.format))
+    }
+}
+
+/// An ensure of a sequence ([`Dispenser::ensure`]): `.await` it for the sequence, made or
+/// opened; [`EnsureSequence::format`] as for a create (and compared with the stored one).
+#[must_use = "an ensure does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct EnsureSequence<'a> {
+    dispenser: &'a Dispenser,
+    name: &'a str,
+    spec: Spec,
+    format: Option<Format>,
+}
+
+impl<'a> EnsureSequence<'a> {
+    /// The serial format, written with a new sequence and compared with an existing one's:
+    /// a sequence stored with another format, or with one when none is given here, is an
+    /// [`Error::SpecConflict`](crate::Error::SpecConflict) (`None`: none). Defaults to none.
+    pub fn format(mut self, format: impl Into<Option<Format>>) -> Self {
+        self.format = format.into();
+        self
+    }
+}
+
+impl<'a> IntoFuture for EnsureSequence<'a> {
+    type Output = Result<Sequence>;
+    type IntoFuture = Action<'a, Sequence>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.dispenser.ensure_now(self.name, self.spec, self.format))
+    }
+}
 
 /// A reset of a sequence ([`Sequence::reset`]): refused if it would move the sequence
 /// backwards, unless [`ResetSequence::force`]. `.await` it for the state afterwards.
@@ -167,6 +227,91 @@ impl<'a> IntoFuture for AlterStriped<'a> {
 
 // The operations that return these builders live here, above the handles they act on (the
 // handles' files do not name the builders: no import circle).
+impl Dispenser {
+    /// Creates a new sequence, with a serial format if [`CreateSequence::format`] is given
+    /// (written in the same insert). Returns a [`CreateSequence`] to `.await`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) /
+    /// [`Error::InvalidSpec`](crate::Error::InvalidSpec) (nothing written),
+    /// [`Error::AlreadyExists`](crate::Error::AlreadyExists) when the name is taken,
+    /// [`Error::Database`](crate::Error::Database).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the sequence created or not (see
+    /// [`Dispenser::open`]) and its history entry `pending` (see [`history`](crate::history));
+    /// it issues no number. [`Dispenser::ensure`] with the same spec and format then opens
+    /// what was created.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::{Format, Spec};
+    /// let tickets = d.create("tickets", Spec::default().with_max(99).with_cycle(true)).await?;
+    /// assert_eq!(tickets.next().await?, 1);
+    /// let invoices = d
+    ///     .create("invoices", Spec::default())
+    ///     .format(Format::parse("INV-{n:06}")?)
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn create<'a>(&'a self, name: &'a str, spec: Spec) -> CreateSequence<'a> {
+        CreateSequence {
+            dispenser: self,
+            name,
+            spec,
+            format: None,
+        }
+    }
+
+    /// Creates the sequence if it does not exist, or opens it if everything a create would
+    /// write is equal: the start, step, bounds, cycle and format
+    /// ([`EnsureSequence::format`]; none given and one stored is a difference). Safe when
+    /// many processes race: one insert wins, the others read what it wrote. Returns an
+    /// [`EnsureSequence`] to `.await`.
+    ///
+    /// The start compared is the one recorded when the sequence was created (not where it
+    /// stands now), so every process may call `ensure` with the same spec for ever; a
+    /// sequence created by a version that did not record its start is compared without it.
+    /// A format set later with [`Sequence::alter`] is compared as well: ensure with the
+    /// format it has now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SpecConflict`](crate::Error::SpecConflict) (kind
+    /// [`ErrorKind::Conflict`](crate::ErrorKind::Conflict), nothing written) when the stored
+    /// sequence has another start, step, min, max, cycle or format, or is a stripe of a
+    /// striped sequence — its message names each setting that differs, stored and asked;
+    /// plus those of [`Dispenser::create`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future part way may leave the sequence created or not and, if a creation
+    /// had begun, its history entry `pending` (see [`history`](crate::history)); it issues no
+    /// number. Call it again: it opens what was created.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// let a = d.ensure("invoices", dispenser::Spec::default()).await?;
+    /// let b = d.ensure("invoices", dispenser::Spec::default()).await?; // same sequence
+    /// assert!(a.next().await? < b.next().await?);
+    /// # Ok(()) }
+    /// ```
+    pub fn ensure<'a>(&'a self, name: &'a str, spec: Spec) -> EnsureSequence<'a> {
+        EnsureSequence {
+            dispenser: self,
+            name,
+            spec,
+            format: None,
+        }
+    }
+}
+
 impl Sequence {
     /// Sets the number the sequence issues next to `next` (CAS-safe against concurrent
     /// writers). Moving a sequence backwards (so that numbers already issued would come again)

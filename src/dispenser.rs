@@ -12,7 +12,8 @@ use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::ErrorKind;
 use crate::error::Kind;
-use crate::error::{Error, Result};
+use crate::error::{Differs, Error, Result, shown_or_none};
+use crate::format::Format;
 use crate::history::Subject;
 use crate::history::record::{Recorder, sequence_state};
 use crate::history::subject::Target;
@@ -137,30 +138,14 @@ impl Dispenser {
         self.store.collection().client()
     }
 
-    /// Creates a new sequence.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidName`] / [`Error::InvalidSpec`] (nothing written),
-    /// [`Error::SequenceExists`] when the name is taken, [`Error::Database`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave the sequence created or not (see
-    /// [`Dispenser::open`]) and its history entry `pending` (see [`history`](crate::history));
-    /// it issues no number. [`Dispenser::ensure`] with the same spec then opens what was
-    /// created.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::Spec;
-    /// let tickets = d.create("tickets", Spec::default().with_max(99).with_cycle(true)).await?;
-    /// assert_eq!(tickets.next().await?, 1);
-    /// # Ok(()) }
-    /// ```
-    pub async fn create(&self, name: &str, spec: Spec) -> Result<Sequence> {
+    /// [`Dispenser::create`] once its options are set: the format, if any, written in the
+    /// same insert.
+    pub(crate) async fn create_now(
+        &self,
+        name: &str,
+        spec: Spec,
+        format: Option<Format>,
+    ) -> Result<Sequence> {
         validate_plain_name(name)?;
         spec.validate(name)?;
         self.refuse_if_striped(name).await?;
@@ -169,7 +154,8 @@ impl Dispenser {
         match self.store.load(name).await {
             Ok(None) => {}
             Ok(Some(_)) | Err(Error::CorruptDocument { .. }) => {
-                return Err(Error::SequenceExists {
+                return Err(Error::AlreadyExists {
+                    kind: crate::Kind::Sequence,
                     name: name.to_owned(),
                 });
             }
@@ -180,89 +166,89 @@ impl Dispenser {
             .run(
                 &Target::sequence(name),
                 "create",
-                spec_params(&spec),
+                spec_params(&spec, format.as_ref()),
                 None,
                 async {
-                    match self.store.insert(name, &spec, None).await? {
+                    match self
+                        .store
+                        .insert_with(name, &spec, None, format.as_ref())
+                        .await?
+                    {
                         Some(incarnation) => {
                             Ok(self.handle(name, created(&spec, None, incarnation)))
                         }
-                        None => Err(Error::SequenceExists {
+                        None => Err(Error::AlreadyExists {
+                            kind: crate::Kind::Sequence,
                             name: name.to_owned(),
                         }),
                     }
                 },
-                |_| Some(sequence_state(&fresh_state(name, &spec))),
+                |_| Some(sequence_state(&fresh_state(name, &spec, format.as_ref()))),
             )
             .await?;
         Ok(sequence)
     }
 
-    /// Creates the sequence if it does not exist, or opens it if it exists with the same
-    /// start, step, bounds and cycle. Safe when many processes race: one insert wins, the
-    /// others read what it wrote.
-    ///
-    /// The start compared is the one recorded when the sequence was created (not where it
-    /// stands now), so every process may call `ensure` with the same spec for ever; a
-    /// sequence created by a version that did not record its start is compared on its shape
-    /// only.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::SpecConflict`] when the stored sequence has a different start, step, min, max
-    /// or cycle, or is a stripe of a striped sequence, plus those of [`Dispenser::create`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future part way may leave the sequence created or not and, if a creation
-    /// had begun, its history entry `pending` (see [`history`](crate::history)); it issues no
-    /// number. Call it again: it opens what was created.
-    ///
-    /// # Example
-    ///
-    /// ```no_run
-    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let a = d.ensure("invoices", dispenser::Spec::default()).await?;
-    /// let b = d.ensure("invoices", dispenser::Spec::default()).await?; // same sequence
-    /// assert!(a.next().await? < b.next().await?);
-    /// # Ok(()) }
-    /// ```
-    pub async fn ensure(&self, name: &str, spec: Spec) -> Result<Sequence> {
+    /// [`Dispenser::ensure`] once its options are set.
+    pub(crate) async fn ensure_now(
+        &self,
+        name: &str,
+        spec: Spec,
+        format: Option<Format>,
+    ) -> Result<Sequence> {
         validate_plain_name(name)?;
         spec.validate(name)?;
         self.refuse_if_striped(name).await?;
-        self.ensure_recorded(name, spec, true, false).await
+        self.ensure_recorded(name, spec, format.as_ref(), true, false)
+            .await
     }
 
     /// Opens the sequence or scope `name` (already validated) when it exists, comparing its
-    /// shape with `spec` (and its start, when `check_start`), or with `new_only` refuses it:
-    /// nothing written either way. Else creates it with `spec`, recorded: the intent before
-    /// the insert, the outcome after (`refused` when another client created it between the
-    /// look and the insert; the sequence it made is opened all the same unless `new_only`).
+    /// shape with `spec` (and, when `whole`, its start and format: a scope takes both from
+    /// its template), or with `new_only` refuses it: nothing written either way. Else creates
+    /// it with `spec` and `format`, recorded: the intent before the insert, the outcome after
+    /// (`refused` when another client created it between the look and the insert; the
+    /// sequence it made is opened all the same unless `new_only`).
     pub(crate) async fn ensure_recorded(
         &self,
         name: &str,
         spec: Spec,
-        check_start: bool,
+        format: Option<&Format>,
+        whole: bool,
         new_only: bool,
     ) -> Result<Sequence> {
-        let exists = || Error::SequenceExists {
+        let exists = || Error::AlreadyExists {
+            kind: kind_of(name),
             name: name.to_owned(),
         };
         // Opening an existing sequence changes nothing: only a creation is recorded.
-        if let Some(stored) = self.store.load(name).await? {
+        if let Some((stored, stored_format)) = self.store.load_with_format(name).await? {
             if new_only {
                 return Err(exists());
             }
-            return self.open_as(name, &spec, None, check_start, stored);
+            let asked = Asked {
+                spec: &spec,
+                format,
+                stripe: None,
+                whole,
+            };
+            return self.open_as(name, &asked, stored, stored_format.as_ref());
         }
         let recorder = self.recorder();
         let entry = recorder
-            .begin(&Target::sequence(name), "create", spec_params(&spec), None)
+            .begin(
+                &Target::sequence(name),
+                "create",
+                spec_params(&spec, format),
+                None,
+            )
             .await?;
-        let made = self.insert_or_load(name, spec, None, check_start).await;
+        let made = self.insert_or_load(name, spec, format, None, whole).await;
         let (recorded, after) = match &made {
-            Ok((_, true)) => (Ok(()), Some(sequence_state(&fresh_state(name, &spec)))),
+            Ok((_, true)) => (
+                Ok(()),
+                Some(sequence_state(&fresh_state(name, &spec, format))),
+            ),
             // Another client created it between the look and the insert.
             Ok((_, false)) => (Err(exists()), None),
             Err(e) => (Err(e.clone()), None),
@@ -280,18 +266,20 @@ impl Dispenser {
     async fn refuse_if_striped(&self, name: &str) -> Result<()> {
         let stripe0 = crate::spec::stripe_name(name, 0);
         match self.store.load(&stripe0).await? {
-            Some(s) if s.origin.stripe.is_some() => Err(Error::SpecConflict {
-                name: name.to_owned(),
-                stored: format!("a striped sequence {name:?} ({stripe0} …)"),
-                requested: "a plain sequence of the same name".to_owned(),
-            }),
+            Some(s) if s.origin.stripe.is_some() => Differs::default()
+                .field(
+                    "layout",
+                    format!("striped ({stripe0} …)"),
+                    "plain".to_owned(),
+                )
+                .check(Kind::Sequence, name),
             _ => Ok(()),
         }
     }
 
     /// [`Dispenser::ensure`] for a name and spec already validated: `stripe` is what the
     /// document must be (checked when it exists), `check_start` whether a recorded start
-    /// must equal `spec.start` (scopes start wherever their template stands).
+    /// must equal `spec.start`; no format (a stripe has none).
     pub(crate) async fn ensure_as(
         &self,
         name: &str,
@@ -299,52 +287,48 @@ impl Dispenser {
         stripe: Option<StripeId>,
         check_start: bool,
     ) -> Result<Sequence> {
-        self.insert_or_load(name, spec, stripe, check_start)
+        self.insert_or_load(name, spec, None, stripe, check_start)
             .await
             .map(|(sequence, _)| sequence)
     }
 
-    /// [`Dispenser::ensure_as`], and whether this call inserted the document.
+    /// [`Dispenser::ensure_as`] with `format`, and whether this call inserted the document.
     pub(crate) async fn insert_or_load(
         &self,
         name: &str,
         spec: Spec,
+        format: Option<&Format>,
         stripe: Option<StripeId>,
-        check_start: bool,
+        whole: bool,
     ) -> Result<(Sequence, bool)> {
-        if let Some(incarnation) = self.store.insert(name, &spec, stripe).await? {
+        if let Some(incarnation) = self.store.insert_with(name, &spec, stripe, format).await? {
             return Ok((self.handle(name, created(&spec, stripe, incarnation)), true));
         }
-        let stored = self.load(name).await?;
-        self.open_as(name, &spec, stripe, check_start, stored)
+        let (stored, stored_format) = self
+            .store
+            .load_with_format(name)
+            .await?
+            .ok_or_else(|| no_such(name))?;
+        let asked = Asked {
+            spec: &spec,
+            format,
+            stripe,
+            whole,
+        };
+        self.open_as(name, &asked, stored, stored_format.as_ref())
             .map(|sequence| (sequence, false))
     }
 
-    /// The handle on the stored sequence `stored`, if it has the shape `spec` (and the start,
-    /// when `check_start`, and the stripe `stripe`).
+    /// The handle on the stored sequence `stored` (with the format `stored_format`), if it
+    /// is what was `asked` for.
     fn open_as(
         &self,
         name: &str,
-        spec: &Spec,
-        stripe: Option<StripeId>,
-        check_start: bool,
+        asked: &Asked<'_>,
         stored: Stored,
+        stored_format: Option<&Format>,
     ) -> Result<Sequence> {
-        let spec = *spec;
-        let start_differs = check_start && stored.origin.start.is_some_and(|s| s != spec.start);
-        // A document from before stripes were recorded is accepted on its shape.
-        let stripe_differs = match (stored.origin.stripe, stripe) {
-            (Some(have), Some(want)) => have != want,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if !stored.spec.same_shape(&spec) || start_differs || stripe_differs {
-            return Err(Error::SpecConflict {
-                name: name.to_owned(),
-                stored: describe(&stored.spec, stored.origin.start, stored.origin.stripe),
-                requested: describe(&spec, check_start.then_some(spec.start), stripe),
-            });
-        }
+        differences(&stored, stored_format, asked).check(kind_of(name), name)?;
         Ok(self.handle(name, stored))
     }
 
@@ -352,7 +336,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::CorruptDocument`],
+    /// [`Error::NotFound`], [`Error::InvalidName`], [`Error::CorruptDocument`],
     /// [`Error::Database`].
     ///
     /// # Cancel safety
@@ -368,7 +352,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::CorruptDocument`],
+    /// [`Error::NotFound`], [`Error::InvalidName`], [`Error::CorruptDocument`],
     /// [`Error::Database`].
     ///
     /// # Cancel safety
@@ -417,7 +401,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    /// [`Error::NotFound`], [`Error::InvalidName`], [`Error::Database`].
     ///
     /// # Cancel safety
     ///
@@ -700,20 +684,25 @@ fn advance_decision(name: &str, n: i64) -> impl Fn(&Stored) -> Result<Option<i64
 }
 
 fn no_such(name: &str) -> Error {
-    Error::NoSuchSequence {
+    Error::NotFound {
+        kind: kind_of(name),
         name: name.to_owned(),
     }
 }
 
-/// A spec as the history records the parameters of a create.
-fn spec_params(spec: &Spec) -> bson::Document {
-    bson::doc! {
+/// A spec (and format) as the history records the parameters of a create.
+fn spec_params(spec: &Spec, format: Option<&Format>) -> bson::Document {
+    let mut params = bson::doc! {
         "start": spec.start, "step": spec.step, "min": spec.min, "max": spec.max, "cycle": spec.cycle,
+    };
+    if let Some(f) = format {
+        params.insert("format", f.as_str());
     }
+    params
 }
 
 /// The state of a sequence `name` just created from `spec`, as the history shows it.
-fn fresh_state(name: &str, spec: &Spec) -> SequenceState {
+fn fresh_state(name: &str, spec: &Spec, format: Option<&Format>) -> SequenceState {
     let now = bson::DateTime::now();
     SequenceState {
         name: name.to_owned(),
@@ -726,7 +715,7 @@ fn fresh_state(name: &str, spec: &Spec) -> SequenceState {
         cycles: 0,
         created_at: now,
         updated_at: now,
-        format: None,
+        format: format.cloned(),
         start: Some(spec.start),
         stripe: None,
         incarnation: None,
@@ -749,17 +738,59 @@ fn created(spec: &Spec, stripe: Option<StripeId>, incarnation: bson::oid::Object
     }
 }
 
-/// A spec as a conflict message shows it: `start 1000, {step 1, …}, stripe 1 of 4`.
-fn describe(spec: &Spec, start: Option<i64>, stripe: Option<StripeId>) -> String {
-    let mut out = match start {
-        Some(s) => format!("start {s}, {spec}"),
-        None => spec.to_string(),
-    };
-    match stripe {
-        Some(st) => out.push_str(&format!(", stripe {} of {}", st.index, st.count)),
-        None => out.push_str(", not a stripe"),
+/// What an `ensure` of a sequence asks for: the spec, the format, the stripe, and whether
+/// the start and format are compared (`whole`; a scope takes both from its template).
+struct Asked<'a> {
+    spec: &'a Spec,
+    format: Option<&'a Format>,
+    stripe: Option<StripeId>,
+    whole: bool,
+}
+
+/// What differs between the stored sequence `stored` (with the format `stored_format`) and
+/// the one `asked` for: its shape; its start (when `whole` and the document records one: a
+/// sequence created by an earlier version is compared without it) and format (when
+/// `whole`: asked none and stored one is a difference); and its stripe (a document from
+/// before stripes were recorded is compared without it).
+fn differences(stored: &Stored, stored_format: Option<&Format>, asked: &Asked<'_>) -> Differs {
+    let mut d = Differs::default();
+    let want = asked.spec;
+    if let (true, Some(start)) = (asked.whole, stored.origin.start) {
+        d.field("start", start, want.start);
     }
-    out
+    let have = &stored.spec;
+    if !have.same_shape(want) {
+        d.field("step", have.step, want.step)
+            .field("min", have.min, want.min)
+            .field("max", have.max, want.max)
+            .field("cycle", have.cycle, want.cycle);
+    }
+    if asked.whole {
+        let shown = |f: Option<&Format>| shown_or_none(f.map(Format::as_str));
+        d.field("format", shown(stored_format), shown(asked.format));
+    }
+    let shown = |s: Option<StripeId>| {
+        s.map_or_else(
+            || "none".to_owned(),
+            |s| format!("{} of {}", s.index, s.count),
+        )
+    };
+    match (stored.origin.stripe, asked.stripe) {
+        (Some(h), w) if Some(h) != w => {
+            d.field("stripe", shown(Some(h)), shown(w));
+        }
+        _ => {}
+    }
+    d
+}
+
+/// The kind a sequence's name says it is: a scope `t@k`, else a sequence (a stripe's
+/// conflict is the striped sequence's, which says so).
+fn kind_of(name: &str) -> Kind {
+    match crate::spec::name_parts(name) {
+        crate::spec::NameParts::Scope(..) => Kind::Scope,
+        _ => Kind::Sequence,
+    }
 }
 
 /// Driver options from a URI, with our timeouts where the URI sets none.
@@ -847,7 +878,7 @@ impl Sequence {
     /// # Errors
     ///
     /// [`Error::Exhausted`] (non-cyclic sequence at its bound; nothing written),
-    /// [`Error::Contention`], [`Error::NoSuchSequence`] (deleted meanwhile),
+    /// [`Error::Contention`], [`Error::NotFound`] (deleted meanwhile),
     /// [`Error::CorruptDocument`], [`Error::Database`] or [`Error::Timeout`] (the number the
     /// write may have reserved is then a gap).
     ///
@@ -904,7 +935,7 @@ impl Sequence {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] (deleted meanwhile), [`Error::CorruptDocument`],
+    /// [`Error::NotFound`] (deleted meanwhile), [`Error::CorruptDocument`],
     /// [`Error::Database`], [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -962,7 +993,7 @@ impl Sequence {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`], [`Error::InvalidName`], [`Error::Database`].
+    /// [`Error::NotFound`], [`Error::InvalidName`], [`Error::Database`].
     ///
     /// # Cancel safety
     ///
@@ -975,7 +1006,7 @@ impl Sequence {
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
     /// d.open("old-orders").await?.delete().await?;
-    /// assert!(matches!(d.open("old-orders").await, Err(dispenser::Error::NoSuchSequence { .. })));
+    /// assert!(matches!(d.open("old-orders").await, Err(dispenser::Error::NotFound { .. })));
     /// # Ok(()) }
     /// ```
     pub async fn delete(&self) -> Result<()> {
@@ -985,6 +1016,10 @@ impl Sequence {
     /// The history of the sequence (for a stripe `ids~3` or a scope `t@k`, its own): who
     /// changed what, oldest first — see [`History`](crate::history::History) for the
     /// options (`.since(t)`, `.after(cursor)`, `.limit(n)`).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     ///
     /// # Example
     ///

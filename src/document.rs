@@ -309,7 +309,7 @@ fn get_origin(name: &str, doc: &Document) -> Result<Origin> {
 }
 
 /// The optional `format` field: absent or a string that parses as a [`Format`].
-fn get_format(name: &str, doc: &Document) -> Result<Option<Format>> {
+pub(crate) fn get_format(name: &str, doc: &Document) -> Result<Option<Format>> {
     match doc.get(field::FORMAT) {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::String(s)) => Format::parse(s)

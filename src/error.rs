@@ -31,17 +31,23 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The sequence does not exist (it was never created, or it was deleted).
-    #[error("no such sequence {name:?}")]
-    NoSuchSequence {
-        /// The sequence's name.
+    /// What was named does not exist (it was never created, or it was deleted): a sequence,
+    /// a striped sequence, a scope, a gap-free sequence or a queue, as `kind` says.
+    #[error("no such {kind} {name:?}")]
+    NotFound {
+        /// The kind of what was named.
+        kind: Kind,
+        /// Its name.
         name: String,
     },
 
-    /// `create` was asked for a name that already exists.
-    #[error("sequence {name:?} already exists")]
-    SequenceExists {
-        /// The sequence's name.
+    /// `create` was asked for a name its kind already has. Nothing was written; `ensure`
+    /// opens it when its settings are the ones asked for.
+    #[error("{kind} {name:?} already exists")]
+    AlreadyExists {
+        /// The kind of what was created.
+        kind: Kind,
+        /// Its name.
         name: String,
     },
 
@@ -115,17 +121,19 @@ pub enum Error {
         reason: String,
     },
 
-    /// `ensure` found a sequence of that name with a different spec. Nothing was written.
-    #[error(
-        "sequence {name:?} exists with a different spec: stored {stored}, requested {requested}"
-    )]
+    /// `ensure` found one of that name (of the same kind) with settings other than those
+    /// asked for: on every kind, `ensure` compares everything `create` would write (the
+    /// guide's [vocabulary](crate::guide::glossary#create-ensure-open) lists it per kind).
+    /// Nothing was written.
+    #[error("{kind} {name:?} exists with another spec: {differs}; nothing was written")]
     SpecConflict {
-        /// The sequence's name.
+        /// The kind of what was ensured.
+        kind: Kind,
+        /// Its name.
         name: String,
-        /// The stored spec, rendered.
-        stored: String,
-        /// The requested spec, rendered.
-        requested: String,
+        /// Each setting that differs, with its stored and asked values:
+        /// `max 99 (asked 19), format "A-{n}" (asked none)`.
+        differs: String,
     },
 
     /// A reset would move a live sequence backwards and `force` was not given. Nothing was written.
@@ -333,29 +341,6 @@ pub enum Error {
         until: bson::DateTime,
     },
 
-    /// The queue does not exist (it was never created, or it was deleted).
-    #[error("no such queue {name:?}")]
-    NoSuchQueue {
-        /// The queue's name.
-        name: String,
-    },
-
-    /// A queue of that name exists already (for
-    /// [`Dispenser::ensure_queue`](crate::Dispenser::ensure_queue): with another range).
-    /// Nothing was written.
-    #[error("queue {name:?} already exists, with tickets {min}..={max}{}", .differs.as_deref().map_or_else(String::new, |d| format!("; it differs from the spec asked: {d}")))]
-    QueueExists {
-        /// The queue's name.
-        name: String,
-        /// The stored lower bound.
-        min: i64,
-        /// The stored upper bound.
-        max: i64,
-        /// What differs from the spec asked for (range, format, daily, time zone), when
-        /// something does: `range (asked 0..=19), format "A-{n}" (asked "B-{n}")`.
-        differs: Option<String>,
-    },
-
     /// The driver reported an error (unreachable server, network failure, write-concern
     /// failure, …). When this happens on the write that would have reserved numbers, those
     /// numbers are a gap: they are never issued by anyone.
@@ -387,9 +372,9 @@ pub enum ErrorKind {
     /// The caller's input was refused (a name, a spec, an argument): nothing was written; fix
     /// the input. [`Error::InvalidName`], [`Error::InvalidSpec`], [`Error::InvalidArgument`].
     InvalidInput,
-    /// The sequence or queue does not exist. [`Error::NoSuchSequence`], [`Error::NoSuchQueue`].
+    /// What was named does not exist. [`Error::NotFound`].
     NotFound,
-    /// One of that name exists already. [`Error::SequenceExists`], [`Error::QueueExists`].
+    /// One of that kind and name exists already. [`Error::AlreadyExists`].
     AlreadyExists,
     /// The stored state refuses the change: another spec, a value going backwards, a ticket
     /// held that would be remapped, a queue deleted while tickets are held, a gap-free number
@@ -439,8 +424,13 @@ fn in_use(waiting: u64, shown: u64) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kind {
-    /// A sequence: plain, a stripe, a striped sequence, a template or a scope.
+    /// A sequence: plain, a stripe or a template (and, where no more precise kind is said, a
+    /// striped sequence or a scope, which are sequences too).
     Sequence,
+    /// A striped sequence as a whole (its stripes `name~i` are sequences).
+    Striped,
+    /// A scope of a template (`t@k`).
+    Scope,
     /// A gap-free sequence.
     Gapless,
     /// A ticket queue.
@@ -448,10 +438,13 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kind in words: `sequence`, `gap-free sequence`, `queue`.
+    /// The kind in words: `sequence`, `striped sequence`, `scope`, `gap-free sequence`,
+    /// `queue`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Sequence => "sequence",
+            Kind::Striped => "striped sequence",
+            Kind::Scope => "scope",
             Kind::Gapless => "gap-free sequence",
             Kind::Queue => "queue",
         }
@@ -462,6 +455,43 @@ impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The settings an `ensure` found different, each as `field stored (asked asked)`: what
+/// [`Error::SpecConflict`] names.
+#[derive(Debug, Default)]
+pub(crate) struct Differs(Vec<String>);
+
+impl Differs {
+    /// Notes `field` when its stored and asked values differ.
+    pub(crate) fn field<T: PartialEq + std::fmt::Display>(
+        &mut self,
+        field: &str,
+        stored: T,
+        asked: T,
+    ) -> &mut Self {
+        if stored != asked {
+            self.0.push(format!("{field} {stored} (asked {asked})"));
+        }
+        self
+    }
+
+    /// `Ok` when nothing differs, else [`Error::SpecConflict`] naming every difference.
+    pub(crate) fn check(&self, kind: Kind, name: &str) -> Result<()> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        Err(Error::SpecConflict {
+            kind,
+            name: name.to_owned(),
+            differs: self.0.join(", "),
+        })
+    }
+}
+
+/// An optional setting as a conflict shows it: `none`, or the value quoted.
+pub(crate) fn shown_or_none(value: Option<&str>) -> String {
+    value.map_or_else(|| "none".to_owned(), |v| format!("{v:?}"))
 }
 
 /// What a failed call leaves written ([`Error::written`]): the three outcomes of a call that
@@ -599,7 +629,7 @@ impl Error {
     ///
     /// ```
     /// use dispenser::{Error, Written};
-    /// let refused = Error::NoSuchSequence { name: "orders".into() };
+    /// let refused = Error::NotFound { kind: dispenser::Kind::Sequence, name: "orders".into() };
     /// assert_eq!(refused.written(), Written::Nothing);
     /// ```
     pub fn written(&self) -> Written {
@@ -628,8 +658,8 @@ impl Error {
             | Error::InvalidSpec { .. }
             | Error::InvalidArgument { .. }
             | Error::NotTheNextNumber { .. } => ErrorKind::InvalidInput,
-            Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => ErrorKind::NotFound,
-            Error::SequenceExists { .. } | Error::QueueExists { .. } => ErrorKind::AlreadyExists,
+            Error::NotFound { .. } => ErrorKind::NotFound,
+            Error::AlreadyExists { .. } => ErrorKind::AlreadyExists,
             Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
             | Error::QueueAlterRefused { .. }
@@ -661,9 +691,11 @@ impl Error {
             | Error::InvalidSpec { .. }
             | Error::InvalidArgument { .. }
             | Error::NotTheNextNumber { .. } => "invalid_input",
-            Error::NoSuchSequence { .. } => "no_such_sequence",
-            Error::NoSuchQueue { .. } => "no_such_queue",
-            Error::SequenceExists { .. } | Error::QueueExists { .. } => "already_exists",
+            Error::NotFound {
+                kind: Kind::Queue, ..
+            } => "no_such_queue",
+            Error::NotFound { .. } => "no_such_sequence",
+            Error::AlreadyExists { .. } => "already_exists",
             Error::SpecConflict { .. } => "spec_conflict",
             Error::WouldGoBackwards { .. } => "would_go_backwards",
             Error::QueueAlterRefused { .. } => "would_remap",
@@ -702,11 +734,10 @@ impl Error {
             | Error::InvalidSpec { .. }
             | Error::InvalidArgument { .. }
             | Error::NotTheNextNumber { .. } => 2,
-            Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 3,
+            Error::NotFound { .. } => 3,
             Error::Exhausted { .. } => 4,
             Error::Database { .. } | Error::Timeout { .. } | Error::Closed { .. } => 5,
-            Error::SequenceExists { .. }
-            | Error::QueueExists { .. }
+            Error::AlreadyExists { .. }
             | Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
             | Error::Contention { .. }
@@ -732,9 +763,8 @@ impl Error {
             | Error::InvalidSpec { .. }
             | Error::InvalidArgument { .. }
             | Error::NotTheNextNumber { .. } => 422,
-            Error::NoSuchSequence { .. } | Error::NoSuchQueue { .. } => 404,
-            Error::SequenceExists { .. }
-            | Error::QueueExists { .. }
+            Error::NotFound { .. } => 404,
+            Error::AlreadyExists { .. }
             | Error::SpecConflict { .. }
             | Error::WouldGoBackwards { .. }
             | Error::QueueAlterRefused { .. }
@@ -1088,8 +1118,18 @@ mod tests {
         let n = || "n".to_owned();
         let io = || std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
         let all = vec![
-            Error::NoSuchSequence { name: n() },
-            Error::SequenceExists { name: n() },
+            Error::NotFound {
+                kind: Kind::Sequence,
+                name: n(),
+            },
+            Error::NotFound {
+                kind: Kind::Gapless,
+                name: n(),
+            },
+            Error::AlreadyExists {
+                kind: Kind::Gapless,
+                name: n(),
+            },
             Error::Exhausted {
                 name: n(),
                 value: 9,
@@ -1113,9 +1153,9 @@ mod tests {
                 reason: n(),
             },
             Error::SpecConflict {
+                kind: Kind::Queue,
                 name: n(),
-                stored: n(),
-                requested: n(),
+                differs: n(),
             },
             Error::NotTheNextNumber {
                 name: n(),
@@ -1188,12 +1228,13 @@ mod tests {
                 number: 1,
                 until: bson::DateTime::from_millis(0),
             },
-            Error::NoSuchQueue { name: n() },
-            Error::QueueExists {
+            Error::NotFound {
+                kind: Kind::Queue,
                 name: n(),
-                min: 0,
-                max: 9,
-                differs: None,
+            },
+            Error::AlreadyExists {
+                kind: Kind::Queue,
+                name: n(),
             },
             Error::database("reading", mongodb::error::Error::from(io())),
             Error::database_as(
@@ -1206,8 +1247,8 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for e in &all {
             let variant = match e {
-                Error::NoSuchSequence { .. } => 0,
-                Error::SequenceExists { .. } => 1,
+                Error::NotFound { .. } => 0,
+                Error::AlreadyExists { .. } => 1,
                 Error::Exhausted { .. } => 2,
                 Error::InvalidSpec { .. } => 3,
                 Error::InvalidName { .. } => 4,
@@ -1224,8 +1265,6 @@ mod tests {
                 Error::TicketNotWaiting { .. } => 15,
                 Error::NoTicketShown { .. } => 16,
                 Error::QueueAlterRefused { .. } => 17,
-                Error::NoSuchQueue { .. } => 18,
-                Error::QueueExists { .. } => 19,
                 Error::Database { .. } => 20,
                 Error::QueueInUse { .. } => 21,
                 Error::LeaseHeld { .. } => 22,
@@ -1233,7 +1272,7 @@ mod tests {
             };
             seen.insert(variant);
         }
-        assert_eq!(seen.len(), 24, "every variant once");
+        assert_eq!(seen.len(), 22, "every variant once");
         all
     }
 
@@ -1365,7 +1404,11 @@ mod tests {
             "{said}"
         );
         // Refusals stay refusals.
-        let gone = Error::NoSuchSequence { name: "s".into() }.after_write("x");
+        let gone = Error::NotFound {
+            kind: crate::Kind::Sequence,
+            name: "s".into(),
+        }
+        .after_write("x");
         assert_eq!(gone.written(), Written::Nothing);
         assert_eq!(
             [Written::Nothing, Written::Done, Written::Unknown].map(Written::as_str),

@@ -71,10 +71,13 @@ impl Dispenser {
     /// Makes scope `scope` of template `template` on first use, from the template's spec
     /// (the scope starts at the template's next number), or opens it if it exists with the
     /// template's shape (see the [vocabulary](crate::guide::glossary#create-ensure-open)).
+    /// That is what it compares: the step, bounds and cycle — not the start (where the
+    /// template stood when the scope was made) and not a format (a scope's numbers are shown
+    /// with its template's format, `{scope}` its key).
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] when the template does not exist, [`Error::InvalidName`]
+    /// [`Error::NotFound`] when the template does not exist, [`Error::InvalidName`]
     /// (see [`scoped_name`]), [`Error::SpecConflict`] when the scope exists with another shape,
     /// [`Error::Database`].
     ///
@@ -98,7 +101,7 @@ impl Dispenser {
     pub async fn ensure_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
         let (name, spec) = self.scope_spec(template, scope).await?;
         // A scope starts where its template stands when it is first used: compare the shape.
-        self.ensure_recorded(&name, spec, false, false).await
+        self.ensure_recorded(&name, spec, None, false, false).await
     }
 
     /// Makes scope `scope` of template `template`, as [`Dispenser::ensure_scope`] does, but
@@ -106,14 +109,14 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::SequenceExists`] when it exists; otherwise those of
+    /// [`Error::AlreadyExists`] when it exists; otherwise those of
     /// [`Dispenser::ensure_scope`].
     ///
     /// # Cancel safety
     ///
     /// Dropped part way, the scope may have been made (its `create` entry in the
     /// [history](crate::history) `pending`); a second `create_scope` then fails with
-    /// [`Error::SequenceExists`] and [`Dispenser::open_scope`] opens it. It issues no number.
+    /// [`Error::AlreadyExists`] and [`Dispenser::open_scope`] opens it. It issues no number.
     ///
     /// # Example
     ///
@@ -124,7 +127,7 @@ impl Dispenser {
     /// ```
     pub async fn create_scope(&self, template: &str, scope: &str) -> Result<Sequence> {
         let (name, spec) = self.scope_spec(template, scope).await?;
-        self.ensure_recorded(&name, spec, false, true).await
+        self.ensure_recorded(&name, spec, None, false, true).await
     }
 
     /// Opens the existing scope `scope` of template `template`, never writing (the same as
@@ -132,7 +135,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] when the scope does not exist, [`Error::InvalidName`],
+    /// [`Error::NotFound`] when the scope does not exist, [`Error::InvalidName`],
     /// [`Error::CorruptDocument`], [`Error::Database`].
     ///
     /// # Cancel safety

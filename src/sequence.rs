@@ -5,7 +5,9 @@
 //! The handle that draws is [`Sequence`](crate::Sequence); the shape a sequence is created
 //! with is [`Spec`](crate::Spec).
 
-pub use crate::action::{AlterSequence, AlterStriped, ResetSequence, ResetStriped};
+pub use crate::action::{
+    AlterSequence, AlterStriped, CreateSequence, EnsureSequence, ResetSequence, ResetStriped,
+};
 pub use crate::alter::Alter;
 pub use crate::arith::RunIter;
 pub use crate::document::SequenceState;

@@ -196,8 +196,22 @@ impl Store {
         spec: &Spec,
         stripe: Option<StripeId>,
     ) -> Result<Option<ObjectId>> {
+        self.insert_with(name, spec, stripe, None).await
+    }
+
+    /// [`Store::insert`] of a document that carries `format` too, in the same insert.
+    pub(crate) async fn insert_with(
+        &self,
+        name: &str,
+        spec: &Spec,
+        stripe: Option<StripeId>,
+        format: Option<&crate::format::Format>,
+    ) -> Result<Option<ObjectId>> {
         let incarnation = ObjectId::new();
-        let doc = document::new_document(name, spec, stripe, incarnation, DateTime::now());
+        let mut doc = document::new_document(name, spec, stripe, incarnation, DateTime::now());
+        if let Some(f) = format {
+            doc.insert(field::FORMAT, f.as_str());
+        }
         let res = tokio::time::timeout(self.timeout, self.coll.insert_one(doc)).await;
         match res {
             Ok(Ok(_)) => Ok(Some(incarnation)),
@@ -219,6 +233,24 @@ impl Store {
     pub(crate) async fn load(&self, name: &str) -> Result<Option<Stored>> {
         let found = self.find(name, document::stored_projection()).await?;
         found.map(|d| document::decode_stored(name, &d)).transpose()
+    }
+
+    /// [`Store::load`] with the document's format: what `ensure` compares.
+    pub(crate) async fn load_with_format(
+        &self,
+        name: &str,
+    ) -> Result<Option<(Stored, Option<crate::format::Format>)>> {
+        let mut projection = document::stored_projection();
+        projection.insert(field::FORMAT, 1);
+        let found = self.find(name, projection).await?;
+        found
+            .map(|d| {
+                Ok((
+                    document::decode_stored(name, &d)?,
+                    document::get_format(name, &d)?,
+                ))
+            })
+            .transpose()
     }
 
     /// Reads the whole document. `Ok(None)` when it does not exist.

@@ -212,7 +212,8 @@ impl Drawer {
             .store
             .load(&self.name)
             .await?
-            .ok_or_else(|| Error::NoSuchSequence {
+            .ok_or_else(|| Error::NotFound {
+                kind: crate::Kind::Sequence,
                 name: self.name.clone(),
             })?;
         self.remember(stored, true);

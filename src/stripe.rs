@@ -19,7 +19,7 @@ use crate::block::{BlockOptions, BlockSequence, CloseReport};
 use crate::dispenser::{Dispenser, Sequence};
 use crate::document::SequenceState;
 pub use crate::document::StripeId;
-use crate::error::{Error, Result};
+use crate::error::{Differs, Error, Kind, Result};
 use crate::history::subject::Target;
 pub use crate::spec::stripe_name;
 use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
@@ -134,7 +134,16 @@ pub struct StripedSequence {
 /// The stored state of every stripe of the striped sequence `name`, stripe 0 first.
 async fn layout(dispenser: &Dispenser, name: &str) -> Result<Vec<SequenceState>> {
     validate_name(name)?;
-    let first = dispenser.peek(&stripe_name(name, 0)).await?;
+    // Without its stripe 0 there is no striped sequence of that name.
+    let first = match dispenser.peek(&stripe_name(name, 0)).await {
+        Err(Error::NotFound { .. }) => {
+            return Err(Error::NotFound {
+                kind: Kind::Striped,
+                name: name.to_owned(),
+            });
+        }
+        other => other?,
+    };
     let count = match first.stripe {
         Some(st) if st.index == 0 => st.count,
         _ => return Err(not_striped(name, &first)),
@@ -151,16 +160,33 @@ async fn layout(dispenser: &Dispenser, name: &str) -> Result<Vec<SequenceState>>
 }
 
 fn not_striped(name: &str, st: &SequenceState) -> Error {
+    let stored = match st.stripe {
+        Some(s) => format!("{} is stripe {} of {}", st.name, s.index, s.count),
+        None => format!(
+            "{} records no stripe (plain, or written by an earlier version)",
+            st.name
+        ),
+    };
     Error::SpecConflict {
+        kind: Kind::Striped,
         name: name.to_owned(),
-        stored: match st.stripe {
-            Some(s) => format!("{} is stripe {} of {}", st.name, s.index, s.count),
-            None => format!(
-                "{} records no stripe (plain, or written by an earlier version)",
-                st.name
-            ),
+        differs: format!("layout {stored} (asked striped)"),
+    }
+}
+
+/// A stripe's [`Error::SpecConflict`] as the striped sequence `name`'s, naming the stripe.
+fn of_striped(name: &str, e: Error) -> Error {
+    match e {
+        Error::SpecConflict {
+            name: stripe,
+            differs,
+            ..
+        } => Error::SpecConflict {
+            kind: Kind::Striped,
+            name: name.to_owned(),
+            differs: format!("{stripe}: {differs}"),
         },
-        requested: "a striped sequence".to_owned(),
+        other => other,
     }
 }
 
@@ -223,11 +249,9 @@ impl StripedSequence {
             .collect::<Result<Vec<_>>>()?;
         // A plain sequence of the same name would issue the same numbers.
         if dispenser.store().load(name).await?.is_some() {
-            return Err(Error::SpecConflict {
-                name: name.to_owned(),
-                stored: format!("a plain sequence {name:?}"),
-                requested: "a striped sequence of the same name".to_owned(),
-            });
+            Differs::default()
+                .field("layout", "plain", "striped")
+                .check(Kind::Striped, name)?;
         }
         let count = stripes;
         let ensure = |(s, i): (Spec, u32)| async move {
@@ -239,6 +263,7 @@ impl StripedSequence {
                     true,
                 )
                 .await
+                .map_err(|e| of_striped(name, e))
         };
         let mut specs = specs.into_iter().zip(0..);
         // Stripe 0 first: it records the layout, so another layout over the same name is
@@ -250,7 +275,8 @@ impl StripedSequence {
         let zero_name = stripe_name(name, 0);
         let creating = dispenser.store().load(&zero_name).await?.is_none();
         if new_only && !creating {
-            return Err(Error::SequenceExists {
+            return Err(Error::AlreadyExists {
+                kind: crate::Kind::Striped,
                 name: name.to_owned(),
             });
         }
@@ -258,12 +284,19 @@ impl StripedSequence {
             let first = if new_only {
                 // Stripe 0 inserted by this call, or another creation won the race.
                 match dispenser
-                    .insert_or_load(&zero_name, zero.0, Some(StripeId::new(0, count)), true)
+                    .insert_or_load(
+                        &zero_name,
+                        zero.0,
+                        None,
+                        Some(StripeId::new(0, count)),
+                        true,
+                    )
                     .await?
                 {
                     (sequence, true) => sequence,
                     (_, false) => {
-                        return Err(Error::SequenceExists {
+                        return Err(Error::AlreadyExists {
+                            kind: crate::Kind::Striped,
                             name: name.to_owned(),
                         });
                     }
@@ -395,7 +428,7 @@ impl StripedSequence {
 
     /// Deletes every stripe; returns how many documents were deleted. Like
     /// [`Dispenser::delete`], the numbers may be issued again if the striped sequence is
-    /// created anew. This handle (and its clones) then fail with [`Error::NoSuchSequence`].
+    /// created anew. This handle (and its clones) then fail with [`Error::NotFound`].
     /// The same as [`Dispenser::delete_striped`] with this handle's name: it also
     /// finishes a delete that was interrupted.
     ///
@@ -434,7 +467,7 @@ impl StripedSequence {
             let stripe = stripe_name(name, i);
             match dispenser.peek(&stripe).await {
                 // Deleted by an earlier, interrupted delete.
-                Err(Error::NoSuchSequence { .. }) => continue,
+                Err(Error::NotFound { .. }) => continue,
                 Err(e) => return Err(e),
                 Ok(st) if st.stripe != Some(StripeId::new(i, count)) => {
                     return Err(not_striped(name, &st));
@@ -443,7 +476,7 @@ impl StripedSequence {
             }
             match dispenser.delete(&stripe).await {
                 Ok(()) => n += 1,
-                Err(Error::NoSuchSequence { .. }) => {}
+                Err(Error::NotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -510,6 +543,10 @@ impl StripedSequence {
 
     /// The history of the striped sequence: its creation and every stripe's changes, oldest
     /// first — see [`History`](crate::history::History) for the options.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     ///
     /// # Example
     ///
@@ -607,7 +644,8 @@ impl StripedSequence {
                 other => return other,
             }
         }
-        Err(exhausted.unwrap_or_else(|| Error::NoSuchSequence {
+        Err(exhausted.unwrap_or_else(|| Error::NotFound {
+            kind: crate::Kind::Striped,
             name: self.inner.name.clone(),
         }))
     }
@@ -730,13 +768,13 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::SequenceExists`] when it exists; otherwise those of
+    /// [`Error::AlreadyExists`] when it exists; otherwise those of
     /// [`Dispenser::ensure_striped`].
     ///
     /// # Cancel safety
     ///
     /// As [`Dispenser::ensure_striped`]: dropped part way, some stripes may exist; a second
-    /// `create` then fails with [`Error::SequenceExists`], and [`Dispenser::ensure_striped`] with
+    /// `create` then fails with [`Error::AlreadyExists`], and [`Dispenser::ensure_striped`] with
     /// the same arguments makes the rest.
     ///
     /// # Example
@@ -761,7 +799,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] when `name~0` does not exist, [`Error::SpecConflict`] when a
+    /// [`Error::NotFound`] when `name~0` does not exist, [`Error::SpecConflict`] when a
     /// stripe is missing its record or records another stripe (for example a stripe written
     /// by a version that did not record stripes: open it with [`Dispenser::ensure_striped`]
     /// and its spec instead), plus those of [`Dispenser::open`].
@@ -792,7 +830,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] naming `name` when it is neither (a striped layout that
+    /// [`Error::NotFound`] naming `name` when it is neither (a striped layout that
     /// cannot be opened — a delete interrupted part way, which [`Dispenser::delete_striped`]
     /// finishes — counts as none); [`Error::InvalidName`], [`Error::CorruptDocument`],
     /// [`Error::Database`], [`Error::Timeout`].
@@ -814,7 +852,7 @@ impl Dispenser {
     /// ```
     pub async fn open_either(&self, name: &str) -> Result<Either> {
         match self.open(name).await {
-            Err(plain @ Error::NoSuchSequence { .. }) => match self.open_striped(name).await {
+            Err(plain @ Error::NotFound { .. }) => match self.open_striped(name).await {
                 Ok(ids) => Ok(Either::Striped(ids)),
                 Err(e) if e.kind() == crate::error::ErrorKind::Unavailable => Err(e),
                 Err(_) => Err(plain),
@@ -831,7 +869,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] when stripe 0 does not exist (never created, or deleted
+    /// [`Error::NotFound`] when stripe 0 does not exist (never created, or deleted
     /// already); [`Error::SpecConflict`] when a document of a stripe's name is not that
     /// stripe of this layout (nothing more is deleted); those of [`Dispenser::delete`].
     ///

@@ -160,7 +160,7 @@ impl Pool {
     /// # Errors
     ///
     /// Those of [`Dispenser::open_blocks`]: [`Error::InvalidName`](crate::Error::InvalidName),
-    /// [`Error::NoSuchSequence`](crate::Error::NoSuchSequence),
+    /// [`Error::NotFound`](crate::Error::NotFound),
     /// [`Error::Database`](crate::Error::Database), …
     ///
     /// # Cancel safety

@@ -24,21 +24,21 @@ impl Dispenser {
     /// `start` and moves past every number the business collection carries (each one
     /// meets the unique index), so create it again with the `start` after the last number
     /// to skip that walk. A handle opened before the delete fails with
-    /// [`Error::NoSuchSequence`] once it needs the state document; a business write it makes
+    /// [`Error::NotFound`] once it needs the state document; a business write it makes
     /// meanwhile still meets the unique index.
     ///
     /// The history records the delete, with the state before it.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::NoSuchSequence`], [`Error::LeaseHeld`] (a live
+    /// [`Error::InvalidName`], [`Error::NotFound`], [`Error::LeaseHeld`] (a live
     /// lease, without force: nothing written), [`Error::Database`], [`Error::Timeout`],
     /// [`Error::CorruptDocument`].
     ///
     /// # Cancel safety
     ///
     /// Dropped part way, the sequence may be deleted or not (its record says which when it
-    /// was written); deleting again answers [`Error::NoSuchSequence`] once it is gone.
+    /// was written); deleting again answers [`Error::NotFound`] once it is gone.
     ///
     /// # Example
     ///

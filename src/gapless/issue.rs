@@ -242,7 +242,7 @@ impl Gapless {
     /// [`Error::BusinessWrite`] (nothing used and the number released, or of unknown
     /// outcome), [`Error::Contention`]
     /// (waited `wait` for other holders, or spent it moving past numbers found used),
-    /// [`Error::Exhausted`] at `i64::MAX`, [`Error::NoSuchSequence`], [`Error::Database`],
+    /// [`Error::Exhausted`] at `i64::MAX`, [`Error::NotFound`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
     /// # Cancel safety

@@ -73,7 +73,8 @@ impl Inner {
         let d = self
             .bounded("reading the state", Aftermath::Read, read)
             .await?
-            .ok_or_else(|| Error::NoSuchSequence {
+            .ok_or_else(|| Error::NotFound {
+                kind: crate::Kind::Gapless,
                 name: self.name.clone(),
             })?;
         state::decode(&self.name, &d)

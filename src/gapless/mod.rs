@@ -61,7 +61,7 @@ use mongodb::Collection;
 use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria};
 
 use crate::dispenser::Dispenser;
-use crate::error::{Aftermath, Error, Result};
+use crate::error::{Aftermath, Differs, Error, Kind, Result};
 use crate::history::record::Recorder;
 use crate::history::subject::Target;
 use crate::spec::validate_name;
@@ -251,8 +251,9 @@ impl Dispenser {
     /// # Errors
     ///
     /// [`Error::InvalidName`], [`Error::InvalidArgument`] (options, a weak unique index),
-    /// [`Error::SpecConflict`] when `name` exists for another collection, field or void
-    /// settings, [`Error::Database`] (among them the index that cannot be created),
+    /// [`Error::SpecConflict`] (nothing written) when `name` exists with another start (as
+    /// recorded at creation), collection, field, void settings or longest lease — everything
+    /// a create writes —, naming each that differs, [`Error::Database`] (among them the index that cannot be created),
     /// [`Error::CorruptDocument`].
     ///
     /// # Cancel safety
@@ -276,14 +277,14 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::SequenceExists`] when it exists; otherwise those of
+    /// [`Error::AlreadyExists`] when it exists; otherwise those of
     /// [`Dispenser::ensure_gapless`].
     ///
     /// # Cancel safety
     ///
     /// As [`Dispenser::ensure_gapless`]: dropped part way, the sequence may have been made (and
     /// its creation recorded); a second `create_gapless` then fails with
-    /// [`Error::SequenceExists`], and [`Dispenser::open_gapless`] opens it.
+    /// [`Error::AlreadyExists`], and [`Dispenser::open_gapless`] opens it.
     ///
     /// # Example
     ///
@@ -313,7 +314,8 @@ impl Dispenser {
         // the index on a field the sequence does not number).
         let exists = match g.inner.read_raw().await {
             Ok(_) if new_only => {
-                return Err(Error::SequenceExists {
+                return Err(Error::AlreadyExists {
+                    kind: crate::Kind::Gapless,
                     name: name.to_owned(),
                 });
             }
@@ -321,7 +323,7 @@ impl Dispenser {
                 g.inner.check_stored(&d)?;
                 true
             }
-            Err(Error::NoSuchSequence { .. }) => false,
+            Err(Error::NotFound { .. }) => false,
             Err(e) => return Err(e),
         };
         g.inner.index_bounded().await?;
@@ -351,7 +353,8 @@ impl Dispenser {
         {
             Ok(_) => Ok(true),
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) && new_only => {
-                Err(Error::SequenceExists {
+                Err(Error::AlreadyExists {
+                    kind: crate::Kind::Gapless,
                     name: name.to_owned(),
                 })
             }
@@ -370,7 +373,8 @@ impl Dispenser {
             ),
             // Another client created it between the look and the insert.
             Ok(false) => (
-                Err(Error::SequenceExists {
+                Err(Error::AlreadyExists {
+                    kind: crate::Kind::Gapless,
                     name: name.to_owned(),
                 }),
                 None,
@@ -389,7 +393,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidName`], [`Error::NoSuchSequence`], [`Error::CorruptDocument`],
+    /// [`Error::InvalidName`], [`Error::NotFound`], [`Error::CorruptDocument`],
     /// [`Error::Database`].
     ///
     /// # Cancel safety
@@ -417,6 +421,7 @@ impl Dispenser {
             .with_void_field(s.void_field)
             .with_void_extra(s.void_extra)
             .with_max_lease(s.max_lease);
+        options.start = s.start.unwrap_or(options.start);
         options.lease = options.lease.min(s.max_lease);
         Ok(self.gapless(name, self.gapless_collection(&options.collection), options))
     }
@@ -529,28 +534,41 @@ impl Inner {
             self.state.find_one(doc! { "_id": &self.name }),
         )
         .await?
-        .ok_or_else(|| Error::NoSuchSequence {
+        .ok_or_else(|| Error::NotFound {
+            kind: crate::Kind::Gapless,
             name: self.name.clone(),
         })
     }
 
-    /// Refuses options that do not fit the stored sequence `d`: another collection, field or
-    /// void settings ([`Error::SpecConflict`]), or a lease longer than its longest lease.
+    /// Refuses options that do not fit the stored sequence `d`: another start (when recorded),
+    /// collection, field, void settings or longest lease ([`Error::SpecConflict`]), or a
+    /// lease longer than its longest lease.
     fn check_stored(&self, d: &Document) -> Result<()> {
         let s = state::stored(&self.name, d)?;
         let o = &self.options;
-        if (&s.collection, &s.field, &s.void_field, &s.void_extra)
-            != (&o.collection, &o.field, &o.void_field, &o.void_extra)
-        {
-            let show = |c: &str, f: &str, v: &str, x: &Document| {
-                format!("numbers in {c}.{f}, voids marked {v:?} with {x}")
-            };
-            return Err(Error::SpecConflict {
-                name: self.name.clone(),
-                stored: show(&s.collection, &s.field, &s.void_field, &s.void_extra),
-                requested: show(&o.collection, &o.field, &o.void_field, &o.void_extra),
-            });
+        let mut differs = Differs::default();
+        if let Some(start) = s.start {
+            differs.field("start", start, o.start);
         }
+        differs
+            .field(
+                "collection",
+                format!("{:?}", s.collection),
+                format!("{:?}", o.collection),
+            )
+            .field("field", format!("{:?}", s.field), format!("{:?}", o.field))
+            .field(
+                "void field",
+                format!("{:?}", s.void_field),
+                format!("{:?}", o.void_field),
+            )
+            .field("void extra", &s.void_extra, &o.void_extra)
+            .field(
+                "max lease",
+                format!("{:?}", s.max_lease),
+                format!("{:?}", o.max_lease),
+            )
+            .check(Kind::Gapless, &self.name)?;
         options::check_lease(o.lease, s.max_lease)
     }
 
@@ -655,6 +673,10 @@ impl Gapless {
     /// longest lease and its delete, oldest first — see
     /// [`History`](crate::history::History) for the options.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -716,7 +738,7 @@ impl Gapless {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchSequence`] when it was deleted, [`Error::CorruptDocument`],
+    /// [`Error::NotFound`] when it was deleted, [`Error::CorruptDocument`],
     /// [`Error::Database`].
     ///
     /// # Cancel safety
@@ -817,7 +839,7 @@ impl Gapless {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for an alter that changes nothing or a longest lease under
-    /// 1 ms or over a day (nothing written), [`Error::NoSuchSequence`], [`Error::Database`],
+    /// 1 ms or over a day (nothing written), [`Error::NotFound`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -865,7 +887,8 @@ impl Gapless {
             )
             .await?;
         if r.matched_count == 0 {
-            return Err(Error::NoSuchSequence {
+            return Err(Error::NotFound {
+                kind: crate::Kind::Gapless,
                 name: inner.name.clone(),
             });
         }

@@ -48,8 +48,9 @@ pub struct GaplessOptions {
     /// longer one than [`max_lease`](Self::max_lease), and opening an existing sequence one
     /// longer than its stored longest lease.
     pub lease: Duration,
-    /// The longest lease of a **new** sequence, stored with it (an existing sequence keeps
-    /// its own; change it with [`Gapless::alter`](super::Gapless::alter)).
+    /// The longest lease of a **new** sequence, stored with it (change it with
+    /// [`Gapless::alter`](super::Gapless::alter)); `ensure_gapless` compares it with the
+    /// stored one, as every setting it writes.
     /// Every lease is judged by the server as lasting at most the longest lease stored at
     /// that moment, so a holder that dies blocks the sequence for at most that long.
     /// Defaults to 5 minutes.

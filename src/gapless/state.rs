@@ -42,6 +42,7 @@ pub(super) fn fresh(name: &str, o: &GaplessOptions) -> Document {
         "void_extra": o.void_extra.clone(),
         "max_lease_ms": lease_ms(o.max_lease),
         "next": o.start,
+        "start": o.start,
         "lease": { "holder": Bson::Null, "at": DateTime::from_millis(0), "ms": 0_i64 },
         "created_at": DateTime::now(),
     }
@@ -270,6 +271,8 @@ impl GaplessState {
 
 /// The stored settings of a sequence.
 pub(super) struct Stored {
+    /// The first number, recorded at creation (`None` in documents of earlier versions).
+    pub(super) start: Option<i64>,
     pub(super) collection: String,
     pub(super) field: String,
     pub(super) void_field: String,
@@ -285,6 +288,11 @@ pub(super) fn stored(name: &str, d: &Document) -> Result<Stored> {
             .map_err(|_| Error::corrupt(name, f, "must be a string"))
     };
     Ok(Stored {
+        start: match d.get("start") {
+            None => None,
+            Some(Bson::Int64(n)) => Some(*n),
+            Some(_) => return Err(Error::corrupt(name, "start", "must be a 64-bit integer")),
+        },
         collection: text("collection")?,
         field: text("field")?,
         void_field: text("void_field")?,

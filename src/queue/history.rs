@@ -62,11 +62,9 @@ pub(super) async fn insert(
     let recorded = match &inserted {
         Ok(true) => Ok(()),
         // Another client created it between the look and the insert.
-        Ok(false) => Err(Error::QueueExists {
+        Ok(false) => Err(Error::AlreadyExists {
+            kind: crate::Kind::Queue,
             name: name.to_owned(),
-            min: spec.min,
-            max: spec.max,
-            differs: None,
         }),
         Err(e) => Err(e.clone()),
     };
@@ -127,7 +125,8 @@ pub(super) async fn delete(
     };
     let recorded = match &deleted {
         Ok(true) => Ok(()),
-        Ok(false) => Err(Error::NoSuchQueue {
+        Ok(false) => Err(Error::NotFound {
+            kind: crate::Kind::Queue,
             name: name.to_owned(),
         }),
         Err(e) => Err(e.clone()),
@@ -140,7 +139,7 @@ pub(super) async fn delete(
 /// the delete is pinned to the state it checked, so a take (or call) landing between the check
 /// and the delete makes it match nothing — it reads again and checks again, within the retry
 /// budget. A take computed before the delete and written after it matches nothing either (the
-/// queue is gone, or another incarnation): it fails with [`Error::NoSuchQueue`].
+/// queue is gone, or another incarnation): it fails with [`Error::NotFound`].
 async fn delete_unheld(
     d: &Dispenser,
     queues: &QueueStore,

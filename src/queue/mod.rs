@@ -78,7 +78,7 @@ pub use status::{
 };
 
 use crate::dispenser::Dispenser;
-use crate::error::{Error, Result};
+use crate::error::{Differs, Error, Kind, Result, shown_or_none};
 use crate::retry::Backoff;
 use crate::scope::Clock;
 use state::{Done, Op, RequestId, State};
@@ -93,7 +93,8 @@ fn check_name(name: &str) -> Result<()> {
 }
 
 fn no_such(name: &str) -> Error {
-    Error::NoSuchQueue {
+    Error::NotFound {
+        kind: crate::Kind::Queue,
         name: name.to_owned(),
     }
 }
@@ -143,42 +144,28 @@ fn check_request_id(queue: &str, id: &str) -> Result<()> {
     }
 }
 
-/// [`Error::QueueExists`] for `name`, stored with `stored`, asked with `asked`: the
-/// message names what differs.
-fn exists(name: &str, stored: &QueueSpec, asked: &QueueSpec) -> Error {
-    let mut differs = Vec::new();
-    if (stored.min, stored.max) != (asked.min, asked.max) {
-        differs.push(format!("range (asked {}..={})", asked.min, asked.max));
-    }
-    let format = |f: &Option<crate::Format>| {
-        f.as_ref()
-            .map_or_else(|| "none".to_owned(), |f| format!("{:?}", f.as_str()))
-    };
-    if stored.format != asked.format {
-        differs.push(format!(
-            "format {} (asked {})",
-            format(&stored.format),
-            format(&asked.format)
-        ));
-    }
-    if stored.daily != asked.daily {
-        differs.push(format!(
-            "{} (asked {})",
-            if stored.daily { "daily" } else { "not daily" },
-            if asked.daily { "daily" } else { "not daily" }
-        ));
-    }
-    if stored.time_zone != asked.time_zone {
-        differs.push(format!(
-            "time zone {:?} (asked {:?})",
-            stored.time_zone, asked.time_zone
-        ));
-    }
-    Error::QueueExists {
+/// What differs between the stored spec of a queue and the one asked for: every setting
+/// `create_queue` writes (range, format, daily, time zone).
+fn differences(stored: &QueueSpec, asked: &QueueSpec) -> Differs {
+    let format = |f: &Option<crate::Format>| shown_or_none(f.as_ref().map(crate::Format::as_str));
+    let mut d = Differs::default();
+    d.field("min", stored.min, asked.min)
+        .field("max", stored.max, asked.max)
+        .field("format", format(&stored.format), format(&asked.format))
+        .field("daily", stored.daily, asked.daily)
+        .field(
+            "time zone",
+            format!("{:?}", stored.time_zone),
+            format!("{:?}", asked.time_zone),
+        );
+    d
+}
+
+/// [`Error::AlreadyExists`] for the queue `name`.
+fn exists(name: &str) -> Error {
+    Error::AlreadyExists {
+        kind: crate::Kind::Queue,
         name: name.to_owned(),
-        min: stored.min,
-        max: stored.max,
-        differs: (!differs.is_empty()).then(|| differs.join(", ")),
     }
 }
 
@@ -191,8 +178,9 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a bad name or range (nothing written),
-    /// [`Error::QueueExists`] when the name is taken, [`Error::Database`],
+    /// [`Error::InvalidName`] for a bad name, [`Error::InvalidArgument`] for a bad range
+    /// (nothing written),
+    /// [`Error::AlreadyExists`] when the name is taken, [`Error::Database`],
     /// [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -217,20 +205,18 @@ impl Dispenser {
         if history::insert(self, &queues, name, &fresh).await? {
             return Ok(self.queue_handle(name, queues, fresh));
         }
-        let stored = queues
-            .load(name)
-            .await?
-            .map_or(fresh.spec.clone(), |s| s.spec);
-        Err(exists(name, &stored, &fresh.spec))
+        Err(exists(name))
     }
 
     /// Creates the queue if it does not exist, or opens it if it exists with the same spec
-    /// (range, format, time zone, daily). Safe when many processes race: one insert wins, the
-    /// others read what it wrote.
+    /// (min, max, format, time zone, daily: everything a create writes). Safe when many
+    /// processes race: one insert wins, the others read what it wrote.
     ///
     /// # Errors
     ///
-    /// [`Error::QueueExists`] when it exists with another spec, plus those of
+    /// [`Error::SpecConflict`] (kind [`ErrorKind::Conflict`](crate::ErrorKind::Conflict),
+    /// nothing written) when it exists with another spec, naming each setting that differs
+    /// with its stored and asked values, plus those of
     /// [`Dispenser::create_queue`] and [`Error::CorruptDocument`].
     ///
     /// # Cancel safety
@@ -259,9 +245,7 @@ impl Dispenser {
             return Ok(self.queue_handle(name, queues, fresh));
         }
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
-        if stored.spec != spec {
-            return Err(exists(name, &stored.spec, &spec));
-        }
+        differences(&stored.spec, &spec).check(Kind::Queue, name)?;
         Ok(self.queue_handle(name, queues, stored))
     }
 
@@ -269,7 +253,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchQueue`], [`Error::InvalidArgument`] (a bad name),
+    /// [`Error::NotFound`], [`Error::InvalidName`],
     /// [`Error::CorruptDocument`], [`Error::Database`], [`Error::Timeout`].
     ///
     /// # Cancel safety
@@ -324,16 +308,16 @@ impl Dispenser {
     /// from its first ticket, so a ticket held from the old queue would be handed out again.
     /// [`DeleteQueue::force`] deletes it all the same (the history records the force). Returns
     /// a [`DeleteQueue`] to `.await`. Handles opened before then fail with
-    /// [`Error::NoSuchQueue`].
+    /// [`Error::NotFound`].
     ///
     /// The delete is pinned to the state it checked: a take landing between the check and the
     /// delete makes it check again (and refuse), and a take that comes after it fails with
-    /// [`Error::NoSuchQueue`] — never a ticket of a deleted queue.
+    /// [`Error::NotFound`] — never a ticket of a deleted queue.
     ///
     /// # Errors
     ///
-    /// [`Error::QueueInUse`] (nothing deleted), [`Error::InvalidArgument`] (a bad name),
-    /// [`Error::NoSuchQueue`], [`Error::CorruptDocument`] (a document that does not decode
+    /// [`Error::QueueInUse`] (nothing deleted), [`Error::InvalidName`],
+    /// [`Error::NotFound`], [`Error::CorruptDocument`] (a document that does not decode
     /// is deleted only with force), [`Error::Contention`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
@@ -500,6 +484,10 @@ impl Queue {
     /// The history of the queue: who created, altered, cancelled in it or deleted it, oldest
     /// first — see [`History`](crate::history::History) for the options.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Example
     ///
     /// ```no_run
@@ -566,7 +554,7 @@ impl Queue {
     /// [`Error::QueueFull`] (nothing written; take again after a call),
     /// [`Error::InvalidArgument`] when the count is 0, the request id is not 1–64 printable
     /// ASCII characters, or it was used for a take of another count,
-    /// [`Error::NoSuchQueue`] (deleted meanwhile), [`Error::Contention`] (the
+    /// [`Error::NotFound`] (deleted meanwhile), [`Error::Contention`] (the
     /// compare-and-set kept losing to other handles for the whole operation timeout: nothing
     /// taken), [`Error::CorruptDocument`],
     /// [`Error::Database`] or [`Error::Timeout`] (the tickets the write may have taken are
@@ -865,7 +853,7 @@ impl Queue {
 
     /// Deletes the queue, as [`Dispenser::delete_queue`] does by name: refused while tickets
     /// are held unless [`DeleteQueue::force`]. Returns a [`DeleteQueue`] to `.await`. Handles
-    /// opened before then fail with [`Error::NoSuchQueue`].
+    /// opened before then fail with [`Error::NotFound`].
     ///
     /// # Errors
     ///
@@ -899,7 +887,7 @@ impl Queue {
     ///
     /// # Errors
     ///
-    /// [`Error::NoSuchQueue`], [`Error::CorruptDocument`], [`Error::Database`],
+    /// [`Error::NotFound`], [`Error::CorruptDocument`], [`Error::Database`],
     /// [`Error::Timeout`].
     ///
     /// # Cancel safety

@@ -62,6 +62,63 @@ fn numbers(stdout: &str) -> Vec<i64> {
         .collect()
 }
 
+/// Regression (issue 50): `create --format` created, then altered (two writes), so
+/// `create --if-not-exists --format X` on a sequence stored with format Y silently changed
+/// it to X. The format is now part of what create writes (one insert) and what
+/// `--if-not-exists` compares: another format is refused, naming both, and nothing changes.
+#[test]
+fn create_if_not_exists_with_another_format_is_refused_and_changes_nothing() {
+    let cli = Cli::new("cli_format_ensure");
+    cli.ok(&["create", "inv", "--format", "Y-{n}"]);
+    let before: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["peek", "inv", "--json"])).unwrap();
+    assert_eq!(before["format"], "Y-{n}");
+    assert_eq!(before["version"], 0, "one insert, no alter after it");
+    let err = cli.fails(
+        &["create", "inv", "--if-not-exists", "--format", "X-{n}"],
+        EXIT_CONFLICT,
+    );
+    assert_eq!(
+        err.trim(),
+        "dispenser: sequence \"inv\" exists with another spec: format \"Y-{n}\" (asked \"X-{n}\"); nothing was written"
+    );
+    // None asked and one stored differs too: the whole spec is compared.
+    let err = cli.fails(&["create", "inv", "--if-not-exists"], EXIT_CONFLICT);
+    assert!(err.contains("format \"Y-{n}\" (asked none)"), "{err}");
+    let after: serde_json::Value =
+        serde_json::from_str(&cli.ok(&["peek", "inv", "--json"])).unwrap();
+    assert_eq!(after, before, "nothing changed");
+    cli.ok(&["create", "inv", "--if-not-exists", "--format", "Y-{n}"]);
+}
+
+/// Regression (issue 50): `create --stripes S` silently opened a striped sequence that
+/// existed (it was an ensure); like every create it now refuses a name taken
+/// (`already_exists`, exit 6), and `--if-not-exists` is the ensure.
+#[test]
+fn create_stripes_of_a_name_taken_is_refused_unless_if_not_exists() {
+    let cli = Cli::new("cli_stripes_taken");
+    cli.ok(&["create", "ids", "--stripes", "2"]);
+    let err = cli.fails(&["create", "ids", "--stripes", "2"], EXIT_CONFLICT);
+    assert_eq!(
+        err.trim(),
+        "dispenser: striped sequence \"ids\" already exists"
+    );
+    assert_eq!(
+        cli.ok(&["create", "ids", "--stripes", "2", "--if-not-exists"])
+            .lines()
+            .count(),
+        2
+    );
+    let err = cli.fails(
+        &["create", "ids", "--stripes", "3", "--if-not-exists"],
+        EXIT_CONFLICT,
+    );
+    assert!(
+        err.contains("striped sequence \"ids\" exists with another spec"),
+        "{err}"
+    );
+}
+
 #[test]
 fn create_next_peek_list_reset_delete() {
     let cli = Cli::new("cli_flow");
@@ -92,7 +149,7 @@ fn create_next_peek_list_reset_delete() {
     let err = cli.fails(&["create", "tickets"], EXIT_CONFLICT);
     assert!(err.contains("already exists"), "{err}");
     let err = cli.fails(&["create", "tickets", "--if-not-exists"], EXIT_CONFLICT);
-    assert!(err.contains("different spec"), "{err}");
+    assert!(err.contains("exists with another spec"), "{err}");
     cli.ok(&["create", "orders", "--start", "1000"]);
     let list: serde_json::Value = serde_json::from_str(&cli.ok(&["list", "--json"])).unwrap();
     let names: Vec<_> = list

@@ -1089,7 +1089,7 @@ async fn every_answer_is_what_its_schema_in_the_document_says() {
             "post",
             "/v1/sequences",
             "/v1/sequences".into(),
-            Some(json!({ "name": "inv", "if_not_exists": true })),
+            Some(json!({ "name": "inv", "format": "A-{n}", "if_not_exists": true })),
         ),
         (
             "post",

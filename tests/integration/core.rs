@@ -399,15 +399,15 @@ async fn spec_conflicts_and_duplicates_are_errors() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
-    assert!(
-        err.to_string().contains("max 99") && err.to_string().contains("max 100"),
-        "{err}"
+    assert_eq!(
+        err.to_string(),
+        "sequence \"s\" exists with another spec: max 99 (asked 100); nothing was written"
     );
     let err = d
         .create("s", Spec::default().with_max(99))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::SequenceExists { .. }), "{err}");
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
     // Another start is a conflict too (the start recorded at creation is compared).
     assert!(matches!(
         d.ensure("s", Spec::default().with_max(99).with_start(7))
@@ -416,7 +416,7 @@ async fn spec_conflicts_and_duplicates_are_errors() {
     ));
     assert_eq!(d.peek("s").await.unwrap().version, 0);
     let err = d.open("nope").await.unwrap_err();
-    assert!(matches!(err, Error::NoSuchSequence { .. }), "{err}");
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
 }
 
 #[tokio::test]
@@ -567,18 +567,9 @@ async fn admin_reset_peek_list_delete() {
         .collect();
     assert_eq!(names, vec!["a", "b"]);
     d.delete("a").await.unwrap();
-    assert!(matches!(
-        d.delete("a").await,
-        Err(Error::NoSuchSequence { .. })
-    ));
-    assert!(matches!(
-        d.peek("a").await,
-        Err(Error::NoSuchSequence { .. })
-    ));
-    assert!(matches!(
-        seq.next().await,
-        Err(Error::NoSuchSequence { .. })
-    ));
+    assert!(matches!(d.delete("a").await, Err(Error::NotFound { .. })));
+    assert!(matches!(d.peek("a").await, Err(Error::NotFound { .. })));
+    assert!(matches!(seq.next().await, Err(Error::NotFound { .. })));
 }
 
 #[tokio::test]
@@ -934,4 +925,127 @@ async fn int32_documents_are_drawn_past_the_int32_range_and_stored_as_int64() {
         assert_eq!(stored.get("value"), Some(&Bson::Int64(2_147_483_650)));
         assert_eq!(stored.get("version"), Some(&Bson::Int64(3 + 4)), "{stored}");
     }
+}
+
+/// `ensure` means one thing on every kind (issue 50): the same three refusals — a create of a
+/// name taken, an ensure with another setting, an open of a missing name — are the same
+/// variant and `ErrorKind` on a sequence, a striped sequence, a scope, a gap-free sequence and
+/// a queue, each naming its kind, its name and (for the ensure) the setting that differs, and
+/// none writes anything. (A queue's mismatch was `QueueExists`, kind `AlreadyExists`; a
+/// gap-free sequence's missing name was `NoSuchSequence`.)
+#[tokio::test]
+async fn ensure_means_the_same_on_every_kind() {
+    use dispenser::gapless::GaplessOptions;
+    use dispenser::queue::QueueSpec;
+    use dispenser::sequence::Alter;
+    use dispenser::{ErrorKind, Format, Kind};
+
+    let f = Fixture::new("ensure_every_kind").await;
+    let d = f.dispenser(f.options());
+    let business = format!("{}_inv", f.collection);
+    // One of each kind.
+    d.create("seq", Spec::default().with_max(99))
+        .format(Format::parse("S-{n}").unwrap())
+        .await
+        .unwrap();
+    d.create_striped("ids", 2, Spec::default()).await.unwrap();
+    let template = d.create("t", Spec::default().with_max(99)).await.unwrap();
+    d.create_scope("t", "k").await.unwrap();
+    d.create_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    d.create_queue("lobby", QueueSpec::default().with_max(99))
+        .await
+        .unwrap();
+    let scope_was = d.peek("t@k").await.unwrap();
+    template.alter(Alter::default().with_max(50)).await.unwrap();
+
+    // kind, name, create again, ensure with another setting, what differs, open a missing one.
+    type Made = dispenser::Result<()>;
+    fn ok<T>(r: dispenser::Result<T>) -> Made {
+        r.map(|_| ())
+    }
+    let cases: Vec<(Kind, &str, Made, Made, &str, Made)> = vec![
+        (
+            Kind::Sequence,
+            "seq",
+            ok(d.create("seq", Spec::default().with_max(99)).await),
+            ok(d.ensure("seq", Spec::default().with_max(99)).await),
+            "format \"S-{n}\" (asked none)",
+            ok(d.open("nope").await),
+        ),
+        (
+            Kind::Striped,
+            "ids",
+            ok(d.create_striped("ids", 2, Spec::default()).await),
+            ok(d.ensure_striped("ids", 3, Spec::default()).await),
+            "ids~0: step 2 (asked 3), stripe 0 of 2 (asked 0 of 3)",
+            ok(d.open_striped("nope").await),
+        ),
+        (
+            Kind::Scope,
+            "t@k",
+            ok(d.create_scope("t", "k").await),
+            ok(d.ensure_scope("t", "k").await),
+            "max 99 (asked 50)",
+            ok(d.open_scope("t", "nope").await),
+        ),
+        (
+            Kind::Gapless,
+            "inv",
+            ok(
+                d.create_gapless("inv", GaplessOptions::new(&business, "number"))
+                    .await,
+            ),
+            ok(
+                d.ensure_gapless("inv", GaplessOptions::new(&business, "no"))
+                    .await,
+            ),
+            "field \"number\" (asked \"no\")",
+            ok(d.open_gapless("nope").await),
+        ),
+        (
+            Kind::Queue,
+            "lobby",
+            ok(d.create_queue("lobby", QueueSpec::default().with_max(99))
+                .await),
+            ok(d.ensure_queue("lobby", QueueSpec::default().with_max(19))
+                .await),
+            "max 99 (asked 19)",
+            ok(d.open_queue("nope").await),
+        ),
+    ];
+    for (kind, name, create, ensure, differs, open) in cases {
+        let e = create.unwrap_err();
+        assert!(
+            matches!(&e, Error::AlreadyExists { kind: k, name: n } if *k == kind && n == name),
+            "{kind}: {e:?}"
+        );
+        assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{kind}");
+        assert_eq!(e.to_string(), format!("{kind} {name:?} already exists"));
+        let e = ensure.unwrap_err();
+        assert!(
+            matches!(&e, Error::SpecConflict { kind: k, name: n, .. } if *k == kind && n == name),
+            "{kind}: {e:?}"
+        );
+        assert_eq!(e.kind(), ErrorKind::Conflict, "{kind}");
+        assert_eq!(
+            e.to_string(),
+            format!("{kind} {name:?} exists with another spec: {differs}; nothing was written")
+        );
+        let e = open.unwrap_err();
+        assert!(
+            matches!(&e, Error::NotFound { kind: k, .. } if *k == kind),
+            "{kind}: {e:?}"
+        );
+        assert_eq!(e.kind(), ErrorKind::NotFound, "{kind}");
+        assert!(
+            e.to_string().starts_with(&format!("no such {kind} \"")),
+            "{kind}: {e}"
+        );
+    }
+    // Nothing was written: no stripe of the refused layout, the scope as it was.
+    assert!(d.peek("ids~2").await.is_err());
+    assert_eq!(d.peek("t@k").await.unwrap().version, scope_was.version);
+    assert_eq!(d.peek("seq").await.unwrap().version, 0);
 }

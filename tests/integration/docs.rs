@@ -242,16 +242,46 @@ fn every_test_the_docs_cite_exists() {
     );
 }
 
-/// The public functions under `dir` that return a future (`pub async fn`, a `pub fn` whose
-/// return type is a future, a method of a `pub trait` that returns one), as
-/// `path:line: signature`, each with whether its doc comment has a `# Cancel safety` section.
-/// `src/bin/` and `mod tests` are skipped.
-fn futures(dir: &Path, out: &mut Vec<(String, bool)>) {
+/// The types under `dir` that are awaited (`impl … IntoFuture for NAME`): the builders.
+fn awaited_builders(dir: &Path, out: &mut Vec<String>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
         if path.is_dir() {
             if path.file_name().is_some_and(|n| n != "bin") {
-                futures(&path, out);
+                awaited_builders(&path, out);
+            }
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        for line in read(&path).lines() {
+            if let Some((_, name)) = line.split_once("IntoFuture for ")
+                && line.starts_with("impl")
+            {
+                let name = name.split(['<', ' ', '{']).next().unwrap_or_default();
+                out.push(name.to_owned());
+            }
+        }
+    }
+}
+
+/// The public functions under `dir` that return a future (`pub async fn`, a `pub fn` whose
+/// return type is a future or an awaited builder, a method of a `pub trait` that returns
+/// one), as `path:line: signature`, each with whether its doc comment has a `# Cancel
+/// safety` section. `src/bin/` and `mod tests` are skipped.
+fn futures(dir: &Path, out: &mut Vec<(String, bool)>) {
+    let mut builders = Vec::new();
+    awaited_builders(&root().join("src"), &mut builders);
+    futures_of(dir, &builders, out);
+}
+
+fn futures_of(dir: &Path, builders: &[String], out: &mut Vec<(String, bool)>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "bin") {
+                futures_of(&path, builders, out);
             }
             continue;
         }
@@ -281,9 +311,16 @@ fn futures(dir: &Path, out: &mut Vec<(String, bool)>) {
                 })
                 .collect::<Vec<_>>()
                 .join(" ");
-            let returns_future = signature
-                .split_once("->")
-                .is_some_and(|(_, ret)| ret.contains("Future"));
+            // A setter of a builder (`fn count(self, …) -> TakeMany`) returns a builder too,
+            // but is not where the operation starts.
+            let setter = signature.contains("(self") || signature.contains("(mut self");
+            let returns_future = !setter
+                && signature.split_once("->").is_some_and(|(_, ret)| {
+                    ret.contains("Future")
+                        || ret
+                            .split(|c: char| !c.is_alphanumeric())
+                            .any(|word| builders.iter().any(|b| b == word))
+                });
             let public = trimmed.starts_with("pub async fn ")
                 || (trimmed.starts_with("pub fn ") && returns_future)
                 || (in_trait

@@ -541,7 +541,7 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
     assert!(e.to_string().contains("unique index"), "{e}");
     assert!(matches!(
         d.open_gapless("inv").await.unwrap_err(),
-        Error::NoSuchSequence { .. }
+        Error::NotFound { .. }
     ));
     // The audit works on any collection.
     let a = common::audit(&d, &business, "number", None).await.unwrap();
@@ -689,7 +689,7 @@ async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
         assert!(
             matches!(
                 d.open_gapless(&name).await.unwrap_err(),
-                Error::NoSuchSequence { .. }
+                Error::NotFound { .. }
             ),
             "{what}: nothing written"
         );
@@ -1673,10 +1673,27 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
         .await
         .unwrap();
     assert_eq!(s.max_lease, Duration::from_secs(30));
+    // Ensure compares the longest lease as it compares every setting create writes.
+    let e = d
+        .ensure_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::SpecConflict {
+                kind: dispenser::Kind::Gapless,
+                ..
+            }
+        ) && e.to_string().contains("max lease 30s (asked 300s)"),
+        "{e}"
+    );
     let e = d
         .ensure_gapless(
             "inv",
-            GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(31)),
+            GaplessOptions::new(&business, "number")
+                .with_max_lease(Duration::from_secs(30))
+                .with_lease(Duration::from_secs(31)),
         )
         .await
         .unwrap_err();
@@ -1692,7 +1709,7 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
     assert_eq!(found.options().lease, Duration::from_secs(2));
     assert!(matches!(
         d.open_gapless("none").await.unwrap_err(),
-        Error::NoSuchSequence { .. }
+        Error::NotFound { .. }
     ));
 }
 
@@ -1841,6 +1858,7 @@ async fn a_refused_issue_writes_nothing_not_even_an_index() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(6), "{err}");
         assert!(err.contains(into) || err.contains(field), "{err}");
+        assert!(err.contains("exists with another spec"), "{err}");
     }
     let out = cli(&f)
         .args(["gapless", "issue", "missing"])

@@ -1159,10 +1159,27 @@ async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
             assert!(!text.contains(secret), "{shape}: shows {secret:?}: {text}");
         }
     }
-    // With `peek`, the stored range is no secret: the 409 names it.
+    // With `peek`, the 409 points to what is stored (`GET` shows it), and `if_not_exists`
+    // with another range names what differs.
     let (status, body) = send(create_queue(ADMIN, json!({ "name": "aqueue", "max": 5 }))).await;
     assert_eq!(status, 409, "{body}");
-    assert!(body.to_string().contains("987654"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("GET /v1/queues/{name} shows it")),
+        "{body}"
+    );
+    let (status, body) = send(create_queue(
+        ADMIN,
+        json!({ "name": "aqueue", "max": 5, "if_not_exists": true }),
+    ))
+    .await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (409, Some("spec_conflict")),
+        "{body}"
+    );
+    assert!(body.to_string().contains("max 987654 (asked 5)"), "{body}");
 }
 
 /// `GET /v1/sequences` answers in pages (`limit`, `after`, `next`): every name exactly once

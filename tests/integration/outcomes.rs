@@ -169,7 +169,10 @@ impl World {
     async fn queue_status(&self) -> Option<dispenser::queue::QueueState> {
         match self.d.open_queue("q").await {
             Ok(q) => Some(q.peek().await.expect("queue peek")),
-            Err(Error::NoSuchQueue { .. }) => None,
+            Err(Error::NotFound {
+                kind: dispenser::Kind::Queue,
+                ..
+            }) => None,
             Err(e) => panic!("{e}"),
         }
     }
@@ -269,12 +272,11 @@ impl World {
             Cmd::Alter => seq().await.expect("peek").max == 1000,
             Cmd::AdvanceTo => seq().await.expect("peek").value >= 100,
             Cmd::Reset => seq().await.expect("peek").value == 49,
-            Cmd::Delete => matches!(seq().await, Err(Error::NoSuchSequence { .. })),
+            Cmd::Delete => matches!(seq().await, Err(Error::NotFound { .. })),
             Cmd::GaplessCreate => d.open_gapless("inv").await.is_ok(),
-            Cmd::GaplessDelete => matches!(
-                d.open_gapless("inv").await,
-                Err(Error::NoSuchSequence { .. })
-            ),
+            Cmd::GaplessDelete => {
+                matches!(d.open_gapless("inv").await, Err(Error::NotFound { .. }))
+            }
             Cmd::GaplessIssue => {
                 self.business_docs(doc! { "n": 1, "voided": { "$exists": false } })
                     .await
@@ -923,7 +925,10 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
     let queue = || async {
         match d.open_queue(n).await {
             Ok(q) => Some(q.peek().await.unwrap()),
-            Err(Error::NoSuchQueue { .. }) => None,
+            Err(Error::NotFound {
+                kind: dispenser::Kind::Queue,
+                ..
+            }) => None,
             Err(e) => panic!("{e}"),
         }
     };
@@ -942,9 +947,9 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
         "alter" => d.peek(n).await.unwrap().max == 1000,
         "advance_to" => d.peek(n).await.unwrap().value >= 100,
         "reset" => d.peek(n).await.unwrap().value == 49,
-        "delete" => matches!(d.peek(n).await, Err(Error::NoSuchSequence { .. })),
+        "delete" => matches!(d.peek(n).await, Err(Error::NotFound { .. })),
         "gapless_create" => d.open_gapless(n).await.is_ok(),
-        "gapless_delete" => matches!(d.open_gapless(n).await, Err(Error::NoSuchSequence { .. })),
+        "gapless_delete" => matches!(d.open_gapless(n).await, Err(Error::NotFound { .. })),
         "gapless_void" | "gapless_release" => voided().await,
         "gapless_alter" => {
             let g = d.open_gapless(n).await.unwrap();

@@ -825,28 +825,38 @@ async fn bad_input_is_named_and_nothing_is_written() {
         "nothing written"
     );
 
-    // A name taken, another range: the stored range is named.
+    // A name taken: create refuses it; ensure with another range names what differs.
     d.create_queue("lobby", QueueSpec::default().with_max(9))
         .await
         .unwrap();
-    for (result, message) in [
-        (
-            d.create_queue("lobby", QueueSpec::default().with_max(9))
-                .await,
-            "queue \"lobby\" already exists, with tickets 0..=9",
+    let e = d
+        .create_queue("lobby", QueueSpec::default().with_max(9))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::AlreadyExists { kind: dispenser::Kind::Queue, name } if name == "lobby"),
+        "{e}"
+    );
+    assert_eq!(e.to_string(), "queue \"lobby\" already exists");
+    let e = d
+        .ensure_queue("lobby", QueueSpec::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::SpecConflict {
+                kind: dispenser::Kind::Queue,
+                ..
+            }
         ),
-        (
-            d.ensure_queue("lobby", QueueSpec::default()).await,
-            "queue \"lobby\" already exists, with tickets 0..=9; it differs from the spec asked: range (asked 0..=99)",
-        ),
-    ] {
-        let e = result.unwrap_err();
-        assert!(
-            matches!(e, Error::QueueExists { min: 0, max: 9, .. }),
-            "{e}"
-        );
-        assert_eq!(e.to_string(), message);
-    }
+        "{e}"
+    );
+    assert_eq!(e.kind(), dispenser::ErrorKind::Conflict);
+    assert_eq!(
+        e.to_string(),
+        "queue \"lobby\" exists with another spec: max 9 (asked 99); nothing was written"
+    );
     // Regression (issue 37, 11): the message names what differs besides the range.
     let e = d
         .ensure_queue(
@@ -861,7 +871,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
         .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "queue \"lobby\" already exists, with tickets 0..=9; it differs from the spec asked: format none (asked \"B-{n}\"), not daily (asked daily), time zone \"UTC\" (asked \"Europe/Paris\")"
+        "queue \"lobby\" exists with another spec: format none (asked \"B-{n}\"), daily false (asked true), time zone \"UTC\" (asked \"Europe/Paris\"); nothing was written"
     );
     assert!(
         d.ensure_queue("lobby", QueueSpec::default().with_max(9))
@@ -869,7 +879,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
             .is_ok()
     );
     let err = fails(coll, &["queue", "create", "lobby"], EXIT_CONFLICT);
-    assert!(err.contains("already exists, with tickets 0..=9"), "{err}");
+    assert_eq!(err.trim(), "dispenser: queue \"lobby\" already exists");
     ok(
         coll,
         &["queue", "create", "lobby", "--max", "9", "--if-not-exists"],
@@ -878,7 +888,10 @@ async fn bad_input_is_named_and_nothing_is_written() {
     assert_eq!(err.trim(), "dispenser: no such queue \"nope\"");
     assert!(matches!(
         d.open_queue("nope").await,
-        Err(Error::NoSuchQueue { .. })
+        Err(Error::NotFound {
+            kind: dispenser::Kind::Queue,
+            ..
+        })
     ));
     assert_eq!(queues.count_documents(doc! {}).await.unwrap(), 1);
 }
@@ -1162,7 +1175,7 @@ async fn queues_over_http_and_the_boards_live_feed() {
         (
             json!({ "name": "lobby", "max": 5, "if_not_exists": true }),
             409,
-            "already_exists",
+            "spec_conflict",
         ),
         (
             json!({ "name": "r", "min": 5, "max": 5 }),

@@ -99,7 +99,13 @@ async fn a_queue_in_use_is_deleted_only_when_nobody_holds_a_ticket_or_with_force
     q.call().desk("A").await.unwrap();
     q.finish().desk("A").await.unwrap();
     q.delete().await.unwrap();
-    assert!(matches!(q.take().await, Err(Error::NoSuchQueue { .. })));
+    assert!(matches!(
+        q.take().await,
+        Err(Error::NotFound {
+            kind: dispenser::Kind::Queue,
+            ..
+        })
+    ));
 }
 
 /// The service: 409 `queue_in_use` naming what holds the queue, nothing deleted; `{"force":
@@ -203,7 +209,7 @@ fn spec(incarnation: u64) -> QueueSpec {
 /// A delete that went through while a ticket was held, or one whose check passed and a take
 /// landed before its write, leaves such a ticket. Every delete is pinned to the state it
 /// checked, so such a take either comes first (and the delete checks again) or fails with
-/// `NoSuchQueue`. Seeded: `DISPENSER_QUEUE_SEED` replays one.
+/// `NotFound`. Seeded: `DISPENSER_QUEUE_SEED` replays one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_again() {
     let seed = common::seed("DISPENSER_QUEUE_SEED");
@@ -247,7 +253,10 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                     Ok(t) => room.lock().unwrap().took(&t.label, t.serial),
                     Err(
                         Error::QueueFull { .. }
-                        | Error::NoSuchQueue { .. }
+                        | Error::NotFound {
+                            kind: dispenser::Kind::Queue,
+                            ..
+                        }
                         | Error::Contention { .. },
                     ) => {}
                     Err(e) => room.lock().unwrap().unexpected.push(format!("take: {e}")),
@@ -287,7 +296,13 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                             }
                             // The desk shows nothing: a delete took its ticket off the board.
                             Err(Error::NoTicketShown { .. }) => shown = None,
-                            Err(Error::NoSuchQueue { .. } | Error::Contention { .. }) => {}
+                            Err(
+                                Error::NotFound {
+                                    kind: dispenser::Kind::Queue,
+                                    ..
+                                }
+                                | Error::Contention { .. },
+                            ) => {}
                             Err(e) => room
                                 .lock()
                                 .unwrap()
@@ -297,7 +312,10 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                     }
                     Err(
                         Error::NobodyWaiting { .. }
-                        | Error::NoSuchQueue { .. }
+                        | Error::NotFound {
+                            kind: dispenser::Kind::Queue,
+                            ..
+                        }
                         | Error::Contention { .. },
                     ) => {}
                     Err(e) => room.lock().unwrap().unexpected.push(format!("call: {e}")),

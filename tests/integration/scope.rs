@@ -98,7 +98,7 @@ async fn racing_first_use_creates_a_scope_once() {
     assert_eq!(other.next().await.unwrap(), 100);
     assert!(matches!(
         d.ensure_scope("missing", "x").await,
-        Err(Error::NoSuchSequence { .. })
+        Err(Error::NotFound { .. })
     ));
     assert!(matches!(
         d.ensure_scope("invoices", "").await,
@@ -189,7 +189,7 @@ async fn formats_are_stored_and_checked() {
                 .await
         }
         .await,
-        Err(Error::NoSuchSequence { .. })
+        Err(Error::NotFound { .. })
     ));
     // A stored format that does not parse is a corrupt document.
     f.raw()

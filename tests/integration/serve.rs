@@ -754,7 +754,9 @@ async fn authorization_comes_before_the_body_and_bearer_is_case_insensitive() {
     assert!(status.success(), "{stderr}");
 }
 
-/// `if_not_exists` on an existing sequence changes nothing (not even the format) and says so.
+/// `if_not_exists` on an existing sequence of the same spec and format changes nothing and
+/// says so; another start, format or shape is 409 `spec_conflict`, naming what differs, and
+/// changes nothing either (it compares everything a create writes).
 #[tokio::test]
 async fn create_if_not_exists_changes_nothing_and_says_it_existed() {
     let svc = Service::start("serve_create");
@@ -770,6 +772,22 @@ async fn create_if_not_exists_changes_nothing_and_says_it_existed() {
         &http,
         &svc,
         json!({ "name": "inv", "if_not_exists": true, "format": "B-{n}", "start": 700 }),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (409, Some("spec_conflict")),
+        "{body}"
+    );
+    assert_eq!(
+        body["error"]["message"],
+        "sequence \"inv\" exists with another spec: start 1 (asked 700), format \"A-{n}\" (asked \"B-{n}\"); nothing was written",
+        "{body}"
+    );
+    let (status, body) = create(
+        &http,
+        &svc,
+        json!({ "name": "inv", "if_not_exists": true, "format": "A-{n}" }),
     )
     .await;
     assert_eq!(status, 200, "{body}");

@@ -68,6 +68,6 @@ async fn every_kind_of_source_is_drawn_through_one_trait() {
     // Unknown names fail as the concrete open would.
     assert!(matches!(
         d.open_source("nope", &SourceKind::Plain).await,
-        Err(dispenser::Error::NoSuchSequence { .. })
+        Err(dispenser::Error::NotFound { .. })
     ));
 }

@@ -152,10 +152,7 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     ));
     assert_eq!(orders.peek().await.unwrap().version, version);
     orders.delete().await.unwrap();
-    assert!(matches!(
-        orders.next().await,
-        Err(Error::NoSuchSequence { .. })
-    ));
+    assert!(matches!(orders.next().await, Err(Error::NotFound { .. })));
     let h = d
         .history(dispenser::Kind::Sequence, "orders")
         .await
@@ -193,7 +190,13 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
         .unwrap();
     assert_eq!(s.capacity, 20);
     lobby.delete().await.unwrap();
-    assert!(matches!(lobby.take().await, Err(Error::NoSuchQueue { .. })));
+    assert!(matches!(
+        lobby.take().await,
+        Err(Error::NotFound {
+            kind: dispenser::Kind::Queue,
+            ..
+        })
+    ));
     let h = d.history(dispenser::Kind::Queue, "lobby").await.unwrap();
     let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
     assert_eq!(ops, ["create", "alter", "delete"], "{h:#?}");
@@ -272,7 +275,7 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
 }
 
 /// Issue 50: "plain or striped?" is decided once, by `Dispenser::open_either`: a plain
-/// sequence is plain, a striped one striped, neither is `NoSuchSequence` naming the name, a
+/// sequence is plain, a striped one striped, neither is `NotFound` naming the name, a
 /// name that cannot be either is `InvalidName`.
 #[tokio::test]
 async fn open_either_tells_a_plain_sequence_from_a_striped_one() {
@@ -290,7 +293,10 @@ async fn open_either_tells_a_plain_sequence_from_a_striped_one() {
         Either::Plain(s) => panic!("striped opened as plain: {s:?}"),
     }
     match d.open_either("neither").await {
-        Err(Error::NoSuchSequence { name }) => assert_eq!(name, "neither"),
+        Err(Error::NotFound {
+            kind: dispenser::Kind::Sequence,
+            name,
+        }) => assert_eq!(name, "neither"),
         other => panic!("{other:?}"),
     }
     assert!(matches!(

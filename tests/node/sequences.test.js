@@ -88,6 +88,16 @@ test('errors are one class per kind, with the core code and a message naming wha
   const e3 = await d.ensure('taken', { max: 5 }).catch((e) => e)
   assert.ok(e3 instanceof ConflictError)
   assert.equal(e3.code, 'spec_conflict')
+  // ensure means one thing on every kind: a queue's mismatch is a ConflictError too (it was
+  // an AlreadyExistsError), and a sequence's format is part of what ensure compares.
+  await d.createQueue('lobby', { max: 99 })
+  const eq = await d.ensureQueue('lobby', { max: 19 }).catch((e) => e)
+  assert.ok(eq instanceof ConflictError && eq.code === 'spec_conflict', eq.message)
+  assert.equal(eq.message, 'queue "lobby" exists with another spec: max 99 (asked 19); nothing was written')
+  await d.create('formatted', { format: 'Y-{n}' })
+  const ef = await d.ensure('formatted', { format: 'X-{n}' }).catch((e) => e)
+  assert.ok(ef instanceof ConflictError && ef.message.includes('format "Y-{n}" (asked "X-{n}")'), ef.message)
+  assert.equal((await d.peek('formatted')).format, 'Y-{n}')
   const e4 = await d.ensure('bad', { step: 0 }).catch((e) => e)
   assert.ok(e4 instanceof InvalidInputError)
   assert.equal(e4.message, 'invalid spec for sequence "bad": step must not be 0')

@@ -20,12 +20,29 @@ def test_each_kind_is_its_own_class_with_the_stable_code(d):
         (lambda: d.create("x" * 300), dispenser.InvalidInputError, "invalid_input", "invalid_input"),
         (lambda: d.open_queue("q"), dispenser.NotFoundError, "no_such_queue", "not_found"),
     ]
+    # ensure means one thing on every kind: a mismatch is a ConflictError naming what differs
+    # (a queue's was an AlreadyExistsError), and the format is part of a sequence's spec.
+    d.create("f", format="Y-{n}")
+    d.create_queue("lobby", max=99)
+    cases += [
+        (lambda: d.ensure("f", format="X-{n}"), dispenser.ConflictError, "spec_conflict", "conflict"),
+        (lambda: d.ensure("f"), dispenser.ConflictError, "spec_conflict", "conflict"),
+        (lambda: d.ensure_queue("lobby", max=19), dispenser.ConflictError, "spec_conflict", "conflict"),
+        (lambda: d.create_queue("lobby", max=99), dispenser.AlreadyExistsError, "already_exists", "already_exists"),
+    ]
     for call, cls, code, kind in cases:
         with pytest.raises(cls) as e:
             call()
         assert (e.value.code, e.value.kind) == (code, kind), e.value
         assert isinstance(e.value, dispenser.DispenserError)
         assert str(e.value) == e.value.message and e.value.message
+    with pytest.raises(dispenser.ConflictError) as e:
+        d.ensure_queue("lobby", max=19)
+    assert e.value.message == 'queue "lobby" exists with another spec: max 99 (asked 19); nothing was written'
+    with pytest.raises(dispenser.ConflictError) as e:
+        d.ensure("f", format="X-{n}")
+    assert 'format "Y-{n}" (asked "X-{n}")' in e.value.message
+    assert d.peek("f")["format"] == "Y-{n}"
 
 
 def test_invalid_input_is_a_value_error_naming_the_value_and_writes_nothing(d):

@@ -2,7 +2,6 @@
 
 use std::io::Write;
 
-use dispenser::sequence::Alter;
 use dispenser::{Dispenser, Error, Format, Spec};
 
 use crate::args::whole;
@@ -31,14 +30,14 @@ pub struct CreateArgs {
     /// Wrap to min (max when descending) after the bound instead of failing.
     #[arg(long)]
     pub cycle: bool,
-    /// Succeed without change if the sequence exists with the same spec.
+    /// Succeed without change if the sequence exists with the same spec and format.
     #[arg(long)]
     pub if_not_exists: bool,
     /// Serial format for `next --formatted`: {n}, {n:0W} (zero-padded), {scope}; e.g.
     /// 'INV-{scope}-{n:06}'.
     #[arg(long)]
     pub format: Option<String>,
-    /// Create (or open, as with --if-not-exists) a striped sequence of this many stripes
+    /// Create (with --if-not-exists: or open) a striped sequence of this many stripes
     /// NAME~0 … NAME~{S-1}: unique, unordered numbers spread over S documents. peek, next,
     /// reset, advance-to and delete then take NAME and act on every stripe.
     #[arg(long, value_name = "S", value_parser = whole::<u32>(1, 1024), allow_negative_numbers = true)]
@@ -61,10 +60,19 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
                 reason: "a striped sequence has no format (its numbers are not in order)".into(),
             });
         }
-        let ids = d.ensure_striped(&a.name, stripes, spec).await?;
+        let ids = if a.if_not_exists {
+            d.ensure_striped(&a.name, stripes, spec).await?
+        } else {
+            d.create_striped(&a.name, stripes, spec).await?
+        };
         output::wrote(format!(
-            "striped sequence {:?} of {stripes} stripes created or found",
-            a.name
+            "striped sequence {:?} of {stripes} stripes {}",
+            a.name,
+            if a.if_not_exists {
+                "created or found"
+            } else {
+                "created"
+            }
         ));
         for state in ids.peek().await? {
             writeln!(out, "{}", describe(&state)).map_err(io_err)?;
@@ -72,19 +80,13 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
         out.flush().map_err(io_err)?;
         return Ok(Outcome::Done);
     }
-    let made = if a.if_not_exists {
-        d.ensure(&a.name, spec).await?
+    // The format is written in the same insert, and compared by --if-not-exists.
+    if a.if_not_exists {
+        d.ensure(&a.name, spec).format(format).await?;
+        output::wrote(format!("sequence {:?} created or found", a.name));
     } else {
-        d.create(&a.name, spec).await?
-    };
-    output::wrote(if a.if_not_exists {
-        format!("sequence {:?} created or found", a.name)
-    } else {
-        format!("sequence {:?} created", a.name)
-    });
-    if let Some(f) = &format {
-        made.alter(Alter::default().with_format(Some(f.clone())))
-            .await?;
+        d.create(&a.name, spec).format(format).await?;
+        output::wrote(format!("sequence {:?} created", a.name));
     }
     let state = d.peek(&a.name).await?;
     writeln!(out, "{}", describe(&state)).map_err(io_err)?;

@@ -228,10 +228,10 @@ pub async fn delete(
         writeln!(out, "deleted {n} scope(s) of {name} before {before}").map_err(io_err)?;
     } else {
         match d.delete(&name).await {
-            Err(e @ Error::NoSuchSequence { .. }) => {
+            Err(e @ Error::NotFound { .. }) => {
                 // A striped sequence, whole or left part way by an interrupted delete.
                 let n = match d.delete_striped(&name).await {
-                    Err(Error::NoSuchSequence { .. } | Error::SpecConflict { .. }) => {
+                    Err(Error::NotFound { .. } | Error::SpecConflict { .. }) => {
                         return Err(e);
                     }
                     other => other?,

@@ -306,7 +306,8 @@ export declare class Dispenser {
    */
   create(name: string, spec?: SpecInput | undefined | null): Promise<Sequence>
   /**
-   * Creates the sequence, or opens it when it exists with the same spec.
+   * Creates the sequence, or opens it when everything a create writes is equal (start,
+   * step, bounds, cycle and `format`); fails `Conflict`, naming what differs, otherwise.
    *
    * # Cancel safety
    *
@@ -1126,6 +1127,11 @@ export interface SpecInput {
   max?: Int
   /** Whether to wrap to `min` past `max` instead of failing `Exhausted`. Defaults to false. */
   cycle?: boolean
+  /**
+   * A plain sequence's serial format (`"INV-{n:06}"`), written in the same insert and
+   * compared by `ensure`. Defaults to none; a striped sequence has none.
+   */
+  format?: string
 }
 
 /** A take's request id (to retry it safely) and caller. */

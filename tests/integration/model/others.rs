@@ -168,7 +168,7 @@ async fn stripes_admin(seed: u64, d: &Dispenser, world: &World, era_changes: boo
             for k in count..other {
                 let extra = d.peek(&stripe_name("ids", k)).await;
                 assert!(
-                    matches!(extra, Err(Error::NoSuchSequence { .. })),
+                    matches!(extra, Err(Error::NotFound { .. })),
                     "a refused layout wrote stripe {k}: {extra:?}"
                 );
             }

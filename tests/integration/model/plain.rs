@@ -22,7 +22,7 @@ use crate::common::{self, DB};
 pub fn tolerated(e: &Error) -> bool {
     matches!(
         e,
-        Error::NoSuchSequence { .. }
+        Error::NotFound { .. }
             | Error::Closed { .. }
             | Error::WouldGoBackwards { .. }
             | Error::Exhausted { .. }
@@ -263,11 +263,7 @@ async fn alter(d: &Dispenser, world: &World, s: &SequenceState, change: Alter, f
         "alter: cycle on without force (refused)"
     } else {
         assert!(
-            r.is_ok()
-                || matches!(
-                    r,
-                    Err(Error::InvalidSpec { .. } | Error::NoSuchSequence { .. })
-                ),
+            r.is_ok() || matches!(r, Err(Error::InvalidSpec { .. } | Error::NotFound { .. })),
             "alter {change:?} on {s:?}: {r:?}"
         );
         match &r {

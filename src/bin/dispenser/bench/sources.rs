@@ -227,7 +227,10 @@ fn raw_error(context: &str) -> impl Fn(dispenser::mongodb::error::Error) -> Erro
 
 /// The `value` of a raw counter document read through a projection.
 fn value_of(d: Option<Document>, id: &str) -> dispenser::Result<i64> {
-    let d = d.ok_or_else(|| Error::NoSuchSequence { name: id.into() })?;
+    let d = d.ok_or_else(|| Error::NotFound {
+        kind: dispenser::Kind::Sequence,
+        name: id.into(),
+    })?;
     d.get_i64("value").map_err(|e| Error::CorruptDocument {
         what: "sequence".into(),
         name: id.into(),

@@ -293,7 +293,11 @@ async fn draw_striped<'n>(
             .target(&era, name, |_, _, _| Ok(st.dispenser.clone()))
             .await?
         else {
-            return Err(Error::NoSuchSequence { name: name.clone() }.into());
+            return Err(Error::NotFound {
+                kind: dispenser::Kind::Sequence,
+                name: name.clone(),
+            }
+            .into());
         };
         match draw_document(st, &slot, &era, name, shape, left, out).await {
             Err(e) if e.kind == "exhausted" => exhausted = Some(e),

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use dispenser::sequence::{Alter, SequenceState};
+use dispenser::sequence::SequenceState;
 use dispenser::stripe::{StripedSequence, stripe_name};
 use dispenser::{Dispenser, Error, Format, Spec};
 use serde::Deserialize;
@@ -42,33 +42,13 @@ pub(super) struct CreateBody {
     /// Wrap at the bound.
     #[serde(default)]
     pub(super) cycle: bool,
-    /// An existing sequence of the same shape is no error (nothing is written).
+    /// An existing sequence of the same start, shape and format is no error (nothing is
+    /// written); another is 409 `spec_conflict`.
     #[serde(default)]
     pub(super) if_not_exists: bool,
     /// A serial format such as `INV-{scope}-{n:06}`.
     #[serde(default)]
     pub(super) format: Option<String>,
-}
-
-/// `if_not_exists` found `state`: it must have the requested shape (the start and format only
-/// apply at creation); nothing is written.
-fn same_shape(state: SequenceState, spec: &Spec) -> Result<SequenceState, Error> {
-    let stored = Spec::default()
-        .with_start(spec.start)
-        .with_step(state.step)
-        .with_min(state.min)
-        .with_max(state.max)
-        .with_cycle(state.cycle);
-    if (stored.step, stored.min, stored.max, stored.cycle)
-        != (spec.step, spec.min, spec.max, spec.cycle)
-    {
-        return Err(Error::SpecConflict {
-            name: state.name.clone(),
-            stored: stored.to_string(),
-            requested: spec.to_string(),
-        });
-    }
-    Ok(state)
 }
 
 #[utoipa::path(post, path = "/v1/sequences", operation_id = "create", tag = "admin", request_body = CreateBody,
@@ -95,47 +75,39 @@ pub(super) async fn create(
     let format = b.format.as_deref().map(Format::parse).transpose()?;
     // With `if_not_exists`, a look first: a sequence that exists is found without its lock
     // (whose taking would retire the service's block clients of it).
-    let taken = || Error::SequenceExists {
+    let taken = || Error::AlreadyExists {
+        kind: dispenser::Kind::Sequence,
         name: b.name.clone(),
     };
-    let found = match b.if_not_exists {
+    let exists = match b.if_not_exists {
         true => match st.dispenser.peek(&b.name).await {
-            Ok(state) => Some(state),
-            Err(e) if e.kind() == dispenser::ErrorKind::NotFound => None,
+            Ok(_) => true,
+            Err(e) if e.kind() == dispenser::ErrorKind::NotFound => false,
             Err(e) => return Err(e.into()),
         },
-        false => None,
+        false => false,
     };
     let acting = st.acting(&rule)?;
+    // The format is written in the same insert as the sequence.
     let make = async {
-        let made = acting.create(&b.name, spec).await?;
+        acting.create(&b.name, spec).format(format.clone()).await?;
         let created = format!("sequence {:?} created", b.name);
-        if let Some(f) = &format {
-            made.alter(Alter::default().with_format(Some(f.clone())))
-                .await
-                .map_err(|e| match e.written() {
-                    dispenser::Written::Nothing => e.after_write(&created),
-                    _ => e,
-                })?;
-        }
         st.dispenser
             .peek(&b.name)
             .await
             .map_err(|e| e.after_write(&created))
     };
-    let exists = found.is_some();
     let create = async {
         match exists {
             true => Err(taken()),
             false => st.exclusive(&b.name, make).await,
         }
     };
+    // The library's ensure compares everything a create writes (start, shape, format); on a
+    // sequence that exists it only reads (no lock taken).
     let ensure = || async {
-        match found {
-            Some(state) => same_shape(state, &spec),
-            // Another client created it between the look and the insert.
-            None => same_shape(st.dispenser.peek(&b.name).await?, &spec),
-        }
+        acting.ensure(&b.name, spec).format(format.clone()).await?;
+        st.dispenser.peek(&b.name).await
     };
     let making = Making {
         noun: "sequence",
@@ -158,7 +130,7 @@ pub(super) async fn peek(
     st.authorize(&headers, Op::Peek, Some(&name))?;
     check_name(&name, false)?;
     match st.dispenser.peek(&name).await {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             let (ids, _) = stripes_or(&st.dispenser, &name, e).await?;
             Ok(Json(StateAnswer::striped(&name, &ids.peek().await?)?))
         }
@@ -439,7 +411,7 @@ pub(super) async fn alter(
         })
         .await
     {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st
                 .exclusive_all(&stripes, ids.alter(change).force(b.force).into_future())
@@ -470,7 +442,7 @@ pub(super) async fn advance(
     check_name(&name, false)?;
     let advance = async { acting.open(&name).await?.advance_to(b.to).await };
     match st.exclusive(&name, advance).await {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st.exclusive_all(&stripes, ids.advance_to(b.to)).await?;
             Ok(Json(StateAnswer::striped(&name, &states)?))
@@ -525,7 +497,7 @@ pub(super) async fn reset(
         })
         .await
     {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             let (ids, stripes) = stripes_or(&acting, &name, e).await?;
             let states = st
                 .exclusive_all(&stripes, ids.reset(next).force(b.force).into_future())
@@ -546,7 +518,7 @@ pub(super) async fn delete(
     let acting = st.acting(&st.authorize(&headers, Op::Delete, Some(&name))?)?;
     check_name(&name, false)?;
     match st.exclusive(&name, acting.delete(&name)).await {
-        Err(e @ Error::NoSuchSequence { .. }) => {
+        Err(e @ Error::NotFound { .. }) => {
             // A striped sequence, whole or left part way by an interrupted delete: its layout
             // is read from stripe 0, which goes last.
             let count = match acting.peek(&stripe_name(&name, 0)).await {

@@ -27,7 +27,7 @@ pub(super) struct Making<'a> {
 /// `if_not_exists` (and the token may read it), `ensure` opens what is there — the same
 /// settings, else the kind's `spec_conflict`. Answers what was made or found, and the status:
 /// 201 when this request made it, 200 when it found it. A name taken otherwise is 409
-/// `already_exists`, naming what is stored (a queue's range) only to a token that may read it.
+/// `already_exists`, pointing a token that may read it to what is stored.
 pub(super) async fn create_or_ensure<T, C, E>(
     m: Making<'_>,
     create: C,
@@ -43,24 +43,18 @@ where
             if m.if_not_exists && m.may_read {
                 return Ok((ensure().await?, StatusCode::OK));
             }
-            let (stored, see) = if m.may_read {
-                let stored = match e {
-                    Error::QueueExists { min, max, .. } => format!(", with tickets {min}..={max}"),
-                    _ => String::new(),
-                };
-                let see = format!(
+            let see = if m.may_read {
+                format!(
                     "GET {}/{{name}} shows it, and `if_not_exists` answers 200 when its settings are the ones asked for",
                     m.path
-                );
-                (stored, see)
+                )
             } else {
-                let see = "a token with `peek` on it sees its state (and gets 200 from `if_not_exists` when its settings are the ones asked for)";
-                (String::new(), see.to_owned())
+                "a token with `peek` on it sees its state (and gets 200 from `if_not_exists` when its settings are the ones asked for)".to_owned()
             };
             Err(ApiError::new(
                 StatusCode::CONFLICT,
                 "already_exists",
-                format!("{} {:?} already exists{stored}; {see}", m.noun, m.name),
+                format!("{} {:?} already exists; {see}", m.noun, m.name),
             ))
         }
         Err(e) => Err(e.into()),
@@ -82,7 +76,8 @@ mod tests {
     }
 
     fn taken() -> Error {
-        Error::SequenceExists {
+        Error::AlreadyExists {
+            kind: dispenser::Kind::Sequence,
             name: "lobby".to_owned(),
         }
     }
@@ -117,28 +112,12 @@ mod tests {
             (2, StatusCode::OK)
         );
         let conflict = Error::SpecConflict {
+            kind: dispenser::Kind::Queue,
             name: "lobby".to_owned(),
-            stored: "0..=9".to_owned(),
-            requested: "0..=99".to_owned(),
+            differs: "max 9 (asked 99)".to_owned(),
         };
         let e = run(making(true, true), Err(taken()), Err(conflict)).unwrap_err();
         assert_eq!((e.status, e.kind), (StatusCode::CONFLICT, "spec_conflict"));
-        let queue_taken = || Error::QueueExists {
-            name: "lobby".to_owned(),
-            min: 0,
-            max: 9,
-            differs: None,
-        };
-        let e = run(making(false, true), Err(queue_taken()), Ok(2)).unwrap_err();
-        assert!(
-            e.message.starts_with(
-                "queue \"lobby\" already exists, with tickets 0..=9; GET /v1/queues/{name} shows it"
-            ),
-            "{}",
-            e.message
-        );
-        let e = run(making(false, false), Err(queue_taken()), Ok(2)).unwrap_err();
-        assert!(!e.message.contains("0..=9"), "{}", e.message);
         for (if_not_exists, may_read, says) in [
             (false, true, "GET /v1/queues/{name} shows it"),
             (true, false, "a token with `peek` on it sees its state"),

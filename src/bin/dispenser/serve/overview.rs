@@ -88,7 +88,7 @@ async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<GaplessEntry>, 
         };
         match status {
             Ok(s) => out.push(GaplessEntry::Gapless(Gapless::of(&s)?)),
-            Err(e @ Error::NoSuchSequence { .. }) => {
+            Err(e @ Error::NotFound { .. }) => {
                 // Deleted since the listing: not shown.
                 tracing::debug!("overview: {e}");
             }

@@ -200,18 +200,18 @@ impl AppState {
                 let scope = scope_of(name);
                 let state = match self.dispenser.peek(name).await {
                     Ok(state) => state,
-                    Err(Error::NoSuchSequence { .. }) if scope.is_some() => {
+                    Err(Error::NotFound { .. }) if scope.is_some() => {
                         let (template, key) = scope.unwrap_or_default();
                         let already = match self.dispenser.peek(template).await {
                             Ok(t) => self.is_template(&t).await?,
-                            Err(Error::NoSuchSequence { .. }) => false,
+                            Err(Error::NotFound { .. }) => false,
                             Err(e) => return Err(e.into()),
                         };
                         let maker = may_make_scope(template, key, already)?;
                         maker.ensure_scope(template, key).await?;
                         self.dispenser.peek(name).await?
                     }
-                    Err(e @ Error::NoSuchSequence { .. }) => {
+                    Err(e @ Error::NotFound { .. }) => {
                         return match self.dispenser.open_striped(name).await {
                             Ok(ids) => Ok(Target::Striped(
                                 (0..ids.stripes()).map(|i| stripe_name(name, i)).collect(),

@@ -38,6 +38,9 @@ pub struct SpecInput {
     pub max: Option<Int>,
     /// Whether to wrap to `min` past `max` instead of failing `Exhausted`. Defaults to false.
     pub cycle: Option<bool>,
+    /// A plain sequence's serial format (`"INV-{n:06}"`), written in the same insert and
+    /// compared by `ensure`. Defaults to none; a striped sequence has none.
+    pub format: Option<String>,
 }
 
 /// Which names a listing holds: matching `matching`, after `after`, at most `limit`, among
@@ -108,6 +111,15 @@ pub struct DoctorInput {
 }
 
 /// The core's spec from its JavaScript form.
+/// The serial format of `input`, parsed (none when not given).
+pub fn format(input: Option<&SpecInput>) -> napi::Result<Option<dispenser::Format>> {
+    input
+        .and_then(|i| i.format.as_deref())
+        .map(dispenser::Format::parse)
+        .transpose()
+        .map_err(js)
+}
+
 pub fn spec(input: Option<SpecInput>) -> napi::Result<Spec> {
     let mut s = Spec::default();
     let Some(i) = input else { return Ok(s) };
@@ -230,12 +242,14 @@ impl Dispenser {
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
         promise!(env, self.inner, |inner| {
+            let format = format(spec.as_ref())?;
             let s = crate::dispenser::spec(spec)?;
-            Ok(Sequence::from(inner.create(&name, s).await?))
+            Ok(Sequence::from(inner.create(&name, s).format(format).await?))
         })
     }
 
-    /// Creates the sequence, or opens it when it exists with the same spec.
+    /// Creates the sequence, or opens it when everything a create writes is equal (start,
+    /// step, bounds, cycle and `format`); fails `Conflict`, naming what differs, otherwise.
     ///
     /// # Cancel safety
     ///
@@ -249,8 +263,9 @@ impl Dispenser {
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
         promise!(env, self.inner, |inner| {
+            let format = format(spec.as_ref())?;
             let s = crate::dispenser::spec(spec)?;
-            Ok(Sequence::from(inner.ensure(&name, s).await?))
+            Ok(Sequence::from(inner.ensure(&name, s).format(format).await?))
         })
     }
 

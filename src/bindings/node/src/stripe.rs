@@ -34,7 +34,7 @@ impl Dispenser {
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
         promise!(env, self.inner, |inner| {
-            let s = crate::dispenser::spec(spec)?;
+            let s = striped_spec(spec)?;
             let inner = inner.ensure_striped(&name, stripes, s).await?;
             Ok(StripedSequence { inner })
         })
@@ -55,7 +55,7 @@ impl Dispenser {
         spec: Option<SpecInput>,
     ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
         promise!(env, self.inner, |inner| {
-            let s = crate::dispenser::spec(spec)?;
+            let s = striped_spec(spec)?;
             let inner = inner.create_striped(&name, stripes, s).await?;
             Ok(StripedSequence { inner })
         })
@@ -256,4 +256,15 @@ impl StripedSequence {
     pub fn stats(&self) -> Json {
         Json(stats_json(&self.inner.stats()))
     }
+}
+
+/// The spec of a striped sequence, which has no format (its numbers are not in order).
+fn striped_spec(spec: Option<SpecInput>) -> napi::Result<dispenser::Spec> {
+    if crate::dispenser::format(spec.as_ref())?.is_some() {
+        return Err(js(dispenser::Error::InvalidArgument {
+            what: "format".into(),
+            reason: "a striped sequence has no format (its numbers are not in order)".into(),
+        }));
+    }
+    crate::dispenser::spec(spec)
 }

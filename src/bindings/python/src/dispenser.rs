@@ -244,24 +244,32 @@ flavors! {
         Ok(format!("Dispenser(database={:?}, collection={:?})", o.database, o.collection))
     }
 
-    /// Creates a new sequence (`AlreadyExistsError` when the name is taken). Unset
-    /// keywords keep the defaults: start 1, step 1, min 0, max 2**63-1, no cycle.
-    #[pyo3(signature = (name, *, start=None, step=None, min=None, max=None, cycle=None))]
+    /// Creates a new sequence (`AlreadyExistsError` when the name is taken), with the
+    /// serial `format` (`"INV-{n:06}"`) written in the same insert. Unset keywords keep the
+    /// defaults: start 1, step 1, min 0, max 2**63-1, no cycle, no format.
+    #[pyo3(signature = (name, *, start=None, step=None, min=None, max=None, cycle=None, format=None))]
     #[allow(clippy::too_many_arguments)]
-    fn create(&self, py: Python<'_>, name: String, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>) -> PyResult<Py<PyAny>> {
+    fn create(&self, py: Python<'_>, name: String, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>, format: Option<String>) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
         let spec = spec(start, step, min, max, cycle);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.create(&name, spec).await?, a)) })
+        run(py, a, async move {
+            let format = format.as_deref().map(Format::parse).transpose()?;
+            Outcome::Ok(handles::sequence(&dl, d.create(&name, spec).format(format).await?, a))
+        })
     }
 
-    /// Creates the sequence, or opens it if it exists with the same start, step, bounds and
-    /// cycle (`ConflictError` otherwise). Safe when many processes race.
-    #[pyo3(signature = (name, *, start=None, step=None, min=None, max=None, cycle=None))]
+    /// Creates the sequence, or opens it if everything a create writes is equal: start,
+    /// step, bounds, cycle and `format` (none given and one stored differs); otherwise
+    /// `ConflictError`, naming what differs. Safe when many processes race.
+    #[pyo3(signature = (name, *, start=None, step=None, min=None, max=None, cycle=None, format=None))]
     #[allow(clippy::too_many_arguments)]
-    fn ensure(&self, py: Python<'_>, name: String, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>) -> PyResult<Py<PyAny>> {
+    fn ensure(&self, py: Python<'_>, name: String, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>, cycle: Option<bool>, format: Option<String>) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
         let spec = spec(start, step, min, max, cycle);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.ensure(&name, spec).await?, a)) })
+        run(py, a, async move {
+            let format = format.as_deref().map(Format::parse).transpose()?;
+            Outcome::Ok(handles::sequence(&dl, d.ensure(&name, spec).format(format).await?, a))
+        })
     }
 
     /// Opens an existing sequence (`NotFoundError` otherwise).

@@ -51,6 +51,7 @@ class Dispenser:
         min: Optional[int] = None,
         max: Optional[int] = None,
         cycle: Optional[bool] = None,
+        format: Optional[str] = None,
     ) -> Sequence: ...
     def ensure(
         self,
@@ -61,6 +62,7 @@ class Dispenser:
         min: Optional[int] = None,
         max: Optional[int] = None,
         cycle: Optional[bool] = None,
+        format: Optional[str] = None,
     ) -> Sequence: ...
     def open(self, name: str) -> Sequence: ...
     def peek(self, name: str) -> State: ...

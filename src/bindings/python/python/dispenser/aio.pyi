@@ -41,6 +41,7 @@ class Dispenser:
         min: Optional[int] = None,
         max: Optional[int] = None,
         cycle: Optional[bool] = None,
+        format: Optional[str] = None,
     ) -> Sequence: ...
     async def ensure(
         self,
@@ -51,6 +52,7 @@ class Dispenser:
         min: Optional[int] = None,
         max: Optional[int] = None,
         cycle: Optional[bool] = None,
+        format: Optional[str] = None,
     ) -> Sequence: ...
     async def open(self, name: str) -> Sequence: ...
     async def peek(self, name: str) -> State: ...
