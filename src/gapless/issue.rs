@@ -30,6 +30,15 @@ use super::{Baton, Gapless, Held, Inner, Issued, Owed};
 use crate::error::{Aftermath, Error, Result, Written};
 use crate::store::is_duplicate_key;
 
+/// Whether the handle writes `n` at `now` under the lease it holds (`held`), with no state
+/// write: `n` is fewer than [`RUN`] numbers into the run, and the lease younger than
+/// [`RENEW`] or a quarter of it (`lease`), whichever is shorter. Else the write that
+/// confirms the run renews the lease, so that a burst never outlives its lease and a caller
+/// that waits is seen soon.
+fn under_lease(held: &Held, n: i64, now: Instant, lease: Duration) -> bool {
+    n - held.next < RUN && now.saturating_duration_since(held.since) < RENEW.min(lease / 4)
+}
+
 /// How many numbers `n` to `last` are: a run found used and moved past (counted in
 /// [`Issued::skipped`]).
 fn run_length(n: i64, last: i64) -> u32 {
@@ -306,8 +315,7 @@ impl Gapless {
                         return Err(inner.exhausted(p.last));
                     }
                 };
-                let young = p.since.elapsed() < RENEW.min(inner.options.lease / 4);
-                if n - p.next < RUN && young {
+                if under_lease(&p, n, Instant::now(), inner.options.lease) {
                     // Under the lease the handle holds: the business write is all.
                     turn.inflight = vec![p.confirm()];
                     inner.counters.round_trips.fetch_add(1, Relaxed);
@@ -701,6 +709,49 @@ mod tests {
             matches!(&panicked, Wrote::Failed(f) if f.written == Written::Nothing && f.reason.contains("boom")),
             "a panic is a definite failure"
         );
+    }
+
+    /// A burst renews its lease after [`RUN`] numbers, or once the lease is [`RENEW`] old
+    /// (a quarter of a lease shorter than 4 × `RENEW`), whichever comes first — not at every
+    /// number, and not never (issue 53: mutants of this condition survived; a burst that never
+    /// renewed could outlive its lease, one that renewed at every number doubled the writes).
+    #[test]
+    fn a_burst_renews_its_lease_after_its_run_or_a_quarter_of_its_lease() {
+        let since = Instant::now();
+        let held = Held {
+            holder: ObjectId::new(),
+            next: 1000,
+            last: 1000,
+            since,
+        };
+        let long = Duration::from_secs(10);
+        let young = since + RENEW - Duration::from_micros(1);
+        // Within the run, young: no state write.
+        for n in [1001, 1015, 1000 + RUN - 1] {
+            assert!(under_lease(&held, n, since, long), "{n}");
+            assert!(under_lease(&held, n, young, long), "{n}");
+        }
+        // The run is full, or the lease is old: renew.
+        assert!(!under_lease(&held, 1000 + RUN, since, long));
+        assert!(!under_lease(&held, 1000 + RUN + 5, since, long));
+        assert!(!under_lease(&held, 1001, since + RENEW, long));
+        assert!(!under_lease(&held, 1001, since + long, long));
+        // A lease shorter than 4 × RENEW is renewed after a quarter of it.
+        let short = RENEW * 2;
+        assert!(under_lease(
+            &held,
+            1001,
+            since + short / 4 - Duration::from_micros(1),
+            short
+        ));
+        assert!(!under_lease(&held, 1001, since + short / 4, short));
+        // A clock read before the lease was taken is not a negative age.
+        assert!(under_lease(
+            &held,
+            1001,
+            since.checked_sub(Duration::from_millis(1)).unwrap_or(since),
+            long
+        ));
     }
 
     /// The pause between polls of a lease is 1 ms plus up to `2^min(attempt, 4)` ms, and

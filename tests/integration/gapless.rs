@@ -1215,6 +1215,165 @@ async fn a_failed_business_write_releases_its_number_before_issue_returns() {
     }
 }
 
+/// One call of `issue` on `g`, spawned: its business write says that it runs (recording the
+/// handle's count of writes then), pauses `pause`, and inserts `{number: n}` into `coll`.
+fn spawn_paused_issue(
+    g: &dispenser::gapless::Gapless,
+    coll: &dispenser::mongodb::Collection<dispenser::mongodb::bson::Document>,
+    pause: Duration,
+) -> (
+    tokio::task::JoinHandle<dispenser::Result<dispenser::gapless::Issued<()>>>,
+    Arc<Notify>,
+    Arc<std::sync::atomic::AtomicU64>,
+) {
+    let (running, writes) = (
+        Arc::new(Notify::new()),
+        Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
+    );
+    let (g, coll, told, count) = (g.clone(), coll.clone(), running.clone(), writes.clone());
+    let task = tokio::spawn(async move {
+        let counted = g.clone();
+        g.issue(move |n| {
+            let (coll, told, count, counted) =
+                (coll.clone(), told.clone(), count.clone(), counted.clone());
+            async move {
+                count.store(counted.stats().writes, SeqCst);
+                told.notify_one();
+                tokio::time::sleep(pause).await;
+                coll.insert_one(doc! { "number": n }).await.map(drop)
+            }
+        })
+        .await
+    });
+    (task, running, writes)
+}
+
+/// A run of numbers a handle wrote under one lease ends in the write that confirms the run
+/// and takes the next lease, sent beside the next number's business write. When that write
+/// is refused (a caller said it waits), its reply is lost, or it is never answered, the
+/// number written beside it is confirmed with the run: the next caller starts right after
+/// it, with nothing to move past (issue 53: with `n + 1` there mutated to `n - 1` or `n * 1`,
+/// the next caller met used numbers and skipped them). The handle's state writes go through
+/// a proxy that faults that one write; its business writes go straight to the server.
+///
+/// The second call writes under the first call's lease and pauses past `RENEW`, so the third
+/// ends the run. A round where this machine paused the handle long enough for it to renew
+/// its lease earlier proves nothing and is run again (at most five times).
+#[tokio::test]
+async fn a_run_whose_last_write_is_refused_lost_or_unanswered_is_confirmed_past_its_last_number() {
+    use crate::proxy::{Fault, Faults, Proxy};
+    let f = Fixture::new("gapless_run_end").await;
+    let state_name = format!("{}_gapless", f.collection);
+    let state = f
+        .client
+        .database(DB)
+        .collection::<dispenser::mongodb::bson::Document>(&state_name);
+    let direct = f.dispenser(f.options());
+    let proxy = Proxy::to_test_server(Faults::default(), 11).await;
+    let proxied = dispenser::Dispenser::connect(
+        &proxy.uri("&serverSelectionTimeoutMS=2000"),
+        f.options()
+            .with_operation_timeout(Duration::from_millis(500)),
+    )
+    .await
+    .unwrap();
+    let ms = Duration::from_millis;
+    for case in ["refused", "lost", "unanswered"] {
+        let mut concluded = false;
+        for attempt in 0..5 {
+            let name = format!("{case}_{attempt}");
+            let options = GaplessOptions::new(format!("{}_{name}", f.collection), "number")
+                .with_lease(Duration::from_secs(60));
+            let business = direct
+                .create_gapless(&name, options)
+                .await
+                .unwrap()
+                .business()
+                .clone();
+            let a = proxied.open_gapless(&name).await.unwrap();
+            let (one, running, at_one) = spawn_paused_issue(&a, &business, ms(10));
+            within("the first write", running.notified()).await;
+            // Waits for the baton behind the first call: it follows at once, under its lease.
+            let (two, running, at_two) = spawn_paused_issue(&a, &business, ms(30));
+            within("the second write", running.notified()).await;
+            let gate = match case {
+                "refused" => {
+                    proxy.script(None);
+                    Some(proxy.hold_next("update", &state_name))
+                }
+                "lost" => {
+                    proxy.script(Some((0, Fault::DropReply)));
+                    None
+                }
+                _ => {
+                    proxy.script(Some((0, Fault::NeverAnswer)));
+                    None
+                }
+            };
+            // Queued behind the second call (and the flusher, which then finds calls
+            // following each other): its state write is the next request at the proxy.
+            tokio::time::sleep(ms(5)).await;
+            let (three, _, _) = spawn_paused_issue(&a, &business, Duration::ZERO);
+            if let Some(gate) = gate {
+                within("the write ending the run", gate.arrived()).await;
+                // A caller elsewhere says it waits, as a waiter does.
+                state
+                    .update_one(
+                        doc! { "_id": &name },
+                        doc! { "$set": { "lease.want": true }, "$currentDate": { "lease.want_at": true } },
+                    )
+                    .await
+                    .unwrap();
+                gate.open();
+            }
+            let mut issued = Vec::new();
+            for call in [one, two, three] {
+                issued.push(within("a call", call).await.unwrap().unwrap());
+            }
+            issued.push(
+                a.issue(|n| {
+                    let business = business.clone();
+                    async move { business.insert_one(doc! { "number": n }).await.map(drop) }
+                })
+                .await
+                .unwrap(),
+            );
+            let seen = proxy.seen();
+            let first = seen.first().map(ToString::to_string).unwrap_or_default();
+            if at_two.load(SeqCst) != at_one.load(SeqCst) + 1
+                || first != format!("update {state_name}")
+            {
+                eprintln!(
+                    "{case}, round {attempt}: the run ended elsewhere (writes {} then {}, first request {first:?}); again",
+                    at_one.load(SeqCst),
+                    at_two.load(SeqCst)
+                );
+                continue;
+            }
+            let numbers: Vec<i64> = issued.iter().map(|i| i.number).collect();
+            let skipped: Vec<u32> = issued.iter().map(|i| i.skipped).collect();
+            assert_eq!(numbers, [1, 2, 3, 4], "{case}");
+            assert_eq!(skipped, [0, 0, 0, 0], "{case}: numbers moved past");
+            assert_eq!(a.stats().retries, 0, "{case}");
+            let mut stored: Vec<i64> = business
+                .distinct("number", doc! {})
+                .await
+                .unwrap()
+                .iter()
+                .filter_map(dispenser::mongodb::bson::Bson::as_i64)
+                .collect();
+            stored.sort_unstable();
+            assert_eq!(stored, [1, 2, 3, 4], "{case}");
+            concluded = true;
+            break;
+        }
+        assert!(
+            concluded,
+            "{case}: five rounds where the run ended elsewhere"
+        );
+    }
+}
+
 /// Issue 20, item 2: a holder whose clock runs an hour ahead takes a number and is killed.
 /// Leases are timed by the server's clock, so the next caller waits for the lease (1 s), not
 /// for the lease plus the hour (it used to end in `Contention` after its `wait`).
@@ -2358,6 +2517,34 @@ async fn a_handles_stats_count_its_writes_and_no_conflict_when_alone() {
         "{wrote:?}"
     );
     assert!(wrote.writes >= 70, "{wrote:?}");
+}
+
+/// A handle issuing number after number writes its state once per run of `RUN` (32)
+/// numbers or per `RENEW` (5 ms) of lease, not once per number: with business writes that take
+/// no time, 64 numbers cost 64 business writes and a few state writes (issue 53: a renewal at
+/// every number, which doubles the writes, went unnoticed).
+#[tokio::test]
+async fn a_burst_writes_its_state_once_per_run_not_once_per_number() {
+    let f = Fixture::new("gapless_burst").await;
+    let business = format!("{}_inv", f.collection);
+    let g = f
+        .dispenser(f.options())
+        .create_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    for want in 1..=64 {
+        let issued = g
+            .issue(|n| async move { Ok::<_, std::io::Error>(n) })
+            .await
+            .unwrap();
+        assert_eq!((issued.number, issued.value), (want, want));
+    }
+    let s = g.stats();
+    assert_eq!(s.issued, 64, "{s:?}");
+    // 64 business writes, the first lease, and its renewal at 33 that confirms 1 to 32: 66
+    // on an idle machine; a pause of more than RENEW between two calls adds one or two.
+    // Never renewing would be 65; renewing at every number, 128.
+    assert!(s.writes >= 66 && s.writes <= 96, "{s:?}");
 }
 
 /// A forced release looks up what its holder wrote, and moves past exactly the run of
