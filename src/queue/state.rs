@@ -1403,12 +1403,9 @@ mod tests {
         }
     }
 
-    /// Every rule `check` holds a document to refuses the state that breaks it alone, naming
-    /// the field — so no write produces, and no read accepts, a document a later operation
-    /// would misread. (Found by cargo-mutants: `served` beyond `taken`, and overlapping spans
-    /// of tickets done out of line, were accepted unnoticed.)
-    #[test]
-    fn check_refuses_each_broken_rule_naming_its_field() {
+    /// Tickets 1 to 12 taken: 1 called at desk a, 5 called out of line at desk b, 8
+    /// cancelled, 11 and 12 taken with a request id.
+    fn a_state_with_every_part() -> State {
         let mut base = fresh(99);
         take(&mut base, 10).unwrap();
         call(&mut base, "a", None).unwrap(); // 1, at desk a
@@ -1431,6 +1428,16 @@ mod tests {
             (base.served, base.taken, base.out_of_line.len()),
             (1, 12, 2)
         );
+        base
+    }
+
+    /// Every rule `check` holds a document to refuses the state that breaks it alone, naming
+    /// the field — so no write produces, and no read accepts, a document a later operation
+    /// would misread. (Found by cargo-mutants: `served` beyond `taken`, and overlapping spans
+    /// of tickets done out of line, were accepted unnoticed.)
+    #[test]
+    fn check_refuses_each_broken_rule_naming_its_field() {
+        let base = a_state_with_every_part();
         type Break = fn(&mut State);
         let broken: [(&str, Break); 16] = [
             ("served", |s| s.served = s.taken + 1),
@@ -2120,5 +2127,328 @@ mod tests {
             vec![1],
             "a new day starts at 1"
         );
+    }
+
+    /// Each part of a compound rule of `check` alone, and each bound exactly: accepted at
+    /// the bound, refused one past it (issue 53: mutants of `check` that let one part of a
+    /// rule through, or moved a bound by one, survived the table above).
+    #[test]
+    fn check_holds_each_part_of_a_rule_alone_and_each_bound_exactly() {
+        let base = a_state_with_every_part();
+        let desks = |n: usize| -> Vec<Desk> {
+            (0..n)
+                .map(|i| Desk {
+                    desk: format!("d{i}"),
+                    serial: 1,
+                    at: 0,
+                })
+                .collect()
+        };
+        type Change = Box<dyn Fn(&mut State)>;
+        let accepted: Vec<(&str, Change)> = vec![
+            (
+                "the most desks",
+                Box::new(move |s| s.desks = desks(MAX_DESKS)),
+            ),
+            (
+                "a void span before a desk's ticket",
+                Box::new(|s| {
+                    s.out_of_line.insert(
+                        0,
+                        Span {
+                            from: 3,
+                            to: 3,
+                            kind: Kind::Void,
+                        },
+                    );
+                    s.voided = 1;
+                }),
+            ),
+            (
+                "the longest request id",
+                Box::new(|s| s.keys[0].key = "k".repeat(64)),
+            ),
+            (
+                "the longest caller",
+                Box::new(|s| s.keys[0].caller = "c".repeat(128)),
+            ),
+            (
+                "a take up to taken",
+                Box::new(|s| {
+                    s.takes[0].first = s.taken - 1;
+                    s.takes[0].count = 2;
+                }),
+            ),
+            (
+                "a spill filter",
+                Box::new(|s| s.spill_filter = Some(SpillFilter::new(0, true))),
+            ),
+        ];
+        for (what, change) in accepted {
+            let mut s = base.clone();
+            change(&mut s);
+            assert_eq!(s.check(), Ok(()), "{what}: {s:?}");
+        }
+        let refused: Vec<(&str, Change)> = vec![
+            ("cancelled", Box::new(|s| s.voided = -1)),
+            ("cancelled", Box::new(|s| s.cancelled = s.served + 10)),
+            ("desks", Box::new(move |s| s.desks = desks(MAX_DESKS + 1))),
+            ("desks.0", Box::new(|s| s.desks[0].serial = 0)),
+            // Desk b shows 5, now void.
+            ("desks.1", Box::new(|s| s.out_of_line[0].kind = Kind::Void)),
+            ("keys.0", Box::new(|s| s.keys[0].key = "k".repeat(65))),
+            ("keys.0", Box::new(|s| s.keys[0].caller = "c".repeat(129))),
+            (
+                "takes.0",
+                Box::new(|s| {
+                    s.takes[0].first = s.taken;
+                    s.takes[0].count = 2;
+                }),
+            ),
+            (
+                "spill_filter",
+                Box::new(|s| {
+                    let mut f = SpillFilter::new(0, false);
+                    f.previous.pop();
+                    s.spill_filter = Some(f);
+                }),
+            ),
+            (
+                "spill_filter",
+                Box::new(|s| {
+                    let mut f = SpillFilter::new(0, false);
+                    f.current.push(0);
+                    s.spill_filter = Some(f);
+                }),
+            ),
+        ];
+        for (field, change) in refused {
+            let mut s = base.clone();
+            change(&mut s);
+            match s.check() {
+                Err(v) => assert_eq!(v.field, field, "{v:?}"),
+                Ok(()) => panic!("{field}: accepted {s:?}"),
+            }
+        }
+    }
+
+    fn cancel(s: &mut State, ticket: i64) -> Result<(), Refusal> {
+        *s = run(s, Op::Cancel { ticket }, 0)?.0;
+        Ok(())
+    }
+
+    /// Tickets done out of line next to each other are one group, in whatever order they are
+    /// done — upwards, downwards, or the gap between two groups filled last — and tickets done
+    /// differently (cancelled, called) are separate groups. So more than `MAX_SPANS` tickets
+    /// cancelled side by side are not refused (issue 53: mutants that merged on one side only,
+    /// or merged groups of different kinds, survived).
+    #[test]
+    fn tickets_done_side_by_side_are_one_group_in_any_order() {
+        let n = MAX_SPANS as i64 + 200;
+        let one = |from, to| Span {
+            from,
+            to,
+            kind: Kind::Cancelled,
+        };
+        let mut up = fresh(9_999);
+        take(&mut up, n as u64 + 2).unwrap();
+        let mut down = up.clone();
+        for t in 3..=n + 2 {
+            cancel(&mut up, t).unwrap();
+            cancel(&mut down, n + 5 - t).unwrap();
+        }
+        for s in [&up, &down] {
+            assert_eq!(s.out_of_line, [one(3, n + 2)]);
+            assert_eq!((s.cancelled, s.waiting()), (n, 2));
+            assert_eq!(s.check(), Ok(()));
+        }
+        let mut s = fresh(99);
+        take(&mut s, 10).unwrap();
+        for t in [3, 7, 5, 4, 8] {
+            cancel(&mut s, t).unwrap();
+        }
+        assert_eq!(s.out_of_line, [one(3, 5), one(7, 8)]);
+        cancel(&mut s, 6).unwrap();
+        assert_eq!(s.out_of_line, [one(3, 8)]);
+        call(&mut s, "a", Some(9)).unwrap();
+        assert_eq!(
+            s.out_of_line,
+            [
+                one(3, 8),
+                Span {
+                    from: 9,
+                    to: 9,
+                    kind: Kind::Called
+                }
+            ]
+        );
+        // The cursor moves over them once the tickets before are done.
+        cancel(&mut s, 1).unwrap();
+        cancel(&mut s, 2).unwrap();
+        assert_eq!((s.served, s.out_of_line.len(), s.waiting()), (9, 0, 1));
+    }
+
+    /// With the most groups of tickets done out of line, another group is refused, but the
+    /// next ticket in line is still called or cancelled: it moves the cursor, it is no group
+    /// (issue 53: with the cursor's test moved, it became a group, and was refused).
+    #[test]
+    fn the_next_ticket_is_called_and_cancelled_with_the_most_groups_out_of_line() {
+        let mut s = fresh(9_999);
+        let most = MAX_SPANS as i64;
+        take(&mut s, 2 * most as u64 + 10).unwrap();
+        for k in 0..most {
+            cancel(&mut s, 4 + 2 * k).unwrap();
+        }
+        assert_eq!(s.out_of_line.len(), MAX_SPANS);
+        assert!(matches!(
+            cancel(&mut s, 2 * most + 6),
+            Err(Refusal::Invalid { .. })
+        ));
+        assert_eq!(call(&mut s, "a", None).unwrap(), 1);
+        cancel(&mut s, 2).unwrap();
+        assert_eq!(s.served, 2);
+        assert_eq!(call(&mut s, "a", None).unwrap(), 3);
+        assert_eq!((s.served, s.out_of_line.len()), (4, MAX_SPANS - 1));
+        assert_eq!(s.check(), Ok(()));
+    }
+
+    /// A clock gone back to an earlier day neither starts a daily queue again nor resets
+    /// today's counts: the day stays the latest seen (issue 53: a test of the date order
+    /// deleted went unnoticed).
+    #[test]
+    fn a_clock_gone_back_a_day_does_not_start_the_day_again() {
+        let spec = QueueSpec::default().with_max(9).with_daily(true);
+        let day1 = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 9 * 3_600_000;
+        let day2 = day1 + 86_400_000;
+        let mut s = State::new(spec, bson::oid::ObjectId::new(), day1);
+        assert_eq!(take_at(&mut s, 2, day2).unwrap(), vec![1, 2]);
+        let today = s.day.clone();
+        assert_eq!(take_at(&mut s, 1, day1).unwrap(), vec![3]);
+        assert_eq!(call_at(&mut s, day1).unwrap(), 1);
+        assert_eq!(
+            (s.day.as_str(), s.taken_today, s.served_today),
+            (today.as_str(), 3, 1)
+        );
+        assert_eq!((s.taken, s.voided), (3, 0));
+    }
+
+    /// A new day's void serials join the last group done out of line only when that group is
+    /// void and right before them; a cancelled ticket stays a cancelled group and the tickets
+    /// still waiting stay waiting (issue 53: mutants that joined any last group survived).
+    #[test]
+    fn a_new_days_void_serials_join_only_a_void_group_right_before_them() {
+        let spec = QueueSpec::default().with_max(9).with_daily(true);
+        let day1 = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 9 * 3_600_000;
+        let span = |from, to, kind| Span { from, to, kind };
+        for cancelled in [3, 5] {
+            let mut s = State::new(spec.clone(), bson::oid::ObjectId::new(), day1);
+            take_at(&mut s, 5, day1).unwrap();
+            s = run(&s, Op::Cancel { ticket: cancelled }, day1).unwrap().0;
+            assert_eq!(call_at(&mut s, day1 + 86_400_000).unwrap(), 1);
+            assert_eq!(
+                s.out_of_line,
+                [
+                    span(cancelled, cancelled, Kind::Cancelled),
+                    span(6, 10, Kind::Void)
+                ],
+                "ticket {cancelled} cancelled"
+            );
+            assert_eq!((s.waiting(), s.cancelled, s.voided), (3, 1, 5));
+            assert_eq!(s.check(), Ok(()));
+        }
+    }
+
+    /// With the most groups done out of line and people waiting, a new day goes on numbering
+    /// instead of starting again (a void group would be one too many): the state written
+    /// passes the reader's rules (issue 53: the bound ignored wrote a state `check` refuses).
+    #[test]
+    fn a_new_day_with_the_most_groups_out_of_line_goes_on_numbering() {
+        let spec = QueueSpec::default().with_max(9_999).with_daily(true);
+        let day1 = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 9 * 3_600_000;
+        let mut s = State::new(spec, bson::oid::ObjectId::new(), day1);
+        let most = MAX_SPANS as i64;
+        take_at(&mut s, 2 * most as u64 + 10, day1).unwrap();
+        for k in 0..most {
+            s = run(&s, Op::Cancel { ticket: 4 + 2 * k }, day1).unwrap().0;
+        }
+        let taken = s.taken;
+        assert_eq!(
+            take_at(&mut s, 1, day1 + 86_400_000).unwrap(),
+            vec![taken + 1]
+        );
+        assert_eq!((s.out_of_line.len(), s.voided), (MAX_SPANS, 0));
+        assert_eq!(s.check(), Ok(()));
+    }
+
+    /// A new day starts again only when a whole range of serials is left after the void ones:
+    /// at exactly `i64::MAX` it does, one range short of it, it goes on numbering (issue 53:
+    /// mutants of that bound survived).
+    #[test]
+    fn a_new_day_starts_again_only_with_a_whole_range_of_serials_left() {
+        let day1 = 1_700_000_000_000 - 1_700_000_000_000 % 86_400_000 + 9 * 3_600_000;
+        let day2 = day1 + 86_400_000;
+        // 7 ranges of `cap` are i64::MAX serials: after 5 ranges and one serial, the day
+        // voids up to 6 ranges, leaving exactly a whole range.
+        let cap: i64 = i64::MAX / 7;
+        assert_eq!(cap * 7, i64::MAX);
+        let exact = QueueSpec::default().with_max(cap - 1).with_daily(true);
+        let mut s = State::new(exact, bson::oid::ObjectId::new(), day1);
+        s.taken = 5 * cap + 1;
+        s.served = s.taken;
+        assert_eq!(take_at(&mut s, 1, day2).unwrap(), vec![1], "starts again");
+        assert_eq!(s.taken, 6 * cap + 1);
+        // A range of 2^62: after one serial the day would void up to 2^62, leaving less than
+        // a whole range.
+        let wide = QueueSpec::default()
+            .with_max((1_i64 << 62) - 1)
+            .with_daily(true);
+        let mut s = State::new(wide, bson::oid::ObjectId::new(), day1);
+        take_at(&mut s, 1, day1).unwrap();
+        call_at(&mut s, day1).unwrap();
+        assert_eq!(
+            take_at(&mut s, 1, day2).unwrap(),
+            vec![2],
+            "goes on numbering"
+        );
+        assert_eq!((s.taken, s.voided), (2, 0));
+    }
+
+    /// A queue remembers when each ticket still waiting was taken, so a call says how long it
+    /// waited, whatever takes, calls and cancels came between; it forgets takes whose tickets
+    /// are all done, and keeps at most `KEPT_TAKES`, dropping the oldest (issue 53: mutants
+    /// that forgot a take still waiting, or never dropped one, survived).
+    #[test]
+    fn a_call_says_how_long_its_ticket_waited_and_old_takes_are_dropped() {
+        let mut s = fresh(9_999);
+        let at = |s: &mut State, op: Op, now: i64| *s = run(s, op, now).unwrap().0;
+        let take1 = Op::Take {
+            count: 1,
+            key: None,
+        };
+        let next = || Op::Call {
+            desk: "a".into(),
+            ticket: None,
+        };
+        for _ in 0..3 {
+            at(&mut s, take1.clone(), 0);
+        }
+        at(&mut s, take1.clone(), 0);
+        at(&mut s, next(), 1_000);
+        at(&mut s, Op::Cancel { ticket: 2 }, 1_000);
+        at(&mut s, take1.clone(), 2_000); // forgets the takes of 1 and 2, keeps 3's
+        assert_eq!(s.takes.first().map(|t| t.first), Some(3));
+        at(&mut s, next(), 5_000);
+        assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (3, Some(5_000)));
+        at(&mut s, Op::Cancel { ticket: 4 }, 6_000);
+        at(&mut s, next(), 9_000);
+        assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (5, Some(7_000)));
+        // One take more than are kept, nobody called: the oldest goes.
+        let mut s = fresh(9_999);
+        for i in 0..=KEPT_TAKES as i64 + 4 {
+            at(&mut s, take1.clone(), i);
+        }
+        assert_eq!(s.takes.len(), KEPT_TAKES);
+        assert_eq!(s.takes[0].first, 6);
+        assert_eq!(s.check(), Ok(()));
     }
 }
