@@ -1765,6 +1765,42 @@ mod tests {
         );
     }
 
+    /// The ring holds exactly `RING` request ids; the take that adds one more moves the
+    /// oldest out, leaving `RING - SPILL`, and counts them. A queue that moved ids out
+    /// before it had a filter starts its filter with the previous generation full (any id
+    /// may have moved), one that did not with it empty (issue 53: mutants of the ring's bound
+    /// and of that choice survived).
+    #[test]
+    fn the_ring_spills_at_exactly_its_size_and_a_first_filter_knows_what_moved_before() {
+        let take_with = |s: &mut State, i: usize| -> Vec<Key> {
+            let op = Op::Take {
+                count: 1,
+                key: Some(id("k", &format!("{i}"))),
+            };
+            let Ok(Step::Write(next, _, out)) = s.apply(&op, 0) else {
+                panic!("take {i}")
+            };
+            *s = *next;
+            out
+        };
+        for moved_before in [0, 7] {
+            let mut s = fresh(i64::MAX - 1);
+            for i in 0..RING {
+                assert!(take_with(&mut s, i).is_empty(), "{i}");
+            }
+            assert_eq!(s.keys.len(), RING);
+            s.spilled = moved_before;
+            let out = take_with(&mut s, RING);
+            assert_eq!(out.len(), SPILL + 1);
+            assert_eq!(out[0].key, "0");
+            assert_eq!(s.keys.len(), RING - SPILL);
+            assert_eq!(s.spilled, moved_before + SPILL as i64 + 1);
+            let f = s.spill_filter.as_ref().expect("a filter");
+            let full = if moved_before > 0 { u64::MAX } else { 0 };
+            assert!(f.previous.iter().all(|w| *w == full), "{moved_before}");
+        }
+    }
+
     #[test]
     fn the_range_changes_only_when_no_held_ticket_is_remapped() {
         let mut s = fresh(9);
