@@ -1801,6 +1801,34 @@ mod tests {
         }
     }
 
+    /// A take answers the version it wrote, and its replay (the same request id) answers
+    /// the same version and tickets — what a caller compares to know its take is the one
+    /// stored (issue 53: a take answering another version went unnoticed by the unit tests).
+    #[test]
+    fn a_take_and_its_replay_answer_the_version_the_take_wrote() {
+        let mut s = fresh(99);
+        take(&mut s, 3).unwrap();
+        let op = Op::Take {
+            count: 2,
+            key: Some(id("kiosk", "r1")),
+        };
+        let Ok(Step::Write(next, took, _)) = s.apply(&op, 0) else {
+            panic!("a take writes")
+        };
+        assert!(
+            matches!(took, Done::Took { first: 4, count: 2, replayed: false, version, .. } if version == next.version && version == s.version + 1),
+            "{took:?} after version {}",
+            s.version
+        );
+        let Ok(Step::Answer(again)) = next.apply(&op, 0) else {
+            panic!("a replay answers")
+        };
+        assert!(
+            matches!(again, Done::Took { first: 4, count: 2, replayed: true, version, .. } if version == next.version),
+            "{again:?}"
+        );
+    }
+
     #[test]
     fn the_range_changes_only_when_no_held_ticket_is_remapped() {
         let mut s = fresh(9);
