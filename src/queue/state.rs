@@ -1829,6 +1829,29 @@ mod tests {
         );
     }
 
+    /// A new range too small for the tickets held is refused for their span, naming it;
+    /// one just large enough is refused only for the ticket it would remap (issue 53: the
+    /// span computed one off went unnoticed: the ticket-by-ticket rule refused in its place).
+    #[test]
+    fn a_range_too_small_for_the_tickets_held_is_refused_for_their_span() {
+        for (held, reason) in [
+            (5, "span 5 tickets and max 3 holds only 4"),
+            (
+                4,
+                "ticket 4 is held (waiting or shown) and would show 0 under max 3",
+            ),
+        ] {
+            let mut s = fresh(9);
+            take(&mut s, held).unwrap();
+            match run(&s, Op::SetMax { max: 3 }, 0) {
+                Err(Refusal::Remap { max: 3, reason: r }) => {
+                    assert!(r.contains(reason), "{held} held: {r}");
+                }
+                other => panic!("{held} held: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn the_range_changes_only_when_no_held_ticket_is_remapped() {
         let mut s = fresh(9);
@@ -2493,19 +2516,27 @@ mod tests {
             desk: "a".into(),
             ticket: None,
         };
-        for _ in 0..3 {
-            at(&mut s, take1.clone(), 0);
+        let first_take = |s: &State| s.takes.first().map(|t| t.first);
+        for t in 1..=5 {
+            at(&mut s, take1.clone(), t * 100);
         }
-        at(&mut s, take1.clone(), 0);
         at(&mut s, next(), 1_000);
-        at(&mut s, Op::Cancel { ticket: 2 }, 1_000);
-        at(&mut s, take1.clone(), 2_000); // forgets the takes of 1 and 2, keeps 3's
-        assert_eq!(s.takes.first().map(|t| t.first), Some(3));
-        at(&mut s, next(), 5_000);
-        assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (3, Some(5_000)));
-        at(&mut s, Op::Cancel { ticket: 4 }, 6_000);
-        at(&mut s, next(), 9_000);
-        assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (5, Some(7_000)));
+        assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (1, Some(900)));
+        assert_eq!(first_take(&s), Some(2), "a call forgets the take it served");
+        at(&mut s, Op::Cancel { ticket: 2 }, 1_100);
+        assert_eq!(
+            first_take(&s),
+            Some(3),
+            "a cancel forgets the take it ended"
+        );
+        at(&mut s, next(), 2_000);
+        assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (3, Some(1_700)));
+        at(&mut s, take1.clone(), 2_500);
+        assert_eq!(first_take(&s), Some(4), "a take forgets the takes served");
+        at(&mut s, Op::Cancel { ticket: 4 }, 2_600);
+        at(&mut s, next(), 3_000);
+        assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (5, Some(2_500)));
+        assert_eq!((s.taken_today, s.served_today), (6, 3));
         // One take more than are kept, nobody called: the oldest goes.
         let mut s = fresh(9_999);
         for i in 0..=KEPT_TAKES as i64 + 4 {
