@@ -2668,3 +2668,69 @@ async fn a_caller_waiting_for_a_busy_handle_gets_in_before_its_wait_runs_out() {
         .unwrap();
     assert!(a.is_clean(), "{a:?}");
 }
+
+/// A holder whose process returned its number and stopped before confirming it leaves a live
+/// lease on a used number. A caller that finds the same live holder there for a while looks
+/// the number up and moves past it, instead of waiting out the lease (here a minute). The
+/// holder's confirmation is held at a proxy forever, as if its process had stopped (issue 53:
+/// mutants that never helped, or forgot the holder at every look, survived).
+#[tokio::test]
+async fn a_caller_moves_past_a_live_lease_on_a_used_number_instead_of_waiting_it_out() {
+    use crate::proxy::{Faults, Proxy};
+    let f = Fixture::new("gapless_help").await;
+    let business = format!("{}_inv", f.collection);
+    let state = format!("{}_gapless", f.collection);
+    let d = f.dispenser(f.options());
+    let options = GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(60));
+    d.create_gapless("inv", options.clone()).await.unwrap();
+    let proxy = Proxy::to_test_server(Faults::default(), 5).await;
+    let holder = dispenser::Dispenser::connect(&proxy.uri(""), f.options())
+        .await
+        .unwrap()
+        .open_gapless("inv")
+        .await
+        .unwrap();
+    // Its number is taken with findAndModify; the first update is the confirmation.
+    let _never = proxy.hold_next("update", &state);
+    assert_eq!(common::issue_next(&holder).await.unwrap(), 1);
+    let other = d
+        .ensure_gapless("inv", options.with_wait(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let issued = other
+        .issue(|n| {
+            let coll = other.business().clone();
+            async move { coll.insert_one(doc! { "number": n }).await.map(drop) }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("after {:?}: {e}", started.elapsed()));
+    assert_eq!((issued.number, issued.skipped), (2, 1));
+    assert_eq!(other.stats().retries, 1);
+}
+
+/// A caller that waits out its wait behind a live holder fails with `Contention` saying how
+/// many times it tried to take the lease (issue 53: a count that stayed at 0 went unnoticed).
+#[tokio::test]
+async fn contention_says_how_many_times_the_caller_tried_the_lease() {
+    let f = Fixture::new("gapless_attempts").await;
+    let business = format!("{}_inv", f.collection);
+    let d = f.dispenser(f.options());
+    let options = GaplessOptions::new(&business, "number").with_lease(Duration::from_secs(60));
+    let g = d.create_gapless("inv", options.clone()).await.unwrap();
+    let holder = paused_holder(&g, "holder");
+    within("the holder", holder.holding.notified()).await;
+    let waiter = d
+        .ensure_gapless("inv", options.with_wait(Duration::from_millis(400)))
+        .await
+        .unwrap();
+    let e = common::issue_next(&waiter).await.unwrap_err();
+    match &e {
+        Error::Contention { attempts, .. } => assert!(*attempts > 1, "{e}"),
+        other => panic!("{other}"),
+    }
+    assert_eq!(waiter.stats().issued, 0);
+    holder.write.notify_one();
+    let issued = within("the holder", holder.task).await.unwrap().unwrap();
+    assert_eq!(issued.number, 1);
+}
