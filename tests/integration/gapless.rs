@@ -2671,9 +2671,11 @@ async fn a_caller_waiting_for_a_busy_handle_gets_in_before_its_wait_runs_out() {
 
 /// A holder whose process returned its number and stopped before confirming it leaves a live
 /// lease on a used number. A caller that finds the same live holder there for a while looks
-/// the number up and moves past it, instead of waiting out the lease (here a minute). The
-/// holder's confirmation is held at a proxy forever, as if its process had stopped (issue 53:
-/// mutants that never helped, or forgot the holder at every look, survived).
+/// the number up and moves past it once it is used, instead of waiting out the lease (here a
+/// minute) — also when the number was written only after the caller had waited longer than
+/// the pause before its first look-up. The holder's confirmation is held at a proxy forever,
+/// as if its process had stopped (issue 53: mutants that never helped, helped only early, or
+/// forgot the holder at every look, survived).
 #[tokio::test]
 async fn a_caller_moves_past_a_live_lease_on_a_used_number_instead_of_waiting_it_out() {
     use crate::proxy::{Faults, Proxy};
@@ -2692,25 +2694,35 @@ async fn a_caller_moves_past_a_live_lease_on_a_used_number_instead_of_waiting_it
         .unwrap();
     // Its number is taken with findAndModify; the first update is the confirmation.
     let _never = proxy.hold_next("update", &state);
-    assert_eq!(common::issue_next(&holder).await.unwrap(), 1);
+    let holder = paused_holder(&holder, "holder");
+    within("the holder", holder.holding.notified()).await;
     let other = d
         .ensure_gapless("inv", options.with_wait(Duration::from_secs(5)))
         .await
         .unwrap();
     let started = Instant::now();
-    let issued = other
-        .issue(|n| {
-            let coll = other.business().clone();
-            async move { coll.insert_one(doc! { "number": n }).await.map(drop) }
-        })
+    let call = tokio::spawn({
+        let other = other.clone();
+        async move { common::issue_next(&other).await }
+    });
+    // The caller waits, looks the number up, finds nothing; then the holder writes it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    holder.write.notify_one();
+    let written = within("the holder", holder.task).await.unwrap().unwrap();
+    assert_eq!(written.number, 1);
+    let n = within("the caller", call)
         .await
+        .unwrap()
         .unwrap_or_else(|e| panic!("after {:?}: {e}", started.elapsed()));
-    assert_eq!((issued.number, issued.skipped), (2, 1));
-    assert_eq!(other.stats().retries, 1);
+    assert_eq!(n, 2);
+    let s = other.stats();
+    assert_eq!((s.issued, s.retries), (1, 1), "{s:?}");
 }
 
 /// A caller that waits out its wait behind a live holder fails with `Contention` saying how
-/// many times it tried to take the lease (issue 53: a count that stayed at 0 went unnoticed).
+/// many times it tried to take the lease, and says on the lease that it waits, once — unless
+/// another caller said so already (issue 53: a count that stayed at 0, and a waiter that said
+/// so again, went unnoticed).
 #[tokio::test]
 async fn contention_says_how_many_times_the_caller_tried_the_lease() {
     let f = Fixture::new("gapless_attempts").await;
@@ -2720,16 +2732,24 @@ async fn contention_says_how_many_times_the_caller_tried_the_lease() {
     let g = d.create_gapless("inv", options.clone()).await.unwrap();
     let holder = paused_holder(&g, "holder");
     within("the holder", holder.holding.notified()).await;
-    let waiter = d
-        .ensure_gapless("inv", options.with_wait(Duration::from_millis(400)))
-        .await
-        .unwrap();
-    let e = common::issue_next(&waiter).await.unwrap_err();
-    match &e {
-        Error::Contention { attempts, .. } => assert!(*attempts > 1, "{e}"),
-        other => panic!("{other}"),
+    // Each waiter's writes are its tries of the lease, and the first one's word that it
+    // waits; the second finds that word there and writes none.
+    for (which, says) in [("first", 1), ("second", 0)] {
+        let waiter = d
+            .ensure_gapless("inv", options.clone().with_wait(Duration::from_millis(400)))
+            .await
+            .unwrap();
+        let e = common::issue_next(&waiter).await.unwrap_err();
+        let s = waiter.stats();
+        match &e {
+            Error::Contention { attempts, .. } => {
+                assert!(*attempts > 1, "{which}: {e}");
+                assert_eq!(s.writes, u64::from(*attempts) + says, "{which}: {e} {s:?}");
+            }
+            other => panic!("{which}: {other}"),
+        }
+        assert_eq!(s.issued, 0);
     }
-    assert_eq!(waiter.stats().issued, 0);
     holder.write.notify_one();
     let issued = within("the holder", holder.task).await.unwrap().unwrap();
     assert_eq!(issued.number, 1);
