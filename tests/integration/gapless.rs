@@ -2754,3 +2754,39 @@ async fn contention_says_how_many_times_the_caller_tried_the_lease() {
     let issued = within("the holder", holder.task).await.unwrap().unwrap();
     assert_eq!(issued.number, 1);
 }
+
+/// `gapless issue` opens the sequence with its stored settings and the lease asked. An admin
+/// changing the longest lease between its two reads of them is no spec conflict: it reads
+/// them again and issues (it exited 6, "exists with another spec: max lease …", a race the
+/// gap-free model test met). The second read is held at a proxy while the admin alters.
+#[tokio::test]
+async fn gapless_issue_is_not_refused_when_the_longest_lease_changes_while_it_opens() {
+    use crate::proxy::{Faults, Proxy};
+    let f = Fixture::new("gapless_issue_alter_race").await;
+    let business = format!("{}_inv", f.collection);
+    let state = format!("{}_gapless", f.collection);
+    let g = f
+        .dispenser(f.options())
+        .create_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap();
+    let proxy = Proxy::to_test_server(Faults::default(), 3).await;
+    let second_read = proxy.hold_after("find", &state, 1);
+    let child = cli(&f)
+        .env("MONGODB_URI", proxy.uri(""))
+        .args(["gapless", "issue", "inv", "--lease", "10"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    within("the second read of the settings", second_read.arrived()).await;
+    g.alter(GaplessAlter::default().with_max_lease(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    second_read.open();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(numbers(&out), vec![1]);
+}

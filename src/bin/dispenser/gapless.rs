@@ -321,9 +321,26 @@ pub async fn run(
                 }
             })?;
             // The lease asked, with the stored settings (an ensure that finds them opens).
-            let g = d
-                .ensure_gapless(&name, g.options().clone().with_lease(lease))
-                .await?;
+            // An admin changing them since they were read (the longest lease, say) makes the
+            // ensure refuse: read them again, a few times, rather than call that a conflict —
+            // unless the numbers now go elsewhere (the body was checked for this field).
+            let collection = g.options().collection.clone();
+            let mut stored = g;
+            let mut reread = 0;
+            let g = loop {
+                let asked = stored.options().clone().with_lease(lease);
+                match d.ensure_gapless(&name, asked).await {
+                    Err(e @ dispenser::Error::SpecConflict { .. }) if reread < 3 => {
+                        reread += 1;
+                        stored = d.open_gapless(&name).await?;
+                        let o = stored.options();
+                        if o.field != field || o.collection != collection {
+                            return Err(e);
+                        }
+                    }
+                    made => break made?,
+                }
+            };
             let hold = hold_point();
             // The business write is bounded like every database operation: cut, its outcome
             // is unknown (`Gapless::issue` takes tokio's `Elapsed` so).
