@@ -646,7 +646,18 @@ async fn model_round(seed: u64, faults: bool) -> Result<String, String> {
         let d = Dispenser::connect(&uri, f.options().with_operation_timeout(timeout))
             .await
             .map_err(|e| e.to_string())?;
-        let q = Arc::new(d.open_queue("q").await.map_err(|e| e.to_string())?);
+        // The proxied handle opens patiently: its opening read may lose its reply too
+        // (a read: nothing written, try again).
+        let mut opened = d.open_queue("q").await;
+        for _ in 0..20 {
+            match &opened {
+                Err(e) if faults && (e.is_timeout() || e.is_database()) => {
+                    opened = d.open_queue("q").await;
+                }
+                _ => break,
+            }
+        }
+        let q = Arc::new(opened.map_err(|e| format!("handle {h} never opened the queue: {e}"))?);
         let tasks = if crowded { 2 + rng.below(11) } else { 1 };
         let take_share = 45 + rng.below(20);
         for t in 0..tasks {
