@@ -698,7 +698,7 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
     const LINK: &str = "link-token-for-tests-000006";
     let tokens = json!({ "tokens": [
         { "name": "admin", "token": ADMIN, "sequences": ["*"],
-          "operations": ["create", "peek", "take", "call"] },
+          "operations": ["create", "peek", "take", "call", "delete"] },
         { "name": "phones", "token": LINK,
           "ticket_link": { "queue": "hall", "takes_per_phone": 2, "takes_per_address": 3,
                            "per_seconds": 3600 } },
@@ -983,6 +983,25 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
     )
     .await;
     assert_eq!((status, &none["url"]), (200, &Value::Null), "{none}");
+    // Regression (found by Schemathesis's stateful phase): a queue deleted, or never created,
+    // has no ticket link: 404 as for its peek, never a 200 a board would print a QR code for.
+    let (status, gone) = send(http.delete(svc.url("/v1/queues/hall-b")).bearer_auth(ADMIN)).await;
+    assert_eq!(status, 204, "{gone}");
+    for name in ["hall-b", "hall-c"] {
+        let (peek, peeked) = send(
+            http.get(svc.url(&format!("/v1/queues/{name}")))
+                .bearer_auth(ADMIN),
+        )
+        .await;
+        let (status, link) = send(
+            http.get(svc.url(&format!("/v1/queues/{name}/ticket-link")))
+                .bearer_auth(ADMIN),
+        )
+        .await;
+        assert_eq!((peek, status), (404, 404), "{name}: {link}");
+        assert_eq!(link["error"]["kind"], peeked["error"]["kind"], "{link}");
+        assert!(link.get("url").is_none(), "{link}");
+    }
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
 }

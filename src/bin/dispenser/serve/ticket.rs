@@ -331,7 +331,7 @@ fn origin(st: &AppState, headers: &HeaderMap) -> String {
 /// `GET /v1/queues/{name}/ticket-link`: the queue's ticket link, and its QR code.
 #[utoipa::path(get, path = "/v1/queues/{name}/ticket-link", operation_id = "ticket_link", tag = "queues",
     params(("name" = String, Path, description = "The queue name")),
-    responses((status = 200, description = "The link of the queue's ticket page with the token of its ticket link (the first in the tokens file for this queue), and the link as a QR code in SVG, for a board or a kiosk to show; `url`, `qr_svg` and `token_name` are `null` when no ticket link is for this queue", body = TicketLink)))]
+    responses((status = 200, description = "The link of the queue's ticket page with the token of its ticket link (the first in the tokens file for this queue), and the link as a QR code in SVG, for a board or a kiosk to show; `url`, `qr_svg` and `token_name` are `null` when no ticket link is for this queue; 404 `no_such_queue` when the queue does not exist", body = TicketLink)))]
 pub(super) async fn ticket_link(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -342,6 +342,9 @@ pub(super) async fn ticket_link(
         AppState::permit_on(&rule, Op::Take, Some(&name), QUEUE)?;
     }
     check_name_of(QUEUE, &name, false)?;
+    // A name without a queue is 404, as for a peek: a board must not print a QR code for a
+    // queue deleted (or never created), whose page would only say it does not exist.
+    st.queues.handle(&st.dispenser, &name).await?.peek().await?;
     let tokens = st.tokens.current();
     let Some(link) = tokens
         .iter()
