@@ -44,6 +44,43 @@ fn request_key(name: &str, incarnation: bson::oid::ObjectId, id: &RequestId) -> 
     )
 }
 
+/// The take a spilled request document `d` records for request id `id` of queue `name`:
+/// `None` when it is 24 hours old or more at `now` (the TTL index may not have removed it
+/// yet, and other servers have none). Its counters may be Int32 (written by hand or by
+/// another driver); a field of another type, or an `at` that is not a date, is a corrupt
+/// document naming the field.
+fn spilled_key(d: &Document, name: &str, id: &RequestId, now: i64) -> Result<Option<Key>> {
+    let corrupt = |k: &str, problem: &str| {
+        Error::corrupt_of(
+            "queue request id",
+            &format!("{name}/{}/{}", id.caller, id.id),
+            k,
+            problem,
+        )
+    };
+    let int = |k: &str| match d.get(k) {
+        Some(bson::Bson::Int64(v)) => Ok(*v),
+        Some(bson::Bson::Int32(v)) => Ok(i64::from(*v)),
+        _ => Err(corrupt(k, "is not a 64-bit integer")),
+    };
+    let at = match d.get("at") {
+        Some(bson::Bson::DateTime(t)) => t.timestamp_millis(),
+        _ => return Err(corrupt("at", "is not a date")),
+    };
+    if at.saturating_add(KEY_RETENTION_MS) <= now {
+        return Ok(None);
+    }
+    Ok(Some(Key {
+        caller: id.caller.clone(),
+        key: id.id.clone(),
+        first: int("first")?,
+        count: int("count")?,
+        at,
+        version: int("version")?,
+        max: int("max")?,
+    }))
+}
+
 impl QueueStore {
     /// The queues of the dispenser whose sequences `sequences` holds.
     pub(crate) fn new(sequences: &Store) -> QueueStore {
@@ -80,40 +117,7 @@ impl QueueStore {
                     .projection(doc! { "first": 1, "count": 1, "version": 1, "max": 1, "at": 1 }),
             )
             .await?;
-        let Some(d) = found else { return Ok(None) };
-        let int = |k: &str| match d.get(k) {
-            Some(bson::Bson::Int64(v)) => Ok(*v),
-            Some(bson::Bson::Int32(v)) => Ok(i64::from(*v)),
-            _ => Err(Error::corrupt_of(
-                "queue request id",
-                &format!("{name}/{}/{}", id.caller, id.id),
-                k,
-                "is not a 64-bit integer",
-            )),
-        };
-        let at = match d.get("at") {
-            Some(bson::Bson::DateTime(t)) => t.timestamp_millis(),
-            _ => {
-                return Err(Error::corrupt_of(
-                    "queue request id",
-                    &format!("{name}/{}/{}", id.caller, id.id),
-                    "at",
-                    "is not a date",
-                ));
-            }
-        };
-        if at.saturating_add(KEY_RETENTION_MS) <= now {
-            return Ok(None);
-        }
-        Ok(Some(Key {
-            caller: id.caller.clone(),
-            key: id.id.clone(),
-            first: int("first")?,
-            count: int("count")?,
-            at,
-            version: int("version")?,
-            max: int("max")?,
-        }))
+        found.map_or(Ok(None), |d| spilled_key(&d, name, id, now))
     }
 
     /// Writes request ids leaving the ring of queue `name` into the request collection,
@@ -395,5 +399,95 @@ fn only_duplicates(e: &mongodb::error::Error) -> bool {
                     .is_some_and(|w| !w.is_empty() && w.iter().all(|x| x.code == 11000))
         }
         _ => is_duplicate_key(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id() -> RequestId {
+        RequestId {
+            caller: "kiosk".into(),
+            id: "order-7".into(),
+        }
+    }
+
+    fn spilled(at: i64) -> Document {
+        doc! {
+            "first": 40_i64, "count": 2_i32, "version": 9_i64, "max": i64::MAX,
+            "at": bson::DateTime::from_millis(at),
+        }
+    }
+
+    #[test]
+    fn a_spilled_request_is_read_back_with_int32_or_int64_counters_for_24_hours() {
+        let at = 1_700_000_000_000;
+        let key = spilled_key(&spilled(at), "q", &id(), at + KEY_RETENTION_MS - 1)
+            .expect("a well-formed document")
+            .expect("younger than 24 hours");
+        assert_eq!(
+            key,
+            Key {
+                caller: "kiosk".into(),
+                key: "order-7".into(),
+                first: 40,
+                count: 2,
+                at,
+                version: 9,
+                max: i64::MAX,
+            }
+        );
+        // At 24 hours exactly it is gone, as it is from the ring.
+        assert_eq!(
+            spilled_key(&spilled(at), "q", &id(), at + KEY_RETENTION_MS).expect("read"),
+            None
+        );
+        // An `at` near the end of time does not overflow into the past.
+        assert!(
+            spilled_key(&spilled(i64::MAX - 5), "q", &id(), at)
+                .expect("read")
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_spilled_request_with_a_field_of_another_type_is_corrupt_naming_it() {
+        for (field, value, problem) in [
+            (
+                "first",
+                bson::Bson::String("40".into()),
+                "is not a 64-bit integer",
+            ),
+            ("count", bson::Bson::Double(2.0), "is not a 64-bit integer"),
+            ("max", bson::Bson::Null, "is not a 64-bit integer"),
+            ("at", bson::Bson::Int64(5), "is not a date"),
+        ] {
+            let mut d = spilled(0);
+            d.insert(field, value);
+            match spilled_key(&d, "q", &id(), 1) {
+                Err(Error::CorruptDocument {
+                    name,
+                    field: f,
+                    problem: p,
+                    ..
+                }) => {
+                    assert_eq!(
+                        (name.as_str(), f.as_str(), p.as_str()),
+                        ("q/kiosk/order-7", field, problem)
+                    );
+                }
+                other => panic!("{field}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_documents_id_names_the_queue_its_incarnation_the_caller_and_the_id() {
+        let incarnation = bson::oid::ObjectId::parse_str("0123456789abcdef01234567").expect("hex");
+        assert_eq!(
+            request_key("q", incarnation, &id()),
+            "q\u{1f}0123456789abcdef01234567\u{1f}kiosk\u{1f}order-7"
+        );
     }
 }
