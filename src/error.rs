@@ -999,6 +999,27 @@ pub fn describe_driver_error(e: &mongodb::error::Error) -> String {
         ErrorKind::Write(WriteFailure::WriteError(w)) => {
             format!("write failed: {} (code {})", tidy(&w.message), w.code)
         }
+        // An unordered insert of many (the request ids a queue moves out): its first
+        // refusal, and how many more there were.
+        ErrorKind::InsertMany(m) => match (m.write_errors.as_deref(), &m.write_concern_error) {
+            (Some([w, rest @ ..]), _) => format!(
+                "write failed: {} (code {}){}",
+                tidy(&w.message),
+                w.code,
+                if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!(", and {} more documents refused", rest.len())
+                }
+            ),
+            (_, Some(w)) => format!(
+                "write concern failed: {} ({} {})",
+                tidy(&w.message),
+                w.code_name,
+                w.code
+            ),
+            _ => tidy(&e.kind.to_string()),
+        },
         ErrorKind::Write(WriteFailure::WriteConcernError(w)) => format!(
             "write concern failed: {} ({} {})",
             tidy(&w.message),

@@ -169,7 +169,9 @@ impl QueueStore {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) if only_duplicates(&e) => Ok(()),
             Ok(Err(e)) => Err(Error::database(
-                format!("moving request ids of queue {name:?} out of its document"),
+                format!(
+                    "moving request ids of queue {name:?} out of its document (nothing was taken)"
+                ),
                 e,
             )),
             Err(_) => Err(Error::Timeout {

@@ -927,6 +927,79 @@ async fn a_queue_document_stays_small_whatever_its_history_and_old_ids_still_ans
     assert_eq!(left, 0);
 }
 
+/// A take whose request ids must leave the ring, when the server refuses to store them (a
+/// validator, missing rights: a write error the test proxy answers), fails with that error,
+/// nothing taken — and the ring keeps them: each id still answers its take. (Found by
+/// cargo-mutants: a refused spill taken for one another writer already made let the take
+/// drop the ids, and an id retried after it took a second ticket.)
+#[tokio::test]
+async fn a_take_whose_request_ids_cannot_be_moved_out_fails_and_keeps_them() {
+    use crate::proxy::{Faults, Proxy};
+    let f = Fixture::new("queue_edges_spill_refused").await;
+    let direct = f.dispenser(f.options());
+    let q = direct
+        .create_queue("q", QueueSpec::default().with_max(999))
+        .await
+        .unwrap();
+    let ring = 64;
+    let mut first = Vec::new();
+    for i in 0..ring {
+        let t = q.take().request_id(format!("id-{i:02}")).await.unwrap();
+        first.push(t.number);
+    }
+    let proxy = Proxy::to_test_server(Faults::default(), 3).await;
+    let d = Dispenser::connect(&proxy.uri(""), f.options())
+        .await
+        .unwrap();
+    let behind = d.open_queue("q").await.unwrap();
+    proxy.answer_next(
+        "insert",
+        &format!("{}_queue_requests", f.collection),
+        doc! {
+            "ok": 1.0,
+            "n": 0,
+            "writeErrors": [{ "index": 0, "code": 13, "errmsg": "refused by the test" }],
+        },
+    );
+    let before = q.peek().await.unwrap();
+    let e = behind.take().request_id("id-64").await.unwrap_err();
+    let text = e.to_string();
+    assert!(e.is_database(), "{text}");
+    assert!(
+        text.contains("refused by the test (code 13)") && text.contains("nothing was taken"),
+        "{text}"
+    );
+    assert!(!text.contains("InsertManyError"), "{text}");
+    assert_eq!(e.written(), dispenser::Written::Nothing, "{e}");
+    let after = q.peek().await.unwrap();
+    assert_eq!(
+        (after.taken, after.version),
+        (before.taken, before.version),
+        "nothing taken"
+    );
+    // Every id still answers its take, the oldest first (the first to leave the ring).
+    for (i, number) in first.iter().enumerate() {
+        let again = q.take().request_id(format!("id-{i:02}")).await.unwrap();
+        assert!(again.replayed, "id {i}");
+        assert_eq!(again.number, *number, "id {i}");
+    }
+    // The take again, now that the server stores them: one ticket, and the ids moved out
+    // still answer from where they went.
+    let t = behind.take().request_id("id-64").await.unwrap();
+    assert!(!t.replayed && t.number == first[ring - 1] + 1, "{t:?}");
+    for (i, number) in first.iter().enumerate() {
+        let again = behind
+            .take()
+            .request_id(format!("id-{i:02}"))
+            .await
+            .unwrap();
+        assert!(
+            again.replayed && again.number == *number,
+            "id {i}: {again:?}"
+        );
+    }
+}
+
 /// Regression (issue 37, 10): a queue label format with terminal escapes or a newline was
 /// accepted (and printed raw). It is refused, naming the character, and nothing is written.
 #[test]
