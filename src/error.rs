@@ -266,16 +266,22 @@ pub enum Error {
         called: u64,
     },
 
-    /// A ticket given to [`Queue::cancel`](crate::queue::Queue::cancel) or to a call of a
-    /// given ticket ([`Call::ticket`](crate::queue::Call::ticket)) does
-    /// not wait (called, cancelled, never taken, outside the range). Nothing was written.
-    #[error("ticket {ticket} of queue {name:?} is not waiting: {reason}; nothing was changed")]
+    /// The ticket an act names is not in the state the act needs: a ticket given to
+    /// [`Queue::cancel`](crate::queue::Queue::cancel) or to a call of a given ticket
+    /// ([`Call::serial`](crate::queue::Call::serial)) does not wait (called, cancelled, never
+    /// taken, of a queue deleted and created again since), or a desk a recall or finish names
+    /// with its ticket ([`AtDesk::serial`](crate::queue::AtDesk::serial)) shows another one.
+    /// Nothing was written.
+    #[error("ticket {ticket} (serial {serial}) of queue {name:?} {reason}; nothing was changed")]
     TicketNotWaiting {
         /// The queue's name.
         name: String,
-        /// The ticket given.
+        /// The number the ticket named shows.
         ticket: i64,
-        /// Why it does not wait.
+        /// The ticket named: its serial (see [`Ticket::serial`](crate::queue::Ticket::serial)).
+        serial: u64,
+        /// Why it cannot be acted on, as the message says it: `is not waiting: it was
+        /// cancelled`, `is not shown by desk "3": it shows ticket 7 (serial 14) now`, ….
         reason: String,
     },
 
@@ -1228,6 +1234,7 @@ mod tests {
             Error::TicketNotWaiting {
                 name: n(),
                 ticket: 1,
+                serial: 1,
                 reason: n(),
             },
             Error::NoTicketShown {
