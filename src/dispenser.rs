@@ -528,6 +528,19 @@ impl Dispenser {
 
     /// [`Sequence::advance_to`] by name.
     pub(crate) async fn advance_to(&self, name: &str, n: i64) -> Result<SequenceState> {
+        self.advance_recorded(name, n, "advance-to", bson::doc! { "to": n })
+            .await
+    }
+
+    /// Moves `name` past `n` as [`Sequence::advance_to`] does, recorded as the operation `op`
+    /// with `params` (advance-to, adopt).
+    pub(crate) async fn advance_recorded(
+        &self,
+        name: &str,
+        n: i64,
+        op: &str,
+        params: bson::Document,
+    ) -> Result<SequenceState> {
         // Refused by the state, or nothing to move: nothing is written, history included.
         let before = self.peek(name).await?;
         if advance_decision(name, n)(&before.stored())?.is_none() {
@@ -536,8 +549,8 @@ impl Dispenser {
         self.recorder()
             .run(
                 &Target::sequence(name),
-                "advance-to",
-                bson::doc! { "to": n },
+                op,
+                params,
                 Some(sequence_state(&before)),
                 self.set_value(name, advance_decision(name, n)),
                 |s| Some(sequence_state(s)),
