@@ -340,7 +340,11 @@ mod tests {
         (0..callers)
             .map(|_| {
                 let (tx, rx) = oneshot::channel();
-                q.waiting.push_back(Waiter { n: 1, tx });
+                q.waiting.push_back(Waiter {
+                    n: 1,
+                    tx,
+                    id: Arc::default(),
+                });
                 rx
             })
             .collect()
@@ -350,7 +354,14 @@ mod tests {
         asks.iter()
             .map(|&n| {
                 let (tx, rx) = oneshot::channel();
-                (Waiter { n, tx }, rx)
+                (
+                    Waiter {
+                        n,
+                        tx,
+                        id: Arc::default(),
+                    },
+                    rx,
+                )
             })
             .unzip()
     }
