@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use dispenser::{Dispenser, Options, Spec, options::Strategy};
+use dispenser::{Dispenser, Options, Spec, sequence::Strategy};
 
 const MAX_TICKET: i64 = 99;
 

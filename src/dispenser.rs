@@ -155,7 +155,7 @@ impl Dispenser {
             Ok(None) => {}
             Ok(Some(_)) | Err(Error::CorruptDocument { .. }) => {
                 return Err(Error::AlreadyExists {
-                    kind: crate::Kind::Sequence,
+                    kind: crate::error::Kind::Sequence,
                     name: name.to_owned(),
                 });
             }
@@ -178,7 +178,7 @@ impl Dispenser {
                             Ok(self.handle(name, created(&spec, None, incarnation)))
                         }
                         None => Err(Error::AlreadyExists {
-                            kind: crate::Kind::Sequence,
+                            kind: crate::error::Kind::Sequence,
                             name: name.to_owned(),
                         }),
                     }
@@ -505,7 +505,7 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::Kind;
+    /// use dispenser::error::Kind;
     /// let last_day = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
     /// for e in d.history(Kind::Queue, "lobby").since(last_day).await? {
     ///     println!("{}", e.to_json());
@@ -805,7 +805,7 @@ pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<Clien
         .map_err(|_| Error::Timeout {
             context: format!("resolving MongoDB URI {shown}"),
             after: timeout,
-            written: crate::Written::Nothing,
+            written: crate::error::Written::Nothing,
         })?;
     let mut opts = parsed.map_err(|e| match e.kind.as_ref() {
         mongodb::error::ErrorKind::DnsResolve { .. } => {

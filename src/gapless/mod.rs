@@ -315,7 +315,7 @@ impl Dispenser {
         let exists = match g.inner.read_raw().await {
             Ok(_) if new_only => {
                 return Err(Error::AlreadyExists {
-                    kind: crate::Kind::Gapless,
+                    kind: crate::error::Kind::Gapless,
                     name: name.to_owned(),
                 });
             }
@@ -354,7 +354,7 @@ impl Dispenser {
             Ok(_) => Ok(true),
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) && new_only => {
                 Err(Error::AlreadyExists {
-                    kind: crate::Kind::Gapless,
+                    kind: crate::error::Kind::Gapless,
                     name: name.to_owned(),
                 })
             }
@@ -374,7 +374,7 @@ impl Dispenser {
             // Another client created it between the look and the insert.
             Ok(false) => (
                 Err(Error::AlreadyExists {
-                    kind: crate::Kind::Gapless,
+                    kind: crate::error::Kind::Gapless,
                     name: name.to_owned(),
                 }),
                 None,
@@ -535,7 +535,7 @@ impl Inner {
         )
         .await?
         .ok_or_else(|| Error::NotFound {
-            kind: crate::Kind::Gapless,
+            kind: crate::error::Kind::Gapless,
             name: self.name.clone(),
         })
     }
@@ -888,7 +888,7 @@ impl Gapless {
             .await?;
         if r.matched_count == 0 {
             return Err(Error::NotFound {
-                kind: crate::Kind::Gapless,
+                kind: crate::error::Kind::Gapless,
                 name: inner.name.clone(),
             });
         }

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use dispenser::{Error, Options, Spec, options::Strategy};
+use dispenser::{Error, Options, Spec, sequence::Strategy};
 use futures::future::join_all;
 
 use crate::common::{Fixture, assert_each_exactly};
@@ -14,7 +14,7 @@ const STRATEGIES: [Strategy; 2] = [Strategy::ConditionalIncrement, Strategy::Cas
 
 fn patient(o: Options) -> Options {
     o.with_backoff(
-        dispenser::options::Backoff::default()
+        dispenser::sequence::Backoff::default()
             .with_max_attempts(100_000)
             .with_max_elapsed(Duration::from_secs(120)),
     )

@@ -153,7 +153,7 @@ struct FerretDb {
 
 impl FerretDb {
     fn start() -> FerretDb {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
         let bin = root.join(".tools/ferretdb/bin/ferretdb");
         assert!(
             bin.exists(),
@@ -380,7 +380,7 @@ async fn doctor_usage_errors_exit_2_name_the_flag_and_send_nothing() {
         .options(DoctorOptions::default().with_tasks(1))
         .await
         .expect_err("invalid");
-    assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
+    assert!(e.kind() == dispenser::error::ErrorKind::InvalidInput, "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
