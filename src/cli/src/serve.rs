@@ -260,6 +260,7 @@ pub fn flag_of(e: Error) -> Error {
         "tokens_file" => "--tokens",
         "metrics_token" => "--metrics-token (or DISPENSER_METRICS_TOKEN)",
         "tokens" | "runtime" => return Error::InvalidArgument { what, reason },
+        flag if flag.starts_with('-') => return Error::InvalidArgument { what, reason },
         setting => {
             return Error::InvalidArgument {
                 what: format!("--{}", setting.replace('_', "-")),
@@ -361,5 +362,47 @@ fn hangups() -> Option<tokio::signal::unix::Signal> {
             eprintln!("dispenser: cannot listen for SIGHUP (no reloads): {e}");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_services_settings_are_named_by_their_flags() {
+        let named = |what: &str| match flag_of(Error::InvalidArgument {
+            what: what.into(),
+            reason: "r".into(),
+        }) {
+            Error::InvalidArgument { what, .. } => what,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(named("max_connections"), "--max-connections");
+        assert_eq!(named("tls_client_ca"), "--tls-client-ca");
+        assert_eq!(named("tokens_file"), "--tokens");
+        assert_eq!(
+            named("metrics_token"),
+            "--metrics-token (or DISPENSER_METRICS_TOKEN)"
+        );
+        assert_eq!(named("tokens"), "tokens");
+        assert_eq!(named("--listen"), "--listen");
+    }
+
+    /// The flags' defaults are the service's: a `dispenser serve` without flags makes the
+    /// service `Config::default()` describes.
+    #[test]
+    fn the_flags_defaults_make_the_services_default_settings() {
+        #[derive(clap::Parser)]
+        struct Serve {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        let args = <Serve as clap::Parser>::try_parse_from(["serve", "--tokens", "t.json"])
+            .unwrap()
+            .args;
+        let from_flags = format!("{:?}", args.config("").unwrap());
+        let default = format!("{:?}", Config::default().with_tokens_file("t.json"));
+        assert_eq!(from_flags, default);
     }
 }

@@ -115,15 +115,43 @@ impl Default for Config {
 
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The tokens, the metrics token and the URI's password are never shown.
+        // The tokens, the metrics token and the database URI are never shown.
+        let tokens = match &self.tokens {
+            Some(TokenSource::File(path)) => format!("file {}", path.display()),
+            Some(TokenSource::Json(_)) => "JSON".to_owned(),
+            None => "none".to_owned(),
+        };
         f.debug_struct("Config")
+            .field("tokens", &tokens)
             .field("listen", &self.listen)
             .field("block", &self.block)
             .field("max_block", &self.max_block)
+            .field("block_share", &self.block_share)
+            .field("prefetch", &self.prefetch)
+            .field("block_idle_release", &self.block_idle_release)
             .field("max_count", &self.max_count)
             .field("request_timeout", &self.request_timeout)
+            .field("header_timeout", &self.header_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field(
+                "unauthenticated_idle_timeout",
+                &self.unauthenticated_idle_timeout,
+            )
+            .field("max_connections", &self.max_connections)
+            .field("max_streams_per_token", &self.max_streams_per_token)
+            .field("max_streams_per_queue", &self.max_streams_per_queue)
+            .field(
+                "max_ticket_streams_per_address",
+                &self.max_ticket_streams_per_address,
+            )
+            .field(
+                "max_ticket_streams_per_queue",
+                &self.max_ticket_streams_per_queue,
+            )
             .field("public_url", &self.public_url)
-            .field("tls", &self.tls.is_some())
+            .field("metrics_max_sequences", &self.metrics_max_sequences)
+            .field("metrics_token", &self.metrics_token.as_ref().map(|_| "…"))
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }

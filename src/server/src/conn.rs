@@ -102,7 +102,7 @@ pub(super) fn max_connections(requested: Option<u64>) -> Result<usize, dispenser
     let cap = match (requested, allowed) {
         (Some(n), Some(room)) if n > room => {
             return Err(dispenser::Error::InvalidArgument {
-                what: "--max-connections".into(),
+                what: "max_connections".into(),
                 reason: format!(
                     "{n} connections do not fit in the open-file limit ({} files, `ulimit -n`, less {RESERVED_FILES} kept for the database and the service): raise the limit or ask for at most {room}",
                     room + RESERVED_FILES
@@ -115,7 +115,7 @@ pub(super) fn max_connections(requested: Option<u64>) -> Result<usize, dispenser
     };
     if cap == 0 {
         return Err(dispenser::Error::InvalidArgument {
-            what: "--max-connections".into(),
+            what: "max_connections".into(),
             reason: format!(
                 "the open-file limit (`ulimit -n`) leaves no room for connections once {RESERVED_FILES} files are kept for the database and the service: raise it"
             ),

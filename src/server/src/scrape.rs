@@ -51,7 +51,7 @@ impl MetricsToken {
             return Ok(MetricsToken(None));
         };
         let refuse = |reason: String| Error::InvalidArgument {
-            what: "--metrics-token (or DISPENSER_METRICS_TOKEN)".into(),
+            what: "metrics_token".into(),
             reason,
         };
         if !(MIN_TOKEN_LEN..=MAX_TOKEN_LEN).contains(&token.len()) {

@@ -126,17 +126,17 @@ fn certificates(flag: &str, path: &PathBuf) -> Result<Vec<CertificateDer<'static
 
 /// The configuration the files describe, and the warnings about files that loaded.
 fn build(files: &TlsFiles) -> Result<(ServerConfig, Vec<String>), Error> {
-    let chain = certificates("--tls-cert", &files.cert)?;
+    let chain = certificates("tls_cert", &files.cert)?;
     let mut warnings = out_of_date(&files.cert, &chain, jiff::Timestamp::now());
     warnings.extend(super::tokens::open_to_others(
         "the TLS key (--tls-key)",
         &files.key,
     ));
-    let key_pem = read("--tls-key", &files.key)?;
+    let key_pem = read("tls_key", &files.key)?;
     // The key's own text is never quoted: only the file and what is wrong with it.
     let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
         bad(
-            "--tls-key",
+            "tls_key",
             format!(
                 "{} holds no PEM private key (PKCS #8, PKCS #1 or SEC1): {e}",
                 files.key.display()
@@ -146,28 +146,28 @@ fn build(files: &TlsFiles) -> Result<(ServerConfig, Vec<String>), Error> {
     let provider = Arc::new(crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
-        .map_err(|e| bad("--tls-cert", format!("TLS versions: {e}")))?;
+        .map_err(|e| bad("tls_cert", format!("TLS versions: {e}")))?;
     let builder = match &files.client_ca {
         None => builder.with_no_client_auth(),
         Some(path) => {
             let mut roots = RootCertStore::empty();
-            for ca in certificates("--tls-client-ca", path)? {
+            for ca in certificates("tls_client_ca", path)? {
                 roots.add(ca).map_err(|e| {
                     bad(
-                        "--tls-client-ca",
+                        "tls_client_ca",
                         format!("{}: a certificate is not a usable CA: {e}", path.display()),
                     )
                 })?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
-                .map_err(|e| bad("--tls-client-ca", format!("{}: {e}", path.display())))?;
+                .map_err(|e| bad("tls_client_ca", format!("{}: {e}", path.display())))?;
             builder.with_client_cert_verifier(verifier)
         }
     };
     let mut config = builder.with_single_cert(chain, key).map_err(|e| {
         bad(
-            "--tls-key",
+            "tls_key",
             format!(
                 "{} is not the key of the certificate in {}: {e}",
                 files.key.display(),
