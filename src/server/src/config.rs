@@ -158,8 +158,9 @@ impl std::fmt::Debug for Config {
 
 impl Config {
     /// The tokens file (JSON: `{"tokens": [{"name", "token", "sequences": [globs],
-    /// "operations": [...]}]}`, the guide's service chapter); [`Reloader::reload`]
-    /// (crate::Reloader::reload) reads it again. No default: the tokens must be given.
+    /// "operations": [...]}]}`, the guide's service chapter);
+    /// [`Reloader::reload`](crate::Reloader::reload) reads it again. No default: the tokens
+    /// must be given.
     #[must_use]
     pub fn with_tokens_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.tokens = Some(TokenSource::File(path.into()));

@@ -49,7 +49,7 @@
 //!
 //! The service's own admin operations (create, advance, reset, delete) are ordered with the
 //! draws of the same sequence: draws hold the sequence's `Slot` lock shared, admin operations
-//! exclusively; under it they retire the sequence's clients (the block client from the [`Pool`](dispenser::block::Pool),
+//! exclusively; under it they retire the sequence's clients (the block client from the `Pool`,
 //! giving back what it holds), write, and only then let draws open fresh clients. So nothing is served, after an admin operation
 //! returned, from a block reserved before it.
 //!
