@@ -335,7 +335,7 @@ pub async fn run(dispenser: Dispenser, args: ServeArgs, uri: &str) -> dispenser:
         let reloader = service.reloader();
         tokio::spawn(async move {
             while hangups.recv().await.is_some() {
-                for line in reloader.reload() {
+                for line in reloader.reload_with(flag_of) {
                     eprintln!("dispenser: SIGHUP: {line}");
                 }
             }

@@ -412,7 +412,13 @@ impl Reloader {
     /// Reads them again: each is put in use only if it loads; the answer says, one line
     /// each, what happened (reloaded, kept and why, warnings).
     pub fn reload(&self) -> Vec<String> {
-        reload::reload(&self.0)
+        reload::reload(&self.0, &|e| e)
+    }
+
+    /// As [`reload`](Reloader::reload), each error that says why a file was not reloaded
+    /// first passed through `rename` (`dispenser serve` names the settings by its flags).
+    pub fn reload_with(&self, rename: impl Fn(Error) -> Error) -> Vec<String> {
+        reload::reload(&self.0, &rename)
     }
 }
 

@@ -15,6 +15,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use dispenser::Error;
+
 use super::scrape::MetricsToken;
 use super::state::Shared;
 use super::tls::Tls;
@@ -32,7 +34,7 @@ pub(super) struct Reloadable {
 
 /// One reload: one line for each thing read again, saying what happened (`dispenser serve`
 /// prints each after `dispenser: SIGHUP: `).
-pub(super) fn reload(what: &Reloadable) -> Vec<String> {
+pub(super) fn reload(what: &Reloadable, rename: &dyn Fn(Error) -> Error) -> Vec<String> {
     let mut said = Vec::new();
     if let Some(tls) = &what.tls {
         match tls.reload() {
@@ -46,7 +48,8 @@ pub(super) fn reload(what: &Reloadable) -> Vec<String> {
                 }
             }
             Err(e) => said.push(format!(
-                "TLS not reloaded, the previous certificate stays in use: {e}"
+                "TLS not reloaded, the previous certificate stays in use: {}",
+                rename(e)
             )),
         }
     }
@@ -56,7 +59,8 @@ pub(super) fn reload(what: &Reloadable) -> Vec<String> {
         ),
         Some(path) => match load_tokens(path) {
             Err(e) => said.push(format!(
-                "tokens not reloaded, the previous tokens stay in use: {e}"
+                "tokens not reloaded, the previous tokens stay in use: {}",
+                rename(e)
             )),
             Ok(rules) => {
                 // Looked at before the new tokens are put in use.
