@@ -12,13 +12,13 @@ use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::ErrorKind;
 use crate::error::Kind;
+use crate::error::redact;
 use crate::error::{Differs, Error, Result, shown_or_none};
 use crate::format::Format;
 use crate::history::Subject;
 use crate::history::record::{Recorder, sequence_state};
 use crate::history::subject::Target;
 use crate::options::Options;
-use crate::redact;
 use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
 use crate::stats::{Counters, Stats};
 use crate::store::Store;
@@ -528,6 +528,19 @@ impl Dispenser {
 
     /// [`Sequence::advance_to`] by name.
     pub(crate) async fn advance_to(&self, name: &str, n: i64) -> Result<SequenceState> {
+        self.advance_recorded(name, n, "advance-to", bson::doc! { "to": n })
+            .await
+    }
+
+    /// Moves `name` past `n` as [`Sequence::advance_to`] does, recorded as the operation `op`
+    /// with `params` (advance-to, adopt).
+    pub(crate) async fn advance_recorded(
+        &self,
+        name: &str,
+        n: i64,
+        op: &str,
+        params: bson::Document,
+    ) -> Result<SequenceState> {
         // Refused by the state, or nothing to move: nothing is written, history included.
         let before = self.peek(name).await?;
         if advance_decision(name, n)(&before.stored())?.is_none() {
@@ -536,8 +549,8 @@ impl Dispenser {
         self.recorder()
             .run(
                 &Target::sequence(name),
-                "advance-to",
-                bson::doc! { "to": n },
+                op,
+                params,
                 Some(sequence_state(&before)),
                 self.set_value(name, advance_decision(name, n)),
                 |s| Some(sequence_state(s)),

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+pub mod redact;
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -293,16 +295,22 @@ pub enum Error {
         called: u64,
     },
 
-    /// A ticket given to [`Queue::cancel`](crate::queue::Queue::cancel) or to a call of a
-    /// given ticket ([`Call::ticket`](crate::queue::Call::ticket)) does
-    /// not wait (called, cancelled, never taken, outside the range). Nothing was written.
-    #[error("ticket {ticket} of queue {name:?} is not waiting: {reason}; nothing was changed")]
+    /// The ticket an act names is not in the state the act needs: a ticket given to
+    /// [`Queue::cancel`](crate::queue::Queue::cancel) or to a call of a given ticket
+    /// ([`Call::serial`](crate::queue::Call::serial)) does not wait (called, cancelled, never
+    /// taken, of a queue deleted and created again since), or a desk a recall or finish names
+    /// with its ticket ([`AtDesk::serial`](crate::queue::AtDesk::serial)) shows another one.
+    /// Nothing was written.
+    #[error("ticket {ticket} (serial {serial}) of queue {name:?} {reason}; nothing was changed")]
     TicketNotWaiting {
         /// The queue's name.
         name: String,
-        /// The ticket given.
+        /// The number the ticket named shows.
         ticket: i64,
-        /// Why it does not wait.
+        /// The ticket named: its serial (see [`Ticket::serial`](crate::queue::Ticket::serial)).
+        serial: u64,
+        /// Why it cannot be acted on, as the message says it: `is not waiting: it was
+        /// cancelled`, `is not shown by desk "3": it shows ticket 7 (serial 14) now`, ….
         reason: String,
     },
 
@@ -928,14 +936,14 @@ impl Aftermath {
 /// refused", "no server reachable at HOST", "authentication failed: …", "invalid argument:
 /// …"), without the driver's debug fields (`Kind:`, `labels:`, `source:`, `server response:`)
 /// or its topology dump. It never adds credentials: the driver's errors about a running
-/// client quote hosts, not the URI (URI errors go through [`scrub`](crate::redact::scrub)).
+/// client quote hosts, not the URI (URI errors go through [`scrub`](crate::error::redact::scrub)).
 ///
 /// # Example
 ///
 /// ```
 /// let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused (os error 111)");
 /// let e = dispenser::mongodb::error::Error::from(io);
-/// assert_eq!(dispenser::redact::describe_driver_error(&e), "connection refused");
+/// assert_eq!(dispenser::error::redact::describe_driver_error(&e), "connection refused");
 /// ```
 pub fn describe_driver_error(e: &mongodb::error::Error) -> String {
     use mongodb::error::{ErrorKind, WriteFailure};
@@ -1182,6 +1190,7 @@ mod tests {
             Error::TicketNotWaiting {
                 name: n(),
                 ticket: 1,
+                serial: 1,
                 reason: n(),
             },
             Error::NoTicketShown {

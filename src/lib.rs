@@ -39,7 +39,7 @@
 //!   [`queue`]; one trait over them in [`source`].
 //! - [`history`]: who created, altered, reset or deleted what, when, and the states before
 //!   and after — every admin operation records itself ([`Dispenser::history`] reads it).
-//! - [`doctor`]: checks a server's guarantees; [`redact`]: prints URIs and errors without
+//! - [`doctor`]: checks a server's guarantees; [`error::redact`]: prints URIs and errors without
 //!   credentials.
 //! - [`guide`]: the user's guide — the document format, strategies, blocks, stripes, scopes,
 //!   gap-free numbers, queues, operations, the command line and HTTP service, benchmarks, the
@@ -100,6 +100,7 @@
 #![deny(missing_docs)]
 
 mod action;
+mod adopt;
 mod alter;
 mod arith;
 pub mod block;
@@ -116,7 +117,6 @@ pub mod history;
 mod listing;
 mod options;
 pub mod queue;
-pub mod redact;
 mod retry;
 pub mod scope;
 pub mod sequence;

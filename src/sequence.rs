@@ -1,8 +1,9 @@
 //! What a sequence reports and how it changes: runs of several numbers from one write
 //! ([`Run`]), its stored state ([`SequenceState`]), usage forecasts ([`Usage`]), a handle's
-//! statistics ([`Stats`]), live changes ([`Alter`]), how draws write and back off
-//! ([`Strategy`], [`CasMode`], [`Backoff`], the settings of
-//! [`Options`](crate::Options)), and the rules every sequence name follows.
+//! statistics ([`Stats`]), live changes ([`Alter`]), the switch-over from another numbering
+//! ([`AdoptSource`], [`Dispenser::adopt`](crate::Dispenser::adopt)), how draws write and back
+//! off ([`Strategy`], [`CasMode`], [`Backoff`], the settings of [`Options`](crate::Options)),
+//! and the rules every sequence name follows.
 //!
 //! The handle that draws is [`Sequence`](crate::Sequence); the shape a sequence is created
 //! with is [`Spec`](crate::Spec).
@@ -10,6 +11,7 @@
 pub use crate::action::{
     AlterSequence, AlterStriped, CreateSequence, EnsureSequence, ResetSequence, ResetStriped,
 };
+pub use crate::adopt::{Adopt, AdoptKind, AdoptSource, Adopted, scope_key};
 pub use crate::alter::Alter;
 pub use crate::arith::{Run, RunIter};
 pub use crate::document::SequenceState;

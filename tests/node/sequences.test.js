@@ -186,11 +186,21 @@ test('a queue: take, call from desks, recall, cancel, status', async () => {
     const none = await act({ desk: '2' }).catch((x) => x)
     assert.ok(none instanceof dispenser.QueueRefusedError && none.code === 'no_ticket_shown', none.message)
   }
-  assert.equal((await q.cancel(3)).position, null)
+  // Acts name a ticket by its identity (serial and incarnation, or its take's request id).
+  const three = family[1]
+  const gone = await q.cancel({ serial: three.serial, incarnation: three.incarnation })
+  assert.deepEqual([gone.serial, gone.position], [three.serial, null])
   const status = await q.peek()
   assert.equal(status.waiting, 2n)
-  const e = await q.call({ ticket: 3 }).catch((x) => x)
+  const e = await q.call({ serial: three.serial }).catch((x) => x)
   assert.ok(e instanceof dispenser.QueueRefusedError && e.code === 'ticket_not_waiting', e.message)
+  assert.match(e.message, /\(serial 3\) of queue "lobby" is not waiting: it was cancelled/)
+  assert.equal((await q.waitingTicket(2)).serial, 2n)
+  const givenUp = await q.cancel({ requestId: 'kiosk-1/1' })
+  assert.deepEqual([givenUp.serial, givenUp.replayed], [again.serial, true])
+  const twice = await q.cancel({ requestId: 'kiosk-1/1' }).catch((x) => x)
+  assert.match(twice.message, /given up already/)
+  await q.take() // 2 and 5 wait
   // Two people wait: a delete is refused, writes nothing, and says so; forced, it goes.
   const busy = await d.deleteQueue('lobby').catch((x) => x)
   assert.ok(busy instanceof dispenser.ConflictError && busy.code === 'queue_in_use', busy.message)

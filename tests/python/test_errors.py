@@ -120,3 +120,30 @@ def test_exceptions_pickle_with_their_fields(d):
         e.value.message,
         e.value.written,
     )
+
+
+def test_a_ticket_is_acted_on_by_its_identity_not_by_a_number_that_came_round(d):
+    # Tickets 1, 2, 0: the fourth ticket taken shows 1 again (issue 59).
+    q = d.create_queue("round", min=0, max=2)
+    p = q.take(request_id="phone-p.1")
+    q.take()
+    q.call(desk="A")
+    q.call(desk="A")
+    q.take()
+    r = q.take()
+    assert (p["ticket"], r["ticket"]) == (1, 1) and p["serial"] != r["serial"]
+    # P gives up late: refused, and R's ticket still waits.
+    with pytest.raises(dispenser.QueueRefusedError) as e:
+        q.cancel(request_id="phone-p.1")
+    assert e.value.code == "ticket_not_waiting" and e.value.written == "nothing_written"
+    assert "it was called" in str(e.value)
+    with pytest.raises(dispenser.QueueRefusedError):
+        q.cancel(serial=p["serial"], incarnation=p["incarnation"])
+    assert q.waiting_ticket(1)["serial"] == r["serial"]
+    gone = q.cancel(serial=r["serial"], incarnation=r["incarnation"])
+    assert (gone["serial"], gone["position"]) == (r["serial"], None)
+    with pytest.raises(dispenser.InvalidInputError) as e:
+        q.cancel(serial=r["serial"], incarnation="not-hex")
+    assert "incarnation" in str(e.value)
+    with pytest.raises(dispenser.InvalidInputError):
+        q.cancel()

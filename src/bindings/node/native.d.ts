@@ -135,6 +135,8 @@ export interface Ticket {
   replayed: boolean
   at: string
   version: bigint
+  /** The queue's incarnation: with `serial`, the ticket's identity. */
+  incarnation: string
 }
 
 /** A queue's state. */
@@ -690,14 +692,23 @@ export declare class Queue {
    */
   finish(options?: DeskOptions | undefined | null): Promise<Ticket>
   /**
-   * Cancels a waiting ticket.
+   * Cancels a waiting ticket, named by its serial or by its take's request id; the write
+   * checks that very ticket still waits.
    *
    * # Cancel safety
    *
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  cancel(ticket: Int): Promise<Ticket>
+  cancel(options: CancelOptions): Promise<Ticket>
+  /**
+   * The ticket that waits with `number` (read once): act on it by its serial.
+   *
+   * # Cancel safety
+   *
+   * It only reads.
+   */
+  waitingTicket(number: Int): Promise<Ticket>
   /**
    * Changes the queue's range.
    *
@@ -975,8 +986,25 @@ export interface BlockOptionsInput {
 export interface CallOptions {
   /** The desk that calls (it then shows the ticket). Defaults to the desk without a name. */
   desk?: string
-  /** Call this waiting ticket rather than the oldest. */
-  ticket?: Int
+  /**
+   * Call the waiting ticket of this serial rather than the oldest (checked in the same
+   * write to be that ticket and to wait; a number read off a board: `waitingTicket`).
+   */
+  serial?: Int
+  /** With `serial`: the queue's incarnation the ticket was taken from (`ticket.incarnation`). */
+  incarnation?: string
+}
+
+/** The ticket a cancel names: its serial, or the request id of the take that got it. */
+export interface CancelOptions {
+  /** The ticket's serial (`ticket.serial`). */
+  serial?: Int
+  /** With `serial`: the queue's incarnation the ticket was taken from. */
+  incarnation?: string
+  /** The request id of the take that got the ticket (a give-up). */
+  requestId?: string
+  /** Whose request id it is. Defaults to the dispenser's caller. */
+  caller?: string
 }
 
 /** Where the documents live and how the dispenser acts (`Dispenser.connect`'s options). */
@@ -997,6 +1025,10 @@ export interface ConnectOptions {
 export interface DeskOptions {
   /** The desk. Defaults to the desk without a name. */
   desk?: string
+  /** Only while the desk shows the ticket of this serial. */
+  serial?: Int
+  /** With `serial`: the queue's incarnation the ticket was taken from. */
+  incarnation?: string
 }
 
 /** How long and how hard `Dispenser.doctor` examines the server. */

@@ -54,7 +54,7 @@ pub async fn run(
         .with_swaps((args.increments / 2).max(1))
         .with_time_limit(Duration::from_secs_f64(args.time_limit));
     let report = d.doctor().options(options).await?;
-    let shown = dispenser::redact::redact_uri(uri);
+    let shown = dispenser::error::redact::redact_uri(uri);
     if args.json {
         let mut v = report.to_json();
         v["uri"] = json!(shown);

@@ -115,7 +115,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // The message holds the essential cause (a driver error is one line of it), so
             // the source chain is not appended; it may quote the URI, hence the scrub.
-            let message = dispenser::redact::scrub(&e.to_string(), &uri);
+            let message = dispenser::error::redact::scrub(&e.to_string(), &uri);
             let told = told(&e, &message, effect.as_ref(), &answer);
             let written = output::unprinted_writes();
             if checking {
@@ -132,8 +132,11 @@ fn main() -> ExitCode {
                     (true, Some(f)) => f.what.clone(),
                     (true, None) => "its write was made".to_owned(),
                 };
+                let again = effect
+                    .as_ref()
+                    .map_or("running it again writes again", |f| f.again.as_str());
                 eprintln!(
-                    "dispenser: written, but its answer could not be made ({message}): {what}; running it again writes again"
+                    "dispenser: written, but its answer could not be made ({message}): {what}; {again}"
                 );
                 return ExitCode::from(exit::UNPRINTED);
             }
@@ -199,8 +202,8 @@ fn unprinted(
                 format!(": {lines}")
             };
             eprintln!(
-                "dispenser: written, but its answer could not be printed (standard output: {cause}): {}{shown}; running it again writes again",
-                f.what
+                "dispenser: written, but its answer could not be printed (standard output: {cause}): {}{shown}; {}",
+                f.what, f.again
             );
         }
         None => eprintln!(
@@ -227,7 +230,7 @@ fn unreachable(e: &Error) -> bool {
         "early eof",
         "aborted",
     ];
-    let said = dispenser::redact::describe_driver_error(source).to_lowercase();
+    let said = dispenser::error::redact::describe_driver_error(source).to_lowercase();
     if cut.iter().any(|c| said.contains(c)) {
         return false;
     }

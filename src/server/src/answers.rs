@@ -443,6 +443,11 @@ pub(super) struct TicketAnswer {
     /// The queue's version after the write that did it (for a replayed take: the version its
     /// first take wrote).
     pub(super) version: i64,
+    /// The queue's incarnation (24 hexadecimal digits): with `serial`, the ticket's identity,
+    /// which a cancel or a call of a given ticket names (a queue deleted and created again
+    /// numbers its serials from 1 again).
+    #[schema(pattern = "^[0-9a-f]{24}$")]
+    pub(super) incarnation: String,
     /// `true` in the answer of a cancel (and a give-up); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) cancelled: Option<bool>,

@@ -148,7 +148,7 @@ pub(super) type Shared = Arc<AppState>;
 impl AppState {
     /// `text` without the URI's password or any token.
     pub(super) fn scrub(&self, text: &str) -> String {
-        let mut out = dispenser::redact::scrub(text, &self.uri);
+        let mut out = dispenser::error::redact::scrub(text, &self.uri);
         for rule in self.tokens.current().iter() {
             if out.contains(&rule.secret) {
                 out = out.replace(&rule.secret, "***");

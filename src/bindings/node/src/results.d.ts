@@ -135,6 +135,8 @@ export interface Ticket {
   replayed: boolean
   at: string
   version: bigint
+  /** The queue's incarnation: with `serial`, the ticket's identity. */
+  incarnation: string
 }
 
 /** A queue's state. */

@@ -53,7 +53,7 @@ pub(super) fn print_reports(
         "dispenser bench: {} process(es) x {} task(s) against {}{}",
         args.processes,
         args.tasks,
-        dispenser::redact::redact_uri(uri),
+        dispenser::error::redact::redact_uri(uri),
         rtt.map_or_else(String::new, |r| format!(", {}", r.describe()))
     );
     for line in table(reports) {
@@ -106,7 +106,7 @@ pub(super) fn json(
     reports: &[Report],
 ) -> serde_json::Value {
     serde_json::json!({
-        "server": dispenser::redact::redact_uri(uri),
+        "server": dispenser::error::redact::redact_uri(uri),
         "processes": args.processes,
         "tasks": args.tasks,
         "rtt": rtt.map(|r| serde_json::json!({ "asked_ms": r.asked_ms, "applied_ms": r.applied_ms })),

@@ -357,12 +357,12 @@ fn first_host(uri: &str) -> Result<String, Error> {
 /// A `mongodb://` URI cut in three: up to and including the user info's `@` (or the
 /// scheme), the hosts, and the rest (the path and the options).
 fn split_uri(uri: &str) -> Result<(&str, &str, &str), Error> {
-    dispenser::redact::check_credentials(uri)?;
+    dispenser::error::redact::check_credentials(uri)?;
     let Some(rest) = uri.strip_prefix("mongodb://") else {
         return Err(rtt_error(format!(
             "{} is not a mongodb:// URI: the proxy fronts one host given by address \
              (a mongodb+srv:// URI names its hosts in DNS)",
-            dispenser::redact::redact_uri(uri)
+            dispenser::error::redact::redact_uri(uri)
         )));
     };
     let scheme = uri.len() - rest.len();
@@ -378,7 +378,7 @@ fn split_uri(uri: &str) -> Result<(&str, &str, &str), Error> {
     if hosts_len == 0 {
         return Err(rtt_error(format!(
             "{} names no host",
-            dispenser::redact::redact_uri(uri)
+            dispenser::error::redact::redact_uri(uri)
         )));
     }
     Ok((&uri[..start], &uri[start..end], &uri[end..]))

@@ -434,10 +434,13 @@ pub(super) async fn client(
     options: &Options,
 ) -> dispenser::Result<dispenser::mongodb::Client> {
     let invalid = |e: dispenser::mongodb::error::Error| Error::InvalidArgument {
-        what: format!("MongoDB URI {}", dispenser::redact::redact_uri(uri)),
-        reason: dispenser::redact::scrub(&dispenser::redact::describe_driver_error(&e), uri),
+        what: format!("MongoDB URI {}", dispenser::error::redact::redact_uri(uri)),
+        reason: dispenser::error::redact::scrub(
+            &dispenser::error::redact::describe_driver_error(&e),
+            uri,
+        ),
     };
-    dispenser::redact::check_credentials(uri)?;
+    dispenser::error::redact::check_credentials(uri)?;
     let mut o = dispenser::mongodb::options::ClientOptions::parse(uri)
         .await
         .map_err(invalid)?;

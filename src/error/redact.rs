@@ -27,7 +27,7 @@ const RESERVED: [char; 7] = [':', '/', '?', '#', '[', ']', '@'];
 /// # Example
 ///
 /// ```
-/// use dispenser::redact::redact_uri;
+/// use dispenser::error::redact::redact_uri;
 ///
 /// assert_eq!(
 ///     redact_uri("mongodb://app:s3cret@db1,db2/?tls=true"),
@@ -54,7 +54,7 @@ pub fn redact_uri(uri: &str) -> String {
 /// ```
 /// let uri = "mongodb://u:Zq8?Secret91@db1/";
 /// let text = "invalid server address u:Zq8: got Zq8";
-/// assert_eq!(dispenser::redact::scrub(text, uri), "invalid server address u:***: got ***");
+/// assert_eq!(dispenser::error::redact::scrub(text, uri), "invalid server address u:***: got ***");
 /// ```
 pub fn scrub(text: &str, uri: &str) -> String {
     let secrets = secrets(uri);
@@ -79,8 +79,8 @@ pub fn scrub(text: &str, uri: &str) -> String {
 /// # Example
 ///
 /// ```
-/// assert!(dispenser::redact::check_credentials("mongodb://u:a%2Fb@db1/?appName=x@y").is_ok());
-/// let err = dispenser::redact::check_credentials("mongodb://u:a/b@db1/").unwrap_err();
+/// assert!(dispenser::error::redact::check_credentials("mongodb://u:a%2Fb@db1/?appName=x@y").is_ok());
+/// let err = dispenser::error::redact::check_credentials("mongodb://u:a/b@db1/").unwrap_err();
 /// assert!(err.to_string().contains("percent-encode it as %2F"));
 /// assert!(!err.to_string().contains("a/b"));
 /// ```
