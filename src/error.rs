@@ -155,7 +155,7 @@ pub enum Error {
     /// sequence's collection and field, a queue's lowest ticket, format or day settings: the
     /// guide's [vocabulary](crate::guide::glossary#create-ensure-open) lists them per kind).
     /// Settings an `alter` changes are not a conflict: they are kept and told
-    /// ([`Altered`](crate::sequence::Altered)). Nothing was written.
+    /// ([`Altered`]). Nothing was written.
     #[error("{kind} {name:?} exists with another spec: {differs}; nothing was written")]
     SpecConflict {
         /// The kind of what was ensured.
