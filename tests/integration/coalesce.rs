@@ -423,5 +423,5 @@ async fn a_caller_in_line_times_out_one_timeout_after_its_call_not_two() {
         2 * timeout
     );
     // Its own write was sent (when the first one gave up): its outcome is unknown.
-    assert_eq!(e.written(), dispenser::Written::Unknown, "{e}");
+    assert_eq!(e.written(), dispenser::error::Written::Unknown, "{e}");
 }
