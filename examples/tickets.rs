@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use dispenser::{Dispenser, Options, Spec, options::Strategy};
+use dispenser::{Dispenser, Options, Spec, sequence::Strategy};
 
 const MAX_TICKET: i64 = 99;
 
@@ -108,7 +108,7 @@ async fn run(args: Args) -> Result<bool, dispenser::Error> {
     let extra = total % args.counters;
     println!(
         "The ticket machine \"tickets\" hands out 1, 2, … {MAX_TICKET}, then 0 and round again (stored at {}).",
-        dispenser::redact::redact_uri(&uri)
+        dispenser::error::redact::redact_uri(&uri)
     );
     if before.cycles == 0 && before.value == 0 {
         println!(

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Find import circles among a crate's source files; exit 1 if there are any.
 
-Usage: scripts/circles.py [--graph] [--parents] [ROOT ...]  (default: src src/bin/dispenser)
+Usage: scripts/circles.py [--graph] [--parents] [ROOT ...]  (default: src src/server/src src/cli/src)
 
 Why: a layer that imports a layer above it cannot be understood, tested or changed alone;
 files in a circle are one unit in disguise. Each circle is printed with the line behind each
 of its edges. --graph prints every edge.
 
 A ROOT holds a crate root (lib.rs or main.rs); the module tree follows `mod x;` (x.rs or
-x/mod.rs), so `src` never reaches `src/bin/**`; an inline `mod x { }` belongs to its file.
+x/mod.rs), so `src` never reaches the other crates' `src/server/src`, `src/cli/src`; an inline
+`mod x { }` belongs to its file.
 Ignored: `#[cfg(test)]` code (tests may import anything), comments, strings, other crates.
 
 File A depends on file B when A names an item DEFINED in B (struct, enum, fn, trait, type,
@@ -347,7 +348,7 @@ def main(argv):
         sys.exit(__doc__)
     if not roots:  # the repository's, wherever this is run from
         repo = Path(__file__).resolve().parent.parent
-        roots = [(r, repo / r) for r in ("src", "src/bin/dispenser")]
+        roots = [(r, repo / r) for r in ("src", "src/server/src", "src/cli/src")]
     found = 0
     for root, path in roots:
         crate = Crate(path)

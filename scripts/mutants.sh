@@ -124,7 +124,8 @@ if [ "${1:-}" = "--generated" ]; then
         # Then the integration tests, for exactly what the unit tests left.
         exactly pick "$out/lib/missed.txt" "$out/lib/timeout.txt"
         # shellcheck disable=SC2086 # the filters are words
-        mutate "$out" 180 --test=integration --iterate "${pick[@]}" -- -- $integration
+        # (they are the command line's crate's: dispenser-cli runs them for the core's mutants).
+        mutate "$out" 180 --test=integration --test-package=dispenser-cli --iterate "${pick[@]}" -- -- $integration
         touch "$out/integration-stage"
         keep_unviable "$out"
       else

@@ -282,7 +282,7 @@ impl Dispenser {
     /// # Errors
     ///
     /// [`Error::SpecConflict`](crate::Error::SpecConflict) (kind
-    /// [`ErrorKind::Conflict`](crate::ErrorKind::Conflict), nothing written) when the stored
+    /// [`ErrorKind::Conflict`](crate::error::ErrorKind::Conflict), nothing written) when the stored
     /// sequence has another start, step, min, max, cycle or format, or is a stripe of a
     /// striped sequence — its message names each setting that differs, stored and asked;
     /// plus those of [`Dispenser::create`].

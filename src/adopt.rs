@@ -582,6 +582,11 @@ fn describe_briefly(source: &AdoptSource) -> String {
 impl Sequence {
     /// [`Dispenser::adopt`] for this sequence.
     ///
+    /// # Cancel safety
+    ///
+    /// As [`Dispenser::adopt`]'s: the sequence is moved by one write; dropped part way, it may
+    /// have moved (adopt again: it never goes backwards).
+    ///
     /// # Example
     ///
     /// ```no_run

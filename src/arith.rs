@@ -12,7 +12,7 @@ use crate::spec::Spec;
 /// # Example
 ///
 /// ```
-/// use dispenser::Run;
+/// use dispenser::sequence::Run;
 ///
 /// let run = Run::new(5, 3, 2);
 /// assert_eq!(run.last(), 9);

@@ -12,13 +12,13 @@ use crate::coalesce::{self, Combiner};
 use crate::document::{Origin, SequenceState, Stored, StripeId};
 use crate::error::ErrorKind;
 use crate::error::Kind;
+use crate::error::redact;
 use crate::error::{Differs, Error, Result, shown_or_none};
 use crate::format::Format;
 use crate::history::Subject;
 use crate::history::record::{Recorder, sequence_state};
 use crate::history::subject::Target;
 use crate::options::Options;
-use crate::redact;
 use crate::spec::{Reset, Spec, validate_name, validate_plain_name};
 use crate::stats::{Counters, Stats};
 use crate::store::Store;
@@ -155,7 +155,7 @@ impl Dispenser {
             Ok(None) => {}
             Ok(Some(_)) | Err(Error::CorruptDocument { .. }) => {
                 return Err(Error::AlreadyExists {
-                    kind: crate::Kind::Sequence,
+                    kind: crate::error::Kind::Sequence,
                     name: name.to_owned(),
                 });
             }
@@ -178,7 +178,7 @@ impl Dispenser {
                             Ok(self.handle(name, created(&spec, None, incarnation)))
                         }
                         None => Err(Error::AlreadyExists {
-                            kind: crate::Kind::Sequence,
+                            kind: crate::error::Kind::Sequence,
                             name: name.to_owned(),
                         }),
                     }
@@ -509,7 +509,7 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// use dispenser::Kind;
+    /// use dispenser::error::Kind;
     /// let last_day = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24);
     /// for e in d.history(Kind::Queue, "lobby").since(last_day).await? {
     ///     println!("{}", e.to_json());
@@ -829,7 +829,7 @@ pub(crate) async fn client_options(uri: &str, timeout: Duration) -> Result<Clien
         .map_err(|_| Error::Timeout {
             context: format!("resolving MongoDB URI {shown}"),
             after: timeout,
-            written: crate::Written::Nothing,
+            written: crate::error::Written::Nothing,
         })?;
     let mut opts = parsed.map_err(|e| match e.kind.as_ref() {
         mongodb::error::ErrorKind::DnsResolve { .. } => {

@@ -6,26 +6,55 @@
 
 use std::time::Duration;
 
+pub mod redact;
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every [`Error::code`], in the order of the guide's tables: what a surface that maps
+/// errors (to HTTP statuses, to exit codes) maps, each with a row of its own. A code is
+/// never renamed; a new one is added here.
+pub const CODES: &[&str] = &[
+    "invalid_input",
+    "no_such_sequence",
+    "no_such_queue",
+    "already_exists",
+    "spec_conflict",
+    "would_go_backwards",
+    "would_remap",
+    "queue_in_use",
+    "lease_held",
+    "exhausted",
+    "queue_full",
+    "nobody_waiting",
+    "ticket_not_waiting",
+    "no_ticket_shown",
+    "contention",
+    "database",
+    "timeout",
+    "closed",
+    "corrupt_document",
+    "business_write",
+];
 
 /// Everything that can go wrong while creating, reading or drawing from a sequence.
 ///
 /// The enum is `#[non_exhaustive]`: match the variants you care about and keep a `_` arm,
 /// or branch on one of the handful of [`ErrorKind`]s ([`Error::kind`]). Each variant has a
-/// stable [`code`](Error::code) (what the service answers as `kind`), an
-/// [`exit_code`](Error::exit_code) (the command line's) and an
-/// [`http_status`](Error::http_status) (the service's), from one exhaustive mapping.
+/// stable [`code`](Error::code) (what the service answers as `kind`; every code is in
+/// [`CODES`]). The surfaces map codes, never variants: the service's HTTP statuses and the
+/// command line's exit codes are theirs (`dispenser-server`, `dispenser-cli`), each with a
+/// test that every code of [`CODES`] has its own row.
 ///
 /// # Example
 ///
 /// ```
-/// use dispenser::{Error, ErrorKind, Spec};
+/// use dispenser::{Error, Spec, error::ErrorKind};
 ///
 /// let err = Spec::default().with_step(0).validate("orders").unwrap_err();
 /// assert!(matches!(err, Error::InvalidSpec { .. }));
 /// assert_eq!(err.kind(), ErrorKind::InvalidInput);
-/// assert_eq!((err.code(), err.exit_code(), err.http_status()), ("invalid_input", 2, 422));
+/// assert_eq!(err.code(), "invalid_input");
 /// assert_eq!(err.to_string(), "invalid spec for sequence \"orders\": step must not be 0");
 /// ```
 #[derive(Clone, Debug, thiserror::Error)]
@@ -126,7 +155,7 @@ pub enum Error {
     /// sequence's collection and field, a queue's lowest ticket, format or day settings: the
     /// guide's [vocabulary](crate::guide::glossary#create-ensure-open) lists them per kind).
     /// Settings an `alter` changes are not a conflict: they are kept and told
-    /// ([`Altered`](crate::sequence::Altered)). Nothing was written.
+    /// ([`Altered`]). Nothing was written.
     #[error("{kind} {name:?} exists with another spec: {differs}; nothing was written")]
     SpecConflict {
         /// The kind of what was ensured.
@@ -559,7 +588,7 @@ pub(crate) fn shown_or_none(value: Option<&str>) -> String {
 ///
 /// ```no_run
 /// # async fn f(seq: dispenser::Sequence) -> dispenser::Result<()> {
-/// use dispenser::Written;
+/// use dispenser::error::Written;
 /// match seq.next().await {
 ///     Ok(n) => println!("{n}"),
 ///     // A draw whose reply was lost: its numbers, if it reserved any, are a gap.
@@ -683,8 +712,8 @@ impl Error {
     /// # Example
     ///
     /// ```
-    /// use dispenser::{Error, Written};
-    /// let refused = Error::NotFound { kind: dispenser::Kind::Sequence, name: "orders".into() };
+    /// use dispenser::{Error, error::Written};
+    /// let refused = Error::NotFound { kind: dispenser::error::Kind::Sequence, name: "orders".into() };
     /// assert_eq!(refused.written(), Written::Nothing);
     /// ```
     pub fn written(&self) -> Written {
@@ -767,74 +796,6 @@ impl Error {
             Error::Closed { .. } => "closed",
             Error::CorruptDocument { .. } => "corrupt_document",
             Error::BusinessWrite { .. } => "business_write",
-        }
-    }
-
-    /// The exit code of the command line for this error (the table in the guide's
-    /// [command-line chapter](crate::guide::cli#exit-codes)): 2 invalid input, 3 not found, 4
-    /// exhausted, 5 database, timeout or closed with nothing written, 6 conflict (exists,
-    /// another spec, backwards, contention, a remap, a queue in use, a live gap-free lease), 7
-    /// corrupt document, 9 queue full, 10 nobody waiting or nothing to recall, 11 ticket not
-    /// waiting, 12 a gap-free business write failed, 13 the outcome is unknown (a write whose
-    /// reply never came, see [`Error::written`]), 14 written but its answer could not be read
-    /// back.
-    pub fn exit_code(&self) -> u8 {
-        match self.written() {
-            Written::Unknown => return 13,
-            Written::Done => return 14,
-            Written::Nothing => {}
-        }
-        match self {
-            Error::InvalidName { .. }
-            | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. }
-            | Error::NotTheNextNumber { .. } => 2,
-            Error::NotFound { .. } => 3,
-            Error::Exhausted { .. } => 4,
-            Error::Database { .. } | Error::Timeout { .. } | Error::Closed { .. } => 5,
-            Error::AlreadyExists { .. }
-            | Error::SpecConflict { .. }
-            | Error::WouldGoBackwards { .. }
-            | Error::Contention { .. }
-            | Error::QueueAlterRefused { .. }
-            | Error::QueueInUse { .. }
-            | Error::LeaseHeld { .. } => 6,
-            Error::CorruptDocument { .. } => 7,
-            Error::QueueFull { .. } => 9,
-            Error::NobodyWaiting { .. } | Error::NoTicketShown { .. } => 10,
-            Error::TicketNotWaiting { .. } => 11,
-            Error::BusinessWrite { .. } => 12,
-        }
-    }
-
-    /// The HTTP status the service answers this error with (the table in the guide's
-    /// [service chapter](crate::guide::service)): 422 invalid input (a name the OpenAPI
-    /// document itself rules out is 400, which the service decides), 404 not found, 409 a
-    /// state that refuses, 503 try again (contention, database, timeout, closed), 500 a
-    /// corrupt document or a failed business write.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            Error::InvalidName { .. }
-            | Error::InvalidSpec { .. }
-            | Error::InvalidArgument { .. }
-            | Error::NotTheNextNumber { .. } => 422,
-            Error::NotFound { .. } => 404,
-            Error::AlreadyExists { .. }
-            | Error::SpecConflict { .. }
-            | Error::WouldGoBackwards { .. }
-            | Error::QueueAlterRefused { .. }
-            | Error::QueueInUse { .. }
-            | Error::LeaseHeld { .. }
-            | Error::Exhausted { .. }
-            | Error::QueueFull { .. }
-            | Error::NobodyWaiting { .. }
-            | Error::TicketNotWaiting { .. }
-            | Error::NoTicketShown { .. } => 409,
-            Error::Contention { .. }
-            | Error::Database { .. }
-            | Error::Timeout { .. }
-            | Error::Closed { .. } => 503,
-            Error::CorruptDocument { .. } | Error::BusinessWrite { .. } => 500,
         }
     }
 
@@ -1031,14 +992,14 @@ impl Aftermath {
 /// refused", "no server reachable at HOST", "authentication failed: …", "invalid argument:
 /// …"), without the driver's debug fields (`Kind:`, `labels:`, `source:`, `server response:`)
 /// or its topology dump. It never adds credentials: the driver's errors about a running
-/// client quote hosts, not the URI (URI errors go through [`scrub`](crate::redact::scrub)).
+/// client quote hosts, not the URI (URI errors go through [`scrub`](crate::error::redact::scrub)).
 ///
 /// # Example
 ///
 /// ```
 /// let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused (os error 111)");
 /// let e = dispenser::mongodb::error::Error::from(io);
-/// assert_eq!(dispenser::redact::describe_driver_error(&e), "connection refused");
+/// assert_eq!(dispenser::error::redact::describe_driver_error(&e), "connection refused");
 /// ```
 pub fn describe_driver_error(e: &mongodb::error::Error) -> String {
     use mongodb::error::{ErrorKind, WriteFailure};
@@ -1184,13 +1145,8 @@ mod tests {
             "invalid gap-free number: 5 is not handed out yet"
         );
         assert_eq!(
-            (
-                refused.code(),
-                refused.kind(),
-                refused.exit_code(),
-                refused.http_status()
-            ),
-            ("invalid_input", ErrorKind::InvalidInput, 2, 422)
+            (refused.code(), refused.kind()),
+            ("invalid_input", ErrorKind::InvalidInput)
         );
     }
 
@@ -1360,50 +1316,31 @@ mod tests {
         all
     }
 
-    /// Every error's exit code is a row of the command-line chapter's table, and its status
-    /// and code a row of the service chapter's: a mapping nobody documented fails here.
+    /// Every error's code is one of [`CODES`], each code is some error's, and each is a row
+    /// of the service chapter's table (the surfaces' own tests check their mappings).
     #[test]
-    fn every_error_has_a_documented_exit_code_status_and_code() {
-        let cli = include_str!("guide/cli.md");
+    fn every_error_has_a_listed_and_documented_code() {
         let service = include_str!("guide/service.md");
+        let mut seen = std::collections::HashSet::new();
         for e in every_variant() {
-            let exit = format!("| {} |", e.exit_code());
-            assert!(
-                cli.lines().any(|l| l.starts_with(&exit)),
-                "{e:?}: exit code {} is not in the command-line chapter's table",
-                e.exit_code()
-            );
-            let (status, code) = (e.http_status(), e.code());
+            let code = e.code();
+            assert!(CODES.contains(&code), "{e:?}: {code} is not in CODES");
+            seen.insert(code);
+        }
+        // `no_such_queue` is a `NotFound` of a queue; the other variants cover the rest.
+        let queue = Error::NotFound {
+            kind: Kind::Queue,
+            name: "q".into(),
+        };
+        seen.insert(queue.code());
+        assert_eq!(seen.len(), CODES.len(), "every code is some error's");
+        for code in CODES {
             assert!(
                 service
                     .lines()
-                    .any(|l| l.starts_with(&format!("| {status} |"))
-                        && l.contains(&format!("`{code}`"))),
-                "{e:?}: status {status} with kind `{code}` is not in the service chapter's table"
+                    .any(|l| l.starts_with("| ") && l.contains(&format!("`{code}`"))),
+                "`{code}` is not in the service chapter's table"
             );
-            // The groups agree with the mappings; an unknown outcome, and a write whose answer
-            // is missing, have exit codes of their own.
-            match e.written() {
-                Written::Unknown => {
-                    assert_eq!(e.exit_code(), 13, "{e:?}");
-                    continue;
-                }
-                Written::Done => {
-                    assert_eq!(e.exit_code(), 14, "{e:?}");
-                    continue;
-                }
-                Written::Nothing => {}
-            }
-            match e.kind() {
-                ErrorKind::InvalidInput => assert_eq!((e.exit_code(), status), (2, 422)),
-                ErrorKind::NotFound => assert_eq!((e.exit_code(), status), (3, 404)),
-                ErrorKind::AlreadyExists | ErrorKind::Conflict => assert_eq!(status, 409),
-                ErrorKind::Exhausted => assert_eq!((e.exit_code(), status), (4, 409)),
-                ErrorKind::QueueRefused => assert!((9..=11).contains(&e.exit_code())),
-                ErrorKind::Contention | ErrorKind::Unavailable => assert_eq!(status, 503),
-                ErrorKind::Corrupt => assert_eq!((e.exit_code(), status), (7, 500)),
-                ErrorKind::BusinessWrite => assert_eq!(status, 500),
-            }
         }
     }
 
@@ -1470,7 +1407,6 @@ mod tests {
             unknown.to_string().contains("the outcome is unknown"),
             "{unknown}"
         );
-        assert_eq!(unknown.exit_code(), 13);
         assert_eq!(
             Error::timeout("x", Duration::ZERO, Aftermath::Admin).written(),
             Written::Unknown
@@ -1481,7 +1417,7 @@ mod tests {
         );
         let back = Error::timeout("reading sequence \"s\"", Duration::ZERO, Aftermath::Read)
             .after_write("sequence \"s\" reset");
-        assert_eq!((back.written(), back.exit_code()), (Written::Done, 14));
+        assert_eq!(back.written(), Written::Done);
         let said = back.to_string();
         assert!(
             said.contains("after sequence \"s\" reset") && !said.contains("nothing was written"),
@@ -1489,7 +1425,7 @@ mod tests {
         );
         // Refusals stay refusals.
         let gone = Error::NotFound {
-            kind: crate::Kind::Sequence,
+            kind: crate::error::Kind::Sequence,
             name: "s".into(),
         }
         .after_write("x");

@@ -183,7 +183,7 @@ impl Format {
     /// # use dispenser::Format;
     /// let f = Format::parse("INV-{scope}-{n:06}")?;
     /// assert_eq!(f.try_render(7, Some("2026"))?, "INV-2026-000007");
-    /// assert_eq!(f.try_render(7, None).unwrap_err().kind(), dispenser::ErrorKind::InvalidInput);
+    /// assert_eq!(f.try_render(7, None).unwrap_err().kind(), dispenser::error::ErrorKind::InvalidInput);
     /// # Ok::<(), dispenser::Error>(())
     /// ```
     pub fn try_render(&self, n: i64, scope: Option<&str>) -> Result<String> {

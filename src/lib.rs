@@ -25,18 +25,21 @@
 //! ## The concepts
 //!
 //! - [`Dispenser`]: one collection of sequences; creates, opens and administers them.
-//! - [`Sequence`], [`Spec`] (start, step, bounds, cycle), [`Run`] (several numbers from one
-//!   write, [`Sequence::next_n`]) and [`Format`] (serials such as `INV-2026-000123`).
-//! - [`Options`]: where the documents live, the write concern, the strategy, timeouts; the
-//!   rest of the settings in [`options`].
-//! - [`Error`]: every failure, one enum with matchable kinds; [`Result`].
-//! - [`sequence`]: what a sequence reports and how it changes — its stored state, usage
-//!   forecasts, statistics, live changes ([`sequence::Alter`]) and the naming rules.
+//! - [`Sequence`], [`Spec`] (start, step, bounds, cycle) and [`Format`] (serials such as
+//!   `INV-2026-000123`).
+//! - [`Options`]: where the documents live, the write concern, the strategy
+//!   ([`sequence::Strategy`]), timeouts.
+//! - [`Error`]: every failure, one enum with matchable kinds; [`Result`]; the kinds, what a
+//!   failure left written and every stable code in [`error`].
+//! - [`sequence`]: what a sequence reports and how it changes — runs of several numbers from
+//!   one write ([`sequence::Run`], [`Sequence::next_n`]), its stored state, usage forecasts,
+//!   statistics, live changes ([`sequence::Alter`]), how draws write ([`sequence::Strategy`])
+//!   and the naming rules.
 //! - The other handles, each in its module: [`block`], [`stripe`], [`scope`], [`gapless`],
 //!   [`queue`]; one trait over them in [`source`].
 //! - [`history`]: who created, altered, reset or deleted what, when, and the states before
 //!   and after — every admin operation records itself ([`Dispenser::history`] reads it).
-//! - [`doctor`]: checks a server's guarantees; [`redact`]: prints URIs and errors without
+//! - [`doctor`]: checks a server's guarantees; [`error::redact`]: prints URIs and errors without
 //!   credentials.
 //! - [`guide`]: the user's guide — the document format, strategies, blocks, stripes, scopes,
 //!   gap-free numbers, queues, operations, the command line and HTTP service, benchmarks, the
@@ -46,12 +49,13 @@
 //!
 //! ## Example
 //!
-//! Add `dispenser` with `default-features = false` (the default feature `cli` only builds the
-//! command-line tool) and `tokio` with `macros` and `rt-multi-thread`:
+//! Add `dispenser` (the library alone: the command line and the HTTP service are crates of
+//! their own, `dispenser-cli` and `dispenser-server`) and `tokio` with `macros` and
+//! `rt-multi-thread`:
 //!
 //! ```toml
 //! [dependencies]
-//! dispenser = { version = "0.1", default-features = false }
+//! dispenser = "0.1"
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
 //! ```
 //!
@@ -105,15 +109,14 @@ mod coalesce;
 mod dispenser;
 pub mod doctor;
 mod document;
-mod error;
+pub mod error;
 mod format;
 pub mod gapless;
 pub mod guide;
 pub mod history;
 mod listing;
-pub mod options;
+mod options;
 pub mod queue;
-pub mod redact;
 mod retry;
 pub mod scope;
 pub mod sequence;
@@ -125,9 +128,8 @@ mod strategy;
 pub mod stripe;
 mod usage;
 
-pub use arith::Run;
 pub use dispenser::{Dispenser, Sequence};
-pub use error::{Error, ErrorKind, Kind, Result, Written};
+pub use error::{Error, Result};
 pub use format::Format;
 pub use options::Options;
 pub use spec::Spec;

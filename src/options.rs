@@ -62,7 +62,7 @@ pub enum CasMode {
 /// # Example
 ///
 /// ```
-/// use dispenser::{Options, options::Strategy};
+/// use dispenser::{Options, sequence::Strategy};
 ///
 /// let options = Options::default()
 ///     .with_database("shop")
@@ -157,7 +157,7 @@ impl Options {
     /// # Example
     ///
     /// ```
-    /// use dispenser::{Options, options::Strategy};
+    /// use dispenser::{Options, sequence::Strategy};
     /// // Every write filtered on `version`, every retry a fresh read.
     /// let pure = Options::default().with_strategy(Strategy::Cas).with_increment_retry(false);
     /// assert!(!pure.increment_retry);

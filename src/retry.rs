@@ -44,7 +44,7 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use std::time::Duration;
-/// use dispenser::options::Backoff;
+/// use dispenser::sequence::Backoff;
 ///
 /// let patient = Backoff::default()
 ///     .with_max_attempts(1000)

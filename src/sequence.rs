@@ -1,7 +1,9 @@
-//! What a sequence reports and how it changes: its stored state ([`SequenceState`]), usage
-//! forecasts ([`Usage`]), a handle's statistics ([`Stats`]), live changes ([`Alter`]), the
-//! switch-over from another numbering ([`AdoptSource`], [`Dispenser::adopt`](crate::Dispenser::adopt)), the
-//! iterator over a [`Run`](crate::Run), and the rules every sequence name follows.
+//! What a sequence reports and how it changes: runs of several numbers from one write
+//! ([`Run`]), its stored state ([`SequenceState`]), usage forecasts ([`Usage`]), a handle's
+//! statistics ([`Stats`]), live changes ([`Alter`]), the switch-over from another numbering
+//! ([`AdoptSource`], [`Dispenser::adopt`](crate::Dispenser::adopt)), how draws write and back
+//! off ([`Strategy`], [`CasMode`], [`Backoff`], the settings of [`Options`](crate::Options)),
+//! and the rules every sequence name follows.
 //!
 //! The handle that draws is [`Sequence`](crate::Sequence); the shape a sequence is created
 //! with is [`Spec`](crate::Spec).
@@ -11,10 +13,11 @@ pub use crate::action::{
 };
 pub use crate::adopt::{Adopt, AdoptKind, AdoptSource, Adopted, scope_key};
 pub use crate::alter::Alter;
-pub use crate::arith::RunIter;
+pub use crate::arith::{Run, RunIter};
 pub use crate::document::SequenceState;
 pub use crate::error::Altered;
 pub use crate::listing::ListSequences;
+pub use crate::options::{Backoff, CasMode, MAX_CALLER, Strategy, safe_write_concern};
 pub use crate::spec::{MAX_NAME_BYTES, validate_name, validate_plain_name};
 pub use crate::stats::{CasModeUsed, Stats};
 pub use crate::usage::{KEPT_DAYS, Usage};

@@ -213,7 +213,7 @@ impl Drawer {
             .load(&self.name)
             .await?
             .ok_or_else(|| Error::NotFound {
-                kind: crate::Kind::Sequence,
+                kind: crate::error::Kind::Sequence,
                 name: self.name.clone(),
             })?;
         self.remember(stored, true);

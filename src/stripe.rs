@@ -276,7 +276,7 @@ impl StripedSequence {
         let creating = dispenser.store().load(&zero_name).await?.is_none();
         if new_only && !creating {
             return Err(Error::AlreadyExists {
-                kind: crate::Kind::Striped,
+                kind: crate::error::Kind::Striped,
                 name: name.to_owned(),
             });
         }
@@ -296,7 +296,7 @@ impl StripedSequence {
                     (sequence, true) => sequence,
                     (_, false) => {
                         return Err(Error::AlreadyExists {
-                            kind: crate::Kind::Striped,
+                            kind: crate::error::Kind::Striped,
                             name: name.to_owned(),
                         });
                     }
@@ -573,7 +573,7 @@ impl StripedSequence {
     pub fn history(&self) -> crate::history::History {
         self.inner
             .dispenser
-            .history(crate::Kind::Sequence, &self.inner.name)
+            .history(crate::error::Kind::Sequence, &self.inner.name)
     }
 
     /// How many stripes there are.
@@ -660,7 +660,7 @@ impl StripedSequence {
             }
         }
         Err(exhausted.unwrap_or_else(|| Error::NotFound {
-            kind: crate::Kind::Striped,
+            kind: crate::error::Kind::Striped,
             name: self.inner.name.clone(),
         }))
     }

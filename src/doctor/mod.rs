@@ -40,7 +40,7 @@ use mongodb::options::{CollectionOptions, ReadPreference, SelectionCriteria, Wri
 
 use crate::dispenser::Dispenser;
 use crate::error::{Error, Result};
-use crate::options::safe_write_concern;
+use crate::sequence::safe_write_concern;
 use crate::store::Store;
 
 pub use options::DoctorOptions;
@@ -305,7 +305,7 @@ async fn bounded<T>(
         Err(_) => Err(Error::Timeout {
             context: context(),
             after,
-            written: crate::Written::Nothing,
+            written: crate::error::Written::Nothing,
         }),
     }
 }

@@ -210,7 +210,7 @@ mod tests {
             ),
         ] {
             let e = o.validate().expect_err("invalid");
-            assert!(e.kind() == crate::ErrorKind::InvalidInput, "{e}");
+            assert!(e.kind() == crate::error::ErrorKind::InvalidInput, "{e}");
             assert!(e.to_string().contains(named), "{e}");
         }
     }

@@ -198,7 +198,7 @@ mod tests {
     #[test]
     fn write_concerns_are_rendered() {
         assert_eq!(
-            render(&crate::options::safe_write_concern()),
+            render(&crate::sequence::safe_write_concern()),
             "w: majority, j: true"
         );
         let w1 = WriteConcern::builder().w(Acknowledgment::Nodes(1)).build();
@@ -214,7 +214,7 @@ mod tests {
             detail: None,
         };
         let rs = Topology::ReplicaSet { name: "rs0".into() };
-        let safe = crate::options::safe_write_concern();
+        let safe = crate::sequence::safe_write_concern();
         let w1_journaled = WriteConcern::builder()
             .w(Acknowledgment::Nodes(1))
             .journal(true)

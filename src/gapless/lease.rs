@@ -74,7 +74,7 @@ impl Inner {
             .bounded("reading the state", Aftermath::Read, read)
             .await?
             .ok_or_else(|| Error::NotFound {
-                kind: crate::Kind::Gapless,
+                kind: crate::error::Kind::Gapless,
                 name: self.name.clone(),
             })?;
         state::decode(&self.name, &d)

@@ -317,7 +317,7 @@ impl Dispenser {
         let exists = match g.inner.read_raw().await {
             Ok(_) if new_only => {
                 return Err(Error::AlreadyExists {
-                    kind: crate::Kind::Gapless,
+                    kind: crate::error::Kind::Gapless,
                     name: name.to_owned(),
                 });
             }
@@ -356,7 +356,7 @@ impl Dispenser {
             Ok(_) => Ok(true),
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) && new_only => {
                 Err(Error::AlreadyExists {
-                    kind: crate::Kind::Gapless,
+                    kind: crate::error::Kind::Gapless,
                     name: name.to_owned(),
                 })
             }
@@ -379,7 +379,7 @@ impl Dispenser {
             // Another client created it between the look and the insert.
             Ok(false) => (
                 Err(Error::AlreadyExists {
-                    kind: crate::Kind::Gapless,
+                    kind: crate::error::Kind::Gapless,
                     name: name.to_owned(),
                 }),
                 None,
@@ -541,7 +541,7 @@ impl Inner {
         )
         .await?
         .ok_or_else(|| Error::NotFound {
-            kind: crate::Kind::Gapless,
+            kind: crate::error::Kind::Gapless,
             name: self.name.clone(),
         })
     }
@@ -903,7 +903,7 @@ impl Gapless {
             .await?;
         if r.matched_count == 0 {
             return Err(Error::NotFound {
-                kind: crate::Kind::Gapless,
+                kind: crate::error::Kind::Gapless,
                 name: inner.name.clone(),
             });
         }

@@ -70,7 +70,7 @@
 //! # Example
 //!
 //! ```no_run
-//! use dispenser::{Dispenser, Kind, Options};
+//! use dispenser::{Dispenser, error::Kind, Options};
 //!
 //! # async fn f() -> dispenser::Result<()> {
 //! let d = Dispenser::connect("mongodb://127.0.0.1:27017", Options::default().with_caller("billing-admin")).await?;
@@ -193,7 +193,7 @@ impl History {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// let f = d.history(dispenser::Kind::Queue, "lobby").filter()?;
+    /// let f = d.history(dispenser::error::Kind::Queue, "lobby").filter()?;
     /// assert_eq!((f.get_str("name").ok(), f.get_str("kind").ok()), (Some("lobby"), Some("queue")));
     /// # Ok(()) }
     /// ```

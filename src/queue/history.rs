@@ -63,7 +63,7 @@ pub(super) async fn insert(
         Ok(true) => Ok(()),
         // Another client created it between the look and the insert.
         Ok(false) => Err(Error::AlreadyExists {
-            kind: crate::Kind::Queue,
+            kind: crate::error::Kind::Queue,
             name: name.to_owned(),
         }),
         Err(e) => Err(e.clone()),
@@ -126,7 +126,7 @@ pub(super) async fn delete(
     let recorded = match &deleted {
         Ok(true) => Ok(()),
         Ok(false) => Err(Error::NotFound {
-            kind: crate::Kind::Queue,
+            kind: crate::error::Kind::Queue,
             name: name.to_owned(),
         }),
         Err(e) => Err(e.clone()),

@@ -105,7 +105,7 @@ fn check_name(name: &str) -> Result<()> {
 
 fn no_such(name: &str) -> Error {
     Error::NotFound {
-        kind: crate::Kind::Queue,
+        kind: crate::error::Kind::Queue,
         name: name.to_owned(),
     }
 }
@@ -176,7 +176,7 @@ fn differences(stored: &QueueSpec, asked: &QueueSpec) -> Differs {
 /// [`Error::AlreadyExists`] for the queue `name`.
 fn exists(name: &str) -> Error {
     Error::AlreadyExists {
-        kind: crate::Kind::Queue,
+        kind: crate::error::Kind::Queue,
         name: name.to_owned(),
     }
 }
@@ -226,7 +226,7 @@ impl Dispenser {
     ///
     /// # Errors
     ///
-    /// [`Error::SpecConflict`] (kind [`ErrorKind::Conflict`](crate::ErrorKind::Conflict),
+    /// [`Error::SpecConflict`] (kind [`ErrorKind::Conflict`](crate::error::ErrorKind::Conflict),
     /// nothing written) when it exists with another spec, naming each setting that differs
     /// with its stored and asked values, plus those of
     /// [`Dispenser::create_queue`] and [`Error::CorruptDocument`].

@@ -328,7 +328,7 @@ mod tests {
             ),
         ] {
             let e = spec.validate("lobby").unwrap_err();
-            assert!(e.kind() == crate::ErrorKind::InvalidInput, "{e}");
+            assert!(e.kind() == crate::error::ErrorKind::InvalidInput, "{e}");
             assert!(e.to_string().contains(needle), "{e} lacks {needle}");
             assert!(e.to_string().contains("\"lobby\""), "{e}");
         }

@@ -179,7 +179,7 @@ impl QueueStore {
                     "moving request ids of queue {name:?} out of its document (nothing was taken)"
                 ),
                 after: timeout,
-                written: crate::Written::Nothing,
+                written: crate::error::Written::Nothing,
             }),
         }
     }

@@ -5,7 +5,7 @@
 
 use dispenser::mongodb::bson::{Bson, Document, doc};
 use dispenser::sequence::AdoptSource;
-use dispenser::{Error, Kind, Spec};
+use dispenser::{Error, Spec, error::Kind};
 
 use crate::common::{DB, Fixture};
 

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use dispenser::block::BlockOptions;
-use dispenser::{Error, Options, Spec, options::Strategy, sequence::Alter};
+use dispenser::{Error, Options, Spec, sequence::Alter, sequence::Strategy};
 use futures::future::join_all;
 
 use crate::common::Fixture;

@@ -453,7 +453,7 @@ async fn the_password_never_appears_in_errors_logs_help_or_output() {
             c.args(args);
             async move {
                 let out = c.output().await.expect("run");
-                let what = format!("{args:?} on {}", dispenser::redact::redact_uri(uri));
+                let what = format!("{args:?} on {}", dispenser::error::redact::redact_uri(uri));
                 assert_eq!(
                     out.status.code(),
                     Some(EXIT_DATABASE),
@@ -635,7 +635,7 @@ async fn nasty_passwords_never_appear_anywhere() {
                     c.args(*args);
                     let what = format!(
                         "{args:?} with {:?} (in env: {env})",
-                        dispenser::redact::redact_uri(uri)
+                        dispenser::error::redact::redact_uri(uri)
                     );
                     let help = args.contains(&"--help");
                     let (raw, decoded): (&'static str, &'static str) = (raw, decoded);

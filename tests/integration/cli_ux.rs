@@ -370,7 +370,7 @@ fn next_with_a_block_reserves_no_more_than_the_run_can_use() {
 #[test]
 fn server_sh_start_twice_prints_the_running_uri_and_stop_leaves_no_zombie() {
     let state = std::env::temp_dir().join(common::unique("ux_server"));
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/server.sh");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/server.sh");
     let start = || {
         let out = Command::new(script)
             .args(["start", "--state"])

@@ -14,7 +14,7 @@ const EXIT_EXHAUSTED: i32 = 4;
 
 /// A tool under `.tools/`, or a panic saying how to install it.
 pub fn tool(relative: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join(".tools")
         .join(relative);
     assert!(
@@ -38,7 +38,7 @@ fn mongosh() -> PathBuf {
 /// chapter on the sequence document, which holds the client recipes.
 fn readme_block(name: &str) -> String {
     const RECIPES: &str = "src/guide/document.md";
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(RECIPES);
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(RECIPES);
     let readme = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {RECIPES}: {e}"));
     let marker = format!("<!-- client:{name} -->");
     let at = readme

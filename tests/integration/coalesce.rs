@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use dispenser::{Error, Options, Spec, options::Strategy};
+use dispenser::{Error, Options, Spec, sequence::Strategy};
 use futures::future::join_all;
 
 use crate::common::{Fixture, assert_each_exactly};
@@ -14,7 +14,7 @@ const STRATEGIES: [Strategy; 2] = [Strategy::ConditionalIncrement, Strategy::Cas
 
 fn patient(o: Options) -> Options {
     o.with_backoff(
-        dispenser::options::Backoff::default()
+        dispenser::sequence::Backoff::default()
             .with_max_attempts(100_000)
             .with_max_elapsed(Duration::from_secs(120)),
     )
@@ -423,5 +423,5 @@ async fn a_caller_in_line_times_out_one_timeout_after_its_call_not_two() {
         2 * timeout
     );
     // Its own write was sent (when the first one gave up): its outcome is unknown.
-    assert_eq!(e.written(), dispenser::Written::Unknown, "{e}");
+    assert_eq!(e.written(), dispenser::error::Written::Unknown, "{e}");
 }

@@ -914,7 +914,7 @@ async fn every_path_parameter_says_what_the_service_refuses() {
 /// One Schemathesis run against `svc` with `token` (or none): its summary lines.
 fn schemathesis(svc: &Service, token: Option<&str>, seed: u64, seconds: u32) -> String {
     let st = crate::clients::tool("venv/bin/st");
-    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+    let config = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("tests/schemathesis/schemathesis.toml");
     // Hypothesis keeps a database in the working directory: a scratch one.
     let dir =

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use dispenser::mongodb::bson::{Bson, doc};
 use dispenser::{
     Error, Options, Spec,
-    options::{Backoff, CasMode, Strategy},
     sequence::CasModeUsed,
+    sequence::{Backoff, CasMode, Strategy},
 };
 use futures::future::join_all;
 
@@ -339,7 +339,7 @@ async fn listings_page_in_name_order_and_read_exactly_the_names_asked_for() {
     );
     assert!(d.list().scopes_of("b").await.unwrap().is_empty());
     let e = d.list().limit(0).await.unwrap_err();
-    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
+    assert_eq!(e.kind(), dispenser::error::ErrorKind::InvalidInput, "{e}");
     for q in ["q1", "q2", "r1"] {
         d.create_queue(q, dispenser::queue::QueueSpec::default())
             .await
@@ -363,9 +363,9 @@ async fn listings_page_in_name_order_and_read_exactly_the_names_asked_for() {
     let counters: Vec<_> = counters.into_iter().map(|q| q.unwrap().name).collect();
     assert_eq!(counters, ["q2"]);
     let e = d.list_queues().limit(0).await.unwrap_err();
-    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
+    assert_eq!(e.kind(), dispenser::error::ErrorKind::InvalidInput, "{e}");
     let e = d.list_gapless().limit(0).await.unwrap_err();
-    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
+    assert_eq!(e.kind(), dispenser::error::ErrorKind::InvalidInput, "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -941,7 +941,7 @@ async fn ensure_means_the_same_on_every_kind() {
     use dispenser::gapless::GaplessOptions;
     use dispenser::queue::QueueSpec;
     use dispenser::sequence::Alter;
-    use dispenser::{ErrorKind, Format, Kind};
+    use dispenser::{Format, error::ErrorKind, error::Kind};
 
     let f = Fixture::new("ensure_every_kind").await;
     let d = f.dispenser(f.options());

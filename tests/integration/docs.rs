@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
 fn read(path: &Path) -> String {
@@ -269,7 +269,7 @@ fn awaited_builders(dir: &Path, out: &mut Vec<String>) {
 /// The public functions under `dir` that return a future (`pub async fn`, a `pub fn` whose
 /// return type is a future or an awaited builder, a method of a `pub trait` that returns
 /// one), as `path:line: signature`, each with whether its doc comment has a `# Cancel
-/// safety` section. `src/bin/` and `mod tests` are skipped.
+/// safety` section. The command line (`src/cli/`) and `mod tests` are skipped.
 fn futures(dir: &Path, out: &mut Vec<(String, bool)>) {
     let mut builders = Vec::new();
     awaited_builders(&root().join("src"), &mut builders);
@@ -280,7 +280,7 @@ fn futures_of(dir: &Path, builders: &[String], out: &mut Vec<(String, bool)>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
         if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "bin") {
+            if path.file_name().is_some_and(|n| n != "cli") {
                 futures_of(&path, builders, out);
             }
             continue;
@@ -906,7 +906,7 @@ fn the_command_line_chapter_states_every_limit_as_the_code_defines_it() {
             "MAX_NAME_BYTES",
             u(dispenser::sequence::MAX_NAME_BYTES),
         ),
-        ("who acts", "MAX_CALLER", u(dispenser::options::MAX_CALLER)),
+        ("who acts", "MAX_CALLER", u(dispenser::sequence::MAX_CALLER)),
         ("a format", "MAX_BYTES", u(dispenser::Format::MAX_BYTES)),
         ("a format", "MAX_PAD", u(dispenser::Format::MAX_PAD)),
         (
@@ -942,7 +942,7 @@ fn the_command_line_chapter_states_every_limit_as_the_code_defines_it() {
         (
             "entries of one history query",
             "DEFAULT_PAGE",
-            source_const("bin/dispenser/serve/history.rs", "DEFAULT_PAGE"),
+            source_const("server/src/history.rs", "DEFAULT_PAGE"),
         ),
         (
             "gap ranges",
@@ -952,62 +952,62 @@ fn the_command_line_chapter_states_every_limit_as_the_code_defines_it() {
         (
             "HTTP: a request body",
             "MAX_BODY",
-            source_const("bin/dispenser/serve/json.rs", "MAX_BODY"),
+            source_const("server/src/json.rs", "MAX_BODY"),
         ),
         (
             "HTTP: a page of `GET /v1/sequences`",
             "MAX_PAGE",
-            source_const("bin/dispenser/serve/handlers.rs", "MAX_PAGE"),
+            source_const("server/src/handlers.rs", "MAX_PAGE"),
         ),
         (
             "HTTP: a page of `GET /v1/sequences`",
             "DEFAULT_PAGE",
-            source_const("bin/dispenser/serve/handlers.rs", "DEFAULT_PAGE"),
+            source_const("server/src/handlers.rs", "DEFAULT_PAGE"),
         ),
         (
             "HTTP: a page of `GET /v1/overview`",
             "MAX_PAGE",
-            source_const("bin/dispenser/serve/overview.rs", "MAX_PAGE"),
+            source_const("server/src/overview.rs", "MAX_PAGE"),
         ),
         (
             "HTTP: a page of `GET /v1/overview`",
             "DEFAULT_PAGE",
-            source_const("bin/dispenser/serve/overview.rs", "DEFAULT_PAGE"),
+            source_const("server/src/overview.rs", "DEFAULT_PAGE"),
         ),
         (
             "HTTP: numbers a draw answers",
             "LIST_LIMIT",
-            source_const("bin/dispenser/serve/draw.rs", "LIST_LIMIT"),
+            source_const("server/src/draw.rs", "LIST_LIMIT"),
         ),
         (
             "HTTP: a token",
             "MIN_TOKEN_LEN",
-            source_const("bin/dispenser/serve/tokens.rs", "MIN_TOKEN_LEN"),
+            source_const("server/src/tokens.rs", "MIN_TOKEN_LEN"),
         ),
         (
             "HTTP: a token",
             "MAX_TOKEN_LEN",
-            source_const("bin/dispenser/serve/tokens.rs", "MAX_TOKEN_LEN"),
+            source_const("server/src/tokens.rs", "MAX_TOKEN_LEN"),
         ),
         (
             "`next --count`",
             "MAX_COUNT",
-            source_const("bin/dispenser/args.rs", "MAX_COUNT"),
+            source_const("cli/src/args.rs", "MAX_COUNT"),
         ),
         (
             "`serve --max-count`",
             "MAX_COUNT",
-            source_const("bin/dispenser/args.rs", "MAX_COUNT"),
+            source_const("cli/src/args.rs", "MAX_COUNT"),
         ),
         (
             "`next --block`",
             "MAX_BLOCK",
-            source_const("bin/dispenser/args.rs", "MAX_BLOCK"),
+            source_const("cli/src/args.rs", "MAX_BLOCK"),
         ),
         (
             "`serve --max-block`",
             "MAX_BLOCK",
-            source_const("bin/dispenser/args.rs", "MAX_BLOCK"),
+            source_const("cli/src/args.rs", "MAX_BLOCK"),
         ),
         (
             "`create --stripes`",
@@ -1017,12 +1017,12 @@ fn the_command_line_chapter_states_every_limit_as_the_code_defines_it() {
         (
             "`queue take --count`",
             "MAX_TAKE",
-            source_const("bin/dispenser/queue.rs", "MAX_TAKE"),
+            source_const("cli/src/queue.rs", "MAX_TAKE"),
         ),
         (
             "`queue take --count`",
             "MAX_TAKE",
-            source_const("bin/dispenser/serve/queues.rs", "MAX_TAKE"),
+            source_const("server/src/queues.rs", "MAX_TAKE"),
         ),
         (
             "`doctor --tasks`",
@@ -1042,17 +1042,17 @@ fn the_command_line_chapter_states_every_limit_as_the_code_defines_it() {
         (
             "`gapless alter --max-lease`",
             "MAX_LEASE_MS",
-            source_const("bin/dispenser/serve/gapless.rs", "MAX_LEASE_MS"),
+            source_const("server/src/gapless.rs", "MAX_LEASE_MS"),
         ),
         (
             "`gapless alter --max-lease`",
             "MAX_LEASE_MS",
-            source_const("bin/dispenser/serve/gapless.rs", "MAX_LEASE_MS") / 1000,
+            source_const("server/src/gapless.rs", "MAX_LEASE_MS") / 1000,
         ),
         (
             "`bench --rtt`",
             "MAX_RTT_MS",
-            source_const("bin/dispenser/bench/rtt.rs", "MAX_RTT_MS"),
+            source_const("cli/src/bench/rtt.rs", "MAX_RTT_MS"),
         ),
     ];
     let mut wrong = Vec::new();

@@ -98,7 +98,7 @@ async fn doctor_accepts_the_test_server_and_removes_its_scratch_collection() {
     assert_eq!(r["fit"], true, "{r}");
     assert_eq!(r["reason"], Value::Null);
     assert_eq!(r["problems"], serde_json::json!([]));
-    assert_eq!(r["uri"], dispenser::redact::redact_uri(&uri));
+    assert_eq!(r["uri"], dispenser::error::redact::redact_uri(&uri));
     assert!(r["server"]["max_wire_version"].as_i64() >= Some(9), "{r}");
     assert_eq!(r["write_concern"]["majority_journaled"], true);
     let ops = r["operations"].as_array().expect("operations");
@@ -153,7 +153,7 @@ struct FerretDb {
 
 impl FerretDb {
     fn start() -> FerretDb {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
         let bin = root.join(".tools/ferretdb/bin/ferretdb");
         assert!(
             bin.exists(),
@@ -380,7 +380,7 @@ async fn doctor_usage_errors_exit_2_name_the_flag_and_send_nothing() {
         .options(DoctorOptions::default().with_tasks(1))
         .await
         .expect_err("invalid");
-    assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
+    assert!(e.kind() == dispenser::error::ErrorKind::InvalidInput, "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -410,7 +410,10 @@ async fn doctor_reports_an_unreachable_server_as_exit_5_and_never_prints_the_pas
             !out.contains("hunter2") && !err.contains("hunter2"),
             "{out}{err}"
         );
-        assert!(out.contains(&dispenser::redact::redact_uri(&uri)), "{out}");
+        assert!(
+            out.contains(&dispenser::error::redact::redact_uri(&uri)),
+            "{out}"
+        );
     }
 }
 

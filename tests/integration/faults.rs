@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use dispenser::{
     Dispenser, Error, Options, Spec,
     block::BlockOptions,
-    options::{Backoff, Strategy},
+    sequence::{Backoff, Strategy},
 };
 use futures::future::join_all;
 use tokio::io::AsyncReadExt;
@@ -587,7 +587,12 @@ async fn client_processes_killed_at_random_moments_never_share_a_number() {
 /// `scripts/server.sh` of this repository (or `$DISPENSER_SERVER_SH`).
 fn server_script() -> PathBuf {
     let path = std::env::var_os("DISPENSER_SERVER_SH").map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/server.sh")),
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../scripts/server.sh"
+            ))
+        },
         PathBuf::from,
     );
     assert!(

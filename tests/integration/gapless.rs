@@ -140,8 +140,8 @@ fn numbers(out: &Output) -> Vec<i64> {
 /// into `.tools/` by `scripts/tools.sh`). Only the wall clock moves; the monotonic clock the
 /// runtime's timers use stays true, as on a machine whose clock is merely set wrong.
 pub fn skewed<'c>(c: &'c mut Command, offset: &str) -> &'c mut Command {
-    let lib =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".tools/faketime/libfaketimeMT.so.1");
+    let lib = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join(".tools/faketime/libfaketimeMT.so.1");
     assert!(
         lib.exists(),
         "{} is missing: run scripts/tools.sh (scripts/test.sh does)",
@@ -380,7 +380,7 @@ async fn voids_are_kept_with_their_reason_and_misuse_is_refused() {
     ] {
         let e = g.void(n, reason).await.unwrap_err();
         assert!(
-            e.kind() == dispenser::ErrorKind::InvalidInput && e.to_string().contains(needle),
+            e.kind() == dispenser::error::ErrorKind::InvalidInput && e.to_string().contains(needle),
             "{e}"
         );
     }
@@ -555,7 +555,7 @@ async fn a_collection_that_cannot_have_the_unique_index_is_refused_and_nothing_w
         .await
         .unwrap_err();
     assert!(
-        e.kind() == dispenser::ErrorKind::InvalidInput && e.to_string().contains("field"),
+        e.kind() == dispenser::error::ErrorKind::InvalidInput && e.to_string().contains("field"),
         "{e}"
     );
 }
@@ -679,7 +679,7 @@ async fn a_partial_sparse_or_collated_unique_index_is_refused_naming_it() {
         };
         let text = e.to_string();
         assert!(
-            e.kind() == dispenser::ErrorKind::InvalidInput,
+            e.kind() == dispenser::error::ErrorKind::InvalidInput,
             "{what}: {text}"
         );
         assert!(
@@ -884,7 +884,7 @@ async fn a_late_write_landing_between_a_voids_look_up_and_its_insert_keeps_the_n
     within("the late write", late.written.notified()).await;
     insert.open();
     let e = within("the void", void).await.unwrap().unwrap_err();
-    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
+    assert_eq!(e.kind(), dispenser::error::ErrorKind::InvalidInput, "{e}");
     assert!(
         e.to_string().contains("already carried by a document"),
         "{e}"
@@ -1456,7 +1456,8 @@ async fn a_void_meets_a_dead_holders_write_at_the_index_or_takes_its_unwritten_n
     let g = d.open_gapless("inv").await.unwrap();
     let e = g.void(1, "form destroyed").await.unwrap_err();
     assert!(
-        e.kind() == dispenser::ErrorKind::InvalidInput && e.to_string().contains("already carried"),
+        e.kind() == dispenser::error::ErrorKind::InvalidInput
+            && e.to_string().contains("already carried"),
         "{e}"
     );
     let s = g.peek().await.unwrap();
@@ -1819,7 +1820,7 @@ async fn a_forced_release_of_a_live_holder_voids_its_number_and_its_late_write_f
             .await
             .unwrap_err()
             .kind()
-            == dispenser::ErrorKind::InvalidInput
+            == dispenser::error::ErrorKind::InvalidInput
     );
     // An alter that changes nothing is refused, naming the sequence.
     let e = g.alter(GaplessAlter::default()).await.unwrap_err();
@@ -2270,7 +2271,7 @@ async fn a_business_write_failing_on_its_own_unique_index_fails_at_once_naming_i
         matches!(e, Error::BusinessWrite { number: 2, .. }),
         "a second invoice for order 7: {e}"
     );
-    assert_eq!(e.written(), dispenser::Written::Nothing, "{e}");
+    assert_eq!(e.written(), dispenser::error::Written::Nothing, "{e}");
     assert!(
         e.to_string().contains("order_id"),
         "the index is named: {e}"
@@ -2432,7 +2433,10 @@ async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
     let a = common::audit_of(&again, Some(100)).await.unwrap();
     assert!(a.is_clean() && a.duplicates.is_empty(), "{a:?}");
     // The history: created, deleted by force, created again.
-    let h = d.history(dispenser::Kind::Gapless, "inv").await.unwrap();
+    let h = d
+        .history(dispenser::error::Kind::Gapless, "inv")
+        .await
+        .unwrap();
     let ops: Vec<_> = h
         .iter()
         .map(|e| (e.op.as_str(), e.params["force"].as_bool()))

@@ -277,7 +277,7 @@ async fn voider(
                     break;
                 }
                 Err(e)
-                    if e.kind() == dispenser::ErrorKind::InvalidInput
+                    if e.kind() == dispenser::error::ErrorKind::InvalidInput
                         || matches!(e, Error::LeaseHeld { .. }) =>
                 {
                     tokio::time::sleep(Duration::from_millis(1 + rng.below(4))).await;
@@ -348,7 +348,7 @@ async fn operator(
             }
             // Raced: the holder finished, or the lease runs (not forced).
             Err(e)
-                if e.kind() == dispenser::ErrorKind::InvalidInput
+                if e.kind() == dispenser::error::ErrorKind::InvalidInput
                     || matches!(e, Error::LeaseHeld { .. }) => {}
             Err(e) => unexpected(format!("release {} (force {force}): {e}", lease.number)),
         }

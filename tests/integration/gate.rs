@@ -26,7 +26,7 @@ pub fn options() -> DoctorOptions {
 /// Examines the server at `uri` (scratch collection in the test database); `Err` names the
 /// server and why it is unfit, or why it could not be examined.
 pub async fn verdict(uri: &str, options: DoctorOptions) -> Result<Report, String> {
-    let shown = dispenser::redact::redact_uri(uri);
+    let shown = dispenser::error::redact::redact_uri(uri);
     let unreachable = |e: dispenser::Error| {
         format!(
             "cannot examine the server at {shown}: {e} (run the tests with scripts/test.sh, or set MONGODB_URI)"

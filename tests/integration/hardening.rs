@@ -4,7 +4,7 @@
 //! while live, `ensure` with another start, and documents written before incarnations.
 
 use dispenser::mongodb::bson::{Bson, DateTime, doc};
-use dispenser::{Error, Spec, block::BlockOptions, options::Strategy};
+use dispenser::{Error, Spec, block::BlockOptions, sequence::Strategy};
 
 use crate::common::Fixture;
 
@@ -754,5 +754,9 @@ async fn a_ping_of_a_server_that_is_down_fails() {
     .await
     .unwrap();
     let err = down.ping().await.unwrap_err();
-    assert_eq!(err.kind(), dispenser::ErrorKind::Unavailable, "{err}");
+    assert_eq!(
+        err.kind(),
+        dispenser::error::ErrorKind::Unavailable,
+        "{err}"
+    );
 }

@@ -83,7 +83,7 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
     d.delete("orders").await.unwrap();
 
     let mut all = d
-        .history(dispenser::Kind::Sequence, "orders")
+        .history(dispenser::error::Kind::Sequence, "orders")
         .await
         .unwrap();
     assert_eq!(
@@ -127,38 +127,38 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
 
     // Paging: two at a time, by cursor; and from a time on.
     let first = d
-        .history(dispenser::Kind::Sequence, "orders")
+        .history(dispenser::error::Kind::Sequence, "orders")
         .limit(2)
         .await
         .unwrap();
     assert_eq!(ops(&first), ["create", "alter"]);
     let rest = d
-        .history(dispenser::Kind::Sequence, "orders")
+        .history(dispenser::error::Kind::Sequence, "orders")
         .after(first[1].cursor())
         .await
         .unwrap();
     assert_eq!(ops(&rest), ["advance-to", "reset", "reset", "delete"]);
     let since = d
-        .history(dispenser::Kind::Sequence, "orders")
+        .history(dispenser::error::Kind::Sequence, "orders")
         .since(reset.at)
         .await
         .unwrap();
     assert_eq!(ops(&since).first(), Some(&"reset"));
     assert!(
-        d.history(dispenser::Kind::Sequence, "orders")
+        d.history(dispenser::error::Kind::Sequence, "orders")
             .after("nonsense")
             .await
             .is_err()
     );
     // Another name, and a queue of the same name, have their own (empty) histories.
     assert!(
-        d.history(dispenser::Kind::Sequence, "order")
+        d.history(dispenser::error::Kind::Sequence, "order")
             .await
             .unwrap()
             .is_empty()
     );
     assert!(
-        d.history(dispenser::Kind::Queue, "orders")
+        d.history(dispenser::error::Kind::Queue, "orders")
             .await
             .unwrap()
             .is_empty()
@@ -167,7 +167,7 @@ async fn the_library_records_every_admin_operation_in_order_with_who_and_the_sta
     let nobody = f.dispenser(f.options());
     nobody.create("anon", Spec::default()).await.unwrap();
     let anon = nobody
-        .history(dispenser::Kind::Sequence, "anon")
+        .history(dispenser::error::Kind::Sequence, "anon")
         .await
         .unwrap();
     assert_eq!((anon.len(), anon[0].who.as_deref()), (1, None));
@@ -184,7 +184,10 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     // Opened again: nothing recorded.
     d.ensure_striped("ids", 2, Spec::default()).await.unwrap();
     ids.reset(1000).await.unwrap();
-    let h = d.history(dispenser::Kind::Sequence, "ids").await.unwrap();
+    let h = d
+        .history(dispenser::error::Kind::Sequence, "ids")
+        .await
+        .unwrap();
     assert_eq!(ops(&h), ["create", "reset", "reset"], "{h:#?}");
     assert_eq!(h[0].params["stripes"], 2);
     let mut names: Vec<(&str, Subject, Option<u32>)> = h[1..]
@@ -200,7 +203,10 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
         ]
     );
     assert_eq!(h[1].striped_sequence(), Some("ids"));
-    let one = d.history(dispenser::Kind::Sequence, "ids~1").await.unwrap();
+    let one = d
+        .history(dispenser::error::Kind::Sequence, "ids~1")
+        .await
+        .unwrap();
     assert_eq!(
         one.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
         ["ids~1"]
@@ -220,7 +226,10 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     inv.alter(GaplessAlter::default().with_max_lease(Duration::from_secs(30)))
         .await
         .unwrap();
-    let h = d.history(dispenser::Kind::Gapless, "inv").await.unwrap();
+    let h = d
+        .history(dispenser::error::Kind::Gapless, "inv")
+        .await
+        .unwrap();
     assert_eq!(ops(&h), ["create", "void", "alter"], "{h:#?}");
     // The alter is recorded with the state before and after, as a sequence's is.
     let max_lease = |s: &Option<serde_json::Value>| s.as_ref().map(|s| s["max_lease_ms"].clone());
@@ -233,7 +242,7 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     assert!(h.iter().all(|e| e.subject == Subject::Gapless), "{h:#?}");
     // A gap-free sequence is not a sequence of the same name.
     assert!(
-        d.history(dispenser::Kind::Sequence, "inv")
+        d.history(dispenser::error::Kind::Sequence, "inv")
             .await
             .unwrap()
             .is_empty()
@@ -271,7 +280,10 @@ async fn queue_operations_are_recorded_refusals_included() {
         .unwrap();
     // Two tickets still wait: only a forced delete deletes it (issue 49, item 2).
     d.delete_queue("lobby").force(true).await.unwrap();
-    let h = d.history(dispenser::Kind::Queue, "lobby").await.unwrap();
+    let h = d
+        .history(dispenser::error::Kind::Queue, "lobby")
+        .await
+        .unwrap();
     assert_eq!(
         ops(&h),
         ["create", "cancel", "cancel", "alter", "delete"],
@@ -319,7 +331,7 @@ async fn every_handle_reads_its_own_history_and_the_dispenser_reads_one_by_kind(
     assert_eq!(ops(&own), ["create", "advance-to", "reset"], "{own:#?}");
     assert_eq!(
         own,
-        d.history(dispenser::Kind::Sequence, "orders")
+        d.history(dispenser::error::Kind::Sequence, "orders")
             .await
             .unwrap()
     );
@@ -331,7 +343,9 @@ async fn every_handle_reads_its_own_history_and_the_dispenser_reads_one_by_kind(
     assert_eq!(ops(&gapless), ["create", "void"], "{gapless:#?}");
     assert_eq!(
         gapless,
-        d.history(dispenser::Kind::Gapless, "inv").await.unwrap()
+        d.history(dispenser::error::Kind::Gapless, "inv")
+            .await
+            .unwrap()
     );
     // The options: a page, the next page, from a time on.
     let first = orders.history().limit(1).await.unwrap();
@@ -341,11 +355,14 @@ async fn every_handle_reads_its_own_history_and_the_dispenser_reads_one_by_kind(
     let since = orders.history().since(own[2].at).await.unwrap();
     assert_eq!(ops(&since), ["reset"]);
     let e = orders.history().limit(0).await.unwrap_err();
-    assert_eq!(e.kind(), dispenser::ErrorKind::InvalidInput, "{e}");
+    assert_eq!(e.kind(), dispenser::error::ErrorKind::InvalidInput, "{e}");
 
     // Deleted: no handle opens it, the dispenser reads its history by kind and name.
     d.delete_queue("lobby").force(true).await.unwrap();
-    let gone = d.history(dispenser::Kind::Queue, "lobby").await.unwrap();
+    let gone = d
+        .history(dispenser::error::Kind::Queue, "lobby")
+        .await
+        .unwrap();
     assert_eq!(ops(&gone), ["create", "cancel", "delete"], "{gone:#?}");
 
     let out = cli(&f.collection, None, &["queue", "history", "lobby"]);
@@ -581,18 +598,18 @@ async fn a_read_returns_exactly_its_subjects_never_names_that_start_with_it() {
         .await
         .unwrap();
     d.create_queue("pub~q", QueueSpec::default()).await.unwrap();
-    let read = |name: &'static str, q: dispenser::Kind| {
+    let read = |name: &'static str, q: dispenser::error::Kind| {
         let d = d.clone();
         async move { d.history(q, name).await.unwrap() }
     };
 
-    let h = read("pub", dispenser::Kind::Sequence).await;
+    let h = read("pub", dispenser::error::Kind::Sequence).await;
     assert_eq!(
         (ops(&h), names(&h)),
         (vec!["create"], vec!["pub"]),
         "{h:#?}"
     );
-    let h = read("pub@a", dispenser::Kind::Sequence).await;
+    let h = read("pub@a", dispenser::error::Kind::Sequence).await;
     assert_eq!(
         (ops(&h), names(&h)),
         (vec!["create"], vec!["pub@a"]),
@@ -602,32 +619,36 @@ async fn a_read_returns_exactly_its_subjects_never_names_that_start_with_it() {
         (h[0].subject, h[0].template.as_deref(), h[0].key.as_deref()),
         (Subject::Scope, Some("pub"), Some("a"))
     );
-    let h = read("pub@a~secret", dispenser::Kind::Sequence).await;
+    let h = read("pub@a~secret", dispenser::error::Kind::Sequence).await;
     assert_eq!(ops(&h), ["create", "reset"], "{h:#?}");
     assert_eq!(h[1].key.as_deref(), Some("a~secret"));
-    let h = read("ids", dispenser::Kind::Sequence).await;
+    let h = read("ids", dispenser::error::Kind::Sequence).await;
     assert_eq!(ops(&h), ["create", "reset", "reset"], "{h:#?}");
     assert!(
         h[1..].iter().all(|e| e.subject == Subject::Stripe),
         "{h:#?}"
     );
-    let h = read("ids~1", dispenser::Kind::Sequence).await;
+    let h = read("ids~1", dispenser::error::Kind::Sequence).await;
     assert_eq!(
         (ops(&h), names(&h)),
         (vec!["reset"], vec!["ids~1"]),
         "{h:#?}"
     );
-    let h = read("pub~hidden", dispenser::Kind::Sequence).await;
+    let h = read("pub~hidden", dispenser::error::Kind::Sequence).await;
     assert!(h.is_empty(), "a sequence's read of a gap-free name: {h:#?}");
-    let h = read("pub~hidden", dispenser::Kind::Gapless).await;
+    let h = read("pub~hidden", dispenser::error::Kind::Gapless).await;
     assert_eq!(ops(&h), ["create", "void"], "{h:#?}");
     assert_eq!(h[1].params["reason"], "confidential: a layoff bonus");
-    let h = read("ids~1", dispenser::Kind::Gapless).await;
+    let h = read("ids~1", dispenser::error::Kind::Gapless).await;
     assert_eq!((ops(&h), h[0].subject), (vec!["create"], Subject::Gapless));
-    let h = read("pub~q", dispenser::Kind::Queue).await;
+    let h = read("pub~q", dispenser::error::Kind::Queue).await;
     assert_eq!(ops(&h), ["create"], "{h:#?}");
-    assert!(read("pub", dispenser::Kind::Queue).await.is_empty());
-    assert!(read("pub", dispenser::Kind::Gapless).await.is_empty());
+    assert!(read("pub", dispenser::error::Kind::Queue).await.is_empty());
+    assert!(
+        read("pub", dispenser::error::Kind::Gapless)
+            .await
+            .is_empty()
+    );
 }
 
 /// Regression (issue 49 item 1, security), through the service: a token allowed only `pub`
@@ -776,7 +797,10 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
             .with_collection(coll.as_str()),
     )
     .unwrap();
-    let h = d.history(dispenser::Kind::Sequence, "s").await.unwrap();
+    let h = d
+        .history(dispenser::error::Kind::Sequence, "s")
+        .await
+        .unwrap();
     assert_eq!(ops(&h), ["create", "reset"], "{h:#?}");
     assert!(
         matches!(&h[1].outcome, Outcome::Refused(r) if r.contains("backwards")),
@@ -800,7 +824,10 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
         ("t@ann@example.com", "ops"),
         ("t@2002-02-02", "kiosk"),
     ] {
-        let h = d.history(dispenser::Kind::Sequence, scope).await.unwrap();
+        let h = d
+            .history(dispenser::error::Kind::Sequence, scope)
+            .await
+            .unwrap();
         assert_eq!(ops(&h), ["create"], "{scope}: {h:#?}");
         assert_eq!(
             (h[0].subject, h[0].who.as_deref(), h[0].outcome.as_str()),
@@ -812,7 +839,7 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
     // Opening an existing scope again records nothing.
     d.ensure_scope("t", "2001-01-01").await.unwrap();
     let h = d
-        .history(dispenser::Kind::Sequence, "t@2001-01-01")
+        .history(dispenser::error::Kind::Sequence, "t@2001-01-01")
         .await
         .unwrap();
     assert_eq!(h.len(), 1, "{h:#?}");
@@ -823,12 +850,15 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
         &["delete", "t", "--scopes-before", "2002-01-01"],
     );
     assert!(out.status.success(), "{out:?}");
-    let h = d.history(dispenser::Kind::Sequence, "t").await.unwrap();
+    let h = d
+        .history(dispenser::error::Kind::Sequence, "t")
+        .await
+        .unwrap();
     assert_eq!(ops(&h), ["create", "delete-scopes"], "{h:#?}");
     assert_eq!(h[1].params["scopes"], 1);
     assert_eq!(h[1].after.as_ref().unwrap()["deleted"], 1);
     let h = d
-        .history(dispenser::Kind::Sequence, "t@2001-01-01")
+        .history(dispenser::error::Kind::Sequence, "t@2001-01-01")
         .await
         .unwrap();
     assert_eq!(ops(&h), ["create", "delete"], "{h:#?}");
@@ -840,7 +870,10 @@ async fn refusals_scope_creations_and_scope_deletions_are_recorded() {
     assert_eq!(h[1].before.as_ref().unwrap()["value"], 1);
     // The scopes not deleted have no delete record.
     for kept in ["t@2002-02-02", "t@ann@example.com"] {
-        let h = d.history(dispenser::Kind::Sequence, kept).await.unwrap();
+        let h = d
+            .history(dispenser::error::Kind::Sequence, kept)
+            .await
+            .unwrap();
         assert_eq!(ops(&h), ["create"], "{kept}: {h:#?}");
     }
 
@@ -1007,7 +1040,7 @@ async fn names_keep_to_their_kind_on_every_surface() {
         let s = d.ensure_scope("t", key).await.unwrap();
         assert_eq!(s.next().await.unwrap(), 1, "{key}");
         let h = d
-            .history(dispenser::Kind::Sequence, &format!("t@{key}"))
+            .history(dispenser::error::Kind::Sequence, &format!("t@{key}"))
             .await
             .unwrap();
         assert_eq!(
@@ -1035,13 +1068,13 @@ async fn names_keep_to_their_kind_on_every_surface() {
         Some(1)
     );
     assert!(
-        d.history(dispenser::Kind::Sequence, "ids~0")
+        d.history(dispenser::error::Kind::Sequence, "ids~0")
             .await
             .unwrap()
             .is_empty()
     );
     assert_eq!(
-        d.history(dispenser::Kind::Queue, "ids~0")
+        d.history(dispenser::error::Kind::Queue, "ids~0")
             .await
             .unwrap()
             .len(),

@@ -170,7 +170,7 @@ impl World {
         match self.d.open_queue("q").await {
             Ok(q) => Some(q.peek().await.expect("queue peek")),
             Err(Error::NotFound {
-                kind: dispenser::Kind::Queue,
+                kind: dispenser::error::Kind::Queue,
                 ..
             }) => None,
             Err(e) => panic!("{e}"),
@@ -976,7 +976,7 @@ async fn applied_http(
         match d.open_queue(n).await {
             Ok(q) => Some(q.peek().await.unwrap()),
             Err(Error::NotFound {
-                kind: dispenser::Kind::Queue,
+                kind: dispenser::error::Kind::Queue,
                 ..
             }) => None,
             Err(e) => panic!("{e}"),
@@ -1035,7 +1035,7 @@ async fn applied_http(
 /// A write the server refused is still a definite failure, its number released.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_business_write_whose_reply_was_lost_is_of_unknown_outcome_never_released() {
-    use dispenser::Written;
+    use dispenser::error::Written;
     let client = common::client().await;
     let w = World::new(&client).await;
     let g = w.gapless().await;
@@ -1053,7 +1053,8 @@ async fn a_business_write_whose_reply_was_lost_is_of_unknown_outcome_never_relea
         .await
         .expect_err("the reply was lost");
     assert_eq!(lost.written(), Written::Unknown, "{lost}");
-    assert_eq!(lost.exit_code(), 13);
+    // The command line's exit code 13 (`dispenser-cli`'s `exit::code`).
+    assert_eq!(lost.code(), "business_write");
     let said = lost.to_string();
     assert!(
         said.contains("unknown") && said.contains("audit") && !said.contains("was released"),
@@ -1067,7 +1068,7 @@ async fn a_business_write_whose_reply_was_lost_is_of_unknown_outcome_never_relea
         .await
         .expect_err("refused");
     assert_eq!(refused.written(), Written::Nothing, "{refused}");
-    assert_eq!(refused.exit_code(), 12);
+    assert_eq!(refused.code(), "business_write");
     assert_eq!(common::issue_next(&g).await.unwrap(), 3);
     let a = common::audit_of(&g, None).await.unwrap();
     assert!(a.duplicates.is_empty() && a.gaps.is_empty(), "{a:?}");

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use dispenser::mongodb::bson::{Document, doc};
 use dispenser::queue::{QueueSpec, Ticket};
-use dispenser::{Dispenser, Error, options::Strategy};
+use dispenser::{Dispenser, Error, sequence::Strategy};
 use futures::future::join_all;
 use serde_json::{Value, json};
 
@@ -771,7 +771,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
             d.ensure_queue(name, spec).await,
         ] {
             let e = result.unwrap_err();
-            assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
+            assert!(e.kind() == dispenser::error::ErrorKind::InvalidInput, "{e}");
             assert!(e.to_string().contains(needle), "{e} lacks {needle}");
         }
     }
@@ -834,7 +834,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&e, Error::AlreadyExists { kind: dispenser::Kind::Queue, name } if name == "lobby"),
+        matches!(&e, Error::AlreadyExists { kind: dispenser::error::Kind::Queue, name } if name == "lobby"),
         "{e}"
     );
     assert_eq!(e.to_string(), "queue \"lobby\" already exists");
@@ -846,13 +846,13 @@ async fn bad_input_is_named_and_nothing_is_written() {
         matches!(
             &e,
             Error::SpecConflict {
-                kind: dispenser::Kind::Queue,
+                kind: dispenser::error::Kind::Queue,
                 ..
             }
         ),
         "{e}"
     );
-    assert_eq!(e.kind(), dispenser::ErrorKind::Conflict);
+    assert_eq!(e.kind(), dispenser::error::ErrorKind::Conflict);
     assert_eq!(
         e.to_string(),
         "queue \"lobby\" exists with another spec: min 0 (asked 1), max 9 (asked 99); nothing was written"
@@ -889,7 +889,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
     assert!(matches!(
         d.open_queue("nope").await,
         Err(Error::NotFound {
-            kind: dispenser::Kind::Queue,
+            kind: dispenser::error::Kind::Queue,
             ..
         })
     ));

@@ -227,7 +227,7 @@ async fn a_crowd_on_one_handle_and_a_rival_handle_never_give_up() {
     let f = Fixture::new("queue_batch_crowd").await;
     let options = f
         .options()
-        .with_backoff(dispenser::options::Backoff::default().with_max_attempts(2));
+        .with_backoff(dispenser::sequence::Backoff::default().with_max_attempts(2));
     let direct = f.dispenser(options.clone());
     direct
         .create_queue("q", QueueSpec::default().with_max(9999))

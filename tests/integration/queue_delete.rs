@@ -72,7 +72,10 @@ async fn a_queue_in_use_is_deleted_only_when_nobody_holds_a_ticket_or_with_force
         "deleted queue mq\n"
     );
     fails(coll, &["queue", "peek", "mq"], EXIT_NO_SUCH);
-    let h = d.history(dispenser::Kind::Queue, "mq").await.unwrap();
+    let h = d
+        .history(dispenser::error::Kind::Queue, "mq")
+        .await
+        .unwrap();
     let deletes: Vec<_> = h.iter().filter(|e| e.op == "delete").collect();
     assert_eq!(deletes.len(), 5, "{h:#?}");
     for refused in &deletes[..4] {
@@ -102,7 +105,7 @@ async fn a_queue_in_use_is_deleted_only_when_nobody_holds_a_ticket_or_with_force
     assert!(matches!(
         q.take().await,
         Err(Error::NotFound {
-            kind: dispenser::Kind::Queue,
+            kind: dispenser::error::Kind::Queue,
             ..
         })
     ));
@@ -254,7 +257,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                     Err(
                         Error::QueueFull { .. }
                         | Error::NotFound {
-                            kind: dispenser::Kind::Queue,
+                            kind: dispenser::error::Kind::Queue,
                             ..
                         }
                         | Error::Contention { .. },
@@ -298,7 +301,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                             Err(Error::NoTicketShown { .. }) => shown = None,
                             Err(
                                 Error::NotFound {
-                                    kind: dispenser::Kind::Queue,
+                                    kind: dispenser::error::Kind::Queue,
                                     ..
                                 }
                                 | Error::Contention { .. },
@@ -313,7 +316,7 @@ async fn deletes_racing_takes_never_leave_a_ticket_held_into_a_queue_created_aga
                     Err(
                         Error::NobodyWaiting { .. }
                         | Error::NotFound {
-                            kind: dispenser::Kind::Queue,
+                            kind: dispenser::error::Kind::Queue,
                             ..
                         }
                         | Error::Contention { .. },

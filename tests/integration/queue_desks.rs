@@ -1470,11 +1470,12 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
     for blank in [" ", "    "] {
         let e = q.call().desk(blank).await.unwrap_err();
         assert!(
-            e.kind() == dispenser::ErrorKind::InvalidInput && e.to_string().contains("is blank"),
+            e.kind() == dispenser::error::ErrorKind::InvalidInput
+                && e.to_string().contains("is blank"),
             "{e}"
         );
         let e = q.recall().desk(blank).await.unwrap_err();
-        assert!(e.kind() == dispenser::ErrorKind::InvalidInput, "{e}");
+        assert!(e.kind() == dispenser::error::ErrorKind::InvalidInput, "{e}");
     }
     assert_eq!(q.peek().await.unwrap().version, version, "nothing written");
     let t = q.call().desk("  a  ").await.unwrap();

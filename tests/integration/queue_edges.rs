@@ -970,7 +970,7 @@ async fn a_take_whose_request_ids_cannot_be_moved_out_fails_and_keeps_them() {
         "{text}"
     );
     assert!(!text.contains("InsertManyError"), "{text}");
-    assert_eq!(e.written(), dispenser::Written::Nothing, "{e}");
+    assert_eq!(e.written(), dispenser::error::Written::Nothing, "{e}");
     let after = q.peek().await.unwrap();
     assert_eq!(
         (after.taken, after.version),
@@ -1018,7 +1018,7 @@ fn a_format_with_control_characters_is_refused() {
 /// that look like numbers stay strings.
 #[test]
 fn the_pages_parse_wide_integers_exactly() {
-    let common_js = include_str!("../../src/bin/dispenser/serve/ui/common.js");
+    let common_js = include_str!("../../src/server/src/ui/common.js");
     let script = format!(
         "{common_js}\nconst v = Dispenser.parseJson('{{\"ticket\": 9007199254740993, \"n\": [-9223372036854775808, 42, 1.5e3], \"label\": \"x:9007199254740993,\", \"esc\": \"a\\\\\"9007199254740993\"}}');\nprocess.stdout.write(JSON.stringify(v));"
     );

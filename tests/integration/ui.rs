@@ -59,7 +59,7 @@ fn cli(collection: &str, args: &[&str]) -> String {
 /// scratch directory.
 fn screenshots(collection: &str) -> PathBuf {
     match std::env::var("DISPENSER_UI_SCREENSHOTS") {
-        Ok(dir) => Path::new(env!("CARGO_MANIFEST_DIR")).join(dir),
+        Ok(dir) => Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(dir),
         Err(_) => std::env::temp_dir().join(format!("{collection}-shots")),
     }
 }
@@ -182,7 +182,7 @@ async fn the_pages_work_in_headless_chromium() {
 
     let shots = screenshots(&coll);
     std::fs::create_dir_all(&shots).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/drive.py");
+    let script = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("tests/ui/drive.py");
     let started = std::time::Instant::now();
     let out = Command::new(crate::clients::python())
         .arg(&script)

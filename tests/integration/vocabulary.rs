@@ -29,8 +29,8 @@ async fn documents(f: &Fixture) -> u64 {
 async fn create_ensure_and_open_mean_the_same_for_every_kind() {
     let f = Fixture::new("vocabulary").await;
     let d = f.dispenser(f.options());
-    let is_exists = |e: &Error| e.kind() == dispenser::ErrorKind::AlreadyExists;
-    let is_missing = |e: &Error| e.kind() == dispenser::ErrorKind::NotFound;
+    let is_exists = |e: &Error| e.kind() == dispenser::error::ErrorKind::AlreadyExists;
+    let is_missing = |e: &Error| e.kind() == dispenser::error::ErrorKind::NotFound;
 
     // open of what does not exist: an error, and nothing written.
     let before = documents(&f).await;
@@ -154,7 +154,7 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     orders.delete().await.unwrap();
     assert!(matches!(orders.next().await, Err(Error::NotFound { .. })));
     let h = d
-        .history(dispenser::Kind::Sequence, "orders")
+        .history(dispenser::error::Kind::Sequence, "orders")
         .await
         .unwrap();
     let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
@@ -193,11 +193,14 @@ async fn admin_operations_are_methods_of_the_handle_recorded_as_its_caller() {
     assert!(matches!(
         lobby.take().await,
         Err(Error::NotFound {
-            kind: dispenser::Kind::Queue,
+            kind: dispenser::error::Kind::Queue,
             ..
         })
     ));
-    let h = d.history(dispenser::Kind::Queue, "lobby").await.unwrap();
+    let h = d
+        .history(dispenser::error::Kind::Queue, "lobby")
+        .await
+        .unwrap();
     let ops: Vec<_> = h.iter().map(|e| e.op.as_str()).collect();
     assert_eq!(ops, ["create", "alter", "delete"], "{h:#?}");
 }
@@ -294,7 +297,7 @@ async fn open_either_tells_a_plain_sequence_from_a_striped_one() {
     }
     match d.open_either("neither").await {
         Err(Error::NotFound {
-            kind: dispenser::Kind::Sequence,
+            kind: dispenser::error::Kind::Sequence,
             name,
         }) => assert_eq!(name, "neither"),
         other => panic!("{other:?}"),

@@ -5,7 +5,8 @@
 #   tests/node/build.sh --release       # release (tests/node/bench.mjs), with @napi-rs/cli
 #   tests/node/build.sh --declarations  # debug with @napi-rs/cli, which also regenerates
 #                                       # native.js and native.d.ts from the Rust sources
-# The tests' build selects the core's test targets beside the addon, so cargo resolves the
+# The tests' build selects the Rust crates' test targets (the default members: the core, the
+# service, the command line) beside the addon, so cargo resolves the
 # dependencies' features as for `cargo test` and reuses what the Rust tests built (built alone,
 # the addon's dependencies get other features, and cargo would compile the driver and the rest
 # again). @napi-rs/cli always passes --target, which builds everything again in its own tree:
@@ -27,7 +28,7 @@ case "${1:-}" in
   --release) napi --release ;;
   --declarations) napi ;;
   "")
-    cargo build --locked -p dispenser -p dispenser-node --all-targets >&2
+    cargo build --locked -p dispenser -p dispenser-server -p dispenser-cli -p dispenser-node --all-targets >&2
     platform=$(node -p "const r = process.report && process.report.getReport(); \`\${process.platform}-\${process.arch}\${process.platform === 'linux' ? (r && r.header.glibcVersionRuntime ? '-gnu' : '-musl') : ''}\`")
     case "$(uname -s)" in
       Darwin) lib=libdispenser_node.dylib ;;

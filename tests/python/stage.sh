@@ -11,11 +11,12 @@ if [ "${1:-}" = "--release" ]; then
   profile=release
   cargo build --locked --release -p dispenser-python >&2
 else
-  # The core's test targets beside the extension: cargo then resolves the dependencies'
+  # The Rust crates' test targets (the workspace's default members) beside the extension:
+  # cargo then resolves the dependencies'
   # features as for `cargo test` and reuses what the Rust tests built (built alone, the
   # extension's dependencies get other features, and the driver and the rest are compiled
   # again: 141 s of CPU in a fresh clone).
-  cargo build --locked -p dispenser -p dispenser-python --all-targets >&2
+  cargo build --locked -p dispenser -p dispenser-server -p dispenser-cli -p dispenser-python --all-targets >&2
 fi
 target=${CARGO_TARGET_DIR:-target}
 stage="$target/python-$profile"

@@ -68,7 +68,7 @@ use std::time::{Duration, Instant};
 
 use dispenser::{
     Options, Spec,
-    options::{Backoff, Strategy},
+    sequence::{Backoff, Strategy},
 };
 
 use crate::common::Fixture;

@@ -25,7 +25,7 @@ use dispenser::mongodb::bson::{Document, doc};
 use dispenser::{
     Dispenser, Format, Spec,
     block::BlockOptions,
-    options::{CasMode, Strategy},
+    sequence::{CasMode, Strategy},
 };
 
 use super::log::{Subject, World};

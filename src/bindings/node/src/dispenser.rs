@@ -389,9 +389,9 @@ impl Dispenser {
         options: Option<HistoryOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         let kind = match options.as_ref().and_then(|o| o.kind.as_deref()) {
-            None | Some("sequence") => dispenser::Kind::Sequence,
-            Some("queue") => dispenser::Kind::Queue,
-            Some("gapless") => dispenser::Kind::Gapless,
+            None | Some("sequence") => dispenser::error::Kind::Sequence,
+            Some("queue") => dispenser::error::Kind::Queue,
+            Some("gapless") => dispenser::error::Kind::Gapless,
             Some(other) => {
                 return Err(invalid(
                     "history kind",

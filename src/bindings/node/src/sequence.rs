@@ -30,7 +30,7 @@ impl From<dispenser::Sequence> for Sequence {
 /// `step` apart, to `last`.
 #[napi]
 pub struct Run {
-    inner: dispenser::Run,
+    inner: dispenser::sequence::Run,
 }
 
 #[napi]

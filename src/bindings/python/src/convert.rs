@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyList};
 
 use dispenser::block::BlockOptions;
 use dispenser::mongodb::bson::Document;
-use dispenser::{Error, Run};
+use dispenser::{Error, sequence::Run};
 
 use crate::errors::invalid;
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use dispenser::gapless::GaplessOptions;
-use dispenser::options::Strategy;
 use dispenser::queue::QueueSpec;
+use dispenser::sequence::Strategy;
 use dispenser::{Dispenser, Error, Format, Options, Spec};
 
 use crate::convert::{Json, Listing, block_options, day, document, seconds, time_zone_named};
@@ -321,9 +321,9 @@ flavors! {
     fn history(&self, py: Python<'_>, name: String, kind: &str, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
         let kind = match kind {
-            "sequence" => dispenser::Kind::Sequence,
-            "queue" => dispenser::Kind::Queue,
-            "gapless" => dispenser::Kind::Gapless,
+            "sequence" => dispenser::error::Kind::Sequence,
+            "queue" => dispenser::error::Kind::Queue,
+            "gapless" => dispenser::error::Kind::Gapless,
             other => {
                 let e = invalid("history kind", format!("{other:?}: use \"sequence\", \"gapless\" or \"queue\""));
                 return Err(crate::errors::to_py_err(py, &e));

@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use dispenser::{Error, ErrorKind};
+use dispenser::{Error, error::ErrorKind};
 
 /// Why a call failed: an error of the core, or a Python exception (an argument that does
 /// not convert, a business write that raised).
