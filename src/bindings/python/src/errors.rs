@@ -73,7 +73,14 @@ pub(crate) fn to_py_err(py: Python<'_>, e: &Error) -> PyErr {
         } = e
             && let Some(raised) = source.downcast_ref::<Raised>()
         {
-            err.set_cause(py, Some(raised.0.clone_ref(py)));
+            let cause = raised.0.clone_ref(py);
+            // A business write stopped by Ctrl-C (or a SystemExit) raises that again once
+            // its number was released: not an exception an `except Exception` swallows.
+            if !cause.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                let _ = cause.value(py).setattr("written", e.written().as_str());
+                return Ok(cause);
+            }
+            err.set_cause(py, Some(cause));
         }
         Ok(err)
     };

@@ -4,11 +4,11 @@ use pyo3::prelude::*;
 
 use dispenser::queue::{Queue, QueueAlter};
 
-use crate::convert::Json;
+use crate::convert::{Json, count_opt};
 use crate::errors::{Outcome, to_py_err};
 use crate::flavor::flavors;
 use crate::handles;
-use crate::runtime::run;
+use crate::runtime::{run, run_read};
 
 flavors! {
     /// A ticket queue: `take()` a ticket, `call()` the next one from a desk. Tickets are
@@ -35,7 +35,8 @@ flavors! {
     /// list). The same `request_id` again (from the same caller, within 24 hours) answers
     /// the tickets of the first take: a take safe to retry.
     #[pyo3(signature = (*, count=None, request_id=None, caller=None))]
-    fn take(&self, py: Python<'_>, count: Option<u64>, request_id: Option<String>, caller: Option<String>) -> PyResult<Py<PyAny>> {
+    fn take(&self, py: Python<'_>, count: Option<&Bound<'_, PyAny>>, request_id: Option<String>, caller: Option<String>) -> PyResult<Py<PyAny>> {
+        let count = count_opt("count", count, u64::MAX)?;
         let q = self.live().get(py)?;
         match count {
             None => run(py, Self::ASYNC, async move {
@@ -176,7 +177,7 @@ flavors! {
     /// The ticket that waits with `number`, read once: act on it by its serial.
     fn waiting_ticket(&self, py: Python<'_>, number: i64) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move {
+        run_read(py, Self::ASYNC, async move {
             Outcome::Ok(Json(q.waiting_ticket(number).await?.to_json()))
         })
     }
@@ -190,17 +191,19 @@ flavors! {
         })
     }
 
-    /// Deletes the queue.
-    fn delete(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    /// Deletes the queue; refused (`ConflictError`, code `queue_in_use`) while people wait,
+    /// unless `force=True` (recorded in the history).
+    #[pyo3(signature = (*, force=false))]
+    fn delete(&self, py: Python<'_>, force: bool) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(q.delete().await?) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(q.delete().force(force).await?) })
     }
 
     /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
     /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
     /// the previous page).
     #[pyo3(signature = (*, since=None, after=None, limit=None))]
-    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let h = self.live().get(py)?.history();
         crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
     }
@@ -208,7 +211,7 @@ flavors! {
     /// Who waits, which desk shows what, the last calls: a dict.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.peek().await?.to_json())) })
+        run_read(py, Self::ASYNC, async move { Outcome::Ok(Json(q.peek().await?.to_json())) })
     }
 }
 
