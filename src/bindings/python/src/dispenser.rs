@@ -313,23 +313,23 @@ flavors! {
     /// Who this dispenser acts as (`None` for the unnamed caller).
     #[getter]
     fn caller(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        Ok(self.live().get(py)?.caller().map(str::to_owned))
+        Ok(self.live().view(py)?.caller().map(str::to_owned))
     }
 
     /// The database holding the sequence documents.
     #[getter]
     fn database(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.options().database.clone())
+        Ok(self.live().view(py)?.options().database.clone())
     }
 
     /// The collection holding the sequence documents.
     #[getter]
     fn collection(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.options().collection.clone())
+        Ok(self.live().view(py)?.options().collection.clone())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let d = self.live().get(py)?;
+        let d = self.live().view(py)?;
         let o = d.options();
         Ok(format!("Dispenser(database={:?}, collection={:?})", o.database, o.collection))
     }
@@ -344,7 +344,7 @@ flavors! {
         let spec = spec(start, step, min, max, cycle);
         run(py, a, async move {
             let format = format.as_deref().map(Format::parse).transpose()?;
-            Outcome::Ok(handles::sequence(&dl, d.create(&name, spec).format(format).await?, a))
+            Outcome::Ok(handles::sequence(&dl, &d, d.create(&name, spec).format(format).await?, a))
         })
     }
 
@@ -358,14 +358,14 @@ flavors! {
         let spec = spec(start, step, min, max, cycle);
         run(py, a, async move {
             let format = format.as_deref().map(Format::parse).transpose()?;
-            Outcome::Ok(handles::sequence(&dl, d.ensure(&name, spec).format(format).await?, a))
+            Outcome::Ok(handles::sequence(&dl, &d, d.ensure(&name, spec).format(format).await?, a))
         })
     }
 
     /// Opens an existing sequence (`NotFoundError` otherwise).
     fn open(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.open(&name).await?, a)) })
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, &d, d.open(&name).await?, a)) })
     }
 
     /// The stored state of a sequence, as a dict (the fields `dispenser peek --json` shows).
@@ -502,19 +502,19 @@ flavors! {
     /// shape if needed.
     fn ensure_scope(&self, py: Python<'_>, template: String, scope: String) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.ensure_scope(&template, &scope).await?, a)) })
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, &d, d.ensure_scope(&template, &scope).await?, a)) })
     }
 
     /// Creates the sequence of `template` for `scope` (`AlreadyExistsError` if it exists).
     fn create_scope(&self, py: Python<'_>, template: String, scope: String) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.create_scope(&template, &scope).await?, a)) })
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, &d, d.create_scope(&template, &scope).await?, a)) })
     }
 
     /// Opens the existing sequence of `template` for `scope`.
     fn open_scope(&self, py: Python<'_>, template: String, scope: String) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.open_scope(&template, &scope).await?, a)) })
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, &d, d.open_scope(&template, &scope).await?, a)) })
     }
 
     /// Deletes the scopes of `template` that sort before `before` (a `datetime.date` or

@@ -12,6 +12,10 @@ use dispenser::{Error, ErrorKind};
 pub(crate) enum Failure {
     Core(Error),
     Python(PyErr),
+    /// A core error whose cause is a Python exception the core saw as the driver's (a
+    /// business write's duplicate key): raised with it as its `__cause__`, unless the core's
+    /// error carries a cause of its own.
+    Caused(Error, PyErr),
 }
 
 impl From<Error> for Failure {
@@ -92,6 +96,17 @@ impl Failure {
         match self {
             Failure::Core(e) => to_py_err(py, &e),
             Failure::Python(e) => e,
+            Failure::Caused(e, cause) => {
+                let err = to_py_err(py, &e);
+                if err
+                    .value(py)
+                    .getattr("__cause__")
+                    .is_ok_and(|c| c.is_none())
+                {
+                    err.set_cause(py, Some(cause));
+                }
+                err
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ use dispenser::mongodb::bson::doc;
 use pyo3::types::PyDict;
 
 use crate::convert::{Json, seconds};
-use crate::errors::{Outcome, Raised, to_py_err};
+use crate::errors::{Failure, Outcome, Raised, to_py_err};
 use crate::flavor::flavors;
 use crate::handles::stats_json;
 use crate::runtime::{Job, JobSender, Writes, block, run, run_read, running_loop};
@@ -50,10 +50,15 @@ impl Issued {
     }
 }
 
+/// The last duplicate key a business write of one `issue` raised: what the core reports as
+/// the driver's error is raised with it as its `__cause__` (a `DuplicateKeyError` on
+/// another unique key than the number fails the issue).
+type Duplicate = Arc<Mutex<Option<PyErr>>>;
+
 /// A Python exception of a business write, as the core sees it: a duplicate key (the
-/// driver's own error, so the core moves past a number some document carries) or a
-/// failure that releases the number.
-fn reported(py: Python<'_>, e: PyErr) -> WriteError {
+/// driver's own error, so the core moves past a number some document carries; the
+/// exception kept in `duplicate`) or a failure that releases the number.
+fn reported(py: Python<'_>, e: PyErr, duplicate: &Duplicate) -> WriteError {
     let value = e.value(py);
     let code = value
         .getattr("code")
@@ -68,6 +73,7 @@ fn reported(py: Python<'_>, e: PyErr) -> WriteError {
             let kind = dispenser::mongodb::error::ErrorKind::Write(
                 dispenser::mongodb::error::WriteFailure::WriteError(w),
             );
+            *duplicate.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             return Box::new(dispenser::mongodb::error::Error::from(kind));
         }
     }
@@ -93,7 +99,12 @@ enum Writer {
 }
 
 /// Runs the business write `write(n)` where `writer` says, and hands its outcome back.
-async fn business(write: Arc<Py<PyAny>>, writer: Writer, n: i64) -> Result<Py<PyAny>, WriteError> {
+async fn business(
+    write: Arc<Py<PyAny>>,
+    writer: Writer,
+    duplicate: Duplicate,
+    n: i64,
+) -> Result<Py<PyAny>, WriteError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     match writer {
         Writer::Caller(jobs) => {
@@ -102,7 +113,7 @@ async fn business(write: Arc<Py<PyAny>>, writer: Writer, n: i64) -> Result<Py<Py
                     .bind(py)
                     .call1((n,))
                     .map(Bound::unbind)
-                    .map_err(|e| reported(py, e));
+                    .map_err(|e| reported(py, e, &duplicate));
                 let _ = tx.send(out);
             });
             if jobs.send(job).is_err() {
@@ -123,6 +134,7 @@ async fn business(write: Arc<Py<PyAny>>, writer: Writer, n: i64) -> Result<Py<Py
                 kwargs.set_item("context", context.bind(py))?;
                 let deliver = Deliver {
                     tx: Mutex::new(Some(tx)),
+                    duplicate: duplicate.clone(),
                 };
                 event_loop.bind(py).call_method(
                     "call_soon_threadsafe",
@@ -132,7 +144,7 @@ async fn business(write: Arc<Py<PyAny>>, writer: Writer, n: i64) -> Result<Py<Py
                 Ok(())
             });
             if let Err(e) = scheduled {
-                return Err(Python::attach(|py| reported(py, e)));
+                return Err(Python::attach(|py| reported(py, e, &duplicate)));
             }
         }
     }
@@ -147,6 +159,7 @@ type Delivery = tokio::sync::oneshot::Sender<Result<Py<PyAny>, WriteError>>;
 #[pyclass(frozen)]
 struct Deliver {
     tx: Mutex<Option<Delivery>>,
+    duplicate: Duplicate,
 }
 
 #[pymethods]
@@ -155,7 +168,7 @@ impl Deliver {
         let outcome = done
             .call_method0("result")
             .map(Bound::unbind)
-            .map_err(|e| reported(py, e));
+            .map_err(|e| reported(py, e, &self.duplicate));
         let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(tx) = tx {
             let _ = tx.send(outcome);
@@ -171,11 +184,11 @@ flavors! {
     /// The sequence's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let g = self.live().get(py)?;
+        let g = self.live().view(py)?;
         Ok(format!("Gapless({:?}, collection={:?}, field={:?})", g.name(), g.options().collection, g.options().field))
     }
 
@@ -191,9 +204,17 @@ flavors! {
         let g = self.live().get(py)?;
         let write = Arc::new(write);
         let issued = move |writer: Writer| async move {
+            let duplicate = Duplicate::default();
             let issued = g
-                .issue(|n| business(write.clone(), writer.clone(), n))
-                .await?;
+                .issue(|n| business(write.clone(), writer.clone(), duplicate.clone(), n))
+                .await
+                .map_err(|e| {
+                    let raised = duplicate.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    match raised {
+                        Some(cause) => Failure::Caused(e, cause),
+                        None => Failure::Core(e),
+                    }
+                })?;
             Outcome::Ok(Issued {
                 number: issued.number,
                 value: issued.value,
@@ -280,6 +301,6 @@ flavors! {
 
     /// What it did so far, as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 }

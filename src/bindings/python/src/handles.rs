@@ -29,15 +29,46 @@ fn out<T: Clone + Send + 'static>(
     })
 }
 
+/// A sequence handle with the dispenser it was opened from (a scope's formatted draw reads
+/// its template's format through it). Derefs to the core's [`Sequence`].
+#[derive(Clone)]
+pub(crate) struct SequenceOf {
+    pub(crate) sequence: Sequence,
+    pub(crate) dispenser: Dispenser,
+}
+
+impl std::ops::Deref for SequenceOf {
+    type Target = Sequence;
+
+    fn deref(&self) -> &Sequence {
+        &self.sequence
+    }
+}
+
 /// A sequence handle; a child opens the same document again.
-pub(crate) fn sequence(d: &Arc<Live<Dispenser>>, s: Sequence, asynchronous: bool) -> Out<Sequence> {
+pub(crate) fn sequence(
+    d: &Arc<Live<Dispenser>>,
+    made: &Dispenser,
+    s: Sequence,
+    asynchronous: bool,
+) -> Out<SequenceOf> {
     let closer = d.closer().clone();
     let (d, name) = (d.clone(), s.name().to_owned());
+    let made = made.clone();
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         let (disp, name) = (d.get(py)?, name.clone());
-        wait(py, async move { disp.open(&name).await })
+        let reopened = disp.clone();
+        let sequence = wait(py, async move { disp.open(&name).await })?;
+        Ok(SequenceOf {
+            sequence,
+            dispenser: reopened,
+        })
     });
-    out(s, remake, &closer, asynchronous)
+    let handle = SequenceOf {
+        sequence: s,
+        dispenser: made,
+    };
+    out(handle, remake, &closer, asynchronous)
 }
 
 /// A block client; a child opens a new one (the parent's blocks stay the parent's).
@@ -60,7 +91,7 @@ pub(crate) fn blocks(
 
 /// A block client made from a sequence handle (`Sequence.into_blocks`).
 pub(crate) fn blocks_of(
-    s: &Arc<Live<Sequence>>,
+    s: &Arc<Live<SequenceOf>>,
     b: BlockSequence,
     options: BlockOptions,
     asynchronous: bool,
@@ -69,6 +100,7 @@ pub(crate) fn blocks_of(
     let s = s.clone();
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         s.get(py)?
+            .sequence
             .into_blocks(options)
             .map_err(|e| crate::errors::to_py_err(py, &e))
     });

@@ -18,11 +18,11 @@ flavors! {
     /// The queue's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("Queue({:?})", self.live().get(py)?.name()))
+        Ok(format!("Queue({:?})", self.live().view(py)?.name()))
     }
 
     /// The same queue acting as `caller` (whose request ids takes are scoped to).

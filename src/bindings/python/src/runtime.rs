@@ -160,6 +160,15 @@ impl<T: Clone + Send + 'static> Live<T> {
         (slot.generation == generation()).then(|| (*slot.value).clone())
     }
 
+    /// The core handle, for what reads no database (a name, counters), also once its
+    /// dispenser was closed.
+    pub(crate) fn view(&self, py: Python<'_>) -> PyResult<T> {
+        match self.current() {
+            Some(v) => Ok(v),
+            None => self.get(py),
+        }
+    }
+
     /// The core handle of this generation (opened again first after a fork); refused once
     /// its dispenser was closed.
     pub(crate) fn get(&self, py: Python<'_>) -> PyResult<T> {

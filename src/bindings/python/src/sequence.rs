@@ -13,16 +13,7 @@ use crate::convert::{Json, Numbers, block_options, count, count_opt, day};
 use crate::errors::{Outcome, invalid, to_py_err};
 use crate::flavor::flavors;
 use crate::handles::{self, adopted_json, close_json, stats_json};
-use crate::runtime::{Live, run, run_read};
-
-/// The core handle to close: this generation's even once its dispenser was closed (closing
-/// twice reports nothing the second time), else opened again.
-fn to_close<T: Clone + Send + 'static>(live: &Live<T>, py: Python<'_>) -> PyResult<T> {
-    match live.current() {
-        Some(v) => Ok(v),
-        None => live.get(py),
-    }
-}
+use crate::runtime::{run, run_read};
 
 /// Block options from the keywords given, counts checked.
 fn blocks_from(
@@ -74,16 +65,16 @@ fn state_list(states: Vec<dispenser::sequence::SequenceState>) -> Vec<Json> {
 flavors! {
     /// A handle on one sequence: draws numbers. Share it between threads (or tasks):
     /// concurrent draws on one handle share writes.
-    "Sequence", SyncSequence, AsyncSequence, dispenser::Sequence;
+    "Sequence", SyncSequence, AsyncSequence, crate::handles::SequenceOf;
 
     /// The sequence's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("Sequence({:?})", self.live().get(py)?.name()))
+        Ok(format!("Sequence({:?})", self.live().view(py)?.name()))
     }
 
     /// Issues the next number.
@@ -109,7 +100,13 @@ flavors! {
         let s = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
             let state = s.peek().await?;
-            let Some(format) = state.format else {
+            // A scope draws with its template's format (as `dispenser next --formatted`).
+            let format = match (state.format, s.name().split_once('@')) {
+                (Some(f), _) => Some(f),
+                (None, Some((template, _))) => s.dispenser.peek(template).await?.format,
+                (None, None) => None,
+            };
+            let Some(format) = format else {
                 return Err(invalid(
                     "next_formatted",
                     format!("sequence {:?} has no format: give it one (alter(format=\"INV-{{n:06}}\")); nothing was drawn", s.name()),
@@ -143,12 +140,12 @@ flavors! {
 
     /// What this handle did so far (issued, writes, round trips, lost races, …), as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 
     /// How many numbers are left before the wrap or the bound, as last seen by this handle.
     fn remaining_hint(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.live().get(py)?.remaining_hint())
+        Ok(self.live().view(py)?.remaining_hint())
     }
 
     /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
@@ -203,7 +200,7 @@ flavors! {
     #[pyo3(signature = (*, size=None, prefetch=None, grow_to=None, range_share=None))]
     fn into_blocks(&self, py: Python<'_>, size: Option<&Bound<'_, PyAny>>, prefetch: Option<f64>, grow_to: Option<&Bound<'_, PyAny>>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
         let o = blocks_from(size, prefetch, grow_to, range_share)?;
-        let b = self.live().get(py)?.into_blocks(o).map_err(|e| to_py_err(py, &e))?;
+        let b = self.live().get(py)?.sequence.into_blocks(o).map_err(|e| to_py_err(py, &e))?;
         Ok(handles::blocks_of(self.live(), b, o, Self::ASYNC).into_pyobject(py)?.unbind())
     }
 }
@@ -232,7 +229,7 @@ flavors! {
         /// Closes it (see `close`).
         #[pyo3(signature = (*_exc))]
         fn __aexit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Py<PyAny>> {
-            let b = to_close(self.live(), py)?;
+            let b = self.live().view(py)?;
             run(py, true, async move {
                 b.close().await?;
                 Outcome::Ok(false)
@@ -248,11 +245,11 @@ flavors! {
     /// The sequence's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("BlockSequence({:?})", self.live().get(py)?.name()))
+        Ok(format!("BlockSequence({:?})", self.live().view(py)?.name()))
     }
 
     /// The next number: from the current block, else after reserving the next one.
@@ -277,29 +274,29 @@ flavors! {
 
     /// How many reserved numbers it holds, not yet handed out.
     fn held(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.live().get(py)?.held())
+        Ok(self.live().view(py)?.held())
     }
 
     /// The size of its current block.
     fn block_size(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.live().get(py)?.block_size())
+        Ok(self.live().view(py)?.block_size())
     }
 
     /// Whether it was closed.
     fn is_closed(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.live().get(py)?.is_closed())
+        Ok(self.live().view(py)?.is_closed())
     }
 
     /// Stops it and gives back the numbers it holds when that is safe: a dict with
     /// `given_back` and `lost`.
     fn close(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let b = to_close(self.live(), py)?;
+        let b = self.live().view(py)?;
         run(py, Self::ASYNC, async move { Outcome::Ok(Json(close_json(&b.close().await?))) })
     }
 
     /// What it did so far, as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 }
 
@@ -326,7 +323,7 @@ flavors! {
         /// Closes its block clients, if any (see `close`).
         #[pyo3(signature = (*_exc))]
         fn __aexit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Py<PyAny>> {
-            let s = to_close(self.live(), py)?;
+            let s = self.live().view(py)?;
             run(py, true, async move {
                 s.close().await?;
                 Outcome::Ok(false)
@@ -342,17 +339,17 @@ flavors! {
     /// The striped sequence's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     /// How many stripes it has.
     #[getter]
     fn stripes(&self, py: Python<'_>) -> PyResult<u32> {
-        Ok(self.live().get(py)?.stripes())
+        Ok(self.live().view(py)?.stripes())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let s = self.live().get(py)?;
+        let s = self.live().view(py)?;
         Ok(format!("StripedSequence({:?}, stripes={})", s.name(), s.stripes()))
     }
 
@@ -416,13 +413,13 @@ flavors! {
 
     /// Closes its block clients (if any), giving back what they hold: a dict.
     fn close(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let s = to_close(self.live(), py)?;
+        let s = self.live().view(py)?;
         run(py, Self::ASYNC, async move { Outcome::Ok(Json(close_json(&s.close().await?))) })
     }
 
     /// What it did so far, as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 }
 
@@ -434,11 +431,11 @@ flavors! {
     /// The template whose shape every day's sequence takes.
     #[getter]
     fn template(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.template().to_owned())
+        Ok(self.live().view(py)?.template().to_owned())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("DailySequence({:?})", self.live().get(py)?.template()))
+        Ok(format!("DailySequence({:?})", self.live().view(py)?.template()))
     }
 
     /// The next number of today's sequence: `(day, number)`.
@@ -452,7 +449,7 @@ flavors! {
 
     /// Today in the sequence's time zone, as `YYYY-MM-DD`.
     fn today(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.today().to_string())
+        Ok(self.live().view(py)?.today().to_string())
     }
 
     /// Deletes the days before `before` (a `datetime.date` or `YYYY-MM-DD`); returns how
@@ -468,6 +465,6 @@ flavors! {
 
     /// What it did so far, as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 }

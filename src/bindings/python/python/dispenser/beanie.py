@@ -26,6 +26,7 @@ succeeds.
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from typing import Any, Callable, Iterable, Optional, Union
 
@@ -110,7 +111,7 @@ def SequenceField(
     block client of this size. ``gapless``: number through a gap-free sequence, the insert as
     its business write (the documents must live in the dispenser's database).
     """
-    info = pydantic.Field(default=None)
+    info: Any = pydantic.Field(default=None)
     info.metadata.append(Sequence(sequence_name, dispenser, adopt, block, gapless))
     return info
 
@@ -123,6 +124,10 @@ class _Numbering:
         self.field = field
         self.spec = spec
         self.handle: Any = None
+        # One set-up at a time on each event loop (a lock belongs to its loop).
+        self.locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = (
+            weakref.WeakKeyDictionary()
+        )
 
     @property
     def db_field(self) -> str:
@@ -160,12 +165,12 @@ class _Numbering:
         doc = await coll.find_one(flt, sort=sort, projection=projection)
         return _odm.highest_of(doc, self.db_field, f"field {self.db_field!r} of {coll.name!r}")
 
-    async def refuse_if_numbered(self, next_number: Optional[int]) -> None:
+    async def refuse_if_numbered(self, highest: Optional[int], next_number: Optional[int]) -> None:
         coll, name = self.collection(), self.name()
         _odm.refuse_if_numbered(
             collection=coll.name,
             field=self.db_field,
-            highest=await self.highest(),
+            highest=highest,
             sequence=name,
             next_number=next_number,
             gapless=self.spec.gapless,
@@ -173,12 +178,15 @@ class _Numbering:
         )
 
     async def ready(self) -> Any:
-        """The handle numbers come from (tasks arriving before it is made each make it: the
-        steps are idempotent, and the first kept)."""
-        if self.handle is None:
-            handle = await (self._make_gapless() if self.spec.gapless else self._make_plain())
+        """The handle numbers come from, made (with the adopt and the check) by the first
+        task that needs it; the others wait for it."""
+        if self.handle is not None:
+            return self.handle
+        loop = asyncio.get_running_loop()
+        lock = self.locks.setdefault(loop, asyncio.Lock())
+        async with lock:
             if self.handle is None:
-                self.handle = handle
+                self.handle = await (self._make_gapless() if self.spec.gapless else self._make_plain())
         return self.handle
 
     async def _make_plain(self) -> Any:
@@ -187,7 +195,10 @@ class _Numbering:
         source = self.source()
         if source is not None:
             await d.adopt(name, source)
-        await self.refuse_if_numbered((await sequence.peek())["next"])
+        # The highest number first, the sequence's next after: a number drawn meanwhile (by
+        # another process) is below that next.
+        highest = await self.highest()
+        await self.refuse_if_numbered(highest, (await sequence.peek())["next"])
         if self.spec.block:
             return sequence.into_blocks(size=self.spec.block)
         return sequence
@@ -201,15 +212,20 @@ class _Numbering:
                 f"the dispenser's database",
                 "invalid_input", "invalid_input",
             )
+        highest = await self.highest()
         try:
             g = await d.open_gapless(name)
         except NotFoundError:
-            start = max(await self.highest() or 0, await self._source_number()) + 1
+            start = max(highest or 0, await self._source_number()) + 1
             try:
                 g = await d.create_gapless(name, collection=coll.name, field=self.db_field, start=start)
             except AlreadyExistsError:
                 g = await d.open_gapless(name)
-        await self.refuse_if_numbered((await g.peek())["next"])
+        state = await g.peek()
+        # While a holder issues, its numbers run ahead of `next` until confirmed: checked
+        # when nobody holds the sequence.
+        if state["lease"] is None:
+            await self.refuse_if_numbered(highest, state["next"])
         return g
 
     async def _source_number(self) -> int:

@@ -30,8 +30,8 @@ import contextvars
 import threading
 from typing import Any, Callable, Optional, Union
 
-from mongoengine.connection import DEFAULT_CONNECTION_NAME, get_db
-from mongoengine.fields import SequenceField as _SequenceField
+from mongoengine.connection import DEFAULT_CONNECTION_NAME, get_db  # type: ignore[import-untyped]
+from mongoengine.fields import SequenceField as _SequenceField  # type: ignore[import-untyped]
 
 from . import _odm
 from ._dispenser import AdoptSource, Dispenser
@@ -71,7 +71,7 @@ def _resolve(d: Optional[DispenserLike], alias: str) -> Dispenser:
     return d if isinstance(d, Dispenser) else d()
 
 
-class SequenceField(_SequenceField):
+class SequenceField(_SequenceField):  # type: ignore[misc]
     """mongoengine's ``SequenceField`` (the same arguments: ``collection_name``, the counter
     collection — here the one to adopt from —, ``db_alias``, ``sequence_name``,
     ``value_decorator``), numbered by a dispenser sequence named like mongoengine's counter,
@@ -158,8 +158,9 @@ class SequenceField(_SequenceField):
 
     def __set__(self, instance: Any, value: Any) -> None:
         if self.gapless:
-            return super(_SequenceField, self).__set__(instance, value)
-        return super().__set__(instance, value)
+            super(_SequenceField, self).__set__(instance, value)
+        else:
+            super().__set__(instance, value)
 
     def to_python(self, value: Any) -> Any:
         if self.gapless:
@@ -235,7 +236,7 @@ class SequenceField(_SequenceField):
         doc = coll.find_one(flt, sort=sort, projection=projection)
         return _odm.highest_of(doc, self.db_field, f"field {self.db_field!r} of {coll.name!r}")
 
-    def _refuse_if_numbered(self, next_number: Optional[int]) -> None:
+    def _refuse_if_numbered(self, highest: Optional[int], next_number: Optional[int]) -> None:
         coll = self._collection()
         if coll is None:
             return
@@ -243,7 +244,7 @@ class SequenceField(_SequenceField):
         _odm.refuse_if_numbered(
             collection=coll.name,
             field=self.db_field,
-            highest=self._highest(),
+            highest=highest,
             sequence=name,
             next_number=next_number,
             gapless=self.gapless,
@@ -257,7 +258,10 @@ class SequenceField(_SequenceField):
         source = self._source()
         if source is not None:
             d.adopt(name, source)
-        self._refuse_if_numbered(sequence.peek()["next"])
+        # The highest number first, the sequence's next after: a number drawn meanwhile (by
+        # another process) is below that next.
+        highest = self._highest()
+        self._refuse_if_numbered(highest, sequence.peek()["next"])
         if self._block:
             return sequence.into_blocks(size=self._block)
         return sequence
@@ -275,15 +279,20 @@ class SequenceField(_SequenceField):
             )
         name = self._sequence_id()
         collection = owner._get_collection_name()
+        highest = self._highest()
         try:
             g = d.open_gapless(name)
         except NotFoundError:
-            start = max(self._highest() or 0, self._source_number()) + 1
+            start = max(highest or 0, self._source_number()) + 1
             try:
                 g = d.create_gapless(name, collection=collection, field=self.db_field, start=start)
             except AlreadyExistsError:
                 g = d.open_gapless(name)
-        self._refuse_if_numbered(g.peek()["next"])
+        state = g.peek()
+        # While a holder issues, its numbers run ahead of `next` until confirmed: checked
+        # when nobody holds the sequence.
+        if state["lease"] is None:
+            self._refuse_if_numbered(highest, state["next"])
         return g
 
     def _source_number(self) -> int:
