@@ -271,7 +271,12 @@ class Numbered:
     async def _number_plain(self) -> None:
         for n in self._numbering():
             if not n.spec.gapless and getattr(self, n.field) is None:
-                setattr(self, n.field, await (await n.ready()).next())
+                handle = await n.ready()
+                # A block client hands a number out from memory without a round trip of the loop.
+                number = handle.try_next() if n.spec.block else None
+                if number is None:
+                    number = await handle.next()
+                setattr(self, n.field, number)
 
     def _gapless_numbering(self) -> Optional[_Numbering]:
         for n in self._numbering():

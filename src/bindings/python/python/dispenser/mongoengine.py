@@ -148,7 +148,12 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
                 f"bulk inserts and to_mongo() of an unsaved document get none",
                 "invalid_input", "invalid_input",
             )
-        return self.value_decorator(self._ready().next())
+        handle = self._ready()
+        # A block client hands a number out from memory without releasing the GIL.
+        number = handle.try_next() if self._block else None
+        if number is None:
+            number = handle.next()
+        return self.value_decorator(number)
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         if self.gapless:
