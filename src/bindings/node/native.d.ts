@@ -184,6 +184,13 @@ export interface DoctorReport {
   probe: Record<string, unknown>
 }
 
+/** A setting an `ensure` found changed since by an alter: kept as stored, the asked value not applied. */
+export interface Altered {
+  setting: string
+  stored: string
+  asked: string
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -401,6 +408,17 @@ export declare class Dispenser {
    */
   createGapless(name: string, options: GaplessOptionsInput): Promise<Gapless>
   /**
+   * Deletes the gap-free sequence `name` (its state; the business collection and its
+   * documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
+   * runs, unless `{ force: true }` (recorded in the history).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  deleteGapless(name: string, options?: ForceOptions | undefined | null): Promise<void>
+  /**
    * Opens the existing gap-free sequence `name` with the settings it was created with.
    *
    * # Cancel safety
@@ -464,17 +482,6 @@ export declare class Dispenser {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   deleteQueue(name: string, options?: ForceOptions | undefined | null): Promise<void>
-  /**
-   * Deletes the gap-free sequence `name` (its state; the business collection and its
-   * documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
-   * runs, unless `{ force: true }` (recorded in the history).
-   *
-   * # Cancel safety
-   *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
-   */
-  deleteGapless(name: string, options?: ForceOptions | undefined | null): Promise<void>
   /**
    * Opens the scope `scope` of `template` (`template@scope`), creating it from the
    * template's shape when missing.
@@ -557,6 +564,12 @@ export declare class Dispenser {
 export declare class Gapless {
   /** The sequence's name. */
   get name(): string
+  /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
   /** The business collection whose documents carry the numbers. */
   get collection(): string
   /** The field that carries the number. */
@@ -646,6 +659,12 @@ export declare class Gapless {
 export declare class Queue {
   /** The queue's name. */
   get name(): string
+  /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
   /**
    * Takes the next ticket.
    *
@@ -778,6 +797,12 @@ export declare class Sequence {
   /** The sequence's name. */
   get name(): string
   /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
+  /**
    * Issues the next number.
    *
    * # Cancel safety
@@ -860,6 +885,12 @@ export declare class Sequence {
 export declare class StripedSequence {
   /** The sequence's name. */
   get name(): string
+  /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
   /** How many stripes. */
   get stripes(): number
   /** The same sequence drawn through block clients, one per stripe. */
@@ -982,7 +1013,7 @@ export interface BlockOptionsInput {
   rangeShare?: number | undefined | null
 }
 
-/** A call's desk and, to call out of order, its ticket. */
+/** A call's desk and, to call out of order, the ticket (by its identity). */
 export interface CallOptions {
   /** The desk that calls (it then shows the ticket). Defaults to the desk without a name. */
   desk?: string
@@ -1021,7 +1052,7 @@ export interface ConnectOptions {
   coalesce?: boolean
 }
 
-/** The desk a recall or finish acts for. */
+/** The desk a recall or finish acts for, and the ticket it must still show. */
 export interface DeskOptions {
   /** The desk. Defaults to the desk without a name. */
   desk?: string
@@ -1043,12 +1074,6 @@ export interface DoctorInput {
   timeLimitMs?: number
 }
 
-/** What `Gapless.alter` changes; fields left out stay as they are. */
-export interface GaplessAlterInput {
-  /** The longest lease, in milliseconds (1 ms to a day). */
-  maxLeaseMs?: number
-}
-
 /**
  * `force`: the one option of every operation that can be forced (a reset backwards, an
  * alter that strands numbers, a release of a live lease, a delete while something is held).
@@ -1058,7 +1083,15 @@ export interface ForceOptions {
   force?: boolean
 }
 
-/** Where a gap-free sequence's numbers are carried and how long a holder may keep one. */
+/**
+ * Where a gap-free sequence's numbers are carried and how long a holder may keep one.
+ * What `Gapless.alter` changes; fields left out stay as they are.
+ */
+export interface GaplessAlterInput {
+  /** The longest lease, in milliseconds (1 ms to a day). */
+  maxLeaseMs?: number
+}
+
 export interface GaplessOptionsInput {
   /** The business collection (in the dispenser's database) whose documents carry the numbers. */
   collection: string

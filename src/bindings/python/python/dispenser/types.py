@@ -22,6 +22,7 @@ __all__ = [
     "Stats",
     "CloseReport",
     "Adopted",
+    "Altered",
     "HistoryEntry",
     "Lease",
     "Void",
@@ -114,6 +115,15 @@ class Adopted(TypedDict):
     highest: Optional[int]
     moved: bool
     state: SequenceState
+
+
+class Altered(TypedDict):
+    """A setting an ``ensure`` found changed by an ``alter`` and kept as stored (a handle's
+    ``altered``)."""
+
+    setting: str
+    stored: str
+    asked: str
 
 
 class HistoryEntry(TypedDict):
