@@ -978,6 +978,8 @@ pub(crate) enum Aftermath {
     /// Setting up before the call's write (a unique index found or created): nothing the
     /// call is for was written.
     Setup,
+    /// Waiting in line for a shared write that never carried the call: nothing was written.
+    Lined,
 }
 
 impl Aftermath {
@@ -985,9 +987,11 @@ impl Aftermath {
     /// what the call is for.
     pub(crate) fn written(self) -> Written {
         match self {
-            Aftermath::Read | Aftermath::Intent | Aftermath::Lease | Aftermath::Setup => {
-                Written::Nothing
-            }
+            Aftermath::Read
+            | Aftermath::Intent
+            | Aftermath::Lease
+            | Aftermath::Setup
+            | Aftermath::Lined => Written::Nothing,
             Aftermath::Draw | Aftermath::GapFree | Aftermath::Queue | Aftermath::Admin => {
                 Written::Unknown
             }
@@ -1016,6 +1020,9 @@ impl Aftermath {
                 "the outcome is unknown: the change may or may not have been made; `peek` and the history show which"
             }
             Aftermath::Setup => "setting up: nothing was written yet; try again",
+            Aftermath::Lined => {
+                "it waited in line behind other callers' write and was never sent: nothing was written; try again"
+            }
         }
     }
 }

@@ -1005,3 +1005,124 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
 }
+
+/// Regression (issue 59, 3): the public link's reads were unmetered — 4 000 answers of `GET
+/// /v1/queues/{name}/tickets/{serial}` from 16 connections cost the database 4 009 requests
+/// (a peek each), `GET …/ticket-link` likewise — and the ticket streams counted each IPv6
+/// address apart. Views and the link are read from the queue's shared status (what the
+/// streams follow): the same flood costs a bounded number of database requests, counted at a
+/// proxy in front of the database; a ticket link's reads are limited per address (429
+/// `too_many_reads`, `Retry-After`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_public_reads_cost_the_database_a_bounded_amount_and_are_limited_per_address() {
+    use crate::proxy::{Faults, Proxy};
+    const LINK: &str = "link-token-for-tests-000008";
+    let proxy = Proxy::to_test_server(Faults::default(), 59).await;
+    let tokens = json!({ "tokens": [
+        { "name": "admin", "token": ADMIN, "sequences": ["*"],
+          "operations": ["create", "peek", "take", "call"] },
+        { "name": "phones", "token": LINK,
+          "ticket_link": { "queue": "hall", "reads_per_minute_per_address": 20 } },
+    ]});
+    let svc = Service::start_tokens("public_reads", &proxy.uri(""), &tokens, &[]);
+    admin(
+        &svc,
+        "/v1/queues",
+        json!({ "name": "hall", "max": 99 }),
+        201,
+    )
+    .await;
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(16)
+        .build()
+        .unwrap();
+    let (status, t) = send(
+        http.post(svc.url("/v1/queues/hall/take"))
+            .bearer_auth(LINK)
+            .header("Idempotency-Key", "phone-flood-1.1"),
+    )
+    .await;
+    assert_eq!(status, 200, "{t}");
+    // A ticket just taken is seen at once (the view waits for the feed to read it).
+    let view = format!("/v1/queues/hall/tickets/{}", t["serial"]);
+    let (status, v) = send(http.get(svc.url(&view)).bearer_auth(ADMIN)).await;
+    assert_eq!((status, &v["state"]), (200, &json!("waiting")), "{v}");
+
+    // The flood: 4 000 views and 400 ticket links from 16 connections.
+    let before = proxy.counts().requests;
+    let started = std::time::Instant::now();
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let (http, view, link) = (
+                http.clone(),
+                svc.url(&view),
+                svc.url("/v1/queues/hall/ticket-link"),
+            );
+            tokio::spawn(async move {
+                let mut ok = 0;
+                for k in 0..275 {
+                    let url = if k % 11 == 10 { &link } else { &view };
+                    let r = http.get(url).bearer_auth(ADMIN).send().await.unwrap();
+                    ok += usize::from(r.status() == 200);
+                    let _ = r.bytes().await;
+                }
+                (i, ok)
+            })
+        })
+        .collect();
+    let mut answered = 0;
+    for t in tasks {
+        answered += t.await.unwrap().1;
+    }
+    let took = started.elapsed();
+    let cost = proxy.counts().requests - before;
+    assert_eq!(answered, 16 * 275);
+    // A read of the status (the queue and the server's time) every quarter of a second, at
+    // most, while the flood lasts.
+    let bound = 8 + 4 * (took.as_millis() as u64 / 250 + 1);
+    assert!(
+        cost <= bound,
+        "{answered} answers in {took:?} cost the database {cost} requests (bound {bound})"
+    );
+    eprintln!("public reads: {answered} answers in {took:?} cost the database {cost} requests");
+
+    // A ticket link's reads from one address: 20 per minute, then 429 with Retry-After.
+    let mut refused = None;
+    for k in 0..25 {
+        let r = http
+            .get(svc.url(&view))
+            .bearer_auth(LINK)
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 429 {
+            let after = r.headers().get("retry-after").cloned();
+            let body: Value = r.json().await.unwrap();
+            refused = Some((k, after, body));
+            break;
+        }
+    }
+    let (k, after, body) = refused.expect("the 21st read is refused");
+    assert_eq!(k, 20, "{body}");
+    assert!(after.is_some(), "{body}");
+    assert_eq!(body["error"]["kind"], "too_many_reads", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("lets one address (127.0.0.1) read 20 time(s) per minute"),
+        "{body}"
+    );
+    // The link itself counts as a read too; other tokens are not metered.
+    let r = http
+        .get(svc.url("/v1/queues/hall/ticket-link"))
+        .bearer_auth(LINK)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 429);
+    let (status, _) = send(http.get(svc.url(&view)).bearer_auth(ADMIN)).await;
+    assert_eq!(status, 200);
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}

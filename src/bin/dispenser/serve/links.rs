@@ -24,31 +24,40 @@ const REMEMBERED_FOR: Duration = Duration::from_secs(24 * 3600);
 /// The shortest and longest phone id in a ticket link's request id (`PHONE.TAKE`).
 pub(super) const PHONE_ID: std::ops::RangeInclusive<usize> = 8..=32;
 
-/// Who a bucket counts: a phone (its id, from its request ids) or an address (an IPv6
-/// address by its /64, the block one host is usually given).
+/// Who a bucket counts: a phone's takes (its id, from its request ids), an address's takes,
+/// or an address's reads (an address as [`block`] counts it).
 #[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub(super) enum Who {
     Phone(String),
     Address(IpAddr),
+    Reads(IpAddr),
 }
 
 impl Who {
-    /// An address as counted: IPv4 as it is, IPv6 by its first 64 bits.
+    /// An address's takes.
     pub(super) fn address(ip: IpAddr) -> Who {
-        match ip {
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => Who::Address(IpAddr::V4(v4)),
-                None => {
-                    let s = v6.segments();
-                    Who::Address(IpAddr::V6(std::net::Ipv6Addr::new(
-                        s[0], s[1], s[2], s[3], 0, 0, 0, 0,
-                    )))
-                }
-            },
-            v4 => Who::Address(v4),
-        }
+        Who::Address(block(ip))
     }
 }
+
+/// An address as every per-address count counts it (takes, reads, ticket streams): IPv4 as
+/// it is (an IPv4-mapped IPv6 address as its IPv4), IPv6 by its first 64 bits — the block one
+/// host is usually given, so one host cannot count as 2^64 addresses.
+pub(super) fn block(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+        v4 => v4,
+    }
+}
+
+/// The window of the read buckets.
+pub(super) const READ_WINDOW: Duration = Duration::from_secs(60);
 
 /// Takes left, as of `at`.
 #[derive(Clone, Copy, Debug)]
@@ -115,10 +124,7 @@ impl Links {
     ) -> Result<Counted, Limited> {
         let mut who = vec![Who::Phone(phone.to_owned())];
         who.extend(address.map(Who::address));
-        let size = |w: &Who| match w {
-            Who::Phone(_) => link.per_phone,
-            Who::Address(_) => link.per_address,
-        };
+        let size = |w: &Who| size_of(w, link);
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         for w in &who {
             let level = buckets
@@ -161,15 +167,52 @@ impl Links {
     pub(super) fn refund(&self, counted: Counted, link: &Link, now: Instant) {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         for w in counted.who {
-            let size = match w {
-                Who::Phone(_) => link.per_phone,
-                Who::Address(_) => link.per_address,
-            };
+            let size = size_of(&w, link);
             if let Some(b) = buckets.get_mut(&(counted.token.clone(), w)) {
                 b.level = b.level(size, link.window, now) + 1.0;
                 b.at = now;
             }
         }
+    }
+
+    /// Counts one read through `token` (a link with limits `link`) from `address`, or says
+    /// when one more is allowed (counting nothing). A read the service answers from the
+    /// queue's shared status costs the database nothing more; the count bounds what one
+    /// address costs the service itself.
+    pub(super) fn read(
+        &self,
+        token: &str,
+        link: &Link,
+        address: IpAddr,
+        now: Instant,
+    ) -> Result<(), Limited> {
+        let who = Who::Reads(block(address));
+        let size = link.reads_per_address;
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (token.to_owned(), who.clone());
+        let level = buckets
+            .get(&key)
+            .map_or(size as f64, |b| b.level(size, READ_WINDOW, now));
+        if level < 1.0 {
+            let per_read = READ_WINDOW.as_secs_f64() / size as f64;
+            return Err(Limited {
+                who,
+                allowed: size,
+                window: READ_WINDOW,
+                retry_after: Duration::from_secs_f64(((1.0 - level) * per_read).max(0.0)),
+            });
+        }
+        if buckets.len() + 1 > MAX_BUCKETS {
+            prune(&mut buckets, link, now);
+        }
+        buckets.insert(
+            key,
+            Bucket {
+                level: level - 1.0,
+                at: now,
+            },
+        );
+        Ok(())
     }
 
     /// What the take with request id `key` of `token` answered, if this service answered it.
@@ -200,11 +243,28 @@ impl Links {
     }
 }
 
+/// A bucket's size under `link`, and its window.
+fn size_of(w: &Who, link: &Link) -> u64 {
+    match w {
+        Who::Phone(_) => link.per_phone,
+        Who::Address(_) => link.per_address,
+        Who::Reads(_) => link.reads_per_address,
+    }
+}
+
+/// The window a bucket of `w` refills over.
+fn window_of(w: &Who, link: &Link) -> Duration {
+    match w {
+        Who::Reads(_) => READ_WINDOW,
+        _ => link.window,
+    }
+}
+
 /// Makes room among the buckets: drops the full ones, then the fullest of the rest.
 fn prune(buckets: &mut HashMap<(String, Who), Bucket>, link: &Link, now: Instant) {
-    let level = |w: &Who, b: &Bucket| match w {
-        Who::Phone(_) => b.level(link.per_phone, link.window, now) / link.per_phone as f64,
-        Who::Address(_) => b.level(link.per_address, link.window, now) / link.per_address as f64,
+    let level = |w: &Who, b: &Bucket| {
+        let size = size_of(w, link);
+        b.level(size, window_of(w, link), now) / size as f64
     };
     buckets.retain(|(_, w), b| level(w, b) < 1.0);
     if buckets.len() >= MAX_BUCKETS {
@@ -241,7 +301,34 @@ mod tests {
             per_phone,
             per_address,
             window: Duration::from_secs(window_s),
+            reads_per_address: 60,
         }
+    }
+
+    /// Reads through a link are counted per address block (issue 59, 3): 60 a minute here,
+    /// then refused until one refills; another block has its own; the takes' buckets are apart.
+    #[test]
+    fn reads_are_counted_per_address_block_apart_from_takes() {
+        let links = Links::default();
+        let l = link(2, 3, 60);
+        let t0 = Instant::now();
+        let a: IpAddr = "2001:db8:7:7::1".parse().unwrap();
+        let same: IpAddr = "2001:db8:7:7:ffff::2".parse().unwrap();
+        for k in 0..60 {
+            let from = if k % 2 == 0 { a } else { same };
+            links.read("link", &l, from, t0).unwrap();
+        }
+        let no = links.read("link", &l, a, t0).unwrap_err();
+        assert_eq!(no.who, Who::Reads("2001:db8:7:7::".parse().unwrap()));
+        assert_eq!((no.allowed, no.retry_after), (60, Duration::from_secs(1)));
+        links
+            .read("link", &l, "2001:db8:7:8::1".parse().unwrap(), t0)
+            .unwrap();
+        links
+            .read("link", &l, a, t0 + Duration::from_secs(1))
+            .unwrap();
+        // Takes from that block are not spent by its reads.
+        let _taken = links.count("link", &l, "phone-ccc", Some(a), t0).unwrap();
     }
 
     #[test]

@@ -70,6 +70,7 @@ mod classify;
 mod conn;
 mod draw;
 mod errors;
+mod feed;
 mod gapless;
 mod guard;
 mod handlers;

@@ -175,7 +175,7 @@ fn meaning(status: u16) -> &'static str {
         }
         413 => "`payload_too_large`: a body over 64 KiB",
         429 => {
-            "`too_many_takes`: a ticket link's take past its limit per phone or per address (nothing taken); `Retry-After` says in how many seconds one more is allowed"
+            "`too_many_takes`: a ticket link's take past its limit per phone or per address (nothing taken); `too_many_reads`: a ticket link's read past its limit per address; `Retry-After` says in how many seconds one more is allowed"
         }
         414 => "`uri_too_long`: a URI over 65 534 bytes",
         415 => "`unsupported_media_type`: a body that is not `application/json`",
@@ -208,7 +208,7 @@ fn error_statuses(operation: &str) -> &'static [u16] {
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 429, 431, 500, 503,
         ],
         "give_up" => &[400, 401, 403, 404, 409, 414, 422, 429, 431, 500, 503],
-        "ticket" | "ticket_link" => &[400, 401, 403, 404, 414, 422, 431, 500, 503],
+        "ticket" | "ticket_link" => &[400, 401, 403, 404, 414, 422, 429, 431, 500, 503],
         "call" | "recall" | "finish" | "cancel" | "queue_alter" => &[
             400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
         ],

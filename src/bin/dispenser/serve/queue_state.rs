@@ -64,6 +64,8 @@ pub(super) struct Snapshot {
     pub(super) status: Option<QueueState>,
     /// The status's `now_serving_label` (what a followed ticket's view shows beside it).
     pub(super) serving: serde_json::Value,
+    /// Why the read failed, when it did (no such queue, the database away).
+    pub(super) error: Option<Error>,
 }
 
 /// The watched queues, the streams open and the service's stop signal for the streams.
@@ -241,13 +243,17 @@ impl Events {
         })
     }
 
-    /// A place for one more ticket stream from `address` on `queue`, unless it would pass a
-    /// cap (the boards' caps are apart: phones never take a board's place).
+    /// A place for one more ticket stream from `address` (its block: see `links::block`) on
+    /// `queue`, unless it would pass a cap (the boards' caps are apart: phones never take a
+    /// board's place).
     pub(super) fn admit_ticket(
         &self,
         address: IpAddr,
         queue: &str,
     ) -> Result<StreamPlace, Refused> {
+        // Counted by address block, as the links' takes and reads are (an IPv6 host by its
+        // /64: one host cannot fill a queue's places with addresses of its own).
+        let address = super::links::block(address);
         let mut s = self.streams.lock().unwrap_or_else(|p| p.into_inner());
         let limits = s.limits;
         if s.tickets_by_address.get(&address).copied().unwrap_or(0) >= limits.tickets_per_address {
@@ -378,5 +384,22 @@ mod tests {
         let _board2 = events.admit("board", "lobby").unwrap();
         drop(a1);
         let _c1 = events.admit_ticket(c, "lobby").unwrap();
+    }
+
+    /// Regression (issue 59, 3): each IPv6 address of one /64 counted apart, so one host
+    /// could fill a queue's places. They count as one block; another /64 is another.
+    #[test]
+    fn ticket_streams_count_an_ipv6_host_by_its_64() {
+        let events = Events::new(StreamLimits::new(2, 2, 1000).with_tickets(2, 100));
+        let v6 = |s: &str| -> IpAddr { s.parse().unwrap() };
+        let _h1 = events.admit_ticket(v6("2001:db8:1:2::1"), "six").unwrap();
+        let _h2 = events
+            .admit_ticket(v6("2001:db8:1:2:ffff::7"), "six")
+            .unwrap();
+        assert_eq!(
+            events.admit_ticket(v6("2001:db8:1:2:abcd::9"), "six").err(),
+            Some(Refused::Address(2))
+        );
+        let _other = events.admit_ticket(v6("2001:db8:1:3::1"), "six").unwrap();
     }
 }

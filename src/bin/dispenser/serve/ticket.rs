@@ -72,24 +72,47 @@ pub(super) fn view_json(status: &QueueState, serving: &Value, serial: u64) -> (V
     (body, view.state)
 }
 
-/// `GET /v1/queues/{name}/tickets/{serial}`: where one ticket stands.
+/// `GET /v1/queues/{name}/tickets/{serial}`: where one ticket stands, from the queue's shared
+/// status (`ui::events::latest`: at most one read of the database per poll, whatever the
+/// number of phones asking), counted against a ticket link's reads per address.
 #[utoipa::path(get, path = "/v1/queues/{name}/tickets/{serial}", operation_id = "ticket", tag = "queues",
     params(("name" = String, Path, description = "The queue name"),
         ("serial" = String, Path, description = "The ticket's `serial`, as its take answered it: a whole number from 1")),
-    responses((status = 200, description = "Where the ticket stands: `waiting` (with `position` and `estimated_wait_seconds`), `called` (a desk shows it: `desk`, `called_at`), `passed` (called, and its desk moved on), `cancelled`, `done` (long past), `not_taken`; with the queue's `incarnation` (a serial names a ticket of one incarnation only)", body = FollowedTicket)))]
+    responses((status = 200, description = "Where the ticket stands: `waiting` (with `position` and `estimated_wait_seconds`), `called` (a desk shows it: `desk`, `called_at`), `passed` (called, and its desk moved on), `cancelled`, `done` (long past), `not_taken`; with the queue's `incarnation` (a serial names a ticket of one incarnation only). Read from the queue's shared status, at most a quarter of a second old; a ticket link's reads are limited per address (429 `too_many_reads` with `Retry-After`)", body = FollowedTicket)))]
 pub(super) async fn view(
     State(st): State<Shared>,
-    headers: HeaderMap,
     Path((name, serial)): Path<(String, String)>,
-) -> Result<Json<FollowedTicket>, ApiError> {
-    let rule = st.authenticate(&headers)?;
+    req: Request,
+) -> Result<Response, ApiError> {
+    let rule = st.authenticate(req.headers())?;
     may_follow(&rule, &name)?;
     check_name_of(QUEUE, &name, false)?;
     let serial = serial_of(&serial)?;
-    let q = st.queues.handle(&st.dispenser, &name).await?;
-    let status = q.peek().await?;
-    let serving = status.to_json()["now_serving_label"].take();
-    Ok(Json(of_library(view_json(&status, &serving, serial).0)?))
+    if let Some(refused) = metered(&st, &rule, client_of(&req)) {
+        return Ok(refused);
+    }
+    // A ticket this service has just taken may not be in the feed's last read yet.
+    let snapshot = super::feed::latest(&st, &name, |s| {
+        s.status.as_ref().is_none_or(|q| q.taken >= serial)
+    })
+    .await;
+    let Some(status) = &snapshot.status else {
+        return Err(snapshot
+            .error
+            .clone()
+            .map_or_else(|| ApiError::invalid_input("no status"), ApiError::from));
+    };
+    Ok(Json(of_library::<FollowedTicket>(
+        view_json(status, &snapshot.serving, serial).0,
+    )?)
+    .into_response())
+}
+
+/// The address a request came from, as the connection guard saw it.
+fn client_of(req: &Request) -> Option<IpAddr> {
+    req.extensions()
+        .get::<super::guard::ClientAddr>()
+        .map(|c| c.0)
 }
 
 /// How a window reads: "hour", "2 hours", "10 minutes", "90 seconds".
@@ -109,25 +132,55 @@ fn window_text(w: Duration) -> String {
     }
 }
 
-/// The 429 of a take past a link's limit, with `Retry-After` (whole seconds, at least 1).
+/// The 429 of a take (or a read) past a link's limit, with `Retry-After` (whole seconds, at
+/// least 1): `too_many_takes`, or `too_many_reads` for the reads of an address.
 fn too_many(rule: &TokenRule, l: &Limited) -> Response {
     let wait = l.retry_after.as_secs_f64().ceil().max(1.0) as u64;
     let per = window_text(l.window);
-    let who = match &l.who {
-        Who::Phone(_) => "one phone".to_owned(),
-        Who::Address(IpAddr::V6(a)) => format!("one address block ({a}/64)"),
-        Who::Address(a) => format!("one address ({a})"),
+    let block = |a: &IpAddr| match a {
+        IpAddr::V6(a) => format!("one address block ({a}/64)"),
+        a => format!("one address ({a})"),
     };
-    let message = format!(
-        "ticket link {:?} lets {who} take {} ticket(s) per {per}, and all were taken: try again in {wait} s (a ticket already taken stays yours: its page still follows it)",
-        rule.name, l.allowed
-    );
-    let mut resp =
-        ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_takes", message).into_response();
+    let (kind, message) = match &l.who {
+        Who::Reads(a) => (
+            "too_many_reads",
+            format!(
+                "ticket link {:?} lets {} read {} time(s) per {per}, and all were used: try again in {wait} s",
+                rule.name,
+                block(a),
+                l.allowed
+            ),
+        ),
+        who => (
+            "too_many_takes",
+            format!(
+                "ticket link {:?} lets {} take {} ticket(s) per {per}, and all were taken: try again in {wait} s (a ticket already taken stays yours: its page still follows it)",
+                rule.name,
+                match who {
+                    Who::Address(a) => block(a),
+                    _ => "one phone".to_owned(),
+                },
+                l.allowed
+            ),
+        ),
+    };
+    let mut resp = ApiError::new(StatusCode::TOO_MANY_REQUESTS, kind, message).into_response();
     if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
         resp.headers_mut().insert(header::RETRY_AFTER, v);
     }
     resp
+}
+
+/// Counts a read by a ticket link's token `rule` from `client` against the link's reads per
+/// address: `Some(the 429)` past it, `None` otherwise (and for any other token: only a link's
+/// token is public).
+fn metered(st: &AppState, rule: &TokenRule, client: Option<IpAddr>) -> Option<Response> {
+    let link = rule.link.as_ref()?;
+    let address = client.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+    st.links
+        .read(&rule.name, link, address, Instant::now())
+        .err()
+        .map(|l| too_many(rule, &l))
 }
 
 /// The request id of a take through a link, and the phone it names (400 when missing or not
@@ -241,11 +294,10 @@ pub(super) async fn give_up(
 ) -> Result<Response, ApiError> {
     let rule = st.authorize_on(req.headers(), Op::Take, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
+    // A queue that does not exist is 404 before anything about the request itself.
+    let q = st.queues.handle(&st.dispenser, &name).await?;
     let key = idempotency_key(req.headers())?;
-    let client = req
-        .extensions()
-        .get::<super::guard::ClientAddr>()
-        .map(|c| c.0);
+    let client = client_of(&req);
     let (key, counted) = match &rule.link {
         Some(link) => {
             let (key, phone) = link_key(&rule, key)?;
@@ -273,11 +325,7 @@ pub(super) async fn give_up(
             (key, None)
         }
     };
-    let q = st
-        .queues
-        .handle(&st.dispenser, &name)
-        .await?
-        .with_caller(&rule.name)?;
+    let q = q.with_caller(&rule.name)?;
     let outcome = q.cancel().request_id(key.clone()).await;
     st.queues.events.nudge(&name);
     // A give-up took a ticket only when no take had used the id (`replayed` false); a refusal
@@ -341,17 +389,25 @@ fn origin(st: &AppState, headers: &HeaderMap) -> String {
     responses((status = 200, description = "The link of the queue's ticket page with the token of its ticket link (the first in the tokens file for this queue), and the link as a QR code in SVG, for a board or a kiosk to show; `url`, `qr_svg` and `token_name` are `null` when no ticket link is for this queue; 404 `no_such_queue` when the queue does not exist", body = TicketLink)))]
 pub(super) async fn ticket_link(
     State(st): State<Shared>,
-    headers: HeaderMap,
     Path(name): Path<String>,
-) -> Result<Json<TicketLink>, ApiError> {
-    let rule = st.authenticate(&headers)?;
+    req: Request,
+) -> Result<Response, ApiError> {
+    let headers = req.headers();
+    let rule = st.authenticate(headers)?;
     if AppState::permit_on(&rule, Op::Peek, Some(&name), QUEUE).is_err() {
         AppState::permit_on(&rule, Op::Take, Some(&name), QUEUE)?;
     }
     check_name_of(QUEUE, &name, false)?;
+    if let Some(refused) = metered(&st, &rule, client_of(&req)) {
+        return Ok(refused);
+    }
     // A name without a queue is 404, as for a peek: a board must not print a QR code for a
-    // queue deleted (or never created), whose page would only say it does not exist.
-    st.queues.handle(&st.dispenser, &name).await?.peek().await?;
+    // queue deleted (or never created), whose page would only say it does not exist. Read
+    // from the queue's shared status, as the ticket views are.
+    let snapshot = super::feed::latest(&st, &name, |_| true).await;
+    if let (None, Some(e)) = (&snapshot.status, &snapshot.error) {
+        return Err(e.clone().into());
+    }
     let tokens = st.tokens.current();
     let Some(link) = tokens
         .iter()
@@ -363,11 +419,12 @@ pub(super) async fn ticket_link(
             token_name: None,
             url: None,
             qr_svg: None,
-        }));
+        })
+        .into_response());
     };
     let url = format!(
         "{}/ui/queues/{}/ticket#token={}",
-        origin(&st, &headers),
+        origin(&st, headers),
         escaped(&name),
         escaped(&link.secret)
     );
@@ -386,7 +443,8 @@ pub(super) async fn ticket_link(
         token_name: Some(link.name.clone()),
         url: Some(url),
         qr_svg: Some(svg),
-    }))
+    })
+    .into_response())
 }
 
 #[cfg(test)]

@@ -80,8 +80,8 @@ pub(super) struct TokenEntry {
     pub(super) ticket_link: Option<LinkEntry>,
 }
 
-/// `"ticket_link": {"queue", "takes_per_phone", "takes_per_address", "per_seconds"}` in a
-/// token's entry.
+/// `"ticket_link": {"queue", "takes_per_phone", "takes_per_address", "per_seconds",
+/// "reads_per_minute_per_address"}` in a token's entry.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct LinkEntry {
@@ -92,6 +92,8 @@ pub(super) struct LinkEntry {
     pub(super) takes_per_address: Option<u64>,
     #[serde(default)]
     pub(super) per_seconds: Option<u64>,
+    #[serde(default)]
+    pub(super) reads_per_minute_per_address: Option<u64>,
 }
 
 /// The default of a ticket link's `takes_per_phone`.
@@ -100,6 +102,10 @@ pub(super) const TAKES_PER_PHONE: u64 = 3;
 pub(super) const TAKES_PER_ADDRESS: u64 = 60;
 /// The default of a ticket link's `per_seconds`.
 pub(super) const LIMIT_WINDOW_S: u64 = 3600;
+/// The default of a ticket link's `reads_per_minute_per_address`: a phone's page reads its
+/// ticket every few seconds when it cannot stream, so a room of phones behind one address
+/// (a venue's Wi-Fi) stays well under it.
+pub(super) const READS_PER_MINUTE_PER_ADDRESS: u64 = 1200;
 
 /// A ticket link: the token of a link (or QR code) that people open on their own phones. It
 /// may only take tickets of its one queue — one at a time, each with a request id that names
@@ -115,6 +121,8 @@ pub(super) struct Link {
     pub(super) per_address: u64,
     /// The window.
     pub(super) window: std::time::Duration,
+    /// Reads (a ticket's view, the link itself) one address may make per minute.
+    pub(super) reads_per_address: u64,
 }
 
 pub(super) struct TokenRule {
@@ -342,11 +350,18 @@ fn check_link(token: &str, l: LinkEntry) -> Result<Link, Error> {
         1_000_000,
     )?;
     let window = within("per_seconds", l.per_seconds, LIMIT_WINDOW_S, 86_400)?;
+    let reads_per_address = within(
+        "reads_per_minute_per_address",
+        l.reads_per_minute_per_address,
+        READS_PER_MINUTE_PER_ADDRESS,
+        1_000_000,
+    )?;
     Ok(Link {
         queue: l.queue,
         per_phone,
         per_address,
         window: std::time::Duration::from_secs(window),
+        reads_per_address,
     })
 }
 

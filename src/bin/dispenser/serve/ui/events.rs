@@ -4,7 +4,7 @@
 //!
 //! Calls made elsewhere (the CLI, another service, the library) reach no one here, so the
 //! service watches the queue document: one poller per watched queue, however many boards
-//! show it, reads the status every [`POLL`] and sends it when it changed; a take or call
+//! show it, reads the status every quarter of a second (`feed.rs`) and sends it when it changed; a take or call
 //! answered by this service wakes the poller at once. The poller stops when its last board
 //! goes. A stream ends on shutdown (so the service can stop) and after [`MAX_STREAM`] (the
 //! page reconnects); a comment every [`KEEP_ALIVE`] keeps proxies from closing it. Its
@@ -24,26 +24,21 @@
 //! all answered `too_many_streams` with a `Retry-After`.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
-use tokio::sync::{Notify, watch};
 
-use crate::serve::classify::classify;
 use crate::serve::conn::MAX_STREAM;
 use crate::serve::errors::ApiError;
+use crate::serve::feed::watch;
 use crate::serve::names::check_name_of;
-use crate::serve::queue_state::{Refused, Snapshot};
-use crate::serve::state::{AppState, Shared};
+use crate::serve::queue_state::Refused;
+use crate::serve::state::Shared;
 use crate::serve::tokens::Op;
 
-/// How often a watched queue's document is read.
-const POLL: Duration = Duration::from_millis(250);
 /// How often an idle stream carries a comment.
 pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -82,71 +77,6 @@ pub(super) fn refused(status: StatusCode, message: String) -> Response {
     resp.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER));
     resp
-}
-
-/// The status of `name`: its JSON as an event's data, or `{"error": {kind, message}}`.
-async fn read(st: &AppState, name: &str) -> Snapshot {
-    let status = match st.queues.handle(&st.dispenser, name).await {
-        Ok(q) => q.peek().await,
-        Err(e) => Err(e),
-    };
-    match status {
-        Ok(s) => {
-            let mut json = s.to_json();
-            Snapshot {
-                text: json.to_string(),
-                serving: json["now_serving_label"].take(),
-                status: Some(s),
-            }
-        }
-        Err(e) => Snapshot {
-            text: error_json(st, &e),
-            status: None,
-            serving: serde_json::Value::Null,
-        },
-    }
-}
-
-/// An error as an event's data: `{"error": {kind, message}}`, scrubbed.
-pub(super) fn error_json(st: &AppState, e: &dispenser::Error) -> String {
-    let (_, kind) = classify(e);
-    json!({ "error": { "kind": kind, "message": st.scrub(&e.to_string()) } }).to_string()
-}
-
-/// Reads the status of `name` every [`POLL`] (or when woken) and publishes it when it
-/// changed, until no page watches it or the service stops.
-async fn poll(
-    st: Shared,
-    name: String,
-    tx: watch::Sender<Option<Arc<Snapshot>>>,
-    wake: Arc<Notify>,
-) {
-    let mut stop = st.queues.events.stopped();
-    loop {
-        let read = read(&st, &name).await;
-        tx.send_if_modified(|shown| {
-            let changed = shown.as_ref().map(|s| s.text.as_str()) != Some(read.text.as_str());
-            if changed {
-                *shown = Some(Arc::new(read));
-            }
-            changed
-        });
-        if st.queues.events.forget_if_unwatched(&name, &tx) {
-            return;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(POLL) => {}
-            () = wake.notified() => {}
-            _ = stop.wait_for(|s| *s) => return,
-        }
-    }
-}
-
-/// The status feed of `name`, its poller started when no page watches it yet.
-pub(super) fn watch(st: &Shared, name: &str) -> watch::Receiver<Option<Arc<Snapshot>>> {
-    st.queues.events.subscribe(name, |tx, wake| {
-        tokio::spawn(poll(Arc::clone(st), name.to_owned(), tx, wake));
-    })
 }
 
 /// `GET /ui/queues/{name}/events`.

@@ -31,9 +31,10 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use dispenser::queue::TicketState;
 
-use super::events::{KEEP_ALIVE, refused, watch};
+use super::events::{KEEP_ALIVE, refused};
 use crate::serve::conn::MAX_STREAM;
 use crate::serve::errors::ApiError;
+use crate::serve::feed::watch;
 use crate::serve::guard::ClientAddr;
 use crate::serve::names::check_name_of;
 use crate::serve::queue_state::Refused;
