@@ -11,7 +11,8 @@
 #                                           into .tools/venv): the browser tests of serve's pages;
 #   zbarimg                                (Debian: zbar-tools) reads their QR codes
 #                                           into .tools/venv): the browser tests of serve's pages
-#   .tools/pyvenv/bin/pytest               (PyPI: pytest, pymongo, uvloop, motor): tests/python
+#   .tools/pyvenv/bin/pytest               (PyPI: pytest, pymongo, uvloop, motor, mongoengine, beanie,
+#                                           mypy): tests/python
 #   .tools/node/node_modules               (npm: @napi-rs/cli, mongodb, mongoose 8, mongoose-sequence,
 #                                           typescript): tests/node and the Node package's builds
 # Each .tools/NAME is a link into the machine's tool cache (scripts/lib.sh: $DISPENSER_TOOLS_CACHE,
@@ -156,12 +157,17 @@ fi
 # --- end of Chromium
 
 # --- The Python binding's tests (tests/python): pytest, with pymongo (the apps' own driver
-# in the gap-free tests), Motor and uvloop (the asyncio flavour under both loops), in a venv
-# of their own so that bumping them reinstalls nothing else.
+# in the gap-free tests, its AsyncMongoClient for asyncio), Motor (still works beside it) and
+# uvloop (the asyncio flavour under both loops), mongoengine and Beanie (the ODM fields beside
+# mongoengine's own SequenceField), mypy (the type stubs checked on a typed usage file), in a
+# venv of their own so that bumping them reinstalls nothing else.
 PYTEST_VERSION=9.2.0
 UVLOOP_VERSION=0.23.0
 MOTOR_VERSION=3.7.1
-PYVENV_STAMP="pytest=$PYTEST_VERSION pymongo=$PYMONGO_VERSION uvloop=$UVLOOP_VERSION motor=$MOTOR_VERSION"
+MONGOENGINE_VERSION=0.29.3
+BEANIE_VERSION=2.2.0
+MYPY_VERSION=2.4.1
+PYVENV_STAMP="pytest=$PYTEST_VERSION pymongo=$PYMONGO_VERSION uvloop=$UVLOOP_VERSION motor=$MOTOR_VERSION mongoengine=$MONGOENGINE_VERSION beanie=$BEANIE_VERSION mypy=$MYPY_VERSION"
 pyvenv_ok() { stamped "$1" "$PYVENV_STAMP" && "$1/bin/python" -c '' 2>/dev/null; }
 if ! pyvenv_ok "$tools/pyvenv"; then
   dir=$(tools_cache_dir pyvenv "$PYVENV_STAMP")
@@ -173,7 +179,8 @@ if ! pyvenv_ok "$tools/pyvenv"; then
     python3 -m venv "$dir"
     "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
       "pytest==$PYTEST_VERSION" "pymongo==$PYMONGO_VERSION" "uvloop==$UVLOOP_VERSION" \
-      "motor==$MOTOR_VERSION" >&2
+      "motor==$MOTOR_VERSION" "mongoengine==$MONGOENGINE_VERSION" "beanie==$BEANIE_VERSION" \
+      "mypy==$MYPY_VERSION" >&2
     echo "$PYVENV_STAMP" >"$dir/.stamp"
   fi
   tools_unlock

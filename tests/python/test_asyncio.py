@@ -1,5 +1,6 @@
-"""dispenser.aio: the same calls awaited, under asyncio and uvloop, beside Motor; a sync
-call inside a running loop fails at once with a clear error."""
+"""dispenser.aio: the same calls awaited, under asyncio and uvloop, beside PyMongo's
+AsyncMongoClient (and Motor, which also works); a sync call inside a running loop fails at
+once with a clear error."""
 
 from __future__ import annotations
 
@@ -122,16 +123,20 @@ def test_cancelled_calls_leave_no_duplicate(uri):
     asyncio.run(main())
 
 
-@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_aio_gapless_with_motor_inserts_some_failing_leaves_no_gap(uri, loop):
-    from motor.motor_asyncio import AsyncIOMotorClient
-
+@pytest.mark.parametrize(
+    "loop,driver", [("asyncio", "pymongo"), ("uvloop", "pymongo"), ("asyncio", "motor")]
+)
+def test_aio_gapless_with_async_driver_inserts_some_failing_leaves_no_gap(uri, loop, driver):
     async def main():
+        if driver == "motor":
+            from motor.motor_asyncio import AsyncIOMotorClient as Client
+        else:
+            from pymongo import AsyncMongoClient as Client
         collection = unique_collection("aio_gapless")
         d = await dispenser.aio.Dispenser.connect(uri, database=DATABASE, collection=collection)
         business = f"{collection}_inv"
         g = await d.ensure_gapless("invoices", collection=business, field="number")
-        coll = AsyncIOMotorClient(uri)[DATABASE][business]
+        coll = Client(uri)[DATABASE][business]
 
         async def issue(k: int):
             async def write(n: int):

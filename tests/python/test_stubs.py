@@ -14,6 +14,11 @@ import dispenser.aio
 PACKAGE = pathlib.Path(dispenser.__file__).parent
 CLASSES = ["Dispenser", "Sequence", "BlockSequence", "StripedSequence", "DailySequence",
            "Gapless", "Queue"]
+#: The protocol methods a class has beside its public ones: `with` on the sync flavour,
+#: `async with` (and `aclose`) on the asyncio one.
+WITH = {"__enter__", "__exit__"}
+ASYNC_WITH = {"__aenter__", "__aexit__"}
+CLOSABLE = ["Dispenser", "BlockSequence", "StripedSequence"]
 
 
 def stubbed(stub: str) -> dict[str, dict[str, bool]]:
@@ -37,10 +42,20 @@ def public(cls) -> set[str]:
 def test_the_stubs_name_every_method_of_both_flavours():
     sync, aio = stubbed("_dispenser.pyi"), stubbed("aio.pyi")
     for name in CLASSES:
-        assert set(sync[name]) == public(getattr(dispenser, name)), name
-        assert set(aio[name]) == public(getattr(dispenser.aio, name)), name
-        assert set(sync[name]) == set(aio[name]), name
+        sync_cls, aio_cls = getattr(dispenser, name), getattr(dispenser.aio, name)
+        assert set(sync[name]) - WITH == public(sync_cls), name
+        assert set(aio[name]) - ASYNC_WITH == public(aio_cls), name
+        assert set(sync[name]) - WITH == set(aio[name]) - ASYNC_WITH - {"aclose"}, name
         assert not any(sync[name].values()), name
+        closable = name in CLOSABLE
+        assert (WITH <= set(sync[name])) == closable == all(hasattr(sync_cls, m) for m in WITH), name
+        assert (ASYNC_WITH <= set(aio[name])) == closable, name
+        assert all(hasattr(aio_cls, m) for m in ASYNC_WITH | {"aclose"}) == closable, name
+        assert not any(hasattr(sync_cls, m) for m in ASYNC_WITH | {"aclose"}), name
+        assert not any(hasattr(aio_cls, m) for m in WITH), name
+    for name in ["AdoptSource", "Format", "Issued"]:
+        assert set(sync[name]) - {"__init__"} == public(getattr(dispenser, name)), name
+        assert getattr(dispenser, name) is getattr(dispenser.aio, name), name
 
 
 def test_the_asyncio_stubs_await_exactly_the_calls_that_return_awaitables(d, uri):

@@ -184,3 +184,45 @@ pub(crate) fn time_zone_named(name: &str) -> Result<dispenser::jiff::tz::TimeZon
     dispenser::jiff::tz::TimeZone::get(name)
         .map_err(|e| invalid("time zone", format!("{name:?}: {e}")))
 }
+
+/// A count or a size (`n`, `count`, `size`, `limit`, `stripes`, …) of at most `max`: an
+/// int of another sign or past `max` is the core's invalid input naming the argument and
+/// its value (an `InvalidInputError`, also a `ValueError`), not an `OverflowError`; a value
+/// that is no int at all stays a `TypeError`.
+pub(crate) fn count(what: &str, value: &Bound<'_, PyAny>, max: u64) -> PyResult<u64> {
+    let py = value.py();
+    let refused = |reason: String| Err(crate::errors::to_py_err(py, &invalid(what, reason)));
+    match value.extract::<u64>() {
+        Ok(n) if n <= max => Ok(n),
+        Ok(n) => refused(format!("{n}: at most {max}")),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
+            let shown = value.str()?.to_string();
+            if value.lt(0)? {
+                refused(format!("{shown}: a count cannot be negative"))
+            } else {
+                refused(format!("{shown}: at most {max}"))
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// [`count`] of an optional argument.
+pub(crate) fn count_opt(
+    what: &str,
+    value: Option<&Bound<'_, PyAny>>,
+    max: u64,
+) -> PyResult<Option<u64>> {
+    value.map(|v| count(what, v, max)).transpose()
+}
+
+/// The largest `u32`, as a count's bound.
+pub(crate) const U32: u64 = u32::MAX as u64;
+
+/// The largest `usize` (on every platform Python runs on, at least `u32::MAX`), as a count's
+/// bound.
+pub(crate) const USIZE: u64 = if usize::BITS >= 64 {
+    u64::MAX
+} else {
+    u32::MAX as u64
+};

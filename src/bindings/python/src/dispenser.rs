@@ -9,11 +9,15 @@ use dispenser::queue::QueueSpec;
 use dispenser::sequence::Strategy;
 use dispenser::{Dispenser, Error, Format, Options, Spec};
 
-use crate::convert::{Json, Listing, block_options, day, document, seconds, time_zone_named};
+use crate::closing::Closer;
+use crate::convert::{
+    Json, Listing, U32, USIZE, block_options, count, count_opt, day, document, seconds,
+    time_zone_named,
+};
 use crate::errors::{Outcome, invalid};
 use crate::flavor::{Out, flavors};
 use crate::handles;
-use crate::runtime::{Live, run, wait};
+use crate::runtime::{Live, run, run_read, wait};
 
 /// A listing builder (`list`, `list_queues`, `list_gapless`) with the options given.
 macro_rules! page {
@@ -141,15 +145,28 @@ fn gapless_options(
     Ok(Ok(o))
 }
 
-/// A `Live` dispenser that a child after fork connects again with the same URI and options.
+/// A `Live` dispenser that a child after fork connects again with the same URI and options,
+/// with the closer of its connection pool.
 fn connected(uri: String, options: Options, d: Dispenser) -> Arc<Live<Dispenser>> {
+    let closer = Closer::new(&options.database, &options.collection);
     Arc::new(Live::new(
         d,
         Box::new(move |py| {
             let (uri, options) = (uri.clone(), options.clone());
             wait(py, async move { Dispenser::connect(&uri, options).await })
         }),
+        closer,
     ))
+}
+
+/// The page size of a listing, checked.
+fn limit_of(limit: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    Ok(count_opt("limit", limit, USIZE)?.map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
+}
+
+/// A count of at most `u32::MAX`, checked.
+fn count_u32(what: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u32>> {
+    Ok(count_opt(what, value, U32)?.map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
 }
 
 flavors! {
@@ -157,6 +174,77 @@ flavors! {
     /// administers sequences, gap-free sequences and queues. Connect once per process and
     /// share it; every handle it opens is safe to use from any number of threads (or tasks).
     "Dispenser", SyncDispenser, AsyncDispenser, Dispenser;
+    sync {
+        fn __enter__(slf: Py<Self>) -> Py<Self> {
+            slf
+        }
+
+        /// Closes it (see `close`).
+        #[pyo3(signature = (*_exc))]
+        fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+            self.close(py)?;
+            Ok(false)
+        }
+    }
+    aio {
+        fn __aenter__(slf: Py<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+            run(py, true, async move { Outcome::Ok(slf) })
+        }
+
+        /// Closes it (see `close`).
+        #[pyo3(signature = (*_exc))]
+        fn __aexit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Py<PyAny>> {
+            let closing = self.live().closer().close(self.live().current());
+            run(py, true, async move {
+                if let Some(c) = closing {
+                    c.await;
+                }
+                Outcome::Ok(false)
+            })
+        }
+
+        /// `close()`, by the name asyncio's resources use.
+        fn aclose(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+            self.close(py)
+        }
+    }
+
+    /// Closes it: every block client it (or a `with_caller` dispenser of the same pool)
+    /// opened gives back the numbers it holds, every gap-free handle confirms the numbers it
+    /// used, the connection pool is shut down, and every later call on it or on a handle it
+    /// opened raises `UnavailableError` (code `closed`). Returns `{"given_back", "lost"}`
+    /// summed over its block clients; closing again does nothing (zeros).
+    fn close(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let closing = self.live().closer().close(self.live().current());
+        run(py, Self::ASYNC, async move {
+            let (given_back, lost) = match closing {
+                Some(c) => c.await,
+                None => (0, 0),
+            };
+            Outcome::Ok(Json(serde_json::json!({ "given_back": given_back, "lost": lost })))
+        })
+    }
+
+    /// Whether it was closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.live().closer().is_closed()
+    }
+
+    /// Moves the sequence `name` past every number `source` issued (an `AdoptSource`):
+    /// the switch-over from mongoengine's `SequenceField`, mongoose-sequence, a counter of
+    /// one's own, or documents numbered already, so that no number they carry is handed out
+    /// again. Never backwards; recorded in the history as `adopt`. A scoped source adopts
+    /// into each scope of the template `name`. Returns a list of `Adopted` dicts (`name`,
+    /// `highest`: the last number the source issued or `None`, `moved`, `state`).
+    fn adopt(&self, py: Python<'_>, name: String, source: PyRef<'_, crate::adopt::PyAdoptSource>) -> PyResult<Py<PyAny>> {
+        let source = source.0.clone();
+        let d = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let done = d.adopt(&name, source).await?;
+            Outcome::Ok(done.iter().map(|a| Json(handles::adopted_json(a))).collect::<Vec<_>>())
+        })
+    }
 
     /// Connects to `uri` (nothing is sent until the first call). `database` and
     /// `collection` say where the sequence documents live (default `dispenser.dispensers`),
@@ -208,6 +296,7 @@ flavors! {
         let d = self.live().get(py)?;
         let made = d.with_caller(&caller).map_err(|e| crate::errors::to_py_err(py, &e))?;
         let parent = self.live().clone();
+        let closer = parent.closer().clone();
         let live = Arc::new(Live::new(
             made,
             Box::new(move |py| {
@@ -216,6 +305,7 @@ flavors! {
                     .with_caller(&caller)
                     .map_err(|e| crate::errors::to_py_err(py, &e))
             }),
+            closer,
         ));
         Ok(Out(crate::flavor::Handle { live, asynchronous: Self::ASYNC }).into_pyobject(py)?.unbind())
     }
@@ -223,23 +313,23 @@ flavors! {
     /// Who this dispenser acts as (`None` for the unnamed caller).
     #[getter]
     fn caller(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        Ok(self.live().get(py)?.caller().map(str::to_owned))
+        Ok(self.live().view(py)?.caller().map(str::to_owned))
     }
 
     /// The database holding the sequence documents.
     #[getter]
     fn database(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.options().database.clone())
+        Ok(self.live().view(py)?.options().database.clone())
     }
 
     /// The collection holding the sequence documents.
     #[getter]
     fn collection(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.options().collection.clone())
+        Ok(self.live().view(py)?.options().collection.clone())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let d = self.live().get(py)?;
+        let d = self.live().view(py)?;
         let o = d.options();
         Ok(format!("Dispenser(database={:?}, collection={:?})", o.database, o.collection))
     }
@@ -254,7 +344,7 @@ flavors! {
         let spec = spec(start, step, min, max, cycle);
         run(py, a, async move {
             let format = format.as_deref().map(Format::parse).transpose()?;
-            Outcome::Ok(handles::sequence(&dl, d.create(&name, spec).format(format).await?, a))
+            Outcome::Ok(handles::sequence(&dl, &d, d.create(&name, spec).format(format).await?, a))
         })
     }
 
@@ -268,20 +358,20 @@ flavors! {
         let spec = spec(start, step, min, max, cycle);
         run(py, a, async move {
             let format = format.as_deref().map(Format::parse).transpose()?;
-            Outcome::Ok(handles::sequence(&dl, d.ensure(&name, spec).format(format).await?, a))
+            Outcome::Ok(handles::sequence(&dl, &d, d.ensure(&name, spec).format(format).await?, a))
         })
     }
 
     /// Opens an existing sequence (`NotFoundError` otherwise).
     fn open(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.open(&name).await?, a)) })
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, &d, d.open(&name).await?, a)) })
     }
 
     /// The stored state of a sequence, as a dict (the fields `dispenser peek --json` shows).
     fn peek(&self, py: Python<'_>, name: String) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(d.peek(&name).await?.to_json())) })
+        run_read(py, Self::ASYNC, async move { Outcome::Ok(Json(d.peek(&name).await?.to_json())) })
     }
 
     /// Every sequence, by name, or a page of them: a list of state dicts, with a
@@ -290,9 +380,10 @@ flavors! {
     /// (byte order); `limit`: at most this many; `named`: only these names; `scopes_of`: the
     /// scopes of this template.
     #[pyo3(signature = (*, matching=None, after=None, limit=None, named=None, scopes_of=None))]
-    fn list(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<usize>, named: Option<Vec<String>>, scopes_of: Option<String>) -> PyResult<Py<PyAny>> {
+    fn list(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>, named: Option<Vec<String>>, scopes_of: Option<String>) -> PyResult<Py<PyAny>> {
+        let limit = limit_of(limit)?;
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move {
+        run_read(py, Self::ASYNC, async move {
             let mut list = page!(d.list(), matching, after, limit, named);
             if let Some(t) = scopes_of {
                 list = list.scopes_of(t);
@@ -310,7 +401,7 @@ flavors! {
     /// Checks that the server answers (a `ping`), within the operation timeout.
     fn ping(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(d.ping().await?) })
+        run_read(py, Self::ASYNC, async move { Outcome::Ok(d.ping().await?) })
     }
 
     /// Who created, altered, reset or deleted `name`, when, with the states before and
@@ -318,7 +409,7 @@ flavors! {
     /// `history()`). `kind` is `"sequence"`, `"gapless"` or `"queue"`; `since` an aware
     /// `datetime`; `after` the `cursor` of the last entry of the previous page.
     #[pyo3(signature = (name, *, kind="sequence", since=None, after=None, limit=None))]
-    fn history(&self, py: Python<'_>, name: String, kind: &str, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+    fn history(&self, py: Python<'_>, name: String, kind: &str, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
         let kind = match kind {
             "sequence" => dispenser::error::Kind::Sequence,
@@ -333,11 +424,28 @@ flavors! {
     }
 
     /// Examines the server (a few seconds of probes in a scratch collection): the report
-    /// as a dict; `report["fit"]` says whether it keeps the guarantees.
-    fn doctor(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    /// as a dict; `report["fit"]` says whether it keeps the guarantees. `tasks` write at once
+    /// (2 to 64, default 8), each sending `increments` conditional increments (default 200)
+    /// and collecting `swaps` compare-and-set wins (default 100), within `time_limit`
+    /// seconds in all (default 10).
+    #[pyo3(signature = (*, tasks=None, increments=None, swaps=None, time_limit=None))]
+    fn doctor(&self, py: Python<'_>, tasks: Option<&Bound<'_, PyAny>>, increments: Option<&Bound<'_, PyAny>>, swaps: Option<&Bound<'_, PyAny>>, time_limit: Option<f64>) -> PyResult<Py<PyAny>> {
+        let mut o = dispenser::doctor::DoctorOptions::default();
+        if let Some(v) = count_u32("tasks", tasks)? {
+            o = o.with_tasks(v);
+        }
+        if let Some(v) = count_u32("increments", increments)? {
+            o = o.with_increments(v);
+        }
+        if let Some(v) = count_u32("swaps", swaps)? {
+            o = o.with_swaps(v);
+        }
+        if let Some(s) = time_limit {
+            o = o.with_time_limit(seconds("time_limit", s).map_err(|e| crate::errors::to_py_err(py, &e))?);
+        }
         let d = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            Outcome::Ok(Json(d.doctor().await?.to_json()))
+            Outcome::Ok(Json(d.doctor().options(o).await?.to_json()))
         })
     }
 
@@ -346,7 +454,9 @@ flavors! {
     /// A block client of the existing sequence `name`: one write reserves `size` numbers,
     /// handed out from memory. Unset keywords keep the core's defaults.
     #[pyo3(signature = (name, *, size=None, prefetch=None, grow_to=None, range_share=None))]
-    fn open_blocks(&self, py: Python<'_>, name: String, size: Option<u64>, prefetch: Option<f64>, grow_to: Option<u64>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
+    fn open_blocks(&self, py: Python<'_>, name: String, size: Option<&Bound<'_, PyAny>>, prefetch: Option<f64>, grow_to: Option<&Bound<'_, PyAny>>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
+        let size = count_opt("size", size, u64::MAX)?;
+        let grow_to = count_opt("grow_to", grow_to, u64::MAX)?;
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
         let o = block_options(size, prefetch, grow_to, range_share);
         run(py, a, async move { Outcome::Ok(handles::blocks(&dl, d.open_blocks(&name).options(o).await?, o, a)) })
@@ -357,7 +467,8 @@ flavors! {
     /// Creates a striped sequence of `stripes` documents (`AlreadyExistsError` if taken).
     #[pyo3(signature = (name, stripes, *, start=None, step=None, min=None, max=None))]
     #[allow(clippy::too_many_arguments)]
-    fn create_striped(&self, py: Python<'_>, name: String, stripes: u32, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>) -> PyResult<Py<PyAny>> {
+    fn create_striped(&self, py: Python<'_>, name: String, stripes: &Bound<'_, PyAny>, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>) -> PyResult<Py<PyAny>> {
+        let stripes = u32::try_from(count("stripes", stripes, U32)?).unwrap_or(u32::MAX);
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
         let spec = spec(start, step, min, max, None);
         run(py, a, async move { Outcome::Ok(handles::striped(&dl, d.create_striped(&name, stripes, spec).await?, None, a)) })
@@ -366,7 +477,8 @@ flavors! {
     /// Creates the striped sequence, or opens it if it exists with the same layout.
     #[pyo3(signature = (name, stripes, *, start=None, step=None, min=None, max=None))]
     #[allow(clippy::too_many_arguments)]
-    fn ensure_striped(&self, py: Python<'_>, name: String, stripes: u32, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>) -> PyResult<Py<PyAny>> {
+    fn ensure_striped(&self, py: Python<'_>, name: String, stripes: &Bound<'_, PyAny>, start: Option<i64>, step: Option<i64>, min: Option<i64>, max: Option<i64>) -> PyResult<Py<PyAny>> {
+        let stripes = u32::try_from(count("stripes", stripes, U32)?).unwrap_or(u32::MAX);
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
         let spec = spec(start, step, min, max, None);
         run(py, a, async move { Outcome::Ok(handles::striped(&dl, d.ensure_striped(&name, stripes, spec).await?, None, a)) })
@@ -390,19 +502,19 @@ flavors! {
     /// shape if needed.
     fn ensure_scope(&self, py: Python<'_>, template: String, scope: String) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.ensure_scope(&template, &scope).await?, a)) })
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, &d, d.ensure_scope(&template, &scope).await?, a)) })
     }
 
     /// Creates the sequence of `template` for `scope` (`AlreadyExistsError` if it exists).
     fn create_scope(&self, py: Python<'_>, template: String, scope: String) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.create_scope(&template, &scope).await?, a)) })
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, &d, d.create_scope(&template, &scope).await?, a)) })
     }
 
     /// Opens the existing sequence of `template` for `scope`.
     fn open_scope(&self, py: Python<'_>, template: String, scope: String) -> PyResult<Py<PyAny>> {
         let (d, dl, a) = (self.live().get(py)?, self.live().clone(), Self::ASYNC);
-        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, d.open_scope(&template, &scope).await?, a)) })
+        run(py, a, async move { Outcome::Ok(handles::sequence(&dl, &d, d.open_scope(&template, &scope).await?, a)) })
     }
 
     /// Deletes the scopes of `template` that sort before `before` (a `datetime.date` or
@@ -470,9 +582,10 @@ flavors! {
 
     /// The names of the gap-free sequences, or of a page of them (the options of `list`).
     #[pyo3(signature = (*, matching=None, after=None, limit=None, named=None))]
-    fn list_gapless(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<usize>, named: Option<Vec<String>>) -> PyResult<Py<PyAny>> {
+    fn list_gapless(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>, named: Option<Vec<String>>) -> PyResult<Py<PyAny>> {
+        let limit = limit_of(limit)?;
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move {
+        run_read(py, Self::ASYNC, async move {
             Outcome::Ok(page!(d.list_gapless(), matching, after, limit, named).await?)
         })
     }
@@ -483,7 +596,7 @@ flavors! {
     #[pyo3(signature = (collection, field, *, start=None, void_field=None))]
     fn audit(&self, py: Python<'_>, collection: String, field: String, start: Option<i64>, void_field: Option<String>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move {
+        run_read(py, Self::ASYNC, async move {
             let mut o = dispenser::gapless::AuditOptions::default();
             if let Some(v) = start {
                 o = o.with_from(v);
@@ -529,9 +642,10 @@ flavors! {
 
     /// Every queue, by name, or a page of them (the options of `list`), as status dicts.
     #[pyo3(signature = (*, matching=None, after=None, limit=None, named=None))]
-    fn list_queues(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<usize>, named: Option<Vec<String>>) -> PyResult<Py<PyAny>> {
+    fn list_queues(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>, named: Option<Vec<String>>) -> PyResult<Py<PyAny>> {
+        let limit = limit_of(limit)?;
         let d = self.live().get(py)?;
-        run(py, Self::ASYNC, async move {
+        run_read(py, Self::ASYNC, async move {
             let page = page!(d.list_queues(), matching, after, limit, named).await?;
             Outcome::Ok(Listing(page.into_iter().map(|q| q.map(|q| q.to_json())).collect()))
         })
@@ -560,8 +674,9 @@ pub(crate) fn history_read(
     mut h: dispenser::history::History,
     since: Option<&Bound<'_, PyAny>>,
     after: Option<String>,
-    limit: Option<usize>,
+    limit: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    let limit = limit_of(limit)?;
     if let Some(t) = since {
         let secs: f64 = t.call_method0("timestamp")?.extract()?;
         let ts = dispenser::jiff::Timestamp::from_microsecond((secs * 1e6) as i64)
@@ -574,7 +689,7 @@ pub(crate) fn history_read(
     if let Some(l) = limit {
         h = h.limit(l);
     }
-    run(py, asynchronous, async move {
+    run_read(py, asynchronous, async move {
         let entries = h.await?;
         Outcome::Ok(
             entries

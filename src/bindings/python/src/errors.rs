@@ -12,6 +12,10 @@ use dispenser::{Error, error::ErrorKind};
 pub(crate) enum Failure {
     Core(Error),
     Python(PyErr),
+    /// A core error whose cause is a Python exception the core saw as the driver's (a
+    /// business write's duplicate key): raised with it as its `__cause__`, unless the core's
+    /// error carries a cause of its own.
+    Caused(Error, PyErr),
 }
 
 impl From<Error> for Failure {
@@ -73,7 +77,14 @@ pub(crate) fn to_py_err(py: Python<'_>, e: &Error) -> PyErr {
         } = e
             && let Some(raised) = source.downcast_ref::<Raised>()
         {
-            err.set_cause(py, Some(raised.0.clone_ref(py)));
+            let cause = raised.0.clone_ref(py);
+            // A business write stopped by Ctrl-C (or a SystemExit) raises that again once
+            // its number was released: not an exception an `except Exception` swallows.
+            if !cause.is_instance_of::<pyo3::exceptions::PyException>(py) {
+                let _ = cause.value(py).setattr("written", e.written().as_str());
+                return Ok(cause);
+            }
+            err.set_cause(py, Some(cause));
         }
         Ok(err)
     };
@@ -85,6 +96,17 @@ impl Failure {
         match self {
             Failure::Core(e) => to_py_err(py, &e),
             Failure::Python(e) => e,
+            Failure::Caused(e, cause) => {
+                let err = to_py_err(py, &e);
+                if err
+                    .value(py)
+                    .getattr("__cause__")
+                    .is_ok_and(|c| c.is_none())
+                {
+                    err.set_cause(py, Some(cause));
+                }
+                err
+            }
         }
     }
 }

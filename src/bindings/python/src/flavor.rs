@@ -37,11 +37,26 @@ where
 }
 
 /// Declares the sync and the asyncio class of one kind of handle, over `Live<$core>`, with
-/// the same methods.
+/// the same methods, plus those of `sync { … }` on the sync class only and of `aio { … }` on
+/// the asyncio class only (`with` and `async with`).
 macro_rules! flavors {
     (
         $(#[doc = $doc:literal])*
         $name:literal, $Sync:ident, $Async:ident, $core:ty;
+        sync { $($sync:tt)* } aio { $($aio:tt)* }
+        $($body:tt)*
+    ) => {
+        crate::flavor::flavors! {
+            @both $(#[doc = $doc])* $name, $Sync, $Async, $core;
+            { $($sync)* } { $($aio)* }
+            $($body)*
+        }
+    };
+    (
+        @both
+        $(#[doc = $doc:literal])*
+        $name:literal, $Sync:ident, $Async:ident, $core:ty;
+        { $($sync:tt)* } { $($aio:tt)* }
         $($body:tt)*
     ) => {
         $(#[doc = $doc])*
@@ -79,10 +94,23 @@ macro_rules! flavors {
         #[pymethods]
         impl $Sync {
             $($body)*
+            $($sync)*
         }
 
         #[pymethods]
         impl $Async {
+            $($body)*
+            $($aio)*
+        }
+    };
+    (
+        $(#[doc = $doc:literal])*
+        $name:literal, $Sync:ident, $Async:ident, $core:ty;
+        $($body:tt)*
+    ) => {
+        crate::flavor::flavors! {
+            @both $(#[doc = $doc])* $name, $Sync, $Async, $core;
+            {} {}
             $($body)*
         }
     };

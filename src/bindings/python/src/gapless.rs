@@ -1,5 +1,5 @@
-//! `Gapless`: gap-free numbers whose business write is the app's own Python code (pymongo,
-//! Motor, anything that raises on failure).
+//! `Gapless`: gap-free numbers whose business write is the app's own Python code (PyMongo,
+//! its `AsyncMongoClient`, an ODM's save, anything that raises on failure).
 
 use std::sync::{Arc, Mutex};
 
@@ -9,11 +9,13 @@ use pyo3::sync::PyOnceLock;
 use dispenser::gapless::{Gapless, GaplessAlter, Released};
 use dispenser::mongodb::bson::doc;
 
+use pyo3::types::PyDict;
+
 use crate::convert::{Json, seconds};
-use crate::errors::{Outcome, Raised, to_py_err};
+use crate::errors::{Failure, Outcome, Raised, to_py_err};
 use crate::flavor::flavors;
 use crate::handles::stats_json;
-use crate::runtime::{run, running_loop};
+use crate::runtime::{Job, JobSender, Writes, block, run, run_read, running_loop};
 
 /// The error a business write is reported to the core with.
 type WriteError = Box<dyn std::error::Error + Send + Sync>;
@@ -48,10 +50,15 @@ impl Issued {
     }
 }
 
+/// The last duplicate key a business write of one `issue` raised: what the core reports as
+/// the driver's error is raised with it as its `__cause__` (a `DuplicateKeyError` on
+/// another unique key than the number fails the issue).
+type Duplicate = Arc<Mutex<Option<PyErr>>>;
+
 /// A Python exception of a business write, as the core sees it: a duplicate key (the
-/// driver's own error, so the core moves past a number some document carries) or a
-/// failure that releases the number.
-fn reported(py: Python<'_>, e: PyErr) -> WriteError {
+/// driver's own error, so the core moves past a number some document carries; the
+/// exception kept in `duplicate`) or a failure that releases the number.
+fn reported(py: Python<'_>, e: PyErr, duplicate: &Duplicate) -> WriteError {
     let value = e.value(py);
     let code = value
         .getattr("code")
@@ -66,61 +73,83 @@ fn reported(py: Python<'_>, e: PyErr) -> WriteError {
             let kind = dispenser::mongodb::error::ErrorKind::Write(
                 dispenser::mongodb::error::WriteFailure::WriteError(w),
             );
+            *duplicate.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
             return Box::new(dispenser::mongodb::error::Error::from(kind));
         }
     }
     Box::new(Raised::new(py, e))
 }
 
-/// `dispenser._bridge.call` and `asyncio.run_coroutine_threadsafe`, looked up once.
-static CALL: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+/// `contextvars.copy_context`, looked up once.
+static COPY_CONTEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// Runs the business write `write(n)`: a sync handle's in a thread of the runtime's
-/// blocking pool (holding the GIL while it runs); an asyncio handle's on its event loop
-/// (awaited when it returns an awaitable, as a Motor or Beanie write does).
+/// `dispenser._bridge.start`, looked up once.
+static START: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Where a business write runs: on the thread blocked in a sync `issue` (the caller's own
+/// thread, sent there as a job), or on the caller's event loop, in a copy of the caller's
+/// `contextvars` context.
+#[derive(Clone)]
+enum Writer {
+    Caller(JobSender),
+    Loop {
+        event_loop: Arc<Py<PyAny>>,
+        context: Arc<Py<PyAny>>,
+    },
+}
+
+/// Runs the business write `write(n)` where `writer` says, and hands its outcome back.
 async fn business(
     write: Arc<Py<PyAny>>,
-    event_loop: Option<Arc<Py<PyAny>>>,
+    writer: Writer,
+    duplicate: Duplicate,
     n: i64,
 ) -> Result<Py<PyAny>, WriteError> {
-    let Some(event_loop) = event_loop else {
-        let joined = tokio::task::spawn_blocking(move || {
-            Python::attach(|py| {
-                write
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    match writer {
+        Writer::Caller(jobs) => {
+            let job: Job = Box::new(move |py| {
+                let out = write
                     .bind(py)
                     .call1((n,))
                     .map(Bound::unbind)
-                    .map_err(|e| reported(py, e))
-            })
-        })
-        .await;
-        return joined.unwrap_or_else(|e| Err(format!("its thread failed: {e}").into()));
-    };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let scheduled = Python::attach(|py| -> PyResult<()> {
-        let (call, schedule) = CALL.get_or_try_init(py, || -> PyResult<_> {
-            Ok((
-                py.import("dispenser._bridge")?.getattr("call")?.unbind(),
-                py.import("asyncio")?
-                    .getattr("run_coroutine_threadsafe")?
-                    .unbind(),
-            ))
-        })?;
-        let coroutine = call.bind(py).call1((write.bind(py), n))?;
-        let done = schedule.bind(py).call1((coroutine, event_loop.bind(py)))?;
-        done.call_method1(
-            "add_done_callback",
-            (Deliver {
-                tx: Mutex::new(Some(tx)),
-            },),
-        )?;
-        Ok(())
-    });
-    if let Err(e) = scheduled {
-        return Err(Python::attach(|py| reported(py, e)));
+                    .map_err(|e| reported(py, e, &duplicate));
+                let _ = tx.send(out);
+            });
+            if jobs.send(job).is_err() {
+                return Err(
+                    "the calling thread stopped waiting before the business write ran".into(),
+                );
+            }
+        }
+        Writer::Loop {
+            event_loop,
+            context,
+        } => {
+            let scheduled = Python::attach(|py| -> PyResult<()> {
+                let start = START.get_or_try_init(py, || -> PyResult<_> {
+                    Ok(py.import("dispenser._bridge")?.getattr("start")?.unbind())
+                })?;
+                let kwargs = PyDict::new(py);
+                kwargs.set_item("context", context.bind(py))?;
+                let deliver = Deliver {
+                    tx: Mutex::new(Some(tx)),
+                    duplicate: duplicate.clone(),
+                };
+                event_loop.bind(py).call_method(
+                    "call_soon_threadsafe",
+                    (start.bind(py), write.bind(py), n, deliver),
+                    Some(&kwargs),
+                )?;
+                Ok(())
+            });
+            if let Err(e) = scheduled {
+                return Err(Python::attach(|py| reported(py, e, &duplicate)));
+            }
+        }
     }
     rx.await
-        .unwrap_or_else(|_| Err("the event loop dropped it before it ended".into()))
+        .unwrap_or_else(|_| Err("the business write was dropped before it ended".into()))
 }
 
 /// Where the outcome of a business write scheduled on the event loop goes.
@@ -130,6 +159,7 @@ type Delivery = tokio::sync::oneshot::Sender<Result<Py<PyAny>, WriteError>>;
 #[pyclass(frozen)]
 struct Deliver {
     tx: Mutex<Option<Delivery>>,
+    duplicate: Duplicate,
 }
 
 #[pymethods]
@@ -138,7 +168,7 @@ impl Deliver {
         let outcome = done
             .call_method0("result")
             .map(Bound::unbind)
-            .map_err(|e| reported(py, e));
+            .map_err(|e| reported(py, e, &self.duplicate));
         let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(tx) = tx {
             let _ = tx.send(outcome);
@@ -154,7 +184,7 @@ flavors! {
     /// The sequence's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     /// The settings the `ensure` that opened this handle found changed since by an alter,
@@ -162,11 +192,11 @@ flavors! {
     /// Empty for a handle from `create` or `open`, or when everything matched.
     #[getter]
     fn altered(&self, py: Python<'_>) -> PyResult<Json> {
-        Ok(crate::convert::altered(self.live().get(py)?.altered()))
+        Ok(crate::convert::altered(self.live().view(py)?.altered()))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let g = self.live().get(py)?;
+        let g = self.live().view(py)?;
         Ok(format!("Gapless({:?}, collection={:?}, field={:?})", g.name(), g.options().collection, g.options().field))
     }
 
@@ -174,33 +204,58 @@ flavors! {
     /// succeeded. `write` raising releases the number for the next caller
     /// (`BusinessWriteError`, the exception as its `__cause__`); a duplicate key on the
     /// number (a void, or a stalled holder's write) moves on and calls `write` again with
-    /// the next number. With `dispenser.aio`, `write` may be a coroutine function (Motor,
-    /// Beanie): it runs on the caller's event loop.
+    /// the next number. A sync `write` runs on the calling thread (which waits meanwhile);
+    /// with `dispenser.aio`, `write` may be a coroutine function (PyMongo's
+    /// `AsyncMongoClient`, Beanie, Motor): it runs on the caller's event loop, in a copy of
+    /// the caller's `contextvars` context.
     fn issue(&self, py: Python<'_>, write: Py<PyAny>) -> PyResult<Py<PyAny>> {
         let g = self.live().get(py)?;
-        let event_loop = if Self::ASYNC {
-            running_loop(py)?.map(|l| Arc::new(l.unbind()))
-        } else {
-            None
-        };
         let write = Arc::new(write);
-        run(py, Self::ASYNC, async move {
+        let issued = move |writer: Writer| async move {
+            let duplicate = Duplicate::default();
             let issued = g
-                .issue(|n| business(write.clone(), event_loop.clone(), n))
-                .await?;
+                .issue(|n| business(write.clone(), writer.clone(), duplicate.clone(), n))
+                .await
+                .map_err(|e| {
+                    let raised = duplicate.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    match raised {
+                        Some(cause) => Failure::Caused(e, cause),
+                        None => Failure::Core(e),
+                    }
+                })?;
             Outcome::Ok(Issued {
                 number: issued.number,
                 value: issued.value,
                 skipped: issued.skipped,
             })
-        })
+        };
+        if Self::ASYNC {
+            let Some(event_loop) = running_loop(py)? else {
+                // `run` says there is no running loop.
+                return run(py, true, async { Outcome::Ok(()) });
+            };
+            let context = COPY_CONTEXT
+                .get_or_try_init(py, || -> PyResult<_> {
+                    Ok(py.import("contextvars")?.getattr("copy_context")?.unbind())
+                })?
+                .bind(py)
+                .call0()?;
+            let writer = Writer::Loop {
+                event_loop: Arc::new(event_loop.unbind()),
+                context: Arc::new(context.unbind()),
+            };
+            run(py, true, issued(writer))
+        } else {
+            let (tx, jobs) = tokio::sync::mpsc::unbounded_channel();
+            block(py, issued(Writer::Caller(tx)), Some(jobs), Writes::Maybe)
+        }
     }
 
     /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
     /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
     /// the previous page).
     #[pyo3(signature = (*, since=None, after=None, limit=None))]
-    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let h = self.live().get(py)?.history();
         crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
     }
@@ -208,7 +263,7 @@ flavors! {
     /// The sequence's state (next number, lease, voids), as a dict.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let g = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(g.peek().await?.to_json())) })
+        run_read(py, Self::ASYNC, async move { Outcome::Ok(Json(g.peek().await?.to_json())) })
     }
 
     /// Confirms at once the numbers this handle used (call it before the process exits).
@@ -254,6 +309,6 @@ flavors! {
 
     /// What it did so far, as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 }

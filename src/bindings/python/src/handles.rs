@@ -13,28 +13,62 @@ use dispenser::sequence::Stats;
 use dispenser::stripe::StripedSequence;
 use dispenser::{Dispenser, Sequence};
 
+use crate::closing::Closer;
 use crate::flavor::{Handle, Out};
 use crate::runtime::{Live, wait};
 
 fn out<T: Clone + Send + 'static>(
     value: T,
     remake: crate::runtime::Remake<T>,
+    closer: &Arc<Closer>,
     asynchronous: bool,
 ) -> Out<T> {
     Out(Handle {
-        live: Arc::new(Live::new(value, remake)),
+        live: Arc::new(Live::new(value, remake, closer.clone())),
         asynchronous,
     })
 }
 
+/// A sequence handle with the dispenser it was opened from (a scope's formatted draw reads
+/// its template's format through it). Derefs to the core's [`Sequence`].
+#[derive(Clone)]
+pub(crate) struct SequenceOf {
+    pub(crate) sequence: Sequence,
+    pub(crate) dispenser: Dispenser,
+}
+
+impl std::ops::Deref for SequenceOf {
+    type Target = Sequence;
+
+    fn deref(&self) -> &Sequence {
+        &self.sequence
+    }
+}
+
 /// A sequence handle; a child opens the same document again.
-pub(crate) fn sequence(d: &Arc<Live<Dispenser>>, s: Sequence, asynchronous: bool) -> Out<Sequence> {
+pub(crate) fn sequence(
+    d: &Arc<Live<Dispenser>>,
+    made: &Dispenser,
+    s: Sequence,
+    asynchronous: bool,
+) -> Out<SequenceOf> {
+    let closer = d.closer().clone();
     let (d, name) = (d.clone(), s.name().to_owned());
+    let made = made.clone();
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         let (disp, name) = (d.get(py)?, name.clone());
-        wait(py, async move { disp.open(&name).await })
+        let reopened = disp.clone();
+        let sequence = wait(py, async move { disp.open(&name).await })?;
+        Ok(SequenceOf {
+            sequence,
+            dispenser: reopened,
+        })
     });
-    out(s, remake, asynchronous)
+    let handle = SequenceOf {
+        sequence: s,
+        dispenser: made,
+    };
+    out(handle, remake, &closer, asynchronous)
 }
 
 /// A block client; a child opens a new one (the parent's blocks stay the parent's).
@@ -44,28 +78,35 @@ pub(crate) fn blocks(
     options: BlockOptions,
     asynchronous: bool,
 ) -> Out<BlockSequence> {
+    let closer = d.closer().clone();
     let (d, name) = (d.clone(), b.name().to_owned());
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         let (disp, name, o) = (d.get(py)?, name.clone(), options);
         wait(py, async move { disp.open_blocks(&name).options(o).await })
     });
-    out(b, remake, asynchronous)
+    let o = out(b, remake, &closer, asynchronous);
+    closer.keep_blocks(&o.0.live);
+    o
 }
 
 /// A block client made from a sequence handle (`Sequence.into_blocks`).
 pub(crate) fn blocks_of(
-    s: &Arc<Live<Sequence>>,
+    s: &Arc<Live<SequenceOf>>,
     b: BlockSequence,
     options: BlockOptions,
     asynchronous: bool,
 ) -> Out<BlockSequence> {
+    let closer = s.closer().clone();
     let s = s.clone();
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         s.get(py)?
+            .sequence
             .into_blocks(options)
             .map_err(|e| crate::errors::to_py_err(py, &e))
     });
-    out(b, remake, asynchronous)
+    let o = out(b, remake, &closer, asynchronous);
+    closer.keep_blocks(&o.0.live);
+    o
 }
 
 /// A striped sequence; with `blocks`, the block clients per stripe of `with_blocks`.
@@ -75,6 +116,7 @@ pub(crate) fn striped(
     blocks: Option<BlockOptions>,
     asynchronous: bool,
 ) -> Out<StripedSequence> {
+    let closer = d.closer().clone();
     let (d, name) = (d.clone(), s.name().to_owned());
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         let (disp, name) = (d.get(py)?, name.clone());
@@ -86,7 +128,28 @@ pub(crate) fn striped(
             None => Ok(s),
         }
     });
-    out(s, remake, asynchronous)
+    out(s, remake, &closer, asynchronous)
+}
+
+/// A striped sequence drawn through block clients (`StripedSequence.with_blocks`), closed
+/// with its dispenser.
+pub(crate) fn striped_blocks(
+    parent: &Arc<Live<StripedSequence>>,
+    made: StripedSequence,
+    options: BlockOptions,
+    asynchronous: bool,
+) -> Out<StripedSequence> {
+    let closer = parent.closer().clone();
+    let parent = parent.clone();
+    let remake = Box::new(move |py: pyo3::Python<'_>| {
+        parent
+            .get(py)?
+            .with_blocks(options)
+            .map_err(|e| crate::errors::to_py_err(py, &e))
+    });
+    let o = out(made, remake, &closer, asynchronous);
+    closer.keep_striped(&o.0.live);
+    o
 }
 
 /// A daily sequence.
@@ -97,6 +160,7 @@ pub(crate) fn daily(
     time_zone: String,
     asynchronous: bool,
 ) -> Out<DailySequence> {
+    let closer = d.closer().clone();
     let d = d.clone();
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         let disp = d.get(py)?;
@@ -104,7 +168,7 @@ pub(crate) fn daily(
             .and_then(|tz| disp.open_daily(&template, tz))
             .map_err(|e| crate::errors::to_py_err(py, &e))
     });
-    out(s, remake, asynchronous)
+    out(s, remake, &closer, asynchronous)
 }
 
 /// A gap-free sequence; a child ensures it again with the same options (or opens it, when
@@ -115,6 +179,7 @@ pub(crate) fn gapless(
     options: Option<GaplessOptions>,
     asynchronous: bool,
 ) -> Out<Gapless> {
+    let closer = d.closer().clone();
     let (d, name) = (d.clone(), g.name().to_owned());
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         let (disp, name, o) = (d.get(py)?, name.clone(), options.clone());
@@ -125,17 +190,20 @@ pub(crate) fn gapless(
             }
         })
     });
-    out(g, remake, asynchronous)
+    let o = out(g, remake, &closer, asynchronous);
+    closer.keep_gapless(&o.0.live);
+    o
 }
 
 /// A queue.
 pub(crate) fn queue(d: &Arc<Live<Dispenser>>, q: Queue, asynchronous: bool) -> Out<Queue> {
+    let closer = d.closer().clone();
     let (d, name) = (d.clone(), q.name().to_owned());
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         let (disp, name) = (d.get(py)?, name.clone());
         wait(py, async move { disp.open_queue(&name).await })
     });
-    out(q, remake, asynchronous)
+    out(q, remake, &closer, asynchronous)
 }
 
 /// A queue acting as another caller (`Queue.with_caller`).
@@ -145,13 +213,14 @@ pub(crate) fn queue_as(
     caller: String,
     asynchronous: bool,
 ) -> Out<Queue> {
+    let closer = q.closer().clone();
     let q = q.clone();
     let remake = Box::new(move |py: pyo3::Python<'_>| {
         q.get(py)?
             .with_caller(&caller)
             .map_err(|e| crate::errors::to_py_err(py, &e))
     });
-    out(made, remake, asynchronous)
+    out(made, remake, &closer, asynchronous)
 }
 
 /// A handle's counters, as a dict.
@@ -196,5 +265,15 @@ pub(crate) fn audit_json(a: &Audit) -> Value {
         "voids": a.voids,
         "malformed": a.malformed,
         "malformed_docs": a.malformed_docs,
+    })
+}
+
+/// What an adopt did to one sequence, as a dict.
+pub(crate) fn adopted_json(a: &dispenser::sequence::Adopted) -> Value {
+    json!({
+        "name": a.name,
+        "highest": a.highest,
+        "moved": a.moved,
+        "state": a.state.to_json(),
     })
 }

@@ -3,6 +3,8 @@
 //! call of the core, translated: arguments in, the core's value (or its JSON rendering) and
 //! errors out. Nothing here decides anything the core decides.
 
+mod adopt;
+mod closing;
 mod convert;
 mod dispenser;
 mod errors;
@@ -34,6 +36,8 @@ fn _dispenser(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::SyncQueue>()?;
     aio.add_class::<queue::AsyncQueue>()?;
     m.add_class::<gapless::Issued>()?;
+    m.add_class::<adopt::PyAdoptSource>()?;
+    m.add_class::<adopt::PyFormat>()?;
     m.add_submodule(&aio)?;
     m.add_function(wrap_pyfunction!(runtime::_after_fork_in_child, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -4,11 +4,11 @@ use pyo3::prelude::*;
 
 use dispenser::queue::{Queue, QueueAlter};
 
-use crate::convert::Json;
+use crate::convert::{Json, count_opt};
 use crate::errors::{Outcome, to_py_err};
 use crate::flavor::flavors;
 use crate::handles;
-use crate::runtime::run;
+use crate::runtime::{run, run_read};
 
 flavors! {
     /// A ticket queue: `take()` a ticket, `call()` the next one from a desk. Tickets are
@@ -18,7 +18,7 @@ flavors! {
     /// The queue's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     /// The settings the `ensure` that opened this handle found changed since by an alter,
@@ -26,11 +26,11 @@ flavors! {
     /// Empty for a handle from `create` or `open`, or when everything matched.
     #[getter]
     fn altered(&self, py: Python<'_>) -> PyResult<Json> {
-        Ok(crate::convert::altered(self.live().get(py)?.altered()))
+        Ok(crate::convert::altered(self.live().view(py)?.altered()))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("Queue({:?})", self.live().get(py)?.name()))
+        Ok(format!("Queue({:?})", self.live().view(py)?.name()))
     }
 
     /// The same queue acting as `caller` (whose request ids takes are scoped to).
@@ -43,7 +43,8 @@ flavors! {
     /// list). The same `request_id` again (from the same caller, within 24 hours) answers
     /// the tickets of the first take: a take safe to retry.
     #[pyo3(signature = (*, count=None, request_id=None, caller=None))]
-    fn take(&self, py: Python<'_>, count: Option<u64>, request_id: Option<String>, caller: Option<String>) -> PyResult<Py<PyAny>> {
+    fn take(&self, py: Python<'_>, count: Option<&Bound<'_, PyAny>>, request_id: Option<String>, caller: Option<String>) -> PyResult<Py<PyAny>> {
+        let count = count_opt("count", count, u64::MAX)?;
         let q = self.live().get(py)?;
         match count {
             None => run(py, Self::ASYNC, async move {
@@ -184,7 +185,7 @@ flavors! {
     /// The ticket that waits with `number`, read once: act on it by its serial.
     fn waiting_ticket(&self, py: Python<'_>, number: i64) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move {
+        run_read(py, Self::ASYNC, async move {
             Outcome::Ok(Json(q.waiting_ticket(number).await?.to_json()))
         })
     }
@@ -198,17 +199,19 @@ flavors! {
         })
     }
 
-    /// Deletes the queue.
-    fn delete(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    /// Deletes the queue; refused (`ConflictError`, code `queue_in_use`) while people wait,
+    /// unless `force=True` (recorded in the history).
+    #[pyo3(signature = (*, force=false))]
+    fn delete(&self, py: Python<'_>, force: bool) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(q.delete().await?) })
+        run(py, Self::ASYNC, async move { Outcome::Ok(q.delete().force(force).await?) })
     }
 
     /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
     /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
     /// the previous page).
     #[pyo3(signature = (*, since=None, after=None, limit=None))]
-    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let h = self.live().get(py)?.history();
         crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
     }
@@ -216,7 +219,7 @@ flavors! {
     /// Who waits, which desk shows what, the last calls: a dict.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.peek().await?.to_json())) })
+        run_read(py, Self::ASYNC, async move { Outcome::Ok(Json(q.peek().await?.to_json())) })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The one tokio runtime of the process, how a call waits for a core future (sync: the
-//! calling thread blocks with the GIL released; asyncio: an `asyncio.Future` resolved from
-//! the runtime), and what a fork does to both.
+//! calling thread blocks with the GIL released, looking for signals every [`TICK`];
+//! asyncio: an `asyncio.Future` resolved from the runtime), and what a fork does to both.
 //!
 //! A runtime and a driver client belong to the process that made them: in a child after
 //! `fork` their threads do not exist. So `os.register_at_fork` (see `dispenser/__init__.py`)
@@ -14,8 +14,9 @@
 
 use std::future::Future;
 use std::mem::ManuallyDrop;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use pyo3::BoundObject;
 use pyo3::exceptions::PyRuntimeError;
@@ -23,7 +24,42 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use tokio::runtime::Runtime;
 
+use crate::closing::Closer;
 use crate::errors::Failure;
+
+/// How often a blocked sync call looks for a signal (`PyErr_CheckSignals`): a Ctrl-C
+/// interrupts it within this, plus the time the signal handler takes.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Work the core hands to the thread blocked in a sync call, run there with the GIL: a
+/// gap-free business write, so that it runs on the caller's own thread (its thread-locals,
+/// its `contextvars`, its database session) while the call waits.
+pub(crate) type Job = Box<dyn FnOnce(Python<'_>) + Send>;
+
+/// Where the core sends the [`Job`]s of one sync call.
+pub(crate) type JobSender = tokio::sync::mpsc::UnboundedSender<Job>;
+
+/// Where the thread blocked in one sync call receives its [`Job`]s.
+pub(crate) type Jobs = tokio::sync::mpsc::UnboundedReceiver<Job>;
+
+/// What a call may have written when a signal interrupts it: the `written` the raised
+/// exception carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Writes {
+    /// A read: nothing was written (`nothing_written`).
+    Never,
+    /// A call that writes: its write may have been sent (`unknown`).
+    Maybe,
+}
+
+impl Writes {
+    fn as_str(self) -> &'static str {
+        match self {
+            Writes::Never => "nothing_written",
+            Writes::Maybe => "unknown",
+        }
+    }
+}
 
 /// Which process generation this is: 0 in the process that imported the module, one more
 /// after each fork.
@@ -95,23 +131,48 @@ impl<T> Drop for Gen<T> {
 /// How a handle is opened again in a child after fork.
 pub(crate) type Remake<T> = Box<dyn Fn(Python<'_>) -> PyResult<T> + Send + Sync>;
 
-/// A core handle (cheap to clone) that a fork makes open again: what every Python handle
-/// holds.
+/// A core handle (cheap to clone) that a fork makes open again, and the [`Closer`] of the
+/// dispenser it came from: what every Python handle holds.
 pub(crate) struct Live<T> {
     slot: Mutex<Gen<T>>,
     remake: Remake<T>,
+    closer: Arc<Closer>,
 }
 
 impl<T: Clone + Send + 'static> Live<T> {
-    pub(crate) fn new(value: T, remake: Remake<T>) -> Self {
+    pub(crate) fn new(value: T, remake: Remake<T>, closer: Arc<Closer>) -> Self {
         Live {
             slot: Mutex::new(Gen::new(value)),
             remake,
+            closer,
         }
     }
 
-    /// The core handle of this generation (opened again first after a fork).
+    /// The closer of the dispenser this handle came from.
+    pub(crate) fn closer(&self) -> &Arc<Closer> {
+        &self.closer
+    }
+
+    /// The core handle of this generation, if it was made in this process (no remake, and
+    /// whether or not its dispenser was closed): what closing a dispenser closes.
+    pub(crate) fn current(&self) -> Option<T> {
+        let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        (slot.generation == generation()).then(|| (*slot.value).clone())
+    }
+
+    /// The core handle, for what reads no database (a name, counters), also once its
+    /// dispenser was closed.
+    pub(crate) fn view(&self, py: Python<'_>) -> PyResult<T> {
+        match self.current() {
+            Some(v) => Ok(v),
+            None => self.get(py),
+        }
+    }
+
+    /// The core handle of this generation (opened again first after a fork); refused once
+    /// its dispenser was closed.
     pub(crate) fn get(&self, py: Python<'_>) -> PyResult<T> {
+        self.closer.check(py)?;
         {
             let slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
             if slot.generation == generation() {
@@ -153,7 +214,9 @@ pub(crate) fn running_loop<'py>(py: Python<'py>) -> PyResult<Option<Bound<'py, P
 }
 
 /// Runs a core call for a handle of either flavour: a sync handle blocks this thread (the
-/// GIL released) and returns the value; an asyncio handle returns an awaitable at once.
+/// GIL released) and returns the value; an asyncio handle returns an awaitable at once. A
+/// sync call interrupted by a signal says its write may have been sent: for reads, see
+/// [`run_read`].
 pub(crate) fn run<T, F>(py: Python<'_>, asynchronous: bool, fut: F) -> PyResult<Py<PyAny>>
 where
     F: Future<Output = Result<T, Failure>> + Send + 'static,
@@ -162,13 +225,42 @@ where
     if asynchronous {
         spawn(py, fut)
     } else {
-        block(py, fut)
+        block(py, fut, None, Writes::Maybe)
     }
 }
 
+/// [`run`] for a call that only reads: interrupted, it says nothing was written.
+pub(crate) fn run_read<T, F>(py: Python<'_>, asynchronous: bool, fut: F) -> PyResult<Py<PyAny>>
+where
+    F: Future<Output = Result<T, Failure>> + Send + 'static,
+    T: for<'py> IntoPyObject<'py> + Send + 'static,
+{
+    if asynchronous {
+        spawn(py, fut)
+    } else {
+        block(py, fut, None, Writes::Never)
+    }
+}
+
+/// What one wait of a blocked sync call ended with.
+enum Step<T> {
+    Done(Result<T, Failure>),
+    Job(Job),
+    Tick,
+}
+
 /// The sync flavour: refuses to block a running event loop, else waits with the GIL
-/// released (so other Python threads run, and their draws coalesce with this one).
-fn block<T, F>(py: Python<'_>, fut: F) -> PyResult<Py<PyAny>>
+/// released (so other Python threads run, and their draws coalesce with this one). While
+/// it waits it runs the [`Job`]s the call sends (`jobs`) on this thread, and every
+/// [`TICK`] it looks for a signal: a signal handler that raises (Ctrl-C's
+/// `KeyboardInterrupt`) drops the call in the core — as cancelling an asyncio call does —
+/// and its exception is raised with `written` set from `writes`.
+pub(crate) fn block<T, F>(
+    py: Python<'_>,
+    fut: F,
+    jobs: Option<Jobs>,
+    writes: Writes,
+) -> PyResult<Py<PyAny>>
 where
     F: Future<Output = Result<T, Failure>> + Send,
     T: for<'py> IntoPyObject<'py> + Send,
@@ -181,12 +273,45 @@ where
         ));
     }
     let rt = runtime()?;
-    match py.detach(|| rt.block_on(fut)) {
-        Ok(v) => v
-            .into_pyobject(py)
-            .map(|b| b.into_any().unbind())
-            .map_err(Into::into),
-        Err(f) => Err(f.into_py_err(py)),
+    let mut fut = Box::pin(fut);
+    let mut jobs = jobs;
+    loop {
+        let step = py.detach(|| {
+            rt.block_on(async {
+                let job = async {
+                    match jobs.as_mut() {
+                        Some(j) => j.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    out = &mut fut => Step::Done(out),
+                    Some(job) = job => Step::Job(job),
+                    () = tokio::time::sleep(TICK) => Step::Tick,
+                }
+            })
+        });
+        match step {
+            Step::Done(Ok(v)) => {
+                return v
+                    .into_pyobject(py)
+                    .map(|b| b.into_any().unbind())
+                    .map_err(Into::into);
+            }
+            Step::Done(Err(f)) => return Err(f.into_py_err(py)),
+            Step::Job(job) => job(py),
+            Step::Tick => {
+                if let Err(e) = py.check_signals() {
+                    // Dropped inside the runtime, as an aborted asyncio call is.
+                    let inside = rt.enter();
+                    drop(fut);
+                    drop(inside);
+                    let _ = e.value(py).setattr("written", writes.as_str());
+                    return Err(e);
+                }
+            }
+        }
     }
 }
 

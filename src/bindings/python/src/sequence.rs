@@ -9,11 +9,23 @@ use dispenser::scope::DailySequence;
 use dispenser::sequence::Alter;
 use dispenser::stripe::StripedSequence;
 
-use crate::convert::{Json, Numbers, block_options, day};
-use crate::errors::{Outcome, to_py_err};
+use crate::convert::{Json, Numbers, block_options, count, count_opt, day};
+use crate::errors::{Outcome, invalid, to_py_err};
 use crate::flavor::flavors;
-use crate::handles::{self, close_json, stats_json};
-use crate::runtime::run;
+use crate::handles::{self, adopted_json, close_json, stats_json};
+use crate::runtime::{run, run_read};
+
+/// Block options from the keywords given, counts checked.
+fn blocks_from(
+    size: Option<&Bound<'_, PyAny>>,
+    prefetch: Option<f64>,
+    grow_to: Option<&Bound<'_, PyAny>>,
+    range_share: Option<f64>,
+) -> PyResult<dispenser::block::BlockOptions> {
+    let size = count_opt("size", size, u64::MAX)?;
+    let grow_to = count_opt("grow_to", grow_to, u64::MAX)?;
+    Ok(block_options(size, prefetch, grow_to, range_share))
+}
 
 /// An alter from the keywords given (`None`: unchanged).
 fn alter(
@@ -53,12 +65,12 @@ fn state_list(states: Vec<dispenser::sequence::SequenceState>) -> Vec<Json> {
 flavors! {
     /// A handle on one sequence: draws numbers. Share it between threads (or tasks):
     /// concurrent draws on one handle share writes.
-    "Sequence", SyncSequence, AsyncSequence, dispenser::Sequence;
+    "Sequence", SyncSequence, AsyncSequence, crate::handles::SequenceOf;
 
     /// The sequence's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     /// The settings the `ensure` that opened this handle found changed since by an alter,
@@ -66,11 +78,11 @@ flavors! {
     /// Empty for a handle from `create` or `open`, or when everything matched.
     #[getter]
     fn altered(&self, py: Python<'_>) -> PyResult<Json> {
-        Ok(crate::convert::altered(self.live().get(py)?.altered()))
+        Ok(crate::convert::altered(self.live().view(py)?.altered()))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("Sequence({:?})", self.live().get(py)?.name()))
+        Ok(format!("Sequence({:?})", self.live().view(py)?.name()))
     }
 
     /// Issues the next number.
@@ -81,26 +93,74 @@ flavors! {
 
     /// Issues a contiguous run of `n` numbers in one write, as a `range`. With `cycle` a
     /// run stops at the wrap (fewer than `n` numbers: call again for the rest).
-    fn next_n(&self, py: Python<'_>, n: u64) -> PyResult<Py<PyAny>> {
+    fn next_n(&self, py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let n = count("n", n, u64::MAX)?;
         let s = self.live().get(py)?;
         run(py, Self::ASYNC, async move { Outcome::Ok(Numbers(s.next_n(n).await?)) })
     }
 
+    /// Issues the next number rendered with the sequence's serial `format` (`"INV-000042"`),
+    /// read first in the same call (one read more than `next()`); a scope's key fills
+    /// `{scope}`. A sequence without a format is refused (`InvalidInputError`) before
+    /// anything is drawn. To keep the number too, draw with `next()` and render with
+    /// `dispenser.Format(s.peek()["format"]).render(n)`.
+    fn next_formatted(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let s = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let state = s.peek().await?;
+            // A scope draws with its template's format (as `dispenser next --formatted`).
+            let format = match (state.format, s.name().split_once('@')) {
+                (Some(f), _) => Some(f),
+                (None, Some((template, _))) => s.dispenser.peek(template).await?.format,
+                (None, None) => None,
+            };
+            let Some(format) = format else {
+                return Err(invalid(
+                    "next_formatted",
+                    format!("sequence {:?} has no format: give it one (alter(format=\"INV-{{n:06}}\")); nothing was drawn", s.name()),
+                )
+                .into());
+            };
+            let scope = s.name().split_once('@').map(|(_, key)| key.to_owned());
+            if scope.is_none() && format.uses_scope() {
+                return Err(invalid(
+                    "next_formatted",
+                    format!("the format {:?} of sequence {:?} needs a scope: draw from a scope (ensure_scope); nothing was drawn", format.as_str(), s.name()),
+                )
+                .into());
+            }
+            let n = s.next().await?;
+            Outcome::Ok(format.render(n, scope.as_deref()))
+        })
+    }
+
+    /// Moves the sequence past every number `source` issued (`AdoptSource`): the switch-over
+    /// from mongoengine, mongoose-sequence, a counter of one's own or documents numbered
+    /// already. Returns a list of `Adopted` dicts (`name`, `highest`, `moved`, `state`).
+    fn adopt(&self, py: Python<'_>, source: PyRef<'_, crate::adopt::PyAdoptSource>) -> PyResult<Py<PyAny>> {
+        let source = source.0.clone();
+        let s = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let done = s.adopt(source).await?;
+            Outcome::Ok(done.iter().map(|a| Json(adopted_json(a))).collect::<Vec<_>>())
+        })
+    }
+
     /// What this handle did so far (issued, writes, round trips, lost races, …), as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 
     /// How many numbers are left before the wrap or the bound, as last seen by this handle.
     fn remaining_hint(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.live().get(py)?.remaining_hint())
+        Ok(self.live().view(py)?.remaining_hint())
     }
 
     /// Who changed it, when, how: a list of entry dicts, oldest first (at most `limit`, 100
     /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
     /// the previous page).
     #[pyo3(signature = (*, since=None, after=None, limit=None))]
-    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let h = self.live().get(py)?.history();
         crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
     }
@@ -108,7 +168,7 @@ flavors! {
     /// Reads the sequence's state now, as a dict.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(s.peek().await?.to_json())) })
+        run_read(py, Self::ASYNC, async move { Outcome::Ok(Json(s.peek().await?.to_json())) })
     }
 
     /// Moves the sequence past `n` (never backwards); returns the state afterwards.
@@ -146,9 +206,9 @@ flavors! {
     /// A block client over this sequence (no I/O until its first draw).
     #[allow(clippy::wrong_self_convention)] // Python's handle stays usable: it is shared
     #[pyo3(signature = (*, size=None, prefetch=None, grow_to=None, range_share=None))]
-    fn into_blocks(&self, py: Python<'_>, size: Option<u64>, prefetch: Option<f64>, grow_to: Option<u64>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
-        let o = block_options(size, prefetch, grow_to, range_share);
-        let b = self.live().get(py)?.into_blocks(o).map_err(|e| to_py_err(py, &e))?;
+    fn into_blocks(&self, py: Python<'_>, size: Option<&Bound<'_, PyAny>>, prefetch: Option<f64>, grow_to: Option<&Bound<'_, PyAny>>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
+        let o = blocks_from(size, prefetch, grow_to, range_share)?;
+        let b = self.live().get(py)?.sequence.into_blocks(o).map_err(|e| to_py_err(py, &e))?;
         Ok(handles::blocks_of(self.live(), b, o, Self::ASYNC).into_pyobject(py)?.unbind())
     }
 }
@@ -157,15 +217,47 @@ flavors! {
     /// A block client: one write reserves a block of numbers, handed out from memory.
     /// Close it (`close()`) to give back what it did not hand out.
     "BlockSequence", SyncBlockSequence, AsyncBlockSequence, BlockSequence;
+    sync {
+        fn __enter__(slf: Py<Self>) -> Py<Self> {
+            slf
+        }
+
+        /// Closes it (see `close`).
+        #[pyo3(signature = (*_exc))]
+        fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+            self.close(py)?;
+            Ok(false)
+        }
+    }
+    aio {
+        fn __aenter__(slf: Py<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+            run(py, true, async move { Outcome::Ok(slf) })
+        }
+
+        /// Closes it (see `close`).
+        #[pyo3(signature = (*_exc))]
+        fn __aexit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Py<PyAny>> {
+            let b = self.live().view(py)?;
+            run(py, true, async move {
+                b.close().await?;
+                Outcome::Ok(false)
+            })
+        }
+
+        /// `close()`, by the name asyncio's resources use.
+        fn aclose(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+            self.close(py)
+        }
+    }
 
     /// The sequence's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("BlockSequence({:?})", self.live().get(py)?.name()))
+        Ok(format!("BlockSequence({:?})", self.live().view(py)?.name()))
     }
 
     /// The next number: from the current block, else after reserving the next one.
@@ -182,7 +274,7 @@ flavors! {
     /// Waits until no reservation is in flight.
     fn settle(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let b = self.live().get(py)?;
-        run(py, Self::ASYNC, async move {
+        run_read(py, Self::ASYNC, async move {
             b.settle().await;
             Outcome::Ok(())
         })
@@ -190,40 +282,72 @@ flavors! {
 
     /// How many reserved numbers it holds, not yet handed out.
     fn held(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.live().get(py)?.held())
+        Ok(self.live().view(py)?.held())
     }
 
     /// The size of its current block.
     fn block_size(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.live().get(py)?.block_size())
+        Ok(self.live().view(py)?.block_size())
     }
 
     /// Whether it was closed.
     fn is_closed(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.live().get(py)?.is_closed())
+        Ok(self.live().view(py)?.is_closed())
     }
 
     /// Stops it and gives back the numbers it holds when that is safe: a dict with
     /// `given_back` and `lost`.
     fn close(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let b = self.live().get(py)?;
+        let b = self.live().view(py)?;
         run(py, Self::ASYNC, async move { Outcome::Ok(Json(close_json(&b.close().await?))) })
     }
 
     /// What it did so far, as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 }
 
 flavors! {
     /// A sequence spread over several documents (stripes), each a disjoint residue class.
     "StripedSequence", SyncStripedSequence, AsyncStripedSequence, StripedSequence;
+    sync {
+        fn __enter__(slf: Py<Self>) -> Py<Self> {
+            slf
+        }
+
+        /// Closes its block clients, if any (see `close`).
+        #[pyo3(signature = (*_exc))]
+        fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+            self.close(py)?;
+            Ok(false)
+        }
+    }
+    aio {
+        fn __aenter__(slf: Py<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+            run(py, true, async move { Outcome::Ok(slf) })
+        }
+
+        /// Closes its block clients, if any (see `close`).
+        #[pyo3(signature = (*_exc))]
+        fn __aexit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<Py<PyAny>> {
+            let s = self.live().view(py)?;
+            run(py, true, async move {
+                s.close().await?;
+                Outcome::Ok(false)
+            })
+        }
+
+        /// `close()`, by the name asyncio's resources use.
+        fn aclose(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+            self.close(py)
+        }
+    }
 
     /// The striped sequence's name.
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.name().to_owned())
+        Ok(self.live().view(py)?.name().to_owned())
     }
 
     /// The settings the `ensure` that opened this handle found changed since by an alter,
@@ -231,17 +355,17 @@ flavors! {
     /// Empty for a handle from `create` or `open`, or when everything matched.
     #[getter]
     fn altered(&self, py: Python<'_>) -> PyResult<Json> {
-        Ok(crate::convert::altered(&self.live().get(py)?.altered()))
+        Ok(crate::convert::altered(&self.live().view(py)?.altered()))
     }
 
     /// How many stripes it has.
     #[getter]
     fn stripes(&self, py: Python<'_>) -> PyResult<u32> {
-        Ok(self.live().get(py)?.stripes())
+        Ok(self.live().view(py)?.stripes())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let s = self.live().get(py)?;
+        let s = self.live().view(py)?;
         Ok(format!("StripedSequence({:?}, stripes={})", s.name(), s.stripes()))
     }
 
@@ -255,7 +379,7 @@ flavors! {
     /// by default; `since` an aware `datetime`; `after` the `cursor` of the last entry of
     /// the previous page).
     #[pyo3(signature = (*, since=None, after=None, limit=None))]
-    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<usize>) -> PyResult<Py<PyAny>> {
+    fn history(&self, py: Python<'_>, since: Option<&Bound<'_, PyAny>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
         let h = self.live().get(py)?.history();
         crate::dispenser::history_read(py, Self::ASYNC, h, since, after, limit)
     }
@@ -263,7 +387,7 @@ flavors! {
     /// Every stripe's state, as a list of dicts.
     fn peek(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let s = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(state_list(s.peek().await?)) })
+        run_read(py, Self::ASYNC, async move { Outcome::Ok(state_list(s.peek().await?)) })
     }
 
     /// Moves every stripe past `n`.
@@ -297,29 +421,21 @@ flavors! {
 
     /// The same stripes drawn through a block client each.
     #[pyo3(signature = (*, size=None, prefetch=None, grow_to=None, range_share=None))]
-    fn with_blocks(&self, py: Python<'_>, size: Option<u64>, prefetch: Option<f64>, grow_to: Option<u64>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
-        let o = block_options(size, prefetch, grow_to, range_share);
-        let parent = self.live().clone();
-        let made = parent.get(py)?.with_blocks(o).map_err(|e| to_py_err(py, &e))?;
-        let remake = Box::new(move |py: Python<'_>| {
-            parent.get(py)?.with_blocks(o).map_err(|e| to_py_err(py, &e))
-        });
-        let out = crate::flavor::Out(crate::flavor::Handle {
-            live: std::sync::Arc::new(crate::runtime::Live::new(made, remake)),
-            asynchronous: Self::ASYNC,
-        });
-        Ok(out.into_pyobject(py)?.unbind())
+    fn with_blocks(&self, py: Python<'_>, size: Option<&Bound<'_, PyAny>>, prefetch: Option<f64>, grow_to: Option<&Bound<'_, PyAny>>, range_share: Option<f64>) -> PyResult<Py<PyAny>> {
+        let o = blocks_from(size, prefetch, grow_to, range_share)?;
+        let made = self.live().get(py)?.with_blocks(o).map_err(|e| to_py_err(py, &e))?;
+        Ok(handles::striped_blocks(self.live(), made, o, Self::ASYNC).into_pyobject(py)?.unbind())
     }
 
     /// Closes its block clients (if any), giving back what they hold: a dict.
     fn close(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let s = self.live().get(py)?;
+        let s = self.live().view(py)?;
         run(py, Self::ASYNC, async move { Outcome::Ok(Json(close_json(&s.close().await?))) })
     }
 
     /// What it did so far, as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 }
 
@@ -331,11 +447,11 @@ flavors! {
     /// The template whose shape every day's sequence takes.
     #[getter]
     fn template(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.template().to_owned())
+        Ok(self.live().view(py)?.template().to_owned())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("DailySequence({:?})", self.live().get(py)?.template()))
+        Ok(format!("DailySequence({:?})", self.live().view(py)?.template()))
     }
 
     /// The next number of today's sequence: `(day, number)`.
@@ -349,7 +465,7 @@ flavors! {
 
     /// Today in the sequence's time zone, as `YYYY-MM-DD`.
     fn today(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.live().get(py)?.today().to_string())
+        Ok(self.live().view(py)?.today().to_string())
     }
 
     /// Deletes the days before `before` (a `datetime.date` or `YYYY-MM-DD`); returns how
@@ -365,6 +481,6 @@ flavors! {
 
     /// What it did so far, as a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(Json(stats_json(&self.live().get(py)?.stats())).into_pyobject(py)?.unbind())
+        Ok(Json(stats_json(&self.live().view(py)?.stats())).into_pyobject(py)?.unbind())
     }
 }

@@ -12,6 +12,14 @@ drawing from one handle at once share its writes. For asyncio, use ``dispenser.a
     orders.next()                            # 1, 2, 3, ...
     tickets = d.ensure("tickets", max=99, cycle=True)
 
+A blocked call is interrupted by Ctrl-C (any signal handler that raises) within about 50 ms:
+the call is dropped in the core and the handler's exception (``KeyboardInterrupt``) is raised
+with ``written`` set (``"unknown"`` for a call that writes, ``"nothing_written"`` for a read).
+``with dispenser.Dispenser.connect(...) as d:`` closes it at the end (``close()``): block
+clients give back what they hold and later calls are refused. The shapes of the dicts the
+calls return are in ``dispenser.types``; the ODM fields in ``dispenser.mongoengine`` and
+``dispenser.beanie``.
+
 After ``os.fork`` (gunicorn ``--preload``, Celery prefork, multiprocessing) every handle
 works in the child: the first call there opens it again on the child's own runtime and
 connection pool; the parent's blocks are never used by the child.
@@ -23,9 +31,11 @@ import os as _os
 
 from . import _dispenser
 from ._dispenser import (
+    AdoptSource,
     BlockSequence,
     DailySequence,
     Dispenser,
+    Format,
     Gapless,
     Issued,
     Queue,
@@ -59,6 +69,8 @@ __all__ = [
     "Gapless",
     "Issued",
     "Queue",
+    "AdoptSource",
+    "Format",
     "DispenserError",
     "InvalidInputError",
     "NotFoundError",

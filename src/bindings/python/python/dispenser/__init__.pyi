@@ -1,7 +1,9 @@
 from ._dispenser import (
+    AdoptSource as AdoptSource,
     BlockSequence as BlockSequence,
     DailySequence as DailySequence,
     Dispenser as Dispenser,
+    Format as Format,
     Gapless as Gapless,
     Issued as Issued,
     Queue as Queue,

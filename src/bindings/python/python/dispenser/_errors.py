@@ -44,7 +44,7 @@ class DispenserError(Exception):
         self.kind = kind
         self.written = written
 
-    def __reduce__(self):  # picklable (multiprocessing), with its fields
+    def __reduce__(self) -> tuple[type, tuple[str, str, str, str]]:  # picklable, with its fields
         return (type(self), (self.message, self.code, self.kind, self.written))
 
 

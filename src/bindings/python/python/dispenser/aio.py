@@ -7,14 +7,16 @@
     n = await orders.next()
 
 The core runs on its own threads: it works under any asyncio loop (uvloop included) and
-beside Motor or Beanie. A gap-free ``issue(write)`` accepts a coroutine function as
-``write`` (a Motor insert) and runs it on the caller's loop. Cancelling a call drops it in
-the core (a draw cancelled after its write was sent leaves a gap, never a duplicate).
+beside PyMongo's ``AsyncMongoClient``, Beanie or Motor. A gap-free ``issue(write)`` accepts
+a coroutine function as ``write`` (an ``AsyncMongoClient`` insert) and runs it on the
+caller's loop, in a copy of the caller's ``contextvars`` context. Cancelling a call drops it
+in the core (a draw cancelled after its write was sent leaves a gap, never a duplicate).
+``async with`` a dispenser or a block client closes it at the end (``aclose()``).
 """
 
 from __future__ import annotations
 
-from ._dispenser import Issued
+from ._dispenser import AdoptSource, Format, Issued
 from ._dispenser import aio as _aio
 
 Dispenser = _aio.Dispenser
@@ -36,5 +38,7 @@ __all__ = [
     "Gapless",
     "Issued",
     "Queue",
+    "AdoptSource",
+    "Format",
     *_errors,
 ]
