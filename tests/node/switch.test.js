@@ -107,6 +107,11 @@ for (const [major, m] of MONGOOSES) {
       // Adopted by hand: the next save goes on (a refusal is checked again).
       await d.adopt('orders.number', { highest: { collection: 'orders', field: 'number' }, database: connection.name })
       assert.equal((await Order.create({ customer: 'y' })).number, 42)
+      // A fraction stands in the way of the whole number it passed.
+      await connection.collection('fractions').insertMany([{ number: 3.5 }])
+      const f = new m.Schema({ customer: String })
+      f.plugin(mongoosePlugin, { dispenser: d, field: 'number' })
+      await assert.rejects(connection.model('Fraction', f, 'fractions').create({}), /already holds number 3 in "number", at or past 1/)
       // Or by the plugin's option, on first use.
       await connection.collection('tickets').insertMany([{ number: 7 }])
       const t = new m.Schema({ customer: String })

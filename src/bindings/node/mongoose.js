@@ -88,6 +88,18 @@ function whole(v) {
   return /^-?\d+$/.test(text) ? BigInt(text) : undefined
 }
 
+/**
+ * The whole number at or below (`down`: at or above) a number a document holds: what it
+ * stands in the way of (a fraction counts as the whole number it passed).
+ */
+function reach(v, down) {
+  const n = whole(v)
+  if (n !== undefined) return n
+  const f = typeof v === 'number' ? v : Number(String(v))
+  if (!Number.isFinite(f)) return undefined
+  return BigInt(down ? Math.ceil(f) : Math.floor(f))
+}
+
 /** The value of the dotted path `field` of a plain document. */
 function valueAt(d, field) {
   return field.split('.').reduce((x, k) => (x === null || x === undefined ? x : x[k]), d)
@@ -285,7 +297,7 @@ function mongoosePlugin(schema, options) {
     const down = BigInt(state.step) < 0n
     const query = { ...filter, [o.field]: { $type: ['int', 'long', 'double', 'decimal'] } }
     const top = await model.collection.findOne(query, { sort: { [o.field]: down ? 1 : -1 }, projection: { [o.field]: 1 } })
-    const held = top ? whole(valueAt(top, o.field)) : undefined
+    const held = top ? reach(valueAt(top, o.field), down) : undefined
     if (held === undefined || (down ? held > next : held < next)) return
     if (o.adopt === 'highest') {
       await s.advanceTo(held)
