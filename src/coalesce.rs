@@ -39,6 +39,8 @@ use crate::strategy::Drawer;
 struct Waiter {
     n: u64,
     tx: oneshot::Sender<Result<Run>>,
+    /// Who it is: a caller whose time runs out while it waits in line takes itself out by it.
+    id: Arc<()>,
 }
 
 #[derive(Default)]
@@ -65,11 +67,20 @@ pub(crate) async fn draw(drawer: &Arc<Drawer>, combiner: &Arc<Combiner>, n: u64)
     if n == 0 {
         return drawer.draw(0).await; // the drawer's own error for 0
     }
+    // A caller's time counts from its call, in line or not: it never waits a whole operation
+    // timeout for the write in flight and then another for its own.
+    let timeout = drawer.store.timeout();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let id = Arc::new(());
     let rx = {
         let mut q = combiner.lock();
         if q.busy {
             let (tx, rx) = oneshot::channel();
-            q.waiting.push_back(Waiter { n, tx });
+            q.waiting.push_back(Waiter {
+                n,
+                tx,
+                id: id.clone(),
+            });
             Some(rx)
         } else {
             q.busy = true;
@@ -77,12 +88,31 @@ pub(crate) async fn draw(drawer: &Arc<Drawer>, combiner: &Arc<Combiner>, n: u64)
         }
     };
     match rx {
-        Some(rx) => rx.await.unwrap_or_else(|_| {
-            // The draining task ended without answering: only if the runtime shut down.
-            Err(Error::Closed {
-                name: drawer.name.clone(),
-            })
-        }),
+        Some(rx) => match tokio::time::timeout_at(deadline, rx).await {
+            Ok(answer) => answer.unwrap_or_else(|_| {
+                // The draining task ended without answering: only if the runtime shut down.
+                Err(Error::Closed {
+                    name: drawer.name.clone(),
+                })
+            }),
+            Err(_) => {
+                // Out of line if its write was not sent yet (nothing written); else that
+                // write's outcome is unknown.
+                let mut q = combiner.lock();
+                let before = q.waiting.len();
+                q.waiting.retain(|w| !Arc::ptr_eq(&w.id, &id));
+                let left = if q.waiting.len() < before {
+                    crate::error::Aftermath::Lined
+                } else {
+                    crate::error::Aftermath::Draw
+                };
+                Err(Error::timeout(
+                    format!("drawing from sequence {:?}", drawer.name),
+                    timeout,
+                    left,
+                ))
+            }
+        },
         None => {
             // Nobody in flight: draw inline. The guard hands the queue on even if this
             // future is dropped mid-draw.

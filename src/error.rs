@@ -121,10 +121,12 @@ pub enum Error {
         reason: String,
     },
 
-    /// `ensure` found one of that name (of the same kind) with settings other than those
-    /// asked for: on every kind, `ensure` compares everything `create` would write (the
-    /// guide's [vocabulary](crate::guide::glossary#create-ensure-open) lists it per kind).
-    /// Nothing was written.
+    /// `ensure` found one of that name (of the same kind) with a setting other than asked
+    /// that no `alter` changes (a sequence's start, a striped sequence's layout, a gap-free
+    /// sequence's collection and field, a queue's lowest ticket, format or day settings: the
+    /// guide's [vocabulary](crate::guide::glossary#create-ensure-open) lists them per kind).
+    /// Settings an `alter` changes are not a conflict: they are kept and told
+    /// ([`Altered`](crate::sequence::Altered)). Nothing was written.
     #[error("{kind} {name:?} exists with another spec: {differs}; nothing was written")]
     SpecConflict {
         /// The kind of what was ensured.
@@ -463,13 +465,40 @@ impl std::fmt::Display for Kind {
     }
 }
 
-/// The settings an `ensure` found different, each as `field stored (asked asked)`: what
-/// [`Error::SpecConflict`] names.
+/// A setting an `ensure` found different from what it asked, of the kind an `alter` changes
+/// (a sequence's bounds, step, cycle and format, a queue's highest ticket, a gap-free
+/// sequence's longest lease): the stored value is kept and the asked one not applied —
+/// an operator changed it since the code was written, and the code's start-up must not undo
+/// it, nor fail. What the handle's `altered()` lists, the command line's stderr and the
+/// service's `altered` field say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Altered {
+    /// The setting (`max`, `step`, `format`, `max lease`, …).
+    pub setting: String,
+    /// Its stored value, as shown (`200`, `"A-{n:03}"`, `none`).
+    pub stored: String,
+    /// The value asked for, as shown.
+    pub asked: String,
+}
+
+impl std::fmt::Display for Altered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} (asked {})", self.setting, self.stored, self.asked)
+    }
+}
+
+/// The settings an `ensure` found different: those no `alter` changes, each as `field stored
+/// (asked asked)` (what [`Error::SpecConflict`] names), and those an `alter` changes
+/// ([`Altered`]: kept, told).
 #[derive(Debug, Default)]
-pub(crate) struct Differs(Vec<String>);
+pub(crate) struct Differs {
+    fixed: Vec<String>,
+    altered: Vec<Altered>,
+}
 
 impl Differs {
-    /// Notes `field` when its stored and asked values differ.
+    /// Notes `field`, which no `alter` changes, when its stored and asked values differ.
     pub(crate) fn field<T: PartialEq + std::fmt::Display>(
         &mut self,
         field: &str,
@@ -477,21 +506,41 @@ impl Differs {
         asked: T,
     ) -> &mut Self {
         if stored != asked {
-            self.0.push(format!("{field} {stored} (asked {asked})"));
+            self.fixed.push(format!("{field} {stored} (asked {asked})"));
         }
         self
     }
 
-    /// `Ok` when nothing differs, else [`Error::SpecConflict`] naming every difference.
-    pub(crate) fn check(&self, kind: Kind, name: &str) -> Result<()> {
-        if self.0.is_empty() {
-            return Ok(());
+    /// Notes `field`, which an `alter` changes, when its stored and asked values differ.
+    pub(crate) fn alterable<T: PartialEq + std::fmt::Display>(
+        &mut self,
+        field: &str,
+        stored: T,
+        asked: T,
+    ) -> &mut Self {
+        if stored != asked {
+            self.altered.push(Altered {
+                setting: field.to_owned(),
+                stored: stored.to_string(),
+                asked: asked.to_string(),
+            });
         }
-        Err(Error::SpecConflict {
-            kind,
-            name: name.to_owned(),
-            differs: self.0.join(", "),
-        })
+        self
+    }
+
+    /// [`Error::SpecConflict`] naming every difference when a setting no `alter` changes
+    /// differs; else the settings an `alter` changed (kept as stored).
+    pub(crate) fn check(&self, kind: Kind, name: &str) -> Result<Vec<Altered>> {
+        if !self.fixed.is_empty() {
+            let mut all = self.fixed.clone();
+            all.extend(self.altered.iter().map(ToString::to_string));
+            return Err(Error::SpecConflict {
+                kind,
+                name: name.to_owned(),
+                differs: all.join(", "),
+            });
+        }
+        Ok(self.altered.clone())
     }
 }
 
@@ -929,6 +978,8 @@ pub(crate) enum Aftermath {
     /// Setting up before the call's write (a unique index found or created): nothing the
     /// call is for was written.
     Setup,
+    /// Waiting in line for a shared write that never carried the call: nothing was written.
+    Lined,
 }
 
 impl Aftermath {
@@ -936,9 +987,11 @@ impl Aftermath {
     /// what the call is for.
     pub(crate) fn written(self) -> Written {
         match self {
-            Aftermath::Read | Aftermath::Intent | Aftermath::Lease | Aftermath::Setup => {
-                Written::Nothing
-            }
+            Aftermath::Read
+            | Aftermath::Intent
+            | Aftermath::Lease
+            | Aftermath::Setup
+            | Aftermath::Lined => Written::Nothing,
             Aftermath::Draw | Aftermath::GapFree | Aftermath::Queue | Aftermath::Admin => {
                 Written::Unknown
             }
@@ -967,6 +1020,9 @@ impl Aftermath {
                 "the outcome is unknown: the change may or may not have been made; `peek` and the history show which"
             }
             Aftermath::Setup => "setting up: nothing was written yet; try again",
+            Aftermath::Lined => {
+                "it waited in line behind other callers' write and was never sent: nothing was written; try again"
+            }
         }
     }
 }

@@ -71,6 +71,15 @@ impl Format {
                 c
             ));
         }
+        // A bidirectional control (the embeddings, overrides and isolates, and the marks)
+        // reorders the text around it where a board shows it: `A-{n}` could read as another
+        // ticket.
+        if let Some(c) = source.chars().find(|c| is_bidi_control(*c)) {
+            return fail(format!(
+                "contains the bidirectional control U+{:04X}, which reorders what a board shows; a format is text read left to right as written",
+                u32::from(c)
+            ));
+        }
         let mut pieces = Vec::new();
         let mut text = String::new();
         let mut chars = source.chars().peekable();
@@ -204,6 +213,15 @@ impl Format {
     }
 }
 
+/// The bidirectional formatting characters: the marks (U+061C, U+200E, U+200F), the
+/// embeddings and overrides (U+202A–U+202E) and the isolates (U+2066–U+2069).
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.source)
@@ -256,6 +274,11 @@ mod tests {
             ("A-{n}\nB", "control character"),
             ("A-{n}\u{0}", "control character"),
             ("A-{n}\u{85}", "control character"),
+            // Regression (issue 59, 6): bidirectional controls reorder what the board shows.
+            ("A-\u{202E}{n}", "bidirectional control U+202E"),
+            ("\u{2066}A-{n}\u{2069}", "bidirectional control U+2066"),
+            ("A-{n}\u{200F}", "bidirectional control U+200F"),
+            ("A\u{061C}-{n}", "bidirectional control U+061C"),
         ] {
             let err = Format::parse(bad).unwrap_err();
             assert!(err.to_string().contains(needle), "{bad}: {err}");

@@ -125,17 +125,25 @@ impl Page {
         }
     }
 
-    /// The `_id` filter of the page.
+    /// The `_id` filter of the page: each condition given (after the cursor, matching the
+    /// patterns, among the names, within the range), joined with `$and`; with none, every
+    /// string `_id`. A listing by names is their `$in` alone (with any other condition): the
+    /// server looks each name up in the `_id` index, instead of walking the index from the
+    /// first name (`$gte: ""` beside an `$in` made a scrape of 200 names among 100 000
+    /// sequences read them all: 1.8 s instead of 10 ms).
     pub(crate) fn filter(&self) -> Document {
         let patterns: Option<Vec<&str>> = self
             .patterns
             .as_ref()
             .map(|p| p.iter().map(String::as_str).collect());
         let regex = patterns.as_deref().and_then(crate::spec::names_regex);
-        let mut and = vec![crate::store::page_filter(
-            self.after.as_deref(),
-            regex.as_deref(),
-        )];
+        let mut and = Vec::new();
+        if self.after.is_some() || regex.is_some() || self.named.is_none() {
+            and.push(crate::store::page_filter(
+                self.after.as_deref(),
+                regex.as_deref(),
+            ));
+        }
         if let Some(names) = &self.named {
             and.push(doc! { field::ID: { "$in": names } });
         }
@@ -268,5 +276,33 @@ impl Dispenser {
     /// ```
     pub fn list(&self) -> ListSequences<'_> {
         ListSequences::new(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression (issue 63): a listing by names carried `$gte: ""` beside its `$in`, and a
+    /// server walked the whole `_id` index for it (a scrape of 200 names among 100 000
+    /// sequences: 1.8 s). By names, the filter is the `$in` alone; the other conditions join it.
+    #[test]
+    fn a_listing_by_names_is_their_in_alone() {
+        let mut p = Page::default();
+        assert_eq!(p.filter(), doc! { "_id": { "$gte": "" } });
+        p.named(["b", "a"]);
+        assert_eq!(p.filter(), doc! { "_id": { "$in": ["b", "a"] } });
+        p.after("a");
+        assert_eq!(
+            p.filter(),
+            doc! { "$and": [ { "_id": { "$gt": "a" } }, { "_id": { "$in": ["b", "a"] } } ] }
+        );
+        let mut q = Page::default();
+        q.named(["x"]);
+        q.range("t@".into(), "t@\u{10ffff}".into());
+        assert_eq!(
+            q.filter(),
+            doc! { "$and": [ { "_id": { "$in": ["x"] } }, { "_id": { "$gte": "t@", "$lt": "t@\u{10ffff}" } } ] }
+        );
     }
 }

@@ -13,6 +13,7 @@ pub use crate::adopt::{Adopt, AdoptKind, AdoptSource, Adopted, scope_key};
 pub use crate::alter::Alter;
 pub use crate::arith::RunIter;
 pub use crate::document::SequenceState;
+pub use crate::error::Altered;
 pub use crate::listing::ListSequences;
 pub use crate::spec::{MAX_NAME_BYTES, validate_name, validate_plain_name};
 pub use crate::stats::{CasModeUsed, Stats};

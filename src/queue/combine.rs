@@ -51,6 +51,8 @@ struct Waiter {
     /// When the caller began (its timeout counts from there).
     since: Instant,
     tx: oneshot::Sender<Answer>,
+    /// Who it is: a caller whose time runs out while it waits in line takes itself out by it.
+    id: Arc<()>,
 }
 
 #[derive(Default)]
@@ -75,11 +77,21 @@ impl Combiner {
 /// Runs `op`, sharing the write with the concurrent operations of the same handle.
 pub(crate) async fn act(inner: &Arc<Inner>, op: Op) -> Answer {
     let since = Instant::now();
+    // A caller's time counts from its call, in line or not (as a draw's: `coalesce`).
+    let timeout = inner.dispenser.options().operation_timeout;
+    let deadline = tokio::time::Instant::from_std(since) + timeout;
+    let id = Arc::new(());
+    let what_op = what(&op);
     let rx = {
         let mut line = inner.combiner.lock();
         if line.busy {
             let (tx, rx) = oneshot::channel();
-            line.waiting.push_back(Waiter { op, since, tx });
+            line.waiting.push_back(Waiter {
+                op,
+                since,
+                tx,
+                id: id.clone(),
+            });
             Ok(rx)
         } else {
             line.busy = true;
@@ -87,12 +99,31 @@ pub(crate) async fn act(inner: &Arc<Inner>, op: Op) -> Answer {
         }
     };
     match rx {
-        Ok(rx) => rx.await.unwrap_or_else(|_| {
-            // The draining task ended without answering: only if the runtime shut down.
-            Err(Error::Closed {
-                name: inner.name.clone(),
-            })
-        }),
+        Ok(rx) => match tokio::time::timeout_at(deadline, rx).await {
+            Ok(answer) => answer.unwrap_or_else(|_| {
+                // The draining task ended without answering: only if the runtime shut down.
+                Err(Error::Closed {
+                    name: inner.name.clone(),
+                })
+            }),
+            Err(_) => {
+                // Out of line if its write was not sent yet (nothing written); else that
+                // write's outcome is unknown.
+                let mut line = inner.combiner.lock();
+                let before = line.waiting.len();
+                line.waiting.retain(|w| !Arc::ptr_eq(&w.id, &id));
+                let left = if line.waiting.len() < before {
+                    crate::error::Aftermath::Lined
+                } else {
+                    crate::error::Aftermath::Queue
+                };
+                Err(Error::timeout(
+                    format!("{what_op} queue {:?}", inner.name),
+                    timeout,
+                    left,
+                ))
+            }
+        },
         Err(op) => {
             // Nothing in flight: run it inline. The guard hands the line on even if this
             // future is dropped part way.

@@ -229,6 +229,7 @@ impl Queue {
                 dispenser: i.dispenser.with_caller(caller)?,
                 combiner: super::combine::Combiner::default(),
             }),
+            altered: self.altered.clone(),
         })
     }
 }

@@ -156,12 +156,13 @@ fn check_request_id(queue: &str, id: &str) -> Result<()> {
 }
 
 /// What differs between the stored spec of a queue and the one asked for: every setting
-/// `create_queue` writes (range, format, daily, time zone).
+/// `create_queue` writes (range, format, daily, time zone); the highest ticket is what an
+/// `alter` changes (kept, told), the others nothing changes (a conflict).
 fn differences(stored: &QueueSpec, asked: &QueueSpec) -> Differs {
     let format = |f: &Option<crate::Format>| shown_or_none(f.as_ref().map(crate::Format::as_str));
     let mut d = Differs::default();
     d.field("min", stored.min, asked.min)
-        .field("max", stored.max, asked.max)
+        .alterable("max", stored.max, asked.max)
         .field("format", format(&stored.format), format(&asked.format))
         .field("daily", stored.daily, asked.daily)
         .field(
@@ -256,8 +257,10 @@ impl Dispenser {
             return Ok(self.queue_handle(name, queues, fresh));
         }
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
-        differences(&stored.spec, &spec).check(Kind::Queue, name)?;
-        Ok(self.queue_handle(name, queues, stored))
+        let altered = differences(&stored.spec, &spec).check(Kind::Queue, name)?;
+        let mut q = self.queue_handle(name, queues, stored);
+        q.altered = altered.into();
+        Ok(q)
     }
 
     /// Opens an existing queue (one read).
@@ -379,6 +382,7 @@ impl Dispenser {
                 dispenser: self.clone(),
                 combiner: combine::Combiner::default(),
             }),
+            altered: Arc::default(),
         }
     }
 }
@@ -392,6 +396,9 @@ impl Dispenser {
 #[derive(Clone)]
 pub struct Queue {
     inner: Arc<Inner>,
+    /// What the `ensure_queue` that opened it found changed by an `alter` (see
+    /// [`Queue::altered`]).
+    altered: Arc<[crate::error::Altered]>,
 }
 
 /// Where a queue handle reads the time.
@@ -515,6 +522,14 @@ impl Queue {
             .history(crate::history::Subject::Queue, &self.inner.name)
     }
 
+    /// The settings the [`Dispenser::ensure_queue`] that opened this handle found changed since
+    /// by an `alter` (its highest ticket): each with its stored value, which is kept, and the
+    /// value asked, which is not applied. Empty for a handle from `create_queue` or
+    /// `open_queue`, or when everything matched.
+    pub fn altered(&self) -> &[crate::error::Altered] {
+        &self.altered
+    }
+
     /// The queue's spec, as last seen by this handle.
     ///
     /// # Example
@@ -554,6 +569,7 @@ impl Queue {
                 dispenser: i.dispenser.clone(),
                 combiner: combine::Combiner::default(),
             }),
+            altered: self.altered.clone(),
         }
     }
 

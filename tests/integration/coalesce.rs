@@ -382,3 +382,46 @@ async fn a_call_queued_alone_is_a_batch_of_one_and_only_shared_writes_count_as_c
         );
     }
 }
+
+/// Regression (issue 59, 6): a caller lined up behind a write in flight waited for that write
+/// (up to the operation timeout), then for its own batch's (another timeout), while its error
+/// said "timed out after 1s". Its time counts from its own call: it returns within about one
+/// timeout, saying the outcome of its own write is unknown once that write was sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_caller_in_line_times_out_one_timeout_after_its_call_not_two() {
+    let f = Fixture::new("coalesce_line_timeout").await;
+    let proxy = Proxy::to_test_server(Faults::default(), 11).await;
+    let timeout = Duration::from_secs(1);
+    let d =
+        dispenser::Dispenser::connect(&proxy.uri(""), f.options().with_operation_timeout(timeout))
+            .await
+            .unwrap();
+    let seq = d.create("orders", Spec::default()).await.unwrap();
+    assert_eq!(seq.next().await.unwrap(), 1);
+    // From now on every request's reply is swallowed and its connection stays silent.
+    proxy.set_faults(Faults {
+        drop_reply: 1.0,
+        stall_share: 1.0,
+        ..Faults::default()
+    });
+    let first = tokio::spawn({
+        let seq = seq.clone();
+        async move { seq.next().await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t0 = Instant::now();
+    let lined = seq.next().await;
+    let took = t0.elapsed();
+    proxy.set_faults(Faults::default());
+    let first = first.await.unwrap();
+    assert!(matches!(first, Err(Error::Timeout { .. })), "{first:?}");
+    let e = lined.expect_err("its write never answered");
+    assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert!(
+        took < timeout + timeout / 2,
+        "the caller in line took {took:?} (two timeouts: {:?})",
+        2 * timeout
+    );
+    // Its own write was sent (when the first one gave up): its outcome is unknown.
+    assert_eq!(e.written(), dispenser::Written::Unknown, "{e}");
+}

@@ -839,7 +839,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
     );
     assert_eq!(e.to_string(), "queue \"lobby\" already exists");
     let e = d
-        .ensure_queue("lobby", QueueSpec::default())
+        .ensure_queue("lobby", QueueSpec::default().with_min(1))
         .await
         .unwrap_err();
     assert!(
@@ -855,7 +855,7 @@ async fn bad_input_is_named_and_nothing_is_written() {
     assert_eq!(e.kind(), dispenser::ErrorKind::Conflict);
     assert_eq!(
         e.to_string(),
-        "queue \"lobby\" exists with another spec: max 9 (asked 99); nothing was written"
+        "queue \"lobby\" exists with another spec: min 0 (asked 1), max 9 (asked 99); nothing was written"
     );
     // Regression (issue 37, 11): the message names what differs besides the range.
     let e = d
@@ -1173,7 +1173,7 @@ async fn queues_over_http_and_the_boards_live_feed() {
     for (request, code, kind) in [
         (json!({ "name": "lobby", "max": 2 }), 409, "already_exists"),
         (
-            json!({ "name": "lobby", "max": 5, "if_not_exists": true }),
+            json!({ "name": "lobby", "min": 1, "max": 2, "if_not_exists": true }),
             409,
             "spec_conflict",
         ),

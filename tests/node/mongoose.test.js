@@ -106,7 +106,9 @@ test(`Mongoose ${major}: gap-free mode: a number is used if and only if its save
     const audit = await g.audit({ from: 1 })
     assert.equal(audit.clean, true)
     assert.deepEqual([audit.numbers, audit.missing, audit.duplicated], [20n, 0n, 0n])
-    assert.equal((await g.peek()).next, 21n)
+    // The next save gets 21. (The stored state may still say 20 for a moment: the plugin's
+    // handle confirms its last number in the background, once its burst stops.)
+    assert.equal((await Invoice.create({ email: 'last@example.com', total: 0 })).number, 21)
   } finally {
     await connection.close()
   }

@@ -36,8 +36,9 @@ pub enum QueueCommand {
         /// The IANA time zone of the queue's local day and hours (today's counts, --daily).
         #[arg(long, default_value = "UTC")]
         tz: String,
-        /// Succeed without change if the queue exists with the same range, format, zone and
-        /// --daily.
+        /// Succeed without change if the queue exists with the same lowest ticket, format,
+        /// zone and --daily (else exit 6); a highest ticket an alter changed since is kept, and
+        /// stderr says so.
         #[arg(long)]
         if_not_exists: bool,
     },
@@ -290,7 +291,9 @@ pub async fn run(
                 spec = spec.with_format(Format::parse(&f)?);
             }
             let q = if if_not_exists {
-                d.ensure_queue(&name, spec).await?
+                let q = d.ensure_queue(&name, spec).await?;
+                crate::output::kept(dispenser::Kind::Queue, &name, q.altered());
+                q
             } else {
                 d.create_queue(&name, spec).await?
             };

@@ -463,13 +463,12 @@ for (const name of CLASSES) {
       if (d && typeof d.value === 'function') {
         Object.defineProperty(target, key, { ...d, value: wrapped(d.value, key, spec) })
       } else if (d && typeof d.get === 'function') {
-        // A getter: its bigint as a number in number mode (a Run's first, last, count, step).
+        // A getter: an answer too (a Run's first, last, count and step; a handle's `altered`).
         const get = d.get
         Object.defineProperty(target, key, {
           ...d,
           get() {
-            const v = get.call(this)
-            return typeof v === 'bigint' && numberMode.has(this) ? toNumber(v, key, true) : v
+            return answer(get.call(this), numberMode.has(this), key, true)
           },
         })
       }

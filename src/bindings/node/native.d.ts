@@ -247,6 +247,13 @@ export interface DoctorReport {
   probe: Record<string, unknown>
 }
 
+/** A setting an `ensure` found changed since by an alter: kept as stored, the asked value not applied. */
+export interface Altered {
+  setting: string
+  stored: string
+  asked: string
+}
+
 /**
  * Which binding artifact the generated loader actually loaded: `'native'` for
  * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
@@ -667,6 +674,12 @@ export declare class Dispenser {
 export declare class Gapless {
   /** The sequence's name. */
   get name(): string
+  /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
   /** The business collection whose documents carry the numbers. */
   get collection(): string
   /** The field that carries the number. */
@@ -769,6 +782,12 @@ export declare class Queue {
    * its history records.
    */
   withCaller(caller: string): Queue
+  /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
   /**
    * Takes the next ticket; with `count`, that many consecutive tickets, all or nothing (a
    * family), as an array.
@@ -910,6 +929,12 @@ export declare class Sequence {
   /** The sequence's name. */
   get name(): string
   /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
+  /**
    * Issues the next number.
    *
    * # Cancel safety
@@ -1000,6 +1025,12 @@ export declare class Sequence {
 export declare class StripedSequence {
   /** The sequence's name. */
   get name(): string
+  /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
   /** How many stripes. */
   get stripes(): number
   /** The same sequence drawn through block clients, one per stripe. */

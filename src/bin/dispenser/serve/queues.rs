@@ -203,7 +203,7 @@ fn check_desk(desk: Option<&str>) -> Result<(), ApiError> {
 
 /// `POST /v1/queues`: creates a queue (tickets `min+1 … max`, then `min`).
 #[utoipa::path(post, path = "/v1/queues", operation_id = "queue_create", tag = "queues", request_body = QueueCreateBody,
-    responses((status = 201, description = "Created: the status, `created: true`", body = QueueCreated), (status = 200, description = "`if_not_exists` found it with the same spec, and the token may `peek` on it: its status, `created: false` (without `peek`: 409 `already_exists`, nothing more)", body = QueueCreated)))]
+    responses((status = 201, description = "Created: the status, `created: true`", body = QueueCreated), (status = 200, description = "`if_not_exists` found it with the same lowest ticket, format and day settings (else 409 `spec_conflict`), and the token may `peek` on it: its status, `created: false`, and in `altered` its highest ticket when an alter changed it since, kept as stored (without `peek`: 409 `already_exists`, nothing more)", body = QueueCreated)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
@@ -241,7 +241,10 @@ pub(super) async fn create(
         StatusCode::CREATED => e.after_write(&format!("queue {:?} created", b.name)),
         _ => e,
     })?;
-    Ok((status, Json(QueueCreated::of(&state, status)?)))
+    Ok((
+        status,
+        Json(QueueCreated::of(&state, status, queue.altered())?),
+    ))
 }
 
 /// `GET /v1/queues/{name}`: what is being served, how many wait, the next ticket.

@@ -278,6 +278,14 @@ impl Queue {
         Ok(Queue { inner })
     }
 
+    /// The settings the `ensure` that opened this handle found changed since by an alter,
+    /// each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+    /// Empty for a handle from `create` or `open`, or when everything matched.
+    #[napi(getter, ts_return_type = "Array<Altered>")]
+    pub fn altered(&self) -> crate::convert::Json {
+        crate::convert::altered(self.inner.altered())
+    }
+
     /// Takes the next ticket; with `count`, that many consecutive tickets, all or nothing (a
     /// family), as an array.
     ///

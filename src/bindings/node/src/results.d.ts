@@ -246,3 +246,10 @@ export interface DoctorReport {
   operations: Array<{ name: string; what: string; ok: boolean; detail: string | null }>
   probe: Record<string, unknown>
 }
+
+/** A setting an `ensure` found changed since by an alter: kept as stored, the asked value not applied. */
+export interface Altered {
+  setting: string
+  stored: string
+  asked: string
+}
