@@ -13,8 +13,9 @@
 #                                           into .tools/venv): the browser tests of serve's pages
 #   .tools/pyvenv/bin/pytest               (PyPI: pytest, pymongo, uvloop, motor, mongoengine, beanie,
 #                                           mypy): tests/python
-#   .tools/node/node_modules               (npm: @napi-rs/cli, mongodb, mongoose 8, mongoose-sequence,
-#                                           typescript): tests/node and the Node package's builds
+#   .tools/node/node_modules               (npm: @napi-rs/cli, mongodb, mongoose 8, mongoose 9 (as
+#                                           mongoose9), mongoose-sequence, express, typescript):
+#                                           tests/node and the Node package's builds
 # Each .tools/NAME is a link into the machine's tool cache (scripts/lib.sh: $DISPENSER_TOOLS_CACHE,
 # else ~/.cache/dispenser-tools), one directory per tool and pinned versions, shared by every
 # clone: a fresh clone links what an earlier clone installed and downloads nothing. (A real
@@ -191,14 +192,18 @@ fi
 # --- The Node.js binding's tests (tests/node): @napi-rs/cli (the addon's release builds and
 # its TypeScript declarations), the official driver (the apps' own inserts in the gap-free
 # tests, the hand-written counter of bench.mjs), Mongoose 8 and mongoose-sequence 6.0.1 (the
-# plugin beside the one it replaces), TypeScript (the declarations compiled), installed into a
-# scratch directory and moved into the cache whole. mongodb is the version Mongoose pins.
+# plugin beside the one it replaces, and the switch-over from it), Mongoose 9 under the name
+# mongoose9 (the plugin on both majors; mongoose-sequence works with 8 only), Express 5 (the
+# answers through res.json), TypeScript (the declarations compiled), installed into a scratch
+# directory and moved into the cache whole. mongodb is the version Mongoose 8 pins.
 NAPI_CLI_VERSION=3.10.12
 NODE_MONGODB_VERSION=6.20.0
 MONGOOSE_VERSION=8.24.10
+MONGOOSE9_VERSION=9.12.1
 MONGOOSE_SEQUENCE_VERSION=6.0.1
+EXPRESS_VERSION=5.3.0
 TYPESCRIPT_VERSION=6.0.3
-NODE_STAMP="@napi-rs/cli=$NAPI_CLI_VERSION mongodb=$NODE_MONGODB_VERSION mongoose=$MONGOOSE_VERSION mongoose-sequence=$MONGOOSE_SEQUENCE_VERSION typescript=$TYPESCRIPT_VERSION"
+NODE_STAMP="@napi-rs/cli=$NAPI_CLI_VERSION mongodb=$NODE_MONGODB_VERSION mongoose=$MONGOOSE_VERSION mongoose9=$MONGOOSE9_VERSION mongoose-sequence=$MONGOOSE_SEQUENCE_VERSION express=$EXPRESS_VERSION typescript=$TYPESCRIPT_VERSION"
 node_ok() { stamped "$1" "$NODE_STAMP" && [ -x "$1/node_modules/.bin/napi" ]; }
 if ! node_ok "$tools/node"; then
   dir=$(tools_cache_dir node "$NODE_STAMP")
@@ -210,7 +215,8 @@ if ! node_ok "$tools/node"; then
     mkdir -p "$dir.tmp"
     npm install --prefix "$dir.tmp" --no-audit --no-fund --loglevel=error \
       "@napi-rs/cli@$NAPI_CLI_VERSION" "mongodb@$NODE_MONGODB_VERSION" "mongoose@$MONGOOSE_VERSION" \
-      "mongoose-sequence@$MONGOOSE_SEQUENCE_VERSION" "typescript@$TYPESCRIPT_VERSION" >&2
+      "mongoose9@npm:mongoose@$MONGOOSE9_VERSION" "mongoose-sequence@$MONGOOSE_SEQUENCE_VERSION" \
+      "express@$EXPRESS_VERSION" "typescript@$TYPESCRIPT_VERSION" >&2
     echo "$NODE_STAMP" >"$dir.tmp/.stamp"
     mv "$dir.tmp" "$dir"
   fi

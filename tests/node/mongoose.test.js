@@ -1,25 +1,28 @@
 'use strict'
-// The Mongoose plugin: it replaces mongoose-sequence 6.0.1 in a sample schema with no other
-// change than the plugin line; scoped counters; max and cycle; a gap-free mode in which the
-// number is used if and only if the save succeeds.
+// The Mongoose plugin, on Mongoose 8 and 9: it replaces mongoose-sequence 6.0.1 in a sample
+// schema with no other change than the plugin line; scoped counters; max and cycle; a
+// gap-free mode in which the number is used if and only if the save succeeds.
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const mongoose = require('mongoose')
 const { dispenser, uri, connect, unique } = require('./helpers.js')
 
 const { mongoosePlugin } = dispenser
 
+/** Mongoose 8 (the package `mongoose`) and 9 (installed as `mongoose9`). */
+const MONGOOSES = [['8', require('mongoose')], ['9', require('mongoose9')]]
+const mongoose = MONGOOSES[0][1]
+
 /** A fresh database of the test's own (mongoose-sequence keeps its counters in it). */
-async function database(test) {
+async function database(test, m = mongoose) {
   const name = unique(test).slice(0, 60)
-  const connection = mongoose.createConnection(uri(), { dbName: name })
+  const connection = m.createConnection(uri(), { dbName: name })
   await connection.asPromise()
   return connection
 }
 
 /** The sample application's schema: orders numbered by whatever `numbering` adds. */
-function orderSchema(numbering) {
-  const schema = new mongoose.Schema({ customer: String, shop: String, total: Number })
+function orderSchema(numbering, m = mongoose) {
+  const schema = new m.Schema({ customer: String, shop: String, total: Number })
   numbering(schema)
   return schema
 }
@@ -56,12 +59,13 @@ test('the plugin replaces mongoose-sequence in a sample schema: only the plugin 
   }
 })
 
-test('scoped counters from document fields, and max with cycle', async () => {
-  const connection = await database('mongoose_scope')
+for (const [major, m] of MONGOOSES) {
+test(`Mongoose ${major}: scoped counters from document fields, and max with cycle`, async () => {
+  const connection = await database(`mongoose${major}_scope`, m)
   try {
     const d = await connect('mongoose_scope')
     const Ticket = connection.model('Ticket', orderSchema((s) =>
-      s.plugin(mongoosePlugin, { dispenser: d, field: 'number', sequence: 'tickets', scope: ['shop', 'customer'], spec: { max: 9, cycle: true } })))
+      s.plugin(mongoosePlugin, { dispenser: d, field: 'number', sequence: 'tickets', scope: ['shop', 'customer'], spec: { max: 9, cycle: true } }), m))
     await Promise.all(Array.from({ length: 25 }, () => Ticket.create({ shop: 'a/b', customer: 'x' })))
     await Promise.all(Array.from({ length: 3 }, () => Ticket.create({ shop: 'a', customer: 'b/x' })))
     const counts = new Map()
@@ -80,13 +84,13 @@ test('scoped counters from document fields, and max with cycle', async () => {
   }
 })
 
-test('gap-free mode: a number is used if and only if its save succeeds', async () => {
-  const dbName = unique('mongoose_gapless').slice(0, 60)
-  const connection = mongoose.createConnection(uri(), { dbName })
+test(`Mongoose ${major}: gap-free mode: a number is used if and only if its save succeeds`, async () => {
+  const dbName = unique(`mongoose${major}_gapless`).slice(0, 60)
+  const connection = m.createConnection(uri(), { dbName })
   await connection.asPromise()
   try {
     const d = await dispenser.Dispenser.connect(uri(), { database: dbName })
-    const schema = new mongoose.Schema({ email: { type: String, unique: true }, total: Number })
+    const schema = new m.Schema({ email: { type: String, unique: true }, total: Number })
     schema.plugin(mongoosePlugin, { dispenser: d, field: 'number', sequence: 'invoices', gapless: true })
     const Invoice = connection.model('Invoice', schema)
     await Invoice.init() // the unique index on email
@@ -102,11 +106,14 @@ test('gap-free mode: a number is used if and only if its save succeeds', async (
     const audit = await g.audit({ from: 1 })
     assert.equal(audit.clean, true)
     assert.deepEqual([audit.numbers, audit.missing, audit.duplicated], [20n, 0n, 0n])
-    assert.equal((await g.peek()).next, 21n)
+    // The next save gets 21. (The stored state may still say 20 for a moment: the plugin's
+    // handle confirms its last number in the background, once its burst stops.)
+    assert.equal((await Invoice.create({ email: 'last@example.com', total: 0 })).number, 21)
   } finally {
     await connection.close()
   }
 })
+}
 
 test('bad plugin options are refused when the schema is made', () => {
   const schema = new mongoose.Schema({ n: Number })

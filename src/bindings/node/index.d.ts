@@ -1,7 +1,8 @@
 // The package's types: the native classes (native.d.ts, generated from the Rust sources by
 // napi-rs), what index.js adds to them, the error classes and the Mongoose plugin.
+import type { SignalOptions } from './native'
 export * from './native'
-export { mongoosePlugin, MongoosePluginOptions } from './mongoose'
+export { mongoosePlugin, MongoosePluginOptions, SequenceMethods, SequenceStatics } from './mongoose'
 
 /** What `Gapless.issue` resolves to: the number used and what the business write returned. */
 export interface Issued<T> {
@@ -22,20 +23,35 @@ declare module './native' {
      * core move past it and call `write` again with the next; any other failure releases the
      * number and rejects with a `BusinessWriteError` whose `cause` is the write's error.
      */
-    issue<T>(write: (n: bigint) => Promise<T> | T): Promise<Issued<T>>
+    issue<T>(write: (n: bigint) => Promise<T> | T, options?: SignalOptions): Promise<Issued<T>>
   }
   interface Run {
     /** The run's numbers, in order. */
     [Symbol.iterator](): Iterator<bigint>
+    /** `JSON.stringify`'s view: the numbers, in order (past 2^53 - 1: strings). */
+    toJSON(): Array<number | string>
   }
 }
+
+/** A kind of the core's errors, in snake_case (the class is its name in PascalCase + `Error`). */
+export type ErrorKindName =
+  | 'invalid_input'
+  | 'not_found'
+  | 'already_exists'
+  | 'conflict'
+  | 'exhausted'
+  | 'queue_refused'
+  | 'contention'
+  | 'unavailable'
+  | 'corrupt'
+  | 'business_write'
 
 /** Every error the library throws. */
 export declare class DispenserError extends Error {
   /** The core's stable code: `no_such_sequence`, `exhausted`, `spec_conflict`, … */
   readonly code: string
-  /** The core's kind, the name of the subclass without `Error`: `NotFound`, `Exhausted`, … */
-  readonly kind: string
+  /** The core's kind in snake_case (`not_found`, `exhausted`, …; `aborted` for an AbortError). */
+  readonly kind: ErrorKindName | 'aborted' | (string & {})
   /**
    * What the failed call wrote: `nothing_written` (making it again is safe), `written` (the
    * write was made; reading its answer back failed) or `unknown` (its reply never came).
@@ -62,3 +78,8 @@ export declare class UnavailableError extends DispenserError {}
 export declare class CorruptError extends DispenserError {}
 /** The business write of a gap-free number failed; the number was released. */
 export declare class BusinessWriteError extends DispenserError {}
+/**
+ * A call aborted by its `signal`: `code` and `kind` `aborted`, `cause` the signal's reason,
+ * `written` `unknown` when its write may have been sent, else `nothing_written`.
+ */
+export declare class AbortError extends DispenserError {}

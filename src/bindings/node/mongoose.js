@@ -7,31 +7,63 @@
 //   schema.plugin(mongoosePlugin, { dispenser, field: 'ticket', spec: { max: 99, cycle: true } })
 //   schema.plugin(mongoosePlugin, { dispenser, field: 'n', sequence: 'orders', scope: ['shop'] })
 //   schema.plugin(mongoosePlugin, { dispenser, field: 'number', gapless: true })
+//   schema.plugin(mongoosePlugin, { dispenser, inc_field: 'number' })  // mongoose-sequence's
+//                                      // options: its counters adopted on first use
 //
 // Every number comes from the Rust core: plain mode draws with `Sequence.next()` (concurrent
 // saves share writes), gap-free mode issues through `Gapless.issue`, whose business write is
-// the save's own insert. The plugin only says which sequence and where the number goes.
+// the save's own insert, a switch-over adopts through `Dispenser.adopt`. The plugin says which
+// sequence, where the number goes, and refuses to number again what is numbered already.
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 
-function refuse(message) {
-  const { InvalidInputError } = require('./index.js')
-  return new InvalidInputError(`invalid mongoosePlugin options: ${message}`, 'invalid_input', 'InvalidInput')
+/** The plugin's own options. */
+const OWN = ['dispenser', 'field', 'sequence', 'spec', 'scope', 'gapless', 'saveTimeoutMs', 'adopt', 'manual', 'existing', 'shared']
+
+/** mongoose-sequence's options, each with the plugin's option that means the same. */
+const MONGOOSE_SEQUENCE = {
+  inc_field: 'field',
+  id: 'sequence',
+  reference_fields: 'scope',
+  start_seq: 'spec.start',
+  inc_amount: 'spec.step',
+  disable_hooks: 'manual',
+  exclusive: 'shared (its opposite)',
+  collection_name: "adopt: { mongooseSequence, collection }",
+  parallel_hooks: null,
 }
 
-/** `n` as the schema path's type wants it: a bigint for a BigInt path, else a number. */
+/** The numeric types a path may have: what the plugin writes there. */
+const PATH_TYPES = ['Number', 'BigInt']
+
+const lib = () => require('./index.js')
+
+function refuse(message) {
+  const { InvalidInputError } = lib()
+  return new InvalidInputError(`invalid mongoosePlugin options: ${message}`, 'invalid_input', 'invalid_input')
+}
+
+function invalid(message) {
+  const { InvalidInputError } = lib()
+  return new InvalidInputError(message, 'invalid_input', 'invalid_input')
+}
+
+function conflict(message, code) {
+  const { ConflictError } = lib()
+  return new ConflictError(message, code, 'conflict')
+}
+
+/** `n` (a bigint or a number) as the schema path's type wants it. */
 function asPathValue(schema, field, n) {
   const path = schema.path(field)
-  if (path && path.instance === 'BigInt') return n
-  if (n > MAX_SAFE || n < -MAX_SAFE) {
-    const { InvalidInputError } = require('./index.js')
-    throw new InvalidInputError(
-      `number ${n} of field ${JSON.stringify(field)} is past 2^53 - 1, which a Number path cannot hold exactly; make the path a BigInt`,
-      'invalid_input',
-      'InvalidInput',
+  const big = BigInt(n)
+  if (path && path.instance === 'BigInt') return big
+  if (big > MAX_SAFE || big < -MAX_SAFE) {
+    throw invalid(
+      `number ${big} of field ${JSON.stringify(field)} is past 2^53 - 1, which a Number path cannot hold exactly; make the path a BigInt`,
     )
   }
-  return Number(n)
+  return Number(big)
 }
 
 /** The scope key of `doc`: its `fields`' values, each URI-encoded, joined by `/`. */
@@ -40,71 +72,348 @@ function scopeKey(doc, fields) {
     .map((f) => {
       const v = doc.get(f)
       if (v === undefined || v === null) {
-        const { InvalidInputError } = require('./index.js')
-        throw new InvalidInputError(
-          `scope field ${JSON.stringify(f)} of the document is ${v}; a scoped number needs a value there`,
-          'invalid_input',
-          'InvalidInput',
-        )
+        throw invalid(`scope field ${JSON.stringify(f)} of the document is ${v}; a scoped number needs a value there`)
       }
       return encodeURIComponent(String(v))
     })
     .join('/')
 }
 
+/** A number a document holds (a number, Long, Int32, Decimal128, bigint) as a bigint, if whole. */
+function whole(v) {
+  if (v === null || v === undefined) return undefined
+  if (typeof v === 'bigint') return v
+  if (typeof v === 'number') return Number.isInteger(v) ? BigInt(v) : undefined
+  const text = String(v)
+  return /^-?\d+$/.test(text) ? BigInt(text) : undefined
+}
+
 /**
- * Numbers new documents on save.
- *
- * Options: `dispenser` (a Dispenser, or a Promise of one), `field` (the path that gets the
- * number; added as a Number path when the schema lacks it), `sequence` (the sequence's name;
- * defaults to `field`), `spec` (the sequence's spec when the plugin creates it: start, step,
- * min, max, cycle), `scope` (field names: one counter per combination of their values, drawn
- * from the scopes of `sequence`), `gapless` (true: the number is used if and only if the
- * save succeeds).
+ * The whole number at or below (`down`: at or above) a number a document holds: what it
+ * stands in the way of (a fraction counts as the whole number it passed).
+ */
+function reach(v, down) {
+  const n = whole(v)
+  if (n !== undefined) return n
+  const f = typeof v === 'number' ? v : Number(String(v))
+  if (!Number.isFinite(f)) return undefined
+  return BigInt(down ? Math.ceil(f) : Math.floor(f))
+}
+
+/** The value of the dotted path `field` of a plain document. */
+function valueAt(d, field) {
+  return field.split('.').reduce((x, k) => (x === null || x === undefined ? x : x[k]), d)
+}
+
+// Which sequence names each dispenser's plugins number, and for which schema: a second schema
+// on one sequence is refused unless both say `shared` (mongoose-sequence's "Counter already
+// defined").
+const claims = new WeakMap()
+
+function claim(dispenser, name, owner) {
+  let names = claims.get(dispenser)
+  if (!names) claims.set(dispenser, (names = new Map()))
+  const other = names.get(name)
+  if (other && other !== owner && !(other.shared && owner.shared)) {
+    throw conflict(
+      `Counter already defined: sequence ${JSON.stringify(name)} numbers another schema's documents already; give this one its own \`sequence\`, or \`shared: true\` on both (mongoose-sequence's \`exclusive: false\`) to share it`,
+      'sequence_claimed',
+    )
+  }
+  if (!other) names.set(name, owner)
+}
+
+/** The options, checked: both names of one option are refused, as are unknown keys. */
+function resolve(schema, options) {
+  const { _options } = lib()
+  if (options === null || typeof options !== 'object') throw refuse('give an options object: { dispenser, field, … }')
+  const o = options
+  for (const key of Object.keys(o)) {
+    if (OWN.includes(key) || key in MONGOOSE_SEQUENCE) continue
+    const near = _options.closest(key, [...OWN, ...Object.keys(MONGOOSE_SEQUENCE)])
+    throw refuse(`unknown option \`${key}\`${near ? `; did you mean \`${near}\`?` : `; it takes ${OWN.map((k) => `\`${k}\``).join(', ')} (or mongoose-sequence's)`}`)
+  }
+  if (o.parallel_hooks !== undefined) {
+    throw refuse('mongoose-sequence\'s `parallel_hooks` has no equivalent: the plugin numbers in an async pre-save hook that Mongoose awaits; leave it out')
+  }
+  const both = (own, theirs) => {
+    if (o[own] !== undefined && o[theirs] !== undefined) throw refuse(`\`${own}\` and mongoose-sequence's \`${theirs}\` are one option: give one`)
+  }
+  both('field', 'inc_field')
+  both('sequence', 'id')
+  both('scope', 'reference_fields')
+  both('manual', 'disable_hooks')
+  both('shared', 'exclusive')
+  const spec = { ...(o.spec || {}) }
+  if (o.spec !== undefined && (o.spec === null || typeof o.spec !== 'object')) throw refuse('`spec` must be an object: { start, step, min, max, cycle, format }')
+  _options.checkKeys(o.spec, _options.KEYS.SpecInput.filter((k) => k !== 'signal'), 'the mongoosePlugin `spec`')
+  for (const [theirs, own] of [['start_seq', 'start'], ['inc_amount', 'step']]) {
+    if (o[theirs] === undefined) continue
+    if (spec[own] !== undefined) throw refuse(`\`spec.${own}\` and mongoose-sequence's \`${theirs}\` are one option: give one`)
+    spec[own] = o[theirs]
+  }
+  const mongooseSequence = Object.keys(o).some((k) => k in MONGOOSE_SEQUENCE)
+  if (!o.dispenser) throw refuse('`dispenser` is required: a Dispenser, or a Promise of one')
+  const field = o.field ?? o.inc_field ?? '_id'
+  if (typeof field !== 'string' || field === '') throw refuse('`field` must be the name of a path')
+  const name = o.sequence ?? o.id
+  if (name !== undefined && (typeof name !== 'string' || name === '')) throw refuse('`sequence` must be a name')
+  const fields = o.scope ?? o.reference_fields
+  let scope = fields === undefined || fields === null ? [] : Array.isArray(fields) ? [...fields] : [fields]
+  if (scope.some((f) => typeof f !== 'string' || f === '')) throw refuse('`scope` must be field names')
+  // mongoose-sequence keeps its scoped counters' reference values by field name, sorted.
+  if (o.reference_fields !== undefined) scope = scope.sort()
+  const manual = Boolean(o.manual ?? o.disable_hooks)
+  const shared = o.shared ?? (o.exclusive === undefined ? false : !o.exclusive)
+  const existing = o.existing ?? 'refuse'
+  if (existing !== 'refuse' && existing !== 'keep') throw refuse('`existing` is "refuse" (the default) or "keep"')
+  // What to adopt on first use: given, or mongoose-sequence's counters when its names are used.
+  let adopt = o.adopt ?? (mongooseSequence ? 'mongoose-sequence' : false)
+  if (adopt !== false && adopt !== 'mongoose-sequence' && adopt !== 'highest' && (adopt === null || typeof adopt !== 'object')) {
+    throw refuse('`adopt` is "mongoose-sequence", "highest", false, or a source as `Dispenser.adopt` takes it ({ mongooseSequence }, { mongoengine }, { counter }, { highest })')
+  }
+  if (typeof adopt === 'object' && adopt) {
+    _options.checkKeys(adopt, _options.KEYS.AdoptSourceInput, 'the mongoosePlugin `adopt`')
+    adopt = { ...adopt }
+  }
+  if (o.collection_name !== undefined && adopt !== 'mongoose-sequence') {
+    throw refuse('mongoose-sequence\'s `collection_name` says where its counters are, for adopting them: it goes with `adopt: "mongoose-sequence"` (the default with mongoose-sequence\'s options)')
+  }
+  if (o.gapless) {
+    if (scope.length > 0) throw refuse('`gapless` numbers one sequence; `scope` is not supported with it')
+    if (Object.keys(spec).some((k) => k !== 'start')) throw refuse('a gap-free sequence counts up by 1 from `spec.start`; it takes no other spec')
+    if (manual) throw refuse('`gapless` numbers in the save itself; `manual` is not supported with it')
+    if (existing === 'keep') throw refuse('`gapless` numbers come from the sequence only; `existing: "keep"` is not supported with it')
+    if (adopt !== false && o.adopt !== undefined) {
+      throw refuse('a gap-free sequence moves past the numbers documents carry by itself (their unique index); `adopt` is not supported with it')
+    }
+    adopt = false
+  }
+  const path = schema.path(field)
+  if (path && !PATH_TYPES.includes(path.instance)) {
+    throw refuse(`the path ${JSON.stringify(field)} is a ${path.instance}; the plugin writes numbers into a Number path (up to 2^53 - 1) or a BigInt path`)
+  }
+  if (!path) schema.add({ [field]: Number })
+  return {
+    dispenser: o.dispenser,
+    field,
+    name,
+    // mongoose-sequence's counter id: its `id`, else the field's name.
+    counterId: o.id ?? field,
+    countersCollection: o.collection_name ?? 'counters',
+    spec,
+    scope,
+    manual,
+    shared,
+    existing,
+    adopt,
+    gapless: Boolean(o.gapless),
+    saveTimeoutMs: o.saveTimeoutMs,
+  }
+}
+
+/**
+ * Numbers new documents on save (see the guide's Node.js chapter for every option, and the
+ * switch-over from mongoose-sequence).
  */
 function mongoosePlugin(schema, options) {
-  const o = options || {}
-  if (!o.dispenser) throw refuse('`dispenser` is required: a Dispenser, or a Promise of one')
-  if (typeof o.field !== 'string' || o.field === '') throw refuse('`field` must be the name of a path')
-  const scope = o.scope === undefined ? [] : Array.isArray(o.scope) ? o.scope : [o.scope]
-  if (scope.some((f) => typeof f !== 'string' || f === '')) throw refuse('`scope` must be field names')
-  if (o.gapless && scope.length > 0) throw refuse('`gapless` numbers one sequence; `scope` is not supported with it')
-  if (o.gapless && o.spec && Object.keys(o.spec).some((k) => k !== 'start')) {
-    throw refuse('a gap-free sequence counts up by 1 from `spec.start`; it takes no other spec')
+  const o = resolve(schema, options)
+  const owner = { shared: o.shared, ids: [o.name, o.counterId, o.field].filter(Boolean) }
+  if (o.name !== undefined) {
+    // A name given: claimed now, as mongoose-sequence claims its id.
+    claim(o.dispenser, o.name, owner)
   }
-  const field = o.field
-  const name = o.sequence || field
-  if (!schema.path(field)) schema.add({ [field]: Number })
 
   let dispenser
   const connected = () => (dispenser ??= Promise.resolve(o.dispenser))
+  /** The sequence's name for `model`: the one given, else `<collection>.<field>`. */
+  const nameOf = (model) => o.name ?? `${model.collection.collectionName}.${o.field}`
 
   if (o.gapless) {
-    installGapless(schema, o, field, name, connected)
+    installGapless(schema, o, nameOf, connected, owner)
     return
   }
 
-  // One handle per sequence (and per scope): concurrent saves share it, so their draws share writes.
-  const handles = new Map()
-  const handle = (key) => {
-    let h = handles.get(key)
+  // Per model: the sequence, adopted once; per scope: its handle, checked once. Concurrent
+  // saves share a handle, so their draws share writes.
+  const models = new WeakMap()
+  const prepared = (model) => {
+    let p = models.get(model)
+    if (!p) {
+      p = prepare(model)
+      p.catch(() => models.delete(model))
+      models.set(model, p)
+    }
+    return p
+  }
+  const prepare = async (model) => {
+    const d = await connected()
+    const name = nameOf(model)
+    claim(o.dispenser, name, owner)
+    const template = await d.ensure(name, o.spec)
+    if (o.adopt === 'mongoose-sequence') {
+      await d.adopt(name, {
+        mongooseSequence: o.counterId,
+        collection: o.countersCollection,
+        database: model.db.name,
+        ...(o.scope.length > 0 ? { scoped: true } : {}),
+      })
+    } else if (o.adopt === 'highest' && o.scope.length === 0) {
+      await d.adopt(name, { highest: { collection: model.collection.collectionName, field: o.field }, database: model.db.name })
+    } else if (o.adopt && typeof o.adopt === 'object') {
+      await d.adopt(name, o.adopt)
+    }
+    return { d, name, template, scopes: new Map(), checked: new Set() }
+  }
+
+  /** The handle that numbers `doc`'s scope, checked against what the collection holds. */
+  const handleOf = async (doc) => {
+    const model = doc.constructor
+    const p = await prepared(model)
+    const key = o.scope.length > 0 ? scopeKey(doc, o.scope) : ''
+    let h = p.scopes.get(key)
     if (!h) {
       h = (async () => {
-        const d = await connected()
-        const template = await d.ensure(name, o.spec)
-        return key === '' ? template : d.ensureScope(name, key)
+        const s = key === '' ? p.template : await p.d.ensureScope(p.name, key)
+        const filter = Object.fromEntries(o.scope.map((f) => [f, doc.get(f)]))
+        await checkNumbered(model, s, p.name, filter)
+        return s
       })()
-      h.catch(() => handles.delete(key))
-      handles.set(key, h)
+      h.catch(() => p.scopes.delete(key))
+      p.scopes.set(key, h)
     }
     return h
   }
 
-  schema.pre('save', async function numberOnSave() {
-    if (!this.isNew) return
-    const key = scope.length > 0 ? scopeKey(this, scope) : ''
-    const n = await (await handle(key)).next()
-    this.set(field, asPathValue(schema, field, n))
+  /**
+   * Refuses to number a collection whose field holds a number at or past the sequence's next
+   * (for a sequence counting down: at or below), unless told to adopt the documents' highest.
+   * Once per model and scope per process (a refusal is checked again on the next save).
+   */
+  const checkNumbered = async (model, s, name, filter) => {
+    const state = await s.peek()
+    if (state.cycle || state.next === null) return // a cyclic sequence repeats by design
+    const next = BigInt(state.next)
+    const down = BigInt(state.step) < 0n
+    const query = { ...filter, [o.field]: { $type: ['int', 'long', 'double', 'decimal'] } }
+    const top = await model.collection.findOne(query, { sort: { [o.field]: down ? 1 : -1 }, projection: { [o.field]: 1 } })
+    const held = top ? reach(valueAt(top, o.field), down) : undefined
+    if (held === undefined || (down ? held > next : held < next)) return
+    if (o.adopt === 'highest') {
+      await s.advanceTo(held)
+      return
+    }
+    const where = o.scope.length > 0 ? ` (scope ${JSON.stringify(s.name)})` : ''
+    throw conflict(
+      `collection ${JSON.stringify(model.collection.collectionName)} already holds number ${held} in ${JSON.stringify(o.field)}, ${down ? 'at or below' : 'at or past'} ${next}, the next number of sequence ${JSON.stringify(name)}${where}: numbering it would issue those numbers again. Adopt what numbered them first: the plugin's option \`adopt: 'mongoose-sequence'\` (its counters) or \`adopt: 'highest'\` (the documents' highest number), or \`dispenser.adopt(${JSON.stringify(name)}, { highest: { collection: ${JSON.stringify(model.collection.collectionName)}, field: ${JSON.stringify(o.field)} } })\`; nothing was saved`,
+      'already_numbered',
+    )
+  }
+
+  /** Draws the next number of `doc`'s sequence (and scope) and sets it. */
+  const assign = async (doc) => {
+    const n = await (await handleOf(doc)).next()
+    doc.set(o.field, asPathValue(schema, o.field, n))
+  }
+
+  /** A new document's own number, kept: the sequence (or scope) moves past it. */
+  const keep = async (doc, value) => {
+    const n = whole(value)
+    if (n === undefined) throw invalid(`the document's ${JSON.stringify(o.field)} holds ${value}, not a whole number`)
+    const s = await handleOf(doc)
+    const state = await s.peek()
+    if (state.cycle) return
+    if (state.next !== null && (BigInt(state.step) < 0n ? n <= BigInt(state.next) : n >= BigInt(state.next))) await s.advanceTo(n)
+  }
+
+  const numberedBySetNext = new WeakSet()
+  if (!o.manual) {
+    schema.pre('save', async function numberOnSave() {
+      if (!this.isNew || numberedBySetNext.has(this)) return
+      const current = this.get(o.field)
+      if (current !== undefined && current !== null) {
+        if (o.existing === 'keep') return keep(this, current)
+        throw invalid(
+          `the new document already carries ${current} in ${JSON.stringify(o.field)}; the plugin numbers new documents and overwrites nothing: leave the field out, or give the plugin \`existing: 'keep'\` to keep such numbers (the sequence then moves past them)`,
+        )
+      }
+      await assign(this)
+    })
+  }
+
+  // mongoose-sequence's `doc.setNext(id)` and `Model.counterReset(id, reference)`, for every
+  // plugin on the schema: each finds its plugin by `id` (the sequence's name, its
+  // mongoose-sequence id, or the field's name).
+  let sequences = schemaSequences.get(schema)
+  if (!sequences) schemaSequences.set(schema, (sequences = []))
+  sequences.push({
+    owner,
+    matches: (id, model) => owner.ids.includes(id) || nameOf(model) === id,
+    setNext: async (doc) => {
+      await assign(doc)
+      numberedBySetNext.add(doc)
+      try {
+        return await doc.save()
+      } finally {
+        numberedBySetNext.delete(doc)
+      }
+    },
+    reset: async (model, reference) => {
+      const p = await prepared(model)
+      const start = o.spec.start ?? 1
+      let handles
+      if (o.scope.length === 0) {
+        handles = [p.template]
+      } else if (reference) {
+        const get = typeof reference.get === 'function' ? (f) => reference.get(f) : (f) => valueAt(reference, f)
+        handles = [await p.d.ensureScope(p.name, scopeKey({ get }, o.scope))]
+      } else {
+        const scopes = await p.d.list({ scopesOf: p.name })
+        handles = await Promise.all(scopes.map((s) => p.d.openScope(p.name, s.name.slice(p.name.length + 1))))
+      }
+      const states = []
+      for (const h of handles) {
+        states.push(await h.reset(start, { force: true }))
+        // Reset on purpose: the documents that hold its numbers no longer stop it.
+        const key = h.name === p.name ? '' : h.name.slice(p.name.length + 1)
+        p.scopes.set(key, Promise.resolve(h))
+      }
+      return states
+    },
+  })
+  if (sequences.length === 1) installMethods(schema, sequences)
+}
+
+/** The plugins of each schema, for its `setNext` and `counterReset`. */
+const schemaSequences = new WeakMap()
+
+/** `fn`'s Promise, or `callback(error, value)` when the caller gave one (mongoose-sequence's style). */
+function settle(promise, callback) {
+  if (typeof callback !== 'function') return promise
+  promise.then((v) => callback(null, v), (e) => callback(e))
+  return undefined
+}
+
+function installMethods(schema, sequences) {
+  const find = (id, model) => {
+    const found = sequences.find((s) => s.matches(id, model))
+    if (!found) throw invalid(`no sequence ${JSON.stringify(id)} numbers this schema; its sequences: ${sequences.map((s) => s.owner.ids.join(' / ')).join(', ')}`)
+    return found
+  }
+  /** Numbers this document from the sequence `id` and saves it (mongoose-sequence's setNext). */
+  schema.method('setNext', function setNext(id, callback) {
+    const run = async () => find(id, this.constructor).setNext(this)
+    return settle(run(), callback)
+  })
+  /**
+   * Starts the sequence `id` (one scope: `reference`, a document or its scope fields' values;
+   * every scope without it) again at its start: the core's `reset(start, { force: true })`,
+   * so numbers are issued again — as mongoose-sequence's counterReset does.
+   */
+  schema.static('counterReset', function counterReset(id, reference, callback) {
+    if (typeof reference === 'function') [reference, callback] = [undefined, reference]
+    const run = async () => find(id, this).reset(this, reference)
+    return settle(run(), callback)
   })
 }
 
@@ -114,23 +423,29 @@ function mongoosePlugin(schema, options) {
  * the insert ended, which ends the issue. A duplicate key on the number (a void, or a stale
  * holder's document) fails this save and makes the core move past that number.
  */
-function installGapless(schema, o, field, name, connected) {
-  let gapless
-  const sequence = (doc) =>
-    (gapless ??= (async () => {
-      const d = await connected()
-      const collection = doc.constructor.collection
-      if (doc.db && doc.db.name && doc.db.name !== d.database) {
-        throw refuse(
-          `the model's database ${JSON.stringify(doc.db.name)} is not the dispenser's ${JSON.stringify(d.database)}: a gap-free sequence's documents live in the dispenser's database`,
-        )
-      }
-      const start = o.spec && o.spec.start
-      return d.ensureGapless(name, { collection: collection.collectionName, field, start })
-    })().catch((e) => {
-      gapless = undefined
-      throw e
-    }))
+function installGapless(schema, o, nameOf, connected, owner) {
+  const sequences = new WeakMap()
+  const sequence = (doc) => {
+    const model = doc.constructor
+    let g = sequences.get(model)
+    if (!g) {
+      g = (async () => {
+        const d = await connected()
+        const collection = model.collection
+        if (doc.db && doc.db.name && doc.db.name !== d.database) {
+          throw refuse(
+            `the model's database ${JSON.stringify(doc.db.name)} is not the dispenser's ${JSON.stringify(d.database)}: a gap-free sequence's documents live in the dispenser's database`,
+          )
+        }
+        const name = nameOf(model)
+        claim(o.dispenser, name, owner)
+        return d.ensureGapless(name, { collection: collection.collectionName, field: o.field, start: o.spec.start })
+      })()
+      g.catch(() => sequences.delete(model))
+      sequences.set(model, g)
+    }
+    return g
+  }
 
   const pending = new WeakMap()
   // Longest a save may take between its number and the end of its insert (an insert whose
@@ -140,6 +455,12 @@ function installGapless(schema, o, field, name, connected) {
   schema.pre('save', async function issueOnSave() {
     if (!this.isNew) return
     const doc = this
+    const current = doc.get(o.field)
+    if (current !== undefined && current !== null) {
+      throw invalid(
+        `the new document already carries ${current} in ${JSON.stringify(o.field)}; a gap-free number comes from the sequence only: leave the field out`,
+      )
+    }
     const g = await sequence(doc)
     await new Promise((numbered, failed) => {
       let calls = 0
@@ -154,16 +475,13 @@ function installGapless(schema, o, field, name, connected) {
               return
             }
             try {
-              doc.set(field, asPathValue(schema, field, n))
+              doc.set(o.field, asPathValue(schema, o.field, n))
             } catch (e) {
               endedWithError(e)
               failed(e)
               return
             }
-            const timer = setTimeout(
-              () => endedWithError(new Error(`the save did not end within ${lease} ms`)),
-              lease,
-            )
+            const timer = setTimeout(() => endedWithError(new Error(`the save did not end within ${lease} ms`)), lease)
             pending.set(doc, {
               ended: () => {
                 clearTimeout(timer)

@@ -1,9 +1,72 @@
 /* The shapes of the core's answers (its JSON views, keys in camelCase): every integer is a
-   bigint, exact over the whole 64-bit range; times are RFC 3339 strings. This file heads
-   native.d.ts (package.json: napi.dtsHeaderFile). */
+   bigint, exact over the whole 64-bit range (with `numbers: 'number'`: see AsNumbers); times
+   are RFC 3339 strings. Every answer object has a `toJSON` (bigints past 2^53 - 1 as strings,
+   the others as numbers). This file heads native.d.ts (package.json: napi.dtsHeaderFile). */
 
 /** An integer argument: a number (a safe integer) or a bigint. */
 export type Int = number | bigint
+
+/** What the integers the API answers are (`Dispenser.connect`'s `numbers`). */
+export type Numbers = 'bigint' | 'number'
+
+/**
+ * The keys whose values stay bigints past 2^53 - 1 with `numbers: 'number'`: the bounds of a
+ * sequence or queue and what is left of it (an unbounded sequence's `max` is 2^63 - 1).
+ */
+export type LooseKey = 'min' | 'max' | 'remaining' | 'exhaustedInSecs' | 'capacity'
+
+/**
+ * `T` as a dispenser connected with `numbers: 'number'` answers it: every bigint a number,
+ * except a `LooseKey`'s, which is a number up to 2^53 - 1 and a bigint past it. (A number
+ * issued past 2^53 - 1 is refused with an InvalidInputError, code `unsafe_integer`.)
+ */
+export type AsNumbers<T> = T extends bigint
+  ? number
+  : T extends Promise<infer U>
+    ? Promise<AsNumbers<U>>
+    : T extends Queue
+      ? NumbersQueue
+      : T extends Gapless
+        ? NumbersGapless
+        : T extends (...args: infer A) => infer R
+          ? (...args: A) => AsNumbers<R>
+          : T extends object
+            ? { [K in keyof T]: K extends LooseKey ? Loose<T[K]> : AsNumbers<T[K]> }
+            : T
+
+/** A bound or what is left: a number up to 2^53 - 1, a bigint past it. */
+type Loose<T> = T extends bigint ? number | bigint : AsNumbers<T>
+
+/** A Queue whose answers are numbers (`take`'s answer follows its `count`). */
+export type NumbersQueue = {
+  [K in Exclude<keyof Queue, 'take'>]: AsNumbers<Queue[K]>
+} & {
+  take<O extends TakeOptions = TakeOptions>(
+    options?: O,
+  ): Promise<O extends { count: Int } ? Array<AsNumbers<Ticket>> : AsNumbers<Ticket>>
+}
+
+/** A Gapless whose answers are numbers (`issue` calls its business write with a number). */
+export type NumbersGapless = {
+  [K in Exclude<keyof Gapless, 'issue'>]: AsNumbers<Gapless[K]>
+} & {
+  issue<T>(
+    write: (n: number) => Promise<T> | T,
+    options?: SignalOptions,
+  ): Promise<{ number: number; skipped: number; value: T }>
+}
+
+/** What an adopt did to one sequence (`Dispenser.adopt`, `Sequence.adopt`). */
+export interface Adopted {
+  /** The sequence (for scoped mongoose-sequence counters, the scope `template@key`). */
+  name: string
+  /** The last number the source issued; `null` when it holds none. */
+  highest: bigint | null
+  /** Whether the sequence moved (false: it was past the source already, or nothing found). */
+  moved: boolean
+  /** The sequence's state afterwards: its next number is past `highest`. */
+  state: SequenceState
+}
 
 /** A sequence's stored state (`peek`, and the answers of its admin operations). */
 export interface SequenceState {
@@ -36,7 +99,7 @@ export interface SequenceState {
   }
 }
 
-/** An entry of a listing that could not be read, in its place. */
+/** An entry of a listing that could not be read, in its place (`kind` in snake_case). */
 export interface ListingError {
   name: string | null
   error: { code: string; kind: string; message: string }
@@ -211,10 +274,11 @@ export declare class BlockSequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  next(): Promise<bigint>
+  next(options?: SignalOptions | undefined | null): Promise<bigint>
   /** The next number if one is in memory now, else `null` (never waits). */
   tryNext(): bigint | null
   /**
@@ -222,10 +286,11 @@ export declare class BlockSequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  settle(): Promise<void>
+  settle(options?: SignalOptions | undefined | null): Promise<void>
   /** How many reserved numbers it holds, not yet handed out. */
   held(): bigint
   /** The size of its next reservation. */
@@ -237,10 +302,11 @@ export declare class BlockSequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  close(): Promise<CloseReport>
+  close(options?: SignalOptions | undefined | null): Promise<CloseReport>
   /** What it did so far. */
   stats(): Stats
 }
@@ -256,19 +322,21 @@ export declare class DailySequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  next(): Promise<ScopedNumber>
+  next(options?: SignalOptions | undefined | null): Promise<ScopedNumber>
   /**
    * Deletes the days before `before` (`YYYY-MM-DD`), never today or later; returns how many.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  deleteScopesBefore(before: string): Promise<bigint>
+  deleteScopesBefore(before: string, options?: SignalOptions | undefined | null): Promise<bigint>
   /** What this sequence did so far, over every day. */
   stats(): Stats
 }
@@ -279,26 +347,41 @@ export declare class DailySequence {
  */
 export declare class Dispenser {
   /**
+   * Moves the sequence `name` past every number `source` issued — mongoose-sequence's
+   * counter (or, `scoped`, each of its counters into a scope of `name`), mongoengine's, a
+   * counter of your own, or the highest number documents carry — so that none is handed
+   * out again; never backwards; recorded in the history as `adopt`.
+   *
+   * # Cancel safety
+   *
+   * Each sequence is moved by one write: aborted part way, some may have moved (adopt
+   * again: it never goes backwards).
+   */
+  adopt(name: string, source: AdoptSourceInput, options?: SignalOptions | undefined | null): Promise<Array<Adopted>>
+  /**
    * A block client on the existing sequence `name`.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   openBlocks(name: string, options?: BlockOptionsInput | undefined | null): Promise<BlockSequence>
   /**
    * Connects (lazily: nothing is sent until the first operation) to the deployment at
-   * `uri`.
+   * `uri`. With `numbers: 'number'`, the dispenser and every handle it opens answer
+   * JavaScript numbers instead of bigints (see the guide).
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * Nothing to cancel: it sends nothing.
    */
-  static connect(uri: string, options?: ConnectOptions | undefined | null): Promise<Dispenser>
+  static connect<N extends Numbers = 'bigint'>(uri: string, options?: ConnectOptions & { numbers?: N }): Promise<N extends 'number' ? AsNumbers<Dispenser> : Dispenser>
   /** The same dispenser acting as `caller`. */
   withCaller(caller: string): Dispenser
+  /** What the integers it answers are: `"bigint"` or `"number"` (`connect`'s `numbers`). */
+  get numbers(): Numbers
   /** Who this dispenser acts as; `null` for the unnamed caller. */
   get caller(): string | null
   /** The database holding the documents. */
@@ -310,8 +393,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   create(name: string, spec?: SpecInput | undefined | null): Promise<Sequence>
   /**
@@ -320,8 +404,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   ensure(name: string, spec?: SpecInput | undefined | null): Promise<Sequence>
   /**
@@ -329,26 +414,29 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  open(name: string): Promise<Sequence>
+  open(name: string, options?: SignalOptions | undefined | null): Promise<Sequence>
   /**
    * Reads a sequence's stored state.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  peek(name: string): Promise<SequenceState>
+  peek(name: string, options?: SignalOptions | undefined | null): Promise<SequenceState>
   /**
    * The sequences, by name, or a page of them (`options`).
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   list(options?: ListOptions | undefined | null): Promise<Array<SequenceState | ListingError>>
   /**
@@ -356,26 +444,29 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  delete(name: string): Promise<void>
+  delete(name: string, options?: SignalOptions | undefined | null): Promise<void>
   /**
    * Checks that the server answers.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  ping(): Promise<void>
+  ping(options?: SignalOptions | undefined | null): Promise<void>
   /**
    * Examines the server: does it keep the guarantees the library relies on?
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   doctor(options?: DoctorInput | undefined | null): Promise<DoctorReport>
   /**
@@ -384,8 +475,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   history(name: string, options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
   /**
@@ -394,8 +486,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   ensureGapless(name: string, options: GaplessOptionsInput): Promise<Gapless>
   /**
@@ -403,8 +496,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   createGapless(name: string, options: GaplessOptionsInput): Promise<Gapless>
   /**
@@ -414,8 +508,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   deleteGapless(name: string, options?: ForceOptions | undefined | null): Promise<void>
   /**
@@ -423,17 +518,19 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  openGapless(name: string): Promise<Gapless>
+  openGapless(name: string, options?: SignalOptions | undefined | null): Promise<Gapless>
   /**
    * The names of one page of the gap-free sequences.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   listGapless(options?: ListOptions | undefined | null): Promise<Array<string>>
   /**
@@ -441,8 +538,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   createQueue(name: string, spec?: QueueSpecInput | undefined | null): Promise<Queue>
   /**
@@ -450,8 +548,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   ensureQueue(name: string, spec?: QueueSpecInput | undefined | null): Promise<Queue>
   /**
@@ -459,17 +558,19 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  openQueue(name: string): Promise<Queue>
+  openQueue(name: string, options?: SignalOptions | undefined | null): Promise<Queue>
   /**
    * One page of the queues' statuses, by name.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   listQueues(options?: ListOptions | undefined | null): Promise<Array<QueueState | ListingError>>
   /**
@@ -478,8 +579,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   deleteQueue(name: string, options?: ForceOptions | undefined | null): Promise<void>
   /**
@@ -488,37 +590,41 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  ensureScope(template: string, scope: string): Promise<Sequence>
+  ensureScope(template: string, scope: string, options?: SignalOptions | undefined | null): Promise<Sequence>
   /**
    * Creates the scope `scope` of `template`; fails `AlreadyExists` when it exists.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  createScope(template: string, scope: string): Promise<Sequence>
+  createScope(template: string, scope: string, options?: SignalOptions | undefined | null): Promise<Sequence>
   /**
    * Opens the existing scope `scope` of `template`.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  openScope(template: string, scope: string): Promise<Sequence>
+  openScope(template: string, scope: string, options?: SignalOptions | undefined | null): Promise<Sequence>
   /**
    * Deletes the scopes of `template` whose key sorts before `before`; returns how many.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  deleteScopesBefore(template: string, before: string): Promise<bigint>
+  deleteScopesBefore(template: string, before: string, options?: SignalOptions | undefined | null): Promise<bigint>
   /** A sequence whose numbering restarts every day in the IANA time zone `timeZone`. */
   openDaily(template: string, timeZone: string): DailySequence
   /**
@@ -527,8 +633,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   ensureStriped(name: string, stripes: number, spec?: SpecInput | undefined | null): Promise<StripedSequence>
   /**
@@ -536,8 +643,9 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   createStriped(name: string, stripes: number, spec?: SpecInput | undefined | null): Promise<StripedSequence>
   /**
@@ -545,19 +653,21 @@ export declare class Dispenser {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  openStriped(name: string): Promise<StripedSequence>
+  openStriped(name: string, options?: SignalOptions | undefined | null): Promise<StripedSequence>
   /**
    * Deletes every stripe of `name`; returns how many.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  deleteStriped(name: string): Promise<number>
+  deleteStriped(name: string, options?: SignalOptions | undefined | null): Promise<number>
 }
 
 /** A gap-free sequence. */
@@ -582,18 +692,20 @@ export declare class Gapless {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  _issue(write: ((arg: bigint) => Promise<WriteOutcome>)): Promise<IssuedNumber>
+  _issue(write: ((arg: bigint) => Promise<WriteOutcome>), options?: SignalOptions | undefined | null): Promise<IssuedNumber>
   /**
    * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
    * `after`, `limit`).
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
   /**
@@ -601,45 +713,50 @@ export declare class Gapless {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  peek(): Promise<GaplessState>
+  peek(options?: SignalOptions | undefined | null): Promise<GaplessState>
   /**
    * Confirms at once the last number this handle used.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  flush(): Promise<void>
+  flush(options?: SignalOptions | undefined | null): Promise<void>
   /**
-   * Changes the sequence's settings (`maxLeaseMs`: the longest lease); resolves to the
-   * state afterwards.
+   * Changes the sequence's settings (`maxLeaseSeconds`: the longest lease); resolves to
+   * the state afterwards.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  alter(change: GaplessAlterInput): Promise<GaplessState>
+  alter(change: GaplessAlterInput, options?: SignalOptions | undefined | null): Promise<GaplessState>
   /**
    * Voids the next number on purpose, with a reason.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  void(number: Int, reason: string): Promise<void>
+  void(number: Int, reason: string, options?: SignalOptions | undefined | null): Promise<void>
   /**
    * Ends a holder's lease on `number`: voided if it was not written, else moved past.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   release(number: Int, reason: string, options?: ForceOptions | undefined | null): Promise<Released>
   /**
@@ -647,8 +764,9 @@ export declare class Gapless {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   audit(options?: AuditInput | undefined | null): Promise<Audit>
   /** What this handle did so far. */
@@ -660,36 +778,35 @@ export declare class Queue {
   /** The queue's name. */
   get name(): string
   /**
+   * The same queue acting as `caller`: the name its takes' request ids are scoped to and
+   * its history records.
+   */
+  withCaller(caller: string): Queue
+  /**
    * The settings the `ensure` that opened this handle found changed since by an alter,
    * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
    * Empty for a handle from `create` or `open`, or when everything matched.
    */
   get altered(): Array<Altered>
   /**
-   * Takes the next ticket.
+   * Takes the next ticket; with `count`, that many consecutive tickets, all or nothing (a
+   * family), as an array.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  take(options?: TakeOptions | undefined | null): Promise<Ticket>
-  /**
-   * Takes `count` consecutive tickets, all or nothing (a family).
-   *
-   * # Cancel safety
-   *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
-   */
-  takeMany(n: Int, options?: TakeOptions | undefined | null): Promise<Array<Ticket>>
+  take<O extends TakeOptions = TakeOptions>(options?: O): Promise<O extends { count: Int } ? Array<Ticket> : Ticket>
   /**
    * Calls the oldest waiting ticket (or `ticket`), from a desk.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   call(options?: CallOptions | undefined | null): Promise<Ticket>
   /**
@@ -697,8 +814,9 @@ export declare class Queue {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   recall(options?: DeskOptions | undefined | null): Promise<Ticket>
   /**
@@ -706,8 +824,9 @@ export declare class Queue {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   finish(options?: DeskOptions | undefined | null): Promise<Ticket>
   /**
@@ -716,8 +835,9 @@ export declare class Queue {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   cancel(options: CancelOptions): Promise<Ticket>
   /**
@@ -727,33 +847,36 @@ export declare class Queue {
    *
    * It only reads.
    */
-  waitingTicket(number: Int): Promise<Ticket>
+  waitingTicket(number: Int, options?: SignalOptions | undefined | null): Promise<Ticket>
   /**
    * Changes the queue's range.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  alter(change: QueueAlterInput): Promise<QueueState>
+  alter(change: QueueAlterInput, options?: SignalOptions | undefined | null): Promise<QueueState>
   /**
    * Deletes the queue.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  delete(): Promise<void>
+  delete(options?: ForceOptions | undefined | null): Promise<void>
   /**
    * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
    * `after`, `limit`).
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
   /**
@@ -761,10 +884,11 @@ export declare class Queue {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  peek(): Promise<QueueState>
+  peek(options?: SignalOptions | undefined | null): Promise<QueueState>
 }
 
 /**
@@ -790,6 +914,14 @@ export declare class Run {
  */
 export declare class Sequence {
   /**
+   * `Dispenser.adopt` for this sequence.
+   *
+   * # Cancel safety
+   *
+   * As `Dispenser.adopt`.
+   */
+  adopt(source: AdoptSourceInput, options?: SignalOptions | undefined | null): Promise<Array<Adopted>>
+  /**
    * A block client on this sequence (the handle stays usable: the core's `into_blocks`
    * takes a clone of it).
    */
@@ -807,27 +939,30 @@ export declare class Sequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  next(): Promise<bigint>
+  next(options?: SignalOptions | undefined | null): Promise<bigint>
   /**
    * Issues a contiguous run of `n` numbers in one write (with `cycle`, fewer near the wrap).
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  nextN(n: Int): Promise<Run>
+  nextN(n: Int, options?: SignalOptions | undefined | null): Promise<Run>
   /**
    * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
    * `after`, `limit`).
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
   /**
@@ -835,26 +970,29 @@ export declare class Sequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  peek(): Promise<SequenceState>
+  peek(options?: SignalOptions | undefined | null): Promise<SequenceState>
   /**
    * Moves the sequence past `n` (never backwards).
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  advanceTo(n: Int): Promise<SequenceState>
+  advanceTo(n: Int, options?: SignalOptions | undefined | null): Promise<SequenceState>
   /**
    * Sets the number issued next; backwards only with `force`.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   reset(next: Int, options?: ForceOptions | undefined | null): Promise<SequenceState>
   /**
@@ -862,8 +1000,9 @@ export declare class Sequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   alter(change: AlterInput, options?: ForceOptions | undefined | null): Promise<SequenceState>
   /**
@@ -871,10 +1010,11 @@ export declare class Sequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  delete(): Promise<void>
+  delete(options?: SignalOptions | undefined | null): Promise<void>
   /** What this handle did so far. */
   stats(): Stats
   /** How many numbers are left before the wrap or the bound, as last seen by this handle. */
@@ -900,18 +1040,20 @@ export declare class StripedSequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  next(): Promise<bigint>
+  next(options?: SignalOptions | undefined | null): Promise<bigint>
   /**
    * Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
    * `after`, `limit`).
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   history(options?: HistoryOptions | undefined | null): Promise<Array<HistoryEntry>>
   /**
@@ -919,26 +1061,29 @@ export declare class StripedSequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  peek(): Promise<Array<SequenceState>>
+  peek(options?: SignalOptions | undefined | null): Promise<Array<SequenceState>>
   /**
    * Moves every stripe past `n`.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  advanceTo(n: Int): Promise<Array<SequenceState>>
+  advanceTo(n: Int, options?: SignalOptions | undefined | null): Promise<Array<SequenceState>>
   /**
    * Sets the number issued next, each stripe within its own class.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   reset(next: Int, options?: ForceOptions | undefined | null): Promise<Array<SequenceState>>
   /**
@@ -946,8 +1091,9 @@ export declare class StripedSequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
   alter(change: AlterInput, options?: ForceOptions | undefined | null): Promise<Array<SequenceState>>
   /**
@@ -955,21 +1101,63 @@ export declare class StripedSequence {
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  delete(): Promise<number>
+  delete(options?: SignalOptions | undefined | null): Promise<number>
   /**
    * Closes its block clients (when it draws through blocks), giving back what they held.
    *
    * # Cancel safety
    *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
    */
-  close(): Promise<CloseReport>
+  close(options?: SignalOptions | undefined | null): Promise<CloseReport>
   /** What it did so far. */
   stats(): Stats
+}
+
+/**
+ * Where numbers were issued before: exactly one of `mongooseSequence`, `mongoengine`,
+ * `counter` and `highest`; `database` (all) and `collection` (mongoose-sequence and
+ * mongoengine) say where it is when not the default.
+ */
+export interface AdoptSourceInput {
+  /**
+   * mongoose-sequence's counter of this `id` (its `id` option; the field's name by
+   * default): `{id, reference_value, seq}` in the collection `counters`.
+   */
+  mongooseSequence?: string
+  /**
+   * With `mongooseSequence`: its counters kept per `reference_fields`, each into the scope
+   * of the sequence (a template) named by its reference values. Defaults to false.
+   */
+  scoped?: boolean
+  /**
+   * mongoengine's `SequenceField` counter `"<sequence_name>.<field>"`: `{_id, next}` in the
+   * collection `mongoengine.counters`.
+   */
+  mongoengine?: string
+  /**
+   * A counter document of your own: the one `filter` matches holds the last number issued
+   * in `field`.
+   */
+  counter?: CounterSourceInput
+  /**
+   * The highest number (for a sequence counting down: the lowest) the documents of a
+   * collection carry in a field.
+   */
+  highest?: HighestSourceInput
+  /**
+   * The collection of mongoose-sequence's counters (its `collection_name`, `counters` by
+   * default) or of mongoengine's (`mongoengine.counters`).
+   */
+  collection?: string
+  /** The database holding the source. Defaults to the dispenser's. */
+  database?: string
 }
 
 /** What `Sequence.alter` changes; fields left out stay as they are. */
@@ -990,6 +1178,8 @@ export interface AlterInput {
 export interface AuditInput {
   /** The first number expected. Defaults to the smallest found. */
   from?: Int
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /** How a block client reserves (`Dispenser.openBlocks`' options). */
@@ -1011,6 +1201,8 @@ export interface BlockOptionsInput {
    * Defaults to 0.01.
    */
   rangeShare?: number | undefined | null
+  /** Aborts the call (`openBlocks` only: see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /** A call's desk and, to call out of order, the ticket (by its identity). */
@@ -1024,6 +1216,8 @@ export interface CallOptions {
   serial?: Int
   /** With `serial`: the queue's incarnation the ticket was taken from (`ticket.incarnation`). */
   incarnation?: string
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /** The ticket a cancel names: its serial, or the request id of the take that got it. */
@@ -1036,6 +1230,8 @@ export interface CancelOptions {
   requestId?: string
   /** Whose request id it is. Defaults to the dispenser's caller. */
   caller?: string
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /** Where the documents live and how the dispenser acts (`Dispenser.connect`'s options). */
@@ -1050,6 +1246,30 @@ export interface ConnectOptions {
   operationTimeoutMs?: number
   /** Whether concurrent draws on one handle share writes. Defaults to true. */
   coalesce?: boolean
+  /**
+   * How numbers are drawn: `"inc"` (the conditional increment, the default) or `"cas"`
+   * (read, then compare-and-set).
+   */
+  strategy?: 'inc' | 'cas'
+  /**
+   * What the integers the API answers are: `"bigint"` (the default: exact over the whole
+   * 64-bit range) or `"number"` (JavaScript numbers; a number issued past
+   * `Number.MAX_SAFE_INTEGER` is refused). See the guide's chapter on Node.js.
+   */
+  numbers?: Numbers
+}
+
+/** A counter document of your own. */
+export interface CounterSourceInput {
+  /** Its collection. */
+  collection: string
+  /**
+   * Matches the one counter document: JSON values (extended JSON for other types:
+   * `{ $oid: "…" }`).
+   */
+  filter: Record<string, unknown>
+  /** Its field holding the last number issued. */
+  field: string
 }
 
 /** The desk a recall or finish acts for, and the ticket it must still show. */
@@ -1060,6 +1280,8 @@ export interface DeskOptions {
   serial?: Int
   /** With `serial`: the queue's incarnation the ticket was taken from. */
   incarnation?: string
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /** How long and how hard `Dispenser.doctor` examines the server. */
@@ -1072,6 +1294,8 @@ export interface DoctorInput {
   swaps?: number
   /** The longest the whole examination may take, in milliseconds. Defaults to 10 000. */
   timeLimitMs?: number
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /**
@@ -1081,17 +1305,17 @@ export interface DoctorInput {
 export interface ForceOptions {
   /** Do it even so. Defaults to false. */
   force?: boolean
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
-/**
- * Where a gap-free sequence's numbers are carried and how long a holder may keep one.
- * What `Gapless.alter` changes; fields left out stay as they are.
- */
+/** What `Gapless.alter` changes; fields left out stay as they are. */
 export interface GaplessAlterInput {
-  /** The longest lease, in milliseconds (1 ms to a day). */
-  maxLeaseMs?: number
+  /** The longest lease, in seconds (a fraction allowed; 1 ms to a day). */
+  maxLeaseSeconds?: number
 }
 
+/** Where a gap-free sequence's numbers are carried and how long a holder may keep one. */
 export interface GaplessOptionsInput {
   /** The business collection (in the dispenser's database) whose documents carry the numbers. */
   collection: string
@@ -1099,14 +1323,29 @@ export interface GaplessOptionsInput {
   field: string
   /** The first number. Defaults to 1. */
   start?: Int
-  /** How long a caller's lease on a number lasts, in milliseconds. */
-  leaseMs?: number
-  /** The longest lease any caller may take, in milliseconds. */
-  maxLeaseMs?: number
-  /** How long a call waits for other holders, in milliseconds. */
-  waitMs?: number
+  /** How long a caller's lease on a number lasts, in seconds (a fraction allowed). */
+  leaseSeconds?: number
+  /** The longest lease any caller may take, in seconds. */
+  maxLeaseSeconds?: number
+  /** How long a call waits for other holders, in seconds. */
+  waitSeconds?: number
   /** The field marking void documents. Defaults to `voided`. */
   voidField?: string
+  /**
+   * More fields written into every void document (`{ status: "VOID", total: 0 }`): JSON
+   * values. Defaults to none.
+   */
+  voidExtra?: Record<string, unknown>
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
+}
+
+/** The documents' highest number. */
+export interface HighestSourceInput {
+  /** The collection of the documents. */
+  collection: string
+  /** The field they carry their numbers in. */
+  field: string
 }
 
 /** Which history entries to read. */
@@ -1122,6 +1361,8 @@ export interface HistoryOptions {
   after?: string
   /** At most this many entries (1 to 1000). Defaults to 100. */
   limit?: number
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /**
@@ -1150,6 +1391,8 @@ export interface ListOptions {
   named?: Array<string>
   /** Only the scopes of this template (`list` only). */
   scopesOf?: string
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /** What `Queue.alter` changes. */
@@ -1170,6 +1413,8 @@ export interface QueueSpecInput {
   timeZone?: string
   /** Whether each local day starts again at the first ticket. Defaults to false. */
   daily?: boolean
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /** A number and the scope (for a daily sequence, the date `YYYY-MM-DD`) it was drawn in. */
@@ -1178,6 +1423,15 @@ export interface ScopedNumber {
   scope: string
   /** The number, unique within its scope. */
   number: bigint
+}
+
+/** The options of a call that has no other: `signal`, to abort it. */
+export interface SignalOptions {
+  /**
+   * Aborts the call: its Promise rejects at once with an `AbortError` whose `written` says
+   * whether its write may have been sent.
+   */
+  signal?: AbortSignal
 }
 
 /** A sequence's shape: the first number, the step, the bounds and whether it wraps. */
@@ -1197,14 +1451,23 @@ export interface SpecInput {
    * compared by `ensure`. Defaults to none; a striped sequence has none.
    */
   format?: string
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
-/** A take's request id (to retry it safely) and caller. */
+/** A take's count (a family), request id (to retry it safely) and caller. */
 export interface TakeOptions {
+  /**
+   * Takes this many consecutive tickets, all or nothing (a family), and answers them as
+   * an array. Without it, one ticket, answered as it is.
+   */
+  count?: Int
   /** The same id again answers the same tickets and takes nothing more. */
   requestId?: string
   /** Whose request id it is. Defaults to the dispenser's caller. */
   caller?: string
+  /** Aborts the call (see `SignalOptions`). */
+  signal?: AbortSignal
 }
 
 /** The version of the core library. */

@@ -7,6 +7,7 @@ use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 use serde_json::{Value, json};
 
+use crate::abort::{Signal, SignalOptions};
 use crate::convert::{Int, Json, count, js};
 use crate::dispenser::Dispenser;
 use crate::promise::promise;
@@ -26,6 +27,9 @@ pub struct BlockOptionsInput {
     /// The most of what is left one reservation takes, in (0, 1]; `null`: no such bound.
     /// Defaults to 0.01.
     pub range_share: Option<Option<f64>>,
+    /// Aborts the call (`openBlocks` only: see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 /// The core's block options from their JavaScript form.
@@ -58,8 +62,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn open_blocks<'env>(
         &self,
@@ -107,10 +112,15 @@ impl BlockSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
-    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
+    pub fn next<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, i64n>> {
         promise!(env, self.inner, |inner| Ok(i64n(inner.next().await?)))
     }
 
@@ -124,10 +134,15 @@ impl BlockSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn settle<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+    pub fn settle<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
         promise!(env, self.inner, |inner| {
             inner.settle().await;
             Ok(())
@@ -156,10 +171,15 @@ impl BlockSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<CloseReport>")]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+    pub fn close<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             Ok(Json(close_json(&inner.close().await?)))
         })

@@ -16,15 +16,32 @@ pub type Int = Either<f64, BigInt>;
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
 /// The core's error as a JavaScript error. The JavaScript wrapper (`index.js`) reads the
-/// `[dispenser:KIND:CODE]` head of the message and throws the error class of the kind, with
-/// `code` and `kind` set and the head removed.
+/// `[dispenser:KIND:CODE:WRITTEN]` head of the message and throws the error class of the
+/// kind, with `code`, `kind` and `written` set and the head removed.
 pub fn js(e: dispenser::Error) -> napi::Error {
     napi::Error::from_reason(format!(
-        "[dispenser:{:?}:{}:{}] {e}",
-        e.kind(),
+        "[dispenser:{}:{}:{}] {e}",
+        kind(e.kind()),
         e.code(),
         e.written().as_str()
     ))
+}
+
+/// The kind's name on every surface: snake_case (`not_found`, `queue_refused`, …).
+pub fn kind(kind: dispenser::ErrorKind) -> String {
+    let debug = format!("{kind:?}");
+    let mut out = String::with_capacity(debug.len() + 4);
+    for (i, c) in debug.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A refused argument, as the core refuses one.
@@ -77,6 +94,22 @@ pub fn count(what: &str, v: Int) -> napi::Result<u64> {
     u64::try_from(n).map_err(|_| invalid(what, format!("{n} is negative; give 0 or more")))
 }
 
+/// Seconds (a fraction allowed) as a duration, or an error naming `what`.
+pub fn seconds(what: &str, s: f64) -> napi::Result<Duration> {
+    if !s.is_finite() || s < 0.0 {
+        return Err(invalid(
+            what,
+            format!("{s} s is not a duration; give 0 or more seconds"),
+        ));
+    }
+    Duration::try_from_secs_f64(s).map_err(|_| {
+        invalid(
+            what,
+            format!("{s} s is not a duration the library can hold"),
+        )
+    })
+}
+
 /// Milliseconds as a duration, or an error naming `what`.
 pub fn millis(what: &str, ms: f64) -> napi::Result<Duration> {
     if !ms.is_finite() || ms < 0.0 {
@@ -85,7 +118,12 @@ pub fn millis(what: &str, ms: f64) -> napi::Result<Duration> {
             format!("{ms} ms is not a duration; give 0 or more milliseconds"),
         ));
     }
-    Ok(Duration::from_secs_f64(ms / 1000.0))
+    Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| {
+        invalid(
+            what,
+            format!("{ms} ms is not a duration the library can hold"),
+        )
+    })
 }
 
 fn show_bigint(b: &BigInt) -> String {
@@ -195,6 +233,9 @@ fn camel(key: &str) -> String {
 pub struct ForceOptions {
     /// Do it even so. Defaults to false.
     pub force: Option<bool>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<crate::abort::Signal>,
 }
 
 /// Whether `options` force the operation.

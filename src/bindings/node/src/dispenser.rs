@@ -6,6 +6,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
 use serde_json::{Value, json};
 
+use crate::abort::{Signal, SignalOptions};
 use crate::convert::{Int, Json, JsonList, invalid, js, millis, opt_int};
 use crate::promise::{Answer, promise};
 use crate::sequence::Sequence;
@@ -23,6 +24,15 @@ pub struct ConnectOptions {
     pub operation_timeout_ms: Option<f64>,
     /// Whether concurrent draws on one handle share writes. Defaults to true.
     pub coalesce: Option<bool>,
+    /// How numbers are drawn: `"inc"` (the conditional increment, the default) or `"cas"`
+    /// (read, then compare-and-set).
+    #[napi(ts_type = "'inc' | 'cas'")]
+    pub strategy: Option<String>,
+    /// What the integers the API answers are: `"bigint"` (the default: exact over the whole
+    /// 64-bit range) or `"number"` (JavaScript numbers; a number issued past
+    /// `Number.MAX_SAFE_INTEGER` is refused). See the guide's chapter on Node.js.
+    #[napi(ts_type = "Numbers")]
+    pub numbers: Option<String>,
 }
 
 /// A sequence's shape: the first number, the step, the bounds and whether it wraps.
@@ -41,6 +51,9 @@ pub struct SpecInput {
     /// A plain sequence's serial format (`"INV-{n:06}"`), written in the same insert and
     /// compared by `ensure`. Defaults to none; a striped sequence has none.
     pub format: Option<String>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 /// Which names a listing holds: matching `matching`, after `after`, at most `limit`, among
@@ -58,6 +71,9 @@ pub struct ListOptions {
     pub named: Option<Vec<String>>,
     /// Only the scopes of this template (`list` only).
     pub scopes_of: Option<String>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 /// A listing builder (`list`, `list_queues`, `list_gapless`) with `options` given, and the
@@ -95,6 +111,9 @@ pub struct HistoryOptions {
     pub after: Option<String>,
     /// At most this many entries (1 to 1000). Defaults to 100.
     pub limit: Option<u32>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 /// How long and how hard `Dispenser.doctor` examines the server.
@@ -108,9 +127,11 @@ pub struct DoctorInput {
     pub swaps: Option<u32>,
     /// The longest the whole examination may take, in milliseconds. Defaults to 10 000.
     pub time_limit_ms: Option<f64>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
-/// The core's spec from its JavaScript form.
 /// The serial format of `input`, parsed (none when not given).
 pub fn format(input: Option<&SpecInput>) -> napi::Result<Option<dispenser::Format>> {
     input
@@ -120,6 +141,7 @@ pub fn format(input: Option<&SpecInput>) -> napi::Result<Option<dispenser::Forma
         .map_err(js)
 }
 
+/// The core's spec from its JavaScript form.
 pub fn spec(input: Option<SpecInput>) -> napi::Result<Spec> {
     let mut s = Spec::default();
     let Some(i) = input else { return Ok(s) };
@@ -160,7 +182,7 @@ pub fn error_json(e: &dispenser::Error) -> Value {
         dispenser::Error::CorruptDocument { name, .. } => Some(name.clone()),
         _ => None,
     };
-    json!({ "name": name, "error": { "code": e.code(), "kind": format!("{:?}", e.kind()), "message": e.to_string() } })
+    json!({ "name": name, "error": { "code": e.code(), "kind": crate::convert::kind(e.kind()), "message": e.to_string() } })
 }
 
 /// One collection of sequences on one MongoDB deployment. Cheap to share: every handle it
@@ -168,20 +190,55 @@ pub fn error_json(e: &dispenser::Error) -> Value {
 #[napi]
 pub struct Dispenser {
     pub(crate) inner: dispenser::Dispenser,
+    /// `"bigint"` or `"number"` (`index.js` converts the answers).
+    numbers: &'static str,
+}
+
+/// The `numbers` option: `"bigint"` (the default) or `"number"`.
+fn numbers(given: Option<&str>) -> napi::Result<&'static str> {
+    match given {
+        None | Some("bigint") => Ok("bigint"),
+        Some("number") => Ok("number"),
+        Some(other) => Err(invalid(
+            "numbers",
+            format!(
+                "{other:?}; give \"bigint\" (exact 64-bit integers, the default) or \"number\" (JavaScript numbers up to 2^53 - 1)"
+            ),
+        )),
+    }
+}
+
+/// The `strategy` option: `"inc"` or `"cas"`.
+fn strategy(name: &str) -> napi::Result<dispenser::options::Strategy> {
+    match name {
+        "inc" => Ok(dispenser::options::Strategy::ConditionalIncrement),
+        "cas" => Ok(dispenser::options::Strategy::Cas),
+        other => Err(invalid(
+            "strategy",
+            format!("{other:?}; give \"inc\" (the conditional increment, the default) or \"cas\""),
+        )),
+    }
 }
 
 #[napi]
 impl Dispenser {
     /// Connects (lazily: nothing is sent until the first operation) to the deployment at
-    /// `uri`.
+    /// `uri`. With `numbers: 'number'`, the dispenser and every handle it opens answer
+    /// JavaScript numbers instead of bigints (see the guide).
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(writable = true, configurable = true)]
+    /// Nothing to cancel: it sends nothing.
+    #[napi(
+        writable = true,
+        configurable = true,
+        ts_generic_types = "N extends Numbers = 'bigint'",
+        ts_args_type = "uri: string, options?: ConnectOptions & { numbers?: N }",
+        ts_return_type = "Promise<N extends 'number' ? AsNumbers<Dispenser> : Dispenser>"
+    )]
     pub async fn connect(uri: String, options: Option<ConnectOptions>) -> napi::Result<Dispenser> {
         let mut o = Options::default();
+        let numbers = numbers(options.as_ref().and_then(|c| c.numbers.as_deref()))?;
         if let Some(c) = options {
             if let Some(v) = c.database {
                 o = o.with_database(v);
@@ -198,16 +255,28 @@ impl Dispenser {
             if let Some(v) = c.coalesce {
                 o = o.with_coalesce(v);
             }
+            if let Some(v) = c.strategy {
+                o = o.with_strategy(strategy(&v)?);
+            }
         }
         let inner = dispenser::Dispenser::connect(&uri, o).await.map_err(js)?;
-        Ok(Dispenser { inner })
+        Ok(Dispenser { inner, numbers })
     }
 
     /// The same dispenser acting as `caller`.
     #[napi]
     pub fn with_caller(&self, caller: String) -> napi::Result<Dispenser> {
         let inner = self.inner.with_caller(&caller).map_err(js)?;
-        Ok(Dispenser { inner })
+        Ok(Dispenser {
+            inner,
+            numbers: self.numbers,
+        })
+    }
+
+    /// What the integers it answers are: `"bigint"` or `"number"` (`connect`'s `numbers`).
+    #[napi(getter, ts_return_type = "Numbers")]
+    pub fn numbers(&self) -> String {
+        self.numbers.to_owned()
     }
 
     /// Who this dispenser acts as; `null` for the unnamed caller.
@@ -232,8 +301,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn create<'env>(
         &self,
@@ -253,8 +323,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn ensure<'env>(
         &self,
@@ -273,13 +344,15 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn open<'env>(
         &self,
         env: &'env Env,
         name: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
         promise!(env, self.inner, |inner| {
             Ok(Sequence::from(inner.open(&name).await?))
@@ -290,10 +363,16 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
-    pub fn peek<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, Json>> {
+    pub fn peek<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             Ok(Json(inner.peek(&name).await?.to_json()))
         })
@@ -303,8 +382,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState | ListingError>>")]
     pub fn list<'env>(
         &self,
@@ -324,10 +404,16 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn delete<'env>(&self, env: &'env Env, name: String) -> napi::Result<PromiseRaw<'env, ()>> {
+    pub fn delete<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
         promise!(env, self.inner, |inner| Ok(inner.delete(&name).await?))
     }
 
@@ -335,10 +421,15 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+    pub fn ping<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
         promise!(env, self.inner, |inner| Ok(inner.ping().await?))
     }
 
@@ -346,8 +437,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<DoctorReport>")]
     pub fn doctor<'env>(
         &self,
@@ -379,8 +471,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
     pub fn history<'env>(
         &self,

@@ -15,20 +15,21 @@ use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use serde_json::json;
 
-use crate::convert::{ForceOptions, Int, Json, forced, int, invalid, millis, opt_int};
+use crate::abort::{Signal, SignalOptions};
+use crate::convert::{ForceOptions, Int, Json, forced, int, invalid, opt_int, seconds};
 use crate::dispenser::history_read;
 use crate::dispenser::{Dispenser, ListOptions};
 use crate::promise::promise;
 use crate::sequence::stats_json;
 
-/// Where a gap-free sequence's numbers are carried and how long a holder may keep one.
 /// What `Gapless.alter` changes; fields left out stay as they are.
 #[napi(object)]
 pub struct GaplessAlterInput {
-    /// The longest lease, in milliseconds (1 ms to a day).
-    pub max_lease_ms: Option<f64>,
+    /// The longest lease, in seconds (a fraction allowed; 1 ms to a day).
+    pub max_lease_seconds: Option<f64>,
 }
 
+/// Where a gap-free sequence's numbers are carried and how long a holder may keep one.
 #[napi(object)]
 pub struct GaplessOptionsInput {
     /// The business collection (in the dispenser's database) whose documents carry the numbers.
@@ -37,14 +38,21 @@ pub struct GaplessOptionsInput {
     pub field: String,
     /// The first number. Defaults to 1.
     pub start: Option<Int>,
-    /// How long a caller's lease on a number lasts, in milliseconds.
-    pub lease_ms: Option<f64>,
-    /// The longest lease any caller may take, in milliseconds.
-    pub max_lease_ms: Option<f64>,
-    /// How long a call waits for other holders, in milliseconds.
-    pub wait_ms: Option<f64>,
+    /// How long a caller's lease on a number lasts, in seconds (a fraction allowed).
+    pub lease_seconds: Option<f64>,
+    /// The longest lease any caller may take, in seconds.
+    pub max_lease_seconds: Option<f64>,
+    /// How long a call waits for other holders, in seconds.
+    pub wait_seconds: Option<f64>,
     /// The field marking void documents. Defaults to `voided`.
     pub void_field: Option<String>,
+    /// More fields written into every void document (`{ status: "VOID", total: 0 }`): JSON
+    /// values. Defaults to none.
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub void_extra: Option<serde_json::Value>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 /// What one run of the business write came to, as the JavaScript wrapper reports it.
@@ -73,6 +81,9 @@ pub struct IssuedNumber {
 pub struct AuditInput {
     /// The first number expected. Defaults to the smallest found.
     pub from: Option<Int>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 fn options(input: GaplessOptionsInput) -> napi::Result<GaplessOptions> {
@@ -80,17 +91,20 @@ fn options(input: GaplessOptionsInput) -> napi::Result<GaplessOptions> {
     if let Some(v) = opt_int("start", input.start)? {
         o = o.with_start(v);
     }
-    if let Some(v) = input.max_lease_ms {
-        o = o.with_max_lease(millis("maxLeaseMs", v)?);
+    if let Some(v) = input.max_lease_seconds {
+        o = o.with_max_lease(seconds("maxLeaseSeconds", v)?);
     }
-    if let Some(v) = input.lease_ms {
-        o = o.with_lease(millis("leaseMs", v)?);
+    if let Some(v) = input.lease_seconds {
+        o = o.with_lease(seconds("leaseSeconds", v)?);
     }
-    if let Some(v) = input.wait_ms {
-        o = o.with_wait(millis("waitMs", v)?);
+    if let Some(v) = input.wait_seconds {
+        o = o.with_wait(seconds("waitSeconds", v)?);
     }
     if let Some(v) = input.void_field {
         o = o.with_void_field(v);
+    }
+    if let Some(v) = input.void_extra {
+        o = o.with_void_extra(crate::adopt::document("voidExtra", v)?);
     }
     Ok(o)
 }
@@ -102,8 +116,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn ensure_gapless<'env>(
         &self,
@@ -122,8 +137,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn create_gapless<'env>(
         &self,
@@ -144,8 +160,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn delete_gapless<'env>(
         &self,
@@ -163,13 +180,15 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn open_gapless<'env>(
         &self,
         env: &'env Env,
         name: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, Gapless>> {
         promise!(env, self.inner, |inner| {
             let inner = inner.open_gapless(&name).await?;
@@ -181,8 +200,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn list_gapless<'env>(
         &self,
@@ -262,13 +282,15 @@ impl Gapless {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(js_name = "_issue")]
     pub fn issue_outcome<'env>(
         &self,
         env: &'env Env,
         write: ThreadsafeFunction<i64n, Promise<WriteOutcome>, i64n, Status, false>,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, IssuedNumber>> {
         promise!(env, self.inner, |inner| {
             let write = Arc::new(write);
@@ -305,8 +327,9 @@ impl Gapless {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
     pub fn history<'env>(
         &self,
@@ -324,10 +347,15 @@ impl Gapless {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<GaplessState>")]
-    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+    pub fn peek<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             Ok(Json(inner.peek().await?.to_json()))
         })
@@ -337,30 +365,37 @@ impl Gapless {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn flush<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+    pub fn flush<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
         promise!(env, self.inner, |inner| Ok(inner.flush().await?))
     }
 
-    /// Changes the sequence's settings (`maxLeaseMs`: the longest lease); resolves to the
-    /// state afterwards.
+    /// Changes the sequence's settings (`maxLeaseSeconds`: the longest lease); resolves to
+    /// the state afterwards.
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<GaplessState>")]
     pub fn alter<'env>(
         &self,
         env: &'env Env,
         change: GaplessAlterInput,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             let mut a = GaplessAlter::default();
-            if let Some(ms) = change.max_lease_ms {
-                a = a.with_max_lease(millis("maxLeaseMs", ms)?);
+            if let Some(s) = change.max_lease_seconds {
+                a = a.with_max_lease(seconds("maxLeaseSeconds", s)?);
             }
             Ok(Json(inner.alter(a).await?.to_json()))
         })
@@ -370,14 +405,16 @@ impl Gapless {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn void<'env>(
         &self,
         env: &'env Env,
         number: Int,
         reason: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         promise!(env, self.inner, |inner| {
             let n = int("number", number)?;
@@ -389,8 +426,9 @@ impl Gapless {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Released>")]
     pub fn release<'env>(
         &self,
@@ -422,8 +460,9 @@ impl Gapless {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Audit>")]
     pub fn audit<'env>(
         &self,

@@ -19,6 +19,8 @@
 //! step of 0, then SIGSEGV).
 #![deny(missing_docs)]
 
+mod abort;
+mod adopt;
 mod block;
 mod convert;
 mod dispenser;

@@ -1,12 +1,14 @@
 //! The one way a method returns a Promise: [`promise`] runs the core's call on a clone of its
 //! handle and settles the Promise with the call's value, or rejects it with the core's error
-//! (or an argument refused on the way) as a JavaScript error.
+//! (or an argument refused on the way) as a JavaScript error. A call given a `signal` can be
+//! aborted (see `abort`).
 
 use std::future::Future;
 
 use napi::Env;
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
 
+use crate::abort;
 use crate::convert::js;
 
 /// Why a Promise is rejected: the core's error (as [`js`] writes it) or an argument the
@@ -33,14 +35,16 @@ pub type Answer<T> = Result<T, Rejected>;
 ///
 /// # Cancel safety
 ///
-/// A Promise is never cancelled: `work` runs to its end. A worker or process that exits
-/// meanwhile drops it, which leaves what dropping the core's call leaves.
+/// `work` runs to its end unless the call's `signal` aborts it (`index.js` armed its token on
+/// this thread: [`abort::armed`]), which drops it where it waits. A worker or process that
+/// exits meanwhile drops it too. Either leaves what dropping the core's call leaves.
 pub fn settle<'env, T, W>(env: &'env Env, work: W) -> napi::Result<PromiseRaw<'env, T>>
 where
     W: Future<Output = Answer<T>> + Send + 'static,
     T: ToNapiValue + Send + 'static,
 {
-    env.spawn_future(async move { work.await.map_err(|Rejected(e)| e) })
+    let token = abort::armed();
+    env.spawn_future(async move { abort::abortable(token, work).await.map_err(|Rejected(e)| e) })
 }
 
 /// `promise!(env, self.inner, |h| body)`: a Promise of `body` (an [`Answer`], `?` on the

@@ -7,7 +7,8 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi_derive::napi;
 use serde_json::Value;
 
-use crate::convert::{ForceOptions, Int, Json, JsonList, count, forced, int, invalid, opt_int};
+use crate::abort::{Signal, SignalOptions};
+use crate::convert::{ForceOptions, Int, Json, JsonList, count, forced, int, invalid, js, opt_int};
 use crate::dispenser::history_read;
 use crate::dispenser::{Dispenser, ListOptions, error_json};
 use crate::promise::promise;
@@ -26,15 +27,24 @@ pub struct QueueSpecInput {
     pub time_zone: Option<String>,
     /// Whether each local day starts again at the first ticket. Defaults to false.
     pub daily: Option<bool>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
-/// A take's request id (to retry it safely) and caller.
+/// A take's count (a family), request id (to retry it safely) and caller.
 #[napi(object)]
 pub struct TakeOptions {
+    /// Takes this many consecutive tickets, all or nothing (a family), and answers them as
+    /// an array. Without it, one ticket, answered as it is.
+    pub count: Option<Int>,
     /// The same id again answers the same tickets and takes nothing more.
     pub request_id: Option<String>,
     /// Whose request id it is. Defaults to the dispenser's caller.
     pub caller: Option<String>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 /// A call's desk and, to call out of order, the ticket (by its identity).
@@ -47,6 +57,9 @@ pub struct CallOptions {
     pub serial: Option<Int>,
     /// With `serial`: the queue's incarnation the ticket was taken from (`ticket.incarnation`).
     pub incarnation: Option<String>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 /// The desk a recall or finish acts for, and the ticket it must still show.
@@ -58,6 +71,9 @@ pub struct DeskOptions {
     pub serial: Option<Int>,
     /// With `serial`: the queue's incarnation the ticket was taken from.
     pub incarnation: Option<String>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 /// The ticket a cancel names: its serial, or the request id of the take that got it.
@@ -71,6 +87,9 @@ pub struct CancelOptions {
     pub request_id: Option<String>,
     /// Whose request id it is. Defaults to the dispenser's caller.
     pub caller: Option<String>,
+    /// Aborts the call (see `SignalOptions`).
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<Signal>,
 }
 
 /// A serial given as a number or a bigint, and an incarnation in hex.
@@ -132,18 +151,15 @@ fn statuses(v: Vec<dispenser::Result<QueueState>>) -> JsonList {
     )
 }
 
-fn tickets(v: Vec<Ticket>) -> JsonList {
-    JsonList(v.iter().map(Ticket::to_json).collect())
-}
-
 #[napi]
 impl Dispenser {
     /// Creates the queue `name`; fails `AlreadyExists` when it exists.
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn create_queue<'env>(
         &self,
@@ -162,8 +178,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn ensure_queue<'env>(
         &self,
@@ -182,13 +199,15 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn open_queue<'env>(
         &self,
         env: &'env Env,
         name: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, Queue>> {
         promise!(env, self.inner, |inner| {
             let inner = inner.open_queue(&name).await?;
@@ -200,8 +219,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<QueueState | ListingError>>")]
     pub fn list_queues<'env>(
         &self,
@@ -219,8 +239,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn delete_queue<'env>(
         &self,
@@ -249,6 +270,14 @@ impl Queue {
         self.inner.name().to_owned()
     }
 
+    /// The same queue acting as `caller`: the name its takes' request ids are scoped to and
+    /// its history records.
+    #[napi]
+    pub fn with_caller(&self, caller: String) -> napi::Result<Queue> {
+        let inner = self.inner.with_caller(&caller).map_err(js)?;
+        Ok(Queue { inner })
+    }
+
     /// The settings the `ensure` that opened this handle found changed since by an alter,
     /// each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
     /// Empty for a handle from `create` or `open`, or when everything matched.
@@ -257,57 +286,43 @@ impl Queue {
         crate::convert::altered(self.inner.altered())
     }
 
-    /// Takes the next ticket.
+    /// Takes the next ticket; with `count`, that many consecutive tickets, all or nothing (a
+    /// family), as an array.
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<Ticket>")]
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
+    #[napi(
+        ts_generic_types = "O extends TakeOptions = TakeOptions",
+        ts_args_type = "options?: O",
+        ts_return_type = "Promise<O extends { count: Int } ? Array<Ticket> : Ticket>"
+    )]
     pub fn take<'env>(
         &self,
         env: &'env Env,
         options: Option<TakeOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
+            let (n, request_id, caller) = match options {
+                Some(o) => (o.count, o.request_id, o.caller),
+                None => (None, None, None),
+            };
             let mut t = inner.take();
-            if let Some(o) = options {
-                if let Some(id) = o.request_id {
-                    t = t.request_id(id);
-                }
-                if let Some(c) = o.caller {
-                    t = t.caller(c);
-                }
+            if let Some(id) = request_id {
+                t = t.request_id(id);
             }
-            Ok(Json(t.await?.to_json()))
-        })
-    }
-
-    /// Takes `count` consecutive tickets, all or nothing (a family).
-    ///
-    /// # Cancel safety
-    ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
-    #[napi(ts_return_type = "Promise<Array<Ticket>>")]
-    pub fn take_many<'env>(
-        &self,
-        env: &'env Env,
-        n: Int,
-        options: Option<TakeOptions>,
-    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
-        promise!(env, self.inner, |inner| {
-            let n = count("ticket count", n)?;
-            let mut t = inner.take().count(n);
-            if let Some(o) = options {
-                if let Some(id) = o.request_id {
-                    t = t.request_id(id);
-                }
-                if let Some(c) = o.caller {
-                    t = t.caller(c);
-                }
+            if let Some(c) = caller {
+                t = t.caller(c);
             }
-            Ok(tickets(t.await?))
+            Ok(match n {
+                None => Json(t.await?.to_json()),
+                Some(n) => {
+                    let family = t.count(count("ticket count", n)?).await?;
+                    Json(Value::Array(family.iter().map(Ticket::to_json).collect()))
+                }
+            })
         })
     }
 
@@ -315,8 +330,9 @@ impl Queue {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
     pub fn call<'env>(
         &self,
@@ -345,8 +361,9 @@ impl Queue {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
     pub fn recall<'env>(
         &self,
@@ -375,8 +392,9 @@ impl Queue {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
     pub fn finish<'env>(
         &self,
@@ -406,8 +424,9 @@ impl Queue {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Ticket>")]
     pub fn cancel<'env>(
         &self,
@@ -443,6 +462,7 @@ impl Queue {
         &self,
         env: &'env Env,
         number: Int,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             let n = int("number", number)?;
@@ -454,13 +474,15 @@ impl Queue {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<QueueState>")]
     pub fn alter<'env>(
         &self,
         env: &'env Env,
         change: QueueAlterInput,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             let mut a = QueueAlter::default();
@@ -475,11 +497,20 @@ impl Queue {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        promise!(env, self.inner, |inner| Ok(inner.delete().await?))
+    pub fn delete<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<ForceOptions>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let force = forced(options);
+        promise!(env, self.inner, |inner| Ok(inner
+            .delete()
+            .force(force)
+            .await?))
     }
 
     /// Who changed it, when, how: the recorded operations, oldest first (`options`: `since`,
@@ -487,8 +518,9 @@ impl Queue {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
     pub fn history<'env>(
         &self,
@@ -506,10 +538,15 @@ impl Queue {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<QueueState>")]
-    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+    pub fn peek<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             let s: Value = inner.peek().await?.to_json();
             Ok(Json(s))

@@ -1,9 +1,72 @@
 /* The shapes of the core's answers (its JSON views, keys in camelCase): every integer is a
-   bigint, exact over the whole 64-bit range; times are RFC 3339 strings. This file heads
-   native.d.ts (package.json: napi.dtsHeaderFile). */
+   bigint, exact over the whole 64-bit range (with `numbers: 'number'`: see AsNumbers); times
+   are RFC 3339 strings. Every answer object has a `toJSON` (bigints past 2^53 - 1 as strings,
+   the others as numbers). This file heads native.d.ts (package.json: napi.dtsHeaderFile). */
 
 /** An integer argument: a number (a safe integer) or a bigint. */
 export type Int = number | bigint
+
+/** What the integers the API answers are (`Dispenser.connect`'s `numbers`). */
+export type Numbers = 'bigint' | 'number'
+
+/**
+ * The keys whose values stay bigints past 2^53 - 1 with `numbers: 'number'`: the bounds of a
+ * sequence or queue and what is left of it (an unbounded sequence's `max` is 2^63 - 1).
+ */
+export type LooseKey = 'min' | 'max' | 'remaining' | 'exhaustedInSecs' | 'capacity'
+
+/**
+ * `T` as a dispenser connected with `numbers: 'number'` answers it: every bigint a number,
+ * except a `LooseKey`'s, which is a number up to 2^53 - 1 and a bigint past it. (A number
+ * issued past 2^53 - 1 is refused with an InvalidInputError, code `unsafe_integer`.)
+ */
+export type AsNumbers<T> = T extends bigint
+  ? number
+  : T extends Promise<infer U>
+    ? Promise<AsNumbers<U>>
+    : T extends Queue
+      ? NumbersQueue
+      : T extends Gapless
+        ? NumbersGapless
+        : T extends (...args: infer A) => infer R
+          ? (...args: A) => AsNumbers<R>
+          : T extends object
+            ? { [K in keyof T]: K extends LooseKey ? Loose<T[K]> : AsNumbers<T[K]> }
+            : T
+
+/** A bound or what is left: a number up to 2^53 - 1, a bigint past it. */
+type Loose<T> = T extends bigint ? number | bigint : AsNumbers<T>
+
+/** A Queue whose answers are numbers (`take`'s answer follows its `count`). */
+export type NumbersQueue = {
+  [K in Exclude<keyof Queue, 'take'>]: AsNumbers<Queue[K]>
+} & {
+  take<O extends TakeOptions = TakeOptions>(
+    options?: O,
+  ): Promise<O extends { count: Int } ? Array<AsNumbers<Ticket>> : AsNumbers<Ticket>>
+}
+
+/** A Gapless whose answers are numbers (`issue` calls its business write with a number). */
+export type NumbersGapless = {
+  [K in Exclude<keyof Gapless, 'issue'>]: AsNumbers<Gapless[K]>
+} & {
+  issue<T>(
+    write: (n: number) => Promise<T> | T,
+    options?: SignalOptions,
+  ): Promise<{ number: number; skipped: number; value: T }>
+}
+
+/** What an adopt did to one sequence (`Dispenser.adopt`, `Sequence.adopt`). */
+export interface Adopted {
+  /** The sequence (for scoped mongoose-sequence counters, the scope `template@key`). */
+  name: string
+  /** The last number the source issued; `null` when it holds none. */
+  highest: bigint | null
+  /** Whether the sequence moved (false: it was past the source already, or nothing found). */
+  moved: boolean
+  /** The sequence's state afterwards: its next number is past `highest`. */
+  state: SequenceState
+}
 
 /** A sequence's stored state (`peek`, and the answers of its admin operations). */
 export interface SequenceState {
@@ -36,7 +99,7 @@ export interface SequenceState {
   }
 }
 
-/** An entry of a listing that could not be read, in its place. */
+/** An entry of a listing that could not be read, in its place (`kind` in snake_case). */
 export interface ListingError {
   name: string | null
   error: { code: string; kind: string; message: string }

@@ -7,6 +7,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 
+use crate::abort::SignalOptions;
 use crate::convert::{Json, invalid, js};
 use crate::dispenser::Dispenser;
 use crate::promise::promise;
@@ -19,14 +20,16 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn ensure_scope<'env>(
         &self,
         env: &'env Env,
         template: String,
         scope: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
         promise!(env, self.inner, |inner| {
             let s = inner.ensure_scope(&template, &scope).await?;
@@ -38,14 +41,16 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn create_scope<'env>(
         &self,
         env: &'env Env,
         template: String,
         scope: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
         promise!(env, self.inner, |inner| {
             let s = inner.create_scope(&template, &scope).await?;
@@ -57,14 +62,16 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn open_scope<'env>(
         &self,
         env: &'env Env,
         template: String,
         scope: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, Sequence>> {
         promise!(env, self.inner, |inner| {
             let s = inner.open_scope(&template, &scope).await?;
@@ -76,14 +83,16 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn delete_scopes_before<'env>(
         &self,
         env: &'env Env,
         template: String,
         before: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, u64>> {
         promise!(env, self.inner, |inner| {
             Ok(inner.delete_scopes_before(&template, &before).await?)
@@ -133,10 +142,15 @@ impl DailySequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
-    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ScopedNumber>> {
+    pub fn next<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, ScopedNumber>> {
         promise!(env, self.inner, |inner| {
             let n = inner.next().await?;
             Ok(ScopedNumber {
@@ -150,13 +164,15 @@ impl DailySequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn delete_scopes_before<'env>(
         &self,
         env: &'env Env,
         before: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, u64>> {
         promise!(env, self.inner, |inner| {
             let d: Date = before

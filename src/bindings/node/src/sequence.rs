@@ -9,6 +9,7 @@ use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 use serde_json::{Value, json};
 
+use crate::abort::SignalOptions;
 use crate::convert::{ForceOptions, Int, Json, count, forced, int, js, opt_int};
 use crate::dispenser::history_read;
 use crate::promise::promise;
@@ -125,10 +126,15 @@ impl Sequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
-    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
+    pub fn next<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, i64n>> {
         promise!(env, self.inner, |inner| Ok(i64n(inner.next().await?)))
     }
 
@@ -136,10 +142,16 @@ impl Sequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
-    pub fn next_n<'env>(&self, env: &'env Env, n: Int) -> napi::Result<PromiseRaw<'env, Run>> {
+    pub fn next_n<'env>(
+        &self,
+        env: &'env Env,
+        n: Int,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Run>> {
         promise!(env, self.inner, |inner| {
             let n = count("count", n)?;
             let inner = inner.next_n(n).await?;
@@ -152,8 +164,9 @@ impl Sequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
     pub fn history<'env>(
         &self,
@@ -171,10 +184,15 @@ impl Sequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
-    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+    pub fn peek<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             Ok(Json(inner.peek().await?.to_json()))
         })
@@ -184,10 +202,16 @@ impl Sequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
-    pub fn advance_to<'env>(&self, env: &'env Env, n: Int) -> napi::Result<PromiseRaw<'env, Json>> {
+    pub fn advance_to<'env>(
+        &self,
+        env: &'env Env,
+        n: Int,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             let n = int("advance-to value", n)?;
             Ok(Json(inner.advance_to(n).await?.to_json()))
@@ -198,8 +222,9 @@ impl Sequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub fn reset<'env>(
         &self,
@@ -218,8 +243,9 @@ impl Sequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<SequenceState>")]
     pub fn alter<'env>(
         &self,
@@ -238,10 +264,15 @@ impl Sequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+    pub fn delete<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
         promise!(env, self.inner, |inner| Ok(inner.delete().await?))
     }
 

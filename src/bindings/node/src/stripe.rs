@@ -5,6 +5,7 @@ use napi::bindgen_prelude::PromiseRaw;
 use napi::bindgen_prelude::i64n;
 use napi_derive::napi;
 
+use crate::abort::SignalOptions;
 use crate::block::{BlockOptionsInput, block_options, close_json};
 use crate::convert::{ForceOptions, Int, Json, JsonList, forced, int, js};
 use crate::dispenser::history_read;
@@ -23,8 +24,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn ensure_striped<'env>(
         &self,
@@ -44,8 +46,9 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn create_striped<'env>(
         &self,
@@ -65,13 +68,15 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn open_striped<'env>(
         &self,
         env: &'env Env,
         name: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, StripedSequence>> {
         promise!(env, self.inner, |inner| {
             let inner = inner.open_striped(&name).await?;
@@ -83,13 +88,15 @@ impl Dispenser {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
     pub fn delete_striped<'env>(
         &self,
         env: &'env Env,
         name: String,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, u32>> {
         promise!(env, self.inner, |inner| {
             Ok(inner.delete_striped(&name).await?)
@@ -139,10 +146,15 @@ impl StripedSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
-    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, i64n>> {
+    pub fn next<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, i64n>> {
         promise!(env, self.inner, |inner| Ok(i64n(inner.next().await?)))
     }
 
@@ -151,8 +163,9 @@ impl StripedSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<HistoryEntry>>")]
     pub fn history<'env>(
         &self,
@@ -170,10 +183,15 @@ impl StripedSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
-    pub fn peek<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, JsonList>> {
+    pub fn peek<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         promise!(env, self.inner, |inner| Ok(states(inner.peek().await?)))
     }
 
@@ -181,13 +199,15 @@ impl StripedSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
     pub fn advance_to<'env>(
         &self,
         env: &'env Env,
         n: Int,
+        _options: Option<SignalOptions>,
     ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         promise!(env, self.inner, |inner| {
             let n = int("advance-to value", n)?;
@@ -199,8 +219,9 @@ impl StripedSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
     pub fn reset<'env>(
         &self,
@@ -219,8 +240,9 @@ impl StripedSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<Array<SequenceState>>")]
     pub fn alter<'env>(
         &self,
@@ -239,10 +261,15 @@ impl StripedSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi]
-    pub fn delete<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, u32>> {
+    pub fn delete<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, u32>> {
         promise!(env, self.inner, |inner| Ok(inner.delete().await?))
     }
 
@@ -250,10 +277,15 @@ impl StripedSequence {
     ///
     /// # Cancel safety
     ///
-    /// A Promise is never cancelled: the core's call runs to its end. A worker or process that
-    /// exits meanwhile drops it, which leaves what dropping the core's call leaves.
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
     #[napi(ts_return_type = "Promise<CloseReport>")]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Json>> {
+    pub fn close<'env>(
+        &self,
+        env: &'env Env,
+        _options: Option<SignalOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             Ok(Json(close_json(&inner.close().await?)))
         })
