@@ -16,7 +16,9 @@
 //! | [`operations`] | alter a live sequence, exhaustion alerts (`check`), `doctor`, `audit` |
 //! | [`cli`] | the command line: commands, flags and their limits, output, exit codes |
 //! | [`python`] | the Python package: install, the API call by call, asyncio, threads and fork, errors, its figures |
-//! | [`node`] | the Node.js package: install, the API call by call, bigints, errors, gap-free numbers with the app's driver, the Mongoose plugin, workers and exit, its figures |
+//! | [`python_odm`] | switching a Python app over: adopting mongoengine's counters, the mongoengine and Beanie fields, their figures |
+//! | [`node`] | the Node.js package: install, the API call by call, bigints or numbers, errors, aborting, gap-free numbers with the app's driver, workers and exit, its figures |
+//! | [`node_mongoose`] | the Mongoose plugin: its options, mongoose-sequence's, switching over from it |
 //! | [`service`] | the HTTP service: running it, endpoints, errors, how draws are served |
 //! | [`tokens`] | the service's tokens and rights, and the connection limits |
 //! | [`deploying`] | TLS or a proxy, rotating certificates and tokens, the history's database rights |
@@ -67,8 +69,14 @@ pub mod cli {}
 #[doc = include_str!("python.md")]
 pub mod python {}
 
+#[doc = include_str!("python_odm.md")]
+pub mod python_odm {}
+
 #[doc = include_str!("node.md")]
 pub mod node {}
+
+#[doc = include_str!("node_mongoose.md")]
+pub mod node_mongoose {}
 
 #[doc = include_str!("service.md")]
 pub mod service {}

@@ -329,11 +329,22 @@ fn futures_of(dir: &Path, builders: &[String], out: &mut Vec<(String, bool)>) {
             if !public {
                 continue;
             }
-            let documented = lines[..i]
+            // The doc comment above the attributes (an attribute may span lines: up to its
+            // `#[` every line between is part of it).
+            let above: Vec<&str> = lines[..i].iter().rev().map(|l| l.trim_start()).collect();
+            let docs_from = above
                 .iter()
-                .rev()
-                .map(|l| l.trim_start())
-                .take_while(|l| l.starts_with("///") || l.starts_with("#["))
+                .position(|l| l.starts_with("///"))
+                .filter(|&k| {
+                    // Only attribute lines between: no blank line, no end of an item.
+                    above[..k]
+                        .iter()
+                        .all(|l| !l.is_empty() && !l.starts_with('}') && !l.contains("fn "))
+                })
+                .unwrap_or(above.len());
+            let documented = above[docs_from..]
+                .iter()
+                .take_while(|l| l.starts_with("///"))
                 .any(|l| l.contains("# Cancel safety"));
             let at = path.strip_prefix(root()).unwrap_or(&path).display();
             out.push((format!("{at}:{}: {}", i + 1, trimmed), documented));

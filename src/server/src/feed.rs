@@ -6,20 +6,22 @@
 //! bounded number of reads per queue per second, whatever the crowd.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
 use serde_json::json;
 use tokio::sync::{Notify, watch};
 
 use super::classify::classify;
-use super::queue_state::Snapshot;
+use super::queue_state::{Fresh, Snapshot};
 use super::state::{AppState, Shared};
 
 /// How often a watched queue's document is read.
 pub(super) const POLL: Duration = Duration::from_millis(250);
 
-/// The status of `name`: its JSON as an event's data, or `{"error": {kind, message}}`.
-async fn read(st: &AppState, name: &str) -> Snapshot {
+/// The status of `name` (`written`: the count of this service's writes before the read
+/// began): its JSON as an event's data, or `{"error": {kind, message}}`.
+async fn read(st: &AppState, name: &str, written: u64) -> Snapshot {
     let status = match st.queues.handle(&st.dispenser, name).await {
         Ok(q) => q.peek().await,
         Err(e) => Err(e),
@@ -28,6 +30,7 @@ async fn read(st: &AppState, name: &str) -> Snapshot {
         Ok(s) => {
             let mut json = s.to_json();
             Snapshot {
+                written,
                 text: json.to_string(),
                 serving: json["now_serving_label"].take(),
                 status: Some(s),
@@ -35,6 +38,7 @@ async fn read(st: &AppState, name: &str) -> Snapshot {
             }
         }
         Err(e) => Snapshot {
+            written,
             text: error_json(st, &e),
             status: None,
             serving: serde_json::Value::Null,
@@ -56,14 +60,24 @@ async fn poll(
     name: String,
     tx: watch::Sender<Option<Arc<Snapshot>>>,
     wake: Arc<Notify>,
+    fresh: Arc<Fresh>,
 ) {
     let mut stop = st.queues.events.stopped();
     loop {
-        let read = read(&st, &name).await;
+        let written = fresh.written.load(SeqCst);
+        let read = read(&st, &name, written).await;
         tx.send_if_modified(|shown| {
             let changed = shown.as_ref().map(|s| s.text.as_str()) != Some(read.text.as_str());
             if changed {
                 *shown = Some(Arc::new(read));
+            } else if let Some(s) = shown.as_mut() {
+                // The same status, read later: kept as it is for the pages (nothing to send),
+                // but known to have seen the writes up to this read.
+                if s.written < written {
+                    let mut later = (**s).clone();
+                    later.written = written;
+                    *s = Arc::new(later);
+                }
             }
             changed
         });
@@ -79,42 +93,45 @@ async fn poll(
 }
 
 /// The latest status of `name` from its shared feed — what the boards and the phones'
-/// streams follow — read at most every [`POLL`] (and after a write of this service) however
-/// many ask: a crowd of phones reading their tickets costs the database what one board
-/// costs. With `newer`, a snapshot that fails it is waited past for up to two polls (a
-/// ticket just taken through this service, which the feed has not read yet).
-pub(super) async fn latest(
-    st: &Shared,
-    name: &str,
-    newer: impl Fn(&Snapshot) -> bool,
-) -> Arc<Snapshot> {
-    let mut rx = watch(st, name);
-    let first = match rx.wait_for(Option::is_some).await {
+/// streams follow — read at most every [`POLL`] however many ask, so a crowd of phones
+/// reading their tickets costs the database what one board costs. A status read before a
+/// write this service made since (a phone's take, a desk's call) is not answered: the readers
+/// who find it so share one fresh read, so each sees what this service wrote before it asked,
+/// and the fresh reads are at most one per write.
+pub(super) async fn latest(st: &Shared, name: &str) -> Arc<Snapshot> {
+    let (mut rx, fresh) = subscribe(st, name);
+    let written = fresh.written.load(SeqCst);
+    let shown = match rx.wait_for(Option::is_some).await {
         Ok(s) => s.clone(),
         Err(_) => None,
     };
-    let first = match first {
-        Some(s) => s,
-        // The poller ended before a read (the service stopping): read once here.
-        None => return Arc::new(read(st, name).await),
-    };
-    if newer(&first) {
-        return first;
+    if let Some(s) = shown.filter(|s| s.written >= written) {
+        return s;
     }
-    let waited = tokio::time::timeout(
-        2 * POLL,
-        rx.wait_for(|s| s.as_ref().is_some_and(|s| newer(s))),
-    )
-    .await
-    .ok()
-    .and_then(Result::ok)
-    .and_then(|s| s.clone());
-    waited.unwrap_or(first)
+    let mut refreshed = fresh.refresh.lock().await;
+    // Another reader's fresh read, or the poller's, may have seen the writes meanwhile.
+    let later = [rx.borrow().clone(), refreshed.clone()]
+        .into_iter()
+        .flatten()
+        .filter(|s| s.written >= written)
+        .max_by_key(|s| s.written);
+    if let Some(s) = later {
+        return s;
+    }
+    let now = fresh.written.load(SeqCst);
+    let s = Arc::new(read(st, name, now).await);
+    *refreshed = Some(Arc::clone(&s));
+    s
 }
 
 /// The status feed of `name`, its poller started when no page watches it yet.
 pub(super) fn watch(st: &Shared, name: &str) -> watch::Receiver<Option<Arc<Snapshot>>> {
-    st.queues.events.subscribe(name, |tx, wake| {
-        tokio::spawn(poll(Arc::clone(st), name.to_owned(), tx, wake));
+    subscribe(st, name).0
+}
+
+/// [`watch`], with what tells a status read before this service's last write.
+fn subscribe(st: &Shared, name: &str) -> (watch::Receiver<Option<Arc<Snapshot>>>, Arc<Fresh>) {
+    st.queues.events.subscribe(name, |tx, wake, fresh| {
+        tokio::spawn(poll(Arc::clone(st), name.to_owned(), tx, wake, fresh));
     })
 }

@@ -50,16 +50,31 @@ impl Queues {
     }
 }
 
-/// One watched queue: the latest status (as sent) and a way to wake its poller.
+/// One watched queue: the latest status (as sent), a way to wake its poller, and what tells
+/// a status read before this service's last write from one read after it.
 struct Watch {
     tx: watch::Sender<Option<Arc<Snapshot>>>,
     wake: Arc<Notify>,
+    fresh: Arc<Fresh>,
+}
+
+/// The writes this service made to a watched queue, counted: a status read before the last
+/// of them is stale for a reader that must see them (a phone that has just taken its ticket).
+#[derive(Default)]
+pub(super) struct Fresh {
+    /// Bumped by every write of this service to the queue ([`Events::nudge`]).
+    pub(super) written: std::sync::atomic::AtomicU64,
+    /// One fresh read at a time: readers who find the feed stale wait for it, and share it.
+    pub(super) refresh: tokio::sync::Mutex<Option<Arc<Snapshot>>>,
 }
 
 /// A queue's status as the poller read it: the JSON a board is sent, and the status itself,
 /// from which each followed ticket's view is made (`None` when the read failed: the JSON then
 /// says why).
+#[derive(Clone)]
 pub(super) struct Snapshot {
+    /// [`Fresh::written`] when the read began: it saw every write of this service up to it.
+    pub(super) written: u64,
     pub(super) text: String,
     pub(super) status: Option<QueueState>,
     /// The status's `now_serving_label` (what a followed ticket's view shows beside it).
@@ -281,9 +296,13 @@ impl Events {
         self.watches.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Wakes the poller of `name`, if a board watches it (after a take or a call).
+    /// Counts a write of this service to `name` and wakes its poller, if a page or a reader
+    /// follows it (after a take, a call, a give-up, …).
     pub(super) fn nudge(&self, name: &str) {
         if let Some(w) = self.watches().get(name) {
+            w.fresh
+                .written
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             w.wake.notify_one();
         }
     }
@@ -299,23 +318,25 @@ impl Events {
     pub(super) fn subscribe(
         &self,
         name: &str,
-        start: impl FnOnce(watch::Sender<Option<Arc<Snapshot>>>, Arc<Notify>),
-    ) -> watch::Receiver<Option<Arc<Snapshot>>> {
+        start: impl FnOnce(watch::Sender<Option<Arc<Snapshot>>>, Arc<Notify>, Arc<Fresh>),
+    ) -> (watch::Receiver<Option<Arc<Snapshot>>>, Arc<Fresh>) {
         let mut watches = self.watches();
         if let Some(w) = watches.get(name) {
-            return w.tx.subscribe();
+            return (w.tx.subscribe(), Arc::clone(&w.fresh));
         }
         let (tx, rx) = watch::channel(None);
         let wake = Arc::new(Notify::new());
+        let fresh = Arc::new(Fresh::default());
         watches.insert(
             name.to_owned(),
             Watch {
                 tx: tx.clone(),
                 wake: Arc::clone(&wake),
+                fresh: Arc::clone(&fresh),
             },
         );
-        start(tx, wake);
-        rx
+        start(tx, wake, Arc::clone(&fresh));
+        (rx, fresh)
     }
 
     /// Forgets `name` when no board reads its feed `tx` any more; then its poller stops.

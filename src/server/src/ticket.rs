@@ -91,11 +91,7 @@ pub(super) async fn view(
     if let Some(refused) = metered(&st, &rule, client_of(&req)) {
         return Ok(refused);
     }
-    // A ticket this service has just taken may not be in the feed's last read yet.
-    let snapshot = super::feed::latest(&st, &name, |s| {
-        s.status.as_ref().is_none_or(|q| q.taken >= serial)
-    })
-    .await;
+    let snapshot = super::feed::latest(&st, &name).await;
     let Some(status) = &snapshot.status else {
         return Err(snapshot
             .error
@@ -414,7 +410,7 @@ pub(super) async fn ticket_link(
     // A name without a queue is 404, as for a peek: a board must not print a QR code for a
     // queue deleted (or never created), whose page would only say it does not exist. Read
     // from the queue's shared status, as the ticket views are.
-    let snapshot = super::feed::latest(&st, &name, |_| true).await;
+    let snapshot = super::feed::latest(&st, &name).await;
     if let (None, Some(e)) = (&snapshot.status, &snapshot.error) {
         return Err(e.clone().into());
     }

@@ -87,6 +87,11 @@ pub struct Armed(Arc<Token>);
 /// started, dropped where it waits when aborted while it runs. An aborted call's Promise is
 /// rejected by `index.js` already; the rejection here is what a caller of the addon itself
 /// sees.
+///
+/// # Cancel safety
+///
+/// Dropping it drops `work` where it waits, as an abort does: what that leaves is what
+/// dropping the core's call leaves (see each call's own section).
 pub async fn abortable<T, W>(token: Option<Armed>, work: W) -> Answer<T>
 where
     W: Future<Output = Answer<T>>,
@@ -105,15 +110,15 @@ where
         .compare_exchange(IDLE, STARTED, Ordering::SeqCst, Ordering::SeqCst)
         .is_ok();
     let Some(registration) = registration.filter(|_| started) else {
-        return Err(aborted(dispenser::Written::Nothing));
+        return Err(aborted(dispenser::error::Written::Nothing));
     };
     match Abortable::new(work, registration).await {
         Ok(answer) => answer,
-        Err(_) => Err(aborted(dispenser::Written::Unknown)),
+        Err(_) => Err(aborted(dispenser::error::Written::Unknown)),
     }
 }
 
-fn aborted(written: dispenser::Written) -> Rejected {
+fn aborted(written: dispenser::error::Written) -> Rejected {
     Rejected::from(napi::Error::from_reason(format!(
         "[dispenser:aborted:aborted:{}] the call was aborted",
         written.as_str()

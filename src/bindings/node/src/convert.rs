@@ -28,7 +28,7 @@ pub fn js(e: dispenser::Error) -> napi::Error {
 }
 
 /// The kind's name on every surface: snake_case (`not_found`, `queue_refused`, …).
-pub fn kind(kind: dispenser::ErrorKind) -> String {
+pub fn kind(kind: dispenser::error::ErrorKind) -> String {
     let debug = format!("{kind:?}");
     let mut out = String::with_capacity(debug.len() + 4);
     for (i, c) in debug.chars().enumerate() {

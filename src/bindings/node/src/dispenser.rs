@@ -209,10 +209,10 @@ fn numbers(given: Option<&str>) -> napi::Result<&'static str> {
 }
 
 /// The `strategy` option: `"inc"` or `"cas"`.
-fn strategy(name: &str) -> napi::Result<dispenser::options::Strategy> {
+fn strategy(name: &str) -> napi::Result<dispenser::sequence::Strategy> {
     match name {
-        "inc" => Ok(dispenser::options::Strategy::ConditionalIncrement),
-        "cas" => Ok(dispenser::options::Strategy::Cas),
+        "inc" => Ok(dispenser::sequence::Strategy::ConditionalIncrement),
+        "cas" => Ok(dispenser::sequence::Strategy::Cas),
         other => Err(invalid(
             "strategy",
             format!("{other:?}; give \"inc\" (the conditional increment, the default) or \"cas\""),
