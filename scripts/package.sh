@@ -15,7 +15,7 @@
 # Release builds go to their own target directory, target/package (DISPENSER_PACKAGE_TARGET_DIR),
 # so they never disturb the debug builds in target/debug. Linux only: the wheel is linked by Zig
 # (maturin --zig, from scripts/tools.sh --packaging) against glibc 2.17, and so is the addon
-# (the same Zig, through maturin's `zig cc` wrapper), so both load on any glibc 2.17+ system;
+# (the same Zig, through the wrappers maturin writes), so both load on any glibc 2.17+ system;
 # auditwheel checks the wheel's tag.
 # The dev profile packages the debug builds the tests compile (the same cargo commands as
 # tests/python/stage.sh and tests/node/build.sh, so nothing is compiled twice): a wheel assembled
@@ -75,6 +75,8 @@ if [ -z "$out" ]; then
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+# The packages an earlier run left there go: the folder holds this run's only.
+rm -f "$out"/dispenser_mongodb-*.whl "$out"/dispenser_mongodb-*.tar.gz "$out"/dispenser-*.tgz
 work=$(mktemp -d "${TMPDIR:-/tmp}/dispenser-package.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' src/bindings/node/Cargo.toml | head -n 1)
@@ -156,6 +158,8 @@ else
     explicit=""
   fi
   scripts/tools.sh --packaging
+  # The build venv first on PATH: maturin finds Zig as its interpreter's `python -m ziglang`.
+  export PATH="$root/.tools/buildvenv/bin:$PATH"
   maturin=$root/.tools/buildvenv/bin/maturin
   auditwheel=$root/.tools/buildvenv/bin/auditwheel
   package_target=${DISPENSER_PACKAGE_TARGET_DIR:-$target/package}
@@ -174,8 +178,8 @@ else
     fi
     arch=${t%%-*}
     case "$t" in
-      *-gnu) compatibility=manylinux2014 zig_target=$arch-linux-gnu.2.17 tag=manylinux_2_17_$arch ;;
-      *-musl) compatibility=musllinux_1_2 zig_target=$arch-linux-musl tag=musllinux_1_2_$arch ;;
+      *-gnu) compatibility=manylinux2014 zig_triple=$t.2.17 tag=manylinux_2_17_$arch ;;
+      *-musl) compatibility=musllinux_1_2 zig_triple=$t tag=musllinux_1_2_$arch ;;
     esac
     # The Python wheel: maturin links with Zig for the compatibility's C library.
     echo "scripts/package.sh: $t: the Python wheel ($compatibility)" >&2
@@ -189,15 +193,28 @@ else
       exit 1
     fi
     mv "$wheel" "$out/"
-    # The Node.js addon: cargo, linked by the same Zig through maturin's wrapper (what napi's
-    # own build would do with cargo-zigbuild), in the same target directory.
+    # The Node.js addon: cargo, in the same target directory, linked by the same Zig through
+    # the wrappers maturin's build just wrote (cargo-zigbuild's, as napi's own cross build
+    # uses): the same linker and C compiler, so cargo reuses the dependencies the wheel's build
+    # compiled with the same features.
     echo "scripts/package.sh: $t: the Node.js addon ($p)" >&2
+    wrapper=$(ls -t "${XDG_CACHE_HOME:-$HOME/.cache}"/cargo-zigbuild/*/wrappers/*/zigcc-"$zig_triple"-*.sh | head -n 1)
+    wrappers=$(dirname "$wrapper")
     triple=$(printf '%s' "$t" | tr 'a-z-' 'A-Z_')
     lower=$(printf '%s' "$t" | tr '-' '_')
-    printf '#!/bin/sh\nexec "%s" zig cc -- -target %s "$@"\n' "$maturin" "$zig_target" >"$work/cc-$t"
-    printf '#!/bin/sh\nexec "%s" zig ar -- "$@"\n' "$maturin" >"$work/ar-$t"
-    chmod +x "$work/cc-$t" "$work/ar-$t"
-    env "CARGO_TARGET_${triple}_LINKER=$work/cc-$t" "CC_$lower=$work/cc-$t" "AR_$lower=$work/ar-$t" \
+    zig_env=("CARGO_TARGET_${triple}_LINKER=$wrapper" "CC_$lower=$wrapper"
+      "CXX_$lower=$(ls -t "$wrappers"/zigcxx-"$zig_triple"-*.sh | head -n 1)" "AR_$lower=$wrappers/ar"
+      "RANLIB_$lower=$wrappers/zigranlib.sh" "CARGO_ZIGBUILD_TARGET_$lower=$zig_triple"
+      "CARGO_ZIGBUILD_TARGET=$zig_triple")
+    if [ "$t" = "$(rustc -vV | sed -n 's/^host: //p')" ]; then
+      # As cargo-zigbuild does when the target is the host: build scripts and proc macros are
+      # linked by the host's linker, not by Zig (cargo's target-applies-to-host, unstable, so
+      # cargo-zigbuild turns on its channel override; without the same here, cargo would
+      # compile every dependency again).
+      zig_env+=(__CARGO_TEST_CHANNEL_OVERRIDE_DO_NOT_USE_THIS=nightly
+        CARGO_UNSTABLE_TARGET_APPLIES_TO_HOST=true CARGO_TARGET_APPLIES_TO_HOST=false)
+    fi
+    env "${zig_env[@]}" \
       cargo build --locked --release -p dispenser-node --target "$t" --target-dir "$package_target" >&2
     node_platform_package "$p" "$package_target/$t/release/libdispenser_node.so"
     built+=("$t")
