@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the packages a release publishes, into one folder (default target/packages):
-#   dispenser_mongodb-V-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+#   dispenser_mongodb-V-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
 #                                     the Python wheel of each target (abi3: CPython 3.9+;
 #                                     musllinux_1_2 for a musl target)
 #   dispenser_mongodb-V.tar.gz        the Python sdist: the core library and the binding only
