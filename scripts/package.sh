@@ -206,6 +206,10 @@ else
       "CXX_$lower=$(ls -t "$wrappers"/zigcxx-"$zig_triple"-*.sh | head -n 1)" "AR_$lower=$wrappers/ar"
       "RANLIB_$lower=$wrappers/zigranlib.sh" "CARGO_ZIGBUILD_TARGET_$lower=$zig_triple"
       "CARGO_ZIGBUILD_TARGET=$zig_triple")
+    case "$t" in
+      # A musl cdylib links the C library dynamically, as maturin builds the wheel's.
+      *-musl) zig_env+=("CARGO_ENCODED_RUSTFLAGS=-C"$'\x1f'"target-feature=-crt-static") ;;
+    esac
     if [ "$t" = "$(rustc -vV | sed -n 's/^host: //p')" ]; then
       # As cargo-zigbuild does when the target is the host: build scripts and proc macros are
       # linked by the host's linker, not by Zig (cargo's target-applies-to-host, unstable, so
@@ -255,5 +259,9 @@ for addon in out.glob(f"dispenser-*-{version}.tgz"):
     assert got == want, f"{addon.name}: {got} != {want}"
 EOF
 echo "scripts/package.sh: $profile packages in $out ($(($(date +%s) - started)) s):" >&2
-(cd "$out" && ls -l -- *.whl *.tar.gz *.tgz 2>/dev/null | awk '{ printf "  %10d  %s\n", $5, $9 }') >&2
+for f in "$out"/*.whl "$out"/*.tar.gz "$out"/*.tgz; do
+  if [ -f "$f" ]; then
+    printf '  %10d  %s\n' "$(wc -c <"$f")" "${f##*/}" >&2
+  fi
+done
 echo "$out"
