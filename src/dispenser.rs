@@ -266,13 +266,15 @@ impl Dispenser {
     async fn refuse_if_striped(&self, name: &str) -> Result<()> {
         let stripe0 = crate::spec::stripe_name(name, 0);
         match self.store.load(&stripe0).await? {
-            Some(s) if s.origin.stripe.is_some() => Differs::default()
-                .field(
+            Some(s) if s.origin.stripe.is_some() => {
+                let mut d = Differs::default();
+                d.field(
                     "layout",
                     format!("striped ({stripe0} …)"),
                     "plain".to_owned(),
-                )
-                .check(Kind::Sequence, name),
+                );
+                d.check(Kind::Sequence, name).map(drop)
+            }
             _ => Ok(()),
         }
     }
@@ -328,8 +330,10 @@ impl Dispenser {
         stored: Stored,
         stored_format: Option<&Format>,
     ) -> Result<Sequence> {
-        differences(&stored, stored_format, asked).check(kind_of(name), name)?;
-        Ok(self.handle(name, stored))
+        let altered = differences(&stored, stored_format, asked).check(kind_of(name), name)?;
+        let mut handle = self.handle(name, stored);
+        handle.altered = altered.into();
+        Ok(handle)
     }
 
     /// Opens an existing sequence.
@@ -528,6 +532,19 @@ impl Dispenser {
 
     /// [`Sequence::advance_to`] by name.
     pub(crate) async fn advance_to(&self, name: &str, n: i64) -> Result<SequenceState> {
+        self.advance_recorded(name, n, "advance-to", bson::doc! { "to": n })
+            .await
+    }
+
+    /// Moves `name` past `n` as [`Sequence::advance_to`] does, recorded as the operation `op`
+    /// with `params` (advance-to, adopt).
+    pub(crate) async fn advance_recorded(
+        &self,
+        name: &str,
+        n: i64,
+        op: &str,
+        params: bson::Document,
+    ) -> Result<SequenceState> {
         // Refused by the state, or nothing to move: nothing is written, history included.
         let before = self.peek(name).await?;
         if advance_decision(name, n)(&before.stored())?.is_none() {
@@ -536,8 +553,8 @@ impl Dispenser {
         self.recorder()
             .run(
                 &Target::sequence(name),
-                "advance-to",
-                bson::doc! { "to": n },
+                op,
+                params,
                 Some(sequence_state(&before)),
                 self.set_value(name, advance_decision(name, n)),
                 |s| Some(sequence_state(s)),
@@ -599,6 +616,7 @@ impl Dispenser {
             }),
             combiner: Arc::default(),
             dispenser: self.clone(),
+            altered: Arc::default(),
         }
     }
 }
@@ -758,16 +776,22 @@ fn differences(stored: &Stored, stored_format: Option<&Format>, asked: &Asked<'_
     if let (true, Some(start)) = (asked.whole, stored.origin.start) {
         d.field("start", start, want.start);
     }
+    // The shape and the format are what `alter` changes: kept, told. A stripe's step is its
+    // striped sequence's layout, which nothing changes.
     let have = &stored.spec;
     if !have.same_shape(want) {
-        d.field("step", have.step, want.step)
-            .field("min", have.min, want.min)
-            .field("max", have.max, want.max)
-            .field("cycle", have.cycle, want.cycle);
+        if asked.stripe.is_some() {
+            d.field("step", have.step, want.step);
+        } else {
+            d.alterable("step", have.step, want.step);
+        }
+        d.alterable("min", have.min, want.min)
+            .alterable("max", have.max, want.max)
+            .alterable("cycle", have.cycle, want.cycle);
     }
     if asked.whole {
         let shown = |f: Option<&Format>| shown_or_none(f.map(Format::as_str));
-        d.field("format", shown(stored_format), shown(asked.format));
+        d.alterable("format", shown(stored_format), shown(asked.format));
     }
     let shown = |s: Option<StripeId>| {
         s.map_or_else(
@@ -835,6 +859,8 @@ pub struct Sequence {
     dispenser: Dispenser,
     /// The queue of callers waiting to share a write (see [`Options::coalesce`]).
     combiner: Arc<Combiner>,
+    /// What the `ensure` that opened it found changed by an `alter` (see [`Sequence::altered`]).
+    altered: Arc<[crate::error::Altered]>,
 }
 
 impl std::fmt::Debug for Sequence {
@@ -860,6 +886,27 @@ impl Sequence {
     /// The sequence's name.
     pub fn name(&self) -> &str {
         &self.drawer.name
+    }
+
+    /// The settings the [`Dispenser::ensure`] that opened this handle found changed since by
+    /// an `alter` (its bounds, step, cycle, format): each with its stored value, which is kept,
+    /// and the value asked, which is not applied — so a process that ensures the spec in its
+    /// code starts after an operator widened the sequence, and can say what differs. Empty
+    /// for a handle from `create` or `open`, or when everything matched.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
+    /// use dispenser::Spec;
+    /// let tickets = d.ensure("tickets", Spec::default().with_max(99)).await?;
+    /// for a in tickets.altered() {
+    ///     eprintln!("tickets: {} is {} here (asked {})", a.setting, a.stored, a.asked);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn altered(&self) -> &[crate::error::Altered] {
+        &self.altered
     }
 
     /// Issues the next number.

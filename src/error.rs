@@ -121,10 +121,12 @@ pub enum Error {
         reason: String,
     },
 
-    /// `ensure` found one of that name (of the same kind) with settings other than those
-    /// asked for: on every kind, `ensure` compares everything `create` would write (the
-    /// guide's [vocabulary](crate::guide::glossary#create-ensure-open) lists it per kind).
-    /// Nothing was written.
+    /// `ensure` found one of that name (of the same kind) with a setting other than asked
+    /// that no `alter` changes (a sequence's start, a striped sequence's layout, a gap-free
+    /// sequence's collection and field, a queue's lowest ticket, format or day settings: the
+    /// guide's [vocabulary](crate::guide::glossary#create-ensure-open) lists them per kind).
+    /// Settings an `alter` changes are not a conflict: they are kept and told
+    /// ([`Altered`](crate::sequence::Altered)). Nothing was written.
     #[error("{kind} {name:?} exists with another spec: {differs}; nothing was written")]
     SpecConflict {
         /// The kind of what was ensured.
@@ -266,16 +268,22 @@ pub enum Error {
         called: u64,
     },
 
-    /// A ticket given to [`Queue::cancel`](crate::queue::Queue::cancel) or to a call of a
-    /// given ticket ([`Call::ticket`](crate::queue::Call::ticket)) does
-    /// not wait (called, cancelled, never taken, outside the range). Nothing was written.
-    #[error("ticket {ticket} of queue {name:?} is not waiting: {reason}; nothing was changed")]
+    /// The ticket an act names is not in the state the act needs: a ticket given to
+    /// [`Queue::cancel`](crate::queue::Queue::cancel) or to a call of a given ticket
+    /// ([`Call::serial`](crate::queue::Call::serial)) does not wait (called, cancelled, never
+    /// taken, of a queue deleted and created again since), or a desk a recall or finish names
+    /// with its ticket ([`AtDesk::serial`](crate::queue::AtDesk::serial)) shows another one.
+    /// Nothing was written.
+    #[error("ticket {ticket} (serial {serial}) of queue {name:?} {reason}; nothing was changed")]
     TicketNotWaiting {
         /// The queue's name.
         name: String,
-        /// The ticket given.
+        /// The number the ticket named shows.
         ticket: i64,
-        /// Why it does not wait.
+        /// The ticket named: its serial (see [`Ticket::serial`](crate::queue::Ticket::serial)).
+        serial: u64,
+        /// Why it cannot be acted on, as the message says it: `is not waiting: it was
+        /// cancelled`, `is not shown by desk "3": it shows ticket 7 (serial 14) now`, ….
         reason: String,
     },
 
@@ -457,13 +465,40 @@ impl std::fmt::Display for Kind {
     }
 }
 
-/// The settings an `ensure` found different, each as `field stored (asked asked)`: what
-/// [`Error::SpecConflict`] names.
+/// A setting an `ensure` found different from what it asked, of the kind an `alter` changes
+/// (a sequence's bounds, step, cycle and format, a queue's highest ticket, a gap-free
+/// sequence's longest lease): the stored value is kept and the asked one not applied —
+/// an operator changed it since the code was written, and the code's start-up must not undo
+/// it, nor fail. What the handle's `altered()` lists, the command line's stderr and the
+/// service's `altered` field say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Altered {
+    /// The setting (`max`, `step`, `format`, `max lease`, …).
+    pub setting: String,
+    /// Its stored value, as shown (`200`, `"A-{n:03}"`, `none`).
+    pub stored: String,
+    /// The value asked for, as shown.
+    pub asked: String,
+}
+
+impl std::fmt::Display for Altered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} (asked {})", self.setting, self.stored, self.asked)
+    }
+}
+
+/// The settings an `ensure` found different: those no `alter` changes, each as `field stored
+/// (asked asked)` (what [`Error::SpecConflict`] names), and those an `alter` changes
+/// ([`Altered`]: kept, told).
 #[derive(Debug, Default)]
-pub(crate) struct Differs(Vec<String>);
+pub(crate) struct Differs {
+    fixed: Vec<String>,
+    altered: Vec<Altered>,
+}
 
 impl Differs {
-    /// Notes `field` when its stored and asked values differ.
+    /// Notes `field`, which no `alter` changes, when its stored and asked values differ.
     pub(crate) fn field<T: PartialEq + std::fmt::Display>(
         &mut self,
         field: &str,
@@ -471,21 +506,41 @@ impl Differs {
         asked: T,
     ) -> &mut Self {
         if stored != asked {
-            self.0.push(format!("{field} {stored} (asked {asked})"));
+            self.fixed.push(format!("{field} {stored} (asked {asked})"));
         }
         self
     }
 
-    /// `Ok` when nothing differs, else [`Error::SpecConflict`] naming every difference.
-    pub(crate) fn check(&self, kind: Kind, name: &str) -> Result<()> {
-        if self.0.is_empty() {
-            return Ok(());
+    /// Notes `field`, which an `alter` changes, when its stored and asked values differ.
+    pub(crate) fn alterable<T: PartialEq + std::fmt::Display>(
+        &mut self,
+        field: &str,
+        stored: T,
+        asked: T,
+    ) -> &mut Self {
+        if stored != asked {
+            self.altered.push(Altered {
+                setting: field.to_owned(),
+                stored: stored.to_string(),
+                asked: asked.to_string(),
+            });
         }
-        Err(Error::SpecConflict {
-            kind,
-            name: name.to_owned(),
-            differs: self.0.join(", "),
-        })
+        self
+    }
+
+    /// [`Error::SpecConflict`] naming every difference when a setting no `alter` changes
+    /// differs; else the settings an `alter` changed (kept as stored).
+    pub(crate) fn check(&self, kind: Kind, name: &str) -> Result<Vec<Altered>> {
+        if !self.fixed.is_empty() {
+            let mut all = self.fixed.clone();
+            all.extend(self.altered.iter().map(ToString::to_string));
+            return Err(Error::SpecConflict {
+                kind,
+                name: name.to_owned(),
+                differs: all.join(", "),
+            });
+        }
+        Ok(self.altered.clone())
     }
 }
 
@@ -1228,6 +1283,7 @@ mod tests {
             Error::TicketNotWaiting {
                 name: n(),
                 ticket: 1,
+                serial: 1,
                 reason: n(),
             },
             Error::NoTicketShown {

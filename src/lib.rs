@@ -96,6 +96,7 @@
 #![deny(missing_docs)]
 
 mod action;
+mod adopt;
 mod alter;
 mod arith;
 pub mod block;

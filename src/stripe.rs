@@ -249,9 +249,9 @@ impl StripedSequence {
             .collect::<Result<Vec<_>>>()?;
         // A plain sequence of the same name would issue the same numbers.
         if dispenser.store().load(name).await?.is_some() {
-            Differs::default()
-                .field("layout", "plain", "striped")
-                .check(Kind::Striped, name)?;
+            let mut d = Differs::default();
+            d.field("layout", "plain", "striped");
+            d.check(Kind::Striped, name)?;
         }
         let count = stripes;
         let ensure = |(s, i): (Spec, u32)| async move {
@@ -539,6 +539,21 @@ impl StripedSequence {
     /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The settings the [`Dispenser::ensure_striped`] that opened this handle found changed
+    /// since by an `alter` (the bounds), each once: its stored value, which is kept, and the
+    /// value asked, which is not applied. The layout (stripe count, each stripe's start and
+    /// step) is never an alteration: another layout is refused. Empty for a handle from
+    /// `create_striped` or `open_striped`, or when everything matched.
+    pub fn altered(&self) -> Vec<crate::error::Altered> {
+        let mut out: Vec<crate::error::Altered> = Vec::new();
+        for a in self.inner.plain.iter().flat_map(Sequence::altered) {
+            if !out.iter().any(|o| o.setting == a.setting) {
+                out.push(a.clone());
+            }
+        }
+        out
     }
 
     /// The history of the striped sequence: its creation and every stripe's changes, oldest

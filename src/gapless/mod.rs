@@ -101,6 +101,8 @@ pub use void::{ReleaseLease, Released};
 #[derive(Clone)]
 pub struct Gapless {
     inner: Arc<Inner>,
+    /// What the `ensure` that opened it found changed by an `alter` (see [`Gapless::altered`]).
+    altered: Arc<[crate::error::Altered]>,
 }
 
 impl std::fmt::Debug for Gapless {
@@ -309,7 +311,7 @@ impl Dispenser {
         validate_name(name).map_err(|e| e.for_kind(crate::error::Kind::Gapless))?;
         options.validate()?;
         let business = self.gapless_collection(&options.collection);
-        let g = self.gapless(name, business, options);
+        let mut g = self.gapless(name, business, options);
         // An existing sequence is compared first: a refused open writes nothing (not even
         // the index on a field the sequence does not number).
         let exists = match g.inner.read_raw().await {
@@ -320,7 +322,7 @@ impl Dispenser {
                 });
             }
             Ok(d) => {
-                g.inner.check_stored(&d)?;
+                g.altered = g.inner.check_stored(&d)?.into();
                 true
             }
             Err(Error::NotFound { .. }) => false,
@@ -360,7 +362,10 @@ impl Dispenser {
             }
             Err(Error::Database { source, .. }) if is_duplicate_key(&source) => {
                 match g.inner.read_raw().await {
-                    Ok(d) => g.inner.check_stored(&d).map(|()| false),
+                    Ok(d) => g.inner.check_stored(&d).map(|altered| {
+                        g.altered = altered.into();
+                        false
+                    }),
                     Err(e) => Err(e),
                 }
             }
@@ -504,6 +509,7 @@ impl Dispenser {
                 counters: Counters::default(),
                 history: self.recorder(),
             }),
+            altered: Arc::default(),
         }
     }
 
@@ -541,9 +547,9 @@ impl Inner {
     }
 
     /// Refuses options that do not fit the stored sequence `d`: another start (when recorded),
-    /// collection, field, void settings or longest lease ([`Error::SpecConflict`]), or a
-    /// lease longer than its longest lease.
-    fn check_stored(&self, d: &Document) -> Result<()> {
+    /// collection, field or void settings ([`Error::SpecConflict`]), or a lease longer than
+    /// its longest lease. Another longest lease (what `alter` changes) is kept and returned.
+    fn check_stored(&self, d: &Document) -> Result<Vec<crate::error::Altered>> {
         let s = state::stored(&self.name, d)?;
         let o = &self.options;
         let mut differs = Differs::default();
@@ -563,13 +569,14 @@ impl Inner {
                 format!("{:?}", o.void_field),
             )
             .field("void extra", &s.void_extra, &o.void_extra)
-            .field(
+            .alterable(
                 "max lease",
                 format!("{:?}", s.max_lease),
                 format!("{:?}", o.max_lease),
-            )
-            .check(Kind::Gapless, &self.name)?;
-        options::check_lease(o.lease, s.max_lease)
+            );
+        let altered = differs.check(Kind::Gapless, &self.name)?;
+        options::check_lease(o.lease, s.max_lease)?;
+        Ok(altered)
     }
 
     /// Makes sure the business collection still has the unique index (creating it again
@@ -636,6 +643,14 @@ impl Inner {
 }
 
 impl Gapless {
+    /// The settings the [`Dispenser::ensure_gapless`] that opened this handle found changed
+    /// since by an `alter` (its longest lease): each with its stored value, which is kept (and
+    /// governs every lease), and the value asked, which is not applied. Empty for a handle
+    /// from `create_gapless` or `open_gapless`, or when everything matched.
+    pub fn altered(&self) -> &[crate::error::Altered] {
+        &self.altered
+    }
+
     /// Runs the admin operation `run` with its history (`op`, `params`, the state `before`
     /// and the state read after it).
     pub(super) async fn recorded<T>(

@@ -1,5 +1,5 @@
 //! The queue's actions as builders: [`Queue::take`], [`Queue::call`], [`Queue::recall`],
-//! [`Queue::finish`] and the deletes ([`Queue::delete`], [`Dispenser::delete_queue`]) each
+//! [`Queue::finish`], [`Queue::cancel`] and the deletes ([`Queue::delete`], [`Dispenser::delete_queue`]) each
 //! return a value on which the options are set, and that is `.await`ed — one method per
 //! action, no twins — in the way of the `mongodb` driver's actions:
 //!
@@ -18,13 +18,56 @@
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 
+use bson::oid::ObjectId;
+
+use super::state::Named;
 use super::{Queue, QueueCounters, QueueState, Ticket};
 use crate::dispenser::Dispenser;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::listing::Page;
 
 /// The future an action's `.await` runs.
 type Action<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// The ticket an act names by its identity: a serial, pinned to an incarnation when one is
+/// given (an incarnation alone names nothing).
+#[derive(Clone, Copy, Debug, Default)]
+struct Identity {
+    serial: Option<u64>,
+    incarnation: Option<ObjectId>,
+}
+
+impl Identity {
+    /// The ticket named, checked: `None` when no serial was given.
+    fn named(self, queue: &Queue, act: &str) -> Result<Option<Named>> {
+        let what = || format!("{act} of a ticket of queue {:?}", queue.name());
+        match (self.serial, self.incarnation) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(Error::invalid_argument(
+                what(),
+                "an incarnation alone names no ticket: give the ticket's serial too",
+            )),
+            (Some(serial), incarnation) => {
+                let serial = i64::try_from(serial)
+                    .ok()
+                    .filter(|s| *s >= 1)
+                    .ok_or_else(|| {
+                        Error::invalid_argument(
+                            what(),
+                            format!(
+                                "serial {serial} is not a serial: they run from 1 to {}",
+                                i64::MAX
+                            ),
+                        )
+                    })?;
+                Ok(Some(Named {
+                    serial,
+                    incarnation,
+                }))
+            }
+        }
+    }
+}
 
 /// A take of one ticket ([`Queue::take`]); `.count(n)` makes it a take of a family
 /// ([`TakeMany`]). `.await` it for the [`Ticket`].
@@ -133,7 +176,7 @@ impl<'a> IntoFuture for TakeMany<'a> {
 pub struct Call<'a> {
     queue: &'a Queue,
     desk: Option<String>,
-    ticket: Option<i64>,
+    ticket: Identity,
 }
 
 impl<'a> Call<'a> {
@@ -141,7 +184,7 @@ impl<'a> Call<'a> {
         Call {
             queue,
             desk: None,
-            ticket: None,
+            ticket: Identity::default(),
         }
     }
 
@@ -153,9 +196,22 @@ impl<'a> Call<'a> {
         self
     }
 
-    /// Calls `ticket` (which must wait) out of order, once: it no longer waits.
-    pub fn ticket(mut self, ticket: i64) -> Self {
-        self.ticket = Some(ticket);
+    /// Calls the ticket of this [`serial`](Ticket::serial) (which must wait) out of order,
+    /// once: it no longer waits. The write checks that this very ticket waits: if it was
+    /// called or cancelled meanwhile, the call is refused
+    /// ([`Error::TicketNotWaiting`](crate::Error::TicketNotWaiting)), even when its number
+    /// came round to a newer ticket. For a number read off a board, look the ticket up first
+    /// with [`Queue::waiting_ticket`].
+    pub fn serial(mut self, serial: u64) -> Self {
+        self.ticket.serial = Some(serial);
+        self
+    }
+
+    /// With [`Call::serial`]: the incarnation of the queue the ticket was taken from
+    /// ([`Ticket::incarnation`]); a queue deleted and created again since refuses the call.
+    /// Defaults to whichever incarnation the queue has.
+    pub fn incarnation(mut self, incarnation: ObjectId) -> Self {
+        self.ticket.incarnation = Some(incarnation);
         self
     }
 }
@@ -165,7 +221,10 @@ impl<'a> IntoFuture for Call<'a> {
     type IntoFuture = Action<'a, Ticket>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.queue.call_now(self.desk, self.ticket))
+        Box::pin(async move {
+            let ticket = self.ticket.named(self.queue, "call")?;
+            self.queue.call_now(self.desk, ticket).await
+        })
     }
 }
 
@@ -178,6 +237,7 @@ pub struct AtDesk<'a> {
     queue: &'a Queue,
     desk: Option<String>,
     finish: bool,
+    ticket: Identity,
 }
 
 impl<'a> AtDesk<'a> {
@@ -186,6 +246,7 @@ impl<'a> AtDesk<'a> {
             queue,
             desk: None,
             finish: false,
+            ticket: Identity::default(),
         }
     }
 
@@ -194,6 +255,7 @@ impl<'a> AtDesk<'a> {
             queue,
             desk: None,
             finish: true,
+            ticket: Identity::default(),
         }
     }
 
@@ -203,6 +265,22 @@ impl<'a> AtDesk<'a> {
         self.desk = Some(desk.into());
         self
     }
+
+    /// Only if the desk still shows the ticket of this [`serial`](Ticket::serial) (what an
+    /// operator's screen showed when the button was pressed): checked in the same write, so a
+    /// recall or finish meant for one ticket never lands on the next one the desk called.
+    /// Refused otherwise ([`Error::TicketNotWaiting`](crate::Error::TicketNotWaiting)).
+    pub fn serial(mut self, serial: u64) -> Self {
+        self.ticket.serial = Some(serial);
+        self
+    }
+
+    /// With [`AtDesk::serial`]: the incarnation of the queue the ticket was taken from
+    /// ([`Ticket::incarnation`]).
+    pub fn incarnation(mut self, incarnation: ObjectId) -> Self {
+        self.ticket.incarnation = Some(incarnation);
+        self
+    }
 }
 
 impl<'a> IntoFuture for AtDesk<'a> {
@@ -210,7 +288,81 @@ impl<'a> IntoFuture for AtDesk<'a> {
     type IntoFuture = Action<'a, Ticket>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.queue.at_desk(self.desk, self.finish))
+        Box::pin(async move {
+            let act = if self.finish { "finish" } else { "recall" };
+            let ticket = self.ticket.named(self.queue, act)?;
+            self.queue.at_desk(self.desk, self.finish, ticket).await
+        })
+    }
+}
+
+/// A cancel of one waiting ticket ([`Queue::cancel`]), named by its identity: its
+/// [`serial`](Cancel::serial), or the [`request_id`](Cancel::request_id) of the take that got
+/// it. `.await` it for the [`Ticket`] cancelled.
+#[must_use = "a cancel does nothing until it is awaited"]
+#[derive(Debug)]
+pub struct Cancel<'a> {
+    queue: &'a Queue,
+    ticket: Identity,
+    request_id: Option<String>,
+    caller: Option<String>,
+}
+
+impl<'a> Cancel<'a> {
+    pub(super) fn new(queue: &'a Queue) -> Self {
+        Cancel {
+            queue,
+            ticket: Identity::default(),
+            request_id: None,
+            caller: None,
+        }
+    }
+
+    /// The ticket of this [`serial`](Ticket::serial): the write checks that this very ticket
+    /// still waits, so a number that came round to someone else is never cancelled in its
+    /// place. For a number read off a board, look the ticket up first with
+    /// [`Queue::waiting_ticket`].
+    pub fn serial(mut self, serial: u64) -> Self {
+        self.ticket.serial = Some(serial);
+        self
+    }
+
+    /// With [`Cancel::serial`]: the incarnation of the queue the ticket was taken from
+    /// ([`Ticket::incarnation`]); a queue deleted and created again since refuses the cancel.
+    pub fn incarnation(mut self, incarnation: ObjectId) -> Self {
+        self.ticket.incarnation = Some(incarnation);
+        self
+    }
+
+    /// The ticket the take with this request id got (within 24 hours, by the same caller):
+    /// what a person giving up their own ticket holds. A take of several tickets is refused:
+    /// name each by its serial. When no take used the id, the cancel takes one ticket with
+    /// it and cancels it in the same write — so the take, if it is still on its way, answers
+    /// that cancelled ticket ([`Ticket::replayed`]) and takes nothing. The answer's
+    /// [`Ticket::replayed`] is true when the take had been made before.
+    pub fn request_id(mut self, id: impl Into<String>) -> Self {
+        self.request_id = Some(id.into());
+        self
+    }
+
+    /// Whose request id it is, as [`Take::caller`].
+    pub fn caller(mut self, caller: impl Into<String>) -> Self {
+        self.caller = Some(caller.into());
+        self
+    }
+}
+
+impl<'a> IntoFuture for Cancel<'a> {
+    type Output = Result<Ticket>;
+    type IntoFuture = Action<'a, Ticket>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let ticket = self.ticket.named(self.queue, "cancel")?;
+            self.queue
+                .cancel_now(ticket, self.request_id, self.caller)
+                .await
+        })
     }
 }
 

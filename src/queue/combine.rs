@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::state::{Done, Key, Op, RequestId, State, Step};
+use super::state::{Done, Key, Named, Op, RequestId, State, Step, Target};
 use super::{Inner, what};
 use crate::error::{Error, Result};
 use crate::retry::RetryBudget;
@@ -179,6 +179,17 @@ async fn run(inner: &Inner, ops: &[Op], since: Instant) -> Vec<Answer> {
     }
 }
 
+/// The request id an operation names a take by: a take's own, or a give-up's.
+fn request_id(op: &Op) -> Option<&RequestId> {
+    match op {
+        Op::Take { key: Some(id), .. }
+        | Op::Cancel {
+            target: Target::Take(id),
+        } => Some(id),
+        _ => None,
+    }
+}
+
 /// What a batch's write is doing, for its errors.
 fn what_batch(ops: &[Op]) -> &'static str {
     let takes = ops.iter().all(|o| matches!(o, Op::Take { .. }));
@@ -217,12 +228,10 @@ async fn batch(inner: &Inner, ops: &[Op], since: Instant) -> Result<Vec<Answer>>
         // Takes whose request id may have left the ring: asked once per id and batch.
         let mut found: Vec<(&RequestId, Key)> = Vec::new();
         for (i, op) in ops.iter().enumerate() {
-            let Op::Take { key: Some(id), .. } = op else {
+            let Some(id) = request_id(op) else {
                 continue;
             };
-            let earlier = ops[..i]
-                .iter()
-                .any(|o| matches!(o, Op::Take { key: Some(k), .. } if k == id));
+            let earlier = ops[..i].iter().any(|o| request_id(o) == Some(id));
             if earlier
                 || !base.may_have_spilled(id)
                 || asked[i] == Some(base.spilled)
@@ -246,18 +255,45 @@ async fn batch(inner: &Inner, ops: &[Op], since: Instant) -> Result<Vec<Answer>>
         let mut answers = Vec::with_capacity(ops.len());
         let mut spill = Vec::new();
         for op in ops {
-            if let Op::Take {
-                count,
-                key: Some(id),
-            } = op
-                && let Some((_, k)) = found.iter().find(|(f, _)| *f == id)
-            {
-                let answer = State::replay(k, id, *count)
-                    .map(|done| (state.clone(), done, now))
-                    .map_err(|r| r.into_error(&inner.name, &state));
-                answers.push(answer);
-                continue;
-            }
+            let spilled = request_id(op).and_then(|id| found.iter().find(|(f, _)| *f == id));
+            let moved;
+            let op = match (op, spilled) {
+                (
+                    Op::Take {
+                        count,
+                        key: Some(id),
+                    },
+                    Some((_, k)),
+                ) => {
+                    let answer = State::replay(k, id, *count)
+                        .map(|done| (state.clone(), done, now))
+                        .map_err(|r| r.into_error(&inner.name, &state));
+                    answers.push(answer);
+                    continue;
+                }
+                // A give-up of a take whose request id left the ring: its ticket, by serial.
+                (
+                    Op::Cancel {
+                        target: Target::Take(id),
+                    },
+                    Some((_, k)),
+                ) => match State::taken_by(k, id) {
+                    Ok(serial) => {
+                        moved = Op::Cancel {
+                            target: Target::Ticket(Named {
+                                serial,
+                                incarnation: Some(base.incarnation),
+                            }),
+                        };
+                        &moved
+                    }
+                    Err(r) => {
+                        answers.push(Err(r.into_error(&inner.name, &state)));
+                        continue;
+                    }
+                },
+                _ => op,
+            };
             match state.apply(op, now) {
                 Ok(Step::Write(next, done, out)) => {
                     spill.extend(out);

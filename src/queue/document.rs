@@ -17,6 +17,8 @@
 //!   keys: BinData,    // the ring of request ids, packed (`pack_keys`), at most 64, since
 //!                     // issue 37; before, an array of {key: string, first: Int64,
 //!                     // count: Int64, at: Date, version: Int64, max: Int64}
+//!   recent_cancels: BinData,  // the serials of the last 64 tickets cancelled, oldest first,
+//!                             // packed (`pack_serials`), since issue 59 (absent: none)
 //!   spilled: Int64,                                // since issue 37 (absent: 0)
 //!   spill_filter: {since: Date, current: BinData, previous: BinData} | absent,
 //!                     // which ids may have moved out: two Bloom filters of 8 192 bits
@@ -71,6 +73,7 @@ pub(crate) mod field {
     pub const DESKS: &str = "desks";
     pub const CALLS: &str = "calls";
     pub const TAKES: &str = "takes";
+    pub const RECENT_CANCELS: &str = "recent_cancels";
     pub const KEYS: &str = "keys";
     pub const SPILLED: &str = "spilled";
     pub const SPILL_FILTER: &str = "spill_filter";
@@ -110,6 +113,7 @@ pub(crate) fn encode(name: &str, s: &State) -> Document {
         .collect();
     let takes = packed(pack_takes(&s.takes));
     let keys = packed(pack_keys(&s.keys));
+    let recent_cancels = packed(pack_serials(&s.recent_cancels));
     let hourly: Vec<Bson> = s
         .hourly
         .iter()
@@ -147,6 +151,7 @@ pub(crate) fn encode(name: &str, s: &State) -> Document {
         field::SERVED_TODAY: s.served_today,
     };
     d.insert(field::SPILL_FILTER, filter);
+    d.insert(field::RECENT_CANCELS, recent_cancels);
     d
 }
 
@@ -412,6 +417,17 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
             })
         })?,
     };
+    let recent_cancels = match d.get(field::RECENT_CANCELS) {
+        None => Vec::new(),
+        Some(Bson::Binary(b)) => unpack_serials(&b.bytes)
+            .ok_or_else(|| r.corrupt(field::RECENT_CANCELS, "is not a packed list of serials"))?,
+        Some(other) => {
+            return Err(r.corrupt(
+                field::RECENT_CANCELS,
+                format!("is a {}, not binary data", bson_type_name(other)),
+            ));
+        }
+    };
     let keys = match d.get(field::KEYS) {
         Some(Bson::Binary(b)) => unpack_keys(&b.bytes)
             .ok_or_else(|| r.corrupt(field::KEYS, "is not a packed list of request ids"))?,
@@ -450,6 +466,7 @@ pub(crate) fn decode(name: &str, d: &Document) -> Result<State> {
         desks,
         calls,
         takes,
+        recent_cancels,
         keys,
         spilled,
         spill_filter,
@@ -614,6 +631,29 @@ pub(crate) fn unpack_spans(bytes: &[u8]) -> Option<Vec<Span>> {
         };
         out.push(Span { from, to, kind });
         after = to;
+    }
+    Some(out)
+}
+
+/// Serials, packed: each as its distance from the one before (from 0 for the first).
+pub(crate) fn pack_serials(serials: &[i64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(serials.len() * 2);
+    let mut before = 0_i64;
+    for &v in serials {
+        put_signed(&mut out, v.wrapping_sub(before));
+        before = v;
+    }
+    out
+}
+
+/// The list [`pack_serials`] packed; `None` when the bytes are not one.
+pub(crate) fn unpack_serials(bytes: &[u8]) -> Option<Vec<i64>> {
+    let mut u = Unpack { bytes };
+    let mut out = Vec::new();
+    let mut before = 0_i64;
+    while !u.bytes.is_empty() {
+        before = before.wrapping_add(u.signed()?);
+        out.push(before);
     }
     Some(out)
 }
@@ -823,8 +863,27 @@ mod tests {
         filter.note(&s.keys, 1_700_000_000_000);
         s.spill_filter = Some(filter);
         s.spilled = 1;
+        s.recent_cancels = vec![25, 3, 7];
         let d = encode("q", &s);
         assert_eq!(decode("q", &d).unwrap(), s);
+        // Recent cancels (issue 59): packed, read back; absent in older documents; a serial
+        // never taken, or bytes that are no list, are corrupt.
+        assert_eq!(
+            unpack_serials(&pack_serials(&[1, i64::MAX, 2])),
+            Some(vec![1, i64::MAX, 2])
+        );
+        let mut older = d.clone();
+        older.remove(field::RECENT_CANCELS);
+        assert!(decode("q", &older).unwrap().recent_cancels.is_empty());
+        for (bytes, needle) in [
+            (pack_serials(&[26]), "records serial 26 as cancelled"),
+            (vec![0x80], "packed list of serials"),
+        ] {
+            let mut bad = d.clone();
+            bad.insert(field::RECENT_CANCELS, packed(bytes));
+            let e = decode("q", &bad).unwrap_err().to_string();
+            assert!(e.contains(needle), "{e}");
+        }
         let mut short = d.clone();
         short.insert(
             field::SPILL_FILTER,

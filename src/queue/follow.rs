@@ -199,7 +199,7 @@ mod tests {
     use super::*;
     use crate::queue::QueueSpec;
     use crate::queue::QueueState;
-    use crate::queue::state::{Op, Step};
+    use crate::queue::state::{Named, Op, Step, Target};
 
     fn apply(s: &mut State, op: Op, now: i64) {
         match s.apply(&op, now).expect("allowed") {
@@ -219,12 +219,15 @@ mod tests {
         );
     }
 
-    fn call(s: &mut State, desk: &str, ticket: Option<i64>, now: i64) {
+    fn call(s: &mut State, desk: &str, serial: Option<i64>, now: i64) {
         apply(
             s,
             Op::Call {
                 desk: desk.into(),
-                ticket,
+                ticket: serial.map(|serial| Named {
+                    serial,
+                    incarnation: None,
+                }),
             },
             now,
         );
@@ -287,7 +290,16 @@ mod tests {
         );
         assert_eq!(passed.called_at, Some(DateTime::from_millis(now - 30_000)));
         // Cancelled out of line, and those behind it move up; an out-of-order call at desk 2.
-        apply(&mut s, Op::Cancel { ticket: 50 }, now);
+        apply(
+            &mut s,
+            Op::Cancel {
+                target: Target::Ticket(Named {
+                    serial: 50,
+                    incarnation: None,
+                }),
+            },
+            now,
+        );
         call(&mut s, "2", Some(60), now);
         assert_eq!(view(&s, 50, now).state, TicketState::Cancelled);
         let sixty = view(&s, 60, now);

@@ -211,7 +211,7 @@ impl Queue {
     ///
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// lobby.with_caller("desk-3")?.cancel(17).await?; // recorded as done by desk-3
+    /// lobby.with_caller("desk-3")?.cancel().serial(17).await?; // recorded as done by desk-3
     /// # Ok(()) }
     /// ```
     pub fn with_caller(&self, caller: &str) -> Result<Queue> {
@@ -229,6 +229,7 @@ impl Queue {
                 dispenser: i.dispenser.with_caller(caller)?,
                 combiner: super::combine::Combiner::default(),
             }),
+            altered: self.altered.clone(),
         })
     }
 }

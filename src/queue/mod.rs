@@ -6,7 +6,7 @@
 //! [`Queue`] also knows what was called. [`Queue::take`] hands out the next ticket only while
 //! it is held by no one — not waiting, not shown by a desk — (else [`Error::QueueFull`]);
 //! [`Queue::call`] calls the oldest waiting ticket (else [`Error::NobodyWaiting`]), or with
-//! [`Call::ticket`] a given ticket out of order, from a named desk ([`Call::desk`]); [`Queue::recall`]
+//! [`Call::serial`] a given ticket out of order, from a named desk ([`Call::desk`]); [`Queue::recall`]
 //! announces a desk's ticket again; [`Queue::cancel`] takes a waiting ticket out of the line;
 //! [`Queue::peek`] says what each desk shows, the last calls, how many wait and for how
 //! long. [`Take::request_id`] makes a take safe to retry after a lost reply; [`Queue::alter`]
@@ -29,6 +29,15 @@
 //!   (full, nobody waiting, not waiting) is only ever reported from a fresh read or beside an
 //!   acknowledged write. So the operations are linearizable: each takes effect at its write,
 //!   in the document's version order.
+//! - **A ticket is acted on by its identity, never by its number**: numbers come round (the
+//!   101st ticket of a 1 … 99, 0 queue shows 1 again), serials do not. A cancel, a call of a
+//!   given ticket, and a recall or finish that names the desk's ticket name it by its
+//!   [`Ticket::serial`] (with [`Ticket::incarnation`], for a queue that may be deleted and
+//!   created again), or a cancel by the request id of the take that got it; the
+//!   compare-and-set that acts checks that this very ticket still waits (or is still the
+//!   desk's), and otherwise refuses ([`Error::TicketNotWaiting`], saying what became of it).
+//!   A number read off a board is looked up once ([`Queue::waiting_ticket`]) and then acted
+//!   on by serial.
 //! - **Concurrent operations on one handle share one write** (its clones included): while
 //!   one write is in flight the others line up, and the line is then applied in arrival
 //!   order, each operation to the state the ones before it left, and written in one
@@ -69,7 +78,9 @@ mod store;
 
 use std::sync::{Arc, Mutex};
 
-pub use action::{AtDesk, Call, DeleteQueue, ListQueueCounters, ListQueues, Take, TakeMany};
+pub use action::{
+    AtDesk, Call, Cancel, DeleteQueue, ListQueueCounters, ListQueues, Take, TakeMany,
+};
 pub use follow::{TicketState, TicketView};
 pub use spec::{QueueAlter, QueueSpec};
 pub use status::{
@@ -81,7 +92,7 @@ use crate::dispenser::Dispenser;
 use crate::error::{Differs, Error, Kind, Result, shown_or_none};
 use crate::retry::Backoff;
 use crate::scope::Clock;
-use state::{Done, Op, RequestId, State};
+use state::{Done, Named, Op, RequestId, State, Target};
 use store::QueueStore;
 
 /// Checks a queue name: the rules of a stored sequence name ([`validate_name`]: 1–200 bytes,
@@ -145,12 +156,13 @@ fn check_request_id(queue: &str, id: &str) -> Result<()> {
 }
 
 /// What differs between the stored spec of a queue and the one asked for: every setting
-/// `create_queue` writes (range, format, daily, time zone).
+/// `create_queue` writes (range, format, daily, time zone); the highest ticket is what an
+/// `alter` changes (kept, told), the others nothing changes (a conflict).
 fn differences(stored: &QueueSpec, asked: &QueueSpec) -> Differs {
     let format = |f: &Option<crate::Format>| shown_or_none(f.as_ref().map(crate::Format::as_str));
     let mut d = Differs::default();
     d.field("min", stored.min, asked.min)
-        .field("max", stored.max, asked.max)
+        .alterable("max", stored.max, asked.max)
         .field("format", format(&stored.format), format(&asked.format))
         .field("daily", stored.daily, asked.daily)
         .field(
@@ -245,8 +257,10 @@ impl Dispenser {
             return Ok(self.queue_handle(name, queues, fresh));
         }
         let stored = queues.load(name).await?.ok_or_else(|| no_such(name))?;
-        differences(&stored.spec, &spec).check(Kind::Queue, name)?;
-        Ok(self.queue_handle(name, queues, stored))
+        let altered = differences(&stored.spec, &spec).check(Kind::Queue, name)?;
+        let mut q = self.queue_handle(name, queues, stored);
+        q.altered = altered.into();
+        Ok(q)
     }
 
     /// Opens an existing queue (one read).
@@ -368,6 +382,7 @@ impl Dispenser {
                 dispenser: self.clone(),
                 combiner: combine::Combiner::default(),
             }),
+            altered: Arc::default(),
         }
     }
 }
@@ -381,6 +396,9 @@ impl Dispenser {
 #[derive(Clone)]
 pub struct Queue {
     inner: Arc<Inner>,
+    /// What the `ensure_queue` that opened it found changed by an `alter` (see
+    /// [`Queue::altered`]).
+    altered: Arc<[crate::error::Altered]>,
 }
 
 /// Where a queue handle reads the time.
@@ -426,6 +444,9 @@ fn what(op: &Op) -> &'static str {
         Op::Call { .. } => "calling a given ticket of",
         Op::Recall { .. } => "recalling a ticket of",
         Op::Finish { .. } => "finishing the ticket of a desk of",
+        Op::Cancel {
+            target: Target::Take(_),
+        } => "giving up the ticket of a take of",
         Op::Cancel { .. } => "cancelling a ticket of",
         Op::SetMax { .. } => "changing the range of",
     }
@@ -501,6 +522,14 @@ impl Queue {
             .history(crate::history::Subject::Queue, &self.inner.name)
     }
 
+    /// The settings the [`Dispenser::ensure_queue`] that opened this handle found changed since
+    /// by an `alter` (its highest ticket): each with its stored value, which is kept, and the
+    /// value asked, which is not applied. Empty for a handle from `create_queue` or
+    /// `open_queue`, or when everything matched.
+    pub fn altered(&self) -> &[crate::error::Altered] {
+        &self.altered
+    }
+
     /// The queue's spec, as last seen by this handle.
     ///
     /// # Example
@@ -540,6 +569,7 @@ impl Queue {
                 dispenser: i.dispenser.clone(),
                 combiner: combine::Combiner::default(),
             }),
+            altered: self.altered.clone(),
         }
     }
 
@@ -648,8 +678,8 @@ impl Queue {
 
     /// Calls the oldest waiting ticket (the one taken longest ago), from the desk without a
     /// name; with [`Call::desk`], from that desk (which then shows the ticket, held, until it
-    /// calls again or finishes); with [`Call::ticket`], that waiting ticket out of order
-    /// (once: it no longer waits). Cancelled tickets are passed over. Returns a [`Call`] to
+    /// calls again or finishes); with [`Call::serial`], that waiting ticket out of order
+    /// (once: it no longer waits), checked in the same write to be that ticket and to wait. Cancelled tickets are passed over. Returns a [`Call`] to
     /// `.await`.
     ///
     /// # Errors
@@ -672,7 +702,8 @@ impl Queue {
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
     /// let next = lobby.call().await?;
     /// println!("now serving {}, {} still waiting", next.number, next.waiting);
-    /// let t = lobby.call().desk("2").ticket(17).await?;
+    /// let t = lobby.waiting_ticket(17).await?;
+    /// let t = lobby.call().desk("2").serial(t.serial).await?;
     /// assert_eq!((t.number, t.desk.as_deref()), (17, Some("2")));
     /// # Ok(()) }
     /// ```
@@ -681,7 +712,7 @@ impl Queue {
     }
 
     /// The call [`Call`] runs.
-    async fn call_now(&self, desk: Option<String>, ticket: Option<i64>) -> Result<Ticket> {
+    async fn call_now(&self, desk: Option<String>, ticket: Option<Named>) -> Result<Ticket> {
         let name = &self.inner.name;
         let desk = desk.map(|d| check_desk(name, &d)).transpose()?;
         let op = Op::Call {
@@ -753,14 +784,19 @@ impl Queue {
     }
 
     /// The recall or finish [`AtDesk`] runs.
-    async fn at_desk(&self, desk: Option<String>, finish: bool) -> Result<Ticket> {
+    async fn at_desk(
+        &self,
+        desk: Option<String>,
+        finish: bool,
+        ticket: Option<Named>,
+    ) -> Result<Ticket> {
         let name = &self.inner.name;
         let desk = desk.map(|d| check_desk(name, &d)).transpose()?;
         let at = desk.clone().unwrap_or_default();
         let op = if finish {
-            Op::Finish { desk: at }
+            Op::Finish { desk: at, ticket }
         } else {
-            Op::Recall { desk: at }
+            Op::Recall { desk: at, ticket }
         };
         let (s, done, now) = combine::act(&self.inner, op).await?;
         match done {
@@ -771,38 +807,123 @@ impl Queue {
     }
 
     /// Cancels a waiting ticket (a no-show, or its holder left): calls pass over it. It stays
-    /// out of the line; its number comes round again like any other.
+    /// out of the line; its number comes round again like any other. The ticket is named by
+    /// its identity — [`Cancel::serial`] (with [`Cancel::incarnation`] when known), or
+    /// [`Cancel::request_id`], the request id of the take that got it (what a person giving
+    /// up their own ticket holds) — and the write that cancels it checks that it is still
+    /// that ticket and still waits: a number that came round to someone else is never
+    /// cancelled in its place. Returns a [`Cancel`] to `.await`.
     ///
     /// # Errors
     ///
-    /// [`Error::TicketNotWaiting`] when the ticket does not wait (called, cancelled, never
-    /// taken): nothing written. Those of [`Queue::call`].
+    /// [`Error::TicketNotWaiting`] when the ticket named does not wait (called, cancelled,
+    /// given up already, never taken, of a queue deleted and created again since): nothing
+    /// written. [`Error::InvalidArgument`] when neither or both of a serial and a request id
+    /// are given, or the take of the request id got more than one ticket. Those of
+    /// [`Queue::call`].
     ///
     /// # Cancel safety
     ///
     /// Dropping the future part way may leave the ticket cancelled or not (see
     /// [`Queue::peek`]) and its history entry `pending` (see [`history`](crate::history)); no
-    /// ticket is taken or called.
+    /// ticket is called.
     ///
     /// # Example
     ///
     /// ```no_run
     /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
-    /// let gone = lobby.cancel(17).await?;
-    /// assert_eq!(gone.position, None);
+    /// let mine = lobby.take().request_id("phone-7f3a.1").await?;
+    /// let gone = lobby.cancel().serial(mine.serial).incarnation(mine.incarnation).await?;
+    /// assert_eq!((gone.serial, gone.position), (mine.serial, None));
+    /// // Or by the take's request id, as a phone giving up its ticket does:
+    /// // lobby.cancel().request_id("phone-7f3a.1").await?;
     /// # Ok(()) }
     /// ```
-    pub async fn cancel(&self, ticket: i64) -> Result<Ticket> {
+    pub fn cancel(&self) -> Cancel<'_> {
+        Cancel::new(self)
+    }
+
+    /// The cancel [`Cancel`] runs.
+    async fn cancel_now(
+        &self,
+        ticket: Option<Named>,
+        request_id: Option<String>,
+        caller: Option<String>,
+    ) -> Result<Ticket> {
+        let name = &self.inner.name;
+        let (target, params) = match (ticket, request_id) {
+            (Some(t), None) => (Target::Ticket(t), bson::doc! { "serial": t.serial }),
+            (None, Some(id)) => {
+                check_request_id(name, &id)?;
+                if let Some(c) = &caller {
+                    crate::options::check_caller(c)?;
+                }
+                let key = RequestId {
+                    caller: caller
+                        .or_else(|| self.inner.caller.clone())
+                        .unwrap_or_default(),
+                    id,
+                };
+                let params = bson::doc! { "request_id": &key.id };
+                (Target::Take(key), params)
+            }
+            (t, _) => {
+                return Err(Error::invalid_argument(
+                    format!("cancel of a ticket of queue {name:?}"),
+                    if t.is_some() {
+                        "give the ticket's serial or the request id of its take, not both"
+                    } else {
+                        "name the ticket: its serial, or the request id of the take that got it"
+                    },
+                ));
+            }
+        };
         let (s, done, now) = self
             .recorded(
                 "cancel",
-                bson::doc! { "ticket": ticket },
-                combine::act(&self.inner, Op::Cancel { ticket }),
+                params,
+                combine::act(&self.inner, Op::Cancel { target }),
             )
             .await?;
         match done {
-            Done::Cancelled { serial } => Ok(Ticket::new(&s, serial, None, now)),
-            _ => Err(no_such(&self.inner.name)),
+            Done::Cancelled { serial, took } => {
+                let mut t = Ticket::new(&s, serial, None, now);
+                t.replayed = !took;
+                Ok(t)
+            }
+            _ => Err(no_such(name)),
+        }
+    }
+
+    /// The ticket that waits with `number` (the newest such, if the number came round while
+    /// an older one still waits), read once: for a person who reads a number off a board or
+    /// a paper ticket. Act on what it returns by its [`Ticket::serial`] — the act then checks
+    /// that it is still that ticket — never by the number again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TicketNotWaiting`] when no waiting ticket shows `number` (nothing written),
+    /// [`Error::NotFound`], [`Error::CorruptDocument`], [`Error::Database`],
+    /// [`Error::Timeout`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(lobby: dispenser::queue::Queue) -> dispenser::Result<()> {
+    /// let t = lobby.waiting_ticket(17).await?; // "17" read off a paper ticket
+    /// lobby.call().desk("2").serial(t.serial).incarnation(t.incarnation).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn waiting_ticket(&self, number: i64) -> Result<Ticket> {
+        let s = self.inner.read().await?;
+        let now = self.inner.now().await?;
+        match s.waiting_serial_of(number) {
+            Ok(serial) => Ok(Ticket::new(&s, serial, None, now)),
+            Err(refusal) => Err(refusal.into_error(&self.inner.name, &s)),
         }
     }
 

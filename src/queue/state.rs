@@ -224,6 +224,9 @@ pub(crate) struct State {
     pub calls: Vec<Call>,
     /// Oldest first.
     pub takes: Vec<TakeAt>,
+    /// The serials of the last [`RING`] tickets cancelled, oldest first: what tells "it was
+    /// cancelled" from "it was called" once the line moved past a ticket.
+    pub recent_cancels: Vec<i64>,
     /// The most recent takes made with a request id, oldest first: at most [`RING`] (a
     /// document written before the ring may hold more, moved out by its next write).
     pub keys: Vec<Key>,
@@ -258,9 +261,12 @@ pub(crate) enum Refusal {
         before_restart: Option<(i64, i64)>,
     },
     Nobody,
+    /// The ticket named (by its serial) is not in the state the act needs.
     NotWaiting {
+        serial: i64,
+        /// The number it shows (or the number asked for, for a look-up by number).
         ticket: i64,
-        why: &'static str,
+        why: String,
     },
     NoTicketShown {
         desk: String,
@@ -287,6 +293,26 @@ pub(crate) struct Violation {
     pub problem: String,
 }
 
+/// A ticket named by its identity: its serial, and the queue's incarnation when the caller
+/// knows it (a serial names a ticket of one incarnation only: a queue deleted and created
+/// again numbers its serials from 1 again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Named {
+    pub serial: i64,
+    pub incarnation: Option<bson::oid::ObjectId>,
+}
+
+/// The ticket a cancel names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// By its identity.
+    Ticket(Named),
+    /// The ticket the take with this request id got (a give-up). When no take used the id,
+    /// the cancel takes a ticket with it and cancels that one in the same write, so that the
+    /// take, arriving later, answers the cancelled ticket and takes nothing.
+    Take(RequestId),
+}
+
 /// What an operation does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Op {
@@ -294,19 +320,24 @@ pub(crate) enum Op {
         count: u64,
         key: Option<RequestId>,
     },
+    /// Calls the next ticket, or the ticket named (which must wait).
     Call {
         desk: String,
-        ticket: Option<i64>,
+        ticket: Option<Named>,
     },
+    /// Announces the desk's ticket again (which must be the ticket named, if one is).
     Recall {
         desk: String,
+        ticket: Option<Named>,
     },
-    /// The desk is done with its ticket (closes, or serves no one next): it shows none.
+    /// The desk is done with its ticket (closes, or serves no one next): it shows none. The
+    /// desk must show the ticket named, if one is.
     Finish {
         desk: String,
+        ticket: Option<Named>,
     },
     Cancel {
-        ticket: i64,
+        target: Target,
     },
     SetMax {
         max: i64,
@@ -337,8 +368,11 @@ pub(crate) enum Done {
     Finished {
         serial: i64,
     },
+    /// Cancelled `serial`; `took`: a cancel by request id took it first (no take had used
+    /// the id).
     Cancelled {
         serial: i64,
+        took: bool,
     },
     Altered,
 }
@@ -355,6 +389,15 @@ pub(crate) enum Step {
 
 fn unsigned(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
+}
+
+/// A desk as a message names it.
+fn desk_name(desk: &str) -> String {
+    if desk.is_empty() {
+        "the desk without a name".to_owned()
+    } else {
+        format!("desk {desk:?}")
+    }
 }
 
 /// Start of the local hour and the local date of `at_ms` in `tz`.
@@ -410,6 +453,7 @@ impl State {
             desks: Vec::new(),
             calls: Vec::new(),
             takes: Vec::new(),
+            recent_cancels: Vec::new(),
             keys: Vec::new(),
             spilled: 0,
             spill_filter: None,
@@ -685,7 +729,22 @@ impl State {
                 );
             }
         }
+        if let Some((i, v)) = self
+            .recent_cancels
+            .iter()
+            .enumerate()
+            .find(|(_, v)| **v < 1 || **v > self.taken)
+        {
+            return bad(
+                &format!("recent_cancels.{i}"),
+                format!(
+                    "records serial {v} as cancelled, which was not taken (taken {})",
+                    self.taken
+                ),
+            );
+        }
         for (what, len, most) in [
+            ("recent_cancels", self.recent_cancels.len(), RING),
             ("calls", self.calls.len(), KEPT_CALLS),
             ("takes", self.takes.len(), KEPT_TAKES),
             ("hourly", self.hourly.len(), KEPT_HOURS),
@@ -709,31 +768,126 @@ impl State {
         Ok(())
     }
 
-    /// The waiting serial showing `ticket`, or why there is none.
-    fn waiting_serial(&self, ticket: i64) -> Result<i64, Refusal> {
-        let not = |why| Refusal::NotWaiting { ticket, why };
-        if ticket < self.spec.min || ticket > self.spec.max {
-            return Err(not("it is outside the queue's range"));
+    /// Why `serial` (of this incarnation) is not waiting, or `None` when it waits.
+    fn not_waiting(&self, serial: i64) -> Option<String> {
+        if serial < 1 || serial > self.taken {
+            return Some("no ticket with this serial was taken".to_owned());
         }
-        let cap = i128::from(self.spec.capacity());
-        let offset = (i128::from(ticket) - i128::from(self.spec.min)).rem_euclid(cap);
-        // The newest serial up to `taken` showing `ticket`.
-        let taken = i128::from(self.taken);
-        let serial = taken - (taken - offset).rem_euclid(cap);
-        let serial = i64::try_from(serial).unwrap_or(0);
-        if serial <= self.served || serial < 1 {
-            return Err(not("it is not held by anyone waiting"));
+        if let Some(d) = self.desks.iter().find(|d| d.serial == serial) {
+            return Some(format!("it is called to {}", desk_name(&d.desk)));
         }
-        match self
+        if let Some(x) = self
             .out_of_line
             .iter()
-            .find(|s| s.from <= serial && serial <= s.to)
+            .find(|x| x.from <= serial && serial <= x.to)
         {
-            Some(s) if s.kind == Kind::Cancelled => Err(not("it was cancelled")),
-            Some(s) if s.kind == Kind::Called => Err(not("it was called already")),
-            Some(_) => Err(not("it is not held by anyone waiting")),
-            None => Ok(serial),
+            return Some(
+                match x.kind {
+                    Kind::Cancelled => "it was cancelled",
+                    Kind::Called => "it was called already",
+                    Kind::Void => "it was skipped when the day started again (never handed out)",
+                }
+                .to_owned(),
+            );
         }
+        if serial > self.served {
+            return None;
+        }
+        if self.recent_cancels.contains(&serial) {
+            return Some("it was cancelled".to_owned());
+        }
+        Some(
+            match self.calls.iter().find(|c| c.serial == serial && !c.recall) {
+                Some(c) if c.desk.is_empty() => "it was called".to_owned(),
+                Some(c) => format!("it was called to desk {:?}", c.desk),
+                None => "it was called or cancelled".to_owned(),
+            },
+        )
+    }
+
+    /// The waiting serial showing `number`, or why there is none. (At most one held serial
+    /// shows a number: the held tickets span at most the range.)
+    pub(crate) fn waiting_serial_of(&self, number: i64) -> Result<i64, Refusal> {
+        let cap = i128::from(self.spec.capacity());
+        let offset = (i128::from(number) - i128::from(self.spec.min)).rem_euclid(cap);
+        // The newest serial up to `taken` showing `number`.
+        let taken = i128::from(self.taken);
+        let serial = i64::try_from(taken - (taken - offset).rem_euclid(cap)).unwrap_or(0);
+        let why = if number < self.spec.min || number > self.spec.max {
+            Some(format!(
+                "no ticket shows {number}: the queue's tickets are {} to {}",
+                self.spec.min, self.spec.max
+            ))
+        } else if serial < 1 {
+            Some("no ticket with this number was taken".to_owned())
+        } else {
+            self.not_waiting(serial)
+        };
+        match why {
+            None => Ok(serial),
+            Some(why) => Err(Refusal::NotWaiting {
+                serial: serial.max(0),
+                ticket: number,
+                why: format!("is not waiting: {why}"),
+            }),
+        }
+    }
+
+    /// The serial of ticket `t`, checked to be of this incarnation.
+    fn of_this_queue(&self, t: &Named) -> Result<i64, Refusal> {
+        match t.incarnation {
+            Some(i) if i != self.incarnation => Err(Refusal::NotWaiting {
+                serial: t.serial,
+                ticket: self.spec.ticket(unsigned(t.serial)),
+                why: "is of another incarnation: the queue was deleted and created again since it was taken (a serial names a ticket of one incarnation of a queue)".to_owned(),
+            }),
+            _ => Ok(t.serial),
+        }
+    }
+
+    /// The serial of ticket `t`, which must wait, or why it does not.
+    fn waiting_named(&self, t: &Named) -> Result<i64, Refusal> {
+        let serial = self.of_this_queue(t)?;
+        match self.not_waiting(serial) {
+            None => Ok(serial),
+            Some(why) => Err(Refusal::NotWaiting {
+                serial,
+                ticket: self.spec.ticket(unsigned(serial)),
+                why: format!("is not waiting: {why}"),
+            }),
+        }
+    }
+
+    /// The index of `desk` among the desks, checked to show ticket `t` when one is named.
+    fn desk_showing(&self, desk: &str, t: Option<&Named>) -> Result<usize, Refusal> {
+        let Some(i) = self.desks.iter().position(|d| d.desk == desk) else {
+            return Err(match t {
+                Some(t) => Refusal::NotWaiting {
+                    serial: t.serial,
+                    ticket: self.spec.ticket(unsigned(t.serial)),
+                    why: format!("is not shown by {}: it shows no ticket", desk_name(desk)),
+                },
+                None => Refusal::NoTicketShown {
+                    desk: desk.to_owned(),
+                },
+            });
+        };
+        if let Some(t) = t {
+            let serial = self.of_this_queue(t)?;
+            let shown = self.desks[i].serial;
+            if shown != serial {
+                return Err(Refusal::NotWaiting {
+                    serial,
+                    ticket: self.spec.ticket(unsigned(serial)),
+                    why: format!(
+                        "is not shown by {}: it shows ticket {} (serial {shown}) now",
+                        desk_name(desk),
+                        self.spec.label(self.spec.ticket(unsigned(shown)))
+                    ),
+                });
+            }
+        }
+        Ok(i)
     }
 
     /// Marks `serial` (which waits) done as `kind`: the cursor moves when it is the next one.
@@ -925,6 +1079,95 @@ impl State {
         })
     }
 
+    /// The ticket the take `k` (made with request id `id`) got: one ticket, whose serial
+    /// an act by request id names.
+    pub(crate) fn taken_by(k: &Key, id: &RequestId) -> Result<i64, Refusal> {
+        if k.count != 1 {
+            return Err(Refusal::Invalid {
+                what: "request id",
+                reason: format!(
+                    "the take with request id {:?} got {} tickets (serials {} to {}); name each by its serial",
+                    id.id,
+                    k.count,
+                    k.first,
+                    k.first + k.count - 1
+                ),
+            });
+        }
+        Ok(k.first)
+    }
+
+    /// Takes `count` tickets at `now` in this state (already rolled to `now`), with request
+    /// id `key`, as the write of `version` does; the request ids leaving the ring go to
+    /// `spill`.
+    fn take(
+        &mut self,
+        count: u64,
+        key: Option<&RequestId>,
+        now: i64,
+        version: i64,
+        spill: &mut Vec<Key>,
+    ) -> Result<Done, Refusal> {
+        let s = self;
+        let n = i64::try_from(count).map_err(|_| Refusal::Overflow)?;
+        let last = s.taken.checked_add(n).ok_or(Refusal::Overflow)?;
+        let lower = s.oldest_held().unwrap_or(s.taken + 1);
+        let span = i128::from(last) - i128::from(lower) + 1;
+        if span > i128::from(s.spec.capacity()) {
+            return Err(Refusal::Full {
+                requested: count,
+                waiting: s.waiting(),
+                shown: s.desks.iter().map(|d| d.serial).min(),
+                before_restart: s.waiting_before_restart(),
+            });
+        }
+        let first = s.taken + 1;
+        s.taken = last;
+        s.takes.push(TakeAt {
+            first,
+            count: n,
+            at: now,
+        });
+        let served = s.served;
+        s.takes.retain(|t| t.first + t.count - 1 > served);
+        if s.takes.len() > KEPT_TAKES {
+            let extra = s.takes.len() - KEPT_TAKES;
+            s.takes.drain(..extra);
+        }
+        if let Some(id) = key {
+            s.keys.push(Key {
+                caller: id.caller.clone(),
+                key: id.id.clone(),
+                first,
+                count: n,
+                at: now,
+                version,
+                max: s.spec.max,
+            });
+            // The ring never forgets by time (whose clock would it be?): its oldest ids move
+            // to the request collection, which keeps them 24 hours.
+            if s.keys.len() > RING {
+                let out = s.keys.len() - (RING - SPILL);
+                let moved: Vec<Key> = s.keys.drain(..out).collect();
+                let earlier = s.spilled > 0;
+                s.spilled += i64::try_from(moved.len()).unwrap_or(i64::MAX);
+                s.spill_filter
+                    .get_or_insert_with(|| SpillFilter::new(now, earlier))
+                    .note(&moved, now);
+                spill.extend(moved);
+            }
+        }
+        s.taken_today += n;
+        s.note_hour(now, n, 0);
+        Ok(Done::Took {
+            first,
+            count: n,
+            replayed: false,
+            version,
+            max: s.spec.max,
+        })
+    }
+
     /// What `op` does from this state at `now` (ms since the epoch, by the server's clock).
     ///
     /// Every state it returns to write passes [`State::check`]; a computation that would
@@ -942,70 +1185,14 @@ impl State {
         let mut s = self.clone();
         s.roll(now);
         let mut spill = Vec::new();
+        let version = self.version + 1;
         let done = match op {
-            Op::Take { count, key } => {
-                let n = i64::try_from(*count).map_err(|_| Refusal::Overflow)?;
-                let last = s.taken.checked_add(n).ok_or(Refusal::Overflow)?;
-                let lower = s.oldest_held().unwrap_or(s.taken + 1);
-                let span = i128::from(last) - i128::from(lower) + 1;
-                if span > i128::from(s.spec.capacity()) {
-                    return Err(Refusal::Full {
-                        requested: *count,
-                        waiting: s.waiting(),
-                        shown: s.desks.iter().map(|d| d.serial).min(),
-                        before_restart: s.waiting_before_restart(),
-                    });
-                }
-                let first = s.taken + 1;
-                s.taken = last;
-                s.takes.push(TakeAt {
-                    first,
-                    count: n,
-                    at: now,
-                });
-                let served = s.served;
-                s.takes.retain(|t| t.first + t.count - 1 > served);
-                if s.takes.len() > KEPT_TAKES {
-                    let extra = s.takes.len() - KEPT_TAKES;
-                    s.takes.drain(..extra);
-                }
-                if let Some(id) = key {
-                    s.keys.push(Key {
-                        caller: id.caller.clone(),
-                        key: id.id.clone(),
-                        first,
-                        count: n,
-                        at: now,
-                        version: self.version + 1,
-                        max: s.spec.max,
-                    });
-                    // The ring never forgets by time (whose clock would it be?): its oldest
-                    // ids move to the request collection, which keeps them 24 hours.
-                    if s.keys.len() > RING {
-                        let out = s.keys.len() - (RING - SPILL);
-                        spill = s.keys.drain(..out).collect();
-                        let earlier = s.spilled > 0;
-                        s.spilled += i64::try_from(spill.len()).unwrap_or(i64::MAX);
-                        s.spill_filter
-                            .get_or_insert_with(|| SpillFilter::new(now, earlier))
-                            .note(&spill, now);
-                    }
-                }
-                s.taken_today += n;
-                s.note_hour(now, n, 0);
-                Done::Took {
-                    first,
-                    count: n,
-                    replayed: false,
-                    version: self.version + 1,
-                    max: s.spec.max,
-                }
-            }
+            Op::Take { count, key } => s.take(*count, key.as_ref(), now, version, &mut spill)?,
             Op::Call { desk, ticket } => {
                 let serial = match ticket {
                     None if s.served < s.taken => s.served + 1,
                     None => return Err(Refusal::Nobody),
-                    Some(t) => s.waiting_serial(*t)?,
+                    Some(t) => s.waiting_named(t)?,
                 };
                 let existing = s.desks.iter().position(|d| &d.desk == desk);
                 if existing.is_none() && s.desks.len() >= MAX_DESKS {
@@ -1044,10 +1231,9 @@ impl State {
                 s.note_hour(now, 0, 1);
                 Done::Called { serial }
             }
-            Op::Recall { desk } => {
-                let Some(d) = s.desks.iter_mut().find(|d| &d.desk == desk) else {
-                    return Err(Refusal::NoTicketShown { desk: desk.clone() });
-                };
+            Op::Recall { desk, ticket } => {
+                let i = s.desk_showing(desk, ticket.as_ref())?;
+                let d = &mut s.desks[i];
                 d.at = now;
                 let serial = d.serial;
                 s.calls.insert(
@@ -1064,22 +1250,46 @@ impl State {
                 s.note_hour(now, 0, 0);
                 Done::Recalled { serial, at: now }
             }
-            Op::Finish { desk } => {
-                let Some(i) = s.desks.iter().position(|d| &d.desk == desk) else {
-                    return Err(Refusal::NoTicketShown { desk: desk.clone() });
-                };
+            Op::Finish { desk, ticket } => {
+                let i = s.desk_showing(desk, ticket.as_ref())?;
                 let serial = s.desks.remove(i).serial;
                 s.note_hour(now, 0, 0);
                 Done::Finished { serial }
             }
-            Op::Cancel { ticket } => {
-                let serial = s.waiting_serial(*ticket)?;
+            Op::Cancel { target } => {
+                let (serial, took) = match target {
+                    Target::Ticket(t) => (s.waiting_named(t)?, false),
+                    Target::Take(id) => match s.find_key(id, now) {
+                        Some(k) => (Self::taken_by(k, id)?, false),
+                        None => match s.take(1, Some(id), now, version, &mut spill)? {
+                            Done::Took { first, .. } => (first, true),
+                            _ => return Err(Refusal::Overflow),
+                        },
+                    },
+                };
+                if let Some(why) = s.not_waiting(serial) {
+                    let why = match (target, why.as_str()) {
+                        (Target::Take(_), "it was cancelled") => {
+                            "it was given up already".to_owned()
+                        }
+                        _ => why,
+                    };
+                    return Err(Refusal::NotWaiting {
+                        serial,
+                        ticket: self.spec.ticket(unsigned(serial)),
+                        why: format!("is not waiting: {why}"),
+                    });
+                }
                 s.mark_done(serial, Kind::Cancelled)?;
                 s.cancelled += 1;
+                s.recent_cancels.push(serial);
+                if s.recent_cancels.len() > RING {
+                    s.recent_cancels.remove(0);
+                }
                 let served = s.served;
                 s.takes.retain(|t| t.first + t.count - 1 > served);
                 s.note_hour(now, 0, 0);
-                Done::Cancelled { serial }
+                Done::Cancelled { serial, took }
             }
             Op::SetMax { max } => {
                 let new = s.spec.clone().with_max(*max);
@@ -1191,10 +1401,15 @@ impl Refusal {
                 name: name.to_owned(),
                 called: unsigned(s.called()),
             },
-            Refusal::NotWaiting { ticket, why } => Error::TicketNotWaiting {
+            Refusal::NotWaiting {
+                serial,
+                ticket,
+                why,
+            } => Error::TicketNotWaiting {
                 name: name.to_owned(),
                 ticket,
-                reason: why.to_owned(),
+                serial: unsigned(serial),
+                reason: why,
             },
             Refusal::NoTicketShown { desk } => Error::NoTicketShown {
                 name: name.to_owned(),
@@ -1265,7 +1480,38 @@ mod tests {
         }
     }
 
+    /// The ticket that waits with `number`, named by its serial, as a surface where a person
+    /// reads a number off a board resolves it (`Queue::waiting_ticket`).
+    fn cancel_serial(serial: i64) -> Op {
+        Op::Cancel {
+            target: Target::Ticket(Named {
+                serial,
+                incarnation: None,
+            }),
+        }
+    }
+
+    fn by_number(s: &State, number: i64) -> Result<Named, Refusal> {
+        s.waiting_serial_of(number).map(|serial| Named {
+            serial,
+            incarnation: None,
+        })
+    }
+
+    /// Cancels the ticket that waits with `number` at `now`.
+    fn cancel_number(s: &State, number: i64, now: i64) -> Result<(State, Done), Refusal> {
+        let t = by_number(s, number)?;
+        run(
+            s,
+            Op::Cancel {
+                target: Target::Ticket(t),
+            },
+            now,
+        )
+    }
+
     fn call(s: &mut State, desk: &str, ticket: Option<i64>) -> Result<i64, Refusal> {
+        let ticket = ticket.map(|n| by_number(s, n)).transpose()?;
         let (next, d) = run(
             s,
             Op::Call {
@@ -1347,7 +1593,7 @@ mod tests {
                 }
                 8 => {
                     let t = rnd(6) as i64;
-                    match run(&s, Op::Cancel { ticket: t }, 0) {
+                    match cancel_number(&s, t, 0) {
                         Ok((next, _)) => {
                             s = next;
                             let i = waiting.iter().position(|&w| w == t).expect("was waiting");
@@ -1357,7 +1603,14 @@ mod tests {
                         Err(e) => panic!("{e:?}"),
                     }
                 }
-                _ => match run(&s, Op::Recall { desk: desk.clone() }, 0) {
+                _ => match run(
+                    &s,
+                    Op::Recall {
+                        desk: desk.clone(),
+                        ticket: None,
+                    },
+                    0,
+                ) {
                     Ok((next, Done::Recalled { serial, .. })) => {
                         assert_eq!(shown.get(&desk), Some(&s.spec.ticket(serial as u64)));
                         s = next;
@@ -1410,7 +1663,7 @@ mod tests {
         take(&mut base, 10).unwrap();
         call(&mut base, "a", None).unwrap(); // 1, at desk a
         call(&mut base, "b", Some(5)).unwrap(); // 5, out of line
-        run(&base, Op::Cancel { ticket: 8 }, 0)
+        cancel_number(&base, 8, 0)
             .map(|(next, _)| base = next)
             .unwrap();
         let (next, _) = run(
@@ -1500,26 +1753,18 @@ mod tests {
     fn cancels_and_out_of_order_calls_are_passed_over_once() {
         let mut s = fresh(9);
         take(&mut s, 5).unwrap(); // 1..5
-        run(&s, Op::Cancel { ticket: 2 }, 0)
-            .map(|(n, _)| s = n)
-            .unwrap();
+        cancel_number(&s, 2, 0).map(|(n, _)| s = n).unwrap();
         assert_eq!(call(&mut s, "A", Some(4)).unwrap(), 4);
         assert!(matches!(
             call(&mut s, "A", Some(4)),
-            Err(Refusal::NotWaiting {
-                why: "it was called already",
-                ..
-            })
+            Err(Refusal::NotWaiting { why, .. }) if why == "is not waiting: it is called to desk \"A\""
         ));
         assert!(matches!(
-            run(&s, Op::Cancel { ticket: 2 }, 0),
-            Err(Refusal::NotWaiting {
-                why: "it was cancelled",
-                ..
-            })
+            cancel_number(&s, 2, 0),
+            Err(Refusal::NotWaiting { why, .. }) if why == "is not waiting: it was cancelled"
         ));
         assert!(matches!(
-            run(&s, Op::Cancel { ticket: 7 }, 0),
+            cancel_number(&s, 7, 0),
             Err(Refusal::NotWaiting { .. })
         ));
         assert_eq!(s.waiting(), 3); // 1, 3, 5
@@ -2166,7 +2411,10 @@ mod tests {
                         ticket: None,
                     },
                     _ => Op::Cancel {
-                        ticket: rnd(cap as u64) as i64,
+                        target: Target::Ticket(Named {
+                            serial: rnd(s.taken as u64 + 2) as i64,
+                            incarnation: None,
+                        }),
                     },
                 };
                 match s.apply(&op, now) {
@@ -2208,7 +2456,16 @@ mod tests {
         // is held, and today's first ticket is 1 again.
         assert_eq!(call_at(&mut s, last).unwrap(), 1);
         assert_eq!(s.waiting(), 0);
-        s = run(&s, Op::Finish { desk: "1".into() }, last).unwrap().0;
+        s = run(
+            &s,
+            Op::Finish {
+                desk: "1".into(),
+                ticket: None,
+            },
+            last,
+        )
+        .unwrap()
+        .0;
         assert_eq!(
             take_at(&mut s, 1, last).unwrap(),
             vec![1],
@@ -2320,7 +2577,7 @@ mod tests {
     }
 
     fn cancel(s: &mut State, ticket: i64) -> Result<(), Refusal> {
-        *s = run(s, Op::Cancel { ticket }, 0)?.0;
+        *s = cancel_number(s, ticket, 0)?.0;
         Ok(())
     }
 
@@ -2430,7 +2687,7 @@ mod tests {
         for cancelled in [3, 5] {
             let mut s = State::new(spec.clone(), bson::oid::ObjectId::new(), day1);
             take_at(&mut s, 5, day1).unwrap();
-            s = run(&s, Op::Cancel { ticket: cancelled }, day1).unwrap().0;
+            s = cancel_number(&s, cancelled, day1).unwrap().0;
             assert_eq!(call_at(&mut s, day1 + 86_400_000).unwrap(), 1);
             assert_eq!(
                 s.out_of_line,
@@ -2456,7 +2713,7 @@ mod tests {
         let most = MAX_SPANS as i64;
         take_at(&mut s, 2 * most as u64 + 10, day1).unwrap();
         for k in 0..most {
-            s = run(&s, Op::Cancel { ticket: 4 + 2 * k }, day1).unwrap().0;
+            s = cancel_number(&s, 4 + 2 * k, day1).unwrap().0;
         }
         let taken = s.taken;
         assert_eq!(
@@ -2523,7 +2780,7 @@ mod tests {
         at(&mut s, next(), 1_000);
         assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (1, Some(900)));
         assert_eq!(first_take(&s), Some(2), "a call forgets the take it served");
-        at(&mut s, Op::Cancel { ticket: 2 }, 1_100);
+        at(&mut s, cancel_serial(2), 1_100);
         assert_eq!(
             first_take(&s),
             Some(3),
@@ -2533,7 +2790,7 @@ mod tests {
         assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (3, Some(1_700)));
         at(&mut s, take1.clone(), 2_500);
         assert_eq!(first_take(&s), Some(4), "a take forgets the takes served");
-        at(&mut s, Op::Cancel { ticket: 4 }, 2_600);
+        at(&mut s, cancel_serial(4), 2_600);
         at(&mut s, next(), 3_000);
         assert_eq!((s.calls[0].serial, s.calls[0].wait_ms), (5, Some(2_500)));
         assert_eq!((s.taken_today, s.served_today), (6, 3));
@@ -2545,5 +2802,281 @@ mod tests {
         assert_eq!(s.takes.len(), KEPT_TAKES);
         assert_eq!(s.takes[0].first, 6);
         assert_eq!(s.check(), Ok(()));
+    }
+
+    fn give_up(s: &State, caller: &str, key: &str, now: i64) -> Result<(State, Done), Refusal> {
+        run(
+            s,
+            Op::Cancel {
+                target: Target::Take(id(caller, key)),
+            },
+            now,
+        )
+    }
+
+    fn why(r: Result<(State, Done), Refusal>) -> String {
+        match r {
+            Err(Refusal::NotWaiting { why, .. }) => why,
+            other => panic!("expected a refusal of the ticket named, got {other:?}"),
+        }
+    }
+
+    /// Regression (issue 59, 1): a give-up read the queue, then cancelled by number, and the
+    /// number had come round to another person's ticket: theirs was cancelled. An act names
+    /// the ticket by its serial (or its take's request id), and the write checks that very
+    /// ticket: tickets 1, 2, 0; P takes serial 1 (number 1), Q serial 2; P and Q are called;
+    /// S takes serial 3 (0), R serial 4 (number 1 again).
+    #[test]
+    fn an_act_lands_on_the_ticket_it_names_never_on_one_whose_number_came_round() {
+        let mut s = fresh(2);
+        let take_as = |s: &mut State, key: &str| match run(
+            s,
+            Op::Take {
+                count: 1,
+                key: Some(id("link", key)),
+            },
+            0,
+        ) {
+            Ok((next, Done::Took { first, .. })) => {
+                *s = next;
+                first
+            }
+            other => panic!("{other:?}"),
+        };
+        let p = take_as(&mut s, "P.1");
+        let q = take_as(&mut s, "Q.1");
+        call(&mut s, "1", None).unwrap();
+        call(&mut s, "1", None).unwrap();
+        take_as(&mut s, "S.1");
+        let r = take_as(&mut s, "R.1");
+        assert_eq!((p, q, r), (1, 2, 4));
+        assert_eq!(s.spec.ticket(1), s.spec.ticket(4), "the number came round");
+        // P's give-up, by its take's request id: refused, R still waits.
+        let w = why(give_up(&s, "link", "P.1", 0));
+        assert_eq!(w, "is not waiting: it was called to desk \"1\"");
+        // By serial, with or without the incarnation: refused too.
+        for incarnation in [None, Some(s.incarnation)] {
+            let t = Named {
+                serial: p,
+                incarnation,
+            };
+            let w = why(run(
+                &s,
+                Op::Cancel {
+                    target: Target::Ticket(t),
+                },
+                0,
+            ));
+            assert!(w.starts_with("is not waiting: it was called"), "{w}");
+            let w = why(run(
+                &s,
+                Op::Call {
+                    desk: "2".into(),
+                    ticket: Some(t),
+                },
+                0,
+            ));
+            assert!(w.starts_with("is not waiting"), "{w}");
+        }
+        assert!(s.is_waiting(r));
+        // A number read off the board names the ticket that waits with it now: R's.
+        assert_eq!(s.waiting_serial_of(s.spec.ticket(1)), Ok(4));
+        // R's own give-up lands on R.
+        let (after, done) = give_up(&s, "link", "R.1", 0).unwrap();
+        assert_eq!(
+            done,
+            Done::Cancelled {
+                serial: 4,
+                took: false
+            }
+        );
+        assert!(!after.is_waiting(4) && after.is_waiting(3));
+    }
+
+    /// Regression (issue 59, 6): a second give-up of a ticket cancelled at the head of the line
+    /// said "it no longer waits"; it says it was given up already, and a cancel by serial says
+    /// it was cancelled, wherever in the line it was.
+    #[test]
+    fn a_second_give_up_says_the_ticket_was_given_up_already() {
+        let mut s = fresh(999);
+        for key in ["a", "b", "c"] {
+            s = run(
+                &s,
+                Op::Take {
+                    count: 1,
+                    key: Some(id("", key)),
+                },
+                0,
+            )
+            .unwrap()
+            .0;
+        }
+        // "a" is at the head: the cursor moves over it and no span remembers it.
+        s = give_up(&s, "", "a", 0).unwrap().0;
+        s = give_up(&s, "", "c", 0).unwrap().0;
+        assert_eq!(s.served, 1);
+        for key in ["a", "c"] {
+            assert_eq!(
+                why(give_up(&s, "", key, 0)),
+                "is not waiting: it was given up already",
+                "{key}"
+            );
+        }
+        let w = why(run(&s, cancel_serial(1), 0));
+        assert_eq!(w, "is not waiting: it was cancelled");
+        // The ring of recent cancels is bounded: the oldest is forgotten, and then the
+        // message says what is still known.
+        for _ in 0..RING {
+            let (next, _) = run(
+                &s,
+                Op::Take {
+                    count: 1,
+                    key: None,
+                },
+                0,
+            )
+            .unwrap();
+            s = next;
+            let serial = s.taken;
+            s = run(&s, cancel_serial(serial), 0).unwrap().0;
+        }
+        assert_eq!(s.recent_cancels.len(), RING);
+        assert_eq!(s.check(), Ok(()));
+        assert_eq!(
+            why(run(&s, cancel_serial(1), 0)),
+            "is not waiting: it was called or cancelled"
+        );
+    }
+
+    /// A give-up whose request id no take used takes a ticket with it and cancels it in the
+    /// same write: the take, arriving later, answers that cancelled ticket and takes nothing.
+    /// A take of several tickets is not given up by its id.
+    #[test]
+    fn a_give_up_before_its_take_takes_and_cancels_in_one_write() {
+        let s = fresh(9);
+        let (s, done) = give_up(&s, "link", "late.1", 5).unwrap();
+        assert_eq!(
+            done,
+            Done::Cancelled {
+                serial: 1,
+                took: true
+            }
+        );
+        assert_eq!((s.taken, s.waiting(), s.cancelled, s.version), (1, 0, 1, 1));
+        match s
+            .apply(
+                &Op::Take {
+                    count: 1,
+                    key: Some(id("link", "late.1")),
+                },
+                6,
+            )
+            .unwrap()
+        {
+            Step::Answer(Done::Took {
+                first, replayed, ..
+            }) => assert_eq!((first, replayed), (1, true)),
+            other => panic!("{other:?}"),
+        }
+        let (s, _) = run(
+            &s,
+            Op::Take {
+                count: 3,
+                key: Some(id("kiosk", "family")),
+            },
+            7,
+        )
+        .unwrap();
+        match give_up(&s, "kiosk", "family", 8) {
+            Err(Refusal::Invalid { reason, .. }) => assert!(
+                reason.contains("got 3 tickets (serials 2 to 4); name each by its serial"),
+                "{reason}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Another caller's id of the same text is another take.
+        let (_, done) = give_up(&s, "other", "family", 8).unwrap();
+        assert_eq!(
+            done,
+            Done::Cancelled {
+                serial: 5,
+                took: true
+            }
+        );
+    }
+
+    /// A recall or finish that names the desk's ticket lands only while the desk shows it;
+    /// an act pinned to another incarnation of the queue is refused.
+    #[test]
+    fn recall_and_finish_of_a_named_ticket_and_acts_of_another_incarnation_are_refused() {
+        let mut s = fresh(9);
+        take(&mut s, 3).unwrap();
+        call(&mut s, "3", None).unwrap(); // serial 1 at desk 3
+        let named = |serial| {
+            Some(Named {
+                serial,
+                incarnation: None,
+            })
+        };
+        let recall = |s: &State, serial| {
+            run(
+                s,
+                Op::Recall {
+                    desk: "3".into(),
+                    ticket: named(serial),
+                },
+                0,
+            )
+        };
+        assert!(recall(&s, 1).is_ok());
+        call(&mut s, "3", None).unwrap(); // desk 3 moved on to serial 2
+        assert_eq!(
+            why(recall(&s, 1)),
+            "is not shown by desk \"3\": it shows ticket 2 (serial 2) now"
+        );
+        let finish = |s: &State, desk: &str, serial| {
+            run(
+                s,
+                Op::Finish {
+                    desk: desk.into(),
+                    ticket: named(serial),
+                },
+                0,
+            )
+        };
+        assert_eq!(
+            why(finish(&s, "4", 2)),
+            "is not shown by desk \"4\": it shows no ticket"
+        );
+        let (after, done) = finish(&s, "3", 2).unwrap();
+        assert_eq!(done, Done::Finished { serial: 2 });
+        assert!(after.desks.is_empty());
+        let elsewhere = Named {
+            serial: 3,
+            incarnation: Some(bson::oid::ObjectId::new()),
+        };
+        let w = why(run(
+            &s,
+            Op::Cancel {
+                target: Target::Ticket(elsewhere),
+            },
+            0,
+        ));
+        assert!(w.starts_with("is of another incarnation"), "{w}");
+        // The same serial of this incarnation waits and is cancelled.
+        let here = Named {
+            serial: 3,
+            incarnation: Some(s.incarnation),
+        };
+        assert!(
+            run(
+                &s,
+                Op::Cancel {
+                    target: Target::Ticket(here),
+                },
+                0
+            )
+            .is_ok()
+        );
     }
 }

@@ -80,6 +80,11 @@ pub struct Ticket {
     /// take's). Every operation moves it by one — a write that carries a line of `k`
     /// operations of one handle moves the document's by `k` — so it orders the operations.
     pub version: i64,
+    /// The queue's incarnation: with [`serial`](Ticket::serial), the ticket's identity (a
+    /// queue deleted and created again numbers its serials from 1 again). Give both to an act
+    /// on this ticket ([`Cancel::serial`](super::Cancel::serial) and
+    /// [`Cancel::incarnation`](super::Cancel::incarnation)).
+    pub incarnation: ObjectId,
 }
 
 impl Ticket {
@@ -101,13 +106,14 @@ impl Ticket {
             replayed: false,
             at: DateTime::from_millis(at),
             version: s.version,
+            incarnation: s.incarnation,
         }
     }
 
     /// The ticket as JSON, as `queue take --json`, `queue call --json` and the service answer
     /// it: `{"ticket", "label", "serial", "taken", "served", "waiting", "position",
-    /// "estimated_wait_seconds", "desk", "replayed", "at", "version"}` (`position`,
-    /// `estimated_wait_seconds` and `desk` may be `null`).
+    /// "estimated_wait_seconds", "desk", "replayed", "at", "version", "incarnation"}`
+    /// (`position`, `estimated_wait_seconds` and `desk` may be `null`; `incarnation` in hex).
     ///
     /// # Example
     ///
@@ -130,6 +136,7 @@ impl Ticket {
             "replayed": self.replayed,
             "at": rfc3339(self.at),
             "version": self.version,
+            "incarnation": self.incarnation.to_hex(),
         })
     }
 }

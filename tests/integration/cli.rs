@@ -74,21 +74,105 @@ fn create_if_not_exists_with_another_format_is_refused_and_changes_nothing() {
         serde_json::from_str(&cli.ok(&["peek", "inv", "--json"])).unwrap();
     assert_eq!(before["format"], "Y-{n}");
     assert_eq!(before["version"], 0, "one insert, no alter after it");
+    // Another format (what an alter changes): kept, and said (issue 60); exit 0.
+    let out = cli.run(&["create", "inv", "--if-not-exists", "--format", "X-{n}"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "dispenser: sequence inv exists with format \"Y-{n}\" (asked \"X-{n}\"): changed since by an alter; kept as it is"
+    );
+    // None asked and one stored differs too: the whole spec is compared.
+    let out = cli.run(&["create", "inv", "--if-not-exists"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("format \"Y-{n}\" (asked none)"),
+        "{out:?}"
+    );
+    // Another start (which nothing changes) is still refused.
     let err = cli.fails(
-        &["create", "inv", "--if-not-exists", "--format", "X-{n}"],
+        &[
+            "create",
+            "inv",
+            "--if-not-exists",
+            "--start",
+            "5",
+            "--format",
+            "Y-{n}",
+        ],
         EXIT_CONFLICT,
     );
     assert_eq!(
         err.trim(),
-        "dispenser: sequence \"inv\" exists with another spec: format \"Y-{n}\" (asked \"X-{n}\"); nothing was written"
+        "dispenser: sequence \"inv\" exists with another spec: start 1 (asked 5); nothing was written"
     );
-    // None asked and one stored differs too: the whole spec is compared.
-    let err = cli.fails(&["create", "inv", "--if-not-exists"], EXIT_CONFLICT);
-    assert!(err.contains("format \"Y-{n}\" (asked none)"), "{err}");
     let after: serde_json::Value =
         serde_json::from_str(&cli.ok(&["peek", "inv", "--json"])).unwrap();
     assert_eq!(after, before, "nothing changed");
-    cli.ok(&["create", "inv", "--if-not-exists", "--format", "Y-{n}"]);
+    let out = cli.run(&["create", "inv", "--if-not-exists", "--format", "Y-{n}"]);
+    assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+}
+
+/// Regression (issue 60): after an operator's `alter`, the app's start-up `create
+/// --if-not-exists` with the spec in its code failed (exit 6) on every kind; it opens, keeps
+/// what the alter set, and says each setting on stderr.
+#[test]
+fn if_not_exists_after_an_alter_keeps_the_alter_on_every_kind() {
+    let cli = Cli::new("cli_ensure_after_alter");
+    let business = format!("{}_inv", cli.collection);
+    for (create, alter, ensure, said) in [
+        (
+            vec!["create", "x", "--max", "99"],
+            vec!["alter", "x", "--max", "200"],
+            vec!["create", "x", "--max", "99", "--if-not-exists"],
+            "dispenser: sequence x exists with max 200 (asked 99): changed since by an alter; kept as it is",
+        ),
+        (
+            vec!["create", "ids", "--stripes", "2", "--max", "99"],
+            vec!["alter", "ids", "--max", "1001"],
+            vec![
+                "create",
+                "ids",
+                "--stripes",
+                "2",
+                "--max",
+                "99",
+                "--if-not-exists",
+            ],
+            "dispenser: striped sequence ids exists with max 1001 (asked 99)",
+        ),
+        (
+            vec!["queue", "create", "q", "--max", "99"],
+            vec!["queue", "alter", "q", "--max", "200"],
+            vec!["queue", "create", "q", "--max", "99", "--if-not-exists"],
+            "dispenser: queue q exists with max 200 (asked 99): changed since by an alter; kept as it is",
+        ),
+        (
+            vec![
+                "gapless", "create", "g", "--into", &business, "--field", "n",
+            ],
+            vec!["gapless", "alter", "g", "--max-lease", "60"],
+            vec![
+                "gapless",
+                "create",
+                "g",
+                "--into",
+                &business,
+                "--field",
+                "n",
+                "--if-not-exists",
+            ],
+            "dispenser: gap-free sequence g exists with max lease 60s (asked 300s): changed since by an alter; kept as it is",
+        ),
+    ] {
+        cli.ok(&create);
+        cli.ok(&alter);
+        let out = cli.run(&ensure);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{ensure:?}: {stderr}");
+        assert!(stderr.contains(said), "{ensure:?}: {stderr}");
+    }
+    // What the alter set stays.
+    let x: serde_json::Value = serde_json::from_str(&cli.ok(&["peek", "x", "--json"])).unwrap();
+    assert_eq!(x["max"], 200);
 }
 
 /// Regression (issue 50): `create --stripes S` silently opened a striped sequence that
@@ -148,8 +232,14 @@ fn create_next_peek_list_reset_delete() {
     ]);
     let err = cli.fails(&["create", "tickets"], EXIT_CONFLICT);
     assert!(err.contains("already exists"), "{err}");
-    let err = cli.fails(&["create", "tickets", "--if-not-exists"], EXIT_CONFLICT);
-    assert!(err.contains("exists with another spec"), "{err}");
+    let err = cli.fails(
+        &["create", "tickets", "--if-not-exists", "--start", "2"],
+        EXIT_CONFLICT,
+    );
+    assert!(
+        err.contains("exists with another spec: start 1 (asked 2)"),
+        "{err}"
+    );
     cli.ok(&["create", "orders", "--start", "1000"]);
     let list: serde_json::Value = serde_json::from_str(&cli.ok(&["list", "--json"])).unwrap();
     let names: Vec<_> = list

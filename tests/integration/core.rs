@@ -395,13 +395,13 @@ async fn spec_conflicts_and_duplicates_are_errors() {
     let d = f.dispenser(f.options());
     d.create("s", Spec::default().with_max(99)).await.unwrap();
     let err = d
-        .ensure("s", Spec::default().with_max(100))
+        .ensure("s", Spec::default().with_start(7).with_max(100))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::SpecConflict { .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        "sequence \"s\" exists with another spec: max 99 (asked 100); nothing was written"
+        "sequence \"s\" exists with another spec: start 1 (asked 7), max 99 (asked 100); nothing was written"
     );
     let err = d
         .create("s", Spec::default().with_max(99))
@@ -927,14 +927,17 @@ async fn int32_documents_are_drawn_past_the_int32_range_and_stored_as_int64() {
     }
 }
 
-/// `ensure` means one thing on every kind (issue 50): the same three refusals — a create of a
-/// name taken, an ensure with another setting, an open of a missing name — are the same
-/// variant and `ErrorKind` on a sequence, a striped sequence, a scope, a gap-free sequence and
-/// a queue, each naming its kind, its name and (for the ensure) the setting that differs, and
-/// none writes anything. (A queue's mismatch was `QueueExists`, kind `AlreadyExists`; a
-/// gap-free sequence's missing name was `NoSuchSequence`.)
+/// `ensure` means one thing on every kind (issues 50 and 60): the same refusals — a create of
+/// a name taken, an ensure with a setting no `alter` changes, an open of a missing name — are
+/// the same variant and `ErrorKind` on a sequence, a striped sequence, a scope, a gap-free
+/// sequence and a queue, each naming its kind, its name and (for the ensure) the setting that
+/// differs; and an ensure with a setting an `alter` changed opens, keeps the stored value and
+/// tells it (`altered()`). None writes anything. (Issue 60: `create x --max 99`, `alter x --max
+/// 200`, then the app's start-up ensure with max 99 failed every deploy.)
 #[tokio::test]
 async fn ensure_means_the_same_on_every_kind() {
+    use std::time::Duration;
+
     use dispenser::gapless::GaplessOptions;
     use dispenser::queue::QueueSpec;
     use dispenser::sequence::Alter;
@@ -957,37 +960,95 @@ async fn ensure_means_the_same_on_every_kind() {
     d.create_queue("lobby", QueueSpec::default().with_max(99))
         .await
         .unwrap();
-    let scope_was = d.peek("t@k").await.unwrap();
+    // The operator's alters.
+    d.open("seq")
+        .await
+        .unwrap()
+        .alter(Alter::default().with_max(200))
+        .await
+        .unwrap();
     template.alter(Alter::default().with_max(50)).await.unwrap();
+    let versions = |d: &dispenser::Dispenser| {
+        let d = d.clone();
+        async move {
+            let mut v = Vec::new();
+            for n in ["seq", "ids~0", "ids~1", "t@k"] {
+                v.push(d.peek(n).await.unwrap().version);
+            }
+            v.push(
+                d.open_queue("lobby")
+                    .await
+                    .unwrap()
+                    .peek()
+                    .await
+                    .unwrap()
+                    .version,
+            );
+            v
+        }
+    };
+    let before = versions(&d).await;
 
-    // kind, name, create again, ensure with another setting, what differs, open a missing one.
+    // kind, name, create again, ensure with a setting no alter changes (None: the kind has
+    // none), what differs, ensure with settings an alter changed, what it tells, open a
+    // missing one.
     type Made = dispenser::Result<()>;
+    type Told = dispenser::Result<Vec<String>>;
+    type Case<'a> = (
+        Kind,
+        &'a str,
+        Made,
+        Option<(Made, &'a str)>,
+        Told,
+        Vec<&'a str>,
+        Made,
+    );
     fn ok<T>(r: dispenser::Result<T>) -> Made {
         r.map(|_| ())
     }
-    let cases: Vec<(Kind, &str, Made, Made, &str, Made)> = vec![
+    fn told(r: dispenser::Result<Vec<dispenser::sequence::Altered>>) -> Told {
+        r.map(|a| a.iter().map(ToString::to_string).collect())
+    }
+    let cases: Vec<Case<'_>> = vec![
         (
             Kind::Sequence,
             "seq",
             ok(d.create("seq", Spec::default().with_max(99)).await),
-            ok(d.ensure("seq", Spec::default().with_max(99)).await),
-            "format \"S-{n}\" (asked none)",
+            Some((
+                ok(d.ensure("seq", Spec::default().with_start(5)).await),
+                "start 1 (asked 5), max 200 (asked 9223372036854775807), format \"S-{n}\" (asked none)",
+            )),
+            told(
+                d.ensure("seq", Spec::default().with_max(99))
+                    .await
+                    .map(|s| s.altered().to_vec()),
+            ),
+            vec!["max 200 (asked 99)", "format \"S-{n}\" (asked none)"],
             ok(d.open("nope").await),
         ),
         (
             Kind::Striped,
             "ids",
             ok(d.create_striped("ids", 2, Spec::default()).await),
-            ok(d.ensure_striped("ids", 3, Spec::default()).await),
-            "ids~0: step 2 (asked 3), stripe 0 of 2 (asked 0 of 3)",
+            Some((
+                ok(d.ensure_striped("ids", 3, Spec::default()).await),
+                "ids~0: step 2 (asked 3), stripe 0 of 2 (asked 0 of 3)",
+            )),
+            told(
+                d.ensure_striped("ids", 2, Spec::default().with_max(1_000_000))
+                    .await
+                    .map(|s| s.altered()),
+            ),
+            vec!["max 9223372036854775807 (asked 1000000)"],
             ok(d.open_striped("nope").await),
         ),
         (
             Kind::Scope,
             "t@k",
             ok(d.create_scope("t", "k").await),
-            ok(d.ensure_scope("t", "k").await),
-            "max 99 (asked 50)",
+            None,
+            told(d.ensure_scope("t", "k").await.map(|s| s.altered().to_vec())),
+            vec!["max 99 (asked 50)"],
             ok(d.open_scope("t", "nope").await),
         ),
         (
@@ -997,11 +1058,23 @@ async fn ensure_means_the_same_on_every_kind() {
                 d.create_gapless("inv", GaplessOptions::new(&business, "number"))
                     .await,
             ),
-            ok(
-                d.ensure_gapless("inv", GaplessOptions::new(&business, "no"))
-                    .await,
+            Some((
+                ok(
+                    d.ensure_gapless("inv", GaplessOptions::new(&business, "no"))
+                        .await,
+                ),
+                "field \"number\" (asked \"no\")",
+            )),
+            told(
+                d.ensure_gapless(
+                    "inv",
+                    GaplessOptions::new(&business, "number")
+                        .with_max_lease(Duration::from_secs(600)),
+                )
+                .await
+                .map(|g| g.altered().to_vec()),
             ),
-            "field \"number\" (asked \"no\")",
+            vec!["max lease 300s (asked 600s)"],
             ok(d.open_gapless("nope").await),
         ),
         (
@@ -1009,13 +1082,23 @@ async fn ensure_means_the_same_on_every_kind() {
             "lobby",
             ok(d.create_queue("lobby", QueueSpec::default().with_max(99))
                 .await),
-            ok(d.ensure_queue("lobby", QueueSpec::default().with_max(19))
-                .await),
-            "max 99 (asked 19)",
+            Some((
+                ok(
+                    d.ensure_queue("lobby", QueueSpec::default().with_min(1).with_max(99))
+                        .await,
+                ),
+                "min 0 (asked 1)",
+            )),
+            told(
+                d.ensure_queue("lobby", QueueSpec::default().with_max(19))
+                    .await
+                    .map(|q| q.altered().to_vec()),
+            ),
+            vec!["max 99 (asked 19)"],
             ok(d.open_queue("nope").await),
         ),
     ];
-    for (kind, name, create, ensure, differs, open) in cases {
+    for (kind, name, create, refused, altered, tells, open) in cases {
         let e = create.unwrap_err();
         assert!(
             matches!(&e, Error::AlreadyExists { kind: k, name: n } if *k == kind && n == name),
@@ -1023,16 +1106,19 @@ async fn ensure_means_the_same_on_every_kind() {
         );
         assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{kind}");
         assert_eq!(e.to_string(), format!("{kind} {name:?} already exists"));
-        let e = ensure.unwrap_err();
-        assert!(
-            matches!(&e, Error::SpecConflict { kind: k, name: n, .. } if *k == kind && n == name),
-            "{kind}: {e:?}"
-        );
-        assert_eq!(e.kind(), ErrorKind::Conflict, "{kind}");
-        assert_eq!(
-            e.to_string(),
-            format!("{kind} {name:?} exists with another spec: {differs}; nothing was written")
-        );
+        if let Some((ensure, differs)) = refused {
+            let e = ensure.unwrap_err();
+            assert!(
+                matches!(&e, Error::SpecConflict { kind: k, name: n, .. } if *k == kind && n == name),
+                "{kind}: {e:?}"
+            );
+            assert_eq!(e.kind(), ErrorKind::Conflict, "{kind}");
+            assert_eq!(
+                e.to_string(),
+                format!("{kind} {name:?} exists with another spec: {differs}; nothing was written")
+            );
+        }
+        assert_eq!(altered.unwrap(), tells, "{kind}");
         let e = open.unwrap_err();
         assert!(
             matches!(&e, Error::NotFound { kind: k, .. } if *k == kind),
@@ -1044,8 +1130,9 @@ async fn ensure_means_the_same_on_every_kind() {
             "{kind}: {e}"
         );
     }
-    // Nothing was written: no stripe of the refused layout, the scope as it was.
+    // Nothing was written: no stripe of the refused layout, every version as it was.
     assert!(d.peek("ids~2").await.is_err());
-    assert_eq!(d.peek("t@k").await.unwrap().version, scope_was.version);
-    assert_eq!(d.peek("seq").await.unwrap().version, 0);
+    assert_eq!(versions(&d).await, before);
+    // A handle from create or open tells nothing.
+    assert!(d.open("seq").await.unwrap().altered().is_empty());
 }

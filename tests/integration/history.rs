@@ -261,9 +261,9 @@ async fn queue_operations_are_recorded_refusals_included() {
         .unwrap();
     q.take().count(3).await.unwrap();
     let desk = q.with_caller("desk-2").unwrap();
-    desk.cancel(2).await.unwrap();
+    desk.cancel().serial(2).await.unwrap();
     assert!(matches!(
-        desk.cancel(2).await,
+        desk.cancel().serial(2).await,
         Err(Error::TicketNotWaiting { .. })
     ));
     q.alter(dispenser::queue::QueueAlter::default().with_max(199))
@@ -307,7 +307,7 @@ async fn every_handle_reads_its_own_history_and_the_dispenser_reads_one_by_kind(
     ids.reset(100).await.unwrap();
     let q = d.create_queue("lobby", QueueSpec::default()).await.unwrap();
     q.take().await.unwrap();
-    q.cancel(1).await.unwrap();
+    q.cancel().serial(1).await.unwrap();
     let business = common::unique("history_handles_inv");
     let g = d
         .create_gapless("inv", GaplessOptions::new(business.as_str(), "number"))

@@ -1,6 +1,7 @@
 //! Integration tests against the MongoDB wire-protocol server in `MONGODB_URI` (started by
 //! `scripts/test.sh` when unset). One binary, one module per concern.
 
+mod adopt;
 mod alter;
 mod bad_input;
 mod blocks;

@@ -624,9 +624,10 @@ async fn every_http_operation_that_writes_tells_its_outcome_truthfully() {
     let mut services = Vec::new();
     for i in 0..HTTP_SERVICES {
         let proxy = Proxy::to_test_server(Faults::default(), i as u64).await;
-        let svc = crate::serve::Service::start_args(
+        let svc = crate::serve::Service::start_tokens(
             "outcomes_http",
             &proxy.uri(""),
+            &tokens(),
             &["--timeout", &TIMEOUT.to_string(), "--request-timeout", "20"],
         );
         services.push((proxy, svc));
@@ -646,10 +647,11 @@ async fn every_http_operation_that_writes_tells_its_outcome_truthfully() {
         ours, writing,
         "every HTTP operation that writes is in HTTP_WRITERS"
     );
+    let runs_of: Vec<&str> = HTTP_WRITERS.iter().chain(&LINK_ACTS).copied().collect();
 
     let client = common::client().await;
     let workers = services.iter().enumerate().map(|(i, (proxy, svc))| {
-        let (http, client) = (&http, &client);
+        let (http, client, runs_of) = (&http, &client, &runs_of);
         async move {
             let d = Dispenser::new(
                 client,
@@ -659,7 +661,7 @@ async fn every_http_operation_that_writes_tells_its_outcome_truthfully() {
             )
             .unwrap();
             let mut done = (0, Vec::new());
-            for op in HTTP_WRITERS.iter().skip(i).step_by(HTTP_SERVICES) {
+            for op in runs_of.iter().skip(i).step_by(HTTP_SERVICES) {
                 let (runs, wrong) = http_operation(proxy, svc, http, &d, op).await;
                 done.0 += runs;
                 done.1.extend(wrong);
@@ -703,7 +705,7 @@ async fn http_operation(
         k += 1;
         let n = format!("{op}{k}");
         let business = format!("{}_{n}", svc.collection);
-        set_up_http(d, op, &n, &business).await;
+        let before = set_up_http(d, op, &n, &business).await;
         proxy.script(fault);
         let (method, path, body) = request(op, &n);
         let url = svc.url(&path);
@@ -712,18 +714,26 @@ async fn http_operation(
             _ if body.is_null() => http.post(url),
             _ => http.post(url).json(&body),
         };
-        // A give-up names the take whose ticket it gives up (made in the set-up).
-        let req = if op == "give_up" {
-            req.header("Idempotency-Key", GIVE_UP_KEY)
+        let req = match op {
+            // A give-up names the take whose ticket it gives up (made in the set-up).
+            "give_up" => req.header("Idempotency-Key", GIVE_UP_KEY),
+            // A phone's acts through the ticket link: each run a phone of its own.
+            _ if LINK_ACTS.contains(&op) => {
+                req.header("Idempotency-Key", format!("outcomes-{op}-{k:04}.1"))
+            }
+            _ => req,
+        };
+        let token = if LINK_ACTS.contains(&op) {
+            LINK
         } else {
-            req
+            crate::serve::ADMIN
         };
         let started = Instant::now();
-        let (status, answer) = crate::serve::send(req.bearer_auth(crate::serve::ADMIN)).await;
+        let (status, answer) = crate::serve::send(req.bearer_auth(token)).await;
         let took = started.elapsed();
         let seen = proxy.seen();
         proxy.script(None);
-        let applied = applied_http(d, op, &n, &business).await;
+        let applied = applied_http(d, op, &n, &business, before).await;
         let faulted = fault.and_then(|(i, _)| seen.get(i).cloned());
         if fault.is_none() {
             assert!(
@@ -797,6 +807,27 @@ const HTTP_WRITERS: [&str; 20] = [
 /// The request id of the take whose ticket `give_up` gives up.
 const GIVE_UP_KEY: &str = "outcomes-give-up-1";
 
+/// What a phone does through the ticket link (the token [`LINK`], of the queue
+/// [`LINKED`]), run beside the operations: a take, and a give-up whose take never came —
+/// which takes a ticket and gives it up in one write (issue 59: a give-up that took, then
+/// failed, answered `nothing_written`).
+const LINK_ACTS: [&str; 2] = ["link_take", "link_give_up"];
+
+/// The ticket link's token and its queue.
+const LINK: &str = "outcomes-link-token-00000007";
+const LINKED: &str = "linked";
+
+/// The services' tokens: an admin, and a ticket link with limits no run reaches.
+fn tokens() -> Value {
+    json!({ "tokens": [
+        { "name": "admin", "token": crate::serve::ADMIN, "sequences": ["*"],
+          "operations": ["next", "create", "peek", "list", "advance-to", "reset", "delete", "alter", "void", "take", "call"] },
+        { "name": "phones", "token": LINK,
+          "ticket_link": { "queue": LINKED, "takes_per_phone": 100, "takes_per_address": 100000,
+                           "per_seconds": 3600 } },
+    ]})
+}
+
 /// The method, path and body of `op` on the name `n`.
 fn request(op: &str, n: &str) -> (&'static str, String, Value) {
     let (method, path, body) = match op {
@@ -856,13 +887,25 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
         ),
         "queue_delete" => ("delete", format!("/v1/queues/{n}"), json!(null)),
         "give_up" => ("post", format!("/v1/queues/{n}/give-up"), json!(null)),
+        "link_take" => ("post", format!("/v1/queues/{LINKED}/take"), json!({})),
+        "link_give_up" => ("post", format!("/v1/queues/{LINKED}/give-up"), json!(null)),
         other => panic!("no request for {other}"),
     };
     (method, path, body)
 }
 
-async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
+/// Sets up the run of `op` on the name `n`: what the link's queue counted before (taken,
+/// cancelled), for the acts through the link, which share it.
+async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) -> (u64, u64) {
     match op {
+        "link_take" | "link_give_up" => {
+            let q = d
+                .ensure_queue(LINKED, QueueSpec::default().with_max(999_999))
+                .await
+                .unwrap();
+            let s = q.peek().await.unwrap();
+            return (s.taken, s.cancelled);
+        }
         "create" | "queue_create" | "gapless_create" => {}
         "next" | "alter" | "advance_to" | "delete" => {
             d.create(n, Spec::default()).await.unwrap();
@@ -919,9 +962,16 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) {
         }
         other => panic!("no set-up for {other}"),
     }
+    (0, 0)
 }
 
-async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool {
+async fn applied_http(
+    d: &Dispenser,
+    op: &str,
+    n: &str,
+    business: &str,
+    (taken, cancelled): (u64, u64),
+) -> bool {
     let queue = || async {
         match d.open_queue(n).await {
             Ok(q) => Some(q.peek().await.unwrap()),
@@ -961,6 +1011,17 @@ async fn applied_http(d: &Dispenser, op: &str, n: &str, business: &str) -> bool 
         "recall" => queue().await.unwrap().recent_calls.iter().any(|c| c.recall),
         "finish" => queue().await.unwrap().desks.is_empty(),
         "cancel" | "give_up" => queue().await.unwrap().cancelled == 1,
+        "link_take" | "link_give_up" => {
+            let s = d.open_queue(LINKED).await.unwrap().peek().await.unwrap();
+            // A give-up's take and cancel are one write: both or neither.
+            let (took, gave_up) = (s.taken - taken, s.cancelled - cancelled);
+            let expected = u64::from(op == "link_give_up");
+            assert!(
+                took <= 1 && (took == 0 || gave_up == expected),
+                "{op}: took {took}, gave up {gave_up}"
+            );
+            took == 1
+        }
         "queue_alter" => queue().await.unwrap().max == 50,
         "queue_delete" => queue().await.is_none(),
         other => panic!("no check for {other}"),

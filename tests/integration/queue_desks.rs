@@ -176,8 +176,8 @@ fn check_history(
                     }
                     Some(t) => {
                         given += 1;
-                        if t != number {
-                            return Err(format!("asked for {t}, called {number}"));
+                        if *t != *serial as i64 {
+                            return Err(format!("asked for serial {t}, called serial {serial}"));
                         }
                         waiting
                             .iter()
@@ -412,20 +412,20 @@ async fn model_round(seed: u64) -> Result<String, String> {
                 }
                 tokio::time::sleep(Duration::from_micros(2000 + r.below(15_000))).await;
                 let desk = format!("{}", 1 + t * 2 + r.below(2 - t)); // desks 1, 2 | 3
-                // A ticket that may wait (from a status), or any of the range.
+                // A ticket that may wait (from a status: it may have been called or cancelled
+                // since, and its number taken again), or a serial near the newest: acts name
+                // a ticket by its serial, and must land on that ticket or on none.
                 let pick_ticket = |r: &mut Rng, q: &dispenser::queue::Queue| {
                     let q = q.clone();
                     let roll = r.below(4);
-                    let any = min + r.below(capacity as u64) as i64;
+                    let near = r.below(2 * capacity as u64 + 2);
                     async move {
-                        if roll == 0 {
-                            return any;
-                        }
                         match q.peek().await {
-                            Ok(s) if !s.waiting_list.is_empty() => {
-                                s.waiting_list[(roll as usize) % s.waiting_list.len()].ticket
+                            Ok(s) if roll > 0 && !s.waiting_list.is_empty() => {
+                                s.waiting_list[(roll as usize) % s.waiting_list.len()].serial as i64
                             }
-                            _ => any,
+                            Ok(s) => (s.taken + 1).saturating_sub(near).max(1) as i64,
+                            _ => 1,
                         }
                     }
                 };
@@ -434,16 +434,17 @@ async fn model_round(seed: u64) -> Result<String, String> {
                 let (result, given) = if roll < 55 {
                     (q.call().desk(&desk).await.map(|t| (t, 0)), None)
                 } else if roll < 70 {
-                    let ticket = pick_ticket(&mut r, &q).await;
-                    let call = q.call().desk(&desk).ticket(ticket);
-                    (call.await.map(|t| (t, 0)), Some(ticket))
+                    let serial = pick_ticket(&mut r, &q).await;
+                    let call = q.call().desk(&desk).serial(serial as u64);
+                    (call.await.map(|t| (t, 0)), Some(serial))
                 } else if roll < 78 {
                     (q.recall().desk(&desk).await.map(|t| (t, 1)), None)
                 } else if roll < 84 {
                     (q.finish().desk(&desk).await.map(|t| (t, 3)), None)
                 } else {
-                    let ticket = pick_ticket(&mut r, &q).await;
-                    (q.cancel(ticket).await.map(|t| (t, 2)), Some(ticket))
+                    let serial = pick_ticket(&mut r, &q).await;
+                    let cancel = q.cancel().serial(serial as u64);
+                    (cancel.await.map(|t| (t, 2)), Some(serial))
                 };
                 let end = Instant::now();
                 let (did, version) = match result {
@@ -471,8 +472,11 @@ async fn model_round(seed: u64) -> Result<String, String> {
                         t.version,
                     ),
                     Ok((t, _)) => {
-                        if Some(t.number) != given {
-                            return Err(format!("cancelled {} when asked {given:?}", t.number));
+                        if Some(t.serial as i64) != given {
+                            return Err(format!(
+                                "cancelled serial {} when asked {given:?}",
+                                t.serial
+                            ));
                         }
                         (
                             Did::Cancelled {
@@ -734,6 +738,114 @@ fn a_ticket_shown_by_any_desk_is_never_handed_out_again() {
     );
 }
 
+/// Regression (issue 59): a cancel or a call named a ticket by the number it shows, which comes
+/// round. On the command line a number is looked up once and the act then names that ticket's
+/// serial (stderr and the answer say which); `--serial` and `--request-id` name a ticket by its
+/// identity, and a recall or finish `--serial` lands only while the desk shows that ticket. A
+/// queue of tickets 1, 2, 0: the fourth ticket shows 1 again.
+#[test]
+fn the_command_line_acts_on_the_ticket_it_names_by_serial_or_request_id() {
+    common::ready();
+    let coll = common::unique("queue_identity");
+    ok(&coll, &["queue", "create", "q", "--min", "0", "--max", "2"]);
+    ok(&coll, &["queue", "take", "q", "--request-id", "paper-p"]);
+    ok(&coll, &["queue", "take", "q"]);
+    ok(&coll, &["queue", "call", "q", "--desk", "1"]);
+    ok(&coll, &["queue", "call", "q", "--desk", "1"]);
+    ok(&coll, &["queue", "take", "q"]);
+    let r = json_of(&ok(&coll, &["queue", "take", "q", "--json"]));
+    assert_eq!(
+        pick(&r, &["ticket", "serial"]),
+        json!({"ticket": 1, "serial": 4})
+    );
+    // P gives up late: refused, R still waits.
+    let err = fails(
+        &coll,
+        &["queue", "cancel", "q", "--request-id", "paper-p"],
+        EXIT_NOT_WAITING,
+    );
+    assert!(
+        err.contains("ticket 1 (serial 1)") && err.contains("it was called to desk \"1\""),
+        "{err}"
+    );
+    let err = fails(
+        &coll,
+        &["queue", "cancel", "q", "--serial", "2"],
+        EXIT_NOT_WAITING,
+    );
+    assert!(err.contains("it is called to desk \"1\""), "{err}");
+    // A recall or finish of serial 1 does not land on serial 2, which desk 1 shows now.
+    for act in ["recall", "finish"] {
+        let err = fails(
+            &coll,
+            &["queue", act, "q", "--desk", "1", "--serial", "1"],
+            EXIT_NOT_WAITING,
+        );
+        assert!(
+            err.contains("it shows ticket 2 (serial 2) now"),
+            "{act}: {err}"
+        );
+    }
+    // The number 1 is R's now: looked up once, the answer names serial 4.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", common::uri())
+        .args([
+            "--db",
+            common::DB,
+            "--collection",
+            &coll,
+            "queue",
+            "cancel",
+            "q",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "cancelled ticket 1 (serial 4) of queue q"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ticket 1 of queue q is serial 4"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A give-up whose take never came takes and cancels in one write; the take then answers
+    // that ticket, and a second give-up says it was given up already.
+    ok(
+        &coll,
+        &["queue", "finish", "q", "--desk", "1", "--serial", "2"],
+    );
+    let gone = json_of(&ok(
+        &coll,
+        &["queue", "cancel", "q", "--request-id", "late", "--json"],
+    ));
+    assert_eq!(
+        pick(&gone, &["serial", "replayed"]),
+        json!({"serial": 5, "replayed": false})
+    );
+    let late = json_of(&ok(
+        &coll,
+        &["queue", "take", "q", "--request-id", "late", "--json"],
+    ));
+    assert_eq!(
+        pick(&late, &["serial", "replayed"]),
+        json!({"serial": 5, "replayed": true})
+    );
+    let err = fails(
+        &coll,
+        &["queue", "cancel", "q", "--request-id", "late"],
+        EXIT_NOT_WAITING,
+    );
+    assert!(err.contains("given up already"), "{err}");
+    // One way to name it at a time.
+    let err = fails(&coll, &["queue", "cancel", "q", "1", "--serial", "3"], 2);
+    assert!(err.contains("cannot be used with"), "{err}");
+    let err = fails(&coll, &["queue", "cancel", "q"], 2);
+    assert!(err.contains("required"), "{err}");
+}
+
 /// Cancel and no-show, a given ticket called out of order (once), labels from a format: calls
 /// pass over cancelled tickets; a ticket not waiting is a clear error (exit 11) and nothing
 /// is written; the numbers stay in --json.
@@ -756,9 +868,11 @@ fn cancels_and_given_calls_with_labels() {
         pick(&t, &["ticket", "label", "serial", "position"]),
         json!({"ticket": 6, "label": "A-006", "serial": 6, "position": 5})
     );
+    // A number read off a ticket is looked up once, then cancelled by its serial, which the
+    // answer names (issue 59).
     assert_eq!(
         ok(&coll, &["queue", "cancel", "q", "2"]).trim(),
-        "cancelled ticket A-002 of queue q"
+        "cancelled ticket A-002 (serial 2) of queue q"
     );
     let version = |coll: &str| {
         json_of(&ok(coll, &["queue", "peek", "q", "--json"]))["version"]
@@ -769,7 +883,7 @@ fn cancels_and_given_calls_with_labels() {
     let err = fails(&coll, &["queue", "cancel", "q", "2"], EXIT_NOT_WAITING);
     assert_eq!(
         err.trim(),
-        "dispenser: ticket 2 of queue \"q\" is not waiting: it was cancelled; nothing was changed"
+        "dispenser: ticket 2 (serial 2) of queue \"q\" is not waiting: it was cancelled; nothing was changed"
     );
     let called = json_of(&ok(
         &coll,
@@ -786,11 +900,14 @@ fn cancels_and_given_calls_with_labels() {
         &["queue", "call", "q", "--ticket", "4"],
         EXIT_NOT_WAITING,
     );
-    assert!(err.contains("it was called already"), "{err}");
+    assert!(err.contains("it is called to desk \"1\""), "{err}");
     let err = fails(&coll, &["queue", "cancel", "q", "7"], EXIT_NOT_WAITING);
-    assert!(err.contains("not held by anyone waiting"), "{err}");
+    assert!(
+        err.contains("no ticket with this number was taken"),
+        "{err}"
+    );
     let err = fails(&coll, &["queue", "cancel", "q", "1000"], EXIT_NOT_WAITING);
-    assert!(err.contains("outside the queue's range"), "{err}");
+    assert!(err.contains("no ticket shows 1000"), "{err}");
     assert_eq!(version(&coll), v + 1, "refusals wrote nothing");
     // The line: 1, 3, 5, 6 (2 cancelled, 4 called).
     let s = json_of(&ok(&coll, &["queue", "peek", "q", "--json"]));

@@ -376,7 +376,7 @@ async fn edges_round(seed: u64) -> Result<String, String> {
                     let Some(w) = waiting.get(r.below(3) as usize) else {
                         continue;
                     };
-                    bounded(&who, q.cancel(w.ticket))
+                    bounded(&who, q.cancel().serial(w.serial).into_future())
                         .await?
                         .map(|t| (t.version, t.at, Did::Cancelled { number: t.number }))
                 };

@@ -804,17 +804,20 @@ async fn create_if_not_exists_changes_nothing_and_says_it_existed() {
         stored(after),
         "if_not_exists changed an existing sequence"
     );
+    // Another step (what an alter changes): kept, and said in `altered` (issue 60).
     let (status, body) = create(
         &http,
         &svc,
-        json!({ "name": "inv", "if_not_exists": true, "step": 2 }),
+        json!({ "name": "inv", "if_not_exists": true, "step": 2, "format": "A-{n}" }),
     )
     .await;
+    assert_eq!(status, 200, "{body}");
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
-        (409, Some("spec_conflict")),
+        body["altered"],
+        json!([{ "setting": "step", "stored": "1", "asked": "2" }]),
         "{body}"
     );
+    assert_eq!(body["step"], 1, "{body}");
     let (status, body) = create(
         &http,
         &svc,

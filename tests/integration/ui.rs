@@ -903,7 +903,7 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
     admin(
         &svc,
         "/v1/queues/hall/call",
-        json!({"desk": "2", "ticket": second["serial"]}),
+        json!({"desk": "2", "serial": second["serial"]}),
         200,
     )
     .await;
@@ -913,7 +913,7 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("it is called to desk 2"),
+            .contains("it is called to desk \"2\""),
         "{body}"
     );
     let (status, view) = send(follow(&second["serial"]).bearer_auth(LINK)).await;

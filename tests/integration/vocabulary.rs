@@ -251,7 +251,7 @@ async fn queue_actions_are_builders_that_do_nothing_until_awaited() {
 
     let called = q.call().desk("A").await.unwrap();
     assert_eq!((called.number, called.desk.as_deref()), (1, Some("A")));
-    let given = q.call().desk("B").ticket(4).await.unwrap();
+    let given = q.call().desk("B").serial(4).await.unwrap();
     assert_eq!((given.number, given.desk.as_deref()), (4, Some("B")));
     let recalled = q.recall().desk("A").await.unwrap();
     assert_eq!(recalled.number, 1);

@@ -85,18 +85,23 @@ test('errors are one class per kind, with the core code and a message naming wha
   const e2 = await d.create('taken').catch((e) => e)
   assert.ok(e2 instanceof AlreadyExistsError)
   assert.equal(e2.code, 'already_exists')
-  const e3 = await d.ensure('taken', { max: 5 }).catch((e) => e)
+  const e3 = await d.ensure('taken', { start: 5 }).catch((e) => e)
   assert.ok(e3 instanceof ConflictError)
   assert.equal(e3.code, 'spec_conflict')
+  // What an alter changes is kept and told (issue 60): the handle's `altered`.
+  const kept = await d.ensure('taken', { max: 5 })
+  assert.deepEqual(kept.altered, [{ setting: 'max', stored: '9223372036854775807', asked: '5' }])
+  assert.deepEqual((await d.open('taken')).altered, [])
   // ensure means one thing on every kind: a queue's mismatch is a ConflictError too (it was
   // an AlreadyExistsError), and a sequence's format is part of what ensure compares.
   await d.createQueue('lobby', { max: 99 })
-  const eq = await d.ensureQueue('lobby', { max: 19 }).catch((e) => e)
+  const eq = await d.ensureQueue('lobby', { min: 1, max: 99 }).catch((e) => e)
   assert.ok(eq instanceof ConflictError && eq.code === 'spec_conflict', eq.message)
-  assert.equal(eq.message, 'queue "lobby" exists with another spec: max 99 (asked 19); nothing was written')
+  assert.equal(eq.message, 'queue "lobby" exists with another spec: min 0 (asked 1); nothing was written')
+  assert.deepEqual((await d.ensureQueue('lobby', { max: 19 })).altered, [{ setting: 'max', stored: '99', asked: '19' }])
   await d.create('formatted', { format: 'Y-{n}' })
-  const ef = await d.ensure('formatted', { format: 'X-{n}' }).catch((e) => e)
-  assert.ok(ef instanceof ConflictError && ef.message.includes('format "Y-{n}" (asked "X-{n}")'), ef.message)
+  const ef = await d.ensure('formatted', { format: 'X-{n}' })
+  assert.deepEqual(ef.altered, [{ setting: 'format', stored: '"Y-{n}"', asked: '"X-{n}"' }])
   assert.equal((await d.peek('formatted')).format, 'Y-{n}')
   const e4 = await d.ensure('bad', { step: 0 }).catch((e) => e)
   assert.ok(e4 instanceof InvalidInputError)
@@ -186,11 +191,21 @@ test('a queue: take, call from desks, recall, cancel, status', async () => {
     const none = await act({ desk: '2' }).catch((x) => x)
     assert.ok(none instanceof dispenser.QueueRefusedError && none.code === 'no_ticket_shown', none.message)
   }
-  assert.equal((await q.cancel(3)).position, null)
+  // Acts name a ticket by its identity (serial and incarnation, or its take's request id).
+  const three = family[1]
+  const gone = await q.cancel({ serial: three.serial, incarnation: three.incarnation })
+  assert.deepEqual([gone.serial, gone.position], [three.serial, null])
   const status = await q.peek()
   assert.equal(status.waiting, 2n)
-  const e = await q.call({ ticket: 3 }).catch((x) => x)
+  const e = await q.call({ serial: three.serial }).catch((x) => x)
   assert.ok(e instanceof dispenser.QueueRefusedError && e.code === 'ticket_not_waiting', e.message)
+  assert.match(e.message, /\(serial 3\) of queue "lobby" is not waiting: it was cancelled/)
+  assert.equal((await q.waitingTicket(2)).serial, 2n)
+  const givenUp = await q.cancel({ requestId: 'kiosk-1/1' })
+  assert.deepEqual([givenUp.serial, givenUp.replayed], [again.serial, true])
+  const twice = await q.cancel({ requestId: 'kiosk-1/1' }).catch((x) => x)
+  assert.match(twice.message, /given up already/)
+  await q.take() // 2 and 5 wait
   // Two people wait: a delete is refused, writes nothing, and says so; forced, it goes.
   const busy = await d.deleteQueue('lobby').catch((x) => x)
   assert.ok(busy instanceof dispenser.ConflictError && busy.code === 'queue_in_use', busy.message)

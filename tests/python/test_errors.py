@@ -15,19 +15,18 @@ def test_each_kind_is_its_own_class_with_the_stable_code(d):
     cases = [
         (lambda: d.open("missing"), dispenser.NotFoundError, "no_such_sequence", "not_found"),
         (lambda: d.create("e"), dispenser.AlreadyExistsError, "already_exists", "already_exists"),
-        (lambda: d.ensure("e", step=2), dispenser.ConflictError, "spec_conflict", "conflict"),
+        (lambda: d.ensure("e", start=2), dispenser.ConflictError, "spec_conflict", "conflict"),
         (lambda: d.create("bad", step=0), dispenser.InvalidInputError, "invalid_input", "invalid_input"),
         (lambda: d.create("x" * 300), dispenser.InvalidInputError, "invalid_input", "invalid_input"),
         (lambda: d.open_queue("q"), dispenser.NotFoundError, "no_such_queue", "not_found"),
     ]
-    # ensure means one thing on every kind: a mismatch is a ConflictError naming what differs
-    # (a queue's was an AlreadyExistsError), and the format is part of a sequence's spec.
+    # ensure means one thing on every kind: a setting no alter changes is a ConflictError
+    # naming what differs (a queue's was an AlreadyExistsError).
     d.create("f", format="Y-{n}")
     d.create_queue("lobby", max=99)
     cases += [
-        (lambda: d.ensure("f", format="X-{n}"), dispenser.ConflictError, "spec_conflict", "conflict"),
-        (lambda: d.ensure("f"), dispenser.ConflictError, "spec_conflict", "conflict"),
-        (lambda: d.ensure_queue("lobby", max=19), dispenser.ConflictError, "spec_conflict", "conflict"),
+        (lambda: d.ensure("f", start=3, format="Y-{n}"), dispenser.ConflictError, "spec_conflict", "conflict"),
+        (lambda: d.ensure_queue("lobby", min=1, max=99), dispenser.ConflictError, "spec_conflict", "conflict"),
         (lambda: d.create_queue("lobby", max=99), dispenser.AlreadyExistsError, "already_exists", "already_exists"),
     ]
     for call, cls, code, kind in cases:
@@ -37,12 +36,15 @@ def test_each_kind_is_its_own_class_with_the_stable_code(d):
         assert isinstance(e.value, dispenser.DispenserError)
         assert str(e.value) == e.value.message and e.value.message
     with pytest.raises(dispenser.ConflictError) as e:
-        d.ensure_queue("lobby", max=19)
-    assert e.value.message == 'queue "lobby" exists with another spec: max 99 (asked 19); nothing was written'
-    with pytest.raises(dispenser.ConflictError) as e:
-        d.ensure("f", format="X-{n}")
-    assert 'format "Y-{n}" (asked "X-{n}")' in e.value.message
+        d.ensure_queue("lobby", min=1, max=99)
+    assert e.value.message == 'queue "lobby" exists with another spec: min 0 (asked 1); nothing was written'
+    # What an alter changes is kept and told (issue 60): the handle's `altered`.
+    q = d.ensure_queue("lobby", max=19)
+    assert q.altered == [{"setting": "max", "stored": "99", "asked": "19"}]
+    f = d.ensure("f", format="X-{n}")
+    assert f.altered == [{"setting": "format", "stored": '"Y-{n}"', "asked": '"X-{n}"'}]
     assert d.peek("f")["format"] == "Y-{n}"
+    assert d.open("f").altered == []
 
 
 def test_invalid_input_is_a_value_error_naming_the_value_and_writes_nothing(d):
@@ -120,3 +122,30 @@ def test_exceptions_pickle_with_their_fields(d):
         e.value.message,
         e.value.written,
     )
+
+
+def test_a_ticket_is_acted_on_by_its_identity_not_by_a_number_that_came_round(d):
+    # Tickets 1, 2, 0: the fourth ticket taken shows 1 again (issue 59).
+    q = d.create_queue("round", min=0, max=2)
+    p = q.take(request_id="phone-p.1")
+    q.take()
+    q.call(desk="A")
+    q.call(desk="A")
+    q.take()
+    r = q.take()
+    assert (p["ticket"], r["ticket"]) == (1, 1) and p["serial"] != r["serial"]
+    # P gives up late: refused, and R's ticket still waits.
+    with pytest.raises(dispenser.QueueRefusedError) as e:
+        q.cancel(request_id="phone-p.1")
+    assert e.value.code == "ticket_not_waiting" and e.value.written == "nothing_written"
+    assert "it was called" in str(e.value)
+    with pytest.raises(dispenser.QueueRefusedError):
+        q.cancel(serial=p["serial"], incarnation=p["incarnation"])
+    assert q.waiting_ticket(1)["serial"] == r["serial"]
+    gone = q.cancel(serial=r["serial"], incarnation=r["incarnation"])
+    assert (gone["serial"], gone["position"]) == (r["serial"], None)
+    with pytest.raises(dispenser.InvalidInputError) as e:
+        q.cancel(serial=r["serial"], incarnation="not-hex")
+    assert "incarnation" in str(e.value)
+    with pytest.raises(dispenser.InvalidInputError):
+        q.cancel()

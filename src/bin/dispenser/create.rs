@@ -30,7 +30,9 @@ pub struct CreateArgs {
     /// Wrap to min (max when descending) after the bound instead of failing.
     #[arg(long)]
     pub cycle: bool,
-    /// Succeed without change if the sequence exists with the same spec and format.
+    /// Succeed without change if the sequence exists: with the same start (and stripe
+    /// layout), else exit 6; bounds, step, cycle and format an alter changed since are kept
+    /// as stored, and stderr says each.
     #[arg(long)]
     pub if_not_exists: bool,
     /// Serial format for `next --formatted`: {n}, {n:0W} (zero-padded), {scope}; e.g.
@@ -61,7 +63,9 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
             });
         }
         let ids = if a.if_not_exists {
-            d.ensure_striped(&a.name, stripes, spec).await?
+            let ids = d.ensure_striped(&a.name, stripes, spec).await?;
+            output::kept(dispenser::Kind::Striped, &a.name, &ids.altered());
+            ids
         } else {
             d.create_striped(&a.name, stripes, spec).await?
         };
@@ -82,7 +86,8 @@ pub async fn run(d: &Dispenser, a: CreateArgs, out: &mut impl Write) -> dispense
     }
     // The format is written in the same insert, and compared by --if-not-exists.
     if a.if_not_exists {
-        d.ensure(&a.name, spec).format(format).await?;
+        let s = d.ensure(&a.name, spec).format(format).await?;
+        output::kept(dispenser::Kind::Sequence, &a.name, s.altered());
         output::wrote(format!("sequence {:?} created or found", a.name));
     } else {
         d.create(&a.name, spec).format(format).await?;

@@ -11,11 +11,25 @@ pub struct Effect {
     pub what: String,
     /// How to find out whether a write whose reply never came was made.
     pub find_out: String,
+    /// What running the same command again does, once it was written.
+    pub again: String,
 }
 
 impl Effect {
     fn new(what: String, find_out: String) -> Option<Effect> {
-        Some(Effect { what, find_out })
+        Some(Effect {
+            what,
+            find_out,
+            again: "running it again writes again".to_owned(),
+        })
+    }
+
+    /// This effect, whose command run again does `again` (instead of writing again).
+    fn again(effect: Option<Effect>, again: &str) -> Option<Effect> {
+        effect.map(|e| Effect {
+            again: again.to_owned(),
+            ..e
+        })
     }
 }
 
@@ -95,7 +109,7 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
             | QueueCommand::History(_) => None,
             QueueCommand::Take {
                 name, request_id, ..
-            } => Effect::new(
+            } => Effect::again(Effect::new(
                 format!("tickets taken from queue {name:?}"),
                 match request_id {
                     Some(id) => format!(
@@ -103,7 +117,11 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
                     ),
                     None => "a ticket it may have taken waits with nobody holding it and is called in its turn; take again, and pass --request-id next time: a take retried with the same id learns the tickets of one whose answer was lost".to_owned(),
                 },
-            ),
+            ), if request_id.is_some() {
+                "running it again with the same --request-id answers the same tickets and takes nothing more"
+            } else {
+                "running it again takes more tickets"
+            }),
             QueueCommand::Create { name, .. } => {
                 Effect::new(format!("queue {name:?} created"), queue(name))
             }
@@ -117,10 +135,27 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
                 format!("a desk of queue {name:?} finished its ticket"),
                 queue(name),
             ),
-            QueueCommand::Cancel { name, ticket, .. } => Effect::new(
-                format!("ticket {ticket} of queue {name:?} cancelled"),
+            QueueCommand::Cancel {
+                name,
+                ticket,
+                serial,
+                request_id,
+                ..
+            } => Effect::again(Effect::new(
+                match (ticket, serial, request_id) {
+                    (_, Some(s), _) => format!("the ticket of serial {s} of queue {name:?} cancelled"),
+                    (_, _, Some(id)) => format!(
+                        "the ticket of the take with request id {id:?} of queue {name:?} cancelled"
+                    ),
+                    (Some(t), _, _) => format!("ticket {t} of queue {name:?} cancelled"),
+                    (None, None, None) => format!("a ticket of queue {name:?} cancelled"),
+                },
                 queue(name),
-            ),
+            ), if serial.is_some() || request_id.is_some() {
+                "running it again is refused: that ticket no longer waits"
+            } else {
+                "running it again cancels the ticket that waits with that number now, if one does"
+            }),
             QueueCommand::Alter { name, .. } => {
                 Effect::new(format!("queue {name:?} altered"), queue(name))
             }

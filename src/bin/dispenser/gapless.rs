@@ -17,8 +17,9 @@ pub enum GaplessCommand {
     /// Create a gap-free sequence numbering the documents of a business collection (and its
     /// unique index on the number field); exit 6 when one of that name exists.
     Create {
-        /// Succeed without change if it exists with the same settings (collection, field,
-        /// start, longest lease, void field); exit 6 naming what differs otherwise.
+        /// Succeed without change if it exists with the same collection, field, start and void
+        /// field (exit 6 naming what differs otherwise); a longest lease an alter changed since
+        /// is kept, and stderr says so.
         #[arg(long)]
         if_not_exists: bool,
         /// The gap-free sequence.
@@ -196,7 +197,8 @@ pub async fn run(
             // Nothing is read after the write: a read that failed then would tell a written
             // sequence as not made.
             let numbers = if if_not_exists {
-                d.ensure_gapless(&name, options).await?;
+                let g = d.ensure_gapless(&name, options).await?;
+                crate::output::kept(dispenser::Kind::Gapless, &name, g.altered());
                 format!("created or found gap-free sequence {name}: numbers")
             } else {
                 d.create_gapless(&name, options).await?;

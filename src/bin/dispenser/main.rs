@@ -132,8 +132,11 @@ fn main() -> ExitCode {
                     (true, Some(f)) => f.what.clone(),
                     (true, None) => "its write was made".to_owned(),
                 };
+                let again = effect
+                    .as_ref()
+                    .map_or("running it again writes again", |f| f.again.as_str());
                 eprintln!(
-                    "dispenser: written, but its answer could not be made ({message}): {what}; running it again writes again"
+                    "dispenser: written, but its answer could not be made ({message}): {what}; {again}"
                 );
                 return ExitCode::from(exit::UNPRINTED);
             }
@@ -199,8 +202,8 @@ fn unprinted(
                 format!(": {lines}")
             };
             eprintln!(
-                "dispenser: written, but its answer could not be printed (standard output: {cause}): {}{shown}; running it again writes again",
-                f.what
+                "dispenser: written, but its answer could not be printed (standard output: {cause}): {}{shown}; {}",
+                f.what, f.again
             );
         }
         None => eprintln!(

@@ -162,6 +162,17 @@ pub fn wrote(what: impl Into<String>) {
     untold().push(what.into());
 }
 
+/// Says on stderr, one line each, the settings an `--if-not-exists` found changed since by an
+/// alter: kept as stored, the asked value not applied (the handle's `altered()`).
+pub fn kept(kind: dispenser::Kind, name: &str, altered: &[dispenser::sequence::Altered]) {
+    for a in altered {
+        eprintln!(
+            "dispenser: {kind} {} exists with {a}: changed since by an alter; kept as it is",
+            one_line_name(name)
+        );
+    }
+}
+
 /// The writes noted by [`wrote`] whose answer was not printed.
 pub fn unprinted_writes() -> Vec<String> {
     untold().clone()

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use dispenser::queue::{QueueAlter, QueueSpec, QueueState, Ticket};
+use dispenser::queue::{Queue, QueueAlter, QueueSpec, QueueState, Ticket};
 use dispenser::{Dispenser, Format};
 
 use crate::args::whole;
@@ -36,8 +36,9 @@ pub enum QueueCommand {
         /// The IANA time zone of the queue's local day and hours (today's counts, --daily).
         #[arg(long, default_value = "UTC")]
         tz: String,
-        /// Succeed without change if the queue exists with the same range, format, zone and
-        /// --daily.
+        /// Succeed without change if the queue exists with the same lowest ticket, format,
+        /// zone and --daily (else exit 6); a highest ticket an alter changed since is kept, and
+        /// stderr says so.
         #[arg(long)]
         if_not_exists: bool,
     },
@@ -60,8 +61,9 @@ pub enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Call the oldest waiting ticket (or --ticket T) and print it (exit 10 when nobody
-    /// waits). The desk shows it until it calls again; a ticket shown is never handed out.
+    /// Call the oldest waiting ticket (or a given one: --serial S, or --ticket T) and print it
+    /// (exit 10 when nobody waits). The desk shows it until it calls again; a ticket shown is
+    /// never handed out.
     Call {
         /// Queue name.
         name: String,
@@ -69,9 +71,14 @@ pub enum QueueCommand {
         /// (spaces at either end are dropped).
         #[arg(long)]
         desk: Option<String>,
-        /// Call this waiting ticket out of order (exit 11 when it does not wait).
-        #[arg(long, allow_negative_numbers = true)]
+        /// Call the waiting ticket that shows this number, out of order: looked up once, then
+        /// called by its serial, which stderr names (exit 11 when it does not wait).
+        #[arg(long, allow_negative_numbers = true, conflicts_with = "serial")]
         ticket: Option<i64>,
+        /// Call the waiting ticket of this serial out of order (the `serial` its take
+        /// printed with --json); refused when that very ticket no longer waits (exit 11).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        serial: Option<u64>,
         /// Print the ticket as JSON: {"ticket", "label", "serial", "desk", "taken", "served",
         /// "waiting", …}.
         #[arg(long)]
@@ -84,6 +91,9 @@ pub enum QueueCommand {
         /// The desk (the one without a name when left out).
         #[arg(long)]
         desk: Option<String>,
+        /// Only while the desk shows the ticket of this serial (exit 11 when it shows another).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        serial: Option<u64>,
         /// Print the ticket as JSON.
         #[arg(long)]
         json: bool,
@@ -96,15 +106,28 @@ pub enum QueueCommand {
         /// The desk (the one without a name when left out).
         #[arg(long)]
         desk: Option<String>,
+        /// Only while the desk shows the ticket of this serial (exit 11 when it shows another).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        serial: Option<u64>,
     },
     /// Cancel a waiting ticket: calls pass over it (exit 11 when it does not wait; nothing
-    /// changed).
+    /// changed). Name it by the number it shows (looked up once, then cancelled by its
+    /// serial, which the answer names), by --serial, or by --request-id of its take.
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["ticket", "serial", "request_id"])))]
     Cancel {
         /// Queue name.
         name: String,
-        /// The ticket.
+        /// The number the ticket shows.
         #[arg(allow_negative_numbers = true)]
-        ticket: i64,
+        ticket: Option<i64>,
+        /// The ticket's serial (the `serial` its take printed with --json); refused when that
+        /// very ticket no longer waits.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        serial: Option<u64>,
+        /// The request id of the take that got the ticket (a give-up; a take of several
+        /// tickets is refused: name each by --serial).
+        #[arg(long)]
+        request_id: Option<String>,
         /// Print the ticket as JSON.
         #[arg(long)]
         json: bool,
@@ -219,6 +242,22 @@ fn details(s: &QueueState) -> Vec<String> {
     lines
 }
 
+/// The ticket that waits with `number` in queue `q`, looked up once (a number read off a
+/// board): its serial and the queue's incarnation, which the act then names, and stderr says.
+async fn resolve(
+    q: &Queue,
+    number: i64,
+) -> dispenser::Result<(u64, dispenser::mongodb::bson::oid::ObjectId)> {
+    let t = q.waiting_ticket(number).await?;
+    eprintln!(
+        "dispenser: ticket {} of queue {} is serial {}",
+        t.label,
+        one_line_name(q.name()),
+        t.serial
+    );
+    Ok((t.serial, t.incarnation))
+}
+
 fn ticket_line(t: &Ticket, json: bool) -> String {
     if json {
         t.to_json().to_string()
@@ -252,7 +291,9 @@ pub async fn run(
                 spec = spec.with_format(Format::parse(&f)?);
             }
             let q = if if_not_exists {
-                d.ensure_queue(&name, spec).await?
+                let q = d.ensure_queue(&name, spec).await?;
+                crate::output::kept(dispenser::Kind::Queue, &name, q.altered());
+                q
             } else {
                 d.create_queue(&name, spec).await?
             };
@@ -279,6 +320,7 @@ pub async fn run(
             name,
             desk,
             ticket,
+            serial,
             json,
         } => {
             let q = d.open_queue(&name).await?;
@@ -286,26 +328,43 @@ pub async fn run(
             if let Some(desk) = desk {
                 call = call.desk(desk);
             }
-            if let Some(t) = ticket {
-                call = call.ticket(t);
+            if let Some(number) = ticket {
+                let (serial, incarnation) = resolve(&q, number).await?;
+                call = call.serial(serial).incarnation(incarnation);
+            }
+            if let Some(serial) = serial {
+                call = call.serial(serial);
             }
             let t = call.await?;
             writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
         }
-        QueueCommand::Recall { name, desk, json } => {
+        QueueCommand::Recall {
+            name,
+            desk,
+            serial,
+            json,
+        } => {
             let q = d.open_queue(&name).await?;
-            let t = match &desk {
-                Some(desk) => q.recall().desk(desk).await?,
-                None => q.recall().await?,
-            };
+            let mut recall = q.recall();
+            if let Some(desk) = desk {
+                recall = recall.desk(desk);
+            }
+            if let Some(serial) = serial {
+                recall = recall.serial(serial);
+            }
+            let t = recall.await?;
             writeln!(out, "{}", ticket_line(&t, json)).map_err(io_err)?;
         }
-        QueueCommand::Finish { name, desk } => {
+        QueueCommand::Finish { name, desk, serial } => {
             let q = d.open_queue(&name).await?;
-            let t = match &desk {
-                Some(desk) => q.finish().desk(desk).await?,
-                None => q.finish().await?,
-            };
+            let mut finish = q.finish();
+            if let Some(desk) = desk {
+                finish = finish.desk(desk);
+            }
+            if let Some(serial) = serial {
+                finish = finish.serial(serial);
+            }
+            let t = finish.await?;
             writeln!(
                 out,
                 "desk {} of queue {} finished ticket {}",
@@ -317,8 +376,26 @@ pub async fn run(
             )
             .map_err(io_err)?;
         }
-        QueueCommand::Cancel { name, ticket, json } => {
-            let t = d.open_queue(&name).await?.cancel(ticket).await?;
+        QueueCommand::Cancel {
+            name,
+            ticket,
+            serial,
+            request_id,
+            json,
+        } => {
+            let q = d.open_queue(&name).await?;
+            let mut cancel = q.cancel();
+            if let Some(number) = ticket {
+                let (serial, incarnation) = resolve(&q, number).await?;
+                cancel = cancel.serial(serial).incarnation(incarnation);
+            }
+            if let Some(serial) = serial {
+                cancel = cancel.serial(serial);
+            }
+            if let Some(id) = request_id {
+                cancel = cancel.request_id(id);
+            }
+            let t = cancel.await?;
             if json {
                 let mut v = t.to_json();
                 v["cancelled"] = serde_json::Value::Bool(true);
@@ -326,8 +403,9 @@ pub async fn run(
             } else {
                 writeln!(
                     out,
-                    "cancelled ticket {} of queue {}",
+                    "cancelled ticket {} (serial {}) of queue {}",
                     t.label,
+                    t.serial,
                     one_line_name(&name)
                 )
                 .map_err(io_err)?;

@@ -135,6 +135,8 @@ export interface Ticket {
   replayed: boolean
   at: string
   version: bigint
+  /** The queue's incarnation: with `serial`, the ticket's identity. */
+  incarnation: string
 }
 
 /** A queue's state. */
@@ -180,6 +182,13 @@ export interface DoctorReport {
   writeConcern: Record<string, unknown>
   operations: Array<{ name: string; what: string; ok: boolean; detail: string | null }>
   probe: Record<string, unknown>
+}
+
+/** A setting an `ensure` found changed since by an alter: kept as stored, the asked value not applied. */
+export interface Altered {
+  setting: string
+  stored: string
+  asked: string
 }
 
 /**
@@ -399,6 +408,17 @@ export declare class Dispenser {
    */
   createGapless(name: string, options: GaplessOptionsInput): Promise<Gapless>
   /**
+   * Deletes the gap-free sequence `name` (its state; the business collection and its
+   * documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
+   * runs, unless `{ force: true }` (recorded in the history).
+   *
+   * # Cancel safety
+   *
+   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
+   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
+   */
+  deleteGapless(name: string, options?: ForceOptions | undefined | null): Promise<void>
+  /**
    * Opens the existing gap-free sequence `name` with the settings it was created with.
    *
    * # Cancel safety
@@ -462,17 +482,6 @@ export declare class Dispenser {
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
   deleteQueue(name: string, options?: ForceOptions | undefined | null): Promise<void>
-  /**
-   * Deletes the gap-free sequence `name` (its state; the business collection and its
-   * documents stay); refused (a ConflictError, code `lease_held`) while a holder's lease
-   * runs, unless `{ force: true }` (recorded in the history).
-   *
-   * # Cancel safety
-   *
-   * A Promise is never cancelled: the core's call runs to its end. A worker or process that
-   * exits meanwhile drops it, which leaves what dropping the core's call leaves.
-   */
-  deleteGapless(name: string, options?: ForceOptions | undefined | null): Promise<void>
   /**
    * Opens the scope `scope` of `template` (`template@scope`), creating it from the
    * template's shape when missing.
@@ -555,6 +564,12 @@ export declare class Dispenser {
 export declare class Gapless {
   /** The sequence's name. */
   get name(): string
+  /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
   /** The business collection whose documents carry the numbers. */
   get collection(): string
   /** The field that carries the number. */
@@ -645,6 +660,12 @@ export declare class Queue {
   /** The queue's name. */
   get name(): string
   /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
+  /**
    * Takes the next ticket.
    *
    * # Cancel safety
@@ -690,14 +711,23 @@ export declare class Queue {
    */
   finish(options?: DeskOptions | undefined | null): Promise<Ticket>
   /**
-   * Cancels a waiting ticket.
+   * Cancels a waiting ticket, named by its serial or by its take's request id; the write
+   * checks that very ticket still waits.
    *
    * # Cancel safety
    *
    * A Promise is never cancelled: the core's call runs to its end. A worker or process that
    * exits meanwhile drops it, which leaves what dropping the core's call leaves.
    */
-  cancel(ticket: Int): Promise<Ticket>
+  cancel(options: CancelOptions): Promise<Ticket>
+  /**
+   * The ticket that waits with `number` (read once): act on it by its serial.
+   *
+   * # Cancel safety
+   *
+   * It only reads.
+   */
+  waitingTicket(number: Int): Promise<Ticket>
   /**
    * Changes the queue's range.
    *
@@ -766,6 +796,12 @@ export declare class Sequence {
   intoBlocks(options?: BlockOptionsInput | undefined | null): BlockSequence
   /** The sequence's name. */
   get name(): string
+  /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
   /**
    * Issues the next number.
    *
@@ -849,6 +885,12 @@ export declare class Sequence {
 export declare class StripedSequence {
   /** The sequence's name. */
   get name(): string
+  /**
+   * The settings the `ensure` that opened this handle found changed since by an alter,
+   * each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+   * Empty for a handle from `create` or `open`, or when everything matched.
+   */
+  get altered(): Array<Altered>
   /** How many stripes. */
   get stripes(): number
   /** The same sequence drawn through block clients, one per stripe. */
@@ -971,12 +1013,29 @@ export interface BlockOptionsInput {
   rangeShare?: number | undefined | null
 }
 
-/** A call's desk and, to call out of order, its ticket. */
+/** A call's desk and, to call out of order, the ticket (by its identity). */
 export interface CallOptions {
   /** The desk that calls (it then shows the ticket). Defaults to the desk without a name. */
   desk?: string
-  /** Call this waiting ticket rather than the oldest. */
-  ticket?: Int
+  /**
+   * Call the waiting ticket of this serial rather than the oldest (checked in the same
+   * write to be that ticket and to wait; a number read off a board: `waitingTicket`).
+   */
+  serial?: Int
+  /** With `serial`: the queue's incarnation the ticket was taken from (`ticket.incarnation`). */
+  incarnation?: string
+}
+
+/** The ticket a cancel names: its serial, or the request id of the take that got it. */
+export interface CancelOptions {
+  /** The ticket's serial (`ticket.serial`). */
+  serial?: Int
+  /** With `serial`: the queue's incarnation the ticket was taken from. */
+  incarnation?: string
+  /** The request id of the take that got the ticket (a give-up). */
+  requestId?: string
+  /** Whose request id it is. Defaults to the dispenser's caller. */
+  caller?: string
 }
 
 /** Where the documents live and how the dispenser acts (`Dispenser.connect`'s options). */
@@ -993,10 +1052,14 @@ export interface ConnectOptions {
   coalesce?: boolean
 }
 
-/** The desk a recall or finish acts for. */
+/** The desk a recall or finish acts for, and the ticket it must still show. */
 export interface DeskOptions {
   /** The desk. Defaults to the desk without a name. */
   desk?: string
+  /** Only while the desk shows the ticket of this serial. */
+  serial?: Int
+  /** With `serial`: the queue's incarnation the ticket was taken from. */
+  incarnation?: string
 }
 
 /** How long and how hard `Dispenser.doctor` examines the server. */
@@ -1011,12 +1074,6 @@ export interface DoctorInput {
   timeLimitMs?: number
 }
 
-/** What `Gapless.alter` changes; fields left out stay as they are. */
-export interface GaplessAlterInput {
-  /** The longest lease, in milliseconds (1 ms to a day). */
-  maxLeaseMs?: number
-}
-
 /**
  * `force`: the one option of every operation that can be forced (a reset backwards, an
  * alter that strands numbers, a release of a live lease, a delete while something is held).
@@ -1026,7 +1083,15 @@ export interface ForceOptions {
   force?: boolean
 }
 
-/** Where a gap-free sequence's numbers are carried and how long a holder may keep one. */
+/**
+ * Where a gap-free sequence's numbers are carried and how long a holder may keep one.
+ * What `Gapless.alter` changes; fields left out stay as they are.
+ */
+export interface GaplessAlterInput {
+  /** The longest lease, in milliseconds (1 ms to a day). */
+  maxLeaseMs?: number
+}
+
 export interface GaplessOptionsInput {
   /** The business collection (in the dispenser's database) whose documents carry the numbers. */
   collection: string

@@ -61,6 +61,12 @@ pub struct BenchArgs {
     /// the first host of a mongodb:// URI, directly.
     #[arg(long, value_name = "MS", value_parser = parse_rtt, conflicts_with_all = ["url", "scale"], allow_negative_numbers = true)]
     pub rtt: Option<f64>,
+    /// With --rtt: run only the delay line, for another program's benchmark (the Python and
+    /// Node.js packages' `bench` scripts): print `MONGODB_URI=<the URI through it>` on one
+    /// line, then hold each direction half of --rtt until standard input closes (or the
+    /// process is stopped), and print the delay it applied on stderr.
+    #[arg(long, requires = "rtt", conflicts_with_all = ["compare", "gapless", "http", "scale", "queue_growth", "suite"])]
+    pub delay_line: bool,
     /// Numbers each run draws on a scratch document first, unmeasured (server and pool
     /// warm-up).
     #[arg(long, default_value_t = 2000, value_parser = whole::<u64>(0, MAX_COUNT), allow_negative_numbers = true)]

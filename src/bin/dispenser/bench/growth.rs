@@ -216,12 +216,12 @@ async fn largest(d: &Dispenser, name: &str) -> Result<Document, Error> {
         take.await?;
     }
     // Serial k shows ticket k (min 0, 100 000 tickets).
-    for k in 1..=900_i64 {
-        q.cancel(2 * k).await?;
+    for k in 1..=900_u64 {
+        q.cancel().serial(2 * k).await?;
     }
-    for k in 901..=1000_i64 {
+    for k in 901..=1000_u64 {
         let desk = format!("desk-{k:04}-{}", long('x', 6));
-        q.call().desk(desk).ticket(2 * k).await?;
+        q.call().desk(desk).serial(2 * k).await?;
     }
     let o = d.options();
     d.client()

@@ -40,6 +40,30 @@ pub async fn run(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
     })
 }
 
+/// `bench --rtt MS --delay-line`: prints the URI through the delay line and serves it until
+/// standard input closes (read on a thread: a blocking read), then says what it applied.
+async fn delay_line(proxy: &DelayProxy, through: &str) -> dispenser::Result<bool> {
+    use std::io::{Read, Write};
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "MONGODB_URI={through}");
+        let _ = out.flush();
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let mut sink = [0_u8; 256];
+        let mut stdin = std::io::stdin().lock();
+        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
+    eprintln!(
+        "dispenser: the delay line held each chunk {:.3} ms each way (median)",
+        proxy.held().as_secs_f64() * 1000.0
+    );
+    Ok(true)
+}
+
 /// Runs the benchmark (or, with `--worker`, one worker process of it); `Ok(false)` when a
 /// duplicate was found. With `--rtt` every database connection of the run (the worker
 /// processes' too: they connect through this process's proxy) is made through the delay
@@ -68,6 +92,9 @@ async fn measure(uri: &str, options: Options, args: BenchArgs) -> dispenser::Res
         Some(p) => p.uri(uri)?,
         None => uri.to_owned(),
     };
+    if let (true, Some(p)) = (args.delay_line, &proxy) {
+        return delay_line(p, &through).await;
+    }
     if args.http {
         return http::run(uri, &through, options, &args, proxy.as_ref()).await;
     }

@@ -208,12 +208,39 @@ impl StateAnswer {
     }
 }
 
+/// A setting an `if_not_exists` found changed since by an alter: kept as stored, the asked
+/// value not applied (the library's `Altered`).
+#[derive(Serialize, ToSchema)]
+pub(super) struct AlteredSetting {
+    /// The setting (`max`, `step`, `format`, `max lease`, …).
+    pub(super) setting: String,
+    /// Its stored value, as shown (`200`, `"A-{n:03}"`, `none`).
+    pub(super) stored: String,
+    /// The value asked for, as shown.
+    pub(super) asked: String,
+}
+
+/// The settings `altered` of an answer.
+pub(super) fn altered_settings(altered: &[dispenser::sequence::Altered]) -> Vec<AlteredSetting> {
+    altered
+        .iter()
+        .map(|a| AlteredSetting {
+            setting: a.setting.clone(),
+            stored: a.stored.clone(),
+            asked: a.asked.clone(),
+        })
+        .collect()
+}
+
 /// The state, and whether this request created the sequence.
 #[derive(Serialize, ToSchema)]
 pub(super) struct Created {
     #[serde(flatten)]
     pub(super) state: Sequence,
     pub(super) created: bool,
+    /// With `if_not_exists` on a sequence that exists: each setting it asked that an alter
+    /// changed since (bounds, step, cycle, format), kept as stored; empty otherwise.
+    pub(super) altered: Vec<AlteredSetting>,
 }
 
 impl Created {
@@ -221,10 +248,12 @@ impl Created {
     pub(super) fn of(
         s: &dispenser::sequence::SequenceState,
         status: StatusCode,
+        altered: &[dispenser::sequence::Altered],
     ) -> Result<Self, ApiError> {
         Ok(Created {
             state: of_library(s.to_json())?,
             created: status == StatusCode::CREATED,
+            altered: altered_settings(altered),
         })
     }
 }
@@ -384,6 +413,9 @@ pub(super) struct QueueCreated {
     #[serde(flatten)]
     pub(super) state: QueueState,
     pub(super) created: bool,
+    /// With `if_not_exists` on a queue that exists: its highest ticket when an alter changed
+    /// it since, kept as stored; empty otherwise.
+    pub(super) altered: Vec<AlteredSetting>,
 }
 
 impl QueueCreated {
@@ -391,10 +423,12 @@ impl QueueCreated {
     pub(super) fn of(
         s: &dispenser::queue::QueueState,
         status: StatusCode,
+        altered: &[dispenser::sequence::Altered],
     ) -> Result<Self, ApiError> {
         Ok(QueueCreated {
             state: QueueState::of(s)?,
             created: status == StatusCode::CREATED,
+            altered: altered_settings(altered),
         })
     }
 }
@@ -443,6 +477,11 @@ pub(super) struct TicketAnswer {
     /// The queue's version after the write that did it (for a replayed take: the version its
     /// first take wrote).
     pub(super) version: i64,
+    /// The queue's incarnation (24 hexadecimal digits): with `serial`, the ticket's identity,
+    /// which a cancel or a call of a given ticket names (a queue deleted and created again
+    /// numbers its serials from 1 again).
+    #[schema(pattern = "^[0-9a-f]{24}$")]
+    pub(super) incarnation: String,
     /// `true` in the answer of a cancel (and a give-up); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) cancelled: Option<bool>,
@@ -623,6 +662,9 @@ pub(super) struct GaplessCreated {
     #[serde(flatten)]
     pub(super) state: Gapless,
     pub(super) created: bool,
+    /// With `if_not_exists` on a gap-free sequence that exists: its longest lease when an
+    /// alter changed it since, kept as stored; empty otherwise.
+    pub(super) altered: Vec<AlteredSetting>,
 }
 
 impl GaplessCreated {
@@ -630,10 +672,12 @@ impl GaplessCreated {
     pub(super) fn of(
         s: &dispenser::gapless::GaplessState,
         status: StatusCode,
+        altered: &[dispenser::sequence::Altered],
     ) -> Result<Self, ApiError> {
         Ok(GaplessCreated {
             state: Gapless::of(s)?,
             created: status == StatusCode::CREATED,
+            altered: altered_settings(altered),
         })
     }
 }

@@ -133,7 +133,7 @@ pub(super) struct GaplessCreateBody {
 /// `POST /v1/gapless`: creates a gap-free sequence (and the unique index on the business
 /// collection's number field).
 #[utoipa::path(post, path = "/v1/gapless", operation_id = "gapless_create", tag = "gapless", request_body = GaplessCreateBody,
-    responses((status = 201, description = "Created: the status (as `GET /v1/gapless/{name}` answers it), `created: true`", body = GaplessCreated), (status = 200, description = "`if_not_exists` found it with the same collection and field, and the token may `peek` on it: its status, `created: false` (without `peek`: 409 `already_exists`)", body = GaplessCreated)))]
+    responses((status = 201, description = "Created: the status (as `GET /v1/gapless/{name}` answers it), `created: true`", body = GaplessCreated), (status = 200, description = "`if_not_exists` found it with the same collection, field, start and void field (else 409 `spec_conflict`), and the token may `peek` on it: its status, `created: false`, and in `altered` its longest lease when an alter changed it since, kept as stored (without `peek`: 409 `already_exists`)", body = GaplessCreated)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
@@ -185,7 +185,10 @@ pub(super) async fn create(
         StatusCode::CREATED => e.after_write(&format!("{NOUN} {:?} created", b.name)),
         _ => e,
     })?;
-    Ok((status, Json(GaplessCreated::of(&state, status)?)))
+    Ok((
+        status,
+        Json(GaplessCreated::of(&state, status, g.altered())?),
+    ))
 }
 
 /// `GET /v1/gapless`: one page of the gap-free sequences, by name, each with its status.

@@ -52,7 +52,7 @@ pub(super) struct CreateBody {
 }
 
 #[utoipa::path(post, path = "/v1/sequences", operation_id = "create", tag = "admin", request_body = CreateBody,
-    responses((status = 201, description = "Created: the state, `created: true`", body = Created), (status = 200, description = "`if_not_exists` found it: the state, `created: false`", body = Created)))]
+    responses((status = 201, description = "Created: the state, `created: true`", body = Created), (status = 200, description = "`if_not_exists` found it with the same start (else 409 `spec_conflict`): the state, `created: false`, and in `altered` each setting asked that an alter changed since (bounds, step, cycle, format), kept as stored", body = Created)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
@@ -95,6 +95,7 @@ pub(super) async fn create(
         st.dispenser
             .peek(&b.name)
             .await
+            .map(|s| (s, Vec::new()))
             .map_err(|e| e.after_write(&created))
     };
     let create = async {
@@ -106,8 +107,9 @@ pub(super) async fn create(
     // The library's ensure compares everything a create writes (start, shape, format); on a
     // sequence that exists it only reads (no lock taken).
     let ensure = || async {
-        acting.ensure(&b.name, spec).format(format.clone()).await?;
-        st.dispenser.peek(&b.name).await
+        let s = acting.ensure(&b.name, spec).format(format.clone()).await?;
+        let altered = s.altered().to_vec();
+        st.dispenser.peek(&b.name).await.map(|s| (s, altered))
     };
     let making = Making {
         noun: "sequence",
@@ -116,8 +118,8 @@ pub(super) async fn create(
         if_not_exists: b.if_not_exists,
         may_read,
     };
-    let (state, status) = create_or_ensure(making, create, ensure).await?;
-    Ok((status, Json(Created::of(&state, status)?)))
+    let ((state, altered), status) = create_or_ensure(making, create, ensure).await?;
+    Ok((status, Json(Created::of(&state, status, &altered)?)))
 }
 
 #[utoipa::path(get, path = "/v1/sequences/{name}", operation_id = "peek", tag = "admin", params(("name" = String, Path, description = "The sequence name")),

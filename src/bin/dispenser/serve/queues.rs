@@ -78,9 +78,21 @@ pub(super) struct CallBody {
     #[serde(default)]
     #[schema(max_length = 16)]
     pub(super) desk: Option<String>,
-    /// Call this waiting ticket out of order.
+    /// Call the waiting ticket that shows this number out of order: looked up once, then
+    /// called by its serial (the answer's `serial`). Not with `serial`.
     #[serde(default, deserialize_with = "whole_or_null")]
     pub(super) ticket: Option<i64>,
+    /// Call the waiting ticket of this serial out of order (a take's `serial`): refused with
+    /// 409 `ticket_not_waiting` when that very ticket no longer waits, even if its number came
+    /// round to a newer ticket.
+    #[serde(default, deserialize_with = "whole_or_null")]
+    #[schema(minimum = 1)]
+    pub(super) serial: Option<i64>,
+    /// With `serial`: the queue's `incarnation` the ticket was taken from (a queue deleted
+    /// and created again refuses it).
+    #[serde(default)]
+    #[schema(pattern = "^[0-9a-f]{24}$")]
+    pub(super) incarnation: Option<String>,
 }
 
 /// The body of `POST /v1/queues/{name}/recall` (optional).
@@ -92,15 +104,66 @@ pub(super) struct RecallBody {
     #[serde(default)]
     #[schema(max_length = 16)]
     pub(super) desk: Option<String>,
+    /// Only while the desk shows the ticket of this serial (what the operator's screen
+    /// showed): 409 `ticket_not_waiting` when it shows another.
+    #[serde(default, deserialize_with = "whole_or_null")]
+    #[schema(minimum = 1)]
+    pub(super) serial: Option<i64>,
+    /// With `serial`: the queue's `incarnation` the ticket was taken from.
+    #[serde(default)]
+    #[schema(pattern = "^[0-9a-f]{24}$")]
+    pub(super) incarnation: Option<String>,
 }
 
-/// The body of `POST /v1/queues/{name}/cancel`.
-#[derive(Deserialize, ToSchema)]
+/// The body of `POST /v1/queues/{name}/cancel`: the ticket, by one of `serial`, `request_id`
+/// or `ticket`.
+#[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct CancelBody {
-    /// The waiting ticket to cancel.
-    #[serde(deserialize_with = "whole")]
-    pub(super) ticket: i64,
+    /// The waiting ticket that shows this number: looked up once, then cancelled by its
+    /// serial (the answer's `serial`).
+    #[serde(default, deserialize_with = "whole_or_null")]
+    pub(super) ticket: Option<i64>,
+    /// The ticket of this serial (a take's `serial`): refused with 409 `ticket_not_waiting`
+    /// when that very ticket no longer waits, even if its number came round to a newer one.
+    #[serde(default, deserialize_with = "whole_or_null")]
+    #[schema(minimum = 1)]
+    pub(super) serial: Option<i64>,
+    /// With `serial`: the queue's `incarnation` the ticket was taken from.
+    #[serde(default)]
+    #[schema(pattern = "^[0-9a-f]{24}$")]
+    pub(super) incarnation: Option<String>,
+    /// The ticket the take with this request id (`Idempotency-Key`, of this token) got; when
+    /// no take used it, one is taken with it and cancelled in the same write (so the take,
+    /// arriving later, takes nothing).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 64)]
+    pub(super) request_id: Option<String>,
+}
+
+/// A ticket's identity in a body: its serial (from 1) and the queue's incarnation (24
+/// hexadecimal digits), both of which the OpenAPI document constrains (400 otherwise).
+fn identity(
+    serial: Option<i64>,
+    incarnation: Option<&str>,
+) -> Result<(Option<u64>, Option<dispenser::mongodb::bson::oid::ObjectId>), ApiError> {
+    let serial = serial
+        .map(|s| {
+            u64::try_from(s).ok().filter(|s| *s >= 1).ok_or_else(|| {
+                ApiError::invalid_input(format!("serial {s} is not a serial: they run from 1"))
+            })
+        })
+        .transpose()?;
+    let incarnation = incarnation
+        .map(|h| {
+            dispenser::mongodb::bson::oid::ObjectId::parse_str(h).map_err(|_| {
+                ApiError::invalid_input(format!(
+                    "incarnation {h:?} is not 24 hexadecimal digits (a queue's `incarnation`)"
+                ))
+            })
+        })
+        .transpose()?;
+    Ok((serial, incarnation))
 }
 
 /// The body of `POST /v1/queues/{name}/alter`.
@@ -140,7 +203,7 @@ fn check_desk(desk: Option<&str>) -> Result<(), ApiError> {
 
 /// `POST /v1/queues`: creates a queue (tickets `min+1 … max`, then `min`).
 #[utoipa::path(post, path = "/v1/queues", operation_id = "queue_create", tag = "queues", request_body = QueueCreateBody,
-    responses((status = 201, description = "Created: the status, `created: true`", body = QueueCreated), (status = 200, description = "`if_not_exists` found it with the same spec, and the token may `peek` on it: its status, `created: false` (without `peek`: 409 `already_exists`, nothing more)", body = QueueCreated)))]
+    responses((status = 201, description = "Created: the status, `created: true`", body = QueueCreated), (status = 200, description = "`if_not_exists` found it with the same lowest ticket, format and day settings (else 409 `spec_conflict`), and the token may `peek` on it: its status, `created: false`, and in `altered` its highest ticket when an alter changed it since, kept as stored (without `peek`: 409 `already_exists`, nothing more)", body = QueueCreated)))]
 pub(super) async fn create(
     State(st): State<Shared>,
     req: Request,
@@ -178,7 +241,10 @@ pub(super) async fn create(
         StatusCode::CREATED => e.after_write(&format!("queue {:?} created", b.name)),
         _ => e,
     })?;
-    Ok((status, Json(QueueCreated::of(&state, status)?)))
+    Ok((
+        status,
+        Json(QueueCreated::of(&state, status, queue.altered())?),
+    ))
 }
 
 /// `GET /v1/queues/{name}`: what is being served, how many wait, the next ticket.
@@ -249,13 +315,24 @@ pub(super) async fn call(
     check_name_of(QUEUE, &name, false)?;
     let b: CallBody = optional_json_body(req).await?;
     check_desk(b.desk.as_deref())?;
+    let (serial, incarnation) = identity(b.serial, b.incarnation.as_deref())?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
     let mut call = q.call();
     if let Some(d) = b.desk {
         call = call.desk(d);
     }
-    if let Some(t) = b.ticket {
-        call = call.ticket(t);
+    let found = match b.ticket {
+        Some(number) => Some(q.waiting_ticket(number).await?),
+        None => None,
+    };
+    if let Some(t) = &found {
+        call = call.serial(t.serial).incarnation(t.incarnation);
+    }
+    if let Some(s) = serial {
+        call = call.serial(s);
+    }
+    if let Some(i) = incarnation {
+        call = call.incarnation(i);
     }
     let outcome = call.await;
     st.queues.events.nudge(&name);
@@ -276,11 +353,19 @@ pub(super) async fn recall(
     check_name_of(QUEUE, &name, false)?;
     let b: RecallBody = optional_json_body(req).await?;
     check_desk(b.desk.as_deref())?;
+    let (serial, incarnation) = identity(b.serial, b.incarnation.as_deref())?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = match b.desk {
-        Some(desk) => q.recall().desk(desk).await,
-        None => q.recall().await,
-    };
+    let mut act = q.recall();
+    if let Some(desk) = b.desk {
+        act = act.desk(desk);
+    }
+    if let Some(s) = serial {
+        act = act.serial(s);
+    }
+    if let Some(i) = incarnation {
+        act = act.incarnation(i);
+    }
+    let outcome = act.await;
     st.queues.events.nudge(&name);
     Ok(Json(TicketAnswer::of(&outcome?)?))
 }
@@ -299,11 +384,19 @@ pub(super) async fn finish(
     check_name_of(QUEUE, &name, false)?;
     let b: RecallBody = optional_json_body(req).await?;
     check_desk(b.desk.as_deref())?;
+    let (serial, incarnation) = identity(b.serial, b.incarnation.as_deref())?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = match b.desk {
-        Some(desk) => q.finish().desk(desk).await,
-        None => q.finish().await,
-    };
+    let mut act = q.finish();
+    if let Some(desk) = b.desk {
+        act = act.desk(desk);
+    }
+    if let Some(s) = serial {
+        act = act.serial(s);
+    }
+    if let Some(i) = incarnation {
+        act = act.incarnation(i);
+    }
+    let outcome = act.await;
     st.queues.events.nudge(&name);
     Ok(Json(TicketAnswer::of(&outcome?)?))
 }
@@ -320,8 +413,27 @@ pub(super) async fn cancel(
     let rule = st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
     let b: CancelBody = json_body(req).await?;
-    let q = st.queues.handle(&st.dispenser, &name).await?;
-    let outcome = q.with_caller(&rule.name)?.cancel(b.ticket).await;
+    let (serial, incarnation) = identity(b.serial, b.incarnation.as_deref())?;
+    let q = st
+        .queues
+        .handle(&st.dispenser, &name)
+        .await?
+        .with_caller(&rule.name)?;
+    let mut cancel = q.cancel();
+    if let Some(number) = b.ticket {
+        let t = q.waiting_ticket(number).await?;
+        cancel = cancel.serial(t.serial).incarnation(t.incarnation);
+    }
+    if let Some(s) = serial {
+        cancel = cancel.serial(s);
+    }
+    if let Some(i) = incarnation {
+        cancel = cancel.incarnation(i);
+    }
+    if let Some(id) = b.request_id {
+        cancel = cancel.request_id(id);
+    }
+    let outcome = cancel.await;
     st.queues.events.nudge(&name);
     Ok(Json(TicketAnswer::cancelled(&outcome?)?))
 }

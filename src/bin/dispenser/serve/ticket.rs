@@ -227,11 +227,13 @@ pub(super) async fn link_take(
 }
 
 /// `POST /v1/queues/{name}/give-up`: gives up the ticket of a take, named by that take's
-/// request id (`Idempotency-Key`), while it waits.
+/// request id (`Idempotency-Key`), while it waits: the library's cancel by request id, one
+/// write that checks that very ticket still waits (a number that came round to another
+/// person's ticket is never cancelled in its place).
 #[utoipa::path(post, path = "/v1/queues/{name}/give-up", operation_id = "give_up", tag = "queues",
     params(("name" = String, Path, description = "The queue name"),
-        ("Idempotency-Key" = String, Header, description = "The request id of the take whose ticket is given up (a ticket link's: `PHONE.TAKE`). A take this token never made with it, or made more than 24 hours ago, takes a ticket now, which is given up at once")),
-    responses((status = 200, description = "The ticket given up (cancelled), `cancelled: true`", body = TicketAnswer)))]
+        ("Idempotency-Key" = String, Header, description = "The request id of the take whose ticket is given up (a ticket link's: `PHONE.TAKE`). When no take of this token used it (within 24 hours), a ticket is taken with it and given up in the same write, so that the take, if it is still on its way, takes nothing")),
+    responses((status = 200, description = "The ticket given up (cancelled), `cancelled: true`; 409 `ticket_not_waiting` when that ticket no longer waits (called, given up already), naming what became of it", body = TicketAnswer)))]
 pub(super) async fn give_up(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -244,15 +246,23 @@ pub(super) async fn give_up(
         .extensions()
         .get::<super::guard::ClientAddr>()
         .map(|c| c.0);
-    let q = st.queues.handle(&st.dispenser, &name).await?;
-    // Which ticket that take got: the same take again answers it.
-    let mine = match &rule.link {
+    let (key, counted) = match &rule.link {
         Some(link) => {
             let (key, phone) = link_key(&rule, key)?;
-            match counted_take(&st, &q, &rule, link, &key, &phone, client).await {
-                Ok(outcome) => outcome?,
-                Err(refused) => return Ok(refused),
-            }
+            // Counted as a take (a give-up whose take never came takes a ticket), unless this
+            // service answered that id already.
+            let counted = if st.links.answered(&rule.name, &key).is_some() {
+                None
+            } else {
+                match st
+                    .links
+                    .count(&rule.name, link, &phone, client, Instant::now())
+                {
+                    Ok(c) => Some((c, link)),
+                    Err(l) => return Ok(too_many(&rule, &l)),
+                }
+            };
+            (key, counted)
         }
         None => {
             let key = key.ok_or_else(|| {
@@ -260,39 +270,36 @@ pub(super) async fn give_up(
                     "give-up needs the Idempotency-Key of the take whose ticket is given up",
                 )
             })?;
-            let t = q.take().request_id(key).caller(rule.name.clone()).await;
-            st.queues.events.nudge(&name);
-            t?
+            (key, None)
         }
     };
-    let status = q.peek().await?;
-    let view = status.ticket(mine.serial);
-    if view.state != TicketState::Waiting {
-        let how = match (view.state, view.desk.as_deref()) {
-            (TicketState::Called, Some(d)) => format!("it is called to desk {d}"),
-            (TicketState::Called, None) => "it is called".to_owned(),
-            (TicketState::Passed, _) => "it was called".to_owned(),
-            (TicketState::Cancelled, _) => "it was given up already".to_owned(),
-            _ => "it no longer waits".to_owned(),
-        };
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "ticket_not_waiting",
-            format!(
-                "ticket {} of queue {name:?} cannot be given up: {how}; nothing was changed",
-                mine.label
-            ),
-        ));
-    }
-    let outcome = q.with_caller(&rule.name)?.cancel(view.number).await;
+    let q = st
+        .queues
+        .handle(&st.dispenser, &name)
+        .await?
+        .with_caller(&rule.name)?;
+    let outcome = q.cancel().request_id(key.clone()).await;
     st.queues.events.nudge(&name);
-    let gone = outcome?;
-    if gone.serial != mine.serial {
-        // The number came round to another ticket between the read and the cancel: a whole
-        // round of the queue's tickets taken within one round trip.
-        tracing::error!(queue = %name, asked = mine.serial, cancelled = gone.serial, "a give-up cancelled the ticket that took its number after it");
+    // A give-up took a ticket only when no take had used the id (`replayed` false); a refusal
+    // wrote nothing; a lost reply may have taken one.
+    let took = match &outcome {
+        Ok(t) => !t.replayed,
+        Err(e) => e.written() != dispenser::Written::Nothing,
+    };
+    if let Some((c, link)) = counted
+        && !took
+    {
+        st.links.refund(c, link, Instant::now());
     }
-    Ok(Json(TicketAnswer::cancelled(&gone)?).into_response())
+    if let Ok(t) = &outcome {
+        st.links.remember(
+            &rule.name,
+            &key,
+            Answered { serial: t.serial },
+            Instant::now(),
+        );
+    }
+    Ok(Json(TicketAnswer::cancelled(&outcome?)?).into_response())
 }
 
 /// `name` as one segment of a URL path (everything but the unreserved characters escaped).

@@ -108,6 +108,16 @@ impl ToNapiValue for Json {
     }
 }
 
+/// The settings an `ensure` found changed since by an alter, as an array of `{setting,
+/// stored, asked}` (what a handle's `altered` answers).
+pub fn altered(a: &[dispenser::sequence::Altered]) -> Json {
+    Json(Value::Array(
+        a.iter()
+            .map(|a| serde_json::json!({ "setting": a.setting, "stored": a.stored, "asked": a.asked }))
+            .collect(),
+    ))
+}
+
 /// Several JSON values as a JavaScript array.
 pub struct JsonList(pub Vec<Value>);
 

@@ -231,6 +231,14 @@ impl Gapless {
         self.inner.name().to_owned()
     }
 
+    /// The settings the `ensure` that opened this handle found changed since by an alter,
+    /// each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+    /// Empty for a handle from `create` or `open`, or when everything matched.
+    #[napi(getter, ts_return_type = "Array<Altered>")]
+    pub fn altered(&self) -> crate::convert::Json {
+        crate::convert::altered(self.inner.altered())
+    }
+
     /// The business collection whose documents carry the numbers.
     #[napi(getter)]
     pub fn collection(&self) -> String {

@@ -37,20 +37,59 @@ pub struct TakeOptions {
     pub caller: Option<String>,
 }
 
-/// A call's desk and, to call out of order, its ticket.
+/// A call's desk and, to call out of order, the ticket (by its identity).
 #[napi(object)]
 pub struct CallOptions {
     /// The desk that calls (it then shows the ticket). Defaults to the desk without a name.
     pub desk: Option<String>,
-    /// Call this waiting ticket rather than the oldest.
-    pub ticket: Option<Int>,
+    /// Call the waiting ticket of this serial rather than the oldest (checked in the same
+    /// write to be that ticket and to wait; a number read off a board: `waitingTicket`).
+    pub serial: Option<Int>,
+    /// With `serial`: the queue's incarnation the ticket was taken from (`ticket.incarnation`).
+    pub incarnation: Option<String>,
 }
 
-/// The desk a recall or finish acts for.
+/// The desk a recall or finish acts for, and the ticket it must still show.
 #[napi(object)]
 pub struct DeskOptions {
     /// The desk. Defaults to the desk without a name.
     pub desk: Option<String>,
+    /// Only while the desk shows the ticket of this serial.
+    pub serial: Option<Int>,
+    /// With `serial`: the queue's incarnation the ticket was taken from.
+    pub incarnation: Option<String>,
+}
+
+/// The ticket a cancel names: its serial, or the request id of the take that got it.
+#[napi(object)]
+pub struct CancelOptions {
+    /// The ticket's serial (`ticket.serial`).
+    pub serial: Option<Int>,
+    /// With `serial`: the queue's incarnation the ticket was taken from.
+    pub incarnation: Option<String>,
+    /// The request id of the take that got the ticket (a give-up).
+    pub request_id: Option<String>,
+    /// Whose request id it is. Defaults to the dispenser's caller.
+    pub caller: Option<String>,
+}
+
+/// A serial given as a number or a bigint, and an incarnation in hex.
+fn identity(
+    serial: Option<Int>,
+    incarnation: Option<String>,
+) -> napi::Result<(Option<u64>, Option<dispenser::mongodb::bson::oid::ObjectId>)> {
+    let serial = serial.map(|s| count("serial", s)).transpose()?;
+    let incarnation = incarnation
+        .map(|h| {
+            dispenser::mongodb::bson::oid::ObjectId::parse_str(&h).map_err(|_| {
+                invalid(
+                    "incarnation",
+                    format!("{h:?} is not a queue's incarnation: 24 hexadecimal digits, as a ticket's `incarnation` gives it"),
+                )
+            })
+        })
+        .transpose()?;
+    Ok((serial, incarnation))
 }
 
 /// What `Queue.alter` changes.
@@ -210,6 +249,14 @@ impl Queue {
         self.inner.name().to_owned()
     }
 
+    /// The settings the `ensure` that opened this handle found changed since by an alter,
+    /// each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+    /// Empty for a handle from `create` or `open`, or when everything matched.
+    #[napi(getter, ts_return_type = "Array<Altered>")]
+    pub fn altered(&self) -> crate::convert::Json {
+        crate::convert::altered(self.inner.altered())
+    }
+
     /// Takes the next ticket.
     ///
     /// # Cancel safety
@@ -282,8 +329,12 @@ impl Queue {
                 if let Some(d) = o.desk {
                     c = c.desk(d);
                 }
-                if let Some(t) = o.ticket {
-                    c = c.ticket(int("ticket", t)?);
+                let (serial, incarnation) = identity(o.serial, o.incarnation)?;
+                if let Some(s) = serial {
+                    c = c.serial(s);
+                }
+                if let Some(i) = incarnation {
+                    c = c.incarnation(i);
                 }
             }
             Ok(Json(c.await?.to_json()))
@@ -304,8 +355,17 @@ impl Queue {
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             let mut r = inner.recall();
-            if let Some(d) = options.and_then(|o| o.desk) {
-                r = r.desk(d);
+            if let Some(o) = options {
+                if let Some(d) = o.desk {
+                    r = r.desk(d);
+                }
+                let (serial, incarnation) = identity(o.serial, o.incarnation)?;
+                if let Some(s) = serial {
+                    r = r.serial(s);
+                }
+                if let Some(i) = incarnation {
+                    r = r.incarnation(i);
+                }
             }
             Ok(Json(r.await?.to_json()))
         })
@@ -325,14 +385,24 @@ impl Queue {
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
             let mut r = inner.finish();
-            if let Some(d) = options.and_then(|o| o.desk) {
-                r = r.desk(d);
+            if let Some(o) = options {
+                if let Some(d) = o.desk {
+                    r = r.desk(d);
+                }
+                let (serial, incarnation) = identity(o.serial, o.incarnation)?;
+                if let Some(s) = serial {
+                    r = r.serial(s);
+                }
+                if let Some(i) = incarnation {
+                    r = r.incarnation(i);
+                }
             }
             Ok(Json(r.await?.to_json()))
         })
     }
 
-    /// Cancels a waiting ticket.
+    /// Cancels a waiting ticket, named by its serial or by its take's request id; the write
+    /// checks that very ticket still waits.
     ///
     /// # Cancel safety
     ///
@@ -342,11 +412,41 @@ impl Queue {
     pub fn cancel<'env>(
         &self,
         env: &'env Env,
-        ticket: Int,
+        options: CancelOptions,
     ) -> napi::Result<PromiseRaw<'env, Json>> {
         promise!(env, self.inner, |inner| {
-            let t = int("ticket", ticket)?;
-            Ok(Json(inner.cancel(t).await?.to_json()))
+            let mut c = inner.cancel();
+            let (serial, incarnation) = identity(options.serial, options.incarnation)?;
+            if let Some(s) = serial {
+                c = c.serial(s);
+            }
+            if let Some(i) = incarnation {
+                c = c.incarnation(i);
+            }
+            if let Some(id) = options.request_id {
+                c = c.request_id(id);
+            }
+            if let Some(who) = options.caller {
+                c = c.caller(who);
+            }
+            Ok(Json(c.await?.to_json()))
+        })
+    }
+
+    /// The ticket that waits with `number` (read once): act on it by its serial.
+    ///
+    /// # Cancel safety
+    ///
+    /// It only reads.
+    #[napi(ts_return_type = "Promise<Ticket>")]
+    pub fn waiting_ticket<'env>(
+        &self,
+        env: &'env Env,
+        number: Int,
+    ) -> napi::Result<PromiseRaw<'env, Json>> {
+        promise!(env, self.inner, |inner| {
+            let n = int("number", number)?;
+            Ok(Json(inner.waiting_ticket(n).await?.to_json()))
         })
     }
 

@@ -135,6 +135,8 @@ export interface Ticket {
   replayed: boolean
   at: string
   version: bigint
+  /** The queue's incarnation: with `serial`, the ticket's identity. */
+  incarnation: string
 }
 
 /** A queue's state. */
@@ -180,4 +182,11 @@ export interface DoctorReport {
   writeConcern: Record<string, unknown>
   operations: Array<{ name: string; what: string; ok: boolean; detail: string | null }>
   probe: Record<string, unknown>
+}
+
+/** A setting an `ensure` found changed since by an alter: kept as stored, the asked value not applied. */
+export interface Altered {
+  setting: string
+  stored: string
+  asked: string
 }

@@ -113,6 +113,14 @@ impl Sequence {
         self.inner.name().to_owned()
     }
 
+    /// The settings the `ensure` that opened this handle found changed since by an alter,
+    /// each `{ setting, stored, asked }`: the stored value is kept, the asked one not applied.
+    /// Empty for a handle from `create` or `open`, or when everything matched.
+    #[napi(getter, ts_return_type = "Array<Altered>")]
+    pub fn altered(&self) -> crate::convert::Json {
+        crate::convert::altered(self.inner.altered())
+    }
+
     /// Issues the next number.
     ///
     /// # Cancel safety

@@ -27,6 +27,16 @@ impl<'py> IntoPyObject<'py> for Json {
     }
 }
 
+/// The settings an `ensure` found changed since by an alter, as a list of dicts `{setting,
+/// stored, asked}` (what a handle's `altered` answers).
+pub(crate) fn altered(a: &[dispenser::sequence::Altered]) -> Json {
+    Json(serde_json::Value::Array(
+        a.iter()
+            .map(|a| serde_json::json!({ "setting": a.setting, "stored": a.stored, "asked": a.asked }))
+            .collect(),
+    ))
+}
+
 fn json_to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
     use serde_json::Value;
     Ok(match v {

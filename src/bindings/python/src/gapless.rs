@@ -157,6 +157,14 @@ flavors! {
         Ok(self.live().get(py)?.name().to_owned())
     }
 
+    /// The settings the `ensure` that opened this handle found changed since by an alter,
+    /// each `{setting, stored, asked}`: the stored value is kept, the asked one not applied.
+    /// Empty for a handle from `create` or `open`, or when everything matched.
+    #[getter]
+    fn altered(&self, py: Python<'_>) -> PyResult<Json> {
+        Ok(crate::convert::altered(self.live().get(py)?.altered()))
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let g = self.live().get(py)?;
         Ok(format!("Gapless({:?}, collection={:?}, field={:?})", g.name(), g.options().collection, g.options().field))

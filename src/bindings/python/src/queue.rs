@@ -21,6 +21,14 @@ flavors! {
         Ok(self.live().get(py)?.name().to_owned())
     }
 
+    /// The settings the `ensure` that opened this handle found changed since by an alter,
+    /// each `{setting, stored, asked}`: the stored value is kept, the asked one not applied.
+    /// Empty for a handle from `create` or `open`, or when everything matched.
+    #[getter]
+    fn altered(&self, py: Python<'_>) -> PyResult<Json> {
+        Ok(crate::convert::altered(self.live().get(py)?.altered()))
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!("Queue({:?})", self.live().get(py)?.name()))
     }
@@ -61,53 +69,124 @@ flavors! {
         }
     }
 
-    /// Calls the oldest waiting ticket (or `ticket`, out of order) from `desk`, which then
-    /// shows it.
-    #[pyo3(signature = (*, desk=None, ticket=None))]
-    fn call(&self, py: Python<'_>, desk: Option<String>, ticket: Option<i64>) -> PyResult<Py<PyAny>> {
+    /// Calls the oldest waiting ticket (or the ticket of `serial`, out of order: checked in
+    /// the same write to be that ticket and to wait) from `desk`, which then shows it.
+    #[pyo3(signature = (*, desk=None, serial=None, incarnation=None))]
+    fn call(
+        &self,
+        py: Python<'_>,
+        desk: Option<String>,
+        serial: Option<u64>,
+        incarnation: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
+            let incarnation = incarnation_of(incarnation)?;
             let mut c = q.call();
             if let Some(d) = desk {
                 c = c.desk(d);
             }
-            if let Some(t) = ticket {
-                c = c.ticket(t);
+            if let Some(s) = serial {
+                c = c.serial(s);
+            }
+            if let Some(i) = incarnation {
+                c = c.incarnation(i);
             }
             Outcome::Ok(Json(c.await?.to_json()))
         })
     }
 
-    /// Announces again the ticket `desk` shows.
-    #[pyo3(signature = (*, desk=None))]
-    fn recall(&self, py: Python<'_>, desk: Option<String>) -> PyResult<Py<PyAny>> {
+    /// Announces again the ticket `desk` shows (only while it shows the ticket of `serial`,
+    /// when given).
+    #[pyo3(signature = (*, desk=None, serial=None, incarnation=None))]
+    fn recall(
+        &self,
+        py: Python<'_>,
+        desk: Option<String>,
+        serial: Option<u64>,
+        incarnation: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
+            let incarnation = incarnation_of(incarnation)?;
             let mut r = q.recall();
             if let Some(d) = desk {
                 r = r.desk(d);
             }
-            Outcome::Ok(Json(r.await?.to_json()))
-        })
-    }
-
-    /// `desk` is done with the ticket it shows, and shows none.
-    #[pyo3(signature = (*, desk=None))]
-    fn finish(&self, py: Python<'_>, desk: Option<String>) -> PyResult<Py<PyAny>> {
-        let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move {
-            let mut r = q.finish();
-            if let Some(d) = desk {
-                r = r.desk(d);
+            if let Some(s) = serial {
+                r = r.serial(s);
+            }
+            if let Some(i) = incarnation {
+                r = r.incarnation(i);
             }
             Outcome::Ok(Json(r.await?.to_json()))
         })
     }
 
-    /// Cancels the waiting `ticket`: it will not be called.
-    fn cancel(&self, py: Python<'_>, ticket: i64) -> PyResult<Py<PyAny>> {
+    /// `desk` is done with the ticket it shows (only while it shows the ticket of `serial`,
+    /// when given), and shows none.
+    #[pyo3(signature = (*, desk=None, serial=None, incarnation=None))]
+    fn finish(
+        &self,
+        py: Python<'_>,
+        desk: Option<String>,
+        serial: Option<u64>,
+        incarnation: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
         let q = self.live().get(py)?;
-        run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.cancel(ticket).await?.to_json())) })
+        run(py, Self::ASYNC, async move {
+            let incarnation = incarnation_of(incarnation)?;
+            let mut r = q.finish();
+            if let Some(d) = desk {
+                r = r.desk(d);
+            }
+            if let Some(s) = serial {
+                r = r.serial(s);
+            }
+            if let Some(i) = incarnation {
+                r = r.incarnation(i);
+            }
+            Outcome::Ok(Json(r.await?.to_json()))
+        })
+    }
+
+    /// Cancels a waiting ticket, named by its `serial` or by the `request_id` of the take
+    /// that got it; the write checks that very ticket still waits.
+    #[pyo3(signature = (*, serial=None, incarnation=None, request_id=None, caller=None))]
+    fn cancel(
+        &self,
+        py: Python<'_>,
+        serial: Option<u64>,
+        incarnation: Option<String>,
+        request_id: Option<String>,
+        caller: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            let incarnation = incarnation_of(incarnation)?;
+            let mut c = q.cancel();
+            if let Some(s) = serial {
+                c = c.serial(s);
+            }
+            if let Some(i) = incarnation {
+                c = c.incarnation(i);
+            }
+            if let Some(id) = request_id {
+                c = c.request_id(id);
+            }
+            if let Some(who) = caller {
+                c = c.caller(who);
+            }
+            Outcome::Ok(Json(c.await?.to_json()))
+        })
+    }
+
+    /// The ticket that waits with `number`, read once: act on it by its serial.
+    fn waiting_ticket(&self, py: Python<'_>, number: i64) -> PyResult<Py<PyAny>> {
+        let q = self.live().get(py)?;
+        run(py, Self::ASYNC, async move {
+            Outcome::Ok(Json(q.waiting_ticket(number).await?.to_json()))
+        })
     }
 
     /// Changes the highest ticket; returns the status.
@@ -139,4 +218,21 @@ flavors! {
         let q = self.live().get(py)?;
         run(py, Self::ASYNC, async move { Outcome::Ok(Json(q.peek().await?.to_json())) })
     }
+}
+
+/// A queue's incarnation given in hex (a ticket's `incarnation`), checked.
+fn incarnation_of(
+    hex: Option<String>,
+) -> Result<Option<dispenser::mongodb::bson::oid::ObjectId>, dispenser::Error> {
+    hex.map(|h| {
+        dispenser::mongodb::bson::oid::ObjectId::parse_str(&h).map_err(|_| {
+            crate::errors::invalid(
+                "incarnation",
+                format!(
+                    "{h:?} is not a queue's incarnation: 24 hexadecimal digits, as a ticket's `incarnation` gives it"
+                ),
+            )
+        })
+    })
+    .transpose()
 }

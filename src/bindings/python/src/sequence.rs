@@ -61,6 +61,14 @@ flavors! {
         Ok(self.live().get(py)?.name().to_owned())
     }
 
+    /// The settings the `ensure` that opened this handle found changed since by an alter,
+    /// each `{setting, stored, asked}`: the stored value is kept, the asked one not applied.
+    /// Empty for a handle from `create` or `open`, or when everything matched.
+    #[getter]
+    fn altered(&self, py: Python<'_>) -> PyResult<Json> {
+        Ok(crate::convert::altered(self.live().get(py)?.altered()))
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!("Sequence({:?})", self.live().get(py)?.name()))
     }
@@ -216,6 +224,14 @@ flavors! {
     #[getter]
     fn name(&self, py: Python<'_>) -> PyResult<String> {
         Ok(self.live().get(py)?.name().to_owned())
+    }
+
+    /// The settings the `ensure` that opened this handle found changed since by an alter,
+    /// each `{setting, stored, asked}`: the stored value is kept, the asked one not applied.
+    /// Empty for a handle from `create` or `open`, or when everything matched.
+    #[getter]
+    fn altered(&self, py: Python<'_>) -> PyResult<Json> {
+        Ok(crate::convert::altered(&self.live().get(py)?.altered()))
     }
 
     /// How many stripes it has.

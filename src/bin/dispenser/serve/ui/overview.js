@@ -162,7 +162,9 @@
       case "no_ticket_shown":
         return "That desk shows no ticket to recall.";
       case "ticket_not_waiting":
-        return "That ticket is not waiting (called or cancelled already).";
+        return op === "recall"
+          ? "That desk shows another ticket now; look again."
+          : "That ticket is not waiting (called or cancelled already).";
       case "not_found":
         return "This service cannot " + op + " yet (it is older than this page).";
       default:
@@ -199,9 +201,25 @@
     });
   }
 
-  /** Recalls at `desk` ("": the desk without a name). */
+  /**
+   * A ticket's identity as a JSON text: its serial (exact digits, never a rounded JS Number)
+   * and the queue's incarnation this page read it from, which the service checks in the same
+   * write — so an act meant for the ticket this page showed never lands on another one that
+   * took its number or the desk's place since.
+   */
+  function identity(card, serial) {
+    const incarnation = card.status && card.status.incarnation;
+    return '"serial":' + String(serial) + (incarnation ? ',"incarnation":' + JSON.stringify(incarnation) : "");
+  }
+
+  /** Recalls at `desk` ("": the desk without a name): the ticket this page shows there. */
   function recallFrom(card, desk) {
-    act(card, "recall", desk ? { desk } : {}, (a) =>
+    const desks = (card.status && card.status.desks) || [];
+    const shown = desks.find((d) => (d.desk || "") === desk);
+    const fields = [];
+    if (desk) fields.push('"desk":' + JSON.stringify(desk));
+    if (shown) fields.push(identity(card, shown.serial));
+    act(card, "recall", "{" + fields.join(",") + "}", (a) =>
       desk ? "Recalled " + Dispenser.ticketText(a) + " to desk " + desk + "." : "Recalled " + Dispenser.ticketText(a) + "."
     );
   }
@@ -209,16 +227,20 @@
   function cancelTicket(card) {
     const given = card.ticketInput.value.trim();
     // The ticket's digits, never a JS Number: a ticket past 2^53 would be rounded.
-    let ticket = /^-?[0-9]+$/.test(given) ? given : null;
+    const number = /^-?[0-9]+$/.test(given) ? given : null;
     const listed = (card.status && card.status.waiting_list) || [];
-    const byLabel = listed.find((w) => w.label === given);
-    if (byLabel) ticket = String(byLabel.ticket);
-    if (ticket === null) {
+    // A ticket this page lists is named by its identity (its serial); a number it does not
+    // list is looked up by the service, once.
+    const found = listed.find((w) => w.label === given || (number !== null && String(w.ticket) === number));
+    let body = null;
+    if (found) body = "{" + identity(card, found.serial) + "}";
+    else if (number !== null) body = '{"ticket":' + number + "}";
+    if (body === null) {
       card.result.classList.add("error");
       card.result.textContent = "Give the number (or label) of a waiting ticket to cancel.";
       return;
     }
-    act(card, "cancel", '{"ticket":' + ticket + "}", (a) => {
+    act(card, "cancel", body, (a) => {
       card.ticketInput.value = "";
       return "Cancelled " + Dispenser.ticketText(a) + ".";
     });
