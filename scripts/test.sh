@@ -6,7 +6,9 @@
 # linked into .tools/), and afterwards prints the slowest tests of the run.
 # Exit status: the tests'.
 # Extra arguments go to `cargo test`; without them the language bindings' suites run too
-# (tests/python/run.sh).
+# (tests/node/run.sh, tests/python/run.sh): on the checkout's packages, or, with
+# DISPENSER_PACKAGES=DIR (scripts/package.sh's output; .ci/run sets it), on the packages in DIR
+# installed as a user installs them (the suites' --installed mode).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
@@ -35,7 +37,14 @@ status=0
 suites() {
   local failed=0
   cargo test --locked "$@" || failed=$?
-  if [ "$#" -eq 0 ]; then
+  if [ "$#" -eq 0 ] && [ -n "${DISPENSER_PACKAGES:-}" ]; then
+    # The bindings' suites on the packages in DISPENSER_PACKAGES, each installed into a fresh
+    # environment from those files only; the Python suite's cross-language test draws with
+    # the installed Node.js package.
+    tests/node/run.sh --installed "$DISPENSER_PACKAGES" || failed=$?
+    DISPENSER_NODE_PACKAGE="${CARGO_TARGET_DIR:-$PWD/target}/node-installed/node_modules/dispenser" \
+      tests/python/run.sh --installed "$DISPENSER_PACKAGES" || failed=$?
+  elif [ "$#" -eq 0 ]; then
     # The Node.js binding (tests/node/run.sh: builds the addon in the debug profile in
     # target/, then node --test). First: the Python suite's cross-language test spawns
     # tests/node/draw.mjs, which loads that addon.

@@ -16,6 +16,8 @@
 #   .tools/node/node_modules               (npm: @napi-rs/cli, mongodb, mongoose 8, mongoose 9 (as
 #                                           mongoose9), mongoose-sequence, express, typescript):
 #                                           tests/node and the Node package's builds
+#   .tools/buildvenv/bin/maturin           (PyPI: maturin, ziglang, auditwheel): only with
+#                                           --packaging, for scripts/package.sh's release builds
 # Each .tools/NAME is a link into the machine's tool cache (scripts/lib.sh: $DISPENSER_TOOLS_CACHE,
 # else ~/.cache/dispenser-tools), one directory per tool and pinned versions, shared by every
 # clone: a fresh clone links what an earlier clone installed and downloads nothing. (A real
@@ -43,6 +45,21 @@ SELENIUM_STAMP="selenium=$SELENIUM_VERSION"
 
 tools=.tools
 started=$(date +%s)
+# `scripts/tools.sh --packaging` installs only the packaging tools (below: maturin, ziglang,
+# auditwheel), which scripts/package.sh's release builds use and the tests do not;
+# `scripts/tools.sh --bindings` only what the bindings' suites use (.tools/pyvenv, .tools/node:
+# the release workflow's test legs, which run nothing else).
+packaging_only=""
+bindings_only=""
+case "${1:-}" in
+  --packaging) packaging_only=1 ;;
+  --bindings) bindings_only=1 ;;
+  "") ;;
+  *)
+    echo "usage: scripts/tools.sh [--packaging | --bindings]" >&2
+    exit 2
+    ;;
+esac
 
 need() {
   if ! command -v "$1" >/dev/null 2>&1; then
@@ -54,6 +71,38 @@ need() {
 # stamped DIR STAMP [FILE]: DIR's stamp file (.stamp, or FILE) holds STAMP.
 stamped() { [ "$(cat "$1/${3:-.stamp}" 2>/dev/null)" = "$2" ]; }
 
+# --- The packaging tools (scripts/package.sh, release profile): maturin builds the Python wheel
+# and the sdist, ziglang (Zig as a linker) links it against the glibc of manylinux2014 whatever
+# this machine's glibc is, auditwheel checks the wheel's manylinux tag. A venv of their own, made
+# only on request (`--packaging`): the tests never need them.
+MATURIN_VERSION=1.16.0
+ZIGLANG_VERSION=0.17.1
+AUDITWHEEL_VERSION=6.8.2
+BUILDVENV_STAMP="maturin=$MATURIN_VERSION ziglang=$ZIGLANG_VERSION auditwheel=$AUDITWHEEL_VERSION"
+buildvenv_ok() { stamped "$1" "$BUILDVENV_STAMP" && "$1/bin/maturin" --version >/dev/null 2>&1; }
+if [ -n "$packaging_only" ]; then
+  if ! buildvenv_ok "$tools/buildvenv"; then
+    dir=$(tools_cache_dir buildvenv "$BUILDVENV_STAMP")
+    tools_lock buildvenv
+    if ! buildvenv_ok "$dir"; then
+      need python3 "Python 3.9 or newer (with the venv module)"
+      echo "tools.sh: creating $dir with $BUILDVENV_STAMP" >&2
+      rm -rf "$dir"
+      python3 -m venv "$dir"
+      "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "maturin==$MATURIN_VERSION" "ziglang==$ZIGLANG_VERSION" "auditwheel==$AUDITWHEEL_VERSION" >&2
+      echo "$BUILDVENV_STAMP" >"$dir/.stamp"
+    fi
+    tools_unlock
+    link_tool "$tools/buildvenv" "$dir"
+  fi
+  echo "tools.sh: packaging tools ready in $tools/buildvenv ($(($(date +%s) - started)) s)" >&2
+  exit 0
+fi
+# --- end of the packaging tools
+
+# The tools of the Rust suite (up to Chromium), left out with --bindings.
+if [ -z "$bindings_only" ]; then
 # --- mongosh (npm), installed into a scratch directory and moved into the cache whole.
 npm_ok() { stamped "$1" "$NPM_STAMP" && [ -x "$1/node_modules/.bin/mongosh" ]; }
 if ! npm_ok "$tools/npm"; then
@@ -156,6 +205,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   fi
 fi
 # --- end of Chromium
+fi
 
 # --- The Python binding's tests (tests/python): pytest, with pymongo (the apps' own driver
 # in the gap-free tests, its AsyncMongoClient for asyncio), Motor (still works beside it) and

@@ -6,13 +6,14 @@
 //
 // It ensures NAME with the default spec, waits for a line on stdin when READY_FIRST=1 (so
 // that several processes start drawing together, after printing "ready"), then CONCURRENCY
-// promises each call next() CALLS times. Uses the package built in src/bindings/node.
+// promises each call next() CALLS times. Uses the package in DISPENSER_NODE_PACKAGE (an installed
+// one: tests/node/run.sh --installed), else the one built in src/bindings/node.
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
-const { Dispenser } = require(fileURLToPath(new URL('../../src/bindings/node/index.js', import.meta.url)))
+const { Dispenser } = require(process.env.DISPENSER_NODE_PACKAGE || fileURLToPath(new URL('../../src/bindings/node/index.js', import.meta.url)))
 
 const [uri, database, collection, name, concurrency, calls] = process.argv.slice(2)
 if (calls === undefined) {

@@ -3,7 +3,10 @@
 // on a collection of the test's own, and the package as an application loads it.
 const path = require('node:path')
 
-const dispenser = require(path.join(__dirname, '..', '..', 'src', 'bindings', 'node'))
+// The package under test: the installed one (tests/node/run.sh --installed sets
+// DISPENSER_NODE_PACKAGE), else the checkout's.
+const PACKAGE = process.env.DISPENSER_NODE_PACKAGE || path.join(__dirname, '..', '..', 'src', 'bindings', 'node')
+const dispenser = require(PACKAGE)
 
 /** The server the Rust tests use. */
 function uri() {
@@ -47,4 +50,4 @@ async function concurrently(concurrency, count, task) {
   return results
 }
 
-module.exports = { dispenser, uri, DATABASE, unique, connect, driver, concurrently }
+module.exports = { PACKAGE, dispenser, uri, DATABASE, unique, connect, driver, concurrently }

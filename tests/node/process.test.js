@@ -4,10 +4,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { spawnSync } = require('node:child_process')
-const path = require('node:path')
-const { uri, DATABASE, unique } = require('./helpers.js')
-
-const PACKAGE = path.join(__dirname, '..', '..', 'src', 'bindings', 'node')
+const { PACKAGE, uri, DATABASE, unique } = require('./helpers.js')
 
 /** Runs `script` in a new Node process; a hang is cut after 60 s (the process would take ms). */
 function run(script) {

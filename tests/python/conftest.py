@@ -14,7 +14,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STAGE = os.environ.get("DISPENSER_PYTHON_STAGE", str(ROOT / "target" / "python-debug"))
-sys.path.insert(0, STAGE)
+if STAGE:  # empty: the package installed in this interpreter (tests/python/run.sh --installed)
+    sys.path.insert(0, STAGE)
 
 import dispenser  # noqa: E402
 

@@ -17,7 +17,9 @@ import sys
 import threading
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, os.environ.get("DISPENSER_PYTHON_STAGE", str(ROOT / "target" / "python-debug")))
+STAGE = os.environ.get("DISPENSER_PYTHON_STAGE", str(ROOT / "target" / "python-debug"))
+if STAGE:  # empty: the package installed in this interpreter (tests/python/run.sh --installed)
+    sys.path.insert(0, STAGE)
 
 import dispenser  # noqa: E402
 

@@ -30,7 +30,10 @@ def test_python_threads_node_promises_and_the_cli_in_separate_processes_never_sh
         [sys.executable, str(ROOT / "tests/python/draw.py"), *args, "8", "50"],
     ]
     if NODE_DRAW.exists():
-        built = list((ROOT / "src" / "bindings" / "node").glob("dispenser.*.node"))
+        # The installed package (tests/node/run.sh --installed), else the addon built in the checkout.
+        built = os.environ.get("DISPENSER_NODE_PACKAGE") or list(
+            (ROOT / "src" / "bindings" / "node").glob("dispenser.*.node")
+        )
         assert shutil.which("node") and built, (
             "the Node.js addon is not built: run tests/node/build.sh (scripts/test.sh runs "
             "the Node.js suite, which builds it, before this one)"
