@@ -194,3 +194,205 @@ async fn scoped_counters_of_mongoose_sequence_become_scopes_of_the_template() {
         .unwrap_err();
     assert!(matches!(e, Error::NotFound { .. }), "{e}");
 }
+
+/// The switch-over on the command line and over HTTP (issue 62: one operation on every
+/// surface): `dispenser adopt NAME --from …` and `POST /v1/sequences/{name}/adopt`, each
+/// recorded in the history; bad input refused naming it, nothing written; over HTTP it needs
+/// the `adopt` right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopt_on_the_command_line_and_over_http() {
+    let f = Fixture::new("adopt_surfaces").await;
+    let d = f.dispenser(f.options());
+    let numbered = format!("{}_numbered", f.collection);
+    f.client
+        .database(DB)
+        .collection::<Document>(&numbered)
+        .insert_many([doc! { "n": 7_i32 }, doc! { "n": 12_i64 }])
+        .await
+        .unwrap();
+    d.ensure("cli", Spec::default()).await.unwrap();
+    let cli = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+            .env("MONGODB_URI", crate::common::uri())
+            .args(["--db", DB, "--collection", &f.collection])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = cli(&[
+        "adopt",
+        "cli",
+        "--from",
+        "highest",
+        "--source-collection",
+        &numbered,
+        "--field",
+        "n",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "cli: adopted up to 12; next 13"
+    );
+    let again = cli(&[
+        "adopt",
+        "cli",
+        "--from",
+        "highest",
+        "--source-collection",
+        &numbered,
+        "--field",
+        "n",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(
+        (json[0]["highest"].clone(), json[0]["moved"].clone()),
+        (12.into(), false.into())
+    );
+    // Bad input: named, exit 2, nothing written.
+    for (args, needle) in [
+        (
+            vec![
+                "adopt",
+                "cli",
+                "--from",
+                "counter",
+                "--source-collection",
+                "c",
+                "--field",
+                "n",
+                "--filter",
+                "[1]",
+            ],
+            "--filter",
+        ),
+        (
+            vec![
+                "adopt",
+                "cli",
+                "--from",
+                "highest",
+                "--source-collection",
+                "c",
+            ],
+            "--field",
+        ),
+        (vec!["adopt", "cli", "--from", "mongoengine"], "--id"),
+        (
+            vec![
+                "adopt",
+                "cli",
+                "--from",
+                "highest",
+                "--source-collection",
+                "c",
+                "--field",
+                "n",
+                "--scoped",
+            ],
+            "--scoped",
+        ),
+    ] {
+        let out = cli(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(needle),
+            "{args:?}: {out:?}"
+        );
+    }
+    assert_eq!(d.peek("cli").await.unwrap().value, 12);
+
+    // Over HTTP.
+    let tokens = serde_json::json!({ "tokens": [
+        { "name": "ops", "token": "ops-token-for-adopt-0000001", "sequences": ["*"], "operations": ["create", "peek", "adopt"] },
+        { "name": "app", "token": "app-token-for-adopt-0000002", "sequences": ["*"], "operations": ["create", "peek", "next", "advance-to"] },
+        { "name": "narrow", "token": "narrow-token-for-adopt-003", "sequences": ["http", "http@a*"], "operations": ["adopt"] },
+    ]});
+    let svc =
+        crate::serve::Service::start_tokens("adopt_http", &crate::common::uri(), &tokens, &[]);
+    let d = f.dispenser(
+        dispenser::Options::default()
+            .with_database(DB)
+            .with_collection(svc.collection.as_str()),
+    );
+    d.ensure("http", Spec::default()).await.unwrap();
+    let http = reqwest::Client::new();
+    let body = serde_json::json!({ "source": "highest", "collection": numbered, "field": "n" });
+    let (status, answer) = crate::serve::send(
+        http.post(svc.url("/v1/sequences/http/adopt"))
+            .bearer_auth("app-token-for-adopt-0000002")
+            .json(&body),
+    )
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    let (status, answer) = crate::serve::send(
+        http.post(svc.url("/v1/sequences/http/adopt"))
+            .bearer_auth("ops-token-for-adopt-0000001")
+            .json(&body),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["adopted"][0]["highest"], 12, "{answer}");
+    assert_eq!(answer["adopted"][0]["state"]["next"], 13, "{answer}");
+    let (status, answer) = crate::serve::send(
+        http.post(svc.url("/v1/sequences/http/adopt"))
+            .bearer_auth("ops-token-for-adopt-0000001")
+            .json(
+                &serde_json::json!({ "source": "counter", "collection": numbered, "field": "n" }),
+            ),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`filter`"),
+        "{answer}"
+    );
+    // A scoped adopt writes the scopes the source holds: a token must cover every scope of
+    // the template, not only the template and some of them.
+    let counters = format!("{numbered}_counters");
+    f.client
+        .database(DB)
+        .collection::<Document>(&counters)
+        .insert_one(doc! { "id": "http", "reference_value": "b", "seq": 40_i32 })
+        .await
+        .unwrap();
+    let scoped = serde_json::json!({ "source": "mongoose-sequence", "id": "http", "scoped": true, "collection": counters });
+    let (status, answer) = crate::serve::send(
+        http.post(svc.url("/v1/sequences/http/adopt"))
+            .bearer_auth("narrow-token-for-adopt-003")
+            .json(&scoped),
+    )
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("http@*"),
+        "{answer}"
+    );
+    assert!(
+        d.peek("http@b").await.is_err(),
+        "nothing made for a refused token"
+    );
+    let (status, answer) = crate::serve::send(
+        http.post(svc.url("/v1/sequences/http/adopt"))
+            .bearer_auth("ops-token-for-adopt-0000001")
+            .json(&scoped),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["adopted"][0]["name"], "http@b", "{answer}");
+    assert_eq!(answer["adopted"][0]["state"]["next"], 41, "{answer}");
+    let h = d.history(Kind::Sequence, "http").await.unwrap();
+    assert_eq!(
+        h.last().map(|e| (e.op.as_str(), e.who.as_deref())),
+        Some(("adopt", Some("ops")))
+    );
+    let (status, stderr) = svc.stop();
+    assert!(status.success(), "{stderr}");
+}

@@ -1215,6 +1215,8 @@ async fn the_glossary_verb_table_names_what_each_surface_has() {
         StripedSequence::next,
         Sequence::advance_to,
         StripedSequence::advance_to,
+        Sequence::adopt,
+        Dispenser::adopt,
         Sequence::reset,
         StripedSequence::reset,
         Gapless::issue::<Write, std::future::Ready<Result<(), std::io::Error>>, (), std::io::Error>,

@@ -1501,7 +1501,7 @@ impl VoidService {
             &tokens,
             serde_json::json!({ "tokens": [
                 { "name": "admin", "token": ADMIN, "sequences": ["*"],
-                  "operations": ["next", "create", "peek", "list", "advance-to", "reset", "delete", "alter", "void", "take", "call"] },
+                  "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "take", "call"] },
                 { "name": "voider", "token": VOIDER, "sequences": ["inv*"], "operations": ["void"] },
             ]})
             .to_string(),

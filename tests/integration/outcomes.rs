@@ -58,6 +58,7 @@ enum Cmd {
     Next,
     Alter,
     AdvanceTo,
+    Adopt,
     Reset,
     Delete,
     GaplessCreate,
@@ -77,11 +78,12 @@ enum Cmd {
 }
 
 /// The commands that write, as the CLI names them.
-const WRITERS: [(Cmd, &str); 20] = [
+const WRITERS: [(Cmd, &str); 21] = [
     (Cmd::Create, "create"),
     (Cmd::Next, "next"),
     (Cmd::Alter, "alter"),
     (Cmd::AdvanceTo, "advance-to"),
+    (Cmd::Adopt, "adopt"),
     (Cmd::Reset, "reset"),
     (Cmd::Delete, "delete"),
     (Cmd::GaplessCreate, "gapless create"),
@@ -199,6 +201,17 @@ impl World {
                 d.create("s", Spec::default()).await.expect("create");
                 d.open("s").await.unwrap().next().await.expect("draw");
             }
+            Cmd::Adopt => {
+                // Documents another numbering gave numbers up to 41.
+                d.create("s", Spec::default()).await.expect("create");
+                self.d
+                    .client()
+                    .database(DB)
+                    .collection::<Document>(&self.business)
+                    .insert_one(doc! { "n": 41_i64 })
+                    .await
+                    .expect("a numbered document");
+            }
             Cmd::GaplessIssue | Cmd::GaplessVoid | Cmd::GaplessAlter | Cmd::GaplessDelete => {
                 self.gapless().await;
             }
@@ -242,6 +255,16 @@ impl World {
             Cmd::Next => vec!["next", "s", "--count", "3"],
             Cmd::Alter => vec!["alter", "s", "--max", "1000"],
             Cmd::AdvanceTo => vec!["advance-to", "s", "100"],
+            Cmd::Adopt => vec![
+                "adopt",
+                "s",
+                "--from",
+                "highest",
+                "--source-collection",
+                b,
+                "--field",
+                "n",
+            ],
             Cmd::Reset => vec!["reset", "s", "--next", "50"],
             Cmd::Delete => vec!["delete", "s"],
             Cmd::GaplessCreate => vec!["gapless", "create", "inv", "--into", b, "--field", "n"],
@@ -271,6 +294,7 @@ impl World {
             Cmd::Next => seq().await.expect("peek").value > 0,
             Cmd::Alter => seq().await.expect("peek").max == 1000,
             Cmd::AdvanceTo => seq().await.expect("peek").value >= 100,
+            Cmd::Adopt => seq().await.expect("peek").value >= 41,
             Cmd::Reset => seq().await.expect("peek").value == 49,
             Cmd::Delete => matches!(seq().await, Err(Error::NotFound { .. })),
             Cmd::GaplessCreate => d.open_gapless("inv").await.is_ok(),
@@ -781,11 +805,12 @@ async fn http_operation(
 }
 
 /// The HTTP operations that write.
-const HTTP_WRITERS: [&str; 20] = [
+const HTTP_WRITERS: [&str; 21] = [
     "next",
     "create",
     "alter",
     "advance_to",
+    "adopt",
     "reset",
     "delete",
     "gapless_create",
@@ -821,7 +846,7 @@ const LINKED: &str = "linked";
 fn tokens() -> Value {
     json!({ "tokens": [
         { "name": "admin", "token": crate::serve::ADMIN, "sequences": ["*"],
-          "operations": ["next", "create", "peek", "list", "advance-to", "reset", "delete", "alter", "void", "take", "call"] },
+          "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "take", "call"] },
         { "name": "phones", "token": LINK,
           "ticket_link": { "queue": LINKED, "takes_per_phone": 100, "takes_per_address": 100000,
                            "per_seconds": 3600 } },
@@ -842,6 +867,11 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
             "post",
             format!("/v1/sequences/{n}/advance-to"),
             json!({ "to": 100 }),
+        ),
+        "adopt" => (
+            "post",
+            format!("/v1/sequences/{n}/adopt"),
+            json!({ "source": "highest", "collection": format!("{n}_numbered"), "field": "n" }),
         ),
         "reset" => (
             "post",
@@ -909,6 +939,16 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) -> (u64, 
         "create" | "queue_create" | "gapless_create" => {}
         "next" | "alter" | "advance_to" | "delete" => {
             d.create(n, Spec::default()).await.unwrap();
+        }
+        "adopt" => {
+            // Documents another numbering gave numbers up to 41.
+            d.create(n, Spec::default()).await.unwrap();
+            d.client()
+                .database(DB)
+                .collection::<Document>(&format!("{n}_numbered"))
+                .insert_one(doc! { "n": 41_i64 })
+                .await
+                .unwrap();
         }
         "reset" => {
             d.create(n, Spec::default()).await.unwrap();
@@ -996,6 +1036,7 @@ async fn applied_http(
         "create" => d.peek(n).await.is_ok(),
         "alter" => d.peek(n).await.unwrap().max == 1000,
         "advance_to" => d.peek(n).await.unwrap().value >= 100,
+        "adopt" => d.peek(n).await.unwrap().value >= 41,
         "reset" => d.peek(n).await.unwrap().value == 49,
         "delete" => matches!(d.peek(n).await, Err(Error::NotFound { .. })),
         "gapless_create" => d.open_gapless(n).await.is_ok(),

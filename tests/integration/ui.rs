@@ -31,7 +31,7 @@ const PHONE: &str = "phones-token-for-tests-0005";
 fn tokens() -> Value {
     json!({ "tokens": [
         { "name": "admin", "token": ADMIN, "sequences": ["*"],
-          "operations": ["next", "create", "peek", "list", "advance-to", "reset", "delete", "alter", "void", "take", "call"] },
+          "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "take", "call"] },
         { "name": "kiosk", "token": KIOSK, "sequences": ["lobby*"], "operations": ["take"] },
         { "name": "board", "token": BOARD, "sequences": ["lobby*"], "operations": ["peek"] },
         { "name": "phones", "token": PHONE,

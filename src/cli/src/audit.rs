@@ -14,7 +14,8 @@ use crate::output::io_err;
 #[derive(clap::Args, Debug)]
 pub struct AuditArgs {
     /// The collection to audit (in --db).
-    pub collection: String,
+    #[arg(value_name = "COLLECTION")]
+    pub audited: String,
     /// The integer field holding the numbers (a dotted path for a nested field).
     #[arg(long)]
     pub field: String,
@@ -57,7 +58,7 @@ pub async fn run(
     let business = d
         .client()
         .database(&d.options().database)
-        .collection::<Document>(&args.collection);
+        .collection::<Document>(&args.audited);
     let a: Audit = audit(&business, &args.field, &options).await?;
     let io = |e: std::io::Error| dispenser::Error::InvalidArgument {
         what: "output".into(),
@@ -65,7 +66,7 @@ pub async fn run(
     };
     if args.json {
         let v = json!({
-            "collection": args.collection, "field": args.field, "from": args.from,
+            "collection": args.audited, "field": args.field, "from": args.from,
             "numbers": a.numbers, "first": a.first, "last": a.last,
             "missing": a.missing, "gaps": a.gaps.iter().map(|(x, y)| json!([x, y])).collect::<Vec<_>>(),
             "duplicated": a.duplicated,
@@ -85,7 +86,7 @@ pub async fn run(
         writeln!(
             out,
             "{verdict} {}.{}: {} number(s), {span}; {} missing, {} duplicated{}{}{}",
-            args.collection,
+            args.audited,
             args.field,
             a.numbers,
             a.missing,

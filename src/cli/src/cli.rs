@@ -137,6 +137,10 @@ pub enum Command {
     Alter(AlterArgs),
     /// Move a sequence past N (after an import); never moves it backwards.
     AdvanceTo(AdvanceToArgs),
+    /// Move a sequence past every number another numbering issued (mongoose-sequence,
+    /// mongoengine, a counter, the documents' highest number): the switch-over; never
+    /// backwards, recorded in the history as `adopt`.
+    Adopt(crate::adopt::AdoptArgs),
     /// Set the number a sequence issues next.
     Reset(ResetArgs),
     /// Delete a sequence (or only its old scopes).

@@ -58,6 +58,10 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
                 .to_owned(),
         ),
         Command::Alter(a) => Effect::new(format!("sequence {:?} altered", a.name), peek(&a.name)),
+        Command::Adopt(a) => Effect::new(
+            format!("sequence {:?} moved past its source", a.name),
+            peek(&a.name),
+        ),
         Command::AdvanceTo(a) => Effect::new(
             format!("sequence {:?} advanced past {}", a.name, a.n),
             peek(&a.name),

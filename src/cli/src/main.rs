@@ -9,6 +9,7 @@
 //! pieces several commands share), `output.rs` (the answer on stdout), `exit.rs` (exit codes)
 //! and `probe.rs` (is the server there at all).
 
+mod adopt;
 mod args;
 mod audit;
 mod bench;
@@ -282,6 +283,7 @@ async fn one(
         Command::List(a) => sequence::list(d, a, out).await,
         Command::Alter(a) => sequence::alter(d, a, out).await,
         Command::AdvanceTo(a) => sequence::advance_to(d, a, out).await,
+        Command::Adopt(a) => adopt::run(d, a, out).await,
         Command::Reset(a) => sequence::reset(d, a, out).await,
         Command::Delete(a) => sequence::delete(d, a, out).await,
         Command::History(a) => history::run(d, dispenser::error::Kind::Sequence, a, out).await,

@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, StatusCode};
 use dispenser::sequence::SequenceState;
 use dispenser::stripe::{StripedSequence, stripe_name};
 use dispenser::{Dispenser, Error, Format, Spec};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::future::IntoFuture;
 use utoipa::ToSchema;
 
@@ -451,6 +451,165 @@ pub(super) async fn advance(
         }
         other => Ok(Json(StateAnswer::plain(&other?)?)),
     }
+}
+
+/// The body of `POST /v1/sequences/{name}/adopt`: where the numbers were issued before.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AdoptBody {
+    /// `mongoose-sequence` (its counter of `id`; with `scoped`, each of its scoped counters into
+    /// a scope of the name, a template), `mongoengine` (its counter `id`,
+    /// `"<sequence_name>.<field>"`), `counter` (the document `filter` matches in `collection`
+    /// holds the last number in `field`) or `highest` (the highest number the documents of
+    /// `collection` carry in `field`; the lowest for a sequence counting down).
+    #[schema(pattern = "^(mongoose-sequence|mongoengine|counter|highest)$")]
+    pub(super) source: String,
+    /// The counter's id (`mongoose-sequence`, `mongoengine`).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
+    pub(super) id: Option<String>,
+    /// mongoose-sequence's counters kept per `reference_fields`, each into a scope.
+    #[serde(default)]
+    pub(super) scoped: bool,
+    /// The collection holding the source (required for `counter` and `highest`; for the
+    /// others, where the counters were kept when not their default). It is read in the
+    /// service's own database only.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
+    pub(super) collection: Option<String>,
+    /// With `counter`: the filter matching the counter document.
+    #[serde(default)]
+    pub(super) filter: Option<serde_json::Map<String, serde_json::Value>>,
+    /// With `counter` and `highest`: the field holding the number.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
+    pub(super) field: Option<String>,
+}
+
+impl AdoptBody {
+    /// The library's source (400 naming what is missing).
+    fn source(&self) -> Result<dispenser::sequence::AdoptSource, ApiError> {
+        use dispenser::sequence::AdoptSource;
+        let need = |v: &Option<String>, what: &str| {
+            v.clone().ok_or_else(|| {
+                ApiError::invalid_input(format!("an adopt from `{}` needs `{what}`", self.source))
+            })
+        };
+        if self.scoped && self.source != "mongoose-sequence" {
+            return Err(ApiError::invalid_input(
+                "`scoped` is for `mongoose-sequence` only (it alone keeps scoped counters)",
+            ));
+        }
+        let kept = |s: AdoptSource| match &self.collection {
+            Some(c) => s.in_collection(c.clone()),
+            None => s,
+        };
+        Ok(match self.source.as_str() {
+            "mongoose-sequence" if self.scoped => {
+                kept(AdoptSource::mongoose_sequence_scoped(need(&self.id, "id")?))
+            }
+            "mongoose-sequence" => kept(AdoptSource::mongoose_sequence(need(&self.id, "id")?)),
+            "mongoengine" => kept(AdoptSource::mongoengine(need(&self.id, "id")?)),
+            "counter" => {
+                let filter = self.filter.clone().ok_or_else(|| {
+                    ApiError::invalid_input("an adopt from `counter` needs `filter`")
+                })?;
+                let filter = dispenser::mongodb::bson::to_document(&filter).map_err(|e| {
+                    ApiError::invalid_input(format!("`filter` is not a document: {e}"))
+                })?;
+                AdoptSource::counter(
+                    need(&self.collection, "collection")?,
+                    filter,
+                    need(&self.field, "field")?,
+                )
+            }
+            "highest" => AdoptSource::highest(
+                need(&self.collection, "collection")?,
+                need(&self.field, "field")?,
+            ),
+            other => {
+                return Err(ApiError::invalid_input(format!(
+                    "source {other:?} is not one of mongoose-sequence, mongoengine, counter, highest"
+                )));
+            }
+        })
+    }
+}
+
+/// What an adopt did to one sequence.
+#[derive(Serialize, ToSchema)]
+pub(super) struct AdoptedAnswer {
+    /// The sequence (for a scoped source, the scope `template@key`).
+    pub(super) name: String,
+    /// The last number the source issued; `null` when it holds none.
+    pub(super) highest: Option<i64>,
+    /// Whether the sequence moved (false: it was past the source already).
+    pub(super) moved: bool,
+    /// Its state afterwards.
+    pub(super) state: super::answers::Sequence,
+}
+
+/// The answer of an adopt: one entry per sequence.
+#[derive(Serialize, ToSchema)]
+pub(super) struct AdoptAnswer {
+    pub(super) adopted: Vec<AdoptedAnswer>,
+}
+
+#[utoipa::path(post, path = "/v1/sequences/{name}/adopt", operation_id = "adopt", tag = "admin", params(("name" = String, Path, description = "The sequence name (a template, for a scoped source)")), request_body = AdoptBody,
+    responses((status = 200, description = "What was done to each sequence: `{adopted: [{name, highest, moved, state}]}`; each is past every number its source issued (never moved backwards), and each move is recorded in the history as `adopt`", body = AdoptAnswer)))]
+pub(super) async fn adopt(
+    State(st): State<Shared>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<Json<AdoptAnswer>, ApiError> {
+    let rule = st.authorize(req.headers(), Op::Adopt, Some(&name))?;
+    let acting = st.acting(&rule)?;
+    let b: AdoptBody = json_body(req).await?;
+    check_name(&name, false)?;
+    let source = b.source()?;
+    // A scoped adopt writes scopes named by what the source holds, unknown before it is read:
+    // the token must cover them all, never only the template.
+    if b.scoped && !rule.allows_every_name_from(&format!("{name}@")) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "token {:?} may not adopt every scope of {name:?}: a scoped adopt writes the scopes the source holds, so the token needs a pattern such as \"{name}@*\"",
+                rule.name
+            ),
+        ));
+    }
+    // As every admin operation: the block clients of what it moves are retired first (a
+    // block reserved before would hand out numbers below the source's) — for a scoped
+    // source, the template's and every scope's this service draws from.
+    let done = if b.scoped {
+        let prefix = format!("{name}@");
+        let mut names: Vec<String> = st
+            .all_slots()
+            .into_iter()
+            .map(|(n, _)| n)
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        names.push(name.clone());
+        names.sort();
+        st.exclusive_all(&names, acting.adopt(&name, source).into_future())
+            .await?
+    } else {
+        st.exclusive(&name, acting.adopt(&name, source).into_future())
+            .await?
+    };
+    let adopted = done
+        .iter()
+        .map(|a| {
+            Ok(AdoptedAnswer {
+                name: a.name.clone(),
+                highest: a.highest,
+                moved: a.moved,
+                state: of_library(a.state.to_json())?,
+            })
+        })
+        .collect::<Result<_, ApiError>>()?;
+    Ok(Json(AdoptAnswer { adopted }))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -86,7 +86,7 @@ use conn::{Capped, Limits};
 use draw::next;
 use errors::fallback;
 use guard::PerConnection;
-use handlers::{advance, alter, create, delete, healthz, hourly, list, peek, reset};
+use handlers::{adopt, advance, alter, create, delete, healthz, hourly, list, peek, reset};
 use metrics::Metrics;
 use queue_state::{Queues, StreamLimits};
 use scrape::{MetricsToken, metrics, require_token};
@@ -148,6 +148,7 @@ fn routes(state: Shared, metrics_token: MetricsToken) -> Router {
         .route("/v1/sequences/{name}/next", post(next))
         .route("/v1/sequences/{name}/hourly", get(hourly))
         .route("/v1/sequences/{name}/advance-to", post(advance))
+        .route("/v1/sequences/{name}/adopt", post(adopt))
         .route("/v1/sequences/{name}/alter", post(alter))
         .route("/v1/sequences/{name}/reset", post(reset))
         .merge(gapless::routes())

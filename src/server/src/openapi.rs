@@ -63,6 +63,7 @@ impl Modify for BearerAuth {
         handlers::peek,
         handlers::delete,
         handlers::advance,
+        handlers::adopt,
         handlers::alter,
         handlers::reset,
         handlers::healthz,
@@ -141,6 +142,9 @@ impl Modify for BearerAuth {
         handlers::CreateBody,
         handlers::AlterBody,
         handlers::AdvanceBody,
+        handlers::AdoptBody,
+        handlers::AdoptAnswer,
+        handlers::AdoptedAnswer,
         handlers::ResetBody,
         gapless::GaplessCreateBody,
         gapless::GaplessDeleteBody,
@@ -220,11 +224,10 @@ fn error_statuses(operation: &str) -> &'static [u16] {
         "queue_create" | "gapless_create" => {
             &[400, 401, 403, 408, 409, 413, 414, 415, 422, 431, 500, 503]
         }
-        "advance_to" | "reset" | "alter" | "gapless_void" | "gapless_release" | "gapless_alter" => {
-            &[
-                400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
-            ]
-        }
+        "advance_to" | "adopt" | "reset" | "alter" | "gapless_void" | "gapless_release"
+        | "gapless_alter" => &[
+            400, 401, 403, 404, 408, 409, 413, 414, 415, 422, 431, 500, 503,
+        ],
         "healthz" => &[400, 414, 431, 503],
         _ => &[400, 414, 431, 500, 503],
     }

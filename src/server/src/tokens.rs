@@ -35,6 +35,9 @@ pub(super) enum Op {
     Take,
     /// Call the next ticket of a queue.
     Call,
+    /// Move a sequence past what another numbering issued, read from the database
+    /// (`POST /v1/sequences/{name}/adopt`).
+    Adopt,
 }
 
 impl Op {
@@ -51,6 +54,7 @@ impl Op {
             "void" => Op::Void,
             "take" => Op::Take,
             "call" => Op::Call,
+            "adopt" => Op::Adopt,
             _ => return None,
         })
     }
@@ -144,6 +148,17 @@ pub(super) struct TokenRule {
 impl TokenRule {
     pub(super) fn allows_name(&self, name: &str) -> bool {
         self.sequences.iter().any(|g| g.matches(name))
+    }
+
+    /// Whether every name starting with `prefix` is one of this token's: one of its patterns
+    /// is `*` or `P*` with `P` a start of `prefix` (a pattern with wildcards inside is not
+    /// taken to cover a set of names, even when it would).
+    pub(super) fn allows_every_name_from(&self, prefix: &str) -> bool {
+        self.sequences.iter().any(|g| match g {
+            Glob::Any => true,
+            Glob::Prefix(p) => prefix.starts_with(p.as_str()),
+            Glob::Exact(_) | Glob::Pattern(_) => false,
+        })
     }
 
     /// The name patterns, as the library's `…_matching` listings take them.
