@@ -299,6 +299,39 @@ impl Drop for Done {
     }
 }
 
+/// A desk's act as another process (`dispenser queue call|cancel … --json`): the ticket's
+/// `(serial, number, version)`, or `None` when refused (nobody waits, not waiting).
+async fn act_by_process(
+    collection: &str,
+    args: &[&str],
+) -> Result<Option<(u64, i64, i64)>, String> {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_dispenser"))
+        .env("MONGODB_URI", common::uri())
+        .env_remove("DISPENSER_LOG")
+        .args(["--db", common::DB, "--collection", collection, "queue"])
+        .args(args)
+        .arg("--json")
+        .output()
+        .await
+        .map_err(|e| e.to_string())?;
+    match out.status.code() {
+        Some(0) => {
+            let v: Value = serde_json::from_slice(&out.stdout)
+                .map_err(|e| format!("queue {args:?}: {e}: {out:?}"))?;
+            match (
+                v["serial"].as_u64(),
+                v["ticket"].as_i64(),
+                v["version"].as_i64(),
+            ) {
+                (Some(s), Some(n), Some(version)) => Ok(Some((s, n, version))),
+                _ => Err(format!("queue {args:?} printed {v}")),
+            }
+        }
+        Some(EXIT_NOBODY | EXIT_NOT_WAITING) => Ok(None),
+        _ => Err(format!("queue {args:?}: {out:?}")),
+    }
+}
+
 /// What the whole of one round found.
 struct Round {
     writes: Vec<Write>,
@@ -310,7 +343,13 @@ struct Round {
 async fn model_round(seed: u64) -> Result<String, String> {
     use crate::proxy::{Faults, Proxy};
     let mut rng = Rng(seed);
-    let capacity = 4 + rng.below(8) as i64; // 4 … 11
+    // Half the rounds on a queue of 2 or 3 numbers, where a number comes round to another
+    // ticket while acts that name the earlier one are in flight.
+    let capacity = if rng.below(2) == 0 {
+        2 + rng.below(2) as i64
+    } else {
+        4 + rng.below(8) as i64
+    }; // 2, 3 | 4 … 11
     let min = rng.below(5) as i64 - 2;
     let max = min + capacity - 1;
     let f = Fixture::new("queue_desks_model").await;
@@ -396,6 +435,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
     for t in 0..2_u64 {
         let d = Dispenser::new(&common::client().await, f.options()).map_err(|e| e.to_string())?;
         let tseed = rng.next_u64();
+        let collection = f.collection.clone();
         let running = kiosks.clone();
         actors.push(tokio::spawn(async move {
             let mut r = Rng(tseed);
@@ -431,70 +471,86 @@ async fn model_round(seed: u64) -> Result<String, String> {
                 };
                 let start = Instant::now();
                 let roll = r.below(100);
+                // Desk task 1 makes its acts that name a ticket as another process: the
+                // command line, `--serial S --json`.
+                let by_process = t == 1;
                 let (result, given) = if roll < 55 {
-                    (q.call().desk(&desk).await.map(|t| (t, 0)), None)
+                    (q.call().desk(&desk).await.map(|t| (t, 0)).map_err(Ok), None)
                 } else if roll < 70 {
                     let serial = pick_ticket(&mut r, &q).await;
-                    let call = q.call().desk(&desk).serial(serial as u64);
-                    (call.await.map(|t| (t, 0)), Some(serial))
+                    if by_process {
+                        let args = [
+                            "call",
+                            "q",
+                            "--desk",
+                            &desk,
+                            "--serial",
+                            &serial.to_string(),
+                        ];
+                        let acted = act_by_process(&collection, &args).await?;
+                        (Err(Err(acted.map(|a| (a, 0)))), Some(serial))
+                    } else {
+                        let call = q.call().desk(&desk).serial(serial as u64);
+                        (call.await.map(|t| (t, 0)).map_err(Ok), Some(serial))
+                    }
                 } else if roll < 78 {
-                    (q.recall().desk(&desk).await.map(|t| (t, 1)), None)
+                    (
+                        q.recall().desk(&desk).await.map(|t| (t, 1)).map_err(Ok),
+                        None,
+                    )
                 } else if roll < 84 {
-                    (q.finish().desk(&desk).await.map(|t| (t, 3)), None)
+                    (
+                        q.finish().desk(&desk).await.map(|t| (t, 3)).map_err(Ok),
+                        None,
+                    )
                 } else {
                     let serial = pick_ticket(&mut r, &q).await;
-                    let cancel = q.cancel().serial(serial as u64);
-                    (cancel.await.map(|t| (t, 2)), Some(serial))
+                    if by_process {
+                        let args = ["cancel", "q", "--serial", &serial.to_string()];
+                        let acted = act_by_process(&collection, &args).await?;
+                        (Err(Err(acted.map(|a| (a, 2)))), Some(serial))
+                    } else {
+                        let cancel = q.cancel().serial(serial as u64);
+                        (cancel.await.map(|t| (t, 2)).map_err(Ok), Some(serial))
+                    }
                 };
                 let end = Instant::now();
-                let (did, version) = match result {
-                    Ok((t, 0)) => (
-                        Did::Called {
-                            desk: desk.clone(),
-                            serial: t.serial,
-                            number: t.number,
-                            given,
-                        },
-                        t.version,
-                    ),
-                    Ok((t, 1)) => (
-                        Did::Recalled {
-                            desk: desk.clone(),
-                            serial: t.serial,
-                        },
-                        t.version,
-                    ),
-                    Ok((t, 3)) => (
-                        Did::Released {
-                            desk: desk.clone(),
-                            serial: t.serial,
-                        },
-                        t.version,
-                    ),
-                    Ok((t, _)) => {
-                        if Some(t.serial as i64) != given {
-                            return Err(format!(
-                                "cancelled serial {} when asked {given:?}",
-                                t.serial
-                            ));
-                        }
-                        (
-                            Did::Cancelled {
-                                serial: t.serial,
-                                number: t.number,
-                            },
-                            t.version,
-                        )
-                    }
-                    Err(
+                // (serial, number, version) and what was done, or None: refused.
+                let acted: Option<((u64, i64, i64), u8)> = match result {
+                    Ok((t, kind)) => Some(((t.serial, t.number, t.version), kind)),
+                    Err(Err(by_process)) => by_process,
+                    Err(Ok(
                         Error::NobodyWaiting { .. }
                         | Error::TicketNotWaiting { .. }
                         | Error::NoTicketShown { .. },
-                    ) => {
-                        round.refusals += 1;
-                        continue;
+                    )) => None,
+                    Err(Ok(e)) => return Err(format!("desk task {t}: {e}")),
+                };
+                let Some(((serial, number, version), kind)) = acted else {
+                    round.refusals += 1;
+                    continue;
+                };
+                let did = match kind {
+                    0 => Did::Called {
+                        desk: desk.clone(),
+                        serial,
+                        number,
+                        given,
+                    },
+                    1 => Did::Recalled {
+                        desk: desk.clone(),
+                        serial,
+                    },
+                    3 => Did::Released {
+                        desk: desk.clone(),
+                        serial,
+                    },
+                    _ => {
+                        if Some(serial as i64) != given {
+                            return Err(format!("cancelled serial {serial} when asked {given:?}"));
+                        }
+                        Did::Cancelled { serial, number }
                     }
-                    Err(e) => return Err(format!("desk task {t}: {e}")),
                 };
                 round.writes.push(Write {
                     who: format!("desk task {t}"),
@@ -526,7 +582,7 @@ async fn model_round(seed: u64) -> Result<String, String> {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(50 + r.below(300))).await;
-                let new_max = min + 3 + r.below(10) as i64; // capacity 4 … 13
+                let new_max = min + 1 + r.below(12) as i64; // capacity 2 … 13
                 let start = Instant::now();
                 match q.alter(QueueAlter::default().with_max(new_max)).await {
                     Ok(s) => round.writes.push(Write {
