@@ -2674,6 +2674,64 @@ async fn a_caller_waiting_for_a_busy_handle_gets_in_before_its_wait_runs_out() {
     assert!(a.is_clean(), "{a:?}");
 }
 
+/// A waiter looks up the number of a live holder only once that same holder has held it for a
+/// while: holders handing the lease on quickly cost it no look-up of the business collection,
+/// one holder that stays is looked up again and again (issue 63: the watch's `&&` → `||`, which
+/// looks up whenever any holder was seen a while ago, survived with no test of how often a
+/// waiter reads).
+#[tokio::test]
+async fn a_waiter_looks_up_a_holder_that_stays_not_each_of_quick_hand_overs() {
+    use dispenser::mongodb::bson::{Document, oid::ObjectId};
+    let f = Fixture::new("gapless_watch").await;
+    let business = format!("{}_inv", f.collection);
+    let (client, finds) = common::client_recording("find", &business).await;
+    let d = dispenser::Dispenser::new(&client, f.options()).unwrap();
+    let options = GaplessOptions::new(&business, "number").with_wait(Duration::from_secs(30));
+    let g = d.create_gapless("inv", options).await.unwrap();
+    let state = f
+        .client
+        .database(DB)
+        .collection::<Document>(&format!("{}_gapless", f.collection));
+    // Another holder takes the lease, for a minute (as the library's take writes it).
+    let hold = |holder: Option<ObjectId>| {
+        state.update_one(
+            doc! { "_id": "inv" },
+            doc! {
+                "$set": { "lease.holder": holder, "lease.ms": 60_000_i64 },
+                "$currentDate": { "lease.at": true },
+            },
+        )
+    };
+    hold(Some(ObjectId::new())).await.unwrap();
+    finds.lock().unwrap().clear();
+    let waiter = tokio::spawn({
+        let g = g.clone();
+        async move { common::issue_next(&g).await }
+    });
+    // Quick hand-overs: a new holder every 10 ms, each far under the 50 ms a waiter lets one
+    // hold before it looks.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(600) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        hold(Some(ObjectId::new())).await.unwrap();
+    }
+    let quick = finds.lock().unwrap().len();
+    // One holder that stays as long.
+    hold(Some(ObjectId::new())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let staying = finds.lock().unwrap().len() - quick;
+    hold(None).await.unwrap();
+    let n = within("the waiter's number", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 1);
+    assert!(
+        staying >= 8 && quick * 4 < staying,
+        "look-ups of the business collection: {quick} over 60 quick holders, {staying} under one that stayed"
+    );
+}
+
 /// A holder whose process returned its number and stopped before confirming it leaves a live
 /// lease on a used number. A caller that finds the same live holder there for a while looks
 /// the number up and moves past it once it is used, instead of waiting out the lease (here a
