@@ -564,8 +564,8 @@ pub(super) async fn adopt(
 ) -> Result<Json<AdoptAnswer>, ApiError> {
     let rule = st.authorize(req.headers(), Op::Adopt, Some(&name))?;
     let acting = st.acting(&rule)?;
-    let b: AdoptBody = json_body(req).await?;
     check_name(&name, false)?;
+    let b: AdoptBody = json_body(req).await?;
     let source = b.source()?;
     // A scoped adopt writes scopes named by what the source holds, unknown before it is read:
     // the token must cover them all, never only the template.
