@@ -25,6 +25,20 @@ pub(crate) struct Service {
 }
 
 impl Service {
+    /// The service process's resident memory, in MiB (Linux; `None` elsewhere).
+    pub(crate) fn rss_mib(&self) -> Option<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let kb: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kb / 1024.0)
+    }
+
     pub(crate) fn start(test: &str) -> Service {
         Service::start_with(test, &common::uri())
     }

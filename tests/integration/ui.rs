@@ -1048,35 +1048,49 @@ async fn the_public_reads_cost_the_database_a_bounded_amount_and_are_limited_per
     let (status, v) = send(http.get(svc.url(&view)).bearer_auth(ADMIN)).await;
     assert_eq!((status, &v["state"]), (200, &json!("waiting")), "{v}");
 
-    // The flood: 4 000 views and 400 ticket links from 16 connections.
+    // The flood: 4 000 views and 400 ticket links from 16 connections; then the same again,
+    // for the memory (it stays flat: what one flood leaves, the next reuses).
+    let flood = |http: reqwest::Client| {
+        let (view, link) = (svc.url(&view), svc.url("/v1/queues/hall/ticket-link"));
+        async move {
+            let tasks: Vec<_> = (0..16)
+                .map(|i| {
+                    let (http, view, link) = (http.clone(), view.clone(), link.clone());
+                    tokio::spawn(async move {
+                        let mut ok = 0;
+                        for k in 0..275 {
+                            let url = if k % 11 == 10 { &link } else { &view };
+                            let r = http.get(url).bearer_auth(ADMIN).send().await.unwrap();
+                            ok += usize::from(r.status() == 200);
+                            let _ = r.bytes().await;
+                        }
+                        (i, ok)
+                    })
+                })
+                .collect();
+            let mut answered = 0;
+            for t in tasks {
+                answered += t.await.unwrap().1;
+            }
+            answered
+        }
+    };
+    let rss_before = svc.rss_mib();
     let before = proxy.counts().requests;
     let started = std::time::Instant::now();
-    let tasks: Vec<_> = (0..16)
-        .map(|i| {
-            let (http, view, link) = (
-                http.clone(),
-                svc.url(&view),
-                svc.url("/v1/queues/hall/ticket-link"),
-            );
-            tokio::spawn(async move {
-                let mut ok = 0;
-                for k in 0..275 {
-                    let url = if k % 11 == 10 { &link } else { &view };
-                    let r = http.get(url).bearer_auth(ADMIN).send().await.unwrap();
-                    ok += usize::from(r.status() == 200);
-                    let _ = r.bytes().await;
-                }
-                (i, ok)
-            })
-        })
-        .collect();
-    let mut answered = 0;
-    for t in tasks {
-        answered += t.await.unwrap().1;
-    }
+    let answered = flood(http.clone()).await;
     let took = started.elapsed();
     let cost = proxy.counts().requests - before;
+    let rss_after = svc.rss_mib();
     assert_eq!(answered, 16 * 275);
+    assert_eq!(flood(http.clone()).await, 16 * 275);
+    let rss_again = svc.rss_mib();
+    if let (Some(a), Some(b)) = (rss_after, rss_again) {
+        assert!(
+            b - a < 16.0,
+            "the second flood grew the service from {a:.1} to {b:.1} MiB"
+        );
+    }
     // A read of the status (the queue and the server's time) every quarter of a second, at
     // most, while the flood lasts.
     let bound = 8 + 4 * (took.as_millis() as u64 / 250 + 1);
@@ -1084,7 +1098,9 @@ async fn the_public_reads_cost_the_database_a_bounded_amount_and_are_limited_per
         cost <= bound,
         "{answered} answers in {took:?} cost the database {cost} requests (bound {bound})"
     );
-    eprintln!("public reads: {answered} answers in {took:?} cost the database {cost} requests");
+    eprintln!(
+        "public reads: {answered} answers in {took:?} cost the database {cost} requests; the service's memory {rss_before:?} MiB before, {rss_after:?} after, {rss_again:?} after as many again"
+    );
 
     // A ticket link's reads from one address: 20 per minute, then 429 with Retry-After.
     let mut refused = None;
