@@ -52,8 +52,8 @@ test('the declarations name exactly the methods the addon has (native.d.ts is cu
 
 test('index.js knows every method of native.d.ts and checks its options objects with exactly their keys', () => {
   const fs = require('node:fs')
-  const dts = fs.readFileSync(path.join(__dirname, '..', '..', 'src', 'bindings', 'node', 'native.d.ts'), 'utf8')
-  const { _options } = require(path.join(__dirname, '..', '..', 'src', 'bindings', 'node'))
+  const dts = fs.readFileSync(path.join(PACKAGE, 'native.d.ts'), 'utf8')
+  const { _options } = require(PACKAGE)
   const { KEYS, NESTED, API } = _options
   // The interfaces: each options type's fields are the keys index.js accepts.
   const interfaces = {}

@@ -28,7 +28,11 @@ async def f(a: dispenser.aio.Dispenser) -> int:
 
 def mypy(*files: pathlib.Path) -> subprocess.CompletedProcess[str]:
     package = pathlib.Path(dispenser.__file__).parent.parent
-    env = {**os.environ, "MYPYPATH": str(package)}
+    env = dict(os.environ)
+    # The checkout's staged package is found through MYPYPATH; an installed one (in
+    # site-packages, which mypy refuses in MYPYPATH) through the interpreter, by its py.typed.
+    if package.name not in ("site-packages", "dist-packages"):
+        env["MYPYPATH"] = str(package)
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(HERE / "mypy.ini"),
          "--no-error-summary", "--show-error-codes",

@@ -349,6 +349,27 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
     if let Some(s) = doc.pointer_mut("/components/schemas/ResetBody") {
         s["oneOf"] = json!([{ "required": ["next"] }, { "required": ["value"] }]);
     }
+    // An adopt names what its source needs: `id` for the ODM counters, `collection` and `field`
+    // (and `filter` for a counter) otherwise; `scoped` is mongoose-sequence's alone.
+    for (field, kind) in [
+        ("id", "string"),
+        ("collection", "string"),
+        ("field", "string"),
+        ("filter", "object"),
+    ] {
+        if let Some(p) = property(&mut doc, "AdoptBody", field) {
+            p.insert("type".into(), json!(kind));
+        }
+    }
+    if let Some(s) = doc.pointer_mut("/components/schemas/AdoptBody") {
+        let not_scoped = json!({ "enum": [false] });
+        s["oneOf"] = json!([
+            { "properties": { "source": { "const": "mongoose-sequence" } }, "required": ["source", "id"] },
+            { "properties": { "source": { "const": "mongoengine" }, "scoped": not_scoped }, "required": ["source", "id"] },
+            { "properties": { "source": { "const": "counter" }, "scoped": not_scoped }, "required": ["source", "collection", "filter", "field"] },
+            { "properties": { "source": { "const": "highest" }, "scoped": not_scoped }, "required": ["source", "collection", "field"] },
+        ]);
+    }
     // An alter changes something: a step, min, max or cycle that is not null (null keeps it),
     // or a format (null removes it).
     if let Some(s) = doc.pointer_mut("/components/schemas/AlterBody") {
