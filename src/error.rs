@@ -41,8 +41,8 @@ pub const CODES: &[&str] = &[
 ///
 /// The enum is `#[non_exhaustive]`: match the variants you care about and keep a `_` arm,
 /// or branch on one of the handful of [`ErrorKind`]s ([`Error::kind`]). Each variant has a
-/// stable [`code`](Error::code) (what the service answers as `kind`; every code is in
-/// [`CODES`]). The surfaces map codes, never variants: the service's HTTP statuses and the
+/// stable [`code`](Error::code) (what every surface answers as `code`, beside the
+/// [`ErrorKind`] as `kind`; every code is in [`CODES`]). The surfaces map codes, never variants: the service's HTTP statuses and the
 /// command line's exit codes are theirs (`dispenser-server`, `dispenser-cli`), each with a
 /// test that every code of [`CODES`] has its own row.
 ///
@@ -437,6 +437,41 @@ pub enum ErrorKind {
     BusinessWrite,
 }
 
+impl ErrorKind {
+    /// The kind's one name on every surface, in snake_case: `invalid_input`, `not_found`,
+    /// `already_exists`, `conflict`, `exhausted`, `queue_refused`, `contention`,
+    /// `unavailable`, `corrupt`, `business_write` — the service's error answers say it as
+    /// `kind` (beside the [`code`](Error::code)), and so do the Python and Node.js errors.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::error::ErrorKind;
+    /// assert_eq!(ErrorKind::NotFound.as_str(), "not_found");
+    /// assert_eq!(ErrorKind::QueueRefused.to_string(), "queue_refused");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalid_input",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::AlreadyExists => "already_exists",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Exhausted => "exhausted",
+            ErrorKind::QueueRefused => "queue_refused",
+            ErrorKind::Contention => "contention",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::BusinessWrite => "business_write",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why fewer tickets fit after a daily restart, in words (empty when that is not why).
 fn restart_reason(before_restart: u64, oldest: Option<i64>) -> String {
     match oldest {
@@ -763,7 +798,7 @@ impl Error {
         }
     }
 
-    /// A stable, machine-readable name of the error (what the service answers as `kind`):
+    /// A stable, machine-readable name of the error (what every surface answers as `code`):
     /// `invalid_input`, `no_such_sequence`, `no_such_queue`, `already_exists`,
     /// `spec_conflict`, `would_go_backwards`, `would_remap`, `queue_in_use`, `lease_held`,
     /// `exhausted`, `queue_full`, `nobody_waiting`, `ticket_not_waiting`, `no_ticket_shown`,

@@ -1,5 +1,6 @@
-//! Deleting a gap-free sequence ([`Dispenser::delete_gapless`]): its state document goes, the
-//! business collection and every document in it (used and voided numbers) stay.
+//! Deleting a gap-free sequence ([`Dispenser::delete_gapless`], [`Gapless::delete`]): its state
+//! document goes, the business collection and every document in it (used and voided numbers)
+//! stay.
 
 use bson::{Bson, doc};
 
@@ -51,20 +52,56 @@ impl Dispenser {
     /// ```
     pub fn delete_gapless<'a>(&'a self, name: &'a str) -> DeleteGapless<'a> {
         DeleteGapless {
-            dispenser: self,
-            name,
+            of: Of::Name(self, name),
             force: false,
         }
     }
 }
 
-/// A delete of a gap-free sequence ([`Dispenser::delete_gapless`]). `.await` it.
+impl Gapless {
+    /// Deletes this gap-free sequence, as [`Dispenser::delete_gapless`] does by name: its
+    /// state goes, the business collection and its documents stay; refused while a holder's
+    /// lease runs unless [`DeleteGapless::force`]. Returns a [`DeleteGapless`] to `.await`.
+    /// This handle (and every other) then fails with [`Error::NotFound`] once it needs the
+    /// state document.
+    ///
+    /// # Errors
+    ///
+    /// As [`Dispenser::delete_gapless`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Dispenser::delete_gapless`].
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f(g: dispenser::gapless::Gapless) -> dispenser::Result<()> {
+    /// g.delete().force(true).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn delete(&self) -> DeleteGapless<'_> {
+        DeleteGapless {
+            of: Of::Handle(self),
+            force: false,
+        }
+    }
+}
+
+/// A delete of a gap-free sequence ([`Dispenser::delete_gapless`], [`Gapless::delete`]).
+/// `.await` it.
 #[must_use = "a delete does nothing until it is awaited"]
 #[derive(Debug)]
 pub struct DeleteGapless<'a> {
-    dispenser: &'a Dispenser,
-    name: &'a str,
+    of: Of<'a>,
     force: bool,
+}
+
+/// What a [`DeleteGapless`] deletes: a sequence by name, or a handle's.
+#[derive(Debug)]
+enum Of<'a> {
+    Name(&'a Dispenser, &'a str),
+    Handle(&'a Gapless),
 }
 
 impl DeleteGapless<'_> {
@@ -83,7 +120,18 @@ impl<'a> std::future::IntoFuture for DeleteGapless<'a> {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let g = self.dispenser.open_gapless(self.name).await?;
+            let opened;
+            let g = match self.of {
+                Of::Name(d, name) => {
+                    opened = d.open_gapless(name).await?;
+                    &opened
+                }
+                Of::Handle(g) => {
+                    // Its own used numbers confirmed first: their lease is no holder's.
+                    g.settle_own().await;
+                    g
+                }
+            };
             // A delete the state refuses is refused before anything is written, history
             // included.
             let before = g.inner.read_state().await?;

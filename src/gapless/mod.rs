@@ -207,8 +207,10 @@ pub struct Issued<T> {
     pub skipped: u32,
 }
 
-/// A listing of gap-free sequences ([`Dispenser::list_gapless`]): every name, unless
-/// narrowed. `.await` it for the names, sorted. The options are those of a listing of
+/// A listing of gap-free sequences ([`Dispenser::list_gapless`]): every one by name, unless
+/// narrowed. `.await` it for their states (each as [`Gapless::peek`] reads it), by name; one
+/// whose document does not decode is its [`Error::CorruptDocument`] in its place, one deleted
+/// since its name was read is left out. The options are those of a listing of
 /// sequences ([`ListSequences`](crate::sequence::ListSequences)).
 ///
 /// # Errors
@@ -227,11 +229,25 @@ impl<'a> ListGapless<'a> {
 }
 
 impl<'a> std::future::IntoFuture for ListGapless<'a> {
-    type Output = Result<Vec<String>>;
-    type IntoFuture = crate::action::Action<'a, Vec<String>>;
+    type Output = Result<Vec<Result<GaplessState>>>;
+    type IntoFuture = crate::action::Action<'a, Vec<Result<GaplessState>>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(self.dispenser.list_gapless_now(self.page))
+        Box::pin(async move {
+            let d = self.dispenser;
+            let names = d.list_gapless_now(self.page).await?;
+            let mut states = Vec::with_capacity(names.len());
+            for name in names {
+                match async { d.open_gapless(&name).await?.peek().await }.await {
+                    // Deleted since the names were read: no longer one to list.
+                    Err(Error::NotFound { .. }) => {}
+                    // The database failing fails the listing, as reading the names does.
+                    Err(e) if e.kind() == crate::error::ErrorKind::Unavailable => return Err(e),
+                    state => states.push(state),
+                }
+            }
+            Ok(states)
+        })
     }
 }
 
@@ -336,7 +352,7 @@ impl Dispenser {
         let o = &g.inner.options;
         let params = doc! {
             "gapless": true, "collection": &o.collection, "field": &o.field, "start": o.start,
-            "max_lease_ms": i64::try_from(o.max_lease.as_millis()).unwrap_or(i64::MAX),
+            "max_lease_seconds": o.max_lease.as_secs_f64(),
         };
         let entry = g
             .inner
@@ -431,10 +447,11 @@ impl Dispenser {
         Ok(self.gapless(name, self.gapless_collection(&options.collection), options))
     }
 
-    /// Lists the gap-free sequences' names: every one, by name, or a page of them — see
+    /// Lists the gap-free sequences: every one, by name, or a page of them — see
     /// [`ListGapless`] for its options (`.matching(patterns)`, `.after(cursor)`,
-    /// `.limit(n)`, `.named(names)`): one query on the `_id` index of
-    /// `<collection>_gapless`, reading no other document.
+    /// `.limit(n)`, `.named(names)`) — each with its state, as [`Gapless::peek`] reads it
+    /// (as [`Dispenser::list_queues`] answers the queues' states): one query on the `_id`
+    /// index of `<collection>_gapless` for the page's names, then each one's state.
     ///
     /// # Errors
     ///
@@ -448,8 +465,9 @@ impl Dispenser {
     ///
     /// ```no_run
     /// # async fn f(d: dispenser::Dispenser) -> dispenser::Result<()> {
-    /// for name in d.list_gapless().matching(["invoices-*"]).limit(50).await? {
-    ///     println!("{name}");
+    /// for s in d.list_gapless().matching(["invoices-*"]).limit(50).await? {
+    ///     let s = s?;
+    ///     println!("{}: next {}", s.name, s.next);
     /// }
     /// # Ok(()) }
     /// ```
@@ -874,10 +892,9 @@ impl Gapless {
     pub async fn alter(&self, change: GaplessAlter) -> Result<GaplessState> {
         let max_lease = change.validate(&self.inner.name)?;
         let before = self.inner.read_state().await?;
-        let ms = i64::try_from(max_lease.as_millis()).unwrap_or(i64::MAX);
         self.recorded(
             "alter",
-            doc! { "max_lease_ms": ms },
+            doc! { "max_lease_seconds": max_lease.as_secs_f64() },
             &before,
             self.set_max_lease_now(max_lease),
         )

@@ -209,9 +209,10 @@ pub struct GaplessState {
 
 impl GaplessState {
     /// The status as JSON, as the CLI (`gapless peek --json`) and the service print it:
-    /// `{name, collection, field, void_field, next, max_lease_ms, unique_index, lease:
+    /// `{name, collection, field, void_field, next, max_lease_seconds, unique_index, lease:
     /// {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number,
-    /// reason, at}]}` (times in RFC 3339).
+    /// reason, at}]}` (times in RFC 3339; `max_lease_seconds` a JSON number of seconds with a
+    /// fraction, `300.0`, as every surface gives a gap-free lease).
     ///
     /// # Example
     ///
@@ -226,7 +227,7 @@ impl GaplessState {
             "name": self.name, "collection": self.collection, "field": self.field,
             "void_field": self.void_field,
             "next": self.next,
-            "max_lease_ms": lease_ms(self.max_lease),
+            "max_lease_seconds": self.max_lease.as_secs_f64(),
             "unique_index": self.unique_index,
             "lease": self.lease.as_ref().map(|l| serde_json::json!({
                 "number": l.number, "holder": l.holder.to_hex(), "expires": time(&l.expires),
@@ -375,7 +376,7 @@ pub(super) fn gapless_state(s: &GaplessState) -> Document {
     });
     doc! {
         "next": s.next,
-        "max_lease_ms": i64::try_from(s.max_lease.as_millis()).unwrap_or(i64::MAX),
+        "max_lease_seconds": s.max_lease.as_secs_f64(),
         "collection": &s.collection,
         "field": &s.field,
         "lease": lease,

@@ -11,7 +11,9 @@ use super::{Gapless, GaplessState};
 use crate::error::{Aftermath, Error, Result};
 use crate::store::{is_duplicate_key, is_validation_failure};
 
-/// What [`Gapless::release`] did.
+/// What [`Gapless::release`] did. Every surface answers it in one shape, its
+/// [`to_json`](Released::to_json): `{"outcome": "voided", "number"}` or `{"outcome": "used",
+/// "first", "last"}`.
 ///
 /// # Example
 ///
@@ -33,6 +35,32 @@ pub enum Released {
         /// The last number of the run the holder wrote.
         last: i64,
     },
+}
+
+impl Released {
+    /// The one shape every surface answers a release in (the command line's `gapless release
+    /// --json`, the service, Python, Node.js): `{"outcome": "voided", "number": n}`, or
+    /// `{"outcome": "used", "first": n, "last": m}`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dispenser::gapless::Released;
+    /// assert_eq!(
+    ///     Released::Voided(7).to_json(),
+    ///     serde_json::json!({ "outcome": "voided", "number": 7 })
+    /// );
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        match *self {
+            Released::Voided(number) => {
+                serde_json::json!({ "outcome": "voided", "number": number })
+            }
+            Released::Used { first, last } => {
+                serde_json::json!({ "outcome": "used", "first": first, "last": last })
+            }
+        }
+    }
 }
 
 /// A void's reason, trimmed: 1 to 1000 bytes.

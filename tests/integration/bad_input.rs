@@ -104,7 +104,7 @@ fn malformed_flags_exit_2_name_the_flag_and_write_nothing() {
         (&["next", "s", "--count", "-1"], "--count"),
         (&["next", "s", "--count", "18446744073709551616"], "--count"),
         (&["next", "s", "--count", "100000001"], "--count"),
-        // reset --next (--value is an alias).
+        // reset --next.
         (&["reset", "s", "--next", "abc"], "--next"),
         (&["reset", "s", "--next", ""], "--next"),
         (&["reset", "s", "--next", "1.5"], "--next"),
@@ -145,11 +145,11 @@ fn malformed_flags_exit_2_name_the_flag_and_write_nothing() {
             assert_fails(&out, EXIT_INVALID, needle, &format!("{flag} {value:?}"));
         }
     }
-    // reset --value outside the bounds of an existing sequence.
+    // reset --next outside the bounds of an existing sequence.
     let out = run(cli(&coll), &["create", "r", "--max", "100"]);
     assert!(out.status.success(), "{:?}", text(&out));
     for value in ["101", "-1", "9223372036854775807", "-9223372036854775808"] {
-        let out = run(cli(&coll), &["reset", "r", "--value", value, "--force"]);
+        let out = run(cli(&coll), &["reset", "r", "--next", value, "--force"]);
         assert_fails(&out, EXIT_INVALID, "reset value", value);
     }
     // Nothing was written: only "r" exists, untouched.
@@ -405,7 +405,7 @@ async fn the_password_never_appears_in_errors_logs_help_or_output() {
         &["peek", "s", "--json"],
         &["list"],
         &["list", "--json"],
-        &["reset", "s", "--value", "50"],
+        &["reset", "s", "--next", "50"],
     ];
     for args in ok {
         let out = secret_cli(&uri, &f.collection)
@@ -421,7 +421,7 @@ async fn the_password_never_appears_in_errors_logs_help_or_output() {
         (&["next", "nope"][..], EXIT_NO_SUCH),
         (&["create", "s"], EXIT_CONFLICT),
         (&["next", "s", "--count", "1000"], EXIT_EXHAUSTED),
-        (&["reset", "s", "--value", "1000"], EXIT_INVALID),
+        (&["reset", "s", "--next", "1000"], EXIT_INVALID),
     ] {
         let out = secret_cli(&uri, &f.collection)
             .args(args)

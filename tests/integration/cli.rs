@@ -249,9 +249,15 @@ fn create_next_peek_list_reset_delete() {
         .map(|s| s["name"].clone())
         .collect();
     assert_eq!(names, vec!["orders", "tickets"]);
-    let err = cli.fails(&["reset", "orders", "--value", "5"], EXIT_CONFLICT);
+    let err = cli.fails(&["reset", "orders", "--next", "5"], EXIT_CONFLICT);
     assert!(err.contains("backwards"), "{err}");
-    cli.ok(&["reset", "orders", "--value", "5", "--force"]);
+    // `--value` was `--next`'s old name: refused, naming `--next`, nothing written.
+    let err = cli.fails(
+        &["reset", "orders", "--value", "5", "--force"],
+        EXIT_INVALID,
+    );
+    assert!(err.contains("`--next`"), "{err}");
+    cli.ok(&["reset", "orders", "--next", "5", "--force"]);
     assert_eq!(numbers(&cli.ok(&["next", "orders"])), vec![5]);
     cli.ok(&["delete", "orders"]);
     cli.fails(&["next", "orders"], EXIT_NO_SUCH);

@@ -433,7 +433,7 @@ async fn every_error_is_json_slow_bodies_are_408_and_count_is_given_once() {
         let text = raw(&addr, &request).await;
         let (status, body) = answer(&text);
         assert_eq!(status, want, "{text}");
-        assert_eq!(body["error"]["kind"], kind, "{text}");
+        assert_eq!(body["error"]["code"], kind, "{text}");
         assert!(
             text.to_ascii_lowercase()
                 .contains("content-type: application/json"),
@@ -452,7 +452,7 @@ async fn every_error_is_json_slow_bodies_are_408_and_count_is_given_once() {
     .await;
     let (status, body) = answer(&text);
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (408, Some("request_timeout")),
         "{text}"
     );
@@ -476,7 +476,7 @@ async fn every_error_is_json_slow_bodies_are_408_and_count_is_given_once() {
     )
     .await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (400, Some("invalid_input")),
         "{body}"
     );
@@ -506,7 +506,7 @@ async fn every_error_is_json_slow_bodies_are_408_and_count_is_given_once() {
         http.post(svc.url("/v1/sequences/orders/reset"))
             .bearer_auth(ADMIN)
             .header("Content-Type", "application/json")
-            .body(r#"{"value": 9007199254740993.0}"#),
+            .body(r#"{"next": 9007199254740993.0}"#),
     )
     .await;
     assert_eq!(
@@ -523,6 +523,11 @@ async fn every_error_is_json_slow_bodies_are_408_and_count_is_given_once() {
         let (status, body) = send(reset(bad.clone())).await;
         assert_eq!(status, 400, "{bad}: {body}");
     }
+    // `value`, what earlier versions took beside `next`, is refused naming `next`.
+    let (status, body) = send(reset(json!({ "value": 5 }))).await;
+    assert_eq!(status, 400, "{body}");
+    let said = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("`value` is now `next`"), "{body}");
     let (status, stderr) = svc.stop();
     assert!(status.success(), "{stderr}");
 }
@@ -592,7 +597,7 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
     assert_eq!(maxes, vec![1_000_000; 3], "{body}");
     let (status, body) = send(alter(json!({ "step": 2 }))).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (422, Some("invalid_input")),
         "{body}"
     );
@@ -608,7 +613,7 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
         .unwrap();
     let (status, body) = send(draw(ORDERS, "orders@acme", 3)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (403, Some("forbidden")),
         "{body}"
     );
@@ -629,7 +634,7 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
     // The template itself is refused now that it has scopes.
     let (status, body) = send(draw(ORDERS, "orders", 1)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("template")),
         "{body}"
     );
@@ -647,7 +652,7 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
         .unwrap();
     let (status, body) = send(draw(ADMIN, "invoices", 1)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("template")),
         "{body}"
     );
@@ -657,7 +662,7 @@ async fn striped_sequences_and_new_scopes_are_drawn_templates_are_not() {
     // the scope's name: 403, and nothing is created.
     let (status, body) = send(draw(ADMIN, "nothing@x", 1)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (404, Some("no_such_sequence")),
         "{body}"
     );
@@ -680,7 +685,7 @@ async fn openapi_of(http: &reqwest::Client, svc: &Service) -> Value {
 }
 
 /// Item 3: the document says what the service does: name rules, `count` from 1 to
-/// `--max-count`, reset with `next` or `value`, striped answers, `/metrics` and
+/// `--max-count`, reset with `next`, striped answers, `/metrics` and
 /// `/openapi.json`, explicit status codes.
 #[tokio::test]
 async fn the_openapi_document_says_what_the_service_does() {
@@ -736,10 +741,8 @@ async fn the_openapi_document_says_what_the_service_does() {
         String::from_utf8_lossy(&check.stderr)
     );
     let schemas = &doc["components"]["schemas"];
-    assert_eq!(
-        schemas["ResetBody"]["oneOf"],
-        json!([{ "required": ["next"] }, { "required": ["value"] }])
-    );
+    assert_eq!(schemas["ResetBody"]["required"], json!(["next"]));
+    assert!(schemas["ResetBody"]["properties"]["value"].is_null());
     assert!(
         schemas["CreateBody"]["properties"]["name"]["pattern"]
             .as_str()
@@ -779,7 +782,7 @@ fn body_for(path: &str) -> Option<Value> {
         "reset" => json!({ "next": 5 }),
         "advance-to" => json!({ "to": 5 }),
         "alter" if path.starts_with("/v1/queues") => json!({ "max": 5 }),
-        "alter" if path.starts_with("/v1/gapless") => json!({ "max_lease_ms": 1000 }),
+        "alter" if path.starts_with("/v1/gapless") => json!({ "max_lease_seconds": 1 }),
         "alter" => json!({ "max": 100 }),
         "void" => json!({ "number": 1, "reason": "x" }),
         "release" if path.starts_with("/v1/gapless") => json!({ "number": 1 }),
@@ -1257,7 +1260,7 @@ async fn every_answer_is_what_its_schema_in_the_document_says() {
             "post",
             "/v1/gapless/{name}/alter",
             "/v1/gapless/web/alter".into(),
-            Some(json!({ "max_lease_ms": 60000 })),
+            Some(json!({ "max_lease_seconds": 60 })),
         ),
         ("get", "/v1/gapless", "/v1/gapless".into(), None),
         (

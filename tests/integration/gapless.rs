@@ -1501,8 +1501,8 @@ impl VoidService {
             &tokens,
             serde_json::json!({ "tokens": [
                 { "name": "admin", "token": ADMIN, "sequences": ["*"],
-                  "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "take", "call"] },
-                { "name": "voider", "token": VOIDER, "sequences": ["inv*"], "operations": ["void"] },
+                  "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "release", "history", "take", "call"] },
+                { "name": "voider", "token": VOIDER, "sequences": ["inv*"], "operations": ["void", "release"] },
             ]})
             .to_string(),
         )
@@ -1643,7 +1643,7 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, json!({ "name": "inv", "voided": 3 }));
     assert_eq!(g.peek().await.unwrap().next, 4);
-    // Release (token operation `void`) and the longest lease (`alter`).
+    // Release (token operation `release`) and the longest lease (`alter`).
     let release = |token: &'static str, body: serde_json::Value| {
         http.post(svc.url("/v1/gapless/inv/release"))
             .bearer_auth(token)
@@ -1671,7 +1671,7 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     assert_eq!(n, 4);
     let (status, body) = send(release(ADMIN, json!({ "number": 4 }))).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("lease_held")),
         "{body}"
     );
@@ -1691,40 +1691,64 @@ async fn gap_free_endpoints_check_names_and_answer_only_what_the_token_may_read(
     )
     .await;
     assert_eq!(status, 400, "{body}");
-    let max_lease = |token: &'static str, ms: i64| {
+    let max_lease = |token: &'static str, seconds: f64| {
         http.post(svc.url("/v1/gapless/inv/alter"))
             .bearer_auth(token)
-            .json(&json!({ "max_lease_ms": ms }))
+            .json(&json!({ "max_lease_seconds": seconds }))
     };
     // An unknown field is refused, nothing written; the old path is gone.
     let (status, body) = send(
         http.post(svc.url("/v1/gapless/inv/alter"))
             .bearer_auth(ADMIN)
-            .json(&json!({ "max_lease_ms": 60_000, "lease": 1 })),
+            .json(&json!({ "max_lease_seconds": 60, "lease": 1 })),
     )
     .await;
     assert_eq!(status, 400, "{body}");
     let (status, _) = send(
         http.post(svc.url("/v1/gapless/inv/max-lease"))
             .bearer_auth(ADMIN)
-            .json(&json!({ "max_lease_ms": 60_000 })),
+            .json(&json!({ "max_lease_seconds": 60 })),
     )
     .await;
     assert_eq!(status, 404);
-    let (status, body) = send(max_lease(VOIDER, 60_000)).await;
-    assert_eq!(status, 403, "{body}");
-    let (status, body) = send(max_lease(ADMIN, 0)).await;
+    // The longest lease was in milliseconds (`max_lease_ms`): refused, naming the new field.
+    let (status, body) = send(
+        http.post(svc.url("/v1/gapless/inv/alter"))
+            .bearer_auth(ADMIN)
+            .json(&json!({ "max_lease_ms": 60_000 })),
+    )
+    .await;
     assert_eq!(status, 400, "{body}");
-    let (status, body) = send(max_lease(ADMIN, 60_000)).await;
+    let said = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("`max_lease_ms` is now `max_lease_seconds`"),
+        "{body}"
+    );
+    let (status, body) = send(max_lease(VOIDER, 60.0)).await;
+    assert_eq!(status, 403, "{body}");
+    for bad in [0.0, 0.0009, 86_400.5] {
+        let (status, body) = send(max_lease(ADMIN, bad)).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    let (status, body) = send(max_lease(ADMIN, 60.0)).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body, json!({ "name": "inv", "max_lease_ms": 60_000 }));
+    assert_eq!(body, json!({ "name": "inv", "max_lease_seconds": 60.0 }));
+    // A fraction of a second is a lease in milliseconds.
+    let (status, body) = send(max_lease(ADMIN, 0.25)).await;
+    assert_eq!(
+        (status, &body["max_lease_seconds"]),
+        (200, &json!(0.25)),
+        "{body}"
+    );
+    let (status, _) = send(max_lease(ADMIN, 60.0)).await;
+    assert_eq!(status, 200);
     let (_, body) = send(http.get(svc.url("/v1/gapless/inv")).bearer_auth(ADMIN)).await;
     assert_eq!(
         (
-            body["max_lease_ms"].as_i64(),
+            body["max_lease_seconds"].as_f64(),
             body["unique_index"].as_bool()
         ),
-        (Some(60_000), Some(true)),
+        (Some(60.0), Some(true)),
         "{body}"
     );
     for (path, op) in [
@@ -2029,7 +2053,14 @@ async fn a_refused_issue_writes_nothing_not_even_an_index() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("missing"), "{err}");
     let d = f.dispenser(f.options());
-    assert_eq!(d.list_gapless().await.unwrap(), ["inv"]);
+    let listed: Vec<String> = d
+        .list_gapless()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.unwrap().name)
+        .collect();
+    assert_eq!(listed, ["inv"]);
     let db = f.client.database(DB);
     let indexes: Vec<_> = db
         .collection::<dispenser::mongodb::bson::Document>(&business)
@@ -2468,7 +2499,7 @@ async fn a_gap_free_sequence_is_created_listed_and_deleted_on_every_surface() {
     );
     let (code, twice) = send(http.post(url("/v1/gapless")).json(&body)).await;
     assert_eq!(
-        (code, twice["error"]["kind"].as_str()),
+        (code, twice["error"]["code"].as_str()),
         (409, Some("already_exists")),
         "{twice}"
     );
@@ -2852,4 +2883,130 @@ async fn gapless_issue_is_not_refused_when_the_longest_lease_changes_while_it_op
         .unwrap()
         .unwrap();
     assert_eq!(numbers(&out), vec![1]);
+}
+
+/// Issue 60: a gap-free sequence with void extras is made from the command line
+/// (`--void-extra JSON`) and over HTTP (`void_extra`) as from the library and the bindings,
+/// and a void then writes them; what is not an object of plain field names is refused,
+/// nothing made. A release answers the library's shape (`gapless release --json`).
+#[tokio::test]
+async fn void_extras_are_set_from_the_command_line_and_over_http() {
+    let f = Fixture::new("gapless_void_extra").await;
+    let business = format!("{}_inv", f.collection);
+    let run = |args: &[&str]| cli(&f).args(args).output().unwrap();
+    let err = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let create = |extra: &str| {
+        run(&[
+            "gapless",
+            "create",
+            "inv",
+            "--into",
+            &business,
+            "--field",
+            "n",
+            "--void-extra",
+            extra,
+        ])
+    };
+    for (bad, says) in [("VOID", "not JSON"), ("[1]", "must be a JSON object")] {
+        let out = create(bad);
+        assert_eq!(out.status.code(), Some(2), "{}", err(&out));
+        assert!(
+            err(&out).contains("--void-extra") && err(&out).contains(says),
+            "{}",
+            err(&out)
+        );
+    }
+    let d = f.dispenser(f.options());
+    assert!(matches!(
+        d.open_gapless("inv").await,
+        Err(Error::NotFound { .. })
+    ));
+    let out = create(r#"{"status":"VOID","total":0}"#);
+    assert!(out.status.success(), "{}", err(&out));
+    let out = run(&["gapless", "void", "inv", "1", "--reason", "misprint"]);
+    assert!(out.status.success(), "{}", err(&out));
+    let db = f.client.database(DB);
+    let voided = db
+        .collection::<dispenser::mongodb::bson::Document>(&business)
+        .find_one(doc! { "n": 1 })
+        .await
+        .unwrap()
+        .expect("the void document");
+    assert_eq!(
+        (
+            voided.get_str("status"),
+            voided
+                .get_i64("total")
+                .or(voided.get_i32("total").map(i64::from))
+        ),
+        (Ok("VOID"), Ok(0)),
+        "{voided:?}"
+    );
+    // A release of a number nobody holds is refused; of a held one, the library's shape.
+    let g = d.open_gapless("inv").await.unwrap();
+    let h = paused_holder(&g, "holder");
+    h.holds().await;
+    let out = run(&["gapless", "release", "inv", "2", "--force", "--json"]);
+    assert!(out.status.success(), "{}", err(&out));
+    let released: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        released,
+        serde_json::json!({ "outcome": "voided", "number": 2 })
+    );
+    h.write.notify_one();
+    within("the holder's write", h.written.notified()).await;
+    let _ = within("the holder's call", h.task).await;
+
+    // Over HTTP.
+    let svc = VoidService::start("gapless_void_extra_http");
+    let http = reqwest::Client::new();
+    let web = format!("{}_web", svc.collection);
+    let send = |body: serde_json::Value| {
+        let r = http
+            .post(format!("{}/v1/gapless", svc.base))
+            .bearer_auth(ADMIN)
+            .json(&body);
+        async move {
+            let r = r.send().await.unwrap();
+            let code = r.status().as_u16();
+            (
+                code,
+                r.json::<serde_json::Value>().await.unwrap_or_default(),
+            )
+        }
+    };
+    let body = |extra: serde_json::Value| serde_json::json!({ "name": "web", "collection": web, "field": "n", "void_extra": extra });
+    for (bad, status) in [
+        (serde_json::json!("VOID"), 400),
+        (serde_json::json!({ "$set": 1 }), 422),
+        (serde_json::json!({ "a.b": 1 }), 422),
+    ] {
+        let (code, answer) = send(body(bad.clone())).await;
+        assert_eq!(code, status, "{bad}: {answer}");
+    }
+    let (code, made) = send(body(serde_json::json!({ "status": "VOID" }))).await;
+    assert_eq!(
+        (code, made["created"].as_bool()),
+        (201, Some(true)),
+        "{made}"
+    );
+    let (code, voided) = {
+        let r = http
+            .post(format!("{}/v1/gapless/web/void", svc.base))
+            .bearer_auth(ADMIN)
+            .json(&serde_json::json!({ "number": 1, "reason": "torn" }))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    };
+    assert_eq!(code, 200, "{voided}");
+    let doc = db
+        .collection::<dispenser::mongodb::bson::Document>(&web)
+        .find_one(doc! { "n": 1 })
+        .await
+        .unwrap()
+        .expect("the void document");
+    assert_eq!(doc.get_str("status"), Ok("VOID"), "{doc:?}");
 }

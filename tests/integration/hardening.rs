@@ -396,7 +396,7 @@ fn the_cli_administers_striped_sequences_by_name() {
         out.contains("next 101") && out.contains("next 102") && out.contains("next 103"),
         "{out}"
     );
-    let out = run(&["reset", "ids", "--value", "500"]);
+    let out = run(&["reset", "ids", "--next", "500"]);
     assert!(
         out.contains("next 500") && out.contains("next 501"),
         "{out}"

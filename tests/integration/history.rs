@@ -232,13 +232,15 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
         .unwrap();
     assert_eq!(ops(&h), ["create", "void", "alter"], "{h:#?}");
     // The alter is recorded with the state before and after, as a sequence's is.
-    let max_lease = |s: &Option<serde_json::Value>| s.as_ref().map(|s| s["max_lease_ms"].clone());
+    // In seconds, as every surface gives a gap-free lease.
+    let max_lease =
+        |s: &Option<serde_json::Value>| s.as_ref().map(|s| s["max_lease_seconds"].clone());
     assert_eq!(
         (max_lease(&h[2].before), max_lease(&h[2].after)),
-        (Some(300_000.into()), Some(30_000.into())),
+        (Some(json!(300.0)), Some(json!(30.0))),
         "{h:#?}"
     );
-    assert_eq!(h[2].params["max_lease_ms"], 30_000, "{h:#?}");
+    assert_eq!(h[2].params["max_lease_seconds"], 30.0, "{h:#?}");
     assert!(h.iter().all(|e| e.subject == Subject::Gapless), "{h:#?}");
     // A gap-free sequence is not a sequence of the same name.
     assert!(
@@ -250,7 +252,7 @@ async fn stripes_and_gap_free_sequences_are_recorded() {
     assert_eq!(h[1].params, json!({ "number": 1, "reason": "printer jam" }));
     assert_eq!(h[1].before.as_ref().unwrap()["next"], 1);
     assert_eq!(h[1].after.as_ref().unwrap()["next"], 2);
-    assert_eq!(h[2].after.as_ref().unwrap()["max_lease_ms"], 30_000);
+    assert_eq!(h[2].after.as_ref().unwrap()["max_lease_seconds"], 30.0);
 }
 
 /// A queue's creation, a cancel, a cancel the queue refuses (recorded `refused`: the
@@ -514,7 +516,7 @@ async fn the_service_records_the_tokens_name_and_serves_the_history_to_peek() {
     );
     assert_eq!(body["next"], Value::Null);
     let (status, body) = call(Method::GET, "/v1/sequences/orders/history", KIOSK, None).await;
-    assert_eq!((status, &body["error"]["kind"]), (403, &json!("forbidden")));
+    assert_eq!((status, &body["error"]["code"]), (403, &json!("forbidden")));
     let (status, page) = call(
         Method::GET,
         "/v1/sequences/orders/history?limit=3",
@@ -657,7 +659,7 @@ async fn a_read_returns_exactly_its_subjects_never_names_that_start_with_it() {
 /// confidential reason and the admin's forced reset with its states through
 /// `GET /v1/sequences/pub/history` and `…/pub@a/history`. Now those answers hold only `pub`'s
 /// and `pub@a`'s records; the gap-free sequence's history is `GET /v1/gapless/{name}/history`,
-/// for a token that may peek at it.
+/// for a token with `history` on it (the right was `peek` until issue 60).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_reads_the_history_of_exactly_the_names_it_may_peek() {
     const PUB: &str = "pub-only-token-for-history-tests";
@@ -666,8 +668,8 @@ async fn a_token_reads_the_history_of_exactly_the_names_it_may_peek() {
         &common::uri(),
         &json!({ "tokens": [
             { "name": "admin", "token": ADMIN, "sequences": ["*"],
-              "operations": ["next", "create", "peek", "reset", "void", "delete", "list"] },
-            { "name": "pub-reader", "token": PUB, "sequences": ["pub", "pub@a"], "operations": ["peek"] },
+              "operations": ["next", "create", "peek", "reset", "void", "delete", "list", "history"] },
+            { "name": "pub-reader", "token": PUB, "sequences": ["pub", "pub@a"], "operations": ["history"] },
         ] }),
         &[],
     );

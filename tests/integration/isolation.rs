@@ -1009,7 +1009,7 @@ async fn a_token_without_rights_on_a_template_neither_makes_its_scopes_nor_stops
     assert_eq!(status, 200, "the tenant draws an existing scope: {body}");
     let (status, body) = send(post("/v1/sequences/billing/next", ADMIN)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("template")),
         "{body}"
     );
@@ -1114,7 +1114,7 @@ async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
         let (status, body) = send(create(MAKER, shape.clone())).await;
         let text = body.to_string();
         assert_eq!(status, 409, "{shape}: {text}");
-        assert_eq!(body["error"]["kind"], "already_exists", "{shape}: {text}");
+        assert_eq!(body["error"]["code"], "already_exists", "{shape}: {text}");
         for secret in ["987654321", "step 7", "min 3", "\"value\"", "next"] {
             assert!(!text.contains(secret), "{shape}: shows {secret:?}: {text}");
         }
@@ -1146,7 +1146,7 @@ async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
         let (status, body) = send(create_queue(MAKER, shape.clone())).await;
         let text = body.to_string();
         assert_eq!(status, 409, "{shape}: {text}");
-        assert_eq!(body["error"]["kind"], "already_exists", "{shape}: {text}");
+        assert_eq!(body["error"]["code"], "already_exists", "{shape}: {text}");
         for secret in [
             "987654",
             "min 3",
@@ -1175,7 +1175,7 @@ async fn create_tells_a_token_that_may_not_read_only_that_the_name_exists() {
     ))
     .await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("spec_conflict")),
         "{body}"
     );

@@ -775,7 +775,7 @@ async fn http_operation(
             }
             continue;
         }
-        let outcome = answer["error"]["outcome"].as_str().unwrap_or("");
+        let outcome = answer["error"]["written"].as_str().unwrap_or("");
         let why = if took > Duration::from_secs_f64(TIMEOUT) + MARGIN {
             Some(format!("took {took:?}"))
         } else if (200..300).contains(&status) && !applied {
@@ -846,7 +846,7 @@ const LINKED: &str = "linked";
 fn tokens() -> Value {
     json!({ "tokens": [
         { "name": "admin", "token": crate::serve::ADMIN, "sequences": ["*"],
-          "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "take", "call"] },
+          "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "release", "history", "take", "call"] },
         { "name": "phones", "token": LINK,
           "ticket_link": { "queue": LINKED, "takes_per_phone": 100, "takes_per_address": 100000,
                            "per_seconds": 3600 } },
@@ -898,7 +898,7 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
         "gapless_alter" => (
             "post",
             format!("/v1/gapless/{n}/alter"),
-            json!({ "max_lease_ms": 60_000 }),
+            json!({ "max_lease_seconds": 60 }),
         ),
         "queue_create" => ("post", "/v1/queues".to_owned(), json!({ "name": n })),
         "take" => ("post", format!("/v1/queues/{n}/take"), json!({})),

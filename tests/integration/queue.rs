@@ -1187,7 +1187,7 @@ async fn queues_over_http_and_the_boards_live_feed() {
     ] {
         let (status, body) = send(create(request.clone())).await;
         assert_eq!(
-            (status, body["error"]["kind"].as_str()),
+            (status, body["error"]["code"].as_str()),
             (code, Some(kind)),
             "{request}: {body}"
         );
@@ -1227,7 +1227,7 @@ async fn queues_over_http_and_the_boards_live_feed() {
     assert_eq!(status, 401, "{body}");
     let (status, body) = send(post("/v1/queues/nope/take", ADMIN)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (404, Some("no_such_queue")),
         "{body}"
     );
@@ -1236,7 +1236,7 @@ async fn queues_over_http_and_the_boards_live_feed() {
     }
     let (status, body) = send(post("/v1/queues/lobby/take", KIOSK)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("queue_full")),
         "{body}"
     );
@@ -1301,7 +1301,7 @@ async fn queues_over_http_and_the_boards_live_feed() {
     )
     .await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (404, Some("no_such_queue")),
         "{body}"
     );

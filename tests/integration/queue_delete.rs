@@ -139,7 +139,7 @@ async fn the_service_refuses_to_delete_a_queue_in_use_unless_forced() {
     for body in [None, Some(json!({})), Some(json!({ "force": false }))] {
         let (status, answer) = send(delete(body.clone())).await;
         assert_eq!(
-            (status, answer["error"]["kind"].as_str()),
+            (status, answer["error"]["code"].as_str()),
             (409, Some("queue_in_use")),
             "{body:?}: {answer}"
         );

@@ -1332,7 +1332,7 @@ async fn the_branch_operations_over_http() {
     )
     .await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (400, Some("invalid_input")),
         "{body}"
     );
@@ -1366,13 +1366,13 @@ async fn the_branch_operations_over_http() {
     );
     let (status, body) = send(post("/v1/queues/lobby/call", ADMIN, json!({ "ticket": 3 }))).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("ticket_not_waiting")),
         "{body}"
     );
     let (status, body) = send(post("/v1/queues/lobby/call", ADMIN, json!({ "desk": "" }))).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (400, Some("invalid_input")),
         "{body}"
     );
@@ -1394,7 +1394,7 @@ async fn the_branch_operations_over_http() {
     ))
     .await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("no_ticket_shown")),
         "{body}"
     );
@@ -1416,7 +1416,7 @@ async fn the_branch_operations_over_http() {
     ))
     .await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("ticket_not_waiting")),
         "{body}"
     );
@@ -1452,7 +1452,7 @@ async fn the_branch_operations_over_http() {
     // Alter: refused when it would remap a held ticket (4 waits: under max 2 it shows 1).
     let (status, body) = send(post("/v1/queues/lobby/alter", ADMIN, json!({ "max": 2 }))).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("would_remap")),
         "{body}"
     );
@@ -1498,7 +1498,7 @@ async fn the_branch_operations_over_http() {
     assert_eq!(status, 204);
     let (status, body) = send(http.delete(svc.url("/v1/queues/lobby3")).bearer_auth(ADMIN)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (404, Some("no_such_queue")),
         "{body}"
     );
@@ -1567,7 +1567,7 @@ async fn a_blank_desk_label_is_refused_and_spaces_around_one_are_dropped() {
     ] {
         let (status, body) = send(post(path, json!({ "desk": "  " }))).await;
         assert_eq!(
-            (status, body["error"]["kind"].as_str()),
+            (status, body["error"]["code"].as_str()),
             (400, Some("invalid_input")),
             "{path}: {body}"
         );

@@ -644,7 +644,7 @@ async fn alter_of_a_wide_range_after_a_new_day_answers_at_once() {
     assert_eq!(status, 200, "{body}");
     let (status, body) = send(alter(2 * big)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("would_remap")),
         "{body}"
     );
@@ -836,7 +836,7 @@ async fn cursors_and_if_not_exists_name_only_what_the_token_may_see() {
     )
     .await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("already_exists")),
         "{body}"
     );

@@ -62,7 +62,7 @@ impl Service {
     ) -> Service {
         let tokens = json!({ "tokens": [
                 { "name": "admin", "token": ADMIN, "sequences": ["*"],
-                  "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "take", "call"] },
+                  "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "release", "history", "take", "call"] },
                 { "name": "orders", "token": ORDERS, "sequences": ["orders", "orders@*"],
                   "operations": ["next", "peek"] },
                 { "name": "kiosk", "token": KIOSK, "sequences": ["lobby*"], "operations": ["take"] },
@@ -429,7 +429,7 @@ async fn serve_rejects_bad_requests_with_json_errors() {
     for (req, want_status, want_kind) in cases {
         let (status, body) = send(req).await;
         assert_eq!(status, want_status, "{body}");
-        assert_eq!(body["error"]["kind"], want_kind, "{body}");
+        assert_eq!(body["error"]["code"], want_kind, "{body}");
         assert!(body["error"]["message"].is_string(), "{body}");
     }
     // Admin operations mirror the CLI.
@@ -446,11 +446,11 @@ async fn serve_rejects_bad_requests_with_json_errors() {
     let (status, body) = send(
         http.post(svc.url("/v1/sequences/orders/reset"))
             .bearer_auth(ADMIN)
-            .json(&json!({ "value": 1 })),
+            .json(&json!({ "next": 1 })),
     )
     .await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("would_go_backwards"))
     );
     let (status, _) = send(
@@ -553,7 +553,7 @@ async fn advance_and_reset_through_the_service_drop_the_block_it_holds() {
     let (status, body) = send(
         http.post(svc.url("/v1/sequences/orders/reset"))
             .bearer_auth(ADMIN)
-            .json(&json!({ "value": 9000 })),
+            .json(&json!({ "next": 9000 })),
     )
     .await;
     assert_eq!((status, body["next"].as_i64()), (200, Some(9000)), "{body}");
@@ -606,7 +606,7 @@ async fn draws_racing_admin_operations_are_ordered_before_or_after_them() {
                             got.extend(ns);
                         }
                         // Between a delete and the create after it.
-                        404 => assert_eq!(body["error"]["kind"], "no_such_sequence", "{body}"),
+                        404 => assert_eq!(body["error"]["code"], "no_such_sequence", "{body}"),
                         _ => panic!("drawer {c}: {status} {body}"),
                     }
                 }
@@ -635,7 +635,7 @@ async fn draws_racing_admin_operations_are_ordered_before_or_after_them() {
                 let (status, body) = send(
                     http.post(svc.url("/v1/sequences/orders/reset"))
                         .bearer_auth(ADMIN)
-                        .json(&json!({ "value": n + 1 })),
+                        .json(&json!({ "next": n + 1 })),
                 )
                 .await;
                 assert_eq!(
@@ -747,7 +747,7 @@ async fn authorization_comes_before_the_body_and_bearer_is_case_insensitive() {
     for (req, want_status, want_kind) in cases {
         let (status, body) = send(req).await;
         assert_eq!(
-            (status, body["error"]["kind"].as_str()),
+            (status, body["error"]["code"].as_str()),
             (want_status, Some(want_kind)),
             "{body}"
         );
@@ -789,7 +789,7 @@ async fn create_if_not_exists_changes_nothing_and_says_it_existed() {
     )
     .await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (409, Some("spec_conflict")),
         "{body}"
     );
@@ -862,7 +862,7 @@ async fn counts_on_cyclic_sequences_are_capped_at_one_cycle() {
     assert_eq!(status, 201, "{body}");
     let (status, body) = draw(&http, &svc, ADMIN, "tickets", 25).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (422, Some("invalid_input")),
         "{body}"
     );
@@ -907,7 +907,7 @@ async fn counts_on_cyclic_sequences_are_capped_at_one_cycle() {
     assert_eq!(status, 201, "{body}");
     let (status, body) = draw(&http, &svc, ADMIN, "big", 2500).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (422, Some("invalid_input")),
         "{body}"
     );
@@ -978,7 +978,7 @@ async fn list_reports_corrupt_documents_in_place() {
         .map(|s| s["name"].as_str().unwrap_or("?"))
         .collect();
     assert_eq!(names, ["a", "b", "c"], "{body}");
-    assert_eq!(listed[1]["error"]["kind"], "corrupt_document", "{body}");
+    assert_eq!(listed[1]["error"]["code"], "corrupt_document", "{body}");
     assert!(
         listed[1]["error"]["message"]
             .as_str()
@@ -1307,7 +1307,7 @@ async fn large_bodies_and_slow_requests_get_json_errors() {
     )
     .await;
     assert_eq!(status, 413, "{body}");
-    assert_eq!(body["error"]["kind"], "payload_too_large", "{body}");
+    assert_eq!(body["error"]["code"], "payload_too_large", "{body}");
     drop(svc);
 
     // A database that does not answer: the request is cut at --request-timeout.
@@ -1330,7 +1330,7 @@ async fn large_bodies_and_slow_requests_get_json_errors() {
     .await;
     let took = started.elapsed();
     assert_eq!(status, 503, "{body}");
-    assert_eq!(body["error"]["kind"], "timeout", "{body}");
+    assert_eq!(body["error"]["code"], "timeout", "{body}");
     assert!(took < Duration::from_secs(8), "took {took:?}");
 }
 
@@ -1372,10 +1372,10 @@ assert status == 200 and state["name"] == "smoke", (status, state)
 described = set(spec["components"]["schemas"]["Sequence"]["properties"])
 assert described == set(state), ("Sequence schema and peek differ", described ^ set(state))
 status, err = call("next", "no-such-sequence")
-assert status == 404 and err["error"]["kind"] == "no_such_sequence", (status, err)
+assert status == 404 and err["error"]["code"] == "no_such_sequence", (status, err)
 assert "no-such-sequence" in err["error"]["message"], err
 status, err = call("next", "smoke", query="?count=0")
-assert status == 400 and err["error"]["kind"] == "invalid_input", (status, err)
+assert status == 400 and err["error"]["code"] == "invalid_input", (status, err)
 print("ok", " ".join(sorted(ops)))
 "#;
 
@@ -1458,7 +1458,7 @@ async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
     assert_eq!(status, 403, "{body}");
     let (status, body) = send(void(ADMIN, 2)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (422, Some("invalid_input")),
         "{body}"
     );
@@ -1477,7 +1477,7 @@ async fn gap_free_sequences_show_their_status_and_void_through_the_service() {
     assert_eq!(g.peek().await.unwrap().next, 4);
     let (status, body) = send(http.get(svc.url("/v1/gapless/nothing")).bearer_auth(ADMIN)).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (404, Some("no_such_sequence")),
         "{body}"
     );
@@ -1890,7 +1890,7 @@ async fn board_streams_are_capped_per_token_and_per_queue() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert_eq!(body_of(&text)["error"]["kind"], "too_many_streams");
+    assert_eq!(body_of(&text)["error"]["code"], "too_many_streams");
     assert!(
         message.contains("\"board\"") && message.contains("--max-streams-per-token"),
         "{message}"
@@ -1969,7 +1969,7 @@ async fn metrics_can_require_a_token_of_their_own() {
         assert_eq!(resp.status(), 401, "{what}");
         assert_eq!(resp.headers()["www-authenticate"], "Bearer", "{what}");
         let body: Value = resp.json().await.unwrap();
-        assert_eq!(body["error"]["kind"], "unauthorized", "{what}: {body}");
+        assert_eq!(body["error"]["code"], "unauthorized", "{what}: {body}");
     }
     let resp = http.get(&url).bearer_auth(METRICS).send().await.unwrap();
     assert_eq!(resp.status(), 200);

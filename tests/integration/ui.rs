@@ -31,7 +31,7 @@ const PHONE: &str = "phones-token-for-tests-0005";
 fn tokens() -> Value {
     json!({ "tokens": [
         { "name": "admin", "token": ADMIN, "sequences": ["*"],
-          "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "take", "call"] },
+          "operations": ["next", "create", "peek", "list", "advance-to", "adopt", "reset", "delete", "alter", "void", "release", "history", "take", "call"] },
         { "name": "kiosk", "token": KIOSK, "sequences": ["lobby*"], "operations": ["take"] },
         { "name": "board", "token": BOARD, "sequences": ["lobby*"], "operations": ["peek"] },
         { "name": "phones", "token": PHONE,
@@ -676,7 +676,7 @@ async fn pages_are_plain_files_with_a_strict_policy_and_data_needs_a_token() {
     }
     let (status, body) = send(http.get(svc.url("/ui/assets/nope.js"))).await;
     assert_eq!(
-        (status, body["error"]["kind"].as_str()),
+        (status, body["error"]["code"].as_str()),
         (404, Some("not_found"))
     );
     for path in ["/ui/queues/lobby/events", "/v1/overview"] {
@@ -751,8 +751,8 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
         .unwrap();
     assert!((1..=3600).contains(&wait), "Retry-After {wait}");
     let body: Value = resp.json().await.unwrap();
-    assert_eq!(body["error"]["kind"], "too_many_takes", "{body}");
-    assert_eq!(body["error"]["outcome"], "nothing_written", "{body}");
+    assert_eq!(body["error"]["code"], "too_many_takes", "{body}");
+    assert_eq!(body["error"]["written"], "nothing_written", "{body}");
     let message = body["error"]["message"].as_str().unwrap();
     assert!(
         message.starts_with("ticket link \"phones\" lets one phone take 2 ticket(s) per hour")
@@ -841,7 +841,7 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
     assert_eq!(resp.status(), 429);
     assert_eq!(resp.headers()["retry-after"], "10");
     let body: Value = resp.json().await.unwrap();
-    assert_eq!(body["error"]["kind"], "too_many_streams", "{body}");
+    assert_eq!(body["error"]["code"], "too_many_streams", "{body}");
     assert!(
         body["error"]["message"]
             .as_str()
@@ -888,7 +888,7 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
     assert_eq!(view["state"], "cancelled", "{view}");
     let (status, body) = send(give_up("phone-aaa.1")).await;
     assert_eq!(
-        (status, &body["error"]["kind"]),
+        (status, &body["error"]["code"]),
         (409, &json!("ticket_not_waiting")),
         "{body}"
     );
@@ -999,7 +999,7 @@ async fn a_ticket_link_takes_follows_and_gives_up_within_its_limits() {
         )
         .await;
         assert_eq!((peek, status), (404, 404), "{name}: {link}");
-        assert_eq!(link["error"]["kind"], peeked["error"]["kind"], "{link}");
+        assert_eq!(link["error"]["code"], peeked["error"]["code"], "{link}");
         assert!(link.get("url").is_none(), "{link}");
     }
     let (status, stderr) = svc.stop();
@@ -1121,7 +1121,7 @@ async fn the_public_reads_cost_the_database_a_bounded_amount_and_are_limited_per
     let (k, after, body) = refused.expect("the 21st read is refused");
     assert_eq!(k, 20, "{body}");
     assert!(after.is_some(), "{body}");
-    assert_eq!(body["error"]["kind"], "too_many_reads", "{body}");
+    assert_eq!(body["error"]["code"], "too_many_reads", "{body}");
     assert!(
         body["error"]["message"]
             .as_str()

@@ -68,7 +68,7 @@ test('every options object refuses an unknown key, naming the closest known one,
   assert.throws(() => h.Sequence.intoBlocks({ signal: new AbortController().signal }), /unknown option `signal` of `intoBlocks`/)
   // Nothing was written: no sequence e5, g2 or other.
   assert.deepEqual((await d.list()).map((x) => x.name), before.map((x) => x.name))
-  assert.deepEqual(await d.listGapless(), ['g'])
+  assert.deepEqual((await d.listGapless()).map((g) => g.name), ['g'])
 })
 
 test('the shared vocabulary: take({ count }), kinds in snake_case, seconds, strategy, withCaller, voidExtra, delete({ force })', async () => {
@@ -104,13 +104,28 @@ test('the shared vocabulary: take({ count }), kinds in snake_case, seconds, stra
   try {
     const name = unique('void_extra')
     const g = await d.ensureGapless('inv', { collection: name, field: 'n', leaseSeconds: 2.5, maxLeaseSeconds: 60, waitSeconds: 1, voidExtra: { status: 'VOID', total: 0 } })
-    assert.equal((await g.peek()).maxLeaseMs, 60_000n)
-    assert.equal((await g.alter({ maxLeaseSeconds: 0.5 })).maxLeaseMs, 500n)
+    assert.equal((await g.peek()).maxLeaseSeconds, 60)
+    assert.equal((await g.alter({ maxLeaseSeconds: 0.5 })).maxLeaseSeconds, 0.5)
     await g.void(1, 'misprint')
     const voided = await client.db(DATABASE).collection(name).findOne({ n: 1 })
     assert.deepEqual([voided.status, voided.total], ['VOID', 0])
     await assert.rejects(d.ensureGapless('bad', { collection: name, field: 'n', leaseSeconds: -1 }), /invalid leaseSeconds: -1 s is not a duration/)
     await assert.rejects(d.ensureGapless('bad', { collection: name, field: 'n', voidExtra: 'VOID' }), /invalid voidExtra: "VOID" is not an object/)
+    // A release answers the library's shape: a stalled holder's number, voided at once.
+    let resume
+    const stalled = g.issue(() => new Promise((_, reject) => { resume = () => reject(new Error('holder gone')) }))
+    const other = await d.openGapless('inv')
+    while ((await other.peek()).lease === null) await new Promise((r) => setTimeout(r, 10))
+    assert.deepEqual(await other.release(2, 'holder killed', { force: true }), { outcome: 'voided', number: 2n })
+    resume()
+    await assert.rejects(stalled, (e) => e.kind === 'business_write')
+    // The list answers states (as listQueues does); the handle deletes itself, with force.
+    const listed = await d.listGapless()
+    assert.deepEqual(listed.map((x) => [x.name, x.maxLeaseSeconds]), [['inv', 0.5]])
+    await g.delete()
+    assert.deepEqual(await d.listGapless(), [])
+    const deleted = await g.peek().catch((x) => x)
+    assert.deepEqual([deleted.kind, deleted.code], ['not_found', 'no_such_sequence'])
   } finally {
     await client.close()
   }

@@ -155,7 +155,7 @@ def test_aio_gapless_with_async_driver_inserts_some_failing_leaves_no_gap(uri, l
         used = sorted(n for n in got if n is not None)
         assert used == list(range(1, 46))
         await g.flush()
-        audit = await d.audit(business, "number", start=1)
+        audit = await d.audit(business, "number", from_=1)
         assert audit["clean"] and audit["numbers"] == 45 and audit["missing"] == 0, audit
 
     run(main, loop)

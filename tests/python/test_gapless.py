@@ -71,7 +71,7 @@ def test_gapless_issue_with_pymongo_inserts_some_failing_leaves_no_gap(d, mongo,
     assert last == nxt + 1
     n_total = len(used) + 2
     assert sorted(used) == list(range(1, n_total - 1))
-    audit = d.audit(business, "number", start=1)
+    audit = d.audit(business, "number", from_=1)
     assert audit["clean"], audit
     assert (audit["numbers"], audit["missing"], audit["duplicated"], audit["voided"]) == (
         n_total,
@@ -95,3 +95,42 @@ def test_a_gapless_sequence_refuses_what_its_index_cannot_guarantee(d, mongo, co
     with pytest.raises(dispenser.InvalidInputError) as e:
         d.ensure_gapless("inv", collection=business, field="number")
     assert "sparse" in str(e.value)
+
+
+def test_the_gapless_vocabulary_is_every_surfaces(d, mongo, collection):
+    """Issue 60: a release answers the library's shape, the list answers states, the handle
+    deletes itself (with force while a lease runs), the longest lease is in seconds, the
+    audit's first number is `from_`."""
+    business = f"{collection}_vocab"
+    g = d.create_gapless("inv", collection=business, field="n", max_lease=60, void_extra={"status": "VOID"})
+    assert g.peek()["max_lease_seconds"] == 60.0
+    # A holder that stopped after taking 1: its lease ends at once; 1 was not written.
+    held = threading.Event()
+    stop = threading.Event()
+
+    def stalled(n: int):
+        held.set()
+        stop.wait(5)
+        raise ValueError("holder gone")
+
+    t = threading.Thread(target=lambda: pytest.raises(dispenser.BusinessWriteError, g.issue, stalled))
+    t.start()
+    assert held.wait(5)
+    try:
+        with pytest.raises(dispenser.ConflictError) as e:
+            d.open_gapless("inv").delete()
+        assert (e.value.code, e.value.kind) == ("lease_held", "conflict")
+        released = d.open_gapless("inv").release(1, "holder killed", force=True)
+        assert released == {"outcome": "voided", "number": 1}, released
+    finally:
+        stop.set()
+        t.join()
+    assert mongo[DATABASE][business].find_one({"n": 1})["status"] == "VOID"
+    assert g.alter(max_lease=0.25)["max_lease_seconds"] == 0.25
+    listed = d.list_gapless()
+    assert [(s["name"], s["next"], s["max_lease_seconds"]) for s in listed] == [("inv", 2, 0.25)], listed
+    assert d.audit(business, "n", from_=1)["voided"] == 1
+    g.delete(force=True)
+    assert d.list_gapless() == []
+    with pytest.raises(dispenser.NotFoundError):
+        g.peek()

@@ -109,7 +109,7 @@ def test_gapless_inserts_use_a_number_exactly_when_they_succeed(uri, collection)
         assert len(used) == 20 and used == list(range(2, 22)), used
         g = await d.open_gapless(f"{business}.number")
         await g.flush()
-        audit = await d.audit(business, "number", start=1)
+        audit = await d.audit(business, "number", from_=1)
         assert audit["clean"] and audit["numbers"] == 21 and audit["missing"] == 0, audit
         with pytest.raises(dispenser.InvalidInputError):
             await Invoice.insert_many([Invoice(ref="bulk")])

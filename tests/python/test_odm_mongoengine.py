@@ -150,7 +150,7 @@ def test_gapless_mode_uses_a_number_exactly_when_the_insert_succeeds(d, alias, c
     assert outcomes["refused"] == 16 and len(saved) == 16, outcomes
     assert saved == list(range(1, 17)), saved
     gapless._ready().flush()
-    audit = d.audit(business, "number", start=1)
+    audit = d.audit(business, "number", from_=1)
     assert audit["clean"] and audit["numbers"] == 16 and audit["missing"] == 0, audit
     # A read before the save numbers nothing; a bulk insert is refused, not left unnumbered.
     fresh = cls(customer="later", ref="later")

@@ -54,7 +54,7 @@ def sync(uri: str) -> None:
         issued = g.issue(lambda k: f"invoice {k}")
         text: str = issued.value
         gstate: GaplessState = g.peek()
-        audit: Audit = d.audit("invoices", "number", start=1)
+        audit: Audit = d.audit("invoices", "number", from_=1)
         doctor: DoctorReport = d.doctor(tasks=2, time_limit=5.0)
         fit: bool = doctor["fit"]
         rendered: str = dispenser.Format("T-{n}").render(n)

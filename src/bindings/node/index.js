@@ -209,6 +209,7 @@ const API = {
     alter: { args: ['GaplessAlterInput', 'SignalOptions'] },
     void: { args: [null, null, 'SignalOptions'] },
     release: { args: [null, null, 'ForceOptions'] },
+    delete: { args: ['ForceOptions'] },
     audit: { args: ['AuditInput'], ...R },
     stats: S,
   },

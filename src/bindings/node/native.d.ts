@@ -154,7 +154,8 @@ export interface GaplessState {
   field: string
   voidField: string
   next: bigint
-  maxLeaseMs: bigint
+  /** The longest lease, in seconds (a fraction: 300, 0.25): a number in either mode. */
+  maxLeaseSeconds: number
   uniqueIndex: boolean
   lease: { number: bigint; holder: string; expires: string; waiters: boolean } | null
   leaseExpired: boolean
@@ -162,10 +163,10 @@ export interface GaplessState {
   voided: Array<{ number: bigint; reason: string; at: string }>
 }
 
-/** What a release of a gap-free number did. */
+/** What a release of a gap-free number did (the same shape on every surface). */
 export type Released =
-  | { kind: 'voided'; number: bigint }
-  | { kind: 'used'; first: bigint; last: bigint }
+  | { outcome: 'voided'; number: bigint }
+  | { outcome: 'used'; first: bigint; last: bigint }
 
 /** A gap-free audit: every number used or voided exactly once? */
 export interface Audit {
@@ -524,7 +525,8 @@ export declare class Dispenser {
    */
   openGapless(name: string, options?: SignalOptions | undefined | null): Promise<Gapless>
   /**
-   * The names of one page of the gap-free sequences.
+   * One page of the gap-free sequences' states, by name (one whose document cannot be
+   * read as `{ name, error }` in its place).
    *
    * # Cancel safety
    *
@@ -532,7 +534,7 @@ export declare class Dispenser {
    * where it waits, as a worker or process that exits meanwhile does: that leaves what
    * dropping the core's call leaves.
    */
-  listGapless(options?: ListOptions | undefined | null): Promise<Array<string>>
+  listGapless(options?: ListOptions | undefined | null): Promise<Array<GaplessState | ListingError>>
   /**
    * Creates the queue `name`; fails `AlreadyExists` when it exists.
    *
@@ -759,6 +761,18 @@ export declare class Gapless {
    * dropping the core's call leaves.
    */
   release(number: Int, reason: string, options?: ForceOptions | undefined | null): Promise<Released>
+  /**
+   * Deletes this gap-free sequence (its state; the business collection and its documents
+   * stay); refused (a ConflictError, code `lease_held`) while a holder's lease runs, unless
+   * `{ force: true }` (recorded in the history).
+   *
+   * # Cancel safety
+   *
+   * The core's call runs to its end unless the call's `signal` aborts it, which drops it
+   * where it waits, as a worker or process that exits meanwhile does: that leaves what
+   * dropping the core's call leaves.
+   */
+  delete(options?: ForceOptions | undefined | null): Promise<void>
   /**
    * Checks the business collection: every number from `from` used or voided exactly once.
    *

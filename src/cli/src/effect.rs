@@ -67,7 +67,11 @@ pub fn effect(cli: &Cli) -> Option<Effect> {
             peek(&a.name),
         ),
         Command::Reset(a) => Effect::new(
-            format!("sequence {:?} reset to {}", a.name, a.value),
+            format!(
+                "sequence {:?} reset to {}",
+                a.name,
+                a.next.or(a.value).unwrap_or_default()
+            ),
             peek(&a.name),
         ),
         Command::Delete(a) => Effect::new(format!("sequence {:?} deleted", a.name), peek(&a.name)),

@@ -24,7 +24,8 @@ pub enum GaplessCommand {
         if_not_exists: bool,
         /// The gap-free sequence.
         name: String,
-        /// The business collection (in --db).
+        /// The business collection (in --db): the field `collection` of the other surfaces,
+        /// named so beside the global --collection (where the sequences' documents are).
         #[arg(long)]
         into: String,
         /// The number field (a dotted path for a nested field).
@@ -40,6 +41,11 @@ pub enum GaplessCommand {
         /// The field of a void document that holds why the number was voided.
         #[arg(long, default_value = "voided")]
         void_field: String,
+        /// More fields written into every void document, as a JSON object
+        /// (`{"status":"VOID","total":0}`): what a validator of the business collection
+        /// wants a document to have. Fixed at creation.
+        #[arg(long)]
+        void_extra: Option<String>,
     },
     /// Who changed the gap-free sequence, when, how: its recorded operations, oldest first
     /// (a deleted one's too).
@@ -112,6 +118,10 @@ pub enum GaplessCommand {
         /// its write fails on the unique index and it moves on to the next number).
         #[arg(long)]
         force: bool,
+        /// Print what the release did as JSON: `{"outcome":"voided","number":N}` or
+        /// `{"outcome":"used","first":N,"last":M}`.
+        #[arg(long)]
+        json: bool,
     },
     /// Change a setting: the longest lease (no holder's lease counts for longer, the leases
     /// already taken included).
@@ -157,6 +167,22 @@ fn seconds(what: &str, seconds: f64) -> dispenser::Result<Duration> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// The JSON object `text` (the flag `what`'s) as a document, else an error naming the flag.
+fn json_object(what: &str, text: &str) -> dispenser::Result<Document> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| dispenser::Error::InvalidArgument {
+            what: what.into(),
+            reason: format!("not JSON: {e}"),
+        })?;
+    match Bson::try_from(value) {
+        Ok(Bson::Document(d)) => Ok(d),
+        _ => Err(dispenser::Error::InvalidArgument {
+            what: what.into(),
+            reason: "must be a JSON object".into(),
+        }),
+    }
+}
+
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 fn io(e: std::io::Error) -> dispenser::Error {
@@ -186,12 +212,16 @@ pub async fn run(
             start,
             max_lease,
             void_field,
+            void_extra,
         } => {
             let max_lease = seconds("--max-lease", max_lease)?;
             let mut options = GaplessOptions::new(&into, &field)
                 .with_start(start)
                 .with_max_lease(max_lease)
                 .with_void_field(void_field);
+            if let Some(extra) = void_extra {
+                options = options.with_void_extra(json_object("--void-extra", &extra)?);
+            }
             // No number is issued here: the lease only has to fit the longest one.
             options.lease = options.lease.min(max_lease);
             // Nothing is read after the write: a read that failed then would tell a written
@@ -214,20 +244,23 @@ pub async fn run(
         }
         GaplessCommand::List { json } => {
             let mut statuses = Vec::new();
-            let mut after: Option<String> = None;
-            loop {
-                let mut list = d.list_gapless().limit(1000);
-                if let Some(a) = after.take() {
-                    list = list.after(a);
+            let mut unreadable = None;
+            for item in d.list_gapless().await? {
+                match item {
+                    Ok(s) => statuses.push(s),
+                    Err(e) => {
+                        eprintln!("dispenser: {e}");
+                        unreadable = Some(e);
+                    }
                 }
-                let page = list.await?;
-                for name in &page {
-                    statuses.push(d.open_gapless(name).await?.peek().await?);
+            }
+            if let Some(e) = unreadable {
+                // The readable ones first, then the failure's exit code.
+                for s in &statuses {
+                    writeln!(out, "{}", status_line(s)).map_err(io)?;
                 }
-                match page.last() {
-                    Some(last) if page.len() == 1000 => after = Some(last.clone()),
-                    _ => break,
-                }
+                out.flush().map_err(io_err)?;
+                return Err(e);
             }
             if json {
                 let all: Vec<_> = statuses.iter().map(GaplessState::to_json).collect();
@@ -296,20 +329,7 @@ pub async fn run(
             count,
         } => {
             let lease = seconds("--lease", lease)?;
-            let value: serde_json::Value =
-                serde_json::from_str(&body).map_err(|e| dispenser::Error::InvalidArgument {
-                    what: "--doc".into(),
-                    reason: format!("not JSON: {e}"),
-                })?;
-            let base: Document = match Bson::try_from(value) {
-                Ok(Bson::Document(d)) => d,
-                _ => {
-                    return Err(dispenser::Error::InvalidArgument {
-                        what: "--doc".into(),
-                        reason: "must be a JSON object".into(),
-                    });
-                }
-            };
+            let base = json_object("--doc", &body)?;
             // Only an existing sequence issues (`gapless create` makes one): its settings
             // say where the numbers go.
             let g = d.open_gapless(&name).await?;
@@ -389,9 +409,16 @@ pub async fn run(
             number,
             reason,
             force,
+            json,
         } => {
             let g = d.open_gapless(&name).await?;
-            match g.release(number, &reason).force(force).await? {
+            let released = g.release(number, &reason).force(force).await?;
+            if json {
+                writeln!(out, "{}", released.to_json()).map_err(io)?;
+                out.flush().map_err(io_err)?;
+                return Ok(Outcome::Done);
+            }
+            match released {
                 Released::Voided(n) => {
                     writeln!(out, "{name}: {n} voided; its holder's lease ended").map_err(io)?;
                 }

@@ -84,9 +84,12 @@ pub struct AdvanceToArgs {
 pub struct ResetArgs {
     /// Sequence name.
     pub name: String,
-    /// The next number to issue (`--value` is accepted too, as earlier versions named it).
-    #[arg(long = "next", visible_alias = "value", allow_negative_numbers = true)]
-    pub value: i64,
+    /// The next number to issue.
+    #[arg(long, allow_negative_numbers = true, required_unless_present = "value")]
+    pub next: Option<i64>,
+    /// What earlier versions called `--next`: refused, naming it.
+    #[arg(long, hide = true, allow_negative_numbers = true)]
+    pub value: Option<i64>,
     /// Allow moving the sequence backwards (numbers already issued would come again).
     #[arg(long)]
     pub force: bool,
@@ -203,9 +206,18 @@ pub async fn reset(
     a: ResetArgs,
     out: &mut impl Write,
 ) -> dispenser::Result<Outcome> {
+    let next = match (a.next, a.value) {
+        (Some(next), None) => next,
+        _ => {
+            return Err(dispenser::Error::InvalidArgument {
+                what: "--value".into(),
+                reason: "reset's `--value` is now `--next` (the next number to issue)".into(),
+            });
+        }
+    };
     let states = match d.open_either(&a.name).await? {
-        Either::Striped(ids) => ids.reset(a.value).force(a.force).await?,
-        Either::Plain(s) => vec![s.reset(a.value).force(a.force).await?],
+        Either::Striped(ids) => ids.reset(next).force(a.force).await?,
+        Either::Plain(s) => vec![s.reset(next).force(a.force).await?],
     };
     print_states(&states, out)
 }

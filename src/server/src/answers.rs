@@ -45,7 +45,7 @@ pub(super) fn of_library<T: Serialize + DeserializeOwned>(json: Value) -> Result
             ),
         );
         // An answer is read after the operation: whatever it wrote stays written.
-        error.outcome = dispenser::error::Written::Unknown.as_str();
+        error.written = dispenser::error::Written::Unknown.as_str();
         error
     })
 }
@@ -59,7 +59,8 @@ fn short_name<T>() -> &'static str {
 // ---------------------------------------------------------------------------------------
 // Errors.
 
-/// A listed document that cannot be read, in its place: `{name, error: {kind, message}}`.
+/// A listed document that cannot be read, in its place: `{name, error: {code, kind,
+/// message}}`.
 #[derive(Serialize, ToSchema, Clone, Debug)]
 pub(super) struct Unreadable {
     pub(super) name: String,
@@ -69,13 +70,14 @@ pub(super) struct Unreadable {
 impl Unreadable {
     /// `name`'s entry for the error `e` (its message scrubbed of secrets by `scrub`).
     pub(super) fn new(name: &str, e: &dispenser::Error, scrub: impl Fn(&str) -> String) -> Self {
-        let (_, kind) = classify(e);
+        let (_, code) = classify(e);
         Unreadable {
             name: name.to_owned(),
             error: ErrorDetail {
-                kind: kind.to_owned(),
+                code: code.to_owned(),
+                kind: e.kind().as_str().to_owned(),
                 message: scrub(&e.to_string()),
-                outcome: None,
+                written: None,
             },
         }
     }
@@ -636,8 +638,8 @@ pub(super) struct Gapless {
     pub(super) void_field: String,
     /// The next number.
     pub(super) next: i64,
-    /// The longest lease, in milliseconds.
-    pub(super) max_lease_ms: i64,
+    /// The longest lease, in seconds (a fraction: `300.0`).
+    pub(super) max_lease_seconds: f64,
     /// Whether the unique index on the number field is there.
     pub(super) unique_index: bool,
     /// The holder of `next`, if any.
@@ -709,16 +711,22 @@ pub(super) enum VoidAnswer {
     Voided { name: String, voided: i64 },
 }
 
-/// The answer of a release: `{name, number, outcome}`; to a token that may also `peek` the
-/// sequence, `last` (for `used`) and `status`.
+/// The answer of a release: the library's shape (`Released::to_json`: `{outcome: "voided",
+/// number}` or `{outcome: "used", first, last}`) with the sequence's `name`, and, to a token
+/// that may also `peek` the sequence, `status`; to one that may not, a `used` answer leaves
+/// out `last` (the number after it is the next one).
 #[derive(Serialize, ToSchema)]
 pub(super) struct ReleaseAnswer {
     pub(super) name: String,
-    /// The released number.
-    pub(super) number: i64,
     /// `voided` (the holder had not written it: voided now) or `used` (it had).
-    #[schema(pattern = "^(voided|used|other)$")]
+    #[schema(pattern = "^(voided|used)$")]
     pub(super) outcome: &'static str,
+    /// The number voided (for `voided`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) number: Option<i64>,
+    /// The held number, which the holder had written (for `used`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) first: Option<i64>,
     /// The last number the holder wrote (for `used`, to a token that may `peek`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) last: Option<i64>,
@@ -727,11 +735,39 @@ pub(super) struct ReleaseAnswer {
     pub(super) status: Option<Gapless>,
 }
 
+impl ReleaseAnswer {
+    /// The answer of `released` on the gap-free sequence `name`; `status` (and `last`) only
+    /// for a token that may `peek` it.
+    pub(super) fn of(
+        name: String,
+        released: dispenser::gapless::Released,
+        status: Option<Gapless>,
+    ) -> Self {
+        use dispenser::gapless::Released;
+        let peek = status.is_some();
+        let (outcome, number, first, last) = match released {
+            Released::Voided(n) => ("voided", Some(n), None, None),
+            Released::Used { first, last } => ("used", None, Some(first), Some(last)),
+            // `Released` is non-exhaustive; a new outcome is named once the service knows it.
+            _ => ("used", None, None, None),
+        };
+        ReleaseAnswer {
+            name,
+            outcome,
+            number,
+            first,
+            last: last.filter(|_| peek),
+            status,
+        }
+    }
+}
+
 /// The answer of a change of the longest lease.
 #[derive(Serialize, ToSchema)]
 pub(super) struct MaxLeaseAnswer {
     pub(super) name: String,
-    pub(super) max_lease_ms: u64,
+    /// The longest lease now, in seconds (a fraction: `60.0`).
+    pub(super) max_lease_seconds: f64,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -841,7 +877,7 @@ mod tests {
     fn gapless() -> Value {
         json!({
             "name": "inv", "collection": "invoices", "field": "number", "void_field": "voided",
-            "next": 7, "max_lease_ms": 300000, "unique_index": true,
+            "next": 7, "max_lease_seconds": 300.0, "unique_index": true,
             "lease": { "number": 7, "holder": "6b0ab75e8d6306db9688de0f", "expires": "2026-11-28T11:13:34Z", "waiters": false },
             "lease_expired": false, "server_time": "2026-11-28T11:13:33Z",
             "voided": [{ "number": 3, "reason": "torn", "at": "2026-11-28T10:00:00Z" }],
@@ -869,39 +905,66 @@ mod tests {
         for wrong in [more, less, other, nested] {
             let e = of_library::<Gapless>(wrong.clone()).unwrap_err();
             assert_eq!(
-                (e.status, e.kind, e.outcome),
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal", "unknown"),
+                (e.status, e.code, e.kind, e.written),
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal",
+                    "unknown"
+                ),
                 "{wrong}"
             );
             assert!(e.message.contains("this Gapless"), "{}", e.message);
         }
     }
 
-    /// The error body is the one every error answer had: `{"error": {kind, message,
-    /// outcome}}`, and a listed document that cannot be read has no `outcome`.
+    /// A release's answer is the library's shape (`Released::to_json`) with the name, and
+    /// the state only to a token that may `peek` (without it, no `last`).
+    #[test]
+    fn a_release_answers_the_librarys_shape() {
+        use dispenser::gapless::Released;
+        let status = || Some(of_library::<Gapless>(gapless()).unwrap());
+        for released in [Released::Voided(7), Released::Used { first: 7, last: 9 }] {
+            let mut answer =
+                serde_json::to_value(ReleaseAnswer::of("inv".into(), released, status())).unwrap();
+            let map = answer.as_object_mut().unwrap();
+            assert_eq!(map.remove("name"), Some(json!("inv")));
+            assert_eq!(map.remove("status"), Some(gapless()));
+            assert_eq!(answer, released.to_json());
+        }
+        let blind = ReleaseAnswer::of("inv".into(), Released::Used { first: 7, last: 9 }, None);
+        assert_eq!(
+            serde_json::to_value(blind).unwrap(),
+            json!({ "name": "inv", "outcome": "used", "first": 7 })
+        );
+    }
+
+    /// The error body is the one every error answer has: `{"error": {code, kind, message,
+    /// written}}`, and a listed document that cannot be read has no `written`.
     #[test]
     fn error_bodies_keep_their_shape() {
         let body = ErrorBody {
             error: ErrorDetail {
+                code: "not_found".into(),
                 kind: "not_found".into(),
                 message: "no such endpoint".into(),
-                outcome: Some("nothing_written".into()),
+                written: Some("nothing_written".into()),
             },
         };
         assert_eq!(
             serde_json::to_string(&body).unwrap(),
-            r#"{"error":{"kind":"not_found","message":"no such endpoint","outcome":"nothing_written"}}"#
+            r#"{"error":{"code":"not_found","kind":"not_found","message":"no such endpoint","written":"nothing_written"}}"#
         );
         let unreadable = Unreadable {
             name: "x".into(),
             error: ErrorDetail {
-                outcome: None,
+                written: None,
                 ..body.error
             },
         };
         assert_eq!(
             serde_json::to_value(&unreadable).unwrap(),
-            json!({ "name": "x", "error": { "kind": "not_found", "message": "no such endpoint" } })
+            json!({ "name": "x", "error": { "code": "not_found", "kind": "not_found", "message": "no such endpoint" } })
         );
     }
 }

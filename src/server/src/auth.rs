@@ -78,6 +78,9 @@ impl AppState {
                 format!("token {:?} may not use {noun} {n:?}", rule.name),
             ));
         }
+        if let Some(warning) = rule.warn_implied(op) {
+            tracing::warn!("{warning}");
+        }
         Ok(())
     }
 

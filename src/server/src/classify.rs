@@ -1,4 +1,4 @@
-//! How a library error is answered: its status and kind.
+//! How a library error is answered: its status, code and kind.
 //!
 //! 400 is for what the OpenAPI document itself rules out (checked by the service: names,
 //! `count`, the shape of a body); 422 for values the document allows but the library refuses
@@ -12,7 +12,7 @@ use super::errors::ApiError;
 use super::names::check_name;
 use super::status::status_of;
 
-/// The status and kind an error is answered with: the status of its code (`status.rs`, every
+/// The status and code an error is answered with: the status of its code (`status.rs`, every
 /// code of `dispenser::error::CODES`; an unknown one 500), except that a name the OpenAPI
 /// document itself rules out is 400 (one it allows, refused by the library's byte limit, stays
 /// 422).
@@ -28,9 +28,10 @@ pub(super) fn classify(e: &Error) -> (StatusCode, &'static str) {
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
-        let (status, kind) = classify(&e);
-        let mut answer = ApiError::new(status, kind, e.to_string());
-        answer.outcome = e.written().as_str();
+        let (status, code) = classify(&e);
+        let mut answer = ApiError::new(status, code, e.to_string());
+        answer.kind = e.kind().as_str();
+        answer.written = e.written().as_str();
         answer
     }
 }

@@ -774,7 +774,7 @@ pub(super) fn automatic_answer(buf: &[u8]) -> Option<(usize, u16)> {
 
 /// The JSON answer that replaces hyper's answer with `status` (the connection is closed after).
 pub(super) fn json_answer(status: u16) -> Vec<u8> {
-    let (reason, kind, message) = match status {
+    let (reason, code, message) = match status {
         414 => (
             "URI Too Long",
             "uri_too_long",
@@ -791,9 +791,13 @@ pub(super) fn json_answer(status: u16) -> Vec<u8> {
             "the request is not valid HTTP/1.1 (its request line or a header could not be parsed)",
         ),
     };
-    let body =
-        json!({ "error": { "kind": kind, "message": message, "outcome": "nothing_written" } })
-            .to_string();
+    let body = json!({ "error": {
+        "code": code,
+        "kind": dispenser::error::ErrorKind::InvalidInput.as_str(),
+        "message": message,
+        "written": dispenser::error::Written::Nothing.as_str(),
+    } })
+    .to_string();
     format!(
         "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
@@ -835,7 +839,10 @@ mod tests {
             "{head}"
         );
         let body: serde_json::Value = serde_json::from_str(body).unwrap();
-        assert_eq!(body["error"]["kind"], "headers_too_large");
+        assert_eq!(
+            (&body["error"]["code"], &body["error"]["kind"]),
+            (&json!("headers_too_large"), &json!("invalid_input"))
+        );
     }
 
     fn state(phase: Phase, stream_ends: Option<Instant>) -> ClockState {

@@ -300,7 +300,7 @@ async fn draw_striped<'n>(
             .into());
         };
         match draw_document(st, &slot, &era, name, shape, left, out).await {
-            Err(e) if e.kind == "exhausted" => exhausted = Some(e),
+            Err(e) if e.code == "exhausted" => exhausted = Some(e),
             other => other?,
         }
     }

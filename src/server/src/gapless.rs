@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use dispenser::Error;
-use dispenser::gapless::{Gapless, GaplessAlter, GaplessOptions, GaplessState, Released};
+use dispenser::gapless::{Gapless, GaplessAlter, GaplessOptions, GaplessState};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -71,8 +71,53 @@ fn check_business(collection: &str, fields: &[(&str, &str)]) -> Result<(), ApiEr
     Ok(())
 }
 
-/// The longest lease, in milliseconds, that an admin may set (a day).
-pub(super) const MAX_LEASE_MS: u64 = 86_400_000;
+/// The body's `void_extra` as the document every void document starts from: JSON values (an
+/// object of at most 100 fields: else 400, as the document says; none named with a leading `$`
+/// or a dot: else 422), naming the field at fault.
+fn void_extra(
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> Result<dispenser::mongodb::bson::Document, ApiError> {
+    if extra.len() > 100 {
+        return Err(ApiError::invalid_input(format!(
+            "void_extra has {} fields; at most 100",
+            extra.len()
+        )));
+    }
+    // A name the document allows (it says only "an object") but MongoDB would refuse in the
+    // void document, later: 422, as the library's refusals are.
+    if let Some(k) = extra
+        .keys()
+        .find(|k| k.is_empty() || k.starts_with('$') || k.contains('.'))
+    {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_input",
+            format!(
+                "void_extra field {k:?} must be a plain field name (not empty, no leading '$', no '.')"
+            ),
+        ));
+    }
+    match dispenser::mongodb::bson::Bson::try_from(serde_json::Value::Object(extra)) {
+        Ok(dispenser::mongodb::bson::Bson::Document(d)) => Ok(d),
+        _ => Err(ApiError::invalid_input(
+            "void_extra must be a JSON object of JSON values",
+        )),
+    }
+}
+
+/// The longest lease, in seconds, that an admin may set (a day); the shortest is 1 ms.
+pub(super) const MAX_LEASE_SECONDS: f64 = 86_400.0;
+
+/// `seconds` (the field `what`) as a longest lease: 0.001 (1 ms) to a day, else the 400 naming
+/// the field.
+fn max_lease(what: &str, seconds: f64) -> Result<Duration, ApiError> {
+    if !(0.001..=MAX_LEASE_SECONDS).contains(&seconds) {
+        return Err(ApiError::invalid_input(format!(
+            "invalid {what}: {seconds} must be from 0.001 (1 ms) to {MAX_LEASE_SECONDS} seconds (a day)"
+        )));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
 
 /// The gap-free endpoints (merged into the service's router).
 pub(super) fn routes() -> Router<Shared> {
@@ -118,12 +163,18 @@ pub(super) struct GaplessCreateBody {
     /// The first number (default 1).
     #[serde(default, deserialize_with = "whole_or_null")]
     pub(super) start: Option<i64>,
-    /// The longest lease, in milliseconds (1 to 86 400 000; default 300 000).
-    #[serde(default, deserialize_with = "whole_or_null")]
-    pub(super) max_lease_ms: Option<i64>,
+    /// The longest lease, in seconds (a fraction allowed: 0.001 to 86 400; default 300).
+    #[serde(default)]
+    pub(super) max_lease_seconds: Option<f64>,
     /// The field of a void document that holds why it was voided (default `voided`).
     #[serde(default)]
     pub(super) void_field: Option<String>,
+    /// More fields written into every void document (`{"status": "VOID", "total": 0}`),
+    /// fixed at creation (default none): a validator of the business collection that wants
+    /// them then accepts a void.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub(super) void_extra: Option<serde_json::Map<String, serde_json::Value>>,
     /// An existing sequence with the same collection and field is no error (nothing is
     /// written).
     #[serde(default)]
@@ -152,19 +203,14 @@ pub(super) async fn create(
     if let Some(start) = b.start {
         options = options.with_start(start);
     }
-    if let Some(ms) = b.max_lease_ms {
-        let ms = u64::try_from(ms)
-            .ok()
-            .filter(|ms| (1..=MAX_LEASE_MS).contains(ms))
-            .ok_or_else(|| {
-                ApiError::invalid_input(format!(
-                    "max_lease_ms {ms} must be 1 to {MAX_LEASE_MS} (a day)"
-                ))
-            })?;
-        options = options.with_max_lease(Duration::from_millis(ms));
+    if let Some(seconds) = b.max_lease_seconds {
+        options = options.with_max_lease(max_lease("max_lease_seconds", seconds)?);
     }
     if let Some(v) = &b.void_field {
         options = options.with_void_field(v);
+    }
+    if let Some(extra) = b.void_extra.clone() {
+        options = options.with_void_extra(void_extra(extra)?);
     }
     let may_read = super::state::AppState::permit_on(&rule, Op::Peek, Some(&b.name), NOUN).is_ok();
     let acting = st.acting(&rule)?;
@@ -215,12 +261,7 @@ pub(super) async fn list(
             if let Some(a) = a {
                 list = list.after(a);
             }
-            let names = list.await?;
-            let mut page = Vec::with_capacity(names.len());
-            for name in names {
-                page.push(async { d.open_gapless(&name).await?.peek().await }.await);
-            }
-            Ok(page)
+            list.await
         },
         |s: &GaplessState| &s.name,
         |s| Ok(GaplessEntry::Gapless(GaplessAnswer::of(s)?)),
@@ -261,7 +302,7 @@ pub(super) async fn delete(
 /// the longest lease, whether the unique index is there, and the voided numbers with their
 /// reasons.
 #[utoipa::path(get, path = "/v1/gapless/{name}", operation_id = "gapless_peek", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")),
-    responses((status = 200, description = "`{name, collection, field, void_field, next, max_lease_ms, unique_index, lease: {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number, reason, at}]}` (the lease by the server's clock)", body = GaplessAnswer)))]
+    responses((status = 200, description = "`{name, collection, field, void_field, next, max_lease_seconds, unique_index, lease: {number, holder, expires, waiters}|null, lease_expired, server_time, voided: [{number, reason, at}]}` (the lease by the server's clock)", body = GaplessAnswer)))]
 pub(super) async fn peek(
     State(st): State<Shared>,
     headers: HeaderMap,
@@ -332,17 +373,17 @@ pub(super) struct ReleaseBody {
     pub(super) force: bool,
 }
 
-/// `POST /v1/gapless/{name}/release` (token operation `void`): ends the lease of a holder
+/// `POST /v1/gapless/{name}/release` (token operation `release`): ends the lease of a holder
 /// that stopped, at once — voids its number if it did not write it, moves past what it
 /// wrote if it did.
 #[utoipa::path(post, path = "/v1/gapless/{name}/release", operation_id = "gapless_release", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = ReleaseBody,
-    responses((status = 200, description = "`{name, number, outcome: \"voided\"|\"used\"}`; when the token may also `peek` the sequence, `last` (the last number the holder wrote, for `used`) and `status` (as `GET /v1/gapless/{name}` answers it)", body = ReleaseAnswer)))]
+    responses((status = 200, description = "What every surface answers a release with — `{outcome: \"voided\", number}` or `{outcome: \"used\", first, last}` — with `name`; when the token may also `peek` the sequence, `status` (as `GET /v1/gapless/{name}` answers it); without `peek`, a `used` answer has no `last`", body = ReleaseAnswer)))]
 pub(super) async fn release(
     State(st): State<Shared>,
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<ReleaseAnswer>, ApiError> {
-    let acting = st.acting(&st.authorize(req.headers(), Op::Void, Some(&name))?)?;
+    let acting = st.acting(&st.authorize(req.headers(), Op::Release, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
     let peek = may_peek(&st, req.headers(), &name);
     let b: ReleaseBody = json_body(req).await?;
@@ -356,22 +397,11 @@ pub(super) async fn release(
         .force(b.force)
         .await
         .map_err(|e| refusal(e, &name, b.number, "released", peek))?;
-    let (outcome, last) = match released {
-        Released::Voided(_) => ("voided", None),
-        Released::Used { last, .. } => ("used", Some(last).filter(|_| peek)),
-        _ => ("other", None),
-    };
     let status = match peek {
         true => Some(status_of(&g, b.number).await?),
         false => None,
     };
-    Ok(Json(ReleaseAnswer {
-        name,
-        number: b.number,
-        outcome,
-        last,
-        status,
-    }))
+    Ok(Json(ReleaseAnswer::of(name, released, status)))
 }
 
 /// The status after the lease on `number` was released.
@@ -384,16 +414,15 @@ async fn status_of(g: &Gapless, number: i64) -> Result<GaplessAnswer, ApiError> 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct GaplessAlterBody {
-    /// The longest lease, in milliseconds (1 to 86 400 000): no holder's lease counts for
-    /// longer, the leases already taken included.
-    #[serde(deserialize_with = "super::json::whole")]
-    pub(super) max_lease_ms: i64,
+    /// The longest lease, in seconds (a fraction allowed: 0.001 to 86 400): no holder's
+    /// lease counts for longer, the leases already taken included.
+    pub(super) max_lease_seconds: f64,
 }
 
 /// `POST /v1/gapless/{name}/alter` (token operation `alter`): changes the sequence's
 /// settings (its longest lease).
 #[utoipa::path(post, path = "/v1/gapless/{name}/alter", operation_id = "gapless_alter", tag = "gapless", params(("name" = String, Path, description = "The gap-free sequence")), request_body = GaplessAlterBody,
-    responses((status = 200, description = "`{name, max_lease_ms}`", body = MaxLeaseAnswer)))]
+    responses((status = 200, description = "`{name, max_lease_seconds}`", body = MaxLeaseAnswer)))]
 pub(super) async fn alter(
     State(st): State<Shared>,
     Path(name): Path<String>,
@@ -402,20 +431,13 @@ pub(super) async fn alter(
     let acting = st.acting(&st.authorize(req.headers(), Op::Alter, Some(&name))?)?;
     check_name_of(NOUN, &name, false)?;
     let b: GaplessAlterBody = json_body(req).await?;
-    let ms = u64::try_from(b.max_lease_ms)
-        .ok()
-        .filter(|ms| (1..=MAX_LEASE_MS).contains(ms))
-        .ok_or_else(|| {
-            ApiError::invalid_input(format!(
-                "invalid max_lease_ms: {} must be from 1 to {MAX_LEASE_MS} (a day)",
-                b.max_lease_ms
-            ))
-        })?;
+    let lease = max_lease("max_lease_seconds", b.max_lease_seconds)?;
     let g = acting.open_gapless(&name).await?;
-    g.alter(GaplessAlter::default().with_max_lease(Duration::from_millis(ms)))
+    let s = g
+        .alter(GaplessAlter::default().with_max_lease(lease))
         .await?;
     Ok(Json(MaxLeaseAnswer {
         name,
-        max_lease_ms: ms,
+        max_lease_seconds: s.max_lease.as_secs_f64(),
     }))
 }

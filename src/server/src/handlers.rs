@@ -16,7 +16,7 @@ use super::answers::{
     of_library,
 };
 use super::errors::ApiError;
-use super::json::{json_body, whole, whole_or_null, whole_some};
+use super::json::{json_body, whole, whole_or_null};
 use super::make::{Making, create_or_ensure};
 use super::names::check_name;
 use super::state::{AppState, Shared, scope_of};
@@ -615,30 +615,12 @@ pub(super) async fn adopt(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ResetBody {
-    /// The next number to issue (give `next` or `value`, not both).
-    #[serde(default, deserialize_with = "whole_some")]
-    pub(super) next: Option<i64>,
-    /// The same as `next`, as earlier versions called it.
-    #[serde(default, deserialize_with = "whole_some")]
-    pub(super) value: Option<i64>,
+    /// The next number to issue.
+    #[serde(deserialize_with = "whole")]
+    pub(super) next: i64,
     /// Allow a next number at or below one already issued (numbers may repeat).
     #[serde(default)]
     pub(super) force: bool,
-}
-
-impl ResetBody {
-    /// The next number: `next` or `value`, exactly one of them.
-    fn next(&self) -> Result<i64, ApiError> {
-        match (self.next, self.value) {
-            (Some(n), None) | (None, Some(n)) => Ok(n),
-            (Some(_), Some(_)) => Err(ApiError::invalid_input(
-                "give the next number as `next` or as `value`, not both",
-            )),
-            (None, None) => Err(ApiError::invalid_input(
-                "missing the next number: give `next` (or `value`)",
-            )),
-        }
-    }
 }
 
 #[utoipa::path(post, path = "/v1/sequences/{name}/reset", operation_id = "reset", tag = "admin", params(("name" = String, Path, description = "The sequence name")), request_body = ResetBody,
@@ -650,7 +632,7 @@ pub(super) async fn reset(
 ) -> Result<Json<StateAnswer>, ApiError> {
     let acting = st.acting(&st.authorize(req.headers(), Op::Reset, Some(&name))?)?;
     let b: ResetBody = json_body(req).await?;
-    let next = b.next()?;
+    let next = b.next;
     check_name(&name, false)?;
     match st
         .exclusive(&name, async {

@@ -1,6 +1,6 @@
 //! The history of admin operations (`dispenser::history`): `GET /v1/sequences/{name}/history`,
 //! `GET /v1/gapless/{name}/history` and `GET /v1/queues/{name}/history`, for a token with
-//! `peek` on the name — and on every subject the answer holds: the library reads exact
+//! `history` on the name — and on every subject the answer holds: the library reads exact
 //! subjects only (a sequence with its stripes, a stripe, a scope, a gap-free sequence, a
 //! queue), and each entry is checked against the token's globs again before it is sent. The
 //! service records its own admin operations as the token's name (`AppState::acting`).
@@ -80,8 +80,8 @@ fn history_query(query: &[(String, String)], mut q: History) -> Result<(History,
 }
 
 /// One page of the history of `name` as `query` (from the request) says, for the token
-/// `rule`: every entry's subject must be one it may `peek` (the name asked for, or for a
-/// stripe its striped sequence), else nothing is answered.
+/// `rule`: every entry's subject must be one it has `history` on (the name asked for, or for
+/// a stripe its striped sequence), else nothing is answered.
 async fn page(
     st: &Shared,
     rule: &TokenRule,
@@ -92,9 +92,9 @@ async fn page(
     let (q, limit) = history_query(query, st.dispenser.history(kind, name))?;
     let entries = q.await?;
     for e in &entries {
-        let allowed = AppState::permit_on(rule, Op::Peek, Some(&e.name), noun).is_ok()
+        let allowed = AppState::permit_on(rule, Op::History, Some(&e.name), noun).is_ok()
             || e.striped_sequence()
-                .is_some_and(|s| AppState::permit_on(rule, Op::Peek, Some(s), noun).is_ok());
+                .is_some_and(|s| AppState::permit_on(rule, Op::History, Some(s), noun).is_ok());
         if !allowed {
             // Never reached while the library reads exact subjects: say nothing of the entry.
             tracing::error!(
@@ -137,7 +137,8 @@ pub(super) struct HistoryParams {
     limit: Option<u64>,
 }
 
-/// A history read of the `noun` `name` for the request's token, which must `peek` at it.
+/// A history read of the `noun` `name` for the request's token, which must have `history`
+/// on it.
 async fn read(
     st: &Shared,
     headers: &HeaderMap,
@@ -145,7 +146,7 @@ async fn read(
     query: &[(String, String)],
     kind: Kind,
 ) -> Result<Json<HistoryPage>, ApiError> {
-    let rule = st.authorize_on(headers, Op::Peek, Some(name), noun)?;
+    let rule = st.authorize_on(headers, Op::History, Some(name), noun)?;
     check_name_of(noun, name, false)?;
     page(st, &rule, (name, noun), query, kind).await
 }

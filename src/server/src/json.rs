@@ -86,9 +86,36 @@ pub(super) async fn json_body<T: DeserializeOwned>(req: Request) -> Result<T, Ap
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "malformed_json",
-            format!("the request body is not the JSON this operation takes: {e}"),
+            format!(
+                "the request body is not the JSON this operation takes: {e}{}",
+                renamed(&e.to_string())
+            ),
         )
     })
+}
+
+/// The fields of request bodies that were renamed (old, new, what the new one holds): a body
+/// that gives the old name is refused (400), its message naming the new one.
+const RENAMED: &[(&str, &str, &str)] = &[
+    (
+        "max_lease_ms",
+        "max_lease_seconds",
+        " (in seconds, a fraction allowed: 0.5 is 500 ms)",
+    ),
+    ("value", "next", ""),
+];
+
+/// What serde's `message` about a body says of a renamed field: `; `old` is now `new`` when it
+/// refused an old name the body's type has the new name of, else nothing.
+fn renamed(message: &str) -> String {
+    RENAMED
+        .iter()
+        .find(|(old, new, _)| {
+            message.contains(&format!("unknown field `{old}`"))
+                && message.contains(&format!("`{new}`"))
+        })
+        .map(|(old, new, unit)| format!("; `{old}` is now `{new}`{unit}"))
+        .unwrap_or_default()
 }
 
 /// The JSON body of `req` when it has one, else `T::default()`: an empty body (with or without
@@ -208,11 +235,6 @@ pub(super) fn whole<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     })
 }
 
-/// [`whole`] for a field that may be absent (`None`) but not `null`.
-pub(super) fn whole_some<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    whole(d).map(Some)
-}
-
 /// [`whole`] for an optional field (`null` or absent: `None`).
 pub(super) fn whole_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     let raw = Box::<RawValue>::deserialize(d)?;
@@ -247,6 +269,34 @@ pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, Api
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body giving a renamed field's old name is refused naming the new one (and only
+    /// where the body's type has the new one: `value` elsewhere is merely unknown).
+    #[test]
+    fn a_renamed_field_is_refused_naming_its_new_name() {
+        #[derive(Deserialize, Debug)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Alter {
+            max_lease_seconds: f64,
+        }
+        #[derive(Deserialize, Debug)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct Other {
+            count: u64,
+        }
+        let said = |e: serde_json::Error| renamed(&e.to_string());
+        let e = serde_json::from_str::<Alter>(r#"{"max_lease_ms": 60000}"#).unwrap_err();
+        assert_eq!(
+            said(e),
+            "; `max_lease_ms` is now `max_lease_seconds` (in seconds, a fraction allowed: 0.5 is 500 ms)"
+        );
+        let e = serde_json::from_str::<Other>(r#"{"value": 3}"#).unwrap_err();
+        assert_eq!(said(e), "");
+        let e = serde_json::from_str::<Alter>(r#"{"max_lease_seconds": "x"}"#).unwrap_err();
+        assert_eq!(said(e), "");
+    }
 
     #[test]
     fn whole_numbers_are_read_exactly() {

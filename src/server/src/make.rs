@@ -117,7 +117,7 @@ mod tests {
             differs: "max 9 (asked 99)".to_owned(),
         };
         let e = run(making(true, true), Err(taken()), Err(conflict)).unwrap_err();
-        assert_eq!((e.status, e.kind), (StatusCode::CONFLICT, "spec_conflict"));
+        assert_eq!((e.status, e.code), (StatusCode::CONFLICT, "spec_conflict"));
         for (if_not_exists, may_read, says) in [
             (false, true, "GET /v1/queues/{name} shows it"),
             (true, false, "a token with `peek` on it sees its state"),
@@ -125,7 +125,7 @@ mod tests {
         ] {
             // The ensure is never run: it would tell whether the settings are the ones asked.
             let e = run(making(if_not_exists, may_read), Err(taken()), Ok(2)).unwrap_err();
-            assert_eq!((e.status, e.kind), (StatusCode::CONFLICT, "already_exists"));
+            assert_eq!((e.status, e.code), (StatusCode::CONFLICT, "already_exists"));
             assert!(
                 e.message.starts_with("queue \"lobby\" already exists; ")
                     && e.message.contains(says),
@@ -142,6 +142,6 @@ mod tests {
             Ok(2),
         )
         .unwrap_err();
-        assert_ne!(e.kind, "already_exists");
+        assert_ne!(e.code, "already_exists");
     }
 }

@@ -59,7 +59,7 @@ pub(super) async fn as_json_error(st: &AppState, resp: Response) -> Response {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(_) => String::new(),
             };
-            let (kind, message) = match status {
+            let (code, message) = match status {
                 StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", None),
                 StatusCode::NOT_FOUND => ("not_found", None),
                 StatusCode::PAYLOAD_TOO_LARGE => (
@@ -79,7 +79,7 @@ pub(super) async fn as_json_error(st: &AppState, resp: Response) -> Response {
             } else {
                 text
             };
-            ApiError::new(status, kind, message)
+            ApiError::new(status, code, message)
         }
     };
     error.message = st.scrub(&error.message);

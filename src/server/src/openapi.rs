@@ -331,23 +331,19 @@ pub(super) fn document(max_count: u64, metrics_token: bool) -> Value {
         }
     }
     for schema in ["GaplessAlterBody", "GaplessCreateBody"] {
-        if let Some(p) = property(&mut doc, schema, "max_lease_ms") {
-            p.insert("minimum".into(), json!(1));
-            p.insert("maximum".into(), json!(gapless::MAX_LEASE_MS));
+        if let Some(p) = property(&mut doc, schema, "max_lease_seconds") {
+            p.insert("minimum".into(), json!(0.001));
+            p.insert("maximum".into(), json!(gapless::MAX_LEASE_SECONDS));
         }
     }
-    if let Some(p) = property(&mut doc, "GaplessAlterBody", "max_lease_ms") {
-        p.insert("minimum".into(), json!(1));
-        p.insert("maximum".into(), json!(gapless::MAX_LEASE_MS));
+    // At most 100 fields (a name MongoDB refuses is 422: JSON Schema's `propertyNames` makes
+    // schema-driven generators stumble).
+    if let Some(p) = property(&mut doc, "GaplessCreateBody", "void_extra") {
+        p.insert("maxProperties".into(), json!(100));
     }
-    // A reset takes the next number as `next` or `value` (a whole number, not null), not both.
-    for field in ["next", "value"] {
-        if let Some(p) = property(&mut doc, "ResetBody", field) {
-            p.insert("type".into(), json!("integer"));
-        }
-    }
-    if let Some(s) = doc.pointer_mut("/components/schemas/ResetBody") {
-        s["oneOf"] = json!([{ "required": ["next"] }, { "required": ["value"] }]);
+    // A reset takes the next number as `next` (a whole number, not null).
+    if let Some(p) = property(&mut doc, "ResetBody", "next") {
+        p.insert("type".into(), json!("integer"));
     }
     // An adopt names what its source needs: `id` for the ODM counters, `collection` and `field`
     // (and `filter` for a counter) otherwise; `scoped` is mongoose-sequence's alone.

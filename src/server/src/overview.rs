@@ -75,28 +75,30 @@ async fn gapless(st: &AppState, rule: &TokenRule) -> Result<(Vec<GaplessEntry>, 
         .matching(rule.patterns())
         .limit(GAPLESS_SHOWN + 1)
         .await?;
-    let names: Vec<&str> = listed
-        .iter()
-        .map(String::as_str)
-        .filter(|n| rule.allows_name(n))
-        .collect();
+    let mut shown = 0;
     let mut out = Vec::new();
-    for name in names.iter().take(GAPLESS_SHOWN) {
-        let status = match st.dispenser.open_gapless(name).await {
-            Ok(g) => g.peek().await,
-            Err(e) => Err(e),
-        };
-        match status {
-            Ok(s) => out.push(GaplessEntry::Gapless(Gapless::of(&s)?)),
-            Err(e @ Error::NotFound { .. }) => {
-                // Deleted since the listing: not shown.
+    for item in listed {
+        let name = match &item {
+            Ok(s) => s.name.clone(),
+            Err(e @ Error::CorruptDocument { .. }) => corrupt_name(e).to_owned(),
+            Err(e) => {
                 tracing::debug!("overview: {e}");
+                continue;
             }
-            Err(e @ (Error::Database { .. } | Error::Timeout { .. })) => return Err(e.into()),
-            Err(e) => out.push(GaplessEntry::Unreadable(unreadable(st, name, &e))),
+        };
+        if !rule.allows_name(&name) {
+            continue;
+        }
+        shown += 1;
+        if shown > GAPLESS_SHOWN {
+            break;
+        }
+        match item {
+            Ok(s) => out.push(GaplessEntry::Gapless(Gapless::of(&s)?)),
+            Err(e) => out.push(GaplessEntry::Unreadable(unreadable(st, &name, &e))),
         }
     }
-    Ok((out, names.len() > GAPLESS_SHOWN))
+    Ok((out, shown > GAPLESS_SHOWN))
 }
 
 /// `GET /v1/overview`.

@@ -269,6 +269,8 @@ fn a_tokens_operations_are_exactly_those_it_lists() {
         Op::Delete,
         Op::Alter,
         Op::Void,
+        Op::Release,
+        Op::History,
         Op::Take,
         Op::Call,
     ];
@@ -283,6 +285,51 @@ fn a_tokens_operations_are_exactly_those_it_lists() {
                 "{listed:?}: {op:?}"
             );
         }
+    }
+}
+
+/// Token rights are named by the acts they allow (issue 60): `release` for a gap-free release,
+/// `history` for a history read. For one release `void` still allows a release and `peek` a
+/// history read, each warning once, on its first use, naming the token and the operation to
+/// add; a token that names the new operation (or never does the act) is never warned, and
+/// one that lists neither gets no more than it lists.
+#[test]
+fn rights_are_named_by_their_acts_and_the_old_names_warn_on_first_use_for_one_release() {
+    use super::tokens::parse_tokens;
+    let rules = parse_tokens(
+        r#"{"tokens": [
+            {"name": "clerk", "token": "clerk-token-0123456789", "sequences": ["inv"], "operations": ["void", "peek"]},
+            {"name": "ops", "token": "ops-token-0123456789", "sequences": ["inv"], "operations": ["release", "history"]},
+            {"name": "both", "token": "both-token-0123456789", "sequences": ["inv"], "operations": ["void", "release", "peek", "history"]},
+            {"name": "reader", "token": "reader-token-0123456789", "sequences": ["inv"], "operations": ["next"]}
+        ]}"#,
+    )
+    .unwrap();
+    let may = |i: usize, op: Op| rules[i].operations.contains(op);
+    assert!(may(0, Op::Release) && may(0, Op::History) && may(0, Op::Void));
+    assert!(may(1, Op::Release) && may(1, Op::History));
+    assert!(
+        !may(1, Op::Void) && !may(1, Op::Peek),
+        "release and history allow only themselves"
+    );
+    assert!(!may(3, Op::Release) && !may(3, Op::History));
+    // The clerk's acts through the old names: each warned of once.
+    let release = rules[0].warn_implied(Op::Release).expect("a warning");
+    assert!(
+        release.contains("\"clerk\"") && release.contains("add \"release\""),
+        "{release}"
+    );
+    assert_eq!(rules[0].warn_implied(Op::Release), None);
+    let history = rules[0].warn_implied(Op::History).expect("a warning");
+    assert!(history.contains("add \"history\""), "{history}");
+    assert_eq!(rules[0].warn_implied(Op::Void), None);
+    for (i, op) in [
+        (1, Op::Release),
+        (1, Op::History),
+        (2, Op::Release),
+        (2, Op::History),
+    ] {
+        assert_eq!(rules[i].warn_implied(op), None, "{}", rules[i].name);
     }
 }
 

@@ -31,6 +31,10 @@ pub(super) enum Op {
     Alter,
     /// Void the next number of a gap-free sequence.
     Void,
+    /// End a gap-free holder's lease (release).
+    Release,
+    /// Read a history.
+    History,
     /// Take a ticket of a queue.
     Take,
     /// Call the next ticket of a queue.
@@ -39,6 +43,19 @@ pub(super) enum Op {
     /// (`POST /v1/sequences/{name}/adopt`).
     Adopt,
 }
+
+/// The operations a token may be given, as the tokens file names them: each the verb of the
+/// act it allows.
+pub(super) const OPERATIONS: &str = "next, create, peek, list, advance-to, reset, delete, alter, void, release, history, take, call";
+
+/// The operations that once allowed another act too, for one release: a token given the
+/// first and not the second may still do what the second allows, and its first such act
+/// warns (`void` allowed `release`, `peek` allowed `history`). Only on use: a token that never
+/// does the act is never told to take a right it does not need.
+const IMPLIED: [(&str, Op, &str); 2] = [
+    ("void", Op::Release, "release"),
+    ("peek", Op::History, "history"),
+];
 
 impl Op {
     pub(super) fn parse(s: &str) -> Option<Op> {
@@ -52,6 +69,8 @@ impl Op {
             "delete" => Op::Delete,
             "alter" => Op::Alter,
             "void" => Op::Void,
+            "release" => Op::Release,
+            "history" => Op::History,
             "take" => Op::Take,
             "call" => Op::Call,
             "adopt" => Op::Adopt,
@@ -143,6 +162,10 @@ pub(super) struct TokenRule {
     revoked: watch::Sender<bool>,
     /// Set for a ticket link (its queue is then its one name, `take` its one operation).
     pub(super) link: Option<Link>,
+    /// The operations it has only through an old name (`IMPLIED`), each warned of once.
+    implied: Ops,
+    /// The implied operations already warned of (a bit per `Op`).
+    warned: std::sync::atomic::AtomicU16,
 }
 
 impl TokenRule {
@@ -169,6 +192,24 @@ impl TokenRule {
     /// Becomes `true` when a reload removes or changes this token.
     pub(super) fn revoked(&self) -> watch::Receiver<bool> {
         self.revoked.subscribe()
+    }
+
+    /// The warning the first time the token does `op` through an old name only (`void` for a
+    /// release, `peek` for a history read), else `None`.
+    pub(super) fn warn_implied(&self, op: Op) -> Option<String> {
+        use std::sync::atomic::Ordering;
+        if !self.implied.contains(op) {
+            return None;
+        }
+        let bit = 1 << op as u16;
+        if self.warned.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
+            return None;
+        }
+        let (old, _, new) = IMPLIED.into_iter().find(|(_, o, _)| *o == op)?;
+        Some(format!(
+            "token {:?}: operation {old:?} allowed {new} for this release only; add {new:?} to its operations (from the next release {old:?} allows {old} alone)",
+            self.name
+        ))
     }
 
     /// The same entry: name, token, sequence patterns and operations.
@@ -472,7 +513,7 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
         for o in &operations {
             ops.insert(Op::parse(o).ok_or_else(|| {
                 config_error(format!(
-                    "token {:?} has an unknown operation {o:?} (known: next, create, peek, list, advance-to, reset, delete, alter, void, take, call){}",
+                    "token {:?} has an unknown operation {o:?} (known: {OPERATIONS}){}",
                     t.name,
                     if o == "advance" {
                         "; `advance` is now spelled `advance-to`, as on the command line"
@@ -481,6 +522,13 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
                     }
                 ))
             })?);
+        }
+        let mut implied = Ops::default();
+        for (old, op, _) in IMPLIED {
+            if operations.iter().any(|o| o == old) && !ops.contains(op) {
+                ops.insert(op);
+                implied.insert(op);
+            }
         }
         let (globs, patterns) = match &link {
             // The queue's name as it is (a `*` in it is a character, not a glob); a link lists
@@ -497,6 +545,8 @@ pub(super) fn parse_tokens(text: &str) -> Result<Vec<TokenRule>, Error> {
             operations: ops,
             revoked: watch::Sender::new(false),
             link,
+            implied,
+            warned: Default::default(),
         });
     }
     Ok(rules)

@@ -27,21 +27,9 @@ pub fn js(e: dispenser::Error) -> napi::Error {
     ))
 }
 
-/// The kind's name on every surface: snake_case (`not_found`, `queue_refused`, …).
-pub fn kind(kind: dispenser::error::ErrorKind) -> String {
-    let debug = format!("{kind:?}");
-    let mut out = String::with_capacity(debug.len() + 4);
-    for (i, c) in debug.chars().enumerate() {
-        if c.is_ascii_uppercase() {
-            if i > 0 {
-                out.push('_');
-            }
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+/// The kind's name on every surface: the core's, snake_case (`not_found`, `queue_refused`, …).
+pub fn kind(kind: dispenser::error::ErrorKind) -> &'static str {
+    kind.as_str()
 }
 
 /// A refused argument, as the core refuses one.

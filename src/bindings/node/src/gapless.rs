@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use dispenser::gapless::{AuditOptions, GaplessAlter, GaplessOptions, Released};
+use dispenser::gapless::{AuditOptions, GaplessAlter, GaplessOptions};
 use dispenser::mongodb::bson::doc;
 use dispenser::mongodb::error::{ErrorKind, WriteError, WriteFailure};
 use napi::Env;
@@ -16,9 +16,9 @@ use napi_derive::napi;
 use serde_json::json;
 
 use crate::abort::{Signal, SignalOptions};
-use crate::convert::{ForceOptions, Int, Json, forced, int, invalid, opt_int, seconds};
+use crate::convert::{ForceOptions, Int, Json, JsonList, forced, int, opt_int, seconds};
 use crate::dispenser::history_read;
-use crate::dispenser::{Dispenser, ListOptions};
+use crate::dispenser::{Dispenser, ListOptions, error_json};
 use crate::promise::promise;
 use crate::sequence::stats_json;
 
@@ -196,22 +196,31 @@ impl Dispenser {
         })
     }
 
-    /// The names of one page of the gap-free sequences.
+    /// One page of the gap-free sequences' states, by name (one whose document cannot be
+    /// read as `{ name, error }` in its place).
     ///
     /// # Cancel safety
     ///
     /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
     /// where it waits, as a worker or process that exits meanwhile does: that leaves what
     /// dropping the core's call leaves.
-    #[napi]
+    #[napi(ts_return_type = "Promise<Array<GaplessState | ListingError>>")]
     pub fn list_gapless<'env>(
         &self,
         env: &'env Env,
         options: Option<ListOptions>,
-    ) -> napi::Result<PromiseRaw<'env, Vec<String>>> {
+    ) -> napi::Result<PromiseRaw<'env, JsonList>> {
         promise!(env, self.inner, |inner| {
             let (list, _) = crate::page!(inner.list_gapless(), options);
-            Ok(list.await?)
+            Ok(JsonList(
+                list.await?
+                    .into_iter()
+                    .map(|r| match r {
+                        Ok(s) => s.to_json(),
+                        Err(e) => error_json(&e),
+                    })
+                    .collect(),
+            ))
         })
     }
 }
@@ -440,20 +449,30 @@ impl Gapless {
         promise!(env, self.inner, |inner| {
             let n = int("number", number)?;
             let r = inner.release(n, reason).force(forced(options)).await?;
-            Ok(Json(match r {
-                Released::Voided(n) => json!({ "kind": "voided", "number": n }),
-                Released::Used { first, last } => {
-                    json!({ "kind": "used", "first": first, "last": last })
-                }
-                other => {
-                    return Err(invalid(
-                        "release",
-                        format!("{other:?} is not known to this binding"),
-                    )
-                    .into());
-                }
-            }))
+            Ok(Json(r.to_json()))
         })
+    }
+
+    /// Deletes this gap-free sequence (its state; the business collection and its documents
+    /// stay); refused (a ConflictError, code `lease_held`) while a holder's lease runs, unless
+    /// `{ force: true }` (recorded in the history).
+    ///
+    /// # Cancel safety
+    ///
+    /// The core's call runs to its end unless the call's `signal` aborts it, which drops it
+    /// where it waits, as a worker or process that exits meanwhile does: that leaves what
+    /// dropping the core's call leaves.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn delete<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<ForceOptions>,
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
+        let force = forced(options);
+        promise!(env, self.inner, |inner| Ok(inner
+            .delete()
+            .force(force)
+            .await?))
     }
 
     /// Checks the business collection: every number from `from` used or voided exactly once.

@@ -154,7 +154,8 @@ export interface GaplessState {
   field: string
   voidField: string
   next: bigint
-  maxLeaseMs: bigint
+  /** The longest lease, in seconds (a fraction: 300, 0.25): a number in either mode. */
+  maxLeaseSeconds: number
   uniqueIndex: boolean
   lease: { number: bigint; holder: string; expires: string; waiters: boolean } | null
   leaseExpired: boolean
@@ -162,10 +163,10 @@ export interface GaplessState {
   voided: Array<{ number: bigint; reason: string; at: string }>
 }
 
-/** What a release of a gap-free number did. */
+/** What a release of a gap-free number did (the same shape on every surface). */
 export type Released =
-  | { kind: 'voided'; number: bigint }
-  | { kind: 'used'; first: bigint; last: bigint }
+  | { outcome: 'voided'; number: bigint }
+  | { outcome: 'used'; first: bigint; last: bigint }
 
 /** A gap-free audit: every number used or voided exactly once? */
 export interface Audit {

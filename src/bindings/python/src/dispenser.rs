@@ -580,25 +580,27 @@ flavors! {
         run(py, Self::ASYNC, async move { Outcome::Ok(d.delete_gapless(&name).force(force).await?) })
     }
 
-    /// The names of the gap-free sequences, or of a page of them (the options of `list`).
+    /// Every gap-free sequence, by name, or a page of them (the options of `list`), as state
+    /// dicts (one whose document cannot be read is its exception, in its place).
     #[pyo3(signature = (*, matching=None, after=None, limit=None, named=None))]
     fn list_gapless(&self, py: Python<'_>, matching: Option<Vec<String>>, after: Option<String>, limit: Option<&Bound<'_, PyAny>>, named: Option<Vec<String>>) -> PyResult<Py<PyAny>> {
         let limit = limit_of(limit)?;
         let d = self.live().get(py)?;
         run_read(py, Self::ASYNC, async move {
-            Outcome::Ok(page!(d.list_gapless(), matching, after, limit, named).await?)
+            let page = page!(d.list_gapless(), matching, after, limit, named).await?;
+            Outcome::Ok(Listing(page.into_iter().map(|g| g.map(|g| g.to_json())).collect()))
         })
     }
 
     /// Reads `collection` and accounts for every number in `field`: a dict with `numbers`,
-    /// `missing`, `gaps`, `duplicated`, `voided`, … and `clean`. `start` is the first
-    /// number expected (default: the smallest found).
-    #[pyo3(signature = (collection, field, *, start=None, void_field=None))]
-    fn audit(&self, py: Python<'_>, collection: String, field: String, start: Option<i64>, void_field: Option<String>) -> PyResult<Py<PyAny>> {
+    /// `missing`, `gaps`, `duplicated`, `voided`, … and `clean`. `from_` is the first
+    /// number expected (default: the smallest found; `from` with Python's trailing `_`).
+    #[pyo3(signature = (collection, field, *, from_=None, void_field=None))]
+    fn audit(&self, py: Python<'_>, collection: String, field: String, from_: Option<i64>, void_field: Option<String>) -> PyResult<Py<PyAny>> {
         let d = self.live().get(py)?;
         run_read(py, Self::ASYNC, async move {
             let mut o = dispenser::gapless::AuditOptions::default();
-            if let Some(v) = start {
+            if let Some(v) = from_ {
                 o = o.with_from(v);
             }
             if let Some(v) = void_field {

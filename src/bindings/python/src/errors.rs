@@ -36,25 +36,24 @@ pub(crate) type Outcome<T> = Result<T, Failure>;
 /// `dispenser._errors`, looked up once.
 static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
-/// The exception class and kind name of `kind` (a kind the binding does not know yet is
-/// the base class, `DispenserError`, with the kind's debug name).
-fn class_of(kind: ErrorKind) -> (&'static str, String) {
-    let (class, name) = match kind {
-        ErrorKind::InvalidInput => ("InvalidInputError", "invalid_input"),
-        ErrorKind::NotFound => ("NotFoundError", "not_found"),
-        ErrorKind::AlreadyExists => ("AlreadyExistsError", "already_exists"),
-        ErrorKind::Conflict => ("ConflictError", "conflict"),
-        ErrorKind::Exhausted => ("ExhaustedError", "exhausted"),
-        ErrorKind::QueueRefused => ("QueueRefusedError", "queue_refused"),
-        ErrorKind::Contention => ("ContentionError", "contention"),
-        ErrorKind::Unavailable => ("UnavailableError", "unavailable"),
-        ErrorKind::Corrupt => ("CorruptError", "corrupt"),
-        ErrorKind::BusinessWrite => ("BusinessWriteError", "business_write"),
+/// The exception class of `kind` (a kind the binding does not know yet is the base class,
+/// `DispenserError`). Its name is the core's, `ErrorKind::as_str`, on every surface.
+fn class_of(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidInput => "InvalidInputError",
+        ErrorKind::NotFound => "NotFoundError",
+        ErrorKind::AlreadyExists => "AlreadyExistsError",
+        ErrorKind::Conflict => "ConflictError",
+        ErrorKind::Exhausted => "ExhaustedError",
+        ErrorKind::QueueRefused => "QueueRefusedError",
+        ErrorKind::Contention => "ContentionError",
+        ErrorKind::Unavailable => "UnavailableError",
+        ErrorKind::Corrupt => "CorruptError",
+        ErrorKind::BusinessWrite => "BusinessWriteError",
         // `ErrorKind` is non-exhaustive: a kind added to the core reaches Python as the base
         // class until it gets its own.
-        other => return ("DispenserError", format!("{other:?}").to_lowercase()),
-    };
-    (class, name.to_owned())
+        _ => "DispenserError",
+    }
 }
 
 /// The Python exception for a core error: `cls(message, code, kind, written)`; a failed business
@@ -63,7 +62,7 @@ pub(crate) fn to_py_err(py: Python<'_>, e: &Error) -> PyErr {
     let make = || -> PyResult<PyErr> {
         let module =
             ERRORS.get_or_try_init(py, || py.import("dispenser._errors").map(Bound::unbind))?;
-        let (class, kind) = class_of(e.kind());
+        let (class, kind) = (class_of(e.kind()), e.kind().as_str());
         let exc = module.bind(py).getattr(class)?.call1((
             e.to_string(),
             e.code(),

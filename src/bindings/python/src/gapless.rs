@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use dispenser::gapless::{Gapless, GaplessAlter, Released};
+use dispenser::gapless::{Gapless, GaplessAlter};
 use dispenser::mongodb::bson::doc;
 
 use pyo3::types::PyDict;
@@ -292,19 +292,23 @@ flavors! {
     }
 
     /// Ends the lease on `number` at once (a holder that died): voids it if it was not
-    /// written, else moves past the run written. Returns `{"voided": n}` or
-    /// `{"used": [first, last]}`.
+    /// written, else moves past the run written. Returns what every surface answers:
+    /// `{"outcome": "voided", "number": n}` or `{"outcome": "used", "first": n, "last": m}`.
     #[pyo3(signature = (number, reason, *, force=false))]
     fn release(&self, py: Python<'_>, number: i64, reason: String, force: bool) -> PyResult<Py<PyAny>> {
         let g = self.live().get(py)?;
         run(py, Self::ASYNC, async move {
-            let r = g.release(number, reason).force(force).await?;
-            Outcome::Ok(Json(match r {
-                Released::Voided(n) => serde_json::json!({ "voided": n }),
-                Released::Used { first, last } => serde_json::json!({ "used": [first, last] }),
-                other => serde_json::json!({ "released": format!("{other:?}") }),
-            }))
+            Outcome::Ok(Json(g.release(number, reason).force(force).await?.to_json()))
         })
+    }
+
+    /// Deletes this gap-free sequence (its state; the business collection and its documents
+    /// stay); refused (`ConflictError`, code `lease_held`) while a holder's lease runs,
+    /// unless `force=True` (recorded in the history).
+    #[pyo3(signature = (*, force=false))]
+    fn delete(&self, py: Python<'_>, force: bool) -> PyResult<Py<PyAny>> {
+        let g = self.live().get(py)?;
+        run(py, Self::ASYNC, async move { Outcome::Ok(g.delete().force(force).await?) })
     }
 
     /// What it did so far, as a dict.

@@ -150,12 +150,12 @@ const Dispenser = (() => {
     document.getElementById("token").focus();
   }
 
-  /** An error of the API with its status, kind and message. */
+  /** An error of the API with its status, stable code (`queue_full`, …) and message. */
   class ApiError extends Error {
-    constructor(status, kind, message) {
+    constructor(status, code, message) {
       super(message);
       this.status = status;
-      this.kind = kind;
+      this.code = code;
     }
   }
 
@@ -226,7 +226,7 @@ const Dispenser = (() => {
     }
     if (!resp.ok) {
       const error = (body && body.error) || {};
-      throw new ApiError(resp.status, error.kind || "error", error.message || resp.statusText);
+      throw new ApiError(resp.status, error.code || "error", error.message || resp.statusText);
     }
     return body;
   }
@@ -244,15 +244,15 @@ const Dispenser = (() => {
     });
     if (!resp.ok) {
       let message = resp.statusText;
-      let kind = "error";
+      let code = "error";
       try {
         const error = (await resp.json()).error;
         message = error.message;
-        kind = error.kind;
+        code = error.code;
       } catch (_) {
         // Keep the status text.
       }
-      throw new ApiError(resp.status, kind, message);
+      throw new ApiError(resp.status, code, message);
     }
     const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = "";

@@ -98,9 +98,9 @@
       result.hidden = true;
       if (e.status === 401) {
         Dispenser.signIn("That token was not accepted.");
-      } else if (e.kind === "queue_full") {
+      } else if (e.code === "queue_full") {
         Dispenser.text("message", "The queue is full right now. Please wait a moment and try again.");
-      } else if (e.kind === "no_such_queue") {
+      } else if (e.code === "no_such_queue") {
         Dispenser.text("message", "There is no queue " + JSON.stringify(name) + ".");
       } else if (e.status === 0) {
         Dispenser.text(

@@ -74,7 +74,7 @@
 
   /** A row that says an entry cannot be read, in its place. */
   function unreadable(entry, columns) {
-    const cell = el("td", "error", entry.error.kind + ": " + entry.error.message);
+    const cell = el("td", "error", entry.error.code + ": " + entry.error.message);
     cell.colSpan = columns - 1;
     return el("tr", "", el("td", "name", entry.name), cell);
   }
@@ -156,7 +156,7 @@
 
   /** What went wrong with `op` ("call", "recall", "cancel"), in plain words. */
   function actionError(op, e, card) {
-    switch (e.kind) {
+    switch (e.code) {
       case "nobody_waiting":
         return "Nobody is waiting.";
       case "no_ticket_shown":
@@ -340,7 +340,7 @@
   function updateCard(card, q) {
     card.status = q;
     if (q.error) {
-      card.error.textContent = q.error.kind + ": " + q.error.message;
+      card.error.textContent = q.error.code + ": " + q.error.message;
       return;
     }
     card.error.textContent = "";
@@ -465,7 +465,7 @@
       document.getElementById("sequence-chart-svg").replaceChildren(Chart.bars(points, "issued", true));
       box.hidden = false;
     } catch (e) {
-      if (e.status === 404 && e.kind !== "no_such_sequence") hourlyServed = false; // an older service
+      if (e.status === 404 && e.code !== "no_such_sequence") hourlyServed = false; // an older service
       box.hidden = true;
     }
   }

@@ -162,9 +162,9 @@
       }
       if (e.status === 401) {
         message("This link is no longer valid: scan the queue's QR code again.");
-      } else if (e.kind === "queue_full") {
+      } else if (e.code === "queue_full") {
         message("The queue is full right now. Please try again in a moment.");
-      } else if (e.kind === "no_such_queue") {
+      } else if (e.code === "no_such_queue") {
         message("There is no queue " + JSON.stringify(name) + ".");
       } else if (e.status === 0) {
         message("No connection. Tap again once you are online — you will not get two tickets.");

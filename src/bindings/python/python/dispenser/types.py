@@ -13,7 +13,7 @@ Times are RFC 3339 strings; durations are seconds.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple, TypedDict
+from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict
 
 __all__ = [
     "StripeOf",
@@ -173,7 +173,7 @@ class GaplessState(TypedDict):
     field: str
     void_field: str
     next: int
-    max_lease_ms: int
+    max_lease_seconds: float
     unique_index: bool
     lease: Optional[Lease]
     lease_expired: bool
@@ -182,11 +182,13 @@ class GaplessState(TypedDict):
 
 
 class Released(TypedDict, total=False):
-    """What ``Gapless.release`` did: ``{"voided": n}`` or ``{"used": [first, last]}``."""
+    """What ``Gapless.release`` did, as every surface answers it: ``{"outcome": "voided",
+    "number": n}`` or ``{"outcome": "used", "first": n, "last": m}``."""
 
-    voided: int
-    used: List[int]
-    released: str
+    outcome: Literal["voided", "used"]
+    number: int
+    first: int
+    last: int
 
 
 class Audit(TypedDict):
