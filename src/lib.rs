@@ -126,6 +126,9 @@ mod stats;
 mod store;
 mod strategy;
 pub mod stripe;
+#[cfg(feature = "bindings")]
+#[doc(hidden)]
+pub mod translate;
 mod usage;
 
 pub use dispenser::{Dispenser, Sequence};

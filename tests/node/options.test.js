@@ -109,7 +109,7 @@ test('the shared vocabulary: take({ count }), kinds in snake_case, seconds, stra
     await g.void(1, 'misprint')
     const voided = await client.db(DATABASE).collection(name).findOne({ n: 1 })
     assert.deepEqual([voided.status, voided.total], ['VOID', 0])
-    await assert.rejects(d.ensureGapless('bad', { collection: name, field: 'n', leaseSeconds: -1 }), /invalid leaseSeconds: -1 s is not a duration/)
+    await assert.rejects(d.ensureGapless('bad', { collection: name, field: 'n', leaseSeconds: -1 }), /invalid leaseSeconds: -1 seconds is not a duration/)
     await assert.rejects(d.ensureGapless('bad', { collection: name, field: 'n', voidExtra: 'VOID' }), /invalid voidExtra: "VOID" is not an object/)
     // A release answers the library's shape: a stalled holder's number, voided at once.
     let resume

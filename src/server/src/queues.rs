@@ -339,15 +339,13 @@ pub(super) async fn call(
     Ok(Json(TicketAnswer::of(&outcome?)?))
 }
 
-/// `POST /v1/queues/{name}/recall`: announces again the ticket a desk shows (409
-/// `no_ticket_shown` when it shows none). Nobody is served.
-#[utoipa::path(post, path = "/v1/queues/{name}/recall", operation_id = "recall", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
-    params(("name" = String, Path, description = "The queue name")),
-    responses((status = 200, description = "The ticket announced again", body = TicketAnswer)))]
-pub(super) async fn recall(
-    State(st): State<Shared>,
-    Path(name): Path<String>,
+/// A recall or a finish: an act on what `desk` shows (only while it shows the ticket of
+/// `serial` and `incarnation`, when given).
+async fn at_desk(
+    st: Shared,
+    name: String,
     req: Request,
+    act: impl for<'q> FnOnce(&'q dispenser::queue::Queue) -> dispenser::queue::AtDesk<'q>,
 ) -> Result<Json<TicketAnswer>, ApiError> {
     st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
     check_name_of(QUEUE, &name, false)?;
@@ -355,7 +353,7 @@ pub(super) async fn recall(
     check_desk(b.desk.as_deref())?;
     let (serial, incarnation) = identity(b.serial, b.incarnation.as_deref())?;
     let q = st.queues.handle(&st.dispenser, &name).await?;
-    let mut act = q.recall();
+    let mut act = act(&q);
     if let Some(desk) = b.desk {
         act = act.desk(desk);
     }
@@ -370,6 +368,19 @@ pub(super) async fn recall(
     Ok(Json(TicketAnswer::of(&outcome?)?))
 }
 
+/// `POST /v1/queues/{name}/recall`: announces again the ticket a desk shows (409
+/// `no_ticket_shown` when it shows none). Nobody is served.
+#[utoipa::path(post, path = "/v1/queues/{name}/recall", operation_id = "recall", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
+    params(("name" = String, Path, description = "The queue name")),
+    responses((status = 200, description = "The ticket announced again", body = TicketAnswer)))]
+pub(super) async fn recall(
+    State(st): State<Shared>,
+    Path(name): Path<String>,
+    req: Request,
+) -> Result<Json<TicketAnswer>, ApiError> {
+    at_desk(st, name, req, |q| q.recall()).await
+}
+
 /// `POST /v1/queues/{name}/finish`: the desk is done with its ticket and shows none (409
 /// `no_ticket_shown` when it shows none).
 #[utoipa::path(post, path = "/v1/queues/{name}/finish", operation_id = "finish", tag = "queues", request_body(content = Option<RecallBody>, description = "Optional: `{\"desk\": \"3\"}`"),
@@ -380,25 +391,7 @@ pub(super) async fn finish(
     Path(name): Path<String>,
     req: Request,
 ) -> Result<Json<TicketAnswer>, ApiError> {
-    st.authorize_on(req.headers(), Op::Call, Some(&name), QUEUE)?;
-    check_name_of(QUEUE, &name, false)?;
-    let b: RecallBody = optional_json_body(req).await?;
-    check_desk(b.desk.as_deref())?;
-    let (serial, incarnation) = identity(b.serial, b.incarnation.as_deref())?;
-    let q = st.queues.handle(&st.dispenser, &name).await?;
-    let mut act = q.finish();
-    if let Some(desk) = b.desk {
-        act = act.desk(desk);
-    }
-    if let Some(s) = serial {
-        act = act.serial(s);
-    }
-    if let Some(i) = incarnation {
-        act = act.incarnation(i);
-    }
-    let outcome = act.await;
-    st.queues.events.nudge(&name);
-    Ok(Json(TicketAnswer::of(&outcome?)?))
+    at_desk(st, name, req, |q| q.finish()).await
 }
 
 /// `POST /v1/queues/{name}/cancel`: cancels a waiting ticket (409 `ticket_not_waiting`).

@@ -84,18 +84,7 @@ pub fn count(what: &str, v: Int) -> napi::Result<u64> {
 
 /// Seconds (a fraction allowed) as a duration, or an error naming `what`.
 pub fn seconds(what: &str, s: f64) -> napi::Result<Duration> {
-    if !s.is_finite() || s < 0.0 {
-        return Err(invalid(
-            what,
-            format!("{s} s is not a duration; give 0 or more seconds"),
-        ));
-    }
-    Duration::try_from_secs_f64(s).map_err(|_| {
-        invalid(
-            what,
-            format!("{s} s is not a duration the library can hold"),
-        )
-    })
+    dispenser::translate::seconds(what, s).map_err(js)
 }
 
 /// Milliseconds as a duration, or an error naming `what`.

@@ -143,24 +143,16 @@ pub fn format(input: Option<&SpecInput>) -> napi::Result<Option<dispenser::Forma
 
 /// The core's spec from its JavaScript form.
 pub fn spec(input: Option<SpecInput>) -> napi::Result<Spec> {
-    let mut s = Spec::default();
-    let Some(i) = input else { return Ok(s) };
-    if let Some(v) = opt_int("start", i.start)? {
-        s = s.with_start(v);
-    }
-    if let Some(v) = opt_int("step", i.step)? {
-        s = s.with_step(v);
-    }
-    if let Some(v) = opt_int("min", i.min)? {
-        s = s.with_min(v);
-    }
-    if let Some(v) = opt_int("max", i.max)? {
-        s = s.with_max(v);
-    }
-    if let Some(v) = i.cycle {
-        s = s.with_cycle(v);
-    }
-    Ok(s)
+    let Some(i) = input else {
+        return Ok(Spec::default());
+    };
+    Ok(dispenser::translate::spec(
+        opt_int("start", i.start)?,
+        opt_int("step", i.step)?,
+        opt_int("min", i.min)?,
+        opt_int("max", i.max)?,
+        i.cycle,
+    ))
 }
 
 /// A listing's entries: each state, or in its place the error that kept it from being read.

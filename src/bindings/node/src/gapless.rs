@@ -87,26 +87,25 @@ pub struct AuditInput {
 }
 
 fn options(input: GaplessOptionsInput) -> napi::Result<GaplessOptions> {
-    let mut o = GaplessOptions::new(input.collection, input.field);
-    if let Some(v) = opt_int("start", input.start)? {
-        o = o.with_start(v);
-    }
-    if let Some(v) = input.max_lease_seconds {
-        o = o.with_max_lease(seconds("maxLeaseSeconds", v)?);
-    }
-    if let Some(v) = input.lease_seconds {
-        o = o.with_lease(seconds("leaseSeconds", v)?);
-    }
-    if let Some(v) = input.wait_seconds {
-        o = o.with_wait(seconds("waitSeconds", v)?);
-    }
-    if let Some(v) = input.void_field {
-        o = o.with_void_field(v);
-    }
-    if let Some(v) = input.void_extra {
-        o = o.with_void_extra(crate::adopt::document("voidExtra", v)?);
-    }
-    Ok(o)
+    let start = opt_int("start", input.start)?;
+    let extra = input
+        .void_extra
+        .map(|v| crate::adopt::document("voidExtra", v))
+        .transpose()?;
+    let durations = dispenser::translate::GaplessSeconds {
+        lease: input.lease_seconds.map(|s| ("leaseSeconds", s)),
+        max_lease: input.max_lease_seconds.map(|s| ("maxLeaseSeconds", s)),
+        wait: input.wait_seconds.map(|s| ("waitSeconds", s)),
+    };
+    dispenser::translate::gapless_options(
+        &input.collection,
+        &input.field,
+        start,
+        durations,
+        input.void_field.as_deref(),
+        extra,
+    )
+    .map_err(crate::convert::js)
 }
 
 #[napi]

@@ -1,6 +1,5 @@
 //! Ticket queues: take a ticket, call the next one, from several desks.
 
-use dispenser::jiff::tz::TimeZone;
 use dispenser::queue::{QueueAlter, QueueSpec, QueueState, Ticket};
 use napi::Env;
 use napi::bindgen_prelude::PromiseRaw;
@@ -12,7 +11,6 @@ use crate::convert::{ForceOptions, Int, Json, JsonList, count, forced, int, inva
 use crate::dispenser::history_read;
 use crate::dispenser::{Dispenser, ListOptions, error_json};
 use crate::promise::promise;
-use crate::sequence::format;
 
 /// A queue's range, label format, time zone and daily restart.
 #[napi(object)]
@@ -119,25 +117,18 @@ pub struct QueueAlterInput {
 }
 
 fn spec(input: Option<QueueSpecInput>) -> napi::Result<QueueSpec> {
-    let mut s = QueueSpec::default();
-    let Some(i) = input else { return Ok(s) };
-    if let Some(v) = opt_int("min", i.min)? {
-        s = s.with_min(v);
-    }
-    if let Some(v) = opt_int("max", i.max)? {
-        s = s.with_max(v);
-    }
-    if let Some(f) = i.format {
-        s = s.with_format(format(&f)?);
-    }
-    if let Some(z) = i.time_zone {
-        let tz = TimeZone::get(&z).map_err(|e| invalid("time zone", format!("{z:?}: {e}")))?;
-        s = s.with_time_zone(&tz);
-    }
-    if let Some(d) = i.daily {
-        s = s.with_daily(d);
-    }
-    Ok(s)
+    let Some(i) = input else {
+        return Ok(QueueSpec::default());
+    };
+    let zone = i.time_zone.as_deref().map(|z| ("timeZone", z));
+    dispenser::translate::queue_spec(
+        opt_int("min", i.min)?,
+        opt_int("max", i.max)?,
+        i.format.as_deref(),
+        zone,
+        i.daily,
+    )
+    .map_err(js)
 }
 
 fn statuses(v: Vec<dispenser::Result<QueueState>>) -> JsonList {

@@ -115,13 +115,7 @@ impl<'py> IntoPyObject<'py> for Numbers {
 
 /// Seconds (an int or a float) as a duration, refused unless finite and positive.
 pub(crate) fn seconds(what: &str, s: f64) -> Result<Duration, Error> {
-    if !(s.is_finite() && s > 0.0) {
-        return Err(invalid(
-            what,
-            format!("{s} seconds: give a positive number of seconds"),
-        ));
-    }
-    Duration::try_from_secs_f64(s).map_err(|e| invalid(what, format!("{s} seconds: {e}")))
+    dispenser::translate::seconds(what, s)
 }
 
 /// `json.dumps`, looked up once.
@@ -181,8 +175,7 @@ pub(crate) fn block_options(
 
 /// The time zone of an IANA name.
 pub(crate) fn time_zone_named(name: &str) -> Result<dispenser::jiff::tz::TimeZone, Error> {
-    dispenser::jiff::tz::TimeZone::get(name)
-        .map_err(|e| invalid("time zone", format!("{name:?}: {e}")))
+    dispenser::translate::time_zone("time zone", name)
 }
 
 /// A count or a size (`n`, `count`, `size`, `limit`, `stripes`, …) of at most `max`: an

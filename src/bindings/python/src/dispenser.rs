@@ -47,23 +47,7 @@ pub(crate) fn spec(
     max: Option<i64>,
     cycle: Option<bool>,
 ) -> Spec {
-    let mut s = Spec::default();
-    if let Some(v) = start {
-        s = s.with_start(v);
-    }
-    if let Some(v) = step {
-        s = s.with_step(v);
-    }
-    if let Some(v) = min {
-        s = s.with_min(v);
-    }
-    if let Some(v) = max {
-        s = s.with_max(v);
-    }
-    if let Some(v) = cycle {
-        s = s.with_cycle(v);
-    }
-    s
+    dispenser::translate::spec(start, step, min, max, cycle)
 }
 
 fn strategy(name: &str) -> Result<Strategy, Error> {
@@ -85,23 +69,8 @@ fn queue_spec(
     time_zone: Option<&str>,
     daily: Option<bool>,
 ) -> Result<QueueSpec, Error> {
-    let mut s = QueueSpec::default();
-    if let Some(v) = min {
-        s = s.with_min(v);
-    }
-    if let Some(v) = max {
-        s = s.with_max(v);
-    }
-    if let Some(f) = format {
-        s = s.with_format(Format::parse(f)?);
-    }
-    if let Some(tz) = time_zone {
-        s = s.with_time_zone(&time_zone_named(tz)?);
-    }
-    if let Some(v) = daily {
-        s = s.with_daily(v);
-    }
-    Ok(s)
+    let zone = time_zone.map(|z| ("time_zone", z));
+    dispenser::translate::queue_spec(min, max, format, zone, daily)
 }
 
 /// Gap-free options from the keywords given; the others keep the core's defaults.
@@ -116,33 +85,19 @@ fn gapless_options(
     void_field: Option<&str>,
     void_extra: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Result<GaplessOptions, Error>> {
-    let mut o = GaplessOptions::new(collection, field);
-    if let Some(v) = start {
-        o = o.with_start(v);
-    }
-    let durations = [("lease", lease), ("max_lease", max_lease), ("wait", wait)];
-    for (what, given) in durations {
-        let Some(s) = given else { continue };
-        let d = match seconds(what, s) {
-            Ok(d) => d,
-            Err(e) => return Ok(Err(e)),
-        };
-        o = match what {
-            "lease" => o.with_lease(d),
-            "max_lease" => o.with_max_lease(d),
-            _ => o.with_wait(d),
-        };
-    }
-    if let Some(f) = void_field {
-        o = o.with_void_field(f);
-    }
-    if let Some(extra) = void_extra {
-        match document("void_extra", extra)? {
-            Ok(d) => o = o.with_void_extra(d),
-            Err(e) => return Ok(Err(e)),
-        }
-    }
-    Ok(Ok(o))
+    let extra = match void_extra.map(|x| document("void_extra", x)).transpose()? {
+        Some(Err(e)) => return Ok(Err(e)),
+        Some(Ok(d)) => Some(d),
+        None => None,
+    };
+    let durations = dispenser::translate::GaplessSeconds {
+        lease: lease.map(|s| ("lease", s)),
+        max_lease: max_lease.map(|s| ("max_lease", s)),
+        wait: wait.map(|s| ("wait", s)),
+    };
+    Ok(dispenser::translate::gapless_options(
+        collection, field, start, durations, void_field, extra,
+    ))
 }
 
 /// A `Live` dispenser that a child after fork connects again with the same URI and options,
