@@ -13,9 +13,12 @@
 //!   call costs one uncontended mutex more than a direct draw.
 //! * Queued callers are served by a task that drains the queue batch after batch until it is
 //!   empty. After answering a batch it lets the callers it woke queue again before it takes
-//!   the next one (briefly: see `linger`), so that callers drawing in a loop ride every write
-//!   together. A caller whose future is dropped while queued is left out of the next batch
-//!   (it reserves nothing); one dropped after its batch was sent leaves its numbers a gap.
+//!   the next one, so that callers drawing in a loop ride every write together — also a
+//!   binding's, which come back one at a time (each Python thread once it has the GIL again,
+//!   each Node.js caller once the JavaScript thread has run it): it waits while they keep
+//!   coming, until as many wait as it served, at most half a round trip (see `Gather`). A
+//!   caller whose future is dropped while queued is left out of the next batch (it reserves
+//!   nothing); one dropped after its batch was sent leaves its numbers a gap.
 //! * A non-cyclic batch that does not fit before the bound is cut: the callers that fit (in
 //!   arrival order) get their numbers in one write, the others [`Error::Exhausted`].
 //! * A cyclic batch stops at the wrap like any run: the callers it covers are served, a
@@ -181,13 +184,16 @@ async fn drain(drawer: Arc<Drawer>, combiner: Arc<Combiner>) {
     }
 }
 
-/// The most times the draining task yields after answering a batch (see [`linger`]).
-const LINGER_YIELDS: u32 = 16;
+/// The gather window lasts at most this share of the round trip of the write just answered:
+/// `round_trip / WINDOW_DIVISOR` (see [`Gather`]).
+const WINDOW_DIVISOR: u32 = 2;
+
+/// The leader stops gathering when no caller came for this share of the round trip:
+/// `round_trip / QUIET_DIVISOR` (see [`Gather`]).
+const QUIET_DIVISOR: u32 = 16;
 
 /// After a batch was answered: lets the callers it woke run and queue again before the next
-/// batch is taken, so that it carries them too — until as many callers wait as were served,
-/// for at most [`LINGER_YIELDS`] yields and a sixteenth of the write's round trip (what a
-/// caller queued meanwhile waits more, at worst).
+/// batch is taken, so that it carries them too (see [`Gather`] for when it stops).
 ///
 /// Without it, when the round trip is long and every caller was in the batch, the queue is
 /// found empty, the first caller back draws alone and the others queue behind it: batches
@@ -199,13 +205,73 @@ async fn linger(combiner: &Combiner, served: usize, round_trip: Duration) {
 
 /// [`linger`] for any queue of callers: `waiting` says how many wait now. (Queues coalesce
 /// their operations the same way: `queue::combine`.)
+///
+/// It yields to the runtime between looks, so the callers it woke run on its threads too;
+/// it never sleeps on the runtime's timer, whose resolution (1 ms) is coarser than the
+/// window.
 pub(crate) async fn linger_while(waiting: impl Fn() -> usize, served: usize, round_trip: Duration) {
-    let since = Instant::now();
-    for _ in 0..LINGER_YIELDS {
+    let mut gather = Gather::new(served, round_trip, Instant::now());
+    loop {
         tokio::task::yield_now().await;
-        if waiting() >= served || since.elapsed() * 16 >= round_trip {
+        if gather.done(waiting(), Instant::now()) {
             return;
         }
+    }
+}
+
+/// When the leader takes the next batch after answering one: the gather window.
+///
+/// The callers a write answered come back at their own pace: a task of this crate within
+/// microseconds, a Python thread only once it has the GIL again (the threads take it one
+/// after another), a Node.js caller once the JavaScript thread has settled its Promise and
+/// run its code (one caller after another). A binding's callers are back over a good part of
+/// a round trip. The leader takes the next batch as soon as
+///
+/// * as many callers wait as it served (they are back; a caller that stopped drawing is
+///   replaced by one that arrived meanwhile), or
+/// * no caller came for a sixteenth of the write's round trip ([`QUIET_DIVISOR`]: the
+///   callers still away are not coming soon), or
+/// * half a round trip has passed since it answered ([`WINDOW_DIVISOR`]).
+///
+/// So a caller in line waits at most half a round trip more than if the write were sent
+/// at once, and only while others keep arriving; in exchange the next write carries the
+/// callers still coming back, who would otherwise wait a whole round trip for the write
+/// after it. A caller alone never waits here: it draws inline (nothing in flight).
+#[derive(Debug)]
+struct Gather {
+    served: usize,
+    /// When the batch was answered.
+    answered: Instant,
+    window: Duration,
+    quiet: Duration,
+    /// How many waited when the last caller arrived, and when that was.
+    seen: usize,
+    last: Instant,
+}
+
+impl Gather {
+    fn new(served: usize, round_trip: Duration, answered: Instant) -> Self {
+        Gather {
+            served,
+            answered,
+            window: round_trip / WINDOW_DIVISOR,
+            quiet: round_trip / QUIET_DIVISOR,
+            seen: 0,
+            last: answered,
+        }
+    }
+
+    /// Whether to take the next batch now, when `waiting` callers wait at `now`.
+    fn done(&mut self, waiting: usize, now: Instant) -> bool {
+        if waiting >= self.served {
+            return true;
+        }
+        if waiting > self.seen {
+            self.seen = waiting;
+            self.last = now;
+        }
+        now.saturating_duration_since(self.answered) >= self.window
+            || now.saturating_duration_since(self.last) >= self.quiet
     }
 }
 
@@ -306,50 +372,6 @@ mod tests {
 
     use super::*;
 
-    /// How many turns a sibling task gets while `linger` runs, on a one-thread runtime where
-    /// each of linger's yields hands the thread to it once. `work` is what each turn takes
-    /// (the woken callers' own work, which the clock sees).
-    async fn turns_while_lingering(
-        combiner: &Combiner,
-        served: usize,
-        round_trip: Duration,
-        work: Duration,
-    ) -> u32 {
-        let (turns, done) = (
-            Arc::new(AtomicU32::new(0)),
-            Arc::new(AtomicBool::new(false)),
-        );
-        let sibling = tokio::spawn({
-            let (turns, done) = (turns.clone(), done.clone());
-            async move {
-                while !done.load(SeqCst) {
-                    turns.fetch_add(1, SeqCst);
-                    std::thread::sleep(work);
-                    tokio::task::yield_now().await;
-                }
-            }
-        });
-        linger(combiner, served, round_trip).await;
-        done.store(true, SeqCst);
-        sibling.await.unwrap();
-        turns.load(SeqCst)
-    }
-
-    fn waiting(combiner: &Combiner, callers: usize) -> Vec<oneshot::Receiver<Result<Run>>> {
-        let mut q = combiner.lock();
-        (0..callers)
-            .map(|_| {
-                let (tx, rx) = oneshot::channel();
-                q.waiting.push_back(Waiter {
-                    n: 1,
-                    tx,
-                    id: Arc::default(),
-                });
-                rx
-            })
-            .collect()
-    }
-
     fn queued(asks: &[u64]) -> (VecDeque<Waiter>, Vec<oneshot::Receiver<Result<Run>>>) {
         asks.iter()
             .map(|&n| {
@@ -412,41 +434,98 @@ mod tests {
         }
     }
 
-    /// After a batch, the leader waits for the callers it woke to queue again — and no
-    /// longer: it takes the next batch as soon as as many callers wait as it served, or once
-    /// a sixteenth of the write's round trip has passed, and after its last yield in any
-    /// case. (Found by cargo-mutants: a leader that always waited out its yields, or never
-    /// waited, drew the same numbers — only in batches of another size, which no test saw.)
+    const MS: Duration = Duration::from_millis(1);
+
+    /// A gather after a write of 16 ms: a window of 8 ms, quiet after 1 ms.
+    fn gather(served: usize) -> (Gather, Instant) {
+        let t0 = Instant::now();
+        (Gather::new(served, 16 * MS, t0), t0)
+    }
+
+    /// As soon as as many callers wait as were served, the next batch is taken — also at
+    /// once, and also when more wait; one fewer is not enough.
+    #[test]
+    fn the_next_batch_is_taken_once_as_many_callers_wait_as_were_served() {
+        let (mut g, t0) = gather(4);
+        assert!(!g.done(3, t0));
+        assert!(g.done(4, t0));
+        let (mut g, t0) = gather(4);
+        assert!(g.done(9, t0 + MS / 10));
+    }
+
+    /// While callers keep coming back (each within the quiet time of the last), the leader
+    /// waits for them, up to half the round trip and no longer.
+    #[test]
+    fn while_callers_keep_coming_back_it_waits_up_to_half_a_round_trip() {
+        let (mut g, t0) = gather(32);
+        // One more every 0.5 ms: still waiting at 7.5 ms with 15 of 32 back.
+        for i in 1..=15_u32 {
+            assert!(!g.done(i as usize, t0 + i * MS / 2), "left at {i} × 0.5 ms");
+        }
+        assert!(
+            g.done(16, t0 + 8 * MS),
+            "still there at half the round trip"
+        );
+    }
+
+    /// When no caller came for a sixteenth of the round trip, the ones still away are not
+    /// coming soon: the next batch is taken with those there (none at all: the queue is
+    /// found empty and the drain ends).
+    #[test]
+    fn no_new_caller_for_a_sixteenth_of_a_round_trip_ends_the_wait() {
+        let (mut g, t0) = gather(32);
+        assert!(!g.done(3, t0 + MS / 5));
+        assert!(
+            !g.done(3, t0 + MS / 5 + MS * 9 / 10),
+            "0.9 ms since the last"
+        );
+        assert!(g.done(3, t0 + MS / 5 + MS), "1 ms since the last");
+        // Nobody came back at all.
+        let (mut g, t0) = gather(32);
+        assert!(!g.done(0, t0 + MS / 2));
+        assert!(g.done(0, t0 + MS));
+        // A caller's arrival is noticed when it is seen: time since the previous one counts
+        // from there.
+        let (mut g, t0) = gather(32);
+        assert!(!g.done(1, t0 + MS / 2));
+        assert!(!g.done(2, t0 + MS * 3 / 2 - MS / 10));
+        assert!(!g.done(2, t0 + MS * 5 / 2 - MS / 5));
+        assert!(g.done(2, t0 + MS * 5 / 2));
+    }
+
+    /// A write answered with no measurable round trip (an error at once) waits for nobody.
+    #[test]
+    fn after_a_round_trip_of_zero_the_next_batch_is_taken_at_once() {
+        let t0 = Instant::now();
+        let mut g = Gather::new(8, Duration::ZERO, t0);
+        assert!(g.done(0, t0));
+    }
+
+    /// `linger_while` looks at the line between its yields and returns as soon as as many
+    /// callers wait as were served: on a one-thread runtime, a sibling task queues one caller
+    /// per yield, so it returns with exactly that many in line (the round trip is long: no
+    /// clock decides here).
     #[tokio::test(flavor = "current_thread")]
-    async fn the_leader_lingers_until_its_callers_are_back_or_a_sixteenth_of_a_round_trip() {
+    async fn lingering_ends_when_as_many_callers_wait_as_were_served() {
+        let back = Arc::new(AtomicU32::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let sibling = tokio::spawn({
+            let (back, done) = (back.clone(), done.clone());
+            async move {
+                while !done.load(SeqCst) {
+                    back.fetch_add(1, SeqCst);
+                    tokio::task::yield_now().await;
+                }
+            }
+        });
         let hour = Duration::from_secs(3600);
-        // Nobody came back and the round trip is long: every yield is spent waiting.
-        let c = Combiner::default();
-        let turns = turns_while_lingering(&c, 2, hour, Duration::ZERO).await;
-        assert!(
-            (LINGER_YIELDS - 1..=LINGER_YIELDS + 1).contains(&turns),
-            "lingered {turns} turns, not its {LINGER_YIELDS} yields"
-        );
-        // As many callers wait as were served: the next batch is taken after one yield.
-        let _queued = waiting(&c, 2);
-        let turns = turns_while_lingering(&c, 2, hour, Duration::ZERO).await;
-        assert!(turns <= 1, "lingered {turns} turns with every caller back");
-        // One fewer is not enough.
-        let c = Combiner::default();
-        let _queued = waiting(&c, 1);
-        let turns = turns_while_lingering(&c, 2, hour, Duration::ZERO).await;
-        assert!(
-            turns >= LINGER_YIELDS - 1,
-            "left after {turns} turns with one caller of two back"
-        );
-        // A short round trip: each turn of the woken callers takes 1 ms, more than a
-        // sixteenth of 8 ms, so the leader leaves after its first yield.
-        let c = Combiner::default();
-        let turns =
-            turns_while_lingering(&c, 2, Duration::from_millis(8), Duration::from_millis(1)).await;
-        assert!(
-            turns <= 1,
-            "lingered {turns} turns of 1 ms past a round trip of 8 ms / 16"
+        linger_while(|| back.load(SeqCst) as usize, 5, hour).await;
+        let seen = back.load(SeqCst);
+        done.store(true, SeqCst);
+        sibling.await.unwrap();
+        assert_eq!(
+            seen, 5,
+            "returned with {seen} callers back, not the 5 served"
         );
     }
 }

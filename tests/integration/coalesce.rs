@@ -425,3 +425,125 @@ async fn a_caller_in_line_times_out_one_timeout_after_its_call_not_two() {
     // Its own write was sent (when the first one gave up): its outcome is unknown.
     assert_eq!(e.written(), dispenser::error::Written::Unknown, "{e}");
 }
+
+/// Issue 63: the leader gathers the callers a write answered into the next write while they
+/// keep coming back — a binding's come back one at a time (each Python thread takes the GIL in
+/// turn, each Node.js Promise is settled on the one JavaScript thread). Here threads take turns
+/// on one lock (the "GIL", held a random while between calls) and call through `block_on` as
+/// the Python binding does, on two handles of two clients (their writes collide on the
+/// document), through a proxy that delays each reply by a random 0–3 ms, asking 1–3 numbers a
+/// call; some calls give up after a random 0–4 ms (in line: nothing reserved; after their write
+/// was sent: a gap). Every number acknowledged must be unique and within what was written, for
+/// both strategies. Seeded: `DISPENSER_COALESCE_SEED=<seed>` replays the choices (not the
+/// timing).
+#[test]
+fn callers_gathered_while_they_come_back_one_at_a_time_never_share_a_number() {
+    use std::sync::{Arc, Mutex};
+
+    use crate::model::rng::Rng;
+
+    const THREADS: u64 = 12;
+    const CALLS: u64 = 40;
+    let seed = crate::common::seed("DISPENSER_COALESCE_SEED");
+    eprintln!("coalesce gather: seed {seed} (replay: DISPENSER_COALESCE_SEED={seed})");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for (k, strategy) in STRATEGIES.into_iter().enumerate() {
+        let (handles, f, _proxy) = rt.block_on(async {
+            let faults = Faults {
+                max_latency: Duration::from_millis(3),
+                ..Faults::default()
+            };
+            let proxy = Proxy::to_test_server(faults, seed ^ k as u64).await;
+            let f = Fixture::new("coalesce_gather").await;
+            let options = patient(f.options().with_strategy(strategy));
+            f.dispenser(options.clone())
+                .create("orders", Spec::default())
+                .await
+                .unwrap();
+            let mut handles = Vec::new();
+            for _ in 0..2 {
+                let d = dispenser::Dispenser::connect(&proxy.uri(""), options.clone())
+                    .await
+                    .unwrap();
+                handles.push(d.open("orders").await.unwrap());
+            }
+            (handles, f, proxy)
+        });
+        let gil = Arc::new(Mutex::new(()));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let seq = handles[(t % 2) as usize].clone();
+                let (gil, rt) = (gil.clone(), rt.handle().clone());
+                let mut rng = Rng(seed.wrapping_add(1000 * k as u64 + t));
+                std::thread::spawn(move || {
+                    let (mut got, mut gave_up) = (Vec::new(), 0_u64);
+                    for _ in 0..CALLS {
+                        {
+                            let _held = gil.lock().unwrap();
+                            let hold = Duration::from_micros(rng.below(300));
+                            let t0 = Instant::now();
+                            while t0.elapsed() < hold {
+                                std::hint::spin_loop();
+                            }
+                        }
+                        let n = 1 + rng.below(3);
+                        let call = seq.next_n(n);
+                        let answer = if rng.chance(15) {
+                            let patience = Duration::from_micros(rng.below(4000));
+                            match rt.block_on(async { tokio::time::timeout(patience, call).await })
+                            {
+                                Ok(answer) => answer,
+                                Err(_) => {
+                                    gave_up += 1;
+                                    continue;
+                                }
+                            }
+                        } else {
+                            rt.block_on(call)
+                        };
+                        let run = answer.expect("next_n");
+                        got.extend(run);
+                    }
+                    (got, gave_up)
+                })
+            })
+            .collect();
+        let (mut numbers, mut gave_up) = (Vec::new(), 0);
+        for t in threads {
+            let (got, g) = t.join().unwrap();
+            numbers.extend(got);
+            gave_up += g;
+        }
+        let value =
+            rt.block_on(async { f.dispenser(f.options()).peek("orders").await.unwrap().value });
+        let count = numbers.len();
+        numbers.sort_unstable();
+        let dupes: Vec<i64> = numbers
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect();
+        assert!(
+            dupes.is_empty(),
+            "{strategy:?}, seed {seed}: numbers issued twice: {:?}",
+            &dupes[..dupes.len().min(20)]
+        );
+        assert!(
+            numbers.first().is_none_or(|&n| n >= 1) && numbers.last().is_none_or(|&n| n <= value),
+            "{strategy:?}, seed {seed}: numbers outside 1..={value} written"
+        );
+        if gave_up == 0 {
+            assert_each_exactly(numbers, 1..=value, 1);
+        }
+        let (a, b) = (handles[0].stats(), handles[1].stats());
+        eprintln!(
+            "{strategy:?}: {count} numbers, {gave_up} calls gave up, {} + {} calls in {} + {} \
+             writes (largest batches {}, {})",
+            a.batched_calls, b.batched_calls, a.batches, b.batches, a.max_batch, b.max_batch
+        );
+    }
+}
