@@ -133,11 +133,21 @@ pub(super) async fn ensure_unique_index(
                 .build(),
         )
         .build();
-    business
-        .create_index(model)
-        .await
-        .map(drop)
-        .map_err(|e| Error::database(context(o), e))
+    business.create_index(model).await.map(drop).map_err(|e| {
+        if crate::store::is_duplicate_key(&e) {
+            // The documents already there cannot all be told apart by the field: two carry one
+            // value, or two lack it (the index counts a missing field as null).
+            Error::invalid_argument(
+                "gap-free collection",
+                format!(
+                    "{}.{} cannot get its unique index: two documents there carry the same value in it, or lack it (a unique index counts a missing field as null); give every document of the collection its own number (or number another collection), then create again",
+                    o.collection, o.field
+                ),
+            )
+        } else {
+            Error::database(context(o), e)
+        }
+    })
 }
 
 #[cfg(test)]

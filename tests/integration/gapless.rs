@@ -2705,6 +2705,47 @@ async fn a_caller_waiting_for_a_busy_handle_gets_in_before_its_wait_runs_out() {
     assert!(a.is_clean(), "{a:?}");
 }
 
+/// A gap-free sequence over a collection whose documents cannot all be told apart by the field
+/// (two lack it: a unique index counts a missing field as null) is refused naming the
+/// collection and the field, from the library and the command line; nothing is written. It
+/// was a database error ("503 database" over HTTP).
+#[tokio::test]
+async fn a_collection_the_unique_index_cannot_be_built_on_is_refused_naming_it() {
+    use dispenser::mongodb::bson::Document;
+    let f = Fixture::new("gapless_unindexable").await;
+    let business = format!("{}_old", f.collection);
+    f.client
+        .database(DB)
+        .collection::<Document>(&business)
+        .insert_many([doc! { "other": 1 }, doc! { "other": 2 }])
+        .await
+        .unwrap();
+    let d = f.dispenser(f.options());
+    let e = d
+        .create_gapless("inv", GaplessOptions::new(&business, "number"))
+        .await
+        .unwrap_err();
+    let m = e.to_string();
+    assert!(
+        matches!(e, Error::InvalidArgument { .. })
+            && m.contains(&format!("{business}.number"))
+            && m.contains("missing field"),
+        "{m}"
+    );
+    assert!(d.open_gapless("inv").await.is_err(), "nothing written");
+    let out = cli(&f)
+        .args([
+            "gapless", "create", "inv", "--into", &business, "--field", "number",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("number"),
+        "{out:?}"
+    );
+}
+
 /// A waiter looks up the number of a live holder only once that same holder has held it for a
 /// while: holders handing the lease on quickly cost it no look-up of the business collection,
 /// one holder that stays is looked up again and again (issue 63: the watch's `&&` → `||`, which
