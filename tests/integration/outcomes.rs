@@ -73,12 +73,16 @@ enum Cmd {
     QueueRecall,
     QueueFinish,
     QueueCancel,
+    /// `queue call --serial`, `queue cancel --serial`: the acts that name a ticket by its
+    /// serial (issue 59).
+    QueueCallSerial,
+    QueueCancelSerial,
     QueueAlter,
     QueueDelete,
 }
 
 /// The commands that write, as the CLI names them.
-const WRITERS: [(Cmd, &str); 21] = [
+const WRITERS: [(Cmd, &str); 23] = [
     (Cmd::Create, "create"),
     (Cmd::Next, "next"),
     (Cmd::Alter, "alter"),
@@ -98,6 +102,8 @@ const WRITERS: [(Cmd, &str); 21] = [
     (Cmd::QueueRecall, "queue recall"),
     (Cmd::QueueFinish, "queue finish"),
     (Cmd::QueueCancel, "queue cancel"),
+    (Cmd::QueueCallSerial, "queue call"),
+    (Cmd::QueueCancelSerial, "queue cancel"),
     (Cmd::QueueAlter, "queue alter"),
     (Cmd::QueueDelete, "queue delete"),
 ];
@@ -235,7 +241,7 @@ impl World {
                     .await
                     .expect("create queue");
             }
-            Cmd::QueueCall | Cmd::QueueCancel => {
+            Cmd::QueueCall | Cmd::QueueCancel | Cmd::QueueCallSerial | Cmd::QueueCancelSerial => {
                 let q = d.create_queue("q", QueueSpec::default()).await.unwrap();
                 q.take().await.expect("take");
             }
@@ -279,6 +285,8 @@ impl World {
             Cmd::QueueRecall => vec!["queue", "recall", "q"],
             Cmd::QueueFinish => vec!["queue", "finish", "q"],
             Cmd::QueueCancel => vec!["queue", "cancel", "q", "1"],
+            Cmd::QueueCallSerial => vec!["queue", "call", "q", "--serial", "1"],
+            Cmd::QueueCancelSerial => vec!["queue", "cancel", "q", "--serial", "1"],
             Cmd::QueueAlter => vec!["queue", "alter", "q", "--max", "50"],
             Cmd::QueueDelete => vec!["queue", "delete", "q"],
         };
@@ -317,13 +325,17 @@ impl World {
             }
             Cmd::QueueCreate => self.queue_status().await.is_some(),
             Cmd::QueueTake => self.queue_status().await.expect("queue").taken == 1,
-            Cmd::QueueCall => self.queue_status().await.expect("queue").served == 1,
+            Cmd::QueueCall | Cmd::QueueCallSerial => {
+                self.queue_status().await.expect("queue").served == 1
+            }
             Cmd::QueueRecall => {
                 let s = self.queue_status().await.expect("queue");
                 s.recent_calls.iter().any(|c| c.recall)
             }
             Cmd::QueueFinish => self.queue_status().await.expect("queue").desks.is_empty(),
-            Cmd::QueueCancel => self.queue_status().await.expect("queue").cancelled == 1,
+            Cmd::QueueCancel | Cmd::QueueCancelSerial => {
+                self.queue_status().await.expect("queue").cancelled == 1
+            }
             Cmd::QueueAlter => self.queue_status().await.expect("queue").max == 50,
             Cmd::QueueDelete => self.queue_status().await.is_none(),
         }
@@ -671,7 +683,12 @@ async fn every_http_operation_that_writes_tells_its_outcome_truthfully() {
         ours, writing,
         "every HTTP operation that writes is in HTTP_WRITERS"
     );
-    let runs_of: Vec<&str> = HTTP_WRITERS.iter().chain(&LINK_ACTS).copied().collect();
+    let runs_of: Vec<&str> = HTTP_WRITERS
+        .iter()
+        .chain(&LINK_ACTS)
+        .chain(&SERIAL_ACTS)
+        .copied()
+        .collect();
 
     let client = common::client().await;
     let workers = services.iter().enumerate().map(|(i, (proxy, svc))| {
@@ -838,6 +855,15 @@ const GIVE_UP_KEY: &str = "outcomes-give-up-1";
 /// failed, answered `nothing_written`).
 const LINK_ACTS: [&str; 2] = ["link_take", "link_give_up"];
 
+/// The queue's acts that name a ticket by its serial (issue 59: acts by identity), beside the
+/// same acts by number or by what a desk shows.
+const SERIAL_ACTS: [&str; 4] = [
+    "call_serial",
+    "cancel_serial",
+    "recall_serial",
+    "finish_serial",
+];
+
 /// The ticket link's token and its queue.
 const LINK: &str = "outcomes-link-token-00000007";
 const LINKED: &str = "linked";
@@ -909,6 +935,26 @@ fn request(op: &str, n: &str) -> (&'static str, String, Value) {
             "post",
             format!("/v1/queues/{n}/cancel"),
             json!({ "ticket": 1 }),
+        ),
+        "call_serial" => (
+            "post",
+            format!("/v1/queues/{n}/call"),
+            json!({ "serial": 1 }),
+        ),
+        "cancel_serial" => (
+            "post",
+            format!("/v1/queues/{n}/cancel"),
+            json!({ "serial": 1 }),
+        ),
+        "recall_serial" => (
+            "post",
+            format!("/v1/queues/{n}/recall"),
+            json!({ "serial": 1 }),
+        ),
+        "finish_serial" => (
+            "post",
+            format!("/v1/queues/{n}/finish"),
+            json!({ "serial": 1 }),
         ),
         "queue_alter" => (
             "post",
@@ -982,7 +1028,7 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) -> (u64, 
         "take" | "queue_alter" | "queue_delete" => {
             d.create_queue(n, QueueSpec::default()).await.unwrap();
         }
-        "call" | "cancel" => {
+        "call" | "cancel" | "call_serial" | "cancel_serial" => {
             let q = d.create_queue(n, QueueSpec::default()).await.unwrap();
             q.take().await.unwrap();
         }
@@ -995,7 +1041,7 @@ async fn set_up_http(d: &Dispenser, op: &str, n: &str, business: &str) -> (u64, 
                 .await
                 .unwrap();
         }
-        "recall" | "finish" => {
+        "recall" | "finish" | "recall_serial" | "finish_serial" => {
             let q = d.create_queue(n, QueueSpec::default()).await.unwrap();
             q.take().await.unwrap();
             q.call().await.unwrap();
@@ -1048,10 +1094,10 @@ async fn applied_http(
         }
         "queue_create" => queue().await.is_some(),
         "take" => queue().await.unwrap().taken == 1,
-        "call" => queue().await.unwrap().served == 1,
-        "recall" => queue().await.unwrap().recent_calls.iter().any(|c| c.recall),
-        "finish" => queue().await.unwrap().desks.is_empty(),
-        "cancel" | "give_up" => queue().await.unwrap().cancelled == 1,
+        "call" | "call_serial" => queue().await.unwrap().served == 1,
+        "recall" | "recall_serial" => queue().await.unwrap().recent_calls.iter().any(|c| c.recall),
+        "finish" | "finish_serial" => queue().await.unwrap().desks.is_empty(),
+        "cancel" | "cancel_serial" | "give_up" => queue().await.unwrap().cancelled == 1,
         "link_take" | "link_give_up" => {
             let s = d.open_queue(LINKED).await.unwrap().peek().await.unwrap();
             // A give-up's take and cancel are one write: both or neither.
