@@ -222,6 +222,86 @@ async fn a_lost_reply_fails_each_caller_of_its_batch_and_their_ids_answer_after(
 /// each taking and calling 10 times with a backoff whose attempt budget is 2: no caller gives
 /// up (a queue's operations wait their turn within the operation timeout), and the handle
 /// shared by 48 wrote far fewer times than it answered.
+/// A caller whose time runs out while it waits in line (its batch not sent: the write in
+/// flight is the one before it) leaves the line, says nothing was written, and is never
+/// written after: the write in flight here re-read the queue after a lost race (held 600 ms at
+/// the proxy), then its write hung, so the caller behind it is still in line at its deadline
+/// (found by cargo-mutants on `queue/combine.rs`: a waiter left in line, or told `unknown`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_whose_time_runs_out_in_line_leaves_it_and_nothing_is_written_for_it() {
+    let f = Fixture::new("queue_batch_line_timeout").await;
+    let queues = queues_of(&f);
+    let proxy = Proxy::to_test_server(Faults::default(), 63).await;
+    let timeout = Duration::from_secs(1);
+    let a = Dispenser::connect(&proxy.uri(""), f.options().with_operation_timeout(timeout))
+        .await
+        .unwrap();
+    let qa = a.create_queue("q", QueueSpec::default()).await.unwrap();
+    // Another handle takes: what `qa` remembers is stale, so its next write loses its race and
+    // reads the queue again.
+    let b = f.dispenser(f.options());
+    let qb = b.open_queue("q").await.unwrap();
+    qb.take().await.unwrap();
+    let read = proxy.hold_next("find", &queues);
+    let write = proxy.hold_after("update", &queues, 1);
+    let first = tokio::spawn({
+        let qa = qa.clone();
+        async move { qa.take().await }
+    });
+    read.arrived().await;
+    let lined = tokio::spawn({
+        let qa = qa.clone();
+        async move {
+            let t0 = Instant::now();
+            (qa.take().await, t0.elapsed())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    read.open();
+    let (lined, took) = lined.await.unwrap();
+    let e = lined.expect_err("its deadline came while the write before it hung");
+    assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert_eq!(
+        e.written(),
+        dispenser::error::Written::Nothing,
+        "it never left the line: {e}"
+    );
+    assert!(took < timeout + timeout / 2, "{took:?}");
+    let first = first.await.unwrap();
+    assert!(first.is_err(), "its write hung: {first:?}");
+    write.open();
+    // Whatever the first take's write did, nothing more is written for the caller that left.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let taken = qb.peek().await.unwrap().taken;
+    assert!(
+        taken <= 2,
+        "{taken} tickets taken: one by the other handle, at most one by the first take"
+    );
+
+    // And a caller whose batch was sent before its deadline came: its write's outcome is
+    // unknown (every request hangs from now on; its batch leaves when the first one gives up).
+    let qr = a.create_queue("r", QueueSpec::default()).await.unwrap();
+    proxy.set_faults(Faults {
+        drop_reply: 1.0,
+        stall_share: 1.0,
+        ..Faults::default()
+    });
+    let first = tokio::spawn({
+        let qr = qr.clone();
+        async move { qr.take().await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let e = qr.take().await.expect_err("its write hung");
+    proxy.set_faults(Faults::default());
+    assert!(first.await.unwrap().is_err());
+    assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert_eq!(
+        e.written(),
+        dispenser::error::Written::Unknown,
+        "its batch was sent: {e}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crowd_on_one_handle_and_a_rival_handle_never_give_up() {
     let f = Fixture::new("queue_batch_crowd").await;
