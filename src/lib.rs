@@ -126,7 +126,6 @@ mod stats;
 mod store;
 mod strategy;
 pub mod stripe;
-#[cfg(feature = "bindings")]
 #[doc(hidden)]
 pub mod translate;
 mod usage;

@@ -1,5 +1,5 @@
 //! What the language bindings translate the same way: their arguments into the core's specs
-//! and options, each refusal worded once (feature `bindings`; not part of the library's API).
+//! and options, each refusal worded once (hidden from the docs: not part of the library's API).
 //!
 //! A binding reads its language's values (Python keywords, a JavaScript options object) into
 //! the plain values these functions take, calls one, and turns a refusal into its language's
