@@ -366,3 +366,52 @@ async fn batch(inner: &Inner, ops: &[Op], since: Instant) -> Result<Vec<Answer>>
         tokio::time::sleep(delay).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take() -> Op {
+        Op::Take {
+            count: 1,
+            key: None,
+        }
+    }
+
+    fn call() -> Op {
+        Op::Call {
+            desk: String::new(),
+            ticket: None,
+        }
+    }
+
+    fn set_max() -> Op {
+        Op::SetMax { max: 9 }
+    }
+
+    /// A batch's errors say what it was doing: one operation as itself, then takes, calls,
+    /// both, or any line (found by cargo-mutants: no test read a batch's words).
+    #[test]
+    fn a_batch_says_what_its_write_was_doing() {
+        assert_eq!(what_batch(&[take()]), "taking a ticket of");
+        assert_eq!(what_batch(&[call()]), "calling the next ticket of");
+        assert_eq!(what_batch(&[take(), take()]), "taking tickets of");
+        assert_eq!(what_batch(&[call(), call()]), "calling tickets of");
+        assert_eq!(
+            what_batch(&[take(), call()]),
+            "taking and calling tickets of"
+        );
+        assert_eq!(
+            what_batch(&[call(), take(), take()]),
+            "taking and calling tickets of"
+        );
+        assert_eq!(
+            what_batch(&[take(), set_max()]),
+            "writing a line of operations of"
+        );
+        assert_eq!(
+            what_batch(&[set_max(), set_max()]),
+            "writing a line of operations of"
+        );
+    }
+}
