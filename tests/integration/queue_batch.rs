@@ -302,6 +302,65 @@ async fn a_caller_whose_time_runs_out_in_line_leaves_it_and_nothing_is_written_f
     );
 }
 
+/// Takes retried in one batch with request ids that left the queue document's ring (kept in
+/// the request collection): each is answered with the tickets its first take got, once per id
+/// even when the batch names it twice, and only the new ids take tickets (found by
+/// cargo-mutants on `queue/combine.rs`: the batch's look-up of spilled ids survived).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_answers_retried_ids_that_left_the_ring_with_their_first_tickets() {
+    let f = Fixture::new("queue_batch_spilled").await;
+    let proxy = Proxy::to_test_server(Faults::default(), 64).await;
+    let d = Dispenser::connect(&proxy.uri(""), f.options())
+        .await
+        .unwrap();
+    let q = d
+        .create_queue("q", QueueSpec::default().with_max(999))
+        .await
+        .unwrap();
+    let mut first = HashMap::new();
+    for i in 0..72 {
+        let id = format!("id-{i}");
+        let t = q.take().request_id(id.clone()).await.unwrap();
+        first.insert(id, t.serial);
+    }
+    let before = q.peek().await.unwrap().taken;
+    // One new id first, its write held at the proxy; behind it, one line: retries of ids long
+    // out of the ring, one of them twice, a retry of a recent one, and new ids.
+    let gate = proxy.hold_next("update", &queues_of(&f));
+    let lead = tokio::spawn({
+        let q = q.clone();
+        async move { q.take().request_id("new-0".to_owned()).await }
+    });
+    gate.arrived().await;
+    let ids = ["id-0", "id-1", "id-0", "id-3", "id-70", "new-1", "new-2"];
+    let mut line: Vec<_> = ids
+        .iter()
+        .map(|id| Box::pin(q.take().request_id((*id).to_owned()).into_future()))
+        .collect();
+    for f in &mut line {
+        assert!(futures::poll!(f).is_pending());
+    }
+    gate.open();
+    let mut new = vec![lead.await.unwrap().unwrap().serial];
+    for (id, f) in ids.iter().zip(line) {
+        let t = f.await.unwrap_or_else(|e| panic!("{id}: {e}"));
+        match first.get(*id) {
+            Some(&serial) => {
+                assert_eq!((t.serial, t.replayed), (serial, true), "{id}")
+            }
+            None => {
+                assert!(!t.replayed, "{id}");
+                new.push(t.serial);
+            }
+        }
+    }
+    new.sort_unstable();
+    new.dedup();
+    assert_eq!(new.len(), 3, "{new:?}");
+    let s = q.peek().await.unwrap();
+    assert_eq!(s.taken, before + 3, "only the new ids took tickets");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_crowd_on_one_handle_and_a_rival_handle_never_give_up() {
     let f = Fixture::new("queue_batch_crowd").await;
