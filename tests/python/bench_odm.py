@@ -88,8 +88,8 @@ def mongoengine_model(kind: str, alias: str, collection: str, d: dispenser.Dispe
         fields["number"] = mongoengine.SequenceField(db_alias=alias)
     elif kind == "dispenser SequenceField":
         fields["number"] = dispenser.mongoengine.SequenceField(db_alias=alias, dispenser=d)
-    elif kind == "dispenser SequenceField(block=1000)":
-        fields["number"] = dispenser.mongoengine.SequenceField(db_alias=alias, dispenser=d, block=1000)
+    elif kind == "dispenser SequenceField(block=None)":
+        fields["number"] = dispenser.mongoengine.SequenceField(db_alias=alias, dispenser=d, block=None)
     elif kind == "dispenser SequenceField(gapless=True)":
         fields["number"] = dispenser.mongoengine.SequenceField(db_alias=alias, dispenser=d, gapless=True)
     fields["meta"] = {"collection": collection, "db_alias": alias}
@@ -100,10 +100,10 @@ MONGOENGINE = [
     "no numbering",
     "mongoengine SequenceField",
     "dispenser SequenceField",
-    "dispenser SequenceField(block=1000)",
+    "dispenser SequenceField(block=None)",
     "dispenser SequenceField(gapless=True)",
 ]
-BEANIE = ["no numbering", "dispenser SequenceField", "dispenser SequenceField(block=1000)"]
+BEANIE = ["no numbering", "dispenser SequenceField", "dispenser SequenceField(block=None)"]
 
 
 def mongoengine_saves(uri: str, kind: str, seconds: float, threads: int, tag: str) -> list[Any]:
@@ -132,10 +132,10 @@ def beanie_model(kind: str, d: Any, collection: str) -> Any:
                 name = collection
 
         return Plain
-    block = 1000 if "block" in kind else None
+    options: dict[str, Any] = {"block": None} if "block=None" in kind else {}
 
     class Numbered(dispenser.beanie.Numbered, Document):
-        number: Optional[int] = dispenser.beanie.SequenceField(dispenser=d, block=block)
+        number: Optional[int] = dispenser.beanie.SequenceField(dispenser=d, **options)
         customer: str = ""
 
         class Settings:

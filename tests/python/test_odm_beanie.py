@@ -19,6 +19,11 @@ from dispenser.beanie import Numbered, SequenceField
 from conftest import DATABASE
 
 
+def _numbering(cls):
+    """The numbering of `cls`'s field `number`."""
+    return next(n for n in cls._numbering() if n.field == "number")
+
+
 def run(main):
     return asyncio.run(main())
 
@@ -61,14 +66,37 @@ def test_inserts_are_numbered_and_a_numbered_collection_needs_an_adopt(uri, coll
         docs = [Adopting(customer=f"c{i}") for i in range(40)]
         await asyncio.gather(*(doc.insert() for doc in docs))
         assert sorted(doc.number for doc in docs) == list(range(13, 53))
-        # save() of a new document numbers it too; insert_many takes one run for the lot.
+        # save() of a new document numbers it too, as does insert_many; from the block (the
+        # default), a few writes for the lot.
         saved = await Adopting(customer="s").save()
         assert saved.number == 53
         many = [Adopting(customer=f"m{i}") for i in range(5)]
         await Adopting.insert_many(many)
         assert [m.number for m in many] == [54, 55, 56, 57, 58]
+        blocks = _numbering(Adopting).handle
+        assert blocks.stats()["issued"] == 46 and 1 <= blocks.stats()["block_refills"] <= 8
+        # Closing the dispenser gives the block's tail back: block=None then draws from 59,
+        # each insert its own draw, insert_many one run for the lot.
+        report = await d.aclose()
+        assert report["given_back"] >= 1 and report["lost"] == 0, report
+        client, d = await connect(uri, collection)
+
+        class Each(Numbered, Document):
+            number: Optional[int] = SequenceField(f"{business}.number", dispenser=d, block=None)
+            customer: str = ""
+
+            class Settings:
+                name = business
+
+        await init_beanie(database=client[DATABASE], document_models=[Each])
+        assert (await Each(customer="e").insert()).number == 59
+        each = [Each(customer=f"e{i}") for i in range(5)]
+        await Each.insert_many(each)
+        assert [m.number for m in each] == [60, 61, 62, 63, 64]
+        stats = _numbering(Each).handle.stats()
+        assert stats["issued"] == 6 and stats["writes"] == 2 and stats["block_refills"] == 0, stats
         stored = sorted([x["number"] async for x in client[DATABASE][business].find()])
-        assert stored == list(range(1, 59))
+        assert stored == list(range(1, 65))
         await d.aclose()
         await client.close()
 

@@ -5,6 +5,8 @@ mode leaves no gap when some saves fail."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import mongoengine
@@ -79,14 +81,19 @@ def test_a_collection_numbered_by_mongoengine_switches_over_by_its_import_and_re
     # The switch is in the sequence's history: adopted from mongoengine's counter.
     adopts = [e for e in d.history(f"{business}.number") if e["op"] == "adopt"]
     assert len(adopts) == 1 and adopts[0]["params"]["highest"] == 30, adopts
-    # mongoengine's helpers act on the dispenser sequence.
+    # The numbers came from memory, a block at a time (the default): a handful of writes
+    # for the 40 saves.
+    stats = after.number._ready().stats()
+    assert stats["issued"] == 40 and 1 <= stats["block_refills"] <= 8, stats
+    # mongoengine's helpers act on the dispenser sequence: the block this process holds is
+    # given back first (no other process drew since), so the preview is the next save's.
     assert after.number.get_next_value() == 71
     with pytest.raises(dispenser.ConflictError) as e:
         after.number.set_next_value(5)
     assert e.value.code == "would_go_backwards"
-    # Draws of concurrent saves shared writes.
-    stats = after.number._ready().stats()
-    assert stats["issued"] == 40 and stats["writes"] <= 40, stats
+    assert after(customer="next").save().number == 71
+    after.number.set_next_value(99)
+    assert after(customer="past").save().number == 100
 
 
 def test_a_switch_without_adopting_is_refused_naming_the_adopt(d, alias, collection, mongo):
@@ -107,7 +114,10 @@ def test_a_switch_without_adopting_is_refused_naming_the_adopt(d, alias, collect
     source = dispenser.AdoptSource.highest(business, "number")
     adopted = model(alias, business, dispenser.mongoengine.SequenceField(db_alias=alias, dispenser=d, adopt=source))
     assert adopted(customer="z").save().number == 6
-    # A block client: numbers from memory, after the same adopt and check.
+    # Its block client holds 7 on; closed, it gives them back (nobody drew since).
+    report = adopted.number.close()
+    assert report["given_back"] >= 9 and report["lost"] == 0, report
+    # Another block client: numbers from memory, after the same adopt and check.
     blocks = model(alias, business, dispenser.mongoengine.SequenceField(db_alias=alias, dispenser=d, block=10))
     got = [blocks(customer="b").save().number for _ in range(3)]
     assert got == [7, 8, 9]
@@ -158,3 +168,45 @@ def test_gapless_mode_uses_a_number_exactly_when_the_insert_succeeds(d, alias, c
     with pytest.raises(dispenser.InvalidInputError):
         cls.objects.insert([cls(customer="bulk", ref="bulk")])
     assert fresh.save().number == 17
+
+
+def test_the_default_block_is_given_back_at_exit_and_block_none_draws_each_save(d, uri, alias, collection, mongo):
+    business = f"{collection}_inv"
+    # A process that saves 3 documents and exits without closing anything: its fields' block
+    # clients give their tails back at the interpreter's exit, so the next save goes on at 4.
+    script = f"""
+import sys
+sys.path[:0] = {sys.path[:3]!r}
+import dispenser, dispenser.mongoengine, mongoengine
+mongoengine.connect(db={DATABASE!r}, host={uri!r}, alias="x", uuidRepresentation="standard")
+d = dispenser.Dispenser.connect({uri!r}, database={DATABASE!r}, collection={collection!r})
+cls = type("Inv", (mongoengine.Document,), {{
+    "number": dispenser.mongoengine.SequenceField(db_alias="x", dispenser=d),
+    "meta": {{"collection": {business!r}, "db_alias": "x"}},
+}})
+print([cls().save().number for _ in range(3)], cls.number._ready().held())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:3] == ["[1,", "2,", "3]"], done.stdout
+    assert int(done.stdout.split()[3]) >= 1, done.stdout  # it held numbers when it ended
+    dispenser.mongoengine.use(d, alias=alias)
+    blocks = model(alias, business, dispenser.mongoengine.SequenceField(db_alias=alias))
+    assert blocks(customer="b").save().number == 4
+    # block=None: each save draws its number; nothing held between saves.
+    each = model(alias, business, dispenser.mongoengine.SequenceField(db_alias=alias, block=None))
+    got = [each(customer="e").save().number for _ in range(3)]
+    # The block client above holds the numbers from 5 on: the draws go past them.
+    held = blocks.number._ready().held()
+    assert got == [5 + held, 6 + held, 7 + held], (got, held)
+    assert each.number._ready().stats()["block_refills"] == 0
+    # Closing the field gives back what it holds only when nobody drew since: here the
+    # draws above came after, so its numbers stay a gap.
+    report = blocks.number.close()
+    assert report == {"given_back": 0, "lost": held}, report
+    numbers = [x["number"] for x in mongo[DATABASE][business].find()]
+    assert len(numbers) == len(set(numbers)) == 7, numbers
+    with pytest.raises(dispenser.InvalidInputError, match="block is for plain mode"):
+        dispenser.mongoengine.SequenceField(db_alias=alias, gapless=True, block=10)
+    with pytest.raises(dispenser.InvalidInputError, match="block size of 1 or more"):
+        dispenser.mongoengine.SequenceField(db_alias=alias, block=0)

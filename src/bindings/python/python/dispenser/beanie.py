@@ -19,9 +19,13 @@ when the document is inserted (``insert()``, ``create()``, ``Document.insert_one
 document without an id). The sequence is ``"<collection>.<field>"`` unless ``sequence_name``
 says otherwise. On first use in a process the field adopts its ``adopt`` source and refuses
 (``ConflictError``, code ``already_numbered``) to number a collection whose field holds a
-number at or past the sequence's next. ``gapless=True`` numbers through a gap-free sequence
-whose business write is the insert itself: a number is used if and only if the insert
-succeeds.
+number at or past the sequence's next. Numbers come from a block client (``block=10``, the
+default; reserved ahead in the background and grown under load, so an insert costs no round
+trip for its number; the numbers of several processes interleave by block, and a process that
+ends without closing its dispenser — ``await dispenser.aclose()`` — leaves its block's tail
+unused: a gap, never a duplicate); ``block=None`` draws each number in its insert.
+``gapless=True`` numbers through a gap-free sequence whose business write is the insert
+itself: a number is used if and only if the insert succeeds.
 """
 
 from __future__ import annotations
@@ -37,7 +41,20 @@ from ._dispenser import AdoptSource
 from ._errors import AlreadyExistsError, BusinessWriteError, InvalidInputError, NotFoundError
 from .aio import Dispenser
 
-__all__ = ["Numbered", "SequenceField", "use"]
+__all__ = ["DEFAULT_BLOCK", "Numbered", "SequenceField", "use"]
+
+#: The block size of a ``SequenceField`` that does not say (``block=None``: no block).
+DEFAULT_BLOCK = 10
+
+
+class _Default:
+    """``block`` not given: ``DEFAULT_BLOCK``, or no block in gap-free mode."""
+
+    def __repr__(self) -> str:
+        return f"{DEFAULT_BLOCK} (the default)"
+
+
+_DEFAULT = _Default()
 
 DispenserLike = Union[Dispenser, Callable[[], Dispenser]]
 
@@ -62,7 +79,7 @@ class Sequence:
         sequence_name: Optional[str],
         dispenser: Optional[DispenserLike],
         adopt: Union[bool, AdoptSource],
-        block: Optional[int],
+        block: Union[int, None, _Default],
         gapless: bool,
     ) -> None:
         if not isinstance(adopt, (bool, AdoptSource)):
@@ -70,14 +87,16 @@ class Sequence:
                 f"adopt must be True, False or a dispenser.AdoptSource, not {adopt!r}",
                 "invalid_input", "invalid_input",
             )
+        if gapless and block is not None and block is not _DEFAULT:
+            raise InvalidInputError(
+                "a gap-free SequenceField takes each number in its insert; block is for plain mode",
+                "invalid_input", "invalid_input",
+            )
+        if isinstance(block, _Default):
+            block = None if gapless else DEFAULT_BLOCK
         if block is not None and (isinstance(block, bool) or not isinstance(block, int) or block < 1):
             raise InvalidInputError(
                 f"block must be a block size of 1 or more, not {block!r}",
-                "invalid_input", "invalid_input",
-            )
-        if gapless and block is not None:
-            raise InvalidInputError(
-                "a gap-free SequenceField takes each number in its insert; block is for plain mode",
                 "invalid_input", "invalid_input",
             )
         self.sequence_name = sequence_name
@@ -98,7 +117,7 @@ def SequenceField(
     *,
     dispenser: Optional[DispenserLike] = None,
     adopt: Union[bool, AdoptSource] = False,
-    block: Optional[int] = None,
+    block: Union[int, None, _Default] = _DEFAULT,
     gapless: bool = False,
 ) -> Any:
     """A field (default ``None``) that ``Numbered`` numbers on insert.
@@ -108,8 +127,10 @@ def SequenceField(
     given to ``dispenser.beanie.use``. ``adopt``: ``False`` (the default: nothing), ``True``
     (the highest number the collection's field holds) or a ``dispenser.AdoptSource``,
     adopted on first use in a process before the check. ``block``: hand numbers out from a
-    block client of this size. ``gapless``: number through a gap-free sequence, the insert as
-    its business write (the documents must live in the dispenser's database).
+    block client reserving this many at a time (``DEFAULT_BLOCK``, 10, unless said; grown
+    under load), or ``None``: draw each number in its insert. ``gapless``: number through a
+    gap-free sequence, the insert as its business write (the documents must live in the
+    dispenser's database; no block).
     """
     info: Any = pydantic.Field(default=None)
     info.metadata.append(Sequence(sequence_name, dispenser, adopt, block, gapless))

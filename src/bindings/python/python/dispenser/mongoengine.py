@@ -17,17 +17,24 @@ id of mongoengine's counter) in the dispenser, adopts mongoengine's own counter
 the highest number the collection's field holds: if that is at or past the sequence's next
 number it refuses to number anything (``ConflictError``, code ``already_numbered``, naming the
 adopt to make). Numbers are drawn on save (or on first read of the attribute, as mongoengine
-does) with ``Sequence.next()``: concurrent saves in threads share writes. ``block=N`` hands
-them out from a block client of ``N`` reserved ahead (saves cost no round trip for their
-number; numbers of several processes interleave, and a process that dies leaves its block's
-tail unused). ``gapless=True`` numbers through a gap-free sequence whose business write is
-the save's own insert: a number is used if and only if the insert succeeds.
+does) from a block client (``block=10``, the default): numbers are reserved ahead, a block
+at a time, in the background, so a save costs no round trip for its number; under load the
+blocks grow to last the reservation's round trip. Within a process the numbers rise; the
+numbers of several processes interleave by block; a process that ends without closing its
+dispenser (``Dispenser.close()``, ``with``, or the interpreter's exit, where the fields close
+their block clients) leaves its block's tail unused — a gap, never a duplicate.
+``block=None`` draws each number with ``Sequence.next()`` in its save (one round trip before
+the insert, shared by concurrent saves): numbers in the order they were drawn across
+processes. ``gapless=True`` numbers through a gap-free sequence whose business write is the
+save's own insert: a number is used if and only if the insert succeeds.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import threading
+import weakref
 from typing import Any, Callable, Optional, Union
 
 from mongoengine.connection import DEFAULT_CONNECTION_NAME, get_db  # type: ignore[import-untyped]
@@ -35,9 +42,31 @@ from mongoengine.fields import SequenceField as _SequenceField  # type: ignore[i
 
 from . import _odm
 from ._dispenser import AdoptSource, Dispenser
-from ._errors import AlreadyExistsError, BusinessWriteError, InvalidInputError, NotFoundError
+from ._errors import (
+    AlreadyExistsError,
+    BusinessWriteError,
+    InvalidInputError,
+    NotFoundError,
+    UnavailableError,
+)
 
-__all__ = ["SequenceField", "use"]
+__all__ = ["DEFAULT_BLOCK", "SequenceField", "use"]
+
+#: The block size of a ``SequenceField`` that does not say (``block=None``: no block).
+DEFAULT_BLOCK = 10
+
+
+class _Default:
+    """``block`` not given: ``DEFAULT_BLOCK``, or no block in gap-free mode."""
+
+    def __repr__(self) -> str:
+        return f"{DEFAULT_BLOCK} (the default)"
+
+
+_DEFAULT = _Default()
+
+#: The fields whose block clients the interpreter's exit closes (giving their tails back).
+_fields_with_blocks: "weakref.WeakSet[SequenceField]" = weakref.WeakSet()
 
 DispenserLike = Union[Dispenser, Callable[[], Dispenser]]
 
@@ -82,9 +111,10 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
     (mongoengine's own counter of this field), ``False`` (nothing), or a
     ``dispenser.AdoptSource``: adopted on first use in a process, before the check that
     refuses a collection numbered past the sequence. ``block``: hand numbers out from a block
-    client of this size. ``gapless``: number through a gap-free sequence, the save's insert as
-    its business write (the documents must live in the dispenser's database; numbers stay
-    ints: no ``value_decorator``).
+    client reserving this many at a time (``DEFAULT_BLOCK``, 10, unless said; grown under
+    load), or ``None``: draw each number in its save. ``gapless``: number through a gap-free
+    sequence, the save's insert as its business write (the documents must live in the
+    dispenser's database; numbers stay ints: no ``value_decorator``; no block).
     """
 
     def __init__(
@@ -96,7 +126,7 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
         *args: Any,
         dispenser: Optional[DispenserLike] = None,
         adopt: Union[bool, AdoptSource] = True,
-        block: Optional[int] = None,
+        block: Union[int, None, _Default] = _DEFAULT,
         gapless: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -107,11 +137,13 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
                 "audit count them): leave value_decorator out",
                 "invalid_input", "invalid_input",
             )
-        if gapless and block is not None:
+        if gapless and block is not None and block is not _DEFAULT:
             raise InvalidInputError(
                 "a gap-free SequenceField takes each number in its save; block is for plain mode",
                 "invalid_input", "invalid_input",
             )
+        if isinstance(block, _Default):
+            block = None if gapless else DEFAULT_BLOCK
         if not isinstance(adopt, (bool, AdoptSource)):
             raise InvalidInputError(
                 f"adopt must be True, False or a dispenser.AdoptSource, not {adopt!r}",
@@ -128,6 +160,8 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
         self.gapless = gapless
         self._ready_lock = threading.Lock()
         self._handle: Any = None
+        if block is not None:
+            _fields_with_blocks.add(self)
 
     # --- what mongoengine calls
 
@@ -148,12 +182,19 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
                 f"bulk inserts and to_mongo() of an unsaved document get none",
                 "invalid_input", "invalid_input",
             )
-        handle = self._ready()
-        # A block client hands a number out from memory without releasing the GIL.
-        number = handle.try_next() if self._block else None
-        if number is None:
-            number = handle.next()
-        return self.value_decorator(number)
+        while True:
+            handle = self._ready()
+            try:
+                # A block client hands a number out from memory without releasing the GIL.
+                number = handle.try_next() if self._block else None
+                if number is None:
+                    number = handle.next()
+            except UnavailableError as e:
+                # Closed by get_next_value / set_next_value meanwhile: the next client.
+                if e.code == "closed" and self._block and handle is not self._handle:
+                    continue
+                raise
+            return self.value_decorator(number)
 
     def __get__(self, instance: Any, owner: Any) -> Any:
         if self.gapless:
@@ -174,35 +215,52 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
 
     def set_next_value(self, value: int) -> Any:
         """Makes ``value + 1`` the next number (as mongoengine's does); never backwards
-        (``ConflictError``, code ``would_go_backwards``)."""
+        (``ConflictError``, code ``would_go_backwards``). With a block, this process's block
+        client is closed first (giving back what it holds, when no other process drew since),
+        so this process's next save gets ``value + 1``; other processes finish their blocks."""
         handle = self._ready()
         if self.gapless:
             raise InvalidInputError(
                 "a gap-free sequence's next number is the lowest not used: it is not set",
                 "invalid_input", "invalid_input",
             )
-        sequence = self._sequence(handle)
-        sequence.reset(value + 1)
+        self._give_back()
+        self._dispenser().open(self._sequence_id()).reset(value + 1)
         return self.value_decorator(value)
 
     def get_next_value(self) -> Any:
-        """The number the next save gets, for previewing (another save may take it first)."""
+        """The number the next save gets, for previewing (another save may take it first).
+        With a block, this process's block client is closed first (giving back what it
+        holds, when no other process drew since; the next save opens another)."""
         handle = self._ready()
         if self.gapless:
             return handle.peek()["next"]
+        self._give_back()
         state = self._dispenser().peek(self._sequence_id())
         return self.value_decorator(state["next"])
 
+    def close(self) -> Any:
+        """Closes this field's block client in this process, giving back the numbers it holds
+        (when no other process drew since): ``{"given_back", "lost"}``. The next save opens
+        another. The interpreter's exit does it for every field."""
+        return self._give_back()
+
     # --- the dispenser side
+
+    def _give_back(self) -> Any:
+        if not self._block:
+            return {"given_back": 0, "lost": 0}
+        with self._ready_lock:
+            handle, self._handle = self._handle, None
+        if handle is None:
+            return {"given_back": 0, "lost": 0}
+        return handle.close()
 
     def _sequence_id(self) -> str:
         return f"{self.get_sequence_name()}.{self.name}"
 
     def _dispenser(self) -> Dispenser:
         return _resolve(self._dispenser_given, self.db_alias)
-
-    def _sequence(self, handle: Any) -> Any:
-        return handle if not self._block else self._dispenser().open(self._sequence_id())
 
     def _collection(self) -> Any:
         """The owner's collection (``None`` for an abstract owner: its subclasses have one
@@ -373,3 +431,13 @@ def _number_in_save(owner: Any, field: SequenceField) -> None:
 
     saving.__doc__, creating.__doc__ = save.__doc__, save_create.__doc__
     owner.save, owner._save_create = saving, creating
+
+
+@atexit.register
+def _close_blocks() -> None:
+    """At the interpreter's exit: every field's block client gives back what it holds."""
+    for field in list(_fields_with_blocks):
+        try:
+            field.close()
+        except Exception:  # noqa: BLE001 - the dispenser may be closed or the database gone
+            pass
