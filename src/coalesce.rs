@@ -16,7 +16,7 @@
 //!   the next one, so that callers drawing in a loop ride every write together — also a
 //!   binding's, which come back one at a time (each Python thread once it has the GIL again,
 //!   each Node.js caller once the JavaScript thread has run it): it waits while they keep
-//!   coming, until as many wait as it served, at most half a round trip (see `Gather`). A
+//!   coming, until as many more wait as it served, at most half a round trip (see `Gather`). A
 //!   caller whose future is dropped while queued is left out of the next batch (it reserves
 //!   nothing); one dropped after its batch was sent leaves its numbers a gap.
 //! * A non-cyclic batch that does not fit before the bound is cut: the callers that fit (in
@@ -200,17 +200,29 @@ const QUIET_DIVISOR: u32 = 16;
 /// of 1 and N−1 alternate, half the throughput (measured at a 2 ms round trip with 32 tasks:
 /// a mean batch of 16, 1.7× a raw `$inc`'s numbers per second; with it 32 and 3.1–3.3×).
 async fn linger(combiner: &Combiner, served: usize, round_trip: Duration) {
-    linger_while(|| combiner.lock().waiting.len(), served, round_trip).await;
+    linger_while(
+        || combiner.lock().waiting.len(),
+        served,
+        round_trip,
+        usize::MAX,
+    )
+    .await;
 }
 
-/// [`linger`] for any queue of callers: `waiting` says how many wait now. (Queues coalesce
-/// their operations the same way: `queue::combine`.)
+/// [`linger`] for any queue of callers: `waiting` says how many wait now; a batch takes at
+/// most `max_batch` of them. (Queues coalesce their operations the same way:
+/// `queue::combine`.)
 ///
 /// It yields to the runtime between looks, so the callers it woke run on its threads too;
 /// it never sleeps on the runtime's timer, whose resolution (1 ms) is coarser than the
 /// window.
-pub(crate) async fn linger_while(waiting: impl Fn() -> usize, served: usize, round_trip: Duration) {
-    let mut gather = Gather::new(served, round_trip, Instant::now());
+pub(crate) async fn linger_while(
+    waiting: impl Fn() -> usize,
+    served: usize,
+    round_trip: Duration,
+    max_batch: usize,
+) {
+    let mut gather = Gather::new(served, waiting(), round_trip, Instant::now()).at_most(max_batch);
     loop {
         tokio::task::yield_now().await;
         if gather.done(waiting(), Instant::now()) {
@@ -227,51 +239,81 @@ pub(crate) async fn linger_while(waiting: impl Fn() -> usize, served: usize, rou
 /// run its code (one caller after another). A binding's callers are back over a good part of
 /// a round trip. The leader takes the next batch as soon as
 ///
-/// * as many callers wait as it served (they are back; a caller that stopped drawing is
-///   replaced by one that arrived meanwhile), or
-/// * no caller came for a sixteenth of the write's round trip ([`QUIET_DIVISOR`]: the
-///   callers still away are not coming soon), or
+/// * as many callers wait as it served, besides those already waiting when it answered (the
+///   served are back; a caller that stopped drawing is replaced by one that arrived
+///   meanwhile), or
+/// * callers came back, and no caller came for a sixteenth of the write's round trip
+///   ([`QUIET_DIVISOR`]: the callers still away are not coming soon), or
 /// * half a round trip has passed since it answered ([`WINDOW_DIVISOR`]).
+///
+/// Until a caller comes the quiet time does not run: a binding's first caller takes a while
+/// to come back (measured with 32 asyncio tasks at a 2 ms round trip: the first 0.4–0.6 ms
+/// after the answer, the 32nd 0.2 ms after it), and a leader that left before would take
+/// only those already waiting, or nobody — then the first caller back, finding nothing in
+/// flight, drew alone and the rest queued behind its write: a whole round trip more for
+/// them (17 numbers per write, p50 5 ms). A caller that comes while the leader waits
+/// queues, and waits at most the quiet time after the last arrival.
 ///
 /// So a caller in line waits at most half a round trip more than if the write were sent
 /// at once, and only while others keep arriving; in exchange the next write carries the
 /// callers still coming back, who would otherwise wait a whole round trip for the write
 /// after it. A caller alone never waits here: it draws inline (nothing in flight).
+///
+/// The callers already waiting when the batch was answered (they came while it was in
+/// flight) count on top of the served: counted among them, they would let the next batch
+/// leave with only themselves the moment the served batch was answered, and the served
+/// callers, back a moment later, would wait for the write after — two halves riding
+/// alternate writes for good, each caller waiting two round trips (measured with 32 asyncio
+/// tasks at a 2 ms round trip: 17 numbers per write, p50 5 ms).
 #[derive(Debug)]
 struct Gather {
-    served: usize,
+    /// How many must wait to take the next batch at once: the served and those that
+    /// already waited (at most a batch's size).
+    target: usize,
     /// When the batch was answered.
     answered: Instant,
     window: Duration,
     quiet: Duration,
-    /// How many waited when the last caller arrived, and when that was.
+    /// How many waited when the last caller arrived (at first: those already waiting), and
+    /// when that was.
     seen: usize,
     last: Instant,
+    /// A caller came since the answer (the quiet time runs).
+    arrived: bool,
 }
 
 impl Gather {
-    fn new(served: usize, round_trip: Duration, answered: Instant) -> Self {
+    fn new(served: usize, already: usize, round_trip: Duration, answered: Instant) -> Self {
         Gather {
-            served,
+            target: served.saturating_add(already),
             answered,
             window: round_trip / WINDOW_DIVISOR,
             quiet: round_trip / QUIET_DIVISOR,
-            seen: 0,
+            seen: already,
             last: answered,
+            arrived: false,
         }
+    }
+
+    /// Takes the next batch once `max_batch` wait, if that comes before the target (a
+    /// batch takes no more).
+    fn at_most(mut self, max_batch: usize) -> Self {
+        self.target = self.target.min(max_batch);
+        self
     }
 
     /// Whether to take the next batch now, when `waiting` callers wait at `now`.
     fn done(&mut self, waiting: usize, now: Instant) -> bool {
-        if waiting >= self.served {
+        if waiting >= self.target {
             return true;
         }
         if waiting > self.seen {
             self.seen = waiting;
             self.last = now;
+            self.arrived = true;
         }
         now.saturating_duration_since(self.answered) >= self.window
-            || now.saturating_duration_since(self.last) >= self.quiet
+            || (self.arrived && now.saturating_duration_since(self.last) >= self.quiet)
     }
 }
 
@@ -439,7 +481,7 @@ mod tests {
     /// A gather after a write of 16 ms: a window of 8 ms, quiet after 1 ms.
     fn gather(served: usize) -> (Gather, Instant) {
         let t0 = Instant::now();
-        (Gather::new(served, 16 * MS, t0), t0)
+        (Gather::new(served, 0, 16 * MS, t0), t0)
     }
 
     /// As soon as as many callers wait as were served, the next batch is taken — also at
@@ -451,6 +493,24 @@ mod tests {
         assert!(g.done(4, t0));
         let (mut g, t0) = gather(4);
         assert!(g.done(9, t0 + MS / 10));
+    }
+
+    /// Callers that already waited when the batch was answered (they came while it was in
+    /// flight) do not stand for the served coming back: with 16 served and 16 waiting, the
+    /// leader waits for 16 more — not leaving with the 16 that waited, which would split
+    /// the callers into two halves riding alternate writes. A batch's size bounds the wait.
+    #[test]
+    fn callers_waiting_before_the_answer_do_not_count_as_the_served_back() {
+        let t0 = Instant::now();
+        let mut g = Gather::new(16, 16, 16 * MS, t0);
+        assert!(!g.done(16, t0), "left with only those that waited");
+        // Those that waited start no quiet time: the served come back late.
+        assert!(!g.done(16, t0 + 3 * MS), "left with only those that waited");
+        assert!(!g.done(31, t0 + 3 * MS + MS / 10));
+        assert!(g.done(32, t0 + 3 * MS + MS / 5));
+        let mut g = Gather::new(16, 16, 16 * MS, t0).at_most(20);
+        assert!(!g.done(19, t0));
+        assert!(g.done(20, t0), "a batch takes no more than 20");
     }
 
     /// While callers keep coming back (each within the quiet time of the last), the leader
@@ -468,9 +528,10 @@ mod tests {
         );
     }
 
-    /// When no caller came for a sixteenth of the round trip, the ones still away are not
-    /// coming soon: the next batch is taken with those there (none at all: the queue is
-    /// found empty and the drain ends).
+    /// When callers wait and no caller came for a sixteenth of the round trip, the ones
+    /// still away are not coming soon: the next batch is taken with those there. With
+    /// nobody back at all, the window ends the wait (the queue is found empty and the drain
+    /// ends).
     #[test]
     fn no_new_caller_for_a_sixteenth_of_a_round_trip_ends_the_wait() {
         let (mut g, t0) = gather(32);
@@ -480,10 +541,18 @@ mod tests {
             "0.9 ms since the last"
         );
         assert!(g.done(3, t0 + MS / 5 + MS), "1 ms since the last");
-        // Nobody came back at all.
+        // Nobody came yet: the quiet time does not run; the window ends the wait.
         let (mut g, t0) = gather(32);
         assert!(!g.done(0, t0 + MS / 2));
-        assert!(g.done(0, t0 + MS));
+        assert!(!g.done(0, t0 + MS), "left with nobody before the window");
+        assert!(!g.done(0, t0 + 7 * MS));
+        assert!(g.done(0, t0 + 8 * MS));
+        // The first one back, late: the quiet time runs from its arrival.
+        let (mut g, t0) = gather(32);
+        assert!(!g.done(0, t0 + 3 * MS));
+        assert!(!g.done(1, t0 + 3 * MS + MS / 10));
+        assert!(!g.done(1, t0 + 4 * MS));
+        assert!(g.done(1, t0 + 4 * MS + MS / 10), "1 ms since it came");
         // A caller's arrival is noticed when it is seen: time since the previous one counts
         // from there.
         let (mut g, t0) = gather(32);
@@ -497,7 +566,7 @@ mod tests {
     #[test]
     fn after_a_round_trip_of_zero_the_next_batch_is_taken_at_once() {
         let t0 = Instant::now();
-        let mut g = Gather::new(8, Duration::ZERO, t0);
+        let mut g = Gather::new(8, 0, Duration::ZERO, t0);
         assert!(g.done(0, t0));
     }
 
@@ -519,7 +588,7 @@ mod tests {
             }
         });
         let hour = Duration::from_secs(3600);
-        linger_while(|| back.load(SeqCst) as usize, 5, hour).await;
+        linger_while(|| back.load(SeqCst) as usize, 5, hour, usize::MAX).await;
         let seen = back.load(SeqCst);
         done.store(true, SeqCst);
         sibling.await.unwrap();

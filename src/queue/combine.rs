@@ -197,6 +197,7 @@ async fn drain(inner: Arc<Inner>) {
             || inner.combiner.lock().waiting.len(),
             ops.len(),
             round_trip,
+            MAX_BATCH,
         )
         .await;
     }
