@@ -61,6 +61,10 @@ def test_invalid_input_is_a_value_error_naming_the_value_and_writes_nothing(d):
     with pytest.raises(dispenser.InvalidInputError) as e:
         dispenser.Dispenser.connect("mongodb://127.0.0.1:1", strategy="fastest")
     assert "fastest" in str(e.value)
+    # A keyword renamed in the five-surface vocabulary is refused naming its new name.
+    with pytest.raises(TypeError) as e:
+        d.audit("invoices", "number", start=1)
+    assert "'start'" in str(e.value) and "renamed from_" in str(e.value), str(e.value)
 
 
 def test_exhausted_and_queue_refusals(d):

@@ -550,8 +550,14 @@ flavors! {
     /// Reads `collection` and accounts for every number in `field`: a dict with `numbers`,
     /// `missing`, `gaps`, `duplicated`, `voided`, … and `clean`. `from_` is the first
     /// number expected (default: the smallest found; `from` with Python's trailing `_`).
-    #[pyo3(signature = (collection, field, *, from_=None, void_field=None))]
-    fn audit(&self, py: Python<'_>, collection: String, field: String, from_: Option<i64>, void_field: Option<String>) -> PyResult<Py<PyAny>> {
+    /// `start`, its name before, is refused naming `from_`.
+    #[pyo3(signature = (collection, field, *, from_=None, void_field=None, start=None))]
+    fn audit(&self, py: Python<'_>, collection: String, field: String, from_: Option<i64>, void_field: Option<String>, start: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        if start.is_some() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "audit() got an unexpected keyword argument 'start': it was renamed from_ (the audit's first number is `from` on every surface); write audit(collection, field, from_=N)",
+            ));
+        }
         let d = self.live().get(py)?;
         run_read(py, Self::ASYNC, async move {
             let mut o = dispenser::gapless::AuditOptions::default();
