@@ -210,3 +210,32 @@ print([cls().save().number for _ in range(3)], cls.number._ready().held())
         dispenser.mongoengine.SequenceField(db_alias=alias, gapless=True, block=10)
     with pytest.raises(dispenser.InvalidInputError, match="block size of 1 or more"):
         dispenser.mongoengine.SequenceField(db_alias=alias, block=0)
+
+
+def test_previews_closing_the_block_while_threads_save_lose_no_save_and_repeat_no_number(d, alias, collection, mongo):
+    business = f"{collection}_inv"
+    dispenser.mongoengine.use(d, alias=alias)
+    cls = model(alias, business, dispenser.mongoengine.SequenceField(db_alias=alias))
+    errors: list = []
+    done = threading.Event()
+
+    def preview() -> None:
+        # Each preview closes the block the savers draw from; a save caught with the closed
+        # client takes the next one.
+        try:
+            while not done.is_set():
+                cls.number.get_next_value()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    watcher = threading.Thread(target=preview)
+    watcher.start()
+    try:
+        numbers = save_from_threads(cls, 4, 25)
+    finally:
+        done.set()
+        watcher.join()
+    assert errors == [], errors
+    assert len(numbers) == len(set(numbers)) == 100, sorted(numbers)
+    stored = [x["number"] for x in mongo[DATABASE][business].find()]
+    assert sorted(stored) == sorted(numbers)
