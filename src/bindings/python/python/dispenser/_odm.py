@@ -11,6 +11,37 @@ from ._errors import ConflictError, InvalidInputError
 #: The BSON number types a field's highest number is read among (as the core's adopt does).
 NUMBERS = {"$type": ["int", "long", "double", "decimal"]}
 
+#: The block size of a ``SequenceField`` that does not say (``block=None``: no block).
+DEFAULT_BLOCK = 10
+
+
+class Default:
+    """``block`` not given: ``DEFAULT_BLOCK``, or no block in gap-free mode."""
+
+    def __repr__(self) -> str:
+        return f"{DEFAULT_BLOCK} (the default)"
+
+
+DEFAULT = Default()
+
+
+def block_size(block: Any, gapless: bool, insert: str) -> Optional[int]:
+    """The block size a field asked for ``block`` numbers with (``None``: no block), checked:
+    a gap-free field takes none; a size is a whole number of 1 or more."""
+    if gapless and block is not None and not isinstance(block, Default):
+        raise InvalidInputError(
+            f"a gap-free SequenceField takes each number in its {insert}; block is for plain mode",
+            "invalid_input", "invalid_input",
+        )
+    if isinstance(block, Default):
+        return None if gapless else DEFAULT_BLOCK
+    if block is not None and (isinstance(block, bool) or not isinstance(block, int) or block < 1):
+        raise InvalidInputError(
+            f"block must be a block size of 1 or more, not {block!r}",
+            "invalid_input", "invalid_input",
+        )
+    return block
+
 
 def whole(value: Any, where: str) -> Optional[int]:
     """A number read from a document, as an int (``None`` when absent)."""

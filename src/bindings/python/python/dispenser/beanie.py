@@ -43,18 +43,7 @@ from .aio import Dispenser
 
 __all__ = ["DEFAULT_BLOCK", "Numbered", "SequenceField", "use"]
 
-#: The block size of a ``SequenceField`` that does not say (``block=None``: no block).
-DEFAULT_BLOCK = 10
-
-
-class _Default:
-    """``block`` not given: ``DEFAULT_BLOCK``, or no block in gap-free mode."""
-
-    def __repr__(self) -> str:
-        return f"{DEFAULT_BLOCK} (the default)"
-
-
-_DEFAULT = _Default()
+DEFAULT_BLOCK = _odm.DEFAULT_BLOCK
 
 DispenserLike = Union[Dispenser, Callable[[], Dispenser]]
 
@@ -79,7 +68,7 @@ class Sequence:
         sequence_name: Optional[str],
         dispenser: Optional[DispenserLike],
         adopt: Union[bool, AdoptSource],
-        block: Union[int, None, _Default],
+        block: Union[int, None, _odm.Default],
         gapless: bool,
     ) -> None:
         if not isinstance(adopt, (bool, AdoptSource)):
@@ -87,22 +76,11 @@ class Sequence:
                 f"adopt must be True, False or a dispenser.AdoptSource, not {adopt!r}",
                 "invalid_input", "invalid_input",
             )
-        if gapless and block is not None and block is not _DEFAULT:
-            raise InvalidInputError(
-                "a gap-free SequenceField takes each number in its insert; block is for plain mode",
-                "invalid_input", "invalid_input",
-            )
-        if isinstance(block, _Default):
-            block = None if gapless else DEFAULT_BLOCK
-        if block is not None and (isinstance(block, bool) or not isinstance(block, int) or block < 1):
-            raise InvalidInputError(
-                f"block must be a block size of 1 or more, not {block!r}",
-                "invalid_input", "invalid_input",
-            )
+        size = _odm.block_size(block, gapless, "insert")
         self.sequence_name = sequence_name
         self.dispenser = dispenser
         self.adopt = adopt
-        self.block = block
+        self.block = size
         self.gapless = gapless
 
     def __repr__(self) -> str:
@@ -117,7 +95,7 @@ def SequenceField(
     *,
     dispenser: Optional[DispenserLike] = None,
     adopt: Union[bool, AdoptSource] = False,
-    block: Union[int, None, _Default] = _DEFAULT,
+    block: Union[int, None, _odm.Default] = _odm.DEFAULT,
     gapless: bool = False,
 ) -> Any:
     """A field (default ``None``) that ``Numbered`` numbers on insert.

@@ -52,18 +52,7 @@ from ._errors import (
 
 __all__ = ["DEFAULT_BLOCK", "SequenceField", "use"]
 
-#: The block size of a ``SequenceField`` that does not say (``block=None``: no block).
-DEFAULT_BLOCK = 10
-
-
-class _Default:
-    """``block`` not given: ``DEFAULT_BLOCK``, or no block in gap-free mode."""
-
-    def __repr__(self) -> str:
-        return f"{DEFAULT_BLOCK} (the default)"
-
-
-_DEFAULT = _Default()
+DEFAULT_BLOCK = _odm.DEFAULT_BLOCK
 
 #: The fields whose block clients the interpreter's exit closes (giving their tails back).
 _fields_with_blocks: "weakref.WeakSet[SequenceField]" = weakref.WeakSet()
@@ -126,7 +115,7 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
         *args: Any,
         dispenser: Optional[DispenserLike] = None,
         adopt: Union[bool, AdoptSource] = True,
-        block: Union[int, None, _Default] = _DEFAULT,
+        block: Union[int, None, _odm.Default] = _odm.DEFAULT,
         gapless: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -137,30 +126,19 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
                 "audit count them): leave value_decorator out",
                 "invalid_input", "invalid_input",
             )
-        if gapless and block is not None and block is not _DEFAULT:
-            raise InvalidInputError(
-                "a gap-free SequenceField takes each number in its save; block is for plain mode",
-                "invalid_input", "invalid_input",
-            )
-        if isinstance(block, _Default):
-            block = None if gapless else DEFAULT_BLOCK
+        size = _odm.block_size(block, gapless, "save")
         if not isinstance(adopt, (bool, AdoptSource)):
             raise InvalidInputError(
                 f"adopt must be True, False or a dispenser.AdoptSource, not {adopt!r}",
                 "invalid_input", "invalid_input",
             )
-        if block is not None and (isinstance(block, bool) or not isinstance(block, int) or block < 1):
-            raise InvalidInputError(
-                f"block must be a block size of 1 or more, not {block!r}",
-                "invalid_input", "invalid_input",
-            )
         self._dispenser_given = dispenser
         self._adopt = adopt
-        self._block = block
+        self._block = size
         self.gapless = gapless
         self._ready_lock = threading.Lock()
         self._handle: Any = None
-        if block is not None:
+        if size is not None:
             _fields_with_blocks.add(self)
 
     # --- what mongoengine calls
