@@ -56,7 +56,7 @@ src/gapless/lease.rs||gapless:: gapless_model::
 src/gapless/void.rs||gapless:: gapless_model::
 src/queue/state.rs|queue::|queue:: queue_desks:: queue_edges:: queue_batch::|QUEUE_WRITES
 src/queue/combine.rs|queue::|queue:: queue_desks:: queue_edges:: queue_batch::
-src/queue/store.rs|queue::store::|queue:: queue_delete:: queue_edges:: queue_batch:: hardening::a_ticket_is_stamped_with_the_servers_time
+src/queue/store.rs|queue::store::|queue:: queue_delete:: queue_edges:: queue_batch:: hardening::a_ticket_is_stamped_with_the_servers_time scale::queues_have_series_and_a_wait_histogram
 EOF
 )
 

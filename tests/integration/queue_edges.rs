@@ -1038,3 +1038,41 @@ fn the_pages_parse_wide_integers_exactly() {
     assert_eq!(v["label"], "x:9007199254740993,");
     assert_eq!(v["esc"], "a\"9007199254740993");
 }
+
+/// Creates and ensures of one queue racing each other make it once: of 16 creates one makes
+/// it and the other 15 are told it exists (never a database error: the insert's duplicate
+/// key, when the name was free at their look, is "exists"); 16 ensures all open the one
+/// queue, whose tickets they then take without sharing one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_creates_and_ensures_of_a_queue_make_it_once() {
+    let f = Fixture::new("queue_create_race").await;
+    let d = f.dispenser(f.options());
+    let creates = (0..16).map(|_| {
+        let d = d.clone();
+        tokio::spawn(async move { d.create_queue("lobby", QueueSpec::default()).await })
+    });
+    let mut made = 0;
+    for r in join_all(creates).await {
+        match r.expect("task") {
+            Ok(_) => made += 1,
+            Err(Error::AlreadyExists { name, .. }) => assert_eq!(name, "lobby"),
+            Err(e) => panic!("a racing create failed with {e:?}, not AlreadyExists"),
+        }
+    }
+    assert_eq!(made, 1, "creates that made the queue");
+    let ensures = (0..16).map(|_| {
+        let d = d.clone();
+        tokio::spawn(async move { d.ensure_queue("hall", QueueSpec::default()).await })
+    });
+    let queues: Vec<_> = join_all(ensures)
+        .await
+        .into_iter()
+        .map(|r| r.expect("task").expect("a racing ensure opens the queue"))
+        .collect();
+    let mut tickets = Vec::new();
+    for q in &queues {
+        tickets.push(q.take().await.expect("take").number);
+    }
+    tickets.sort_unstable();
+    assert_eq!(tickets, (1..=16).collect::<Vec<_>>());
+}
