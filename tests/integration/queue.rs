@@ -934,6 +934,18 @@ async fn a_corrupt_queue_document_is_refused() {
         listed.as_slice(),
         [Err(Error::CorruptDocument { .. })]
     ));
+    // Deleted only with force (who holds its tickets cannot be read); then it is gone, and
+    // a second delete finds nothing.
+    let e = d.delete_queue("q").await.unwrap_err();
+    assert!(
+        matches!(&e, Error::CorruptDocument { problem, .. } if problem.contains("only with force")),
+        "{e}"
+    );
+    assert_eq!(queues.count_documents(doc! {}).await.unwrap(), 1);
+    d.delete_queue("q").force(true).await.unwrap();
+    assert_eq!(queues.count_documents(doc! {}).await.unwrap(), 0);
+    let e = d.delete_queue("q").force(true).await.unwrap_err();
+    assert!(matches!(&e, Error::NotFound { name, .. } if name == "q"), "{e}");
 }
 
 /// Regression: a take, and a call, wrote to a document whose counters disagree (`waiting` is
