@@ -1076,3 +1076,35 @@ async fn racing_creates_and_ensures_of_a_queue_make_it_once() {
     tickets.sort_unstable();
     assert_eq!(tickets, (1..=16).collect::<Vec<_>>());
 }
+
+/// A take whose handle remembered the queue from before another handle's take moved the
+/// oldest request ids out of the document finds them moved already: its own move meets their
+/// ids (duplicate keys), which is no error — its write then loses the race and goes on from
+/// the fresh state. Every id still answers its first ticket.
+#[tokio::test]
+async fn a_take_that_moves_request_ids_another_take_moved_first_goes_on() {
+    let f = Fixture::new("queue_spill_twice").await;
+    let (d1, d2) = (f.dispenser(f.options()), f.dispenser(f.options()));
+    let b = d1
+        .create_queue("spill", QueueSpec::default().with_max(100_000))
+        .await
+        .unwrap();
+    // 64 ids: the document's ring is full; b remembers that state.
+    for i in 0..64 {
+        b.take().request_id(format!("b-{i}")).await.unwrap();
+    }
+    // Another handle's take moves the oldest ids out.
+    let a = d2.open_queue("spill").await.unwrap();
+    assert_eq!(a.take().request_id("a-0").await.unwrap().number, 65);
+    // b, from its remembered state, moves the same ids again: no error, another ticket.
+    let t = b
+        .take()
+        .request_id("b-64")
+        .await
+        .expect("a take whose ids were moved first by another goes on");
+    assert_eq!(t.number, 66);
+    // The moved ids answer their first tickets, from both handles.
+    for (q, id, first) in [(&b, "b-0", 1), (&a, "b-1", 2), (&b, "b-63", 64), (&a, "a-0", 65)] {
+        assert_eq!(q.take().request_id(id).await.unwrap().number, first, "{id}");
+    }
+}
