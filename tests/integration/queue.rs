@@ -945,7 +945,10 @@ async fn a_corrupt_queue_document_is_refused() {
     d.delete_queue("q").force(true).await.unwrap();
     assert_eq!(queues.count_documents(doc! {}).await.unwrap(), 0);
     let e = d.delete_queue("q").force(true).await.unwrap_err();
-    assert!(matches!(&e, Error::NotFound { name, .. } if name == "q"), "{e}");
+    assert!(
+        matches!(&e, Error::NotFound { name, .. } if name == "q"),
+        "{e}"
+    );
 }
 
 /// Regression: a take, and a call, wrote to a document whose counters disagree (`waiting` is

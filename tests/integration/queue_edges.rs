@@ -1104,7 +1104,12 @@ async fn a_take_that_moves_request_ids_another_take_moved_first_goes_on() {
         .expect("a take whose ids were moved first by another goes on");
     assert_eq!(t.number, 66);
     // The moved ids answer their first tickets, from both handles.
-    for (q, id, first) in [(&b, "b-0", 1), (&a, "b-1", 2), (&b, "b-63", 64), (&a, "a-0", 65)] {
+    for (q, id, first) in [
+        (&b, "b-0", 1),
+        (&a, "b-1", 2),
+        (&b, "b-63", 64),
+        (&a, "a-0", 65),
+    ] {
         assert_eq!(q.take().request_id(id).await.unwrap().number, first, "{id}");
     }
 }
