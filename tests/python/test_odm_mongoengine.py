@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 
 import mongoengine
 import pytest
@@ -221,10 +222,13 @@ def test_previews_closing_the_block_while_threads_save_lose_no_save_and_repeat_n
 
     def preview() -> None:
         # Each preview closes the block the savers draw from; a save caught with the closed
-        # client takes the next one.
+        # client takes the next one. A few previews, spaced: the saves go on between them.
         try:
-            while not done.is_set():
+            for _ in range(15):
+                if done.is_set():
+                    break
                 cls.number.get_next_value()
+                time.sleep(0.01)
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 

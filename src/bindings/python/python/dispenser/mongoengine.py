@@ -209,7 +209,8 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
     def get_next_value(self) -> Any:
         """The number the next save gets, for previewing (another save may take it first).
         With a block, this process's block client is closed first (giving back what it
-        holds, when no other process drew since; the next save opens another)."""
+        holds, when no other process drew since; the next save opens another, a few round
+        trips: a preview is for an operator, not for polling)."""
         handle = self._ready()
         if self.gapless:
             return handle.peek()["next"]
