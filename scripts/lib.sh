@@ -73,10 +73,13 @@ tools_unlock() {
 }
 
 # link_tool LINK DIR: makes LINK (.tools/NAME) a symbolic link to DIR, replacing what was there.
+# The new link is renamed over the old one, so that a process using LINK meanwhile (another
+# install of the same tool finishing at once) never finds it missing.
 link_tool() {
   mkdir -p "$(dirname "$1")"
   if [ -e "$1" ] && [ ! -L "$1" ]; then
     rm -rf "$1"
   fi
-  ln -sfn "$2" "$1"
+  ln -sfn "$2" "$1.link.$$"
+  mv -Tf "$1.link.$$" "$1"
 }

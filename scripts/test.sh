@@ -2,7 +2,7 @@
 # The test command: runs every test (unit, integration, doc) against the server in
 # MONGODB_URI, or, when it is unset, against a local MongoDB-compatible server (in-memory
 # backend) that this script starts and always stops. First installs the tools the tests
-# drive (scripts/tools.sh: mongosh, pymongo, Schemathesis, FerretDB, ... once per machine,
+# drive (scripts/tools.sh: mongosh, pymongo, Schemathesis, ... once per machine,
 # linked into .tools/), and afterwards prints the slowest tests of the run.
 # Exit status: the tests'.
 # Extra arguments go to `cargo test`; without them the language bindings' suites run too
@@ -14,8 +14,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
 
 require_cargo test.sh
-# The tools the tests drive (mongosh, a Python venv, FerretDB, ...): linked into .tools/ from
-# the machine's tool cache, installed there the first time.
+# The tools the tests drive (mongosh, a Python venv, ...): linked into .tools/ from the machine's
+# tool cache, installed there the first time (FerretDB by its test: scripts/ferretdb.sh install).
 scripts/tools.sh
 # Snapshot tests (insta) compare and never write: a mismatch fails. To accept new output:
 # INSTA_UPDATE=always scripts/test.sh --test integration cli_ux::  (then review the diff).
@@ -40,19 +40,34 @@ if [ -z "${!runner:-}" ]; then
   export "$runner=$PWD/scripts/test-times.sh" DISPENSER_TEST_TIMES="$times"
 fi
 status=0
-# suites ARGS...: the Rust tests (cargo test ARGS), then, when no ARGS narrow the run, the
-# language bindings' suites against the same server.
+# suites ARGS...: the Rust tests (cargo test ARGS) and, when no ARGS narrow the run, the
+# language bindings' suites against the same server (beside the Rust tests on installed
+# packages; after them on the checkout, whose bindings they build).
 suites() {
   local failed=0
-  cargo test --locked "$@" || failed=$?
   if [ "$#" -eq 0 ] && [ -n "${DISPENSER_PACKAGES:-}" ]; then
     # The bindings' suites on the packages in DISPENSER_PACKAGES, each installed into a fresh
     # environment from those files only; the Python suite's cross-language test draws with
-    # the installed Node.js package.
-    tests/node/run.sh --installed "$DISPENSER_PACKAGES" || failed=$?
-    DISPENSER_NODE_PACKAGE="${CARGO_TARGET_DIR:-$PWD/target}/node-installed/node_modules/dispenser" \
-      tests/python/run.sh --installed "$DISPENSER_PACKAGES" || failed=$?
-  elif [ "$#" -eq 0 ]; then
+    # the installed Node.js package. They need no build, so they run beside the Rust tests
+    # (which leave about half of the CPU unused), their output shown after them.
+    local bindings_log
+    bindings_log=$(mktemp "${TMPDIR:-/tmp}/dispenser-bindings.XXXXXX")
+    (
+      bound=0
+      tests/node/run.sh --installed "$DISPENSER_PACKAGES" || bound=$?
+      DISPENSER_NODE_PACKAGE="${CARGO_TARGET_DIR:-$PWD/target}/node-installed/node_modules/dispenser" \
+        tests/python/run.sh --installed "$DISPENSER_PACKAGES" || bound=$?
+      exit "$bound"
+    ) >"$bindings_log" 2>&1 &
+    local bindings_pid=$!
+    cargo test --locked || failed=$?
+    wait "$bindings_pid" || failed=$?
+    cat "$bindings_log"
+    rm -f "$bindings_log"
+    return "$failed"
+  fi
+  cargo test --locked "$@" || failed=$?
+  if [ "$#" -eq 0 ]; then
     # The Node.js binding (tests/node/run.sh: builds the addon in the debug profile in
     # target/, then node --test). First: the Python suite's cross-language test spawns
     # tests/node/draw.mjs, which loads that addon.

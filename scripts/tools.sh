@@ -6,7 +6,6 @@
 #   .tools/venv/bin/st                     (PyPI: schemathesis, which tests `serve` from its OpenAPI)
 #   .tools/faketime/libfaketimeMT.so.1     (Debian: libfaketime; the gap-free tests run CLI
 #                                           holders with a clock an hour off through LD_PRELOAD)
-#   .tools/ferretdb/bin/ferretdb           (Go module proxy: FerretDB 1.24.2, scripts/ferretdb.sh)
 #   chromium + chromedriver                (Debian: chromium, chromium-driver) and Selenium (PyPI,
 #                                           into .tools/venv): the browser tests of serve's pages;
 #   zbarimg                                (Debian: zbar-tools) reads their QR codes
@@ -23,10 +22,11 @@
 # clone: a fresh clone links what an earlier clone installed and downloads nothing. (A real
 # .tools/NAME directory whose stamps match, from an older tools.sh, is used as it is.)
 # Idempotent: a stamp file in each directory records its pinned versions; when it matches,
-# nothing is downloaded. Needs node/npm (>= 18), python3 (>= 3.9, with venv), Go (>= 1.24),
+# nothing is downloaded. Needs node/npm (>= 18), python3 (>= 3.9, with venv),
 # apt-get (Chromium and zbar-tools, when missing: as root, else through sudo) and, unless libfaketime is installed
 # already, dpkg-deb (`apt-get download` needs no root: the package is unpacked into the cache, never
-# installed). Prints the time taken.
+# installed). Prints the time taken. (FerretDB, which one test runs, is built by that test on first
+# use: scripts/ferretdb.sh install, into the same cache; .ci/run starts that build early.)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib.sh
@@ -147,11 +147,6 @@ if ! venv_ok "$tools/venv"; then
   link_tool "$tools/venv" "$dir"
 fi
 
-# --- FerretDB 1.24.2 (SQLite), a server that loses concurrent updates: the suite asserts that
-# `dispenser doctor` refuses it. Built from the Go module proxy by scripts/ferretdb.sh into the
-# cache, linked as .tools/ferretdb (needs Go 1.24+; about 1.5-3 minutes cold, once per machine).
-scripts/ferretdb.sh install
-# --- end of FerretDB
 
 # --- libfaketime: the system's if installed, else the Debian package unpacked into the cache.
 faketime_ok() { stamped "$1" "$FAKETIME_VERSION" && [ -e "$1/libfaketimeMT.so.1" ]; }

@@ -143,8 +143,9 @@ async fn doctor_accepts_the_test_server_and_removes_its_scratch_collection() {
     assert_scratch_removed(&uri, &r).await;
 }
 
-/// FerretDB 1.24.2 with its SQLite backend, built by `scripts/ferretdb.sh install` (run by
-/// `scripts/tools.sh`), on a free port; killed and its files removed when dropped.
+/// FerretDB 1.24.2 with its SQLite backend, built by `scripts/ferretdb.sh install` on first use
+/// (once per machine, into the tool cache; it waits for a build already under way, as `.ci/run`
+/// starts one beside its builds), on a free port; killed and its files removed when dropped.
 struct FerretDb {
     child: Child,
     dir: PathBuf,
@@ -154,11 +155,17 @@ struct FerretDb {
 impl FerretDb {
     fn start() -> FerretDb {
         let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-        let bin = root.join(".tools/ferretdb/bin/ferretdb");
+        // Links the build from the cache (in well under a second once built), else builds it.
+        let install = Command::new(root.join("scripts/ferretdb.sh"))
+            .arg("install")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run scripts/ferretdb.sh install");
         assert!(
-            bin.exists(),
-            "FerretDB is not built at {}: run scripts/tools.sh (or scripts/ferretdb.sh install)",
-            bin.display()
+            install.status.success(),
+            "scripts/ferretdb.sh install failed ({}): {}",
+            install.status,
+            String::from_utf8_lossy(&install.stderr)
         );
         let mut last = String::new();
         for _ in 0..3 {
