@@ -6,9 +6,9 @@
 //          `--callers` (default 1,32,256): numbers per second, p50 and p99 of a call, and for
 //          next() the numbers per write and the most callers one write served (the handle's
 //          stats(): issued / writes, max_batch);
-//   saves: 32 concurrent Model.create() of one schema numbered by the plugin, against the same
-//          schema unnumbered and numbered by mongoose-sequence 6.0.1 (left out by
-//          `--draws-only`).
+//   saves: 32 concurrent Model.create() of one schema numbered by the plugin (its default
+//          block, and `block: null`), against the same schema unnumbered and numbered by
+//          mongoose-sequence 6.0.1 (left out by `--draws-only`).
 // Each phase runs SECONDS seconds (default 5), ROUNDS times in turn (default 3); the rate of
 // each round is printed, then the ranges over the rounds and the ratios within each round.
 // Duplicates are counted. `--rtt 0,2` runs it all at each round trip in turn: 0 straight to the
@@ -120,13 +120,17 @@ async function bench(uri, rtt) {
     const oursSchema = schema()
     oursSchema.plugin(mongoosePlugin, { dispenser: d, field: 'number', sequence: 'orders' })
     const ours = connection.model('Ours', oursSchema)
+    const perSaveSchema = schema()
+    perSaveSchema.plugin(mongoosePlugin, { dispenser: d, field: 'number', sequence: 'orders_per_save', block: null })
+    const perSave = connection.model('PerSave', perSaveSchema)
     const theirsSchema = schema()
     theirsSchema.plugin(AutoIncrement, { inc_field: 'number', id: `orders_${tag}` })
     const theirs = connection.model('Theirs', theirsSchema)
-    for (const m of [plain, ours, theirs]) await m.init()
+    for (const m of [plain, ours, perSave, theirs]) await m.init()
     saves = {
       'mongoose create, unnumbered': { op: async () => (await plain.create({ customer: 'c', total: 1 }))._id, rates: [], numbers: null },
       'mongoose create + plugin': { op: async () => (await ours.create({ customer: 'c', total: 1 })).number, rates: [], numbers: [] },
+      'mongoose create + plugin, block: null': { op: async () => (await perSave.create({ customer: 'c', total: 1 })).number, rates: [], numbers: [] },
       'mongoose create + mongoose-sequence': { op: async () => (await theirs.create({ customer: 'c', total: 1 })).number, rates: [], numbers: [] },
     }
   }
@@ -200,7 +204,9 @@ async function bench(uri, rtt) {
     }
     const m = (k) => median(saves[k].rates)
     console.log(`  plugin / unnumbered saves:               ${(m('mongoose create + plugin') / m('mongoose create, unnumbered')).toFixed(2)}x`)
+    console.log(`  plugin, block: null / unnumbered saves:  ${(m('mongoose create + plugin, block: null') / m('mongoose create, unnumbered')).toFixed(2)}x`)
     console.log(`  plugin / mongoose-sequence:              ${(m('mongoose create + plugin') / m('mongoose create + mongoose-sequence')).toFixed(2)}x`)
+    await mongoosePlugin.close()
     await connection.close()
   }
   await client.close()

@@ -120,4 +120,100 @@ test('bad plugin options are refused when the schema is made', () => {
   assert.throws(() => schema.plugin(mongoosePlugin, { field: 'n' }), /`dispenser` is required/)
   assert.throws(() => schema.plugin(mongoosePlugin, { dispenser: {}, field: '' }), /`field` must be/)
   assert.throws(() => schema.plugin(mongoosePlugin, { dispenser: {}, field: 'n', gapless: true, scope: ['x'] }), /not supported/)
+  for (const [block, shown] of [[0, '0'], [-3, '-3'], [1.5, '1.5'], ['10', '"10"'], [true, 'true'], [2 ** 60, String(2 ** 60)]]) {
+    assert.throws(() => new mongoose.Schema({ n: Number }).plugin(mongoosePlugin, { dispenser: {}, field: 'n', block }),
+      (e) => e.code === 'invalid_input' && e.message.includes('`block` must be a block size of 1 or more') && e.message.endsWith(`not ${shown}`), String(block))
+  }
+  assert.throws(() => new mongoose.Schema({ n: Number }).plugin(mongoosePlugin, { dispenser: {}, field: 'n', block: 5, gapless: true }), /gap-free .* `block` is for plain mode/)
+  assert.throws(() => new mongoose.Schema({ n: Number }).plugin(mongoosePlugin, { dispenser: {}, field: 'n', block: 5, existing: 'keep' }), /another process's block/)
+  assert.throws(() => new mongoose.Schema({ n: Number }).plugin(mongoosePlugin, { dispenser: {}, field: 'n', blocks: 5 }), /unknown option `blocks`; did you mean `block`\?/)
+})
+
+/** A model numbered by the plugin with `options`, on a fresh database and dispenser. */
+async function numbered(test, options) {
+  const connection = await database(test)
+  const d = await connect(test)
+  const Order = connection.model('Order', orderSchema((s) => s.plugin(mongoosePlugin, { dispenser: d, field: 'number', sequence: 'orders', ...options })))
+  return { connection, d, Order }
+}
+
+test('by default saves take their numbers from a block: reserved ahead, given back by close(), and a reset hands none of it out', async () => {
+  const { connection, d, Order } = await numbered('mongoose_block', {})
+  try {
+    const saved = []
+    for (let i = 0; i < 3; i++) saved.push((await Order.create({ total: i })).number)
+    assert.deepEqual(saved, [1, 2, 3])
+    const reserved = (await d.open('orders').then((s) => s.peek())).next
+    assert.ok(reserved > 4n, `a block reserved ahead: the stored next is ${reserved}`)
+    // close() gives back every plugin's blocks in the process (this test's among them).
+    const report = await mongoosePlugin.close()
+    assert.ok(report.givenBack >= reserved - 4n, `${report.givenBack} given back`)
+    assert.equal(report.lost, 0n)
+    assert.equal((await d.open('orders').then((s) => s.peek())).next, 4n, 'the tail given back')
+    assert.deepEqual(await mongoosePlugin.close(), { givenBack: 0n, lost: 0n }, 'nothing held any more')
+    // The next saves open a new block.
+    assert.equal((await Order.create({ total: 9 })).number, 4)
+    // A reset: the block this process holds is given back first, so the next save gets the
+    // start, not 5; numbers reserved before the reset are not handed out after it.
+    await Order.counterReset('orders')
+    const after = []
+    for (let i = 0; i < 12; i++) after.push((await Order.create({ total: i })).number)
+    assert.deepEqual(after, Array.from({ length: 12 }, (_, i) => i + 1))
+    await mongoosePlugin.close()
+  } finally {
+    await connection.close()
+  }
+})
+
+test('block: null draws in each save: nothing is reserved ahead', async () => {
+  const { connection, d, Order } = await numbered('mongoose_noblock', { block: null })
+  try {
+    await Promise.all(Array.from({ length: 5 }, (_, i) => Order.create({ total: i })))
+    assert.equal((await d.open('orders').then((s) => s.peek())).next, 6n)
+  } finally {
+    await connection.close()
+  }
+})
+
+test('a program that ends by running out of work gives its block back, and two processes share a sequence without a duplicate', async () => {
+  const dbName = unique('mongoose_exit').slice(0, 60)
+  const script = `
+const mongoose = require('mongoose')
+const { Dispenser, mongoosePlugin } = require(process.env.DISPENSER_PACKAGE)
+;(async () => {
+  const connection = mongoose.createConnection(process.env.URI, { dbName: process.env.DB })
+  const d = await Dispenser.connect(process.env.URI, { database: process.env.DB })
+  const schema = new mongoose.Schema({ total: Number })
+  schema.plugin(mongoosePlugin, { dispenser: d, field: 'number', sequence: 'orders' })
+  const Order = connection.model('Order', schema)
+  await Promise.all(Array.from({ length: Number(process.env.SAVES) }, (_, i) => Order.create({ total: i })))
+  await connection.close()
+})()`
+  const { spawn } = require('node:child_process')
+  const run = (saves) => new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', script], {
+      env: { ...process.env, DISPENSER_PACKAGE: require('./helpers.js').PACKAGE, URI: uri(), DB: dbName, SAVES: String(saves) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    let err = ''
+    child.stderr.on('data', (c) => (err += c))
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    child.on('exit', (code, signal) => { clearTimeout(timer); resolve({ code, signal, err }) })
+  })
+  const connection = mongoose.createConnection(uri(), { dbName })
+  await connection.asPromise()
+  try {
+    const one = await run(3)
+    assert.deepEqual([one.code, one.signal], [0, null], one.err)
+    const d = await dispenser.Dispenser.connect(uri(), { database: dbName })
+    assert.equal((await d.open('orders').then((s) => s.peek())).next, 4n, 'the block given back at the end')
+    const both = await Promise.all([run(60), run(60)])
+    for (const r of both) assert.deepEqual([r.code, r.signal], [0, null], r.err)
+    const numbers = (await connection.collection('orders').find().toArray()).map((o) => o.number)
+    assert.equal(numbers.length, 123)
+    assert.equal(new Set(numbers).size, 123, 'a number saved twice')
+  } finally {
+    await connection.dropDatabase()
+    await connection.close()
+  }
 })

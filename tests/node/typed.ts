@@ -51,6 +51,9 @@ async function app(uri: string): Promise<bigint> {
   const used: number = (await g2.issue(async (k: number) => k)).number
   void used
   mongoosePlugin({}, { dispenser: dn, inc_field: 'number', start_seq: 100 })
+  mongoosePlugin({}, { dispenser: d, field: 'n', block: null })
+  const givenBack: bigint = (await mongoosePlugin.close()).givenBack
+  void givenBack
   // @ts-expect-error: a number-mode draw is not a bigint
   const notBig: bigint = await numbered.next()
   void notBig
@@ -58,6 +61,8 @@ async function app(uri: string): Promise<bigint> {
   await d.ensureGapless('old', { collection: 'c', field: 'n', maxLeaseMs: 5 })
   // @ts-expect-error: an unknown plugin option
   mongoosePlugin({}, { dispenser: d, field: 'n', start: 5 })
+  // @ts-expect-error: a block size is a number
+  mongoosePlugin({}, { dispenser: d, field: 'n', block: '10' })
   // @ts-expect-error: a number is a bigint, not a JavaScript number
   const wrong: number = await orders.next()
   void wrong

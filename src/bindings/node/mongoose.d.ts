@@ -34,6 +34,13 @@ export interface MongoosePluginOptions {
   existing?: 'refuse' | 'keep'
   /** Several schemas may number from this sequence (each must say so). Defaults to false. */
   shared?: boolean
+  /**
+   * Plain mode: hand numbers out from a block client reserving this many at a time (it grows
+   * under load), or `null`: one draw per save (concurrent saves share writes). Defaults to 10
+   * without `scope` or `existing: 'keep'`, else `null`; not with `gapless` nor with
+   * `existing: 'keep'`. `mongoosePlugin.close()` gives the blocks back.
+   */
+  block?: number | null
   /** mongoose-sequence's `inc_field`: `field`. */
   inc_field?: string
   /** mongoose-sequence's `id`: `sequence` (and the id of its counters, adopted). */
@@ -72,4 +79,13 @@ export interface SequenceStatics {
 }
 
 /** Numbers new documents on save (see the guide's Node.js chapter). */
-export declare function mongoosePlugin(schema: any, options: MongoosePluginOptions): void
+export declare const mongoosePlugin: {
+  (schema: any, options: MongoosePluginOptions): void
+  /**
+   * Closes the block clients of every plugin in this process, giving back the numbers they
+   * hold and did not hand out (when no other process drew since; else they are a gap); the
+   * next save opens a new one. A program that ends by running out of work does it by itself
+   * (`beforeExit`); call it before `process.exit()` or in a signal handler.
+   */
+  close(): Promise<{ givenBack: bigint; lost: bigint }>
+}

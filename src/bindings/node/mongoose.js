@@ -10,15 +10,19 @@
 //   schema.plugin(mongoosePlugin, { dispenser, inc_field: 'number' })  // mongoose-sequence's
 //                                      // options: its counters adopted on first use
 //
-// Every number comes from the Rust core: plain mode draws with `Sequence.next()` (concurrent
-// saves share writes), gap-free mode issues through `Gapless.issue`, whose business write is
+// Every number comes from the Rust core: plain mode hands numbers out from a block client
+// (`block`, 10 by default without `scope` or `existing: 'keep'`; `block: null` draws with
+// `Sequence.next()`, concurrent saves sharing writes), gap-free mode issues through `Gapless.issue`, whose business write is
 // the save's own insert, a switch-over adopts through `Dispenser.adopt`. The plugin says which
 // sequence, where the number goes, and refuses to number again what is numbered already.
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 
 /** The plugin's own options. */
-const OWN = ['dispenser', 'field', 'sequence', 'spec', 'scope', 'gapless', 'saveTimeoutMs', 'adopt', 'manual', 'existing', 'shared']
+const OWN = ['dispenser', 'field', 'sequence', 'spec', 'scope', 'gapless', 'saveTimeoutMs', 'adopt', 'manual', 'existing', 'shared', 'block']
+
+/** The block size of a plugin that does not say, where blocks are the default (`block: null`: none). */
+const DEFAULT_BLOCK = 10
 
 /** mongoose-sequence's options, each with the plugin's option that means the same. */
 const MONGOOSE_SEQUENCE = {
@@ -189,6 +193,7 @@ function resolve(schema, options) {
     }
     adopt = false
   }
+  const block = blockSize(o, scope, existing)
   const path = schema.path(field)
   if (path && !PATH_TYPES.includes(path.instance)) {
     throw refuse(`the path ${JSON.stringify(field)} is a ${path.instance}; the plugin writes numbers into a Number path (up to 2^53 - 1) or a BigInt path`)
@@ -209,6 +214,105 @@ function resolve(schema, options) {
     adopt,
     gapless: Boolean(o.gapless),
     saveTimeoutMs: o.saveTimeoutMs,
+    block,
+  }
+}
+
+/**
+ * The block size the plugin hands numbers out with (`null`: a draw per save), checked. Blocks
+ * are the default only where they cannot issue a number a document already holds: not with
+ * `existing: 'keep'` (a kept number inside another process's block would be handed out again
+ * by it), nor with `scope` (a block per scope per process), nor in gap-free mode.
+ */
+function blockSize(o, scope, existing) {
+  if (o.block === undefined) return o.gapless || scope.length > 0 || existing === 'keep' ? null : DEFAULT_BLOCK
+  if (o.block === null) return null
+  if (typeof o.block !== 'number' || !Number.isSafeInteger(o.block) || o.block < 1) {
+    throw refuse(`\`block\` must be a block size of 1 or more, or null (a draw per save), not ${typeof o.block === 'string' ? JSON.stringify(o.block) : String(o.block)}`)
+  }
+  if (o.gapless) throw refuse('a gap-free sequence takes each number in its save; `block` is for plain mode')
+  if (existing === 'keep') {
+    throw refuse("`block` and `existing: 'keep'` do not go together: a kept number inside another process's block would be handed out again by that process; leave `block` out (a draw per save)")
+  }
+  return o.block
+}
+
+// Every numbering entry with a block client open in this process (`mongoosePlugin.close()`
+// and the process's `beforeExit` give their numbers back).
+const withBlocks = new Set()
+
+// One entry per dispenser and sequence (or scope) in this process, whichever models number
+// from it (`shared`): they share its block client, so their numbers rise together.
+const entries = new WeakMap()
+
+/** The entry of the sequence (or scope) `sequence`'s name on `d`, made on first use. */
+function entryFor(d, sequence) {
+  let byName = entries.get(d)
+  if (!byName) entries.set(d, (byName = new Map()))
+  let entry = byName.get(sequence.name)
+  if (!entry) byName.set(sequence.name, (entry = { sequence, blocks: null }))
+  return entry
+}
+let closingAtExit = false
+
+/**
+ * Around an operation that moves the sequence `name` (or its scopes) on `d` forward, or back:
+ * this process's blocks of it are given back before it and closed after it (a block a save
+ * opened meanwhile), so that none of their numbers is handed out after it returned.
+ */
+async function withoutBlocks(d, name, operation) {
+  const byName = entries.get(d)
+  const of = () => (byName ? [...byName.values()].filter((e) => e.sequence.name === name || e.sequence.name.startsWith(`${name}@`)) : [])
+  await Promise.all(of().map(giveBack))
+  const result = await operation()
+  await Promise.all(of().map(giveBack))
+  return result
+}
+
+/** Gives back what one entry's block client holds; the next save opens a new one. */
+async function giveBack(entry) {
+  const blocks = entry.blocks
+  entry.blocks = null
+  withBlocks.delete(entry)
+  if (!blocks) return { givenBack: 0n, lost: 0n }
+  return blocks.close()
+}
+
+/**
+ * Closes the block clients of every plugin in this process, giving back the numbers they hold
+ * and did not hand out (when no other process drew since; else those numbers are a gap). The
+ * next save opens a new one. Resolves to the totals: `{ givenBack, lost }` (bigints).
+ */
+async function close() {
+  const reports = await Promise.all([...withBlocks].map(giveBack))
+  return reports.reduce((a, r) => ({ givenBack: a.givenBack + BigInt(r.givenBack), lost: a.lost + BigInt(r.lost) }), { givenBack: 0n, lost: 0n })
+}
+
+/** The next number of an entry: from its block client (opened on first use), else drawn. */
+async function nextOf(entry, size) {
+  if (!size) return entry.sequence.next()
+  for (;;) {
+    let blocks = entry.blocks
+    if (!blocks) {
+      blocks = entry.blocks = entry.sequence.intoBlocks({ size })
+      withBlocks.add(entry)
+      if (!closingAtExit) {
+        // A program that ends by running out of work gives its blocks back; one that ends
+        // with process.exit() or a signal calls mongoosePlugin.close() first, or leaves a gap.
+        closingAtExit = true
+        process.on('beforeExit', () => {
+          if (withBlocks.size > 0) close().catch(() => {})
+        })
+      }
+    }
+    try {
+      const n = blocks.tryNext()
+      return n !== null ? n : await blocks.next()
+    } catch (e) {
+      // Closed by a give-back (counterReset, close()) while this save waited: the next one.
+      if (e && e.code === 'closed' && entry.blocks !== blocks) continue
+      throw e
+    }
   }
 }
 
@@ -234,8 +338,9 @@ function mongoosePlugin(schema, options) {
     return
   }
 
-  // Per model: the sequence, adopted once; per scope: its handle, checked once. Concurrent
-  // saves share a handle, so their draws share writes.
+  // Per model: the sequence, adopted once; per scope: its entry (its handle, checked once, and
+  // the block client opened on it). Concurrent saves share an entry, so their draws share
+  // writes (or a block).
   const models = new WeakMap()
   const prepared = (model) => {
     let p = models.get(model)
@@ -251,23 +356,27 @@ function mongoosePlugin(schema, options) {
     const name = nameOf(model)
     claim(o.dispenser, name, owner)
     const template = await d.ensure(name, o.spec)
+    const adopt = (source) => withoutBlocks(d, name, () => d.adopt(name, source))
     if (o.adopt === 'mongoose-sequence') {
-      await d.adopt(name, {
+      await adopt({
         mongooseSequence: o.counterId,
         collection: o.countersCollection,
         database: model.db.name,
         ...(o.scope.length > 0 ? { scoped: true } : {}),
       })
     } else if (o.adopt === 'highest' && o.scope.length === 0) {
-      await d.adopt(name, { highest: { collection: model.collection.collectionName, field: o.field }, database: model.db.name })
+      await adopt({ highest: { collection: model.collection.collectionName, field: o.field }, database: model.db.name })
     } else if (o.adopt && typeof o.adopt === 'object') {
-      await d.adopt(name, o.adopt)
+      await adopt(o.adopt)
     }
     return { d, name, template, scopes: new Map(), checked: new Set() }
   }
 
-  /** The handle that numbers `doc`'s scope, checked against what the collection holds. */
-  const handleOf = async (doc) => {
+  /**
+   * The entry that numbers `doc`'s scope, `{ sequence, blocks }`, its handle checked against
+   * what the collection holds.
+   */
+  const entryOf = async (doc) => {
     const model = doc.constructor
     const p = await prepared(model)
     const key = o.scope.length > 0 ? scopeKey(doc, o.scope) : ''
@@ -276,8 +385,8 @@ function mongoosePlugin(schema, options) {
       h = (async () => {
         const s = key === '' ? p.template : await p.d.ensureScope(p.name, key)
         const filter = Object.fromEntries(o.scope.map((f) => [f, doc.get(f)]))
-        await checkNumbered(model, s, p.name, filter)
-        return s
+        await checkNumbered(model, s, p.name, filter, p.d)
+        return entryFor(p.d, s)
       })()
       h.catch(() => p.scopes.delete(key))
       p.scopes.set(key, h)
@@ -290,7 +399,7 @@ function mongoosePlugin(schema, options) {
    * (for a sequence counting down: at or below), unless told to adopt the documents' highest.
    * Once per model and scope per process (a refusal is checked again on the next save).
    */
-  const checkNumbered = async (model, s, name, filter) => {
+  const checkNumbered = async (model, s, name, filter, d) => {
     const state = await s.peek()
     if (state.cycle || state.next === null) return // a cyclic sequence repeats by design
     const next = BigInt(state.next)
@@ -300,7 +409,7 @@ function mongoosePlugin(schema, options) {
     const held = top ? reach(valueAt(top, o.field), down) : undefined
     if (held === undefined || (down ? held > next : held < next)) return
     if (o.adopt === 'highest') {
-      await s.advanceTo(held)
+      await withoutBlocks(d, s.name, () => s.advanceTo(held))
       return
     }
     const where = o.scope.length > 0 ? ` (scope ${JSON.stringify(s.name)})` : ''
@@ -312,7 +421,7 @@ function mongoosePlugin(schema, options) {
 
   /** Draws the next number of `doc`'s sequence (and scope) and sets it. */
   const assign = async (doc) => {
-    const n = await (await handleOf(doc)).next()
+    const n = await nextOf(await entryOf(doc), o.block)
     doc.set(o.field, asPathValue(schema, o.field, n))
   }
 
@@ -320,7 +429,7 @@ function mongoosePlugin(schema, options) {
   const keep = async (doc, value) => {
     const n = whole(value)
     if (n === undefined) throw invalid(`the document's ${JSON.stringify(o.field)} holds ${value}, not a whole number`)
-    const s = await handleOf(doc)
+    const { sequence: s } = await entryOf(doc)
     const state = await s.peek()
     if (state.cycle) return
     if (state.next !== null && (BigInt(state.step) < 0n ? n <= BigInt(state.next) : n >= BigInt(state.next))) await s.advanceTo(n)
@@ -373,10 +482,12 @@ function mongoosePlugin(schema, options) {
       }
       const states = []
       for (const h of handles) {
-        states.push(await h.reset(start, { force: true }))
-        // Reset on purpose: the documents that hold its numbers no longer stop it.
         const key = h.name === p.name ? '' : h.name.slice(p.name.length + 1)
-        p.scopes.set(key, Promise.resolve(h))
+        // No number of this process's blocks is handed out after the reset returned (other
+        // processes' block clients keep theirs: see the guide).
+        states.push(await withoutBlocks(p.d, h.name, () => h.reset(start, { force: true })))
+        // Reset on purpose: the documents that hold its numbers no longer stop it.
+        if (!p.scopes.has(key)) p.scopes.set(key, Promise.resolve(entryFor(p.d, h)))
       }
       return states
     },
@@ -520,5 +631,7 @@ function installGapless(schema, o, nameOf, connected, owner) {
     next(error)
   })
 }
+
+mongoosePlugin.close = close
 
 module.exports = { mongoosePlugin }
