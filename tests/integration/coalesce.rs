@@ -426,6 +426,71 @@ async fn a_caller_in_line_times_out_one_timeout_after_its_call_not_two() {
     assert_eq!(e.written(), dispenser::error::Written::Unknown, "{e}");
 }
 
+/// A caller whose time runs out while it waits in line (its batch not sent: the write in
+/// flight is the one before it) leaves the line, says nothing was written, and nothing is
+/// written for it after: the draw in flight wrote from a stale state (another handle drew;
+/// that write held 600 ms at the proxy), lost, and its retry hung, so the caller behind
+/// it is still in line at its deadline (found by cargo-mutants on `coalesce.rs`: a waiter left
+/// in line, or told `unknown`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_whose_time_runs_out_in_line_leaves_it_and_nothing_is_written_for_it() {
+    let f = Fixture::new("coalesce_line_deadline").await;
+    let proxy = Proxy::to_test_server(Faults::default(), 64).await;
+    let timeout = Duration::from_secs(1);
+    let a = dispenser::Dispenser::connect(
+        &proxy.uri(""),
+        f.options()
+            .with_operation_timeout(timeout)
+            .with_strategy(Strategy::Cas),
+    )
+    .await
+    .unwrap();
+    let sa = a.create("orders", Spec::default()).await.unwrap();
+    // Another handle draws: what `sa` remembers is stale, so its next write loses its race
+    // and reads the sequence again.
+    let b = f.dispenser(f.options());
+    let sb = b.open("orders").await.unwrap();
+    assert_eq!(sb.next().await.unwrap(), 1);
+    let lost = proxy.hold_next("update", &f.collection);
+    // Its retry after the lost race: the conditional increment (a findAndModify).
+    let write = proxy.hold_next("findAndModify", &f.collection);
+    let first = tokio::spawn({
+        let sa = sa.clone();
+        async move { sa.next().await }
+    });
+    tokio::time::timeout(Duration::from_secs(30), lost.arrived())
+        .await
+        .expect("the first draw's write reached the proxy");
+    let lined = tokio::spawn({
+        let sa = sa.clone();
+        async move {
+            let t0 = Instant::now();
+            (sa.next().await, t0.elapsed())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    lost.open();
+    let (lined, took) = lined.await.unwrap();
+    let e = lined.expect_err("its deadline came while the draw before it hung");
+    assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    assert_eq!(
+        e.written(),
+        dispenser::error::Written::Nothing,
+        "it never left the line: {e}"
+    );
+    assert!(took < timeout + timeout / 2, "{took:?}");
+    let first = first.await.unwrap();
+    assert!(first.is_err(), "its write hung: {first:?}");
+    write.open();
+    // Whatever the first draw's write did, nothing more is written for the caller that left.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let value = sb.peek().await.unwrap().value;
+    assert!(
+        value <= 2,
+        "value {value}: one by the other handle, at most one by the first draw"
+    );
+}
+
 /// Issue 63: the leader gathers the callers a write answered into the next write while they
 /// keep coming back — a binding's come back one at a time (each Python thread takes the GIL in
 /// turn, each Node.js Promise is settled on the one JavaScript thread). Here threads take turns
