@@ -165,6 +165,30 @@ test('by default saves take their numbers from a block: reserved ahead, given ba
   }
 })
 
+test('a number another process saves while the plugin checks the collection is no reason to refuse it', async () => {
+  const { connection, d, Order } = await numbered('mongoose_check_race', {})
+  try {
+    // Another process draws and saves its number between the plugin's reads: the check reads
+    // the collection first and the sequence's next after, so that number is behind the next.
+    // (Read the other way round, two processes starting at once refused each other's numbers.)
+    const findOne = Order.collection.findOne.bind(Order.collection)
+    let raced = false
+    Order.collection.findOne = async (...args) => {
+      if (!raced) {
+        raced = true
+        const n = await (await d.open('orders')).next()
+        await connection.collection('orders').insertOne({ total: 0, number: Number(n) })
+      }
+      return findOne(...args)
+    }
+    assert.equal((await Order.create({ total: 1 })).number, 2)
+    assert.ok(raced)
+    await mongoosePlugin.close()
+  } finally {
+    await connection.close()
+  }
+})
+
 test('block: null draws in each save: nothing is reserved ahead', async () => {
   const { connection, d, Order } = await numbered('mongoose_noblock', { block: null })
   try {

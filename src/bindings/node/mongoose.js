@@ -400,14 +400,19 @@ function mongoosePlugin(schema, options) {
    * Once per model and scope per process (a refusal is checked again on the next save).
    */
   const checkNumbered = async (model, s, name, filter, d) => {
-    const state = await s.peek()
-    if (state.cycle || state.next === null) return // a cyclic sequence repeats by design
-    const next = BigInt(state.next)
-    const down = BigInt(state.step) < 0n
+    const shape = await s.peek()
+    if (shape.cycle) return // a cyclic sequence repeats by design
+    const down = BigInt(shape.step) < 0n
     const query = { ...filter, [o.field]: { $type: ['int', 'long', 'double', 'decimal'] } }
     const top = await model.collection.findOne(query, { sort: { [o.field]: down ? 1 : -1 }, projection: { [o.field]: 1 } })
     const held = top ? reach(valueAt(top, o.field), down) : undefined
-    if (held === undefined || (down ? held > next : held < next)) return
+    if (held === undefined) return
+    // The collection first, the sequence's next after: a number another process drew (or
+    // reserved in a block) and saved meanwhile is then behind the next read, not past it.
+    const state = await s.peek()
+    if (state.next === null) return
+    const next = BigInt(state.next)
+    if (down ? held > next : held < next) return
     if (o.adopt === 'highest') {
       await withoutBlocks(d, s.name, () => s.advanceTo(held))
       return
