@@ -12,9 +12,10 @@
 //
 // Every number comes from the Rust core: plain mode hands numbers out from a block client
 // (`block`, 10 by default without `scope` or `existing: 'keep'`; `block: null` draws with
-// `Sequence.next()`, concurrent saves sharing writes), gap-free mode issues through `Gapless.issue`, whose business write is
-// the save's own insert, a switch-over adopts through `Dispenser.adopt`. The plugin says which
-// sequence, where the number goes, and refuses to number again what is numbered already.
+// `Sequence.next()`, concurrent saves sharing writes), gap-free mode issues through
+// `Gapless.issue`, whose business write is the save's own insert, a switch-over adopts through
+// `Dispenser.adopt`. The plugin says which sequence, where the number goes, and refuses to
+// number again what is numbered already.
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 
@@ -240,6 +241,8 @@ function blockSize(o, scope, existing) {
 // Every numbering entry with a block client open in this process (`mongoosePlugin.close()`
 // and the process's `beforeExit` give their numbers back).
 const withBlocks = new Set()
+// Whether the process's `beforeExit` gives them back (registered with the first block).
+let closingAtExit = false
 
 // One entry per dispenser and sequence (or scope) in this process, whichever models number
 // from it (`shared`): they share its block client, so their numbers rise together.
@@ -253,7 +256,6 @@ function entryFor(d, sequence) {
   if (!entry) byName.set(sequence.name, (entry = { sequence, blocks: null }))
   return entry
 }
-let closingAtExit = false
 
 /**
  * Around an operation that moves the sequence `name` (or its scopes) on `d` forward, or back:
@@ -261,8 +263,8 @@ let closingAtExit = false
  * opened meanwhile), so that none of their numbers is handed out after it returned.
  */
 async function withoutBlocks(d, name, operation) {
-  const byName = entries.get(d)
-  const of = () => (byName ? [...byName.values()].filter((e) => e.sequence.name === name || e.sequence.name.startsWith(`${name}@`)) : [])
+  // Looked up at each pass: a save may make the first entry of `d` while the operation runs.
+  const of = () => [...(entries.get(d)?.values() ?? [])].filter((e) => e.sequence.name === name || e.sequence.name.startsWith(`${name}@`))
   await Promise.all(of().map(giveBack))
   const result = await operation()
   await Promise.all(of().map(giveBack))
