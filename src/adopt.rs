@@ -220,8 +220,35 @@ impl AdoptSource {
         {
             return bad("adopt source field", format!("{f:?} is not a field name"));
         }
+        if let AdoptKind::Counter { filter, .. } = &self.kind
+            && let Some(key) = nul_key(filter)
+        {
+            return bad(
+                "adopt source filter",
+                format!("its key {key:?} holds a NUL character, which no BSON key can hold"),
+            );
+        }
         Ok(())
     }
+}
+
+/// The first key of `doc`, or of a document inside it (in arrays too), that holds a NUL
+/// character: a BSON key is a C string, so the driver cannot send such a filter.
+fn nul_key(doc: &Document) -> Option<String> {
+    fn in_value(v: &Bson) -> Option<String> {
+        match v {
+            Bson::Document(d) => nul_key(d),
+            Bson::Array(a) => a.iter().find_map(in_value),
+            _ => None,
+        }
+    }
+    doc.iter().find_map(|(k, v)| {
+        if k.contains('\0') {
+            Some(k.clone())
+        } else {
+            in_value(v)
+        }
+    })
 }
 
 /// A scope key made of several values, as the Mongoose plugin (and
@@ -652,10 +679,22 @@ mod tests {
                 "database",
             ),
             (AdoptSource::mongoose_sequence(""), "id"),
+            // Found by Schemathesis: a key with a NUL, deep in the filter, was sent and failed
+            // in the driver as a database error (503 over HTTP).
+            (
+                AdoptSource::counter("c", doc! { "a": [1, { "b": { "x\0y": 1 } }] }, "n"),
+                "adopt source filter: its key \"x\\0y\" holds a NUL",
+            ),
+            (
+                AdoptSource::counter("c", doc! { "\0": 1 }, "n"),
+                "adopt source filter",
+            ),
         ] {
             let e = s.check().unwrap_err().to_string();
             assert!(e.contains(needle), "{e}");
         }
         assert!(AdoptSource::mongoose_sequence("number").check().is_ok());
+        let nested = doc! { "a": [1, { "b": { "x y": 1 } }], "": 2 };
+        assert!(AdoptSource::counter("c", nested, "n").check().is_ok());
     }
 }
