@@ -8,6 +8,7 @@ import pickle
 import pytest
 
 import dispenser
+from conftest import DATABASE
 
 
 def test_each_kind_is_its_own_class_with_the_stable_code(d):
@@ -65,6 +66,56 @@ def test_invalid_input_is_a_value_error_naming_the_value_and_writes_nothing(d):
     with pytest.raises(TypeError) as e:
         d.audit("invoices", "number", start=1)
     assert "'start'" in str(e.value) and "renamed from_" in str(e.value), str(e.value)
+
+
+def test_an_unknown_keyword_is_refused_naming_the_closest_known_one(d, uri, collection):
+    import asyncio
+
+    import dispenser.aio
+
+    def refused(call):
+        with pytest.raises(TypeError) as e:
+            call()
+        return str(e.value)
+
+    # A typo: the method, the keyword given and the closest of the method's own keywords.
+    message = refused(lambda: d.create("typo", strat=5))
+    assert "create() got an unexpected keyword argument 'strat'" in message, message
+    assert message.endswith("; did you mean 'start'?"), message
+    with pytest.raises(dispenser.NotFoundError):
+        d.peek("typo")  # nothing was written
+    # A static method, a positional-or-keyword parameter, a handle's method, a queue's.
+    assert refused(
+        lambda: dispenser.Dispenser.connect(uri, collection=collection, timout=3)
+    ).endswith("did you mean 'timeout'?")
+    assert refused(lambda: dispenser.AdoptSource.counter("c", filtr={}, field="n")).endswith(
+        "did you mean 'filter'?"
+    )
+    s = d.create("kw")
+    assert refused(lambda: s.alter(maxx=9)).endswith("did you mean 'max'?")
+    assert refused(lambda: s.history(limt=2)).endswith("did you mean 'limit'?")
+    q = d.create_queue("kwq", max=9)
+    assert refused(lambda: q.take(cout=2)).endswith("did you mean 'count'?")
+    assert q.peek()["taken"] == 0  # no ticket was taken
+    # Nothing close: the message as the extension wrote it.
+    assert refused(lambda: d.create("typo", zzzzzz=1)).endswith("unexpected keyword argument 'zzzzzz'")
+    # Not a keyword problem: the message untouched.
+    assert "renamed from_" in refused(lambda: d.audit("invoices", "number", start=1))
+    # The wrapped methods keep their names, documentation and signatures.
+    assert dispenser.Dispenser.create.__name__ == "create"
+    assert "Creates a new sequence" in (dispenser.Dispenser.create.__doc__ or "")
+    import inspect
+
+    assert "start" in inspect.signature(dispenser.Dispenser.create).parameters
+
+    async def main():
+        a = await dispenser.aio.Dispenser.connect(uri, database=DATABASE, collection=collection)
+        try:
+            return refused(lambda: a.ensure("typo", cylce=True))
+        finally:
+            await a.aclose()
+
+    assert asyncio.run(main()).endswith("did you mean 'cycle'?")
 
 
 def test_exhausted_and_queue_refusals(d):

@@ -57,6 +57,12 @@ from ._errors import (
     UnavailableError,
 )
 
+from ._keywords import suggest_keywords as _suggest_keywords
+
+_suggest_keywords(
+    [AdoptSource, BlockSequence, DailySequence, Dispenser, Gapless, Queue, Sequence, StripedSequence]
+)
+
 if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_dispenser._after_fork_in_child)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ._dispenser import AdoptSource, Format, Issued
 from ._dispenser import aio as _aio
+from ._keywords import suggest_keywords as _suggest_keywords
 
 Dispenser = _aio.Dispenser
 Sequence = _aio.Sequence
@@ -26,6 +27,9 @@ StripedSequence = _aio.StripedSequence
 DailySequence = _aio.DailySequence
 Gapless = _aio.Gapless
 Queue = _aio.Queue
+_suggest_keywords(
+    [BlockSequence, DailySequence, Dispenser, Gapless, Queue, Sequence, StripedSequence]
+)
 from ._errors import *  # noqa: F401,F403
 from ._errors import __all__ as _errors
 
