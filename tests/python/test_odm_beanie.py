@@ -141,6 +141,8 @@ def test_gapless_inserts_use_a_number_exactly_when_they_succeed(uri, collection)
         assert audit["clean"] and audit["numbers"] == 21 and audit["missing"] == 0, audit
         with pytest.raises(dispenser.InvalidInputError):
             await Invoice.insert_many([Invoice(ref="bulk")])
+        with pytest.raises(TypeError, match=r"argument 'gaples'; did you mean 'gapless'\?$"):
+            dispenser.beanie.SequenceField(gaples=True)
         async with d:
             pass
         assert d.closed

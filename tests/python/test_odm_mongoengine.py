@@ -211,6 +211,13 @@ print([cls().save().number for _ in range(3)], cls.number._ready().held())
         dispenser.mongoengine.SequenceField(db_alias=alias, gapless=True, block=10)
     with pytest.raises(dispenser.InvalidInputError, match="block size of 1 or more"):
         dispenser.mongoengine.SequenceField(db_alias=alias, block=0)
+    # mongoengine keeps unknown keywords as the field's attributes: one near a keyword of the
+    # field is a typo, refused naming the keyword; another is passed on as mongoengine does.
+    with pytest.raises(TypeError, match=r"argument 'blok'; did you mean 'block'\?$"):
+        dispenser.mongoengine.SequenceField(db_alias=alias, blok=5)
+    with pytest.raises(TypeError, match=r"argument 'sequnce_name'; did you mean 'sequence_name'\?$"):
+        dispenser.mongoengine.SequenceField(db_alias=alias, sequnce_name="x")
+    assert dispenser.mongoengine.SequenceField(db_alias=alias, help_text="n").help_text == "n"
 
 
 def test_previews_closing_the_block_while_threads_save_lose_no_save_and_repeat_no_number(d, alias, collection, mongo):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from typing import Any, Callable, Iterable, Optional, Tuple
+from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar, cast
 
 _UNEXPECTED = re.compile(r"got an unexpected keyword argument '([^']*)'")
 
@@ -72,6 +72,27 @@ def _suggesting(method: Callable[..., Any], known: Tuple[str, ...]) -> Callable[
             raise
 
     return call
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def suggesting(function: F) -> F:
+    """``function`` (a Python function: the Beanie field) with the same suggestion."""
+    return cast(F, _suggesting(function, _keywords(function)))
+
+
+def refuse_close(owner: str, given: Iterable[str], known: Iterable[str]) -> None:
+    """A ``TypeError`` for the first of ``given`` near one of ``known`` without being it:
+    for a function that passes the keywords it does not know on (mongoengine's fields keep
+    them as attributes), so that a typo of its own is not taken silently."""
+    known = tuple(known)
+    for key in given:
+        close = closest(key, known) if key not in known else None
+        if close is not None:
+            raise TypeError(
+                f"{owner}() got an unexpected keyword argument '{key}'; did you mean '{close}'?"
+            )
 
 
 def suggest_keywords(classes: Iterable[type]) -> None:

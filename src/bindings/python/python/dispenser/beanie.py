@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable, Optional, Union
 
 import pydantic
 
-from . import _odm
+from . import _keywords, _odm
 from ._dispenser import AdoptSource
 from ._errors import AlreadyExistsError, BusinessWriteError, InvalidInputError, NotFoundError
 from .aio import Dispenser
@@ -90,6 +90,7 @@ class Sequence:
         )
 
 
+@_keywords.suggesting
 def SequenceField(
     sequence_name: Optional[str] = None,
     *,

@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional, Union
 from mongoengine.connection import DEFAULT_CONNECTION_NAME, get_db  # type: ignore[import-untyped]
 from mongoengine.fields import SequenceField as _SequenceField  # type: ignore[import-untyped]
 
-from . import _odm
+from . import _keywords, _odm
 from ._dispenser import AdoptSource, Dispenser
 from ._errors import (
     AlreadyExistsError,
@@ -89,6 +89,13 @@ def _resolve(d: Optional[DispenserLike], alias: str) -> Dispenser:
     return d if isinstance(d, Dispenser) else d()
 
 
+# The keywords of SequenceField: mongoengine's SequenceField's and this one's.
+_KEYWORDS = (
+    "collection_name", "db_alias", "sequence_name", "value_decorator",
+    "dispenser", "adopt", "block", "gapless",
+)
+
+
 class SequenceField(_SequenceField):  # type: ignore[misc]
     """mongoengine's ``SequenceField`` (the same arguments: ``collection_name``, the counter
     collection — here the one to adopt from —, ``db_alias``, ``sequence_name``,
@@ -119,6 +126,9 @@ class SequenceField(_SequenceField):  # type: ignore[misc]
         gapless: bool = False,
         **kwargs: Any,
     ) -> None:
+        # mongoengine keeps a field's unknown keywords as attributes: one near a keyword of
+        # this field is a typo, refused rather than taken silently.
+        _keywords.refuse_close("SequenceField", kwargs, _KEYWORDS)
         super().__init__(collection_name, db_alias, sequence_name, value_decorator, *args, **kwargs)
         if gapless and value_decorator is not None and value_decorator is not int:
             raise InvalidInputError(
