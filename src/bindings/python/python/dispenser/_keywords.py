@@ -4,9 +4,9 @@ The extension checks its arguments before a call runs and refuses an unknown key
 ``TypeError: create() got an unexpected keyword argument 'strat'``. Each public method of
 the extension's classes that takes keywords is wrapped once, at import: the same
 ``TypeError``, its message ending ``; did you mean 'start'?`` when a keyword of that
-method is close to the one given: at most one edit (an insertion, a deletion, a change or
-two letters swapped) more than a quarter of its length.
-Methods without named parameters (``next()``) are not wrapped.
+method is close to the one given (at most 1 + a quarter of its length edits away: letters
+inserted, deleted, changed or two side by side swapped). Methods without named parameters
+(``next()``) are not wrapped.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from typing import Any, Callable, Iterable, Optional, Tuple, TypeVar, cast
+from typing import Any, Callable, Iterable, List, Optional, Tuple, TypeVar, cast
 
 _UNEXPECTED = re.compile(r"got an unexpected keyword argument '([^']*)'")
 
@@ -34,7 +34,7 @@ def _keywords(method: Callable[..., Any]) -> Tuple[str, ...]:
 
 def _edits(a: str, b: str) -> int:
     """The edits from ``a`` to ``b``: insertions, deletions, changes, adjacent swaps."""
-    before: list = []
+    before: List[int] = []
     row = list(range(len(b) + 1))
     for i in range(1, len(a) + 1):
         previous, row = row, [i] + [0] * len(b)
@@ -48,12 +48,13 @@ def _edits(a: str, b: str) -> int:
 
 
 def closest(given: str, known: Iterable[str]) -> Optional[str]:
-    """The known name fewest edits from ``given``, if within 1 + a quarter of its length."""
+    """The known name fewest edits from ``given`` (the first of those), if at most 1 + a
+    quarter of its length: ``strat`` → ``start``, ``timout`` → ``timeout``."""
     best: Optional[str] = None
-    best_edits = 1 + len(given) // 4
+    best_edits = 2 + len(given) // 4
     for name in known:
         edits = _edits(given, name)
-        if edits <= best_edits and (best is None or edits < _edits(given, best)):
+        if edits < best_edits:
             best, best_edits = name, edits
     return best
 
