@@ -33,6 +33,9 @@ use std::sync::{Arc, Mutex};
 const DUPLICATE_KEY: i32 = 11000;
 /// MongoDB's error code for a document its collection's validator refuses.
 const DOCUMENT_VALIDATION_FAILURE: i32 = 121;
+/// MongoDB's error code for an update operator applied to a field of the wrong type (an
+/// `$inc` of a value that is no number).
+const TYPE_MISMATCH: i32 = 14;
 
 /// The sequence collection, with the options every operation uses.
 #[derive(Clone, Debug)]
@@ -229,6 +232,22 @@ impl Store {
         }
     }
 
+    /// `e`, a draw's failed write of `name`; or, when the server refused it because a field
+    /// of the document has the wrong type (edited since the handle read it), the document's
+    /// corruption as a read of it reports it ([`Error::CorruptDocument`] naming the field).
+    /// Nothing was written either way.
+    async fn corrupt_or(&self, name: &str, e: Error) -> Error {
+        match &e {
+            Error::Database { source, .. } if write_error_code(source) == Some(TYPE_MISMATCH) => {
+                match self.load(name).await {
+                    Err(corrupt @ Error::CorruptDocument { .. }) => corrupt,
+                    _ => e,
+                }
+            }
+            _ => e,
+        }
+    }
+
     /// Reads what the strategies need. `Ok(None)` when the document does not exist.
     pub(crate) async fn load(&self, name: &str) -> Result<Option<Stored>> {
         let found = self.find(name, document::stored_projection()).await?;
@@ -381,12 +400,16 @@ impl Store {
         }
         update.insert("$inc", inc);
         self.put_usage(&mut update, usage);
-        let res = self
+        let res = match self
             .bounded(
                 || format!("writing sequence {name:?}"),
                 self.coll.update_one(filter, update),
             )
-            .await?;
+            .await
+        {
+            Ok(res) => res,
+            Err(e) => return Err(self.corrupt_or(name, e).await),
+        };
         Ok((res.matched_count == 1).then_some(Stamp {
             version: expected.version + 1,
             incarnation: Some(incarnation),
@@ -423,14 +446,18 @@ impl Store {
                 field::VALUE: 1, field::VERSION: 1, field::INCARNATION: 1, field::ID: 0,
             })
             .build();
-        let found = self
+        let found = match self
             .bounded(
                 || format!("incrementing sequence {name:?}"),
                 self.coll
                     .find_one_and_update(filter, update)
                     .with_options(opts),
             )
-            .await?;
+            .await
+        {
+            Ok(found) => found,
+            Err(e) => return Err(self.corrupt_or(name, e).await),
+        };
         let Some(d) = found else { return Ok(None) };
         let value = document::get_i64(name, &d, field::VALUE)?;
         let version = document::get_i64(name, &d, field::VERSION)?;

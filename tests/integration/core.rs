@@ -516,6 +516,44 @@ async fn corrupt_documents_are_reported_and_left_alone() {
     assert_eq!(listed.iter().filter(|r| r.is_ok()).count(), 1);
 }
 
+/// A document made corrupt after a handle read it: the handle's next draw writes from what it
+/// remembers, and the server refuses the update (an `$inc` of a field that is no number,
+/// code 14). That is the document's corruption, named as a read of it names it, not a
+/// database failure to retry; and the document is left as it is.
+#[tokio::test]
+async fn a_document_corrupted_under_an_open_handle_is_reported_as_corrupt_not_as_a_database_error()
+{
+    let f = Fixture::new("corrupt_later").await;
+    let raw = f.raw();
+    for strategy in STRATEGIES {
+        for key in ["value", "version"] {
+            let name = format!("{key}_{strategy:?}");
+            let d = f.dispenser(f.options().with_strategy(strategy));
+            let seq = d.create(&name, Spec::default()).await.unwrap();
+            assert_eq!(seq.next().await.unwrap(), 1);
+            raw.update_one(doc! { "_id": &name }, doc! { "$set": { key: "seven" } })
+                .await
+                .unwrap();
+            let before = raw.find_one(doc! { "_id": &name }).await.unwrap();
+            let err = seq
+                .next()
+                .await
+                .expect_err("a corrupt document issues nothing");
+            assert!(
+                matches!(&err, Error::CorruptDocument { field, name: n, .. } if field == key && *n == name),
+                "{name}: {err}"
+            );
+            assert_eq!(
+                err.kind(),
+                dispenser::error::ErrorKind::Corrupt,
+                "{name}: {err}"
+            );
+            let after = raw.find_one(doc! { "_id": &name }).await.unwrap();
+            assert_eq!(before, after, "{name} was modified");
+        }
+    }
+}
+
 #[tokio::test]
 async fn admin_reset_peek_list_delete() {
     let f = Fixture::new("admin").await;
