@@ -204,3 +204,63 @@ def test_a_ticket_is_acted_on_by_its_identity_not_by_a_number_that_came_round(d)
     assert "incarnation" in str(e.value)
     with pytest.raises(dispenser.InvalidInputError):
         q.cancel()
+
+
+def test_contention_corruption_and_a_business_writes_exception_reach_python_as_theirs(d, mongo, collection):
+    """The kinds no other test raises from Python, each as its own class, and the text of a
+    failed business write's own exception in the error's message."""
+    import threading
+
+    # Contention: another holder keeps the lease past this caller's wait.
+    business = f"{collection}_held"
+    g = d.create_gapless("held", collection=business, field="n")
+    held, stop = threading.Event(), threading.Event()
+
+    def stalled(n: int):
+        held.set()
+        stop.wait(10)
+        raise ValueError("holder gone")
+
+    t = threading.Thread(target=lambda: pytest.raises(dispenser.BusinessWriteError, g.issue, stalled))
+    t.start()
+    try:
+        assert held.wait(5)
+        with pytest.raises(dispenser.ContentionError) as e:
+            d.ensure_gapless("held", collection=business, field="n", wait=0.2).issue(lambda n: n)
+        assert (e.value.kind, e.value.written) == ("contention", "nothing_written"), e.value
+        assert '"held"' in str(e.value), str(e.value)
+    finally:
+        stop.set()
+        t.join()
+
+    # A business write that raises: the error names the exception and its text, and the
+    # exception itself is the cause.
+    def declined(n: int):
+        raise ValueError("card declined")
+
+    with pytest.raises(dispenser.BusinessWriteError) as e:
+        g.issue(declined)
+    assert "ValueError: card declined" in str(e.value), str(e.value)
+    assert isinstance(e.value.__cause__, ValueError)
+
+    # Corrupt: a stored document whose value is not a number.
+    s = d.create("broken")
+    mongo[DATABASE][collection].update_one({"_id": "broken"}, {"$set": {"value": "seven"}})
+    with pytest.raises(dispenser.CorruptError) as e:
+        s.next()
+    assert e.value.kind == "corrupt" and '"broken"' in str(e.value), str(e.value)
+
+
+def test_a_count_that_is_no_int_stays_a_type_error_and_a_limit_takes_64_bits(d):
+    s = d.create("counted")
+    for wrong in (1.5, "3"):
+        with pytest.raises(TypeError) as e:
+            s.next_n(wrong)
+        assert not isinstance(e.value, dispenser.InvalidInputError), e.value
+    assert s.peek()["value"] == 0  # nothing drawn
+    # A listing's limit is a 64-bit size here: 2**40 lists what there is; past 64 bits the
+    # error names the bound.
+    assert [x["name"] for x in d.list(limit=2**40)] == ["counted"]
+    with pytest.raises(dispenser.InvalidInputError) as e:
+        d.list(limit=2**64)
+    assert "at most 18446744073709551615" in str(e.value), str(e.value)
