@@ -154,3 +154,28 @@ test('Mongoose Number paths take a number-mode draw as it is', async () => {
     await connection.close()
   }
 })
+
+test('counts, timeouts and 64-bit values are read exactly as given, and what is refused is named as JavaScript writes it', async () => {
+  const { ExhaustedError } = dispenser
+  const d = await connect('exact')
+  const s = await d.ensure('counted')
+  // A negative bigint count is refused; one past 2^63 - 1 is a count no sequence can give.
+  await assert.rejects(s.nextN(-5n), (e) => e instanceof InvalidInputError && e.message === 'invalid count: -5 is negative; give 0 or more')
+  await assert.rejects(s.nextN(2n ** 63n), (e) => e instanceof ExhaustedError && /9223372036854775808 number\(s\) requested/.test(e.message))
+  assert.equal((await s.peek()).value, 0n)
+  // The largest safe integer as a number is taken exactly; the next one is refused.
+  const safe = await d.ensure('safe', { start: MAX })
+  assert.equal(await safe.next(), BigInt(MAX))
+  await assert.rejects(d.ensure('unsafe', { start: MAX + 1 }), (e) => e instanceof InvalidInputError && /invalid start: 9007199254740992 is not a safe integer/.test(e.message))
+  await assert.rejects(d.ensure('inf', { start: -Infinity }), (e) => /invalid start: -Infinity is not a safe integer/.test(e.message))
+  // A bigint of two words that fits no i64 (nor an i128) is not shown as a wrong number.
+  await assert.rejects(d.ensure('wide', { max: 2n ** 127n }), (e) => e instanceof InvalidInputError && e.message === 'invalid max: the bigint does not fit in a signed 64-bit integer')
+  // Milliseconds: a negative, NaN or infinite timeout is refused naming it; 0 is the core's
+  // to refuse; 1 500 ms is 1.5 s.
+  for (const [ms, shown] of [[-1, '-1'], [NaN, 'NaN'], [Infinity, 'Infinity']]) {
+    await assert.rejects(dispenser.Dispenser.connect(uri(), { operationTimeoutMs: ms }), (e) => e instanceof InvalidInputError && e.message === `invalid operationTimeoutMs: ${shown} ms is not a duration; give 0 or more milliseconds`)
+  }
+  await assert.rejects(dispenser.Dispenser.connect(uri(), { operationTimeoutMs: 0 }), (e) => e instanceof InvalidInputError && /operation_timeout: must be longer than 0/.test(e.message))
+  const report = await d.doctor({ timeLimitMs: 1500 })
+  assert.equal(report.timeLimitSeconds, 1.5)
+})

@@ -48,15 +48,17 @@ pub fn int(what: &str, v: Int) -> napi::Result<i64> {
                 return Err(invalid(
                     what,
                     format!(
-                        "{f} is not a safe integer; give an integer number up to 2^53 - 1, or a bigint"
+                        "{} is not a safe integer; give an integer number up to 2^53 - 1, or a bigint",
+                        shown(f)
                     ),
                 ));
             }
             // Exact: a safe integer.
             Ok(f as i64)
         }
+        // Lossless only for one word whose value fits (napi's `get_i64`).
         Either::B(b) => match b.get_i64() {
-            (i, true) if b.words.len() <= 1 => Ok(i),
+            (i, true) => Ok(i),
             _ => Err(invalid(
                 what,
                 format!(
@@ -92,7 +94,7 @@ pub fn millis(what: &str, ms: f64) -> napi::Result<Duration> {
     if !ms.is_finite() || ms < 0.0 {
         return Err(invalid(
             what,
-            format!("{ms} ms is not a duration; give 0 or more milliseconds"),
+            format!("{} ms is not a duration; give 0 or more milliseconds", shown(ms)),
         ));
     }
     Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| {
@@ -101,6 +103,17 @@ pub fn millis(what: &str, ms: f64) -> napi::Result<Duration> {
             format!("{ms} ms is not a duration the library can hold"),
         )
     })
+}
+
+/// A `number` as JavaScript writes it (`Infinity`, `-Infinity`, `NaN`; Rust writes `inf`).
+fn shown(f: f64) -> String {
+    if f.is_nan() {
+        "NaN".to_owned()
+    } else if f.is_infinite() {
+        if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
+    } else {
+        f.to_string()
+    }
 }
 
 fn show_bigint(b: &BigInt) -> String {
