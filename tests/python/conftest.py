@@ -3,11 +3,13 @@ server in MONGODB_URI (scripts/test.sh starts one), each test in its own collect
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import pathlib
 import re
 import sys
+import threading
 import time
 
 import pytest
@@ -57,3 +59,24 @@ def mongo(uri):
     client = pymongo.MongoClient(uri)
     yield client
     client.close()
+
+
+@contextlib.contextmanager
+def holding(g):
+    """A holder of `g`'s next gap-free number that stalls in its business write while the
+    block runs, then fails it (its number released): a live lease for the block."""
+    held, stop = threading.Event(), threading.Event()
+
+    def stalled(n: int):
+        held.set()
+        stop.wait(30)
+        raise ValueError("holder gone")
+
+    t = threading.Thread(target=lambda: pytest.raises(dispenser.BusinessWriteError, g.issue, stalled))
+    t.start()
+    try:
+        assert held.wait(5), "the holder never took its number"
+        yield
+    finally:
+        stop.set()
+        t.join()

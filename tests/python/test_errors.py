@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 import dispenser
-from conftest import DATABASE
+from conftest import DATABASE, holding
 
 
 def test_each_kind_is_its_own_class_with_the_stable_code(d):
@@ -209,29 +209,14 @@ def test_a_ticket_is_acted_on_by_its_identity_not_by_a_number_that_came_round(d)
 def test_contention_corruption_and_a_business_writes_exception_reach_python_as_theirs(d, mongo, collection):
     """The kinds no other test raises from Python, each as its own class, and the text of a
     failed business write's own exception in the error's message."""
-    import threading
-
     # Contention: another holder keeps the lease past this caller's wait.
     business = f"{collection}_held"
     g = d.create_gapless("held", collection=business, field="n")
-    held, stop = threading.Event(), threading.Event()
-
-    def stalled(n: int):
-        held.set()
-        stop.wait(10)
-        raise ValueError("holder gone")
-
-    t = threading.Thread(target=lambda: pytest.raises(dispenser.BusinessWriteError, g.issue, stalled))
-    t.start()
-    try:
-        assert held.wait(5)
+    with holding(g):
         with pytest.raises(dispenser.ContentionError) as e:
             d.ensure_gapless("held", collection=business, field="n", wait=0.2).issue(lambda n: n)
         assert (e.value.kind, e.value.written) == ("contention", "nothing_written"), e.value
         assert '"held"' in str(e.value), str(e.value)
-    finally:
-        stop.set()
-        t.join()
 
     # A business write that raises: the error names the exception and its text, and the
     # exception itself is the cause.

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import dispenser
-from conftest import DATABASE
+from conftest import DATABASE, holding
 
 
 def test_gapless_issue_with_pymongo_inserts_some_failing_leaves_no_gap(d, mongo, collection):
@@ -105,26 +105,12 @@ def test_the_gapless_vocabulary_is_every_surfaces(d, mongo, collection):
     g = d.create_gapless("inv", collection=business, field="n", max_lease=60, void_extra={"status": "VOID"})
     assert g.peek()["max_lease_seconds"] == 60.0
     # A holder that stopped after taking 1: its lease ends at once; 1 was not written.
-    held = threading.Event()
-    stop = threading.Event()
-
-    def stalled(n: int):
-        held.set()
-        stop.wait(5)
-        raise ValueError("holder gone")
-
-    t = threading.Thread(target=lambda: pytest.raises(dispenser.BusinessWriteError, g.issue, stalled))
-    t.start()
-    assert held.wait(5)
-    try:
+    with holding(g):
         with pytest.raises(dispenser.ConflictError) as e:
             d.open_gapless("inv").delete()
         assert (e.value.code, e.value.kind) == ("lease_held", "conflict")
         released = d.open_gapless("inv").release(1, "holder killed", force=True)
         assert released == {"outcome": "voided", "number": 1}, released
-    finally:
-        stop.set()
-        t.join()
     assert mongo[DATABASE][business].find_one({"n": 1})["status"] == "VOID"
     assert g.alter(max_lease=0.25)["max_lease_seconds"] == 0.25
     listed = d.list_gapless()
