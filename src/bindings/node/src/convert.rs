@@ -94,7 +94,10 @@ pub fn millis(what: &str, ms: f64) -> napi::Result<Duration> {
     if !ms.is_finite() || ms < 0.0 {
         return Err(invalid(
             what,
-            format!("{} ms is not a duration; give 0 or more milliseconds", shown(ms)),
+            format!(
+                "{} ms is not a duration; give 0 or more milliseconds",
+                shown(ms)
+            ),
         ));
     }
     Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| {
